@@ -1,0 +1,155 @@
+"""GPU architectures and the sets of them a gate admits.
+
+An `Arch` is one nvcc compile target (`sm_90`, `sm_100a`, `sm_120f`). Its
+`macros()` are exactly the device-side macros nvcc 13.0 defines for it
+(see shared ARCH_FACTS section 1): plain targets define only `__CUDA_ARCH__`;
+`a` targets add `__CUDA_ARCH_FEAT_SM<NN>_ALL`, `__CUDA_ARCH_SPECIFIC__` and
+`__CUDA_ARCH_FAMILY_SPECIFIC__`; `f` targets add only
+`__CUDA_ARCH_FAMILY_SPECIFIC__`. The last two hold the exact arch (1030 on
+sm_103f), not the family base.
+
+An `ArchSet` is the verdict of a gate over a universe of archs: which are
+admitted, and which cannot be decided (unknown). Everything else in the
+universe is excluded.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_ARCH_RE = re.compile(
+    r"""^\s*
+    (?:(?:sm|compute)_?)?          # sm_120, sm120, compute_120 or bare
+    (?:
+        (?P<major>\d{1,2})\.(?P<minor>\d)      # 12.0
+      | (?P<code>\d{2,4})                       # 120, 1200
+    )
+    (?P<variant>[af]?)
+    \s*$""",
+    re.VERBOSE | re.IGNORECASE,
+)
+
+
+class ArchParseError(ValueError):
+    """A string that does not name a GPU arch."""
+
+
+@dataclass(frozen=True, order=True)
+class Arch:
+    major: int
+    minor: int
+    variant: str = ""  # "", "a" (arch-specific) or "f" (family-specific)
+
+    @classmethod
+    def parse(cls, text: str) -> "Arch":
+        """Accept `sm_120`, `sm120`, `sm_120a`, `120`, `12.0`, `1200`, `compute_120f`."""
+        m = _ARCH_RE.match(text)
+        if not m:
+            raise ArchParseError(
+                f"{text!r} is not an arch name; write it like sm_120, sm_90a, 120 or 12.0"
+            )
+        if m.group("major") is not None:
+            major, minor = int(m.group("major")), int(m.group("minor"))
+        else:
+            code = int(m.group("code"))
+            if code >= 300 and code % 10 == 0:
+                code //= 10  # __CUDA_ARCH__ spelling: 900 -> sm_90, 1200 -> sm_120
+            major, minor = divmod(code, 10)
+        variant = m.group("variant").lower()
+        if major < 1 or minor > 9:
+            raise ArchParseError(f"{text!r} is not an arch name")
+        if variant and major < 9:
+            raise ArchParseError(f"{text!r}: only sm_90 and newer have 'a'/'f' variants")
+        if variant == "f" and major == 9:
+            raise ArchParseError(f"{text!r}: there is no sm_90f (nvcc rejects compute_90f); use sm_90a")
+        return cls(major, minor, variant)
+
+    @property
+    def cuda_arch(self) -> int:
+        """The value of `__CUDA_ARCH__` on this target (1200 for sm_120)."""
+        return self.major * 100 + self.minor * 10
+
+    @property
+    def code(self) -> int:
+        """The number in the target name (120 for sm_120)."""
+        return self.major * 10 + self.minor
+
+    @property
+    def name(self) -> str:
+        return f"sm_{self.code}{self.variant}"
+
+    @property
+    def plain(self) -> "Arch":
+        return Arch(self.major, self.minor)
+
+    def macros(self) -> dict[str, int]:
+        """Device-side macros nvcc defines when compiling for this target."""
+        defined = {"__CUDA_ARCH__": self.cuda_arch}
+        if self.variant == "a":
+            defined[f"__CUDA_ARCH_FEAT_SM{self.code}_ALL"] = 1
+            defined["__CUDA_ARCH_SPECIFIC__"] = self.cuda_arch
+            defined["__CUDA_ARCH_FAMILY_SPECIFIC__"] = self.cuda_arch
+        elif self.variant == "f":
+            defined["__CUDA_ARCH_FAMILY_SPECIFIC__"] = self.cuda_arch
+        return defined
+
+    def __str__(self) -> str:
+        return self.name
+
+DEFAULT_ARCHS: tuple[Arch, ...] = tuple(
+    Arch.parse(n)
+    for n in ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121")
+)
+
+# Macros whose value on every target this module knows exactly. Any other
+# identifier in a guard is unknown to the evaluator.
+ARCH_MACRO_RE = re.compile(
+    r"^(__CUDA_ARCH__|__CUDA_ARCH_SPECIFIC__|__CUDA_ARCH_FAMILY_SPECIFIC__|__CUDA_ARCH_FEAT_SM\d+_ALL)$"
+)
+
+
+def is_arch_macro(name: str) -> bool:
+    return bool(ARCH_MACRO_RE.match(name))
+
+
+def parse_archs(text: str) -> tuple[Arch, ...]:
+    """Parse a comma-separated list such as `sm_90,sm_100,120`."""
+    archs = [Arch.parse(part) for part in text.split(",") if part.strip()]
+    if not archs:
+        raise ArchParseError("empty arch list")
+    return tuple(dict.fromkeys(archs))
+
+
+def family(arch: Arch, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> tuple[Arch, ...]:
+    """Archs of the universe with the same major version (what a major-version gate admits)."""
+    return tuple(a for a in universe if a.major == arch.major and a.variant == arch.variant)
+
+
+@dataclass(frozen=True)
+class ArchSet:
+    """A gate's verdict over a universe: admitted archs, undecidable archs, the rest excluded."""
+
+    universe: tuple[Arch, ...]
+    admitted: frozenset[Arch]
+    unknown: frozenset[Arch] = frozenset()
+
+    def admits(self, arch: Arch) -> bool | None:
+        if arch in self.unknown:
+            return None
+        return arch in self.admitted
+
+    def excluded(self) -> frozenset[Arch]:
+        return frozenset(self.universe) - self.admitted - self.unknown
+
+    def names(self) -> list[str]:
+        return [a.name for a in self.universe if a in self.admitted]
+
+    def unknown_names(self) -> list[str]:
+        return [a.name for a in self.universe if a in self.unknown]
+
+    def __str__(self) -> str:
+        text = ",".join(self.names()) or "none"
+        if self.unknown:
+            text += f" (unknown: {','.join(self.unknown_names())})"
+        return text

@@ -1,0 +1,108 @@
+"""Gate kinds: pure functions over source text.
+
+Each module in this package is one gate kind. It exposes:
+
+- `KIND`: the kind's name as used in recipes and output (`cuda_guard`, ...).
+- `find(source: bytes, universe, **selector) -> list[Gate]`: every gate of this
+  kind in the source, each with the `ArchSet` it admits.
+- `widen(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[Edit]`:
+  the smallest edits that make the gate also admit `targets`. Returns `[]`
+  when the gate already admits them (idempotent). Raises `CannotWiden` when
+  the gate cannot be rewritten safely (unknown macro, computed list ...).
+
+No module here does I/O, reads the clock or the environment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from codemods.arch import Arch, ArchSet
+
+
+@dataclass(frozen=True, order=True)
+class Edit:
+    """Replace `source[start:end]` (byte offsets) with `text` (bytes)."""
+
+    start: int
+    end: int
+    text: bytes
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One arch gate found in a source file."""
+
+    kind: str
+    start: int  # byte offset of the gate's text (the condition or the list)
+    end: int
+    line: int  # 1-based line of `start`
+    text: str  # the gate's source text, as written
+    admits: ArchSet
+    context: str = ""  # enclosing function / symbol, when known
+    detail: dict = field(default_factory=dict, compare=False, hash=False)
+
+
+class CannotWiden(Exception):
+    """The gate cannot be rewritten safely; the message says why."""
+
+
+class SourceError(Exception):
+    """The source cannot be decoded or parsed; the message says why."""
+
+
+def apply_edits(source: bytes, edits: list[Edit]) -> bytes:
+    """Splice non-overlapping edits into `source` in one pass."""
+    out = []
+    pos = 0
+    for edit in sorted(set(edits)):
+        if edit.start < pos:
+            raise ValueError(f"overlapping edits at byte {edit.start}")
+        out.append(source[pos:edit.start])
+        out.append(edit.text)
+        pos = edit.end
+    out.append(source[pos:])
+    return b"".join(out)
+
+
+def edit_between(old: bytes, new: bytes) -> Edit | None:
+    """The single edit that turns `old` into `new`: the span between their common prefix and suffix."""
+    if old == new:
+        return None
+    prefix = 0
+    limit = min(len(old), len(new))
+    while prefix < limit and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while (
+        suffix < limit - prefix
+        and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]
+    ):
+        suffix += 1
+    return Edit(prefix, len(old) - suffix, new[prefix : len(new) - suffix])
+
+
+def line_of(source: bytes, offset: int) -> int:
+    return source.count(b"\n", 0, offset) + 1
+
+
+def decode(source: bytes) -> str:
+    """Decode UTF-8 (a BOM is kept as U+FEFF); raise SourceError otherwise."""
+    try:
+        return source.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"not UTF-8 (byte {exc.start}: {source[exc.start:exc.start + 1]!r})") from None
+
+
+__all__ = [
+    "Arch",
+    "ArchSet",
+    "CannotWiden",
+    "Edit",
+    "Gate",
+    "SourceError",
+    "apply_edits",
+    "decode",
+    "edit_between",
+    "line_of",
+]
