@@ -1,0 +1,62 @@
+"""Reading and writing target files safely: inside the repo only, atomically, bytes kept."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from codemods import errors
+
+
+def inside(root: Path, rel: str) -> Path:
+    """The real path of root/rel, refusing anything (a symlink included) that leads outside root."""
+    base = root.resolve()
+    path = (root / rel).resolve()
+    if path != base and base not in path.parents:
+        raise errors.FileRefused(
+            f"resolves to {path}, outside the repository",
+            where=rel,
+            hint="codemod only reads and writes files inside --repo; replace the symlink with the file",
+        )
+    return path
+
+
+def reader(root: Path):
+    """A `read(rel) -> bytes` for planning that never follows a path out of root."""
+
+    def read(rel: str) -> bytes:
+        return inside(root, rel).read_bytes()
+
+    return read
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write through a temp file in the same folder and os.replace, keeping the file mode."""
+    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".codemod-tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def check_writable(root: Path, rels: list[str]) -> None:
+    """Refuse before anything is written when a target or its folder is read-only."""
+    for rel in rels:
+        path = inside(root, rel)
+        if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK):
+            raise errors.FileRefused(
+                "is not writable",
+                where=rel,
+                hint="fix the permissions (or run as the owner of the files), then run again",
+            )

@@ -1,0 +1,508 @@
+"""Recipes as data: load them, recognise the project at --repo, plan the edits.
+
+A recipe (TOML under targets/recipes/) names the gates to widen by kind and
+selector, per project; a project file (targets/projects/) says where each
+layout of the project keeps its files. Planning reads the target files and
+asks the gate kinds what to change; it never writes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import pkgutil
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from types import ModuleType
+from typing import Callable
+
+from codemods import errors, gates
+from codemods.arch import DEFAULT_ARCHS, Arch, ArchParseError, ArchSet, family
+from codemods.gates import CannotWiden, Edit, Gate, SourceError, apply_edits
+
+OUTCOMES = ("changed", "unchanged", "skipped", "failed")
+
+
+# ---------------------------------------------------------------- gate kinds
+
+
+def gate_kinds() -> dict[str, ModuleType]:
+    """Every module in codemods.gates that defines KIND, by kind name."""
+    kinds = {}
+    for info in pkgutil.iter_modules(gates.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"codemods.gates.{info.name}")
+        if hasattr(module, "KIND"):
+            kinds[module.KIND] = module
+    return kinds
+
+
+def selector_keys(module: ModuleType) -> set[str]:
+    """A kind's selectors are the keyword-only parameters of its `find`."""
+    params = inspect.signature(module.find).parameters.values()
+    return {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+
+# ---------------------------------------------------------------- data files
+
+
+def data_root() -> Path:
+    """targets/ as installed inside the package, or beside it in a source checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "targets", here.parent / "targets"):
+        if candidate.is_dir():
+            return candidate
+    raise errors.RecipeInvalid("the built-in targets/ data is missing from this install", hint="reinstall codemod")
+
+
+@dataclass(frozen=True)
+class Layout:
+    name: str
+    markers: tuple[str, ...]
+    places: dict[str, str]
+    version_files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Project:
+    name: str
+    title: str
+    layouts: tuple[Layout, ...]
+
+
+@dataclass(frozen=True)
+class Change:
+    id: str
+    project: str
+    file: str
+    kind: str
+    title: str
+    why: str
+    selector: dict
+    admits: tuple[Arch, ...] = ()
+    jit_modules: tuple[str, ...] = ()
+    requires_symbol: str = ""
+    symbol_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Recipe:
+    id: str
+    summary: str
+    arch: Arch
+    admit: str  # "family" or "exact"
+    notes: tuple[str, ...]
+    changes: tuple[Change, ...]
+    path: Path
+
+    def targets(self, universe: tuple[Arch, ...]) -> tuple[Arch, ...]:
+        """The archs each gate must admit after the recipe."""
+        if self.admit == "family":
+            members = family(self.arch, tuple(universe) + (self.arch,))
+            return tuple(dict.fromkeys(members))
+        return (self.arch,)
+
+
+_RECIPE_KEYS = {"id", "summary", "arch", "admit", "notes", "change"}
+_CHANGE_KEYS = {
+    "id", "project", "file", "kind", "title", "why", "admits", "jit_modules",
+    "requires_symbol", "symbol_files",
+}
+_ID_RE = re.compile(r"^[a-z0-9]+(?:[.-][a-z0-9]+)*$")
+
+
+def _line_of_key(text: str, key: str, occurrence: int = 0) -> int:
+    hits = [i + 1 for i, line in enumerate(text.splitlines()) if re.match(rf"\s*{re.escape(key)}\s*=", line)]
+    return hits[min(occurrence, len(hits) - 1)] if hits else 0
+
+
+def _invalid(path: Path, text: str, key: str, message: str, hint: str, occurrence: int = 0) -> errors.CodemodError:
+    line = _line_of_key(text, key, occurrence)
+    where = f"{path}:{line}" if line else str(path)
+    return errors.RecipeInvalid(message, where=where, hint=hint)
+
+
+def load_recipe(path: Path) -> Recipe:
+    """Parse and validate one recipe file; errors name the file, the line and the fix."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise errors.RecipeInvalid(f"cannot read recipe: {exc.strerror}", where=str(path)) from None
+    except UnicodeDecodeError:
+        raise errors.RecipeInvalid("recipe is not UTF-8", where=str(path)) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise errors.RecipeInvalid(f"not valid TOML: {exc}", where=str(path)) from None
+
+    kinds = gate_kinds()
+    for key in data:
+        if key not in _RECIPE_KEYS:
+            raise _invalid(path, text, key, f"unknown key {key!r}", f"allowed keys: {', '.join(sorted(_RECIPE_KEYS))}")
+    for key in ("id", "summary", "arch"):
+        if not isinstance(data.get(key), str) or not data[key]:
+            raise _invalid(path, text, key, f"{key!r} must be a non-empty string", f"add `{key} = \"...\"`")
+    if not _ID_RE.match(data["id"]):
+        raise _invalid(path, text, "id", f"recipe id {data['id']!r} must be kebab-case", "for example `sm120-enable`")
+    try:
+        arch = Arch.parse(data["arch"])
+    except ArchParseError as exc:
+        raise _invalid(path, text, "arch", str(exc), "write the arch like sm_120") from None
+    admit = data.get("admit", "family")
+    if admit not in ("family", "exact"):
+        raise _invalid(path, text, "admit", f"admit must be 'family' or 'exact', not {admit!r}", "use admit = \"family\"")
+    notes = data.get("notes", [])
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+        raise _invalid(path, text, "notes", "notes must be a list of strings", 'notes = ["..."]')
+    raw_changes = data.get("change", [])
+    if not isinstance(raw_changes, list) or not raw_changes:
+        raise errors.RecipeInvalid("a recipe needs at least one [[change]] table", where=str(path), hint="see README, 'Writing a recipe'")
+
+    changes = []
+    seen = set()
+    for n, raw in enumerate(raw_changes):
+        changes.append(_load_change(path, text, n, raw, kinds, seen))
+    return Recipe(data["id"], data["summary"], arch, admit, tuple(notes), tuple(changes), path)
+
+
+def _load_change(path, text, n, raw, kinds, seen) -> Change:
+    for key in ("id", "project", "file", "kind"):
+        if not isinstance(raw.get(key), str) or not raw[key]:
+            raise _invalid(path, text, "[[change]]", f"change #{n + 1}: {key!r} must be a non-empty string", f"add `{key} = \"...\"`", n)
+    kind = raw["kind"]
+    if kind not in kinds:
+        raise _invalid(path, text, "kind", f"unknown gate kind {kind!r}", f"known kinds: {', '.join(sorted(kinds))}", n)
+    allowed = _CHANGE_KEYS | selector_keys(kinds[kind])
+    for key in raw:
+        if key not in allowed:
+            raise _invalid(
+                path, text, key, f"change {raw['id']!r}: unknown key {key!r} for kind {kind}",
+                f"allowed keys: {', '.join(sorted(allowed))}",
+            )
+    if not _ID_RE.match(raw["id"]) or raw["id"] in seen:
+        raise _invalid(path, text, "id", f"change id {raw['id']!r} must be unique and kebab-case", "for example `flashinfer.trtllm-comm-jit`", n + 1)
+    seen.add(raw["id"])
+    _check_relative(path, text, raw["file"])
+    admits = ()
+    if "admits" in raw:
+        try:
+            admits = tuple(Arch.parse(a) for a in raw["admits"])
+        except (ArchParseError, TypeError) as exc:
+            raise _invalid(path, text, "admits", f"change {raw['id']!r}: {exc}", 'admits = ["sm_90", "sm_100"]') from None
+    selector = {k: raw[k] for k in selector_keys(kinds[kind]) if k in raw}
+    for key, value in selector.items():
+        if not isinstance(value, str):
+            raise _invalid(path, text, key, f"change {raw['id']!r}: {key!r} must be a string", f'{key} = "..."')
+    symbol_files = tuple(raw.get("symbol_files", ()))
+    for f in symbol_files:
+        _check_relative(path, text, f)
+    return Change(
+        id=raw["id"], project=raw["project"], file=raw["file"], kind=kind,
+        title=raw.get("title", raw["id"]), why=raw.get("why", ""), selector=selector,
+        admits=admits, jit_modules=tuple(raw.get("jit_modules", ())),
+        requires_symbol=raw.get("requires_symbol", ""), symbol_files=symbol_files,
+    )
+
+
+def _check_relative(path: Path, text: str, file: str) -> None:
+    pure = PurePosixPath(file)
+    if pure.is_absolute() or ".." in pure.parts or file.startswith("~"):
+        raise _invalid(path, text, "file", f"path {file!r} leaves the repository", "paths are relative to --repo and cannot use '..' or start with '/'")
+
+
+def load_project(path: Path) -> Project:
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    layouts = []
+    for raw in data["layout"]:
+        places = {k: v for k, v in raw.items() if k not in ("name", "markers", "version_files")}
+        layouts.append(Layout(raw["name"], tuple(raw["markers"]), places, tuple(raw.get("version_files", ()))))
+    return Project(data["name"], data.get("title", data["name"]), tuple(layouts))
+
+
+def recipe_dirs(extra: list[Path] | None = None) -> list[Path]:
+    dirs = [data_root() / "recipes"]
+    env = os.environ.get("CODEMOD_RECIPES")
+    if env:
+        dirs += [Path(p) for p in env.split(os.pathsep) if p]
+    dirs += list(extra or [])
+    return dirs
+
+
+def available_recipes(extra: list[Path] | None = None) -> dict[str, Recipe]:
+    recipes: dict[str, Recipe] = {}
+    for directory in recipe_dirs(extra):
+        if not directory.is_dir():
+            raise errors.RecipeInvalid("recipe folder does not exist", where=str(directory), hint="check --recipes / $CODEMOD_RECIPES")
+        for file in sorted(directory.glob("*.toml")):
+            recipe = load_recipe(file)
+            recipes[recipe.id] = recipe
+    return recipes
+
+
+def find_recipe(name: str, extra: list[Path] | None = None) -> Recipe:
+    if name.endswith(".toml") and Path(name).is_file():
+        return load_recipe(Path(name))
+    recipes = available_recipes(extra)
+    if name not in recipes:
+        raise errors.UnknownRecipe(f"no recipe named {name!r}", hint=f"known recipes: {', '.join(sorted(recipes))}")
+    return recipes[name]
+
+
+def projects() -> dict[str, Project]:
+    return {p.name: p for p in (load_project(f) for f in sorted((data_root() / "projects").glob("*.toml")))}
+
+
+# ---------------------------------------------------------------- detection
+
+
+@dataclass(frozen=True)
+class Target:
+    """A recognised project at a path, in one layout."""
+
+    project: Project
+    layout: Layout
+    root: Path
+
+    def resolve(self, template: str) -> str:
+        """Fill {python}/{include}/... and normalise to a POSIX path relative to root."""
+        try:
+            filled = template.format(**self.layout.places)
+        except KeyError as exc:
+            raise errors.RecipeInvalid(
+                f"placeholder {exc} is not defined for {self.project.name} ({self.layout.name} layout)",
+                where=template,
+            ) from None
+        return os.path.normpath(filled).replace(os.sep, "/")
+
+    def version(self) -> str:
+        for rel in self.layout.version_files:
+            file = self.root / rel
+            if file.is_file():
+                match = re.search(r"""(?:__version__|^version)\s*[:=]\s*(?:str\s*=\s*)?["']([^"']+)["']""", file.read_text(errors="replace"), re.M)
+                if match:
+                    return match.group(1)
+                first = file.read_text(errors="replace").strip().splitlines()
+                if first and re.match(r"^\d+\.\d+", first[0]):
+                    return first[0]
+        return ""
+
+
+def detect(root: Path, names: list[str] | None = None) -> Target:
+    """Which project (and layout) lives at root."""
+    known = projects()
+    candidates = [known[n] for n in (names or known) if n in known]
+    for project in candidates:
+        for layout in project.layouts:
+            if all((root / m).exists() for m in layout.markers):
+                return Target(project, layout, root)
+    raise errors.UnknownProject(
+        f"no {' or '.join(p.title for p in candidates)} tree found here",
+        where=str(root),
+    )
+
+
+# ---------------------------------------------------------------- planning
+
+
+@dataclass
+class GateChange:
+    gate: Gate
+    outcome: str  # changed / unchanged / failed
+    after_text: str = ""
+    admits_after: ArchSet | None = None
+    reason: str = ""
+
+
+@dataclass
+class PlannedChange:
+    change: Change
+    file: str
+    outcome: str = "unchanged"
+    reason: str = ""
+    before: bytes = b""
+    after: bytes = b""
+    gates: list[GateChange] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.change.id
+
+
+@dataclass
+class Plan:
+    recipe: Recipe
+    target: Target
+    universe: tuple[Arch, ...]
+    targets: tuple[Arch, ...]
+    changes: list[PlannedChange]
+
+    @property
+    def failed(self) -> list[PlannedChange]:
+        return [c for c in self.changes if c.outcome == "failed"]
+
+    @property
+    def changed(self) -> list[PlannedChange]:
+        return [c for c in self.changes if c.outcome == "changed"]
+
+    def files(self) -> list[str]:
+        return list(dict.fromkeys(c.file for c in self.changes))
+
+    def jit_modules(self) -> list[str]:
+        return list(dict.fromkeys(m for c in self.changed for m in c.change.jit_modules))
+
+
+def _language(path: str) -> str:
+    return "cuda" if path.endswith((".cu", ".cuh")) else "cpp"
+
+
+def _find(kind: ModuleType, source: bytes, file: str, universe, selector: dict) -> list[Gate]:
+    params = inspect.signature(kind.find).parameters
+    extra = {"language": _language(file)} if "language" in params else {}
+    return kind.find(source, universe, **extra, **selector)
+
+
+def _shift(offset: int, edits: list[Edit]) -> int:
+    return offset + sum(len(e.text) - (e.end - e.start) for e in edits if e.end <= offset)
+
+
+def _describe(change: Change) -> str:
+    parts = [f"{k}={v}" for k, v in change.selector.items()]
+    if change.admits:
+        parts.append("admits " + "+".join(a.name for a in change.admits))
+    return f"{change.kind} gate" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def _symbol_defined(name: str, source: bytes) -> bool:
+    pattern = rf"^(?:def\s+{re.escape(name)}\b|{re.escape(name)}\s*=|from\s+\S+\s+import\s+.*\b{re.escape(name)}\b)"
+    return re.search(pattern.encode(), source, re.M) is not None
+
+
+def plan(
+    recipe: Recipe,
+    target: Target,
+    universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+    only: list[str] | None = None,
+    skip: list[str] | None = None,
+    read: Callable[[str], bytes] | None = None,
+) -> Plan:
+    """Plan every change of the recipe for the project at target.root. Reads, never writes."""
+    kinds = gate_kinds()
+    targets = recipe.targets(universe)
+    universe = tuple(dict.fromkeys(tuple(universe) + targets))
+    read = read or (lambda rel: (target.root / rel).read_bytes())
+    relevant = [c for c in recipe.changes if c.project == target.project.name]
+    if not relevant:
+        raise errors.PlanFailed(
+            f"recipe {recipe.id} has no changes for {target.project.title}",
+            where=str(target.root),
+            hint=f"it targets: {', '.join(sorted({c.project for c in recipe.changes}))}",
+        )
+    for selected in (only or []) + (skip or []):
+        if selected not in {c.id for c in recipe.changes}:
+            raise errors.UnknownRecipe(
+                f"no change {selected!r} in recipe {recipe.id}",
+                hint=f"changes: {', '.join(c.id for c in recipe.changes)}",
+            )
+    if only:
+        relevant = [c for c in relevant if c.id in only]
+    if skip:
+        relevant = [c for c in relevant if c.id not in skip]
+
+    current: dict[str, bytes] = {}
+    planned = []
+    for change in relevant:
+        file = target.resolve(change.file)
+        pc = PlannedChange(change, file)
+        planned.append(pc)
+        if file not in current:
+            try:
+                current[file] = read(file)
+            except FileNotFoundError:
+                pc.outcome, pc.reason = "failed", f"{file} not found ({target.project.title} {target.layout.name} layout)"
+                continue
+            except IsADirectoryError:
+                pc.outcome, pc.reason = "failed", f"{file} is a directory"
+                continue
+            except PermissionError:
+                pc.outcome, pc.reason = "failed", f"{file}: permission denied"
+                continue
+        pc.before = current[file]
+        _plan_change(pc, kinds[change.kind], universe, targets, target, read)
+        if pc.outcome == "changed":
+            current[file] = pc.after
+    return Plan(recipe, target, universe, targets, planned)
+
+
+def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target: Target, read) -> None:
+    change = pc.change
+    source = pc.before
+    pc.after = source
+    try:
+        found = _find(kind, source, pc.file, universe, change.selector)
+    except SourceError as exc:
+        pc.outcome, pc.reason = "failed", f"{pc.file}: {exc}"
+        return
+    found = [g for g in found if all(g.admits.admits(a) for a in change.admits)]
+    if not found:
+        pc.outcome, pc.reason = "failed", f"{_describe(change)} not found in {pc.file}"
+        return
+    edits: list[Edit] = []
+    for gate in found:
+        if all(gate.admits.admits(a) for a in targets):
+            pc.gates.append(GateChange(gate, "unchanged", gate.text, gate.admits, "already admits " + ", ".join(a.name for a in targets)))
+            continue
+        try:
+            gate_edits = kind.widen(source, gate, targets, universe)
+        except CannotWiden as exc:
+            pc.gates.append(GateChange(gate, "failed", reason=str(exc)))
+            continue
+        edits += gate_edits
+        pc.gates.append(GateChange(gate, "changed"))
+    failed = [g for g in pc.gates if g.outcome == "failed"]
+    if failed:
+        pc.outcome = "failed"
+        pc.reason = "; ".join(f"{pc.file}:{g.gate.line}: cannot widen `{g.gate.text.strip()}`: {g.reason}" for g in failed)
+        return
+    if not edits:
+        pc.outcome, pc.reason = "unchanged", "already enabled: every gate admits " + ", ".join(a.name for a in targets)
+        return
+    if change.requires_symbol and not _symbol_available(change, target, source, read):
+        pc.outcome = "failed"
+        pc.reason = (
+            f"{change.requires_symbol} is not defined in this {target.project.title} "
+            f"(looked in {', '.join(target.resolve(f) for f in change.symbol_files) or pc.file}); "
+            "this version has no predicate for the arch, so none can be imported"
+        )
+        return
+    try:
+        after = apply_edits(source, edits)
+    except ValueError as exc:
+        pc.outcome, pc.reason = "failed", f"{pc.file}: {exc}"
+        return
+    after_gates = {g.start: g for g in _find(kind, after, pc.file, universe, change.selector)}
+    for gc in pc.gates:
+        if gc.outcome != "changed":
+            continue
+        moved = after_gates.get(_shift(gc.gate.start, edits))
+        if moved is None or not all(moved.admits.admits(a) for a in targets):
+            pc.outcome, pc.reason = "failed", f"{pc.file}:{gc.gate.line}: the rewritten gate does not admit the target (internal check)"
+            return
+        gc.after_text, gc.admits_after = moved.text, moved.admits
+    pc.after = after
+    pc.outcome = "changed"
+
+
+def _symbol_available(change: Change, target: Target, source: bytes, read) -> bool:
+    if _symbol_defined(change.requires_symbol, source):
+        return True
+    for template in change.symbol_files:
+        try:
+            if _symbol_defined(change.requires_symbol, read(target.resolve(template))):
+                return True
+        except OSError:
+            continue
+    return False

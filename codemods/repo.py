@@ -1,0 +1,200 @@
+"""The only module that talks to git: branches, one commit per change, status, revert.
+
+Applied recipes are recorded in the commits themselves, as trailers:
+`Codemod-Recipe: <id>`, `Codemod-Change: <change id>` and
+`Codemod-Base: <branch>@<sha>` (or `<sha>` when HEAD was detached), so the
+state survives clones and needs no side files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import git
+
+from codemods import errors
+
+TRAILER_RECIPE = "Codemod-Recipe"
+TRAILER_CHANGE = "Codemod-Change"
+TRAILER_BASE = "Codemod-Base"
+_FALLBACK_IDENTITY = ("codemod", "codemod@localhost")
+
+
+def branch_name(recipe_id: str) -> str:
+    return f"codemod/{recipe_id}"
+
+
+def trailers(message: str) -> dict[str, str]:
+    found = {}
+    for line in message.splitlines():
+        m = re.match(r"^(Codemod-[A-Za-z]+):\s*(.+?)\s*$", line)
+        if m:
+            found[m.group(1)] = m.group(2)
+    return found
+
+
+@dataclass
+class CodemodCommit:
+    sha: str
+    subject: str
+    change: str
+    recipe: str
+    base: str
+
+
+@dataclass
+class Applied:
+    """A recipe applied on a branch: its base and its commits (oldest first)."""
+
+    recipe: str
+    branch: str
+    base_ref: str  # branch name, or "" when the base was a detached HEAD
+    base_sha: str
+    commits: list[CodemodCommit] = field(default_factory=list)
+    foreign: list[tuple[str, str]] = field(default_factory=list)  # (sha, subject) of user commits on top
+    current: bool = False
+
+
+class Repo:
+    """A git work tree that holds --repo."""
+
+    def __init__(self, path: Path):
+        if not path.exists():
+            raise errors.RepoState("path does not exist", where=str(path), hint="check --repo")
+        if not path.is_dir():
+            raise errors.RepoState("is a file, not a folder", where=str(path), hint="point --repo at the project's folder")
+        try:
+            self.git_repo = git.Repo(path, search_parent_directories=True)
+        except git.InvalidGitRepositoryError:
+            raise errors.RepoState(
+                "not inside a git work tree",
+                where=str(path),
+                hint="run `git init && git add -A && git commit -m base` there first, or use --dry-run",
+            ) from None
+        if self.git_repo.bare:
+            raise errors.RepoState("is a bare repository; there is no work tree to patch", where=str(path), hint="clone it and point --repo at the clone")
+        self.root = Path(self.git_repo.working_tree_dir).resolve()
+        self.g = self.git_repo.git
+        try:
+            self.git_repo.head.commit
+        except ValueError:
+            raise errors.RepoState(
+                "the repository has no commits yet",
+                where=str(path),
+                hint="commit the current tree first (git add -A && git commit -m base), so there is a base to return to",
+            ) from None
+
+    # ------------------------------------------------------------ reading
+
+    def rel(self, path: Path) -> str:
+        return Path(os.path.relpath(path.resolve(), self.root)).as_posix()
+
+    def head(self) -> tuple[str | None, str]:
+        """(branch name or None when detached, commit sha)."""
+        sha = self.git_repo.head.commit.hexsha
+        if self.git_repo.head.is_detached:
+            return None, sha
+        return self.git_repo.active_branch.name, sha
+
+    def dirty(self, rels: list[str]) -> list[str]:
+        """Which of rels have staged, unstaged or untracked changes."""
+        if not rels:
+            return []
+        out = self.g.status("--porcelain=v1", "-z", "--untracked-files=all", "--", *rels)
+        found = []
+        for entry in out.split("\0"):
+            if len(entry) > 3:
+                found.append(entry[3:])
+        return found
+
+    def tracked(self, rel: str) -> bool:
+        return bool(self.g.ls_files("--", rel).strip())
+
+    def branch_exists(self, name: str) -> bool:
+        return name in [h.name for h in self.git_repo.heads]
+
+    def applied(self) -> list[Applied]:
+        """Every codemod branch in the repo, read from its trailers."""
+        found = []
+        current = None if self.git_repo.head.is_detached else self.git_repo.active_branch.name
+        for head in self.git_repo.heads:
+            record = self._read_branch(head.name)
+            if record:
+                record.current = head.name == current
+                found.append(record)
+        return found
+
+    def _read_branch(self, name: str) -> Applied | None:
+        commits: list[CodemodCommit] = []
+        foreign: list[tuple[str, str]] = []
+        record: Applied | None = None
+        for commit in self.git_repo.iter_commits(name, max_count=200, first_parent=True):
+            t = trailers(commit.message)
+            if TRAILER_RECIPE in t:
+                base = t.get(TRAILER_BASE, "")
+                ref, _, sha = base.rpartition("@") if "@" in base else ("", "", base)
+                commits.append(CodemodCommit(commit.hexsha, commit.summary, t.get(TRAILER_CHANGE, ""), t[TRAILER_RECIPE], base))
+                if record is None:
+                    record = Applied(t[TRAILER_RECIPE], name, ref, sha)
+                if commit.parents and commit.parents[0].hexsha == sha:
+                    break
+            elif record is None:
+                foreign.append((commit.hexsha, commit.summary))
+            else:
+                break
+        if record is None:
+            return None
+        record.commits = list(reversed(commits))
+        record.foreign = foreign
+        return record
+
+    def changed_files(self, base: str, tip: str) -> list[str]:
+        out = self.g.diff("--name-only", "-z", base, tip)
+        return [p for p in out.split("\0") if p]
+
+    # ------------------------------------------------------------ writing
+
+    def _identity_env(self) -> dict[str, str]:
+        env = {}
+        reader = self.git_repo.config_reader()
+        name = reader.get_value("user", "name", default="") or os.environ.get("GIT_AUTHOR_NAME", "")
+        email = reader.get_value("user", "email", default="") or os.environ.get("GIT_AUTHOR_EMAIL", "")
+        if not name or not email:
+            env = {
+                "GIT_AUTHOR_NAME": name or _FALLBACK_IDENTITY[0],
+                "GIT_AUTHOR_EMAIL": email or _FALLBACK_IDENTITY[1],
+                "GIT_COMMITTER_NAME": name or _FALLBACK_IDENTITY[0],
+                "GIT_COMMITTER_EMAIL": email or _FALLBACK_IDENTITY[1],
+            }
+        return env
+
+    def create_branch(self, name: str) -> None:
+        """Branch from HEAD and check it out; uncommitted changes elsewhere come along untouched."""
+        self.g.checkout("-b", name)
+
+    def commit(self, rels: list[str], message: str) -> str:
+        """Commit exactly rels (nothing else the user staged) and return the new sha."""
+        self.g.add("--", *rels)
+        env = self._identity_env()
+        self.g.commit("--no-verify", "-q", "-m", message, "--only", "--", *rels, env=env or None)
+        return self.git_repo.head.commit.hexsha
+
+    def checkout(self, ref: str) -> None:
+        self.g.checkout("-q", ref)
+
+    def restore(self, rels: list[str]) -> None:
+        """Put rels back to HEAD (used to roll back a failed run)."""
+        if rels:
+            self.g.checkout("-q", "HEAD", "--", *rels)
+
+    def delete_branch(self, name: str) -> None:
+        self.g.branch("-D", name)
+
+    def revert_commits(self, shas: list[str]) -> None:
+        """git revert each sha, newest first, with the default messages."""
+        env = self._identity_env()
+        for sha in reversed(shas):
+            self.g.revert("--no-edit", sha, env=env or None)

@@ -1,0 +1,146 @@
+"""What the user reads: unified diffs, per-gate summaries, the arch matrix, JSON."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from codemods.arch import Arch, ArchSet
+from codemods.recipes import Plan, PlannedChange
+from codemods.repo import Applied
+
+
+def _lines(data: bytes) -> list[str]:
+    return data.decode("utf-8", errors="surrogateescape").splitlines(keepends=True)
+
+
+def unified_diff(rel: str, before: bytes, after: bytes) -> str:
+    """A diff `git apply` accepts (a/ and b/ prefixes, no-newline markers)."""
+    out = []
+    for line in difflib.unified_diff(_lines(before), _lines(after), f"a/{rel}", f"b/{rel}", n=3):
+        if line.startswith(("---", "+++")):
+            out.append(line.rstrip("\n") + "\n")
+            continue
+        if not line.endswith("\n"):
+            line += "\n\\ No newline at end of file\n"
+        out.append(line)
+    if not out:
+        return ""
+    return f"diff --git a/{rel} b/{rel}\n" + "".join(out)
+
+
+def plan_diff(plan: Plan, prefix: str = "", changes: list[PlannedChange] | None = None) -> str:
+    """One diff per file over the selected changes, paths relative to the git root (prefix)."""
+    chosen = changes if changes is not None else plan.changed
+    per_file: dict[str, tuple[bytes, bytes]] = {}
+    for change in chosen:
+        first, _ = per_file.get(change.file, (change.before, change.after))
+        per_file[change.file] = (first, change.after)
+    return "".join(unified_diff(f"{prefix}{file}", a, b) for file, (a, b) in per_file.items())
+
+
+def gate_rows(plan: Plan, changes: list[PlannedChange] | None = None) -> list[dict[str, Any]]:
+    rows = []
+    for change in changes if changes is not None else plan.changes:
+        for gc in change.gates:
+            rows.append(
+                {
+                    "change": change.id,
+                    "file": change.file,
+                    "line": gc.gate.line,
+                    "gate_kind": gc.gate.kind,
+                    "outcome": gc.outcome,
+                    "before": gc.gate.text,
+                    "after": gc.after_text if gc.outcome != "failed" else None,
+                    "admits_before": _admits(gc.gate.admits),
+                    "admits_after": _admits(gc.admits_after) if gc.admits_after else None,
+                    "reason": gc.reason or None,
+                }
+            )
+    return rows
+
+
+def _admits(archs: ArchSet) -> dict[str, list[str]]:
+    return {"admitted": archs.names(), "unknown": archs.unknown_names()}
+
+
+def plan_json(plan: Plan, prefix: str, dry_run: bool, changes: list[PlannedChange] | None = None) -> dict[str, Any]:
+    return {
+        "recipe": plan.recipe.id,
+        "project": plan.target.project.name,
+        "layout": plan.target.layout.name,
+        "version": plan.target.version() or None,
+        "targets": [a.name for a in plan.targets],
+        "dry_run": dry_run,
+        "notes": list(plan.recipe.notes),
+        "jit_modules": plan.jit_modules(),
+        "changes": [
+            {
+                "id": c.id,
+                "title": c.change.title,
+                "file": f"{prefix}{c.file}",
+                "outcome": c.outcome,
+                "reason": c.reason or None,
+                "gates": gate_rows(plan, [c]),
+            }
+            for c in (changes if changes is not None else plan.changes)
+        ],
+        "diff": plan_diff(plan, prefix, [c for c in (changes if changes is not None else plan.changed) if c.outcome == "changed"]),
+    }
+
+
+def summary_lines(plan: Plan, prefix: str = "") -> list[str]:
+    """One line per gate: `changed  file:line  before -> after`, grouped under each change."""
+    lines = []
+    for change in plan.changes:
+        lines.append(f"{change.outcome:<9} {change.id}: {change.change.title}")
+        if change.outcome == "failed" and not change.gates:
+            lines.append(f"          {change.reason}")
+        for gc in change.gates:
+            before = " ".join(gc.gate.text.split())
+            if gc.outcome == "changed":
+                after = " ".join(gc.after_text.split())
+                lines.append(f"  {prefix}{change.file}:{gc.gate.line}  {before}  ->  {after}")
+            else:
+                lines.append(f"  {prefix}{change.file}:{gc.gate.line}  {before}  ({gc.outcome}: {gc.reason})")
+        if change.outcome == "failed" and change.gates and change.reason:
+            lines.append(f"          {change.reason}")
+    return lines
+
+
+def matrix(plan: Plan, archs: tuple[Arch, ...]) -> tuple[list[str], list[list[str]]]:
+    """Rows of identical gates grouped: cells are + (admitted), . (excluded), ? (unknown), * marks a change."""
+    header = ["gate", "n"] + [a.name for a in archs]
+    groups: dict[tuple, list] = {}
+    for change in plan.changes:
+        for gc in change.gates:
+            after = gc.admits_after or gc.gate.admits
+            key = (change.file, " ".join(gc.gate.text.split()), tuple(_cell(gc.gate.admits, after, a) for a in archs))
+            groups.setdefault(key, []).append(gc.gate.line)
+    rows = []
+    for (file, text, cells), lines_ in groups.items():
+        where = f"{file}:{lines_[0]}" + ("" if len(lines_) == 1 else f" (+{len(lines_) - 1})")
+        rows.append([f"{where}  {text}", str(len(lines_))] + list(cells))
+    return header, rows
+
+
+def _cell(before: ArchSet, after: ArchSet, arch: Arch) -> str:
+    def sym(value: bool | None) -> str:
+        return "?" if value is None else ("+" if value else ".")
+
+    a, b = before.admits(arch), after.admits(arch)
+    return sym(b) + ("*" if a != b else "")
+
+
+def status_json(records: list[Applied]) -> list[dict[str, Any]]:
+    return [
+        {
+            "recipe": r.recipe,
+            "branch": r.branch,
+            "current": r.current,
+            "base": {"ref": r.base_ref or None, "sha": r.base_sha},
+            "commits": [{"sha": c.sha, "change": c.change, "subject": c.subject} for c in r.commits],
+            "commits_on_top": [{"sha": s, "subject": subj} for s, subj in r.foreign],
+        }
+        for r in records
+    ]

@@ -1,0 +1,2 @@
+"""Build metadata (example tree)."""
+__version__ = "0.6.3+example"
