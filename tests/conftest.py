@@ -1,0 +1,121 @@
+"""Shared fixtures: real git repos made from the example trees, the CLI runner, real wheels."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "Test User",
+    "GIT_AUTHOR_EMAIL": "test@example.invalid",
+    "GIT_COMMITTER_NAME": "Test User",
+    "GIT_COMMITTER_EMAIL": "test@example.invalid",
+}
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {**os.environ, **IDENTITY}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def init_repo(path: Path, branch: str = "main") -> Path:
+    git(path, "init", "-q", "-b", branch)
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "base")
+    return path
+
+
+def tree_digest(path: Path) -> dict[str, str]:
+    """sha256 of every file under path, .git excluded."""
+    digest = {}
+    for file in sorted(path.rglob("*")):
+        if ".git" in file.relative_to(path).parts or not file.is_file():
+            continue
+        digest[file.relative_to(path).as_posix()] = hashlib.sha256(file.read_bytes()).hexdigest()
+    return digest
+
+
+@pytest.fixture
+def example_repo(tmp_path):
+    """A fresh git repo holding a copy of examples/<project>."""
+
+    def make(project: str) -> Path:
+        dest = tmp_path / project
+        shutil.copytree(EXAMPLES / project, dest)
+        return init_repo(dest)
+
+    return make
+
+
+@pytest.fixture
+def cli():
+    """Invoke the real typer app; returns the click Result (exit_code, stdout, stderr)."""
+    from codemods.cli import app
+
+    runner = CliRunner()
+
+    def invoke(*args: str, input: str | None = None):
+        return runner.invoke(app, [str(a) for a in args], input=input)
+
+    return invoke
+
+
+# ------------------------------------------------------------------ real releases
+
+REAL_RELEASES = {
+    "flashinfer": ("flashinfer-python", "0.6.3", "flashinfer_python-0.6.3-py3-none-any.whl"),
+    "sglang": ("sglang", "0.5.8", "sglang-0.5.8-py3-none-any.whl"),
+}
+
+
+def wheel_cache() -> Path:
+    base = os.environ.get("CODEMOD_TEST_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "codemod-tests"
+    )
+    path = Path(base) / "wheels"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def fetch_wheel(dist: str, version: str) -> Path:
+    """Download one release (no deps) into the cache once; return the wheel path."""
+    cache = wheel_cache()
+    prefix = dist.replace("-", "_") + f"-{version}-"
+    found = [p for p in cache.glob("*.whl") if p.name.startswith(prefix)]
+    if not found:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(cache), f"{dist}=={version}"],
+            capture_output=True, text=True,
+        )
+        if proc.returncode != 0:
+            pytest.fail(f"could not download {dist}=={version}: {proc.stderr.strip()[-500:]}")
+        found = [p for p in cache.glob("*.whl") if p.name.startswith(prefix)]
+    return found[0]
+
+
+def unpack_wheel(dist: str, version: str) -> Path:
+    """The wheel unpacked once in the cache (site-packages layout); treat as read-only."""
+    wheel = fetch_wheel(dist, version)
+    dest = wheel_cache() / "unpacked" / wheel.stem
+    if not (dest / ".complete").exists():
+        shutil.rmtree(dest, ignore_errors=True)
+        with zipfile.ZipFile(wheel) as zf:
+            zf.extractall(dest)
+        (dest / ".complete").write_text("ok")
+    return dest
+
+
+@pytest.fixture(scope="session")
+def real_unpacked():
+    return {name: unpack_wheel(dist, version) for name, (dist, version, _) in REAL_RELEASES.items()}
