@@ -36,9 +36,9 @@ def prepare(recipe: Recipe, repo_path: Path, universe: tuple[Arch, ...] = DEFAUL
         raise errors.RepoState("path does not exist", where=str(repo_path), hint="check --repo")
     if not repo_path.is_dir():
         raise errors.RepoState("is a file, not a folder", where=str(repo_path), hint="point --repo at the project's folder")
-    repo = Repo(repo_path) if need_git else None
     names = sorted({c.project for c in recipe.changes})
     target = recipes.detect(repo_path.resolve(), names)
+    repo = Repo(repo_path) if need_git else None
     plan = recipes.plan(recipe, target, universe, only, skip, read=files.reader(target.root))
     prefix = ""
     if repo is not None:

@@ -201,10 +201,13 @@ def test_json_output(cli, example_repo):
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["status"] == "dry-run" and data["targets"] == ["sm_120", "sm_121"]
-    guards = [g for c in data["changes"] for g in c["gates"] if g["gate_kind"] == "cuda_guard"]
+    guards = [g for c in data["changes"] for g in c["gates"] if g["gate_kind"] == "cuda_guard" and g["outcome"] == "changed"]
     assert len(guards) == 4
-    assert guards[0]["admits_before"]["admitted"] == ["sm_90", "sm_100", "sm_103", "sm_110"]
-    assert guards[0]["admits_after"]["admitted"] == ["sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"]
+    assert guards[0]["admits_before"] == ["sm_90", "sm_100", "sm_103", "sm_110"]
+    assert guards[0]["admits_after"] == ["sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"]
+    assert guards[0]["unknown"] == [] and guards[0]["line"] > 1
+    assert guards[0]["before"] == "(defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && (__CUDA_ARCH__ < 1200))"
+    assert guards[0]["after"] == "(defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900))"
 
 
 @pytest.mark.parametrize(

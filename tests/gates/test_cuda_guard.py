@@ -1,0 +1,644 @@
+"""cuda_guard: find, evaluate and widen CUDA preprocessor arch guards."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import re
+import shutil
+import subprocess
+import textwrap
+
+import pytest
+import tree_sitter
+import tree_sitter_cuda
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codemods.arch import DEFAULT_ARCHS, Arch
+from codemods.gates import CannotWiden, SourceError, apply_edits
+from codemods.gates.cuda_guard import KIND, evaluate, find, widen
+
+SM12X = (Arch.parse("sm_120"), Arch.parse("sm_121"))
+VARIANTS = tuple(Arch.parse(name) for name in ("sm_90a", "sm_100a", "sm_100f", "sm_120a", "sm_120f"))
+UNIVERSE = DEFAULT_ARCHS + VARIANTS
+
+
+def source_of(text: str) -> bytes:
+    return textwrap.dedent(text).lstrip("\n").encode()
+
+
+def widen_all(source: bytes, targets=SM12X, universe=DEFAULT_ARCHS) -> list:
+    return [edit for gate in find(source, universe) for edit in widen(source, gate, targets, universe)]
+
+
+def has_syntax_error(source: bytes) -> bool:
+    parser = tree_sitter.Parser(tree_sitter.Language(tree_sitter_cuda.language()))
+    return parser.parse(source).root_node.has_error
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        pytest.param(
+            """
+            __global__ void rms_norm_kernel(float* out) {
+            #if (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && (__CUDA_ARCH__ < 1200))
+              cudaGridDependencySynchronize();
+            #endif
+            }
+            """,
+            """
+            __global__ void rms_norm_kernel(float* out) {
+            #if (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900))
+              cudaGridDependencySynchronize();
+            #endif
+            }
+            """,
+            id="flashinfer-pr-3903-pdl-upper-bound",
+        ),
+        pytest.param(
+            """
+            #if __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200
+            #endif
+            """,
+            """
+            #if __CUDA_ARCH__ >= 900
+            #endif
+            """,
+            id="bare-upper-bound",
+        ),
+        pytest.param(
+            """
+            #if __CUDA_ARCH__ < 1200 && __CUDA_ARCH__ >= 900
+            #endif
+            """,
+            """
+            #if __CUDA_ARCH__ >= 900
+            #endif
+            """,
+            id="upper-bound-first-takes-the-operator-after-it",
+        ),
+        pytest.param(
+            """
+            #if __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200  // PDL needs sm_90
+            #endif
+            """,
+            """
+            #if __CUDA_ARCH__ >= 900  // PDL needs sm_90
+            #endif
+            """,
+            id="trailing-comment-kept",
+        ),
+        pytest.param(
+            r"""
+            #if defined(__CUDA_ARCH__) && \
+                __CUDA_ARCH__ >= 900 && \
+                __CUDA_ARCH__ < 1200
+            #endif
+            """,
+            r"""
+            #if defined(__CUDA_ARCH__) && \
+                __CUDA_ARCH__ >= 900
+            #endif
+            """,
+            id="continuation-line-operator-at-end",
+        ),
+        pytest.param(
+            r"""
+            #if defined(__CUDA_ARCH__) \
+                && __CUDA_ARCH__ >= 900 \
+                && __CUDA_ARCH__ < 1200
+            #endif
+            """,
+            r"""
+            #if defined(__CUDA_ARCH__) \
+                && __CUDA_ARCH__ >= 900
+            #endif
+            """,
+            id="continuation-line-operator-at-start",
+        ),
+        pytest.param(
+            r"""
+            #if (__CUDA_ARCH__ < 1200) && \
+                (__CUDA_ARCH__ >= 900)
+            #endif
+            """,
+            r"""
+            #if (__CUDA_ARCH__ >= 900)
+            #endif
+            """,
+            id="continuation-line-first-conjunct-dropped",
+        ),
+        pytest.param(
+            """
+            #if __CUDA_ARCH__ >= 1000
+            #define USE_FP4 1
+            #elif __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200
+            #define USE_FP8 1
+            #endif
+            """,
+            """
+            #if __CUDA_ARCH__ >= 1000
+            #define USE_FP4 1
+            #elif __CUDA_ARCH__ >= 900
+            #define USE_FP8 1
+            #endif
+            """,
+            id="elif",
+        ),
+        pytest.param(
+            """
+            __global__ void one_shot_kernel() {
+            #if __CUDA_ARCH__ >= 800
+              for (int i = 0; i < 4; ++i) {
+            #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200
+                cudaTriggerProgrammaticLaunchCompletion();
+            #endif
+              }
+            #endif
+            }
+            """,
+            """
+            __global__ void one_shot_kernel() {
+            #if __CUDA_ARCH__ >= 800
+              for (int i = 0; i < 4; ++i) {
+            #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+                cudaTriggerProgrammaticLaunchCompletion();
+            #endif
+              }
+            #endif
+            }
+            """,
+            id="nested-guards-in-kernel-body",
+        ),
+        pytest.param(
+            """
+            #if __CUDA_ARCH__ == 900
+            #endif
+            """,
+            """
+            #if __CUDA_ARCH__ == 900 || (__CUDA_ARCH__ >= 1200 && __CUDA_ARCH__ < 1300)
+            #endif
+            """,
+            id="exact-arch-gets-a-disjunct",
+        ),
+        pytest.param(
+            """
+            #if __CUDA_ARCH__ == 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+            #endif
+            """,
+            """
+            #if (__CUDA_ARCH__ == 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)) || (__CUDA_ARCH__ >= 1200 && __CUDA_ARCH__ < 1300)
+            #endif
+            """,
+            id="conjunction-is-parenthesized-before-or",
+        ),
+        pytest.param(
+            """
+            #if (__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000)
+            #endif
+            """,
+            """
+            #if (__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000) || (__CUDA_ARCH__ >= 1200 && __CUDA_ARCH__ < 1300)
+            #endif
+            """,
+            id="parenthesized-condition-not-wrapped-again",
+        ),
+        pytest.param(
+            """
+            #if __CUDA_ARCH__ >= 1000 && __CUDA_ARCH__ < 1100
+            #endif
+            """,
+            """
+            #if (__CUDA_ARCH__ >= 1000 && __CUDA_ARCH__ < 1100) || (__CUDA_ARCH__ >= 1200 && __CUDA_ARCH__ < 1300)
+            #endif
+            """,
+            id="dropping-the-bound-would-admit-sm110",
+        ),
+        pytest.param(
+            """
+            #if defined(__CUDA_ARCH__) ? __CUDA_ARCH__ == 900 : 0
+            #endif
+            """,
+            """
+            #if (defined(__CUDA_ARCH__) ? __CUDA_ARCH__ == 900 : 0) || (__CUDA_ARCH__ >= 1200 && __CUDA_ARCH__ < 1300)
+            #endif
+            """,
+            id="conditional-operator-is-parenthesized",
+        ),
+    ],
+)
+def test_widen(before, after):
+    source = source_of(before)
+    widened = apply_edits(source, widen_all(source))
+    assert widened == source_of(after)
+    assert widen_all(widened) == []
+
+
+def test_widen_keeps_crlf():
+    source = (
+        b"__global__ void k() {\r\n"
+        b"#if (defined(__CUDA_ARCH__) && \\\r\n"
+        b"     (__CUDA_ARCH__ >= 900) && (__CUDA_ARCH__ < 1200))\r\n"
+        b"  cudaGridDependencySynchronize();\r\n"
+        b"#endif\r\n"
+        b"}\r\n"
+    )
+    widened = apply_edits(source, widen_all(source))
+    assert widened == source.replace(b" && (__CUDA_ARCH__ < 1200)", b"")
+    assert widen_all(widened) == []
+
+
+@pytest.mark.parametrize(
+    ("universe", "targets", "before", "after"),
+    [
+        pytest.param(
+            DEFAULT_ARCHS,
+            "sm_100",
+            "#if __CUDA_ARCH__ == 900\n",
+            "#if __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000\n",
+            id="range-would-catch-sm103",
+        ),
+        pytest.param(
+            UNIVERSE,
+            "sm_90a",
+            "#if __CUDA_ARCH__ >= 1000\n",
+            "#if __CUDA_ARCH__ >= 1000 || (defined(__CUDA_ARCH_SPECIFIC__)"
+            " && __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1000)\n",
+            id="arch-specific-target-must-not-admit-plain-sm90",
+        ),
+        pytest.param(
+            UNIVERSE,
+            "sm_120f",
+            "#if __CUDA_ARCH_FEAT_SM120_ALL\n",
+            "#if __CUDA_ARCH_FEAT_SM120_ALL || (defined(__CUDA_ARCH_FAMILY_SPECIFIC__)"
+            " && !defined(__CUDA_ARCH_SPECIFIC__) && __CUDA_ARCH__ >= 1200 && __CUDA_ARCH__ < 1300)\n",
+            id="family-target-must-not-admit-plain-sm120",
+        ),
+    ],
+)
+def test_widen_to(universe, targets, before, after):
+    source = (before + "#endif\n").encode()
+    wanted = tuple(Arch.parse(name) for name in targets.split(","))
+    widened = apply_edits(source, widen_all(source, wanted, universe))
+    assert widened == (after + "#endif\n").encode()
+    assert widen_all(widened, wanted, universe) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param("#if __CUDA_ARCH__ >= 700\n#endif\n", id="already-admits-sm120"),
+        pytest.param(
+            "#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800\n#endif\n", id="host-or-new-device"
+        ),
+        pytest.param(
+            "#if __CUDA_ARCH__ >= 1200 || FOO_ENABLED\n#endif\n", id="admitted-despite-unknown-macro"
+        ),
+        pytest.param("#if defined(__CUDA_ARCH__) && FOO_ENABLED\n#endif\n", id="unknown-macro"),
+        pytest.param(
+            "#if __CUDA_ARCH__ >= 900 && CUTLASS_ARCH_ENABLED(90)\n#endif\n", id="function-like-macro"
+        ),
+        pytest.param("#if __CUDA_ARCH__ >= 900 &&\n#endif\n", id="condition-does-not-parse"),
+        pytest.param("// #if __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200\n", id="line-comment"),
+        pytest.param("/*\n#if __CUDA_ARCH__ < 1200\n#endif\n*/\n", id="block-comment"),
+        pytest.param('const char* msg = "#if __CUDA_ARCH__ < 1200";\n', id="string-mentions-cuda-arch"),
+        pytest.param('auto s = R"(\n#if __CUDA_ARCH__ < 1200\n#endif\n)";\n', id="raw-string-with-directive"),
+        pytest.param("#ifdef __CUDA_ARCH_FEAT_SM90_ALL\n#endif\n", id="ifdef-feature-macro"),
+        pytest.param("#ifndef __CUDA_ARCH__\n#endif\n", id="ifndef-host-only"),
+        pytest.param("#if ENABLE_PDL && USE_SM90\n#endif\n", id="no-arch-macro"),
+    ],
+)
+def test_noop(source):
+    source = source.encode()
+    edits = []
+    for gate in find(source):
+        with contextlib.suppress(CannotWiden):
+            edits += widen(source, gate, SM12X)
+    assert edits == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param("#if defined(__CUDA_ARCH__) && FOO_ENABLED\n#endif\n", id="unknown-macro"),
+        pytest.param("#if __CUDA_ARCH__ >= 900 &&\n#endif\n", id="condition-does-not-parse"),
+        pytest.param("#ifdef __CUDA_ARCH_FEAT_SM90_ALL\n#endif\n", id="ifdef"),
+        pytest.param("#if __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200 && 'a'\n#endif\n", id="char-literal"),
+    ],
+)
+def test_widen_refuses(source):
+    source = source.encode()
+    [gate] = find(source)
+    with pytest.raises(CannotWiden, match=r"^line 1: .*; (widen it by hand|rewrite it as #if to widen it)$"):
+        widen(source, gate, SM12X)
+
+
+def test_unknown_macro_is_reported_unknown_on_every_arch():
+    [gate] = find(b"#if defined(__CUDA_ARCH__) && FOO_ENABLED\n#endif\n")
+    assert gate.admits.admitted == frozenset()
+    assert gate.admits.unknown == frozenset(DEFAULT_ARCHS)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(b"// #if __CUDA_ARCH__ >= 900\n", id="line-comment"),
+        pytest.param(b"/* #if __CUDA_ARCH__ >= 900 */\n", id="block-comment"),
+        pytest.param(b'puts("#if __CUDA_ARCH__ >= 900");\n', id="string"),
+        pytest.param(b"#if FOO\n#endif\n", id="no-arch-macro"),
+        pytest.param(b"#define ARCH __CUDA_ARCH__\n", id="define-is-not-a-guard"),
+        pytest.param(b"int z; #if __CUDA_ARCH__ >= 900\n", id="hash-if-mid-line"),
+        pytest.param(b"#define NOTE \\\n#if __CUDA_ARCH__ >= 900\n", id="hash-if-on-a-continued-line"),
+    ],
+)
+def test_find_ignores(source):
+    assert find(source) == []
+
+
+def test_find_reports_span_line_directive_and_function():
+    source = source_of(
+        """
+        template <int N>
+        __global__ void allreduce_kernel() {
+          int x = 0;
+        #if __CUDA_ARCH__ >= 1000
+          x = 1;
+        #elif defined(__CUDA_ARCH__) && \\
+            __CUDA_ARCH__ < 1200
+          x = 2;
+        #endif
+        }
+        #ifdef __CUDA_ARCH_FEAT_SM100_ALL
+        #endif
+        """
+    )
+    first, second, third = find(source)
+    assert (first.kind, first.line, first.text, first.context) == (
+        KIND,
+        4,
+        "__CUDA_ARCH__ >= 1000",
+        "allreduce_kernel",
+    )
+    assert first.detail["directive"] == "#if"
+    assert source[first.start : first.end] == b"__CUDA_ARCH__ >= 1000"
+    assert (second.line, second.detail["directive"]) == (6, "#elif")
+    assert second.text == "defined(__CUDA_ARCH__) && \\\n    __CUDA_ARCH__ < 1200"
+    assert (third.line, third.text, third.context, third.detail["directive"]) == (
+        11,
+        "__CUDA_ARCH_FEAT_SM100_ALL",
+        "",
+        "#ifdef",
+    )
+
+
+def test_guard_tree_sitter_misparses_is_unknown():
+    # tree-sitter reads `__CUDA_ARCH__ < 1200 ... stream` as a template argument
+    # list when the guard sits in an argument list; no verdict is guessed.
+    source = source_of(
+        """
+        launch(grid,
+        #if __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200
+               cluster_dims,
+        #endif
+               stream);
+        """
+    )
+    [gate] = find(source)
+    assert gate.admits.unknown == frozenset(DEFAULT_ARCHS)
+    with pytest.raises(CannotWiden, match="tree-sitter cannot parse"):
+        widen(source, gate, SM12X)
+
+
+def test_find_rejects_non_utf8():
+    with pytest.raises(SourceError, match="not UTF-8"):
+        find(b"#if __CUDA_ARCH__ >= 900 /* \xff */\n#endif\n")
+
+
+def test_find_with_cpp_grammar():
+    source = b"__global__ void k() {\n#if __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200\n#endif\n}\n"
+    [gate] = find(source, language="cpp")
+    assert gate.admits.names() == ["sm_90", "sm_100", "sm_103", "sm_110"]
+    assert apply_edits(source, widen(source, gate, SM12X)) == source.replace(b" && __CUDA_ARCH__ < 1200", b"")
+
+
+def test_find_rejects_unknown_language():
+    with pytest.raises(ValueError, match="unknown language"):
+        find(b"#if __CUDA_ARCH__\n#endif\n", language="rust")
+
+
+@pytest.mark.parametrize(
+    ("condition", "arch", "admitted"),
+    [
+        pytest.param("__CUDA_ARCH_SPECIFIC__ >= 1000", "sm_120a", True, id="specific-1000-admits-sm120a"),
+        pytest.param("__CUDA_ARCH_SPECIFIC__ >= 1000", "sm_120", False, id="specific-undefined-on-plain"),
+        pytest.param("__CUDA_ARCH_SPECIFIC__ >= 1000", "sm_100f", False, id="specific-undefined-on-family"),
+        pytest.param("defined(__CUDA_ARCH_FEAT_SM120_ALL)", "sm_120a", True, id="feat-sm120-on-sm120a"),
+        pytest.param(
+            "defined(__CUDA_ARCH_FEAT_SM120_ALL)", "sm_120f", False, id="feat-sm120-absent-on-sm120f"
+        ),
+        pytest.param("__CUDA_ARCH_FEAT_SM120_ALL", "sm_121a", False, id="feat-sm120-absent-on-sm121a"),
+        pytest.param("__CUDA_ARCH__ >= 1000", "sm_110", True, id="ge-1000-admits-sm110"),
+        pytest.param("__CUDA_ARCH__ >= 1000", "sm_120", True, id="ge-1000-admits-sm120"),
+        pytest.param("__CUDA_ARCH__ >= 1000", "sm_121", True, id="ge-1000-admits-sm121"),
+        pytest.param("__CUDA_ARCH__ >= 1000", "sm_90a", False, id="ge-1000-excludes-sm90a"),
+        pytest.param("__CUDA_ARCH_FAMILY_SPECIFIC__ == 1000", "sm_103f", False, id="family-holds-exact-arch"),
+        pytest.param("__CUDA_ARCH__ == 1200", "sm_121", False, id="eq-1200-excludes-sm121"),
+        pytest.param("FOO && __CUDA_ARCH__ >= 900", "sm_80", False, id="false-and-unknown"),
+        pytest.param("FOO || __CUDA_ARCH__ >= 900", "sm_90", True, id="unknown-or-true"),
+        pytest.param("FOO || __CUDA_ARCH__ >= 900", "sm_80", None, id="unknown-or-false"),
+    ],
+)
+def test_admits(condition, arch, admitted):
+    target = Arch.parse(arch)
+    source = f"#if {condition}\n#endif\n".encode()
+    [gate] = find(source, (target,))
+    assert gate.admits.admits(target) is admitted
+    assert evaluate(condition, target.macros()) is admitted
+
+
+@pytest.mark.parametrize(
+    ("condition", "macros", "value"),
+    [
+        pytest.param("0x4B0 == 1200 && 02260 == 1200 && 0b11 == 3", {}, True, id="hex-octal-binary"),
+        pytest.param("10UL == 10 && 1ll + 1u == 2 && 7LLU > 6", {}, True, id="suffixes"),
+        pytest.param("-1 < 0", {}, True, id="signed-compare"),
+        pytest.param("-1 < 0u", {}, False, id="unsigned-conversion"),
+        pytest.param("0xFFFFFFFFFFFFFFFF == -1", {}, True, id="too-big-for-signed-is-unsigned"),
+        pytest.param("-7 / 2 == -3 && -7 % 2 == -1", {}, True, id="division-truncates"),
+        pytest.param("(1 << 4) == 16 && (-16 >> 2) == -4 && ~0 == -1", {}, True, id="shifts-and-complement"),
+        pytest.param("(6 & 3) == 2 && (5 ^ 1) == 4 && (1 | 2) == 3", {}, True, id="bitwise"),
+        pytest.param("!0 && +1 && -(-1)", {}, True, id="unary"),
+        pytest.param("!__CUDA_ARCH__ >= 0", {"__CUDA_ARCH__": 900}, True, id="not-binds-tighter"),
+        pytest.param("1 ? 0 : 1", {}, False, id="conditional"),
+        pytest.param("0 ? 1 : 2 ? 3 : 0", {}, True, id="conditional-right-assoc"),
+        pytest.param("(FOO ? 1 : 1) == 1", {}, True, id="unknown-condition-same-branches"),
+        pytest.param("0 && 1 / 0", {}, False, id="short-circuit-skips-division"),
+        pytest.param("1 || 1 / 0", {}, True, id="short-circuit-or"),
+        pytest.param("1 / 0", {}, None, id="division-by-zero"),
+        pytest.param("defined X && defined(X) && X == 3", {"X": 3}, True, id="defined-forms"),
+        pytest.param(
+            "__CUDA_ARCH__ == 0 && !defined(__CUDA_ARCH__)", {}, True, id="undefined-arch-macro-is-zero"
+        ),
+        pytest.param("FOO", {}, None, id="unknown-identifier"),
+        pytest.param("FOO(1) || 0", {}, None, id="function-like-macro"),
+        pytest.param("'a' == 97", {}, None, id="char-literal"),
+        pytest.param("1.5 > 1", {}, None, id="float"),
+        pytest.param('"x"', {}, None, id="string"),
+        pytest.param("1 +", {}, None, id="malformed"),
+        pytest.param("(1", {}, None, id="unbalanced"),
+        pytest.param("1 /* && 0 */ && 1 // || 0", {}, True, id="comments"),
+        pytest.param("1 && \\\n  0", {}, False, id="continuation"),
+        pytest.param("1\n0", {}, None, id="two-lines"),
+    ],
+)
+def test_evaluate(condition, macros, value):
+    assert evaluate(condition, macros) is value
+
+
+def test_header_in_the_shape_of_trtllm_allreduce():
+    guard = "#if (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && (__CUDA_ARCH__ < 1200))\n"
+    pdl_wait = guard + "  pdl_wait();\n#endif\n"
+    pdl_launch = pdl_wait.replace("pdl_wait", "pdl_launch")
+    release = "#if __CUDA_ARCH__ >= 700\n  st_release(flag);\n#else\n  st_volatile(flag);\n#endif\n"
+    kernels = [
+        f"template <typename T>\n__global__ void kernel_{i}(T* data) {{\n{pdl_wait}  work(data);\n{pdl_launch}}}\n"
+        for i in range(4)
+    ]
+    source = (f"__device__ void store_flag(int* flag) {{\n{release}}}\n" + "".join(kernels)).encode()
+    gates = find(source)
+    assert len(gates) == 9
+    assert sum(not gate.admits.admits(SM12X[0]) for gate in gates) == 8
+    widened = apply_edits(source, widen_all(source))
+    changed = [
+        (old, new) for old, new in zip(source.splitlines(), widened.splitlines(), strict=True) if old != new
+    ]
+    assert len(changed) == 8
+    assert {new for _, new in changed} == {b"#if (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900))"}
+
+
+# Generated guards: the arch macros against realistic values, combined with && || ! ().
+
+ARCH_MACROS = ("__CUDA_ARCH__", "__CUDA_ARCH_SPECIFIC__", "__CUDA_ARCH_FAMILY_SPECIFIC__")
+VALUES = (700, 800, 860, 890, 900, 1000, 1030, 1100, 1200, 1210, 1300)
+COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+FEATURE_ARCHS = (90, 100, 103, 110, 120, 121)
+SEPARATORS = (" ", " ", " ", " \\\n    ", "\\\r\n  ")
+
+
+def comparison(macro: str, op: str, value: int) -> str:
+    return f"{macro} {op} {value}"
+
+
+def defined(name: str, parenthesized: bool) -> str:
+    return f"defined({name})" if parenthesized else f"defined {name}"
+
+
+def feature(code: int, form: str) -> str:
+    name = f"__CUDA_ARCH_FEAT_SM{code}_ALL"
+    return name if form == "bare" else defined(name, form == "paren")
+
+
+atoms = st.one_of(
+    st.builds(
+        comparison, st.sampled_from(ARCH_MACROS), st.sampled_from(COMPARISONS), st.sampled_from(VALUES)
+    ),
+    st.builds(defined, st.sampled_from(ARCH_MACROS), st.booleans()),
+    st.builds(feature, st.sampled_from(FEATURE_ARCHS), st.sampled_from(("bare", "paren", "space"))),
+)
+
+
+def combine(inner):
+    operator = st.sampled_from(("&&", "||"))
+    separator = st.sampled_from(SEPARATORS)
+    return st.one_of(
+        st.builds(lambda a, op, sep, b: f"{a} {op}{sep}{b}", inner, operator, separator, inner),
+        st.builds(lambda a: f"({a})", inner),
+        st.builds(lambda a: f"!({a})", inner),
+    )
+
+
+guards = st.recursive(atoms, combine, max_leaves=6)
+target_lists = st.lists(st.sampled_from(UNIVERSE), min_size=1, max_size=3, unique=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(condition=guards, targets=target_lists)
+def test_widen_admits_exactly_old_plus_targets(condition, targets):
+    targets = tuple(targets)
+    source = f"#if {condition}\n  body();\n#endif\n".encode()
+    [gate] = find(source, UNIVERSE)
+    assert not gate.admits.unknown
+    widened = apply_edits(source, widen(source, gate, targets, UNIVERSE))
+    assert not has_syntax_error(widened)
+    [after] = find(widened, UNIVERSE)
+    assert not after.admits.unknown
+    assert after.admits.admitted == gate.admits.admitted | frozenset(targets)
+    assert after.start == gate.start
+    assert widen(widened, after, targets, UNIVERSE) == []
+    assert widened.endswith(b"\n  body();\n#endif\n")
+
+
+def random_guard(rng: random.Random, depth: int = 0) -> str:
+    """A guard drawn like the `guards` strategy, for the nvcc cross-check."""
+    if depth >= 3 or rng.random() < 0.3:
+        kind = rng.choice(("comparison", "defined", "feature"))
+        if kind == "comparison":
+            return comparison(rng.choice(ARCH_MACROS), rng.choice(COMPARISONS), rng.choice(VALUES))
+        if kind == "defined":
+            return defined(rng.choice(ARCH_MACROS), rng.random() < 0.5)
+        return feature(rng.choice(FEATURE_ARCHS), rng.choice(("bare", "paren", "space")))
+    shape = rng.choice(("binary", "binary", "group", "not"))
+    if shape == "group":
+        return f"({random_guard(rng, depth + 1)})"
+    if shape == "not":
+        return f"!({random_guard(rng, depth + 1)})"
+    operator = rng.choice(("&&", "||"))
+    return f"{random_guard(rng, depth + 1)} {operator}{rng.choice(SEPARATORS)}{random_guard(rng, depth + 1)}"
+
+
+NVCC_ARCHS = ("sm_80", "sm_90a", "sm_100a", "sm_103f", "sm_120", "sm_120a", "sm_120f", "sm_121")
+ARITHMETIC_GUARDS = (
+    "defined(__CUDA_ARCH_SPECIFIC__) ? __CUDA_ARCH_SPECIFIC__ >= 1000 : __CUDA_ARCH__ >= 1200",
+    "__CUDA_ARCH__ / 100 == 12",
+    "__CUDA_ARCH__ % 100 == 10",
+    "(__CUDA_ARCH__ - 1300) < 0u",
+    "!__CUDA_ARCH__ >= 0",
+    "__CUDA_ARCH_FAMILY_SPECIFIC__ >> 2 == 300",
+    "0x4B0 == __CUDA_ARCH__ || 02272 == __CUDA_ARCH__",
+    "__CUDA_ARCH_FEAT_SM90_ALL + __CUDA_ARCH_FEAT_SM120_ALL",
+    "(__CUDA_ARCH__ & 0xF0) == 0x40",
+    "__CUDA_ARCH__ >= 1200 ? __CUDA_ARCH__ < 1210 : defined __CUDA_ARCH_FEAT_SM100_ALL",
+)
+
+
+def test_evaluator_agrees_with_nvcc(tmp_path):
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is not on PATH")
+    rng = random.Random(3903)
+    conditions = [random_guard(rng) for _ in range(40)] + list(ARITHMETIC_GUARDS)
+    unit = tmp_path / "guards.cu"
+    unit.write_text("".join(f"#if {c}\nKEEP_MARKER_{i}_\n#endif\n" for i, c in enumerate(conditions)))
+    agree = total = 0
+    disagreements = []
+    for name in NVCC_ARCHS:
+        arch = Arch.parse(name)
+        code = f"{arch.code}{arch.variant}"
+        run = subprocess.run(
+            [nvcc, "-E", "-x", "cu", "-gencode", f"arch=compute_{code},code=sm_{code}", str(unit)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        kept = {int(i) for i in re.findall(r"\bKEEP_MARKER_(\d+)_\b", run.stdout)}
+        for i, condition in enumerate(conditions):
+            verdict = evaluate(condition, arch.macros())
+            total += 1
+            if verdict is (i in kept):
+                agree += 1
+            else:
+                disagreements.append((name, condition, verdict))
+    print(f"nvcc cross-check: {len(conditions)} guards x {len(NVCC_ARCHS)} archs, agreement {agree}/{total}")
+    assert disagreements == []
