@@ -1,0 +1,184 @@
+"""Shared libcst plumbing for the Python gate kinds.
+
+libcst decides where an edit goes; the edit itself is a byte splice on the
+original file. `PythonSource` parses the bytes once and maps every node to its
+byte span in those bytes, so anything outside an edit (comments, quotes,
+CRLF line endings, a BOM) is kept as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import lru_cache
+
+import libcst as cst
+from libcst.metadata import ByteSpanPositionProvider, MetadataWrapper, Scope, ScopeProvider
+
+from codemods.gates import Edit, SourceError, decode, line_of
+
+_BOM = "\ufeff"
+
+
+@lru_cache(maxsize=8)
+def parse(source: bytes) -> PythonSource:
+    """The parsed source, shared by `find` and `widen` calls on the same bytes."""
+    return PythonSource(source)
+
+
+class PythonSource:
+    """A parsed Python file whose node spans are byte offsets into the original bytes."""
+
+    def __init__(self, source: bytes) -> None:
+        text = decode(source)
+        # libcst drops a leading BOM from its tree, so its offsets start after it.
+        self.bom = len(_BOM.encode()) if text.startswith(_BOM) else 0
+        try:
+            self.module = cst.parse_module(text[1:] if self.bom else text)
+        except cst.ParserSyntaxError as exc:
+            raise SourceError(f"not valid Python: line {exc.raw_line}: {exc.message}") from None
+        self.source = source
+        self._wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+        self._spans = self._wrapper.resolve(ByteSpanPositionProvider)
+        self._scopes = None
+        # One walk gives the parents and the source order; libcst's
+        # ParentNodeProvider alone takes three times as long on a 5000-line file.
+        self._parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        self._order: list[cst.CSTNode] = []
+        self.module.visit(_Walk(self._parents, self._order))
+
+    def span(self, node: cst.CSTNode) -> tuple[int, int]:
+        """Byte span of `node`, without the parentheses around it."""
+        span = self._spans[node]
+        return self.bom + span.start, self.bom + span.start + span.length
+
+    def outer_span(self, node: cst.CSTNode) -> tuple[int, int]:
+        """Byte span of `node` including the parentheses the author wrote around it."""
+        start, end = self.span(node)
+        lpar, rpar = getattr(node, "lpar", ()), getattr(node, "rpar", ())
+        if lpar and rpar:
+            start = self.span(lpar[0])[0]
+            end = self.span(rpar[-1])[1]
+        return start, end
+
+    def text(self, start: int, end: int) -> str:
+        return self.source[start:end].decode("utf-8")
+
+    def line(self, offset: int) -> int:
+        return line_of(self.source, offset)
+
+    def line_start(self, offset: int) -> int:
+        return self.source.rfind(b"\n", 0, offset) + 1
+
+    def line_end(self, offset: int) -> int:
+        """Offset just past the line ending of the line holding `offset` (end of file if none)."""
+        newline = self.source.find(b"\n", offset)
+        return len(self.source) if newline < 0 else newline + 1
+
+    def eol(self, offset: int) -> bytes:
+        """The line ending of the line holding `offset`: CRLF or LF (LF at end of file)."""
+        newline = self.source.find(b"\n", offset)
+        if newline > 0 and self.source[newline - 1 : newline] == b"\r":
+            return b"\r\n"
+        return b"\n"
+
+    def indent(self, offset: int) -> bytes | None:
+        """The whitespace before `offset` on its line, or None when something else precedes it."""
+        prefix = self.source[self.line_start(offset) : offset]
+        return prefix if not prefix.strip() else None
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self._parents.get(node)
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        parent = self.parent(node)
+        while parent is not None:
+            yield parent
+            parent = self.parent(parent)
+
+    def enclosing_function(self, node: cst.CSTNode) -> str:
+        """Name of the innermost function or method around `node`; "" at module or class level."""
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, cst.FunctionDef):
+                return ancestor.name.value
+        return ""
+
+    def nodes(self, kind: type | tuple[type, ...], within: cst.CSTNode | None = None) -> list:
+        """Every node of the given type(s) in the module (or under `within`), in source order."""
+        if within is None:
+            return [node for node in self._order if isinstance(node, kind)]
+        found: list[cst.CSTNode] = []
+        within.visit(_Walk({}, found))
+        return [node for node in found if isinstance(node, kind)]
+
+    def scope(self, node: cst.CSTNode) -> Scope:
+        """The scope `node` is evaluated in (the module's global scope for the module itself)."""
+        if self._scopes is None:
+            self._scopes = self._wrapper.resolve(ScopeProvider)
+        return self._scopes[node]
+
+    def at_module_level(self, node: cst.CSTNode) -> bool:
+        """True when no function, class or lambda encloses `node`."""
+        return not any(
+            isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+            for ancestor in self.ancestors(node)
+        )
+
+
+class _Walk(cst.CSTVisitor):
+    """Record each node's parent and the order nodes appear in."""
+
+    def __init__(self, parents: dict[cst.CSTNode, cst.CSTNode], order: list[cst.CSTNode]) -> None:
+        self._parents = parents
+        self._order = order
+        self._stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self._stack:
+            self._parents[node] = self._stack[-1]
+        self._order.append(node)
+        self._stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self._stack.pop()
+
+
+def tidy_insertion(source: bytes, edit: Edit) -> Edit:
+    """The same insertion, moved to where a reader would put it.
+
+    The shortest edit from `a, is_sm100_supported, is_hip` to
+    `a, is_sm100_supported, is_sm120_supported, is_hip` inserts
+    `sm120_supported, is_` after the second `is_`: inside repeated text an
+    insertion can slide and still give the same bytes. Slide it to the start
+    of a line, or else to a place that splits no word
+    (`, is_sm120_supported` right after `is_sm100_supported`).
+    """
+    if edit.start != edit.end or not edit.text:
+        return edit
+    at, text = edit.start, edit.text
+    while at > 0 and source[at - 1] == text[-1]:
+        at, text = at - 1, text[-1:] + text[:-1]
+    candidates = [(at, text)]
+    while at < len(source) and source[at] == text[0]:
+        at, text = at + 1, text[1:] + text[:1]
+        candidates.append((at, text))
+
+    def line_start(candidate: tuple[int, bytes]) -> bool:
+        at, text = candidate
+        return (at == 0 or source[at - 1 : at] == b"\n") and text.endswith(b"\n")
+
+    def splits_no_word(candidate: tuple[int, bytes]) -> bool:
+        at, text = candidate
+        return not (_word(source[at - 1 : at]) and _word(text[:1])) and not (
+            _word(text[-1:]) and _word(source[at : at + 1])
+        )
+
+    for prefer in (line_start, splits_no_word):
+        for at, text in candidates:
+            if prefer((at, text)):
+                return Edit(at, at, text)
+    return edit
+
+
+def _word(char: bytes) -> bool:
+    return bool(char) and (char.isalnum() or char == b"_")

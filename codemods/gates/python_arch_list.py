@@ -1,0 +1,199 @@
+"""Python lists of major compute-capability versions passed as a keyword.
+
+FlashInfer compiles each JIT module only for the majors its spec lists:
+
+    nvcc_flags = current_compilation_context.get_nvcc_flags_list(
+        supported_major_versions=[9, 10]
+    )
+
+A gate is the list (or tuple) given to that keyword. It admits every arch of
+the universe whose major is listed. A list that is not all integer literals (a
+name, a comprehension, a `*spread`) admits unknown and is never rewritten.
+
+`widen` inserts the missing majors where they sort, in the list's own style:
+`[9, 10]` becomes `[9, 10, 12]`, `(9, 10)` becomes `(9, 10, 12)`, and a list
+written one element per line gets a new line with the same indentation and
+line ending. The brackets, the separators, a trailing comma and any comment in
+or around the list stay byte for byte.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet
+from codemods.gates import CannotWiden, Edit, Gate
+from codemods.gates._python import PythonSource, parse
+
+KIND = "python_arch_list"
+
+
+def find(
+    source: bytes,
+    universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+    *,
+    function: str | None = None,
+    keyword: str = "supported_major_versions",
+) -> list[Gate]:
+    """Every `keyword=[...]` (or `keyword=(...)`) call argument, in source order.
+
+    With `function`, only arguments whose innermost enclosing function or
+    method has that name.
+    """
+    parsed = parse(source)
+    gates = []
+    for arg in parsed.nodes(cst.Arg):
+        if arg.keyword is None or arg.keyword.value != keyword:
+            continue
+        if not isinstance(arg.value, (cst.List, cst.Tuple)):
+            continue
+        context = parsed.enclosing_function(arg)
+        if function is not None and context != function:
+            continue
+        gates.append(_gate(parsed, arg.value, keyword, context, universe))
+    return gates
+
+
+def widen(
+    source: bytes,
+    gate: Gate,
+    targets: tuple[Arch, ...],
+    universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+) -> list[Edit]:
+    """Edits that add the majors of `targets` the list lacks; `[]` if it has them all."""
+    parsed = parse(source)
+    node = _locate(parsed, gate)
+    majors = _majors(node)
+    if majors is None:
+        raise CannotWiden(
+            f"line {gate.line}: {gate.text} is not a list of integer literals; widen it by hand"
+        )
+    missing = sorted({arch.major for arch in targets} - set(majors))
+    if not missing:
+        return []
+    elements = list(node.elements)
+    if not elements:
+        return [_fill_empty(parsed, node, missing)]
+    insert = _insert_lines if _one_per_line(parsed, node) else _insert_inline
+    edits: list[Edit] = []
+    for position in sorted({_position(majors, major) for major in missing}):
+        added = [major for major in missing if _position(majors, major) == position]
+        edits.extend(insert(parsed, elements, position, added))
+    return edits
+
+
+def _gate(
+    parsed: PythonSource,
+    node: cst.List | cst.Tuple,
+    keyword: str,
+    context: str,
+    universe: tuple[Arch, ...],
+) -> Gate:
+    start, end = parsed.outer_span(node)
+    majors = _majors(node)
+    if majors is None:
+        admits = ArchSet(universe, frozenset(), frozenset(universe))
+    else:
+        admits = ArchSet(universe, frozenset(a for a in universe if a.major in majors))
+    return Gate(
+        kind=KIND,
+        start=start,
+        end=end,
+        line=parsed.line(start),
+        text=parsed.text(start, end),
+        admits=admits,
+        context=context,
+        detail={"keyword": keyword, "majors": majors},
+    )
+
+
+def _locate(parsed: PythonSource, gate: Gate) -> cst.List | cst.Tuple:
+    for node in parsed.nodes((cst.List, cst.Tuple)):
+        if parsed.outer_span(node) == (gate.start, gate.end):
+            return node
+    raise CannotWiden(
+        f"line {gate.line}: {gate.text} is no longer at this place; find the gates again"
+    )
+
+
+def _majors(node: cst.List | cst.Tuple) -> list[int] | None:
+    """The listed majors, or None when any element is not an integer literal."""
+    majors = []
+    for element in node.elements:
+        if not isinstance(element, cst.Element) or not isinstance(element.value, cst.Integer):
+            return None
+        majors.append(element.value.evaluated_value)
+    return majors
+
+
+def _position(majors: list[int], major: int) -> int:
+    """Index of the first listed major above `major` (ascending insert), or the end."""
+    return next((i for i, listed in enumerate(majors) if listed > major), len(majors))
+
+
+def _one_per_line(parsed: PythonSource, node: cst.List | cst.Tuple) -> bool:
+    """True when every element starts on a line of its own."""
+    return all(
+        parsed.indent(parsed.outer_span(element.value)[0]) is not None for element in node.elements
+    )
+
+
+def _fill_empty(parsed: PythonSource, node: cst.List | cst.Tuple, majors: list[int]) -> Edit:
+    opening = node.lbracket if isinstance(node, cst.List) else node.lpar[0]
+    at = parsed.span(opening)[0] + 1
+    text = ", ".join(str(major) for major in majors)
+    if isinstance(node, cst.Tuple) and len(majors) == 1:
+        text += ","
+    return Edit(at, at, text.encode())
+
+
+def _insert_inline(
+    parsed: PythonSource, elements: list[cst.Element], position: int, majors: list[int]
+) -> list[Edit]:
+    """`[9, 10]` -> `[9, 10, 12]`, reusing the separator the list already has."""
+    separator = b", "
+    if len(elements) > 1:
+        between = parsed.source[
+            parsed.outer_span(elements[0].value)[1] : parsed.outer_span(elements[1].value)[0]
+        ]
+        if b"\n" not in between and b"#" not in between:
+            separator = between
+    added = [str(major).encode() for major in majors]
+    if position < len(elements):
+        at = parsed.outer_span(elements[position].value)[0]
+        return [Edit(at, at, b"".join(text + separator for text in added))]
+    at = parsed.outer_span(elements[-1].value)[1]
+    return [Edit(at, at, b"".join(separator + text for text in added))]
+
+
+def _insert_lines(
+    parsed: PythonSource, elements: list[cst.Element], position: int, majors: list[int]
+) -> list[Edit]:
+    """A list written one element per line gets one new line per major."""
+    reference = elements[min(position, len(elements) - 1)]
+    value_start, value_end = parsed.outer_span(reference.value)
+    indent = parsed.indent(value_start)
+    eol = parsed.eol(value_end)
+    added = [str(major).encode() for major in majors]
+    if position < len(elements):
+        at = parsed.line_start(value_start)
+        return [Edit(at, at, b"".join(indent + text + b"," + eol for text in added))]
+    # Appending: keep the file's choice of a trailing comma after the last element.
+    has_comma = isinstance(reference.comma, cst.Comma)
+    after = parsed.span(reference.comma)[1] if has_comma else value_end
+    rest = parsed.source[after : parsed.line_end(after)].strip()
+    if rest and not rest.startswith(b"#"):
+        # The closing bracket shares the last element's line.
+        if has_comma:
+            text = b"".join(eol + indent + major + b"," for major in added)
+        else:
+            text = b"".join(b"," + eol + indent + major for major in added)
+        return [Edit(after, after, text)]
+    at = parsed.line_end(after)
+    if has_comma:
+        return [Edit(at, at, b"".join(indent + text + b"," + eol for text in added))]
+    lines = b"," + eol
+    return [
+        Edit(value_end, value_end, b","),
+        Edit(at, at, lines.join(indent + text for text in added) + eol),
+    ]

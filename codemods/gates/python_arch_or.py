@@ -1,0 +1,558 @@
+"""`or`-chains of arch predicates.
+
+SGLang turns a feature on for the archs whose predicates it names:
+
+    _is_sm90_supported = _is_cuda and is_sm90_supported()
+    _is_sm100_supported = _is_cuda and is_sm100_supported()
+    ...
+    (_is_sm90_supported or _is_sm100_supported)
+    and (is_sm90_supported() or is_sm100_supported())
+    get_platform().is_sm90 or get_platform().is_sm100
+
+A gate is a maximal `or` chain (nested and parenthesized `or`s flattened)
+whose operands are all arch predicates: a name (`_is_sm90_supported`), a call
+(`is_sm100_supported()`), an attribute (`get_platform().is_sm90`) or a call of
+one (`x.is_sm100_supported()`), spelled `is_smNN`, `is_smNN_supported` or
+FlashInfer's `is_smNNa_supported`, with or without a leading underscore.
+Predicate NN (or NNN) admits every arch of major
+NN // 10, as SGLang's `is_smNN_supported` checks the device's major only. A
+chain with any other operand is not a gate and is left alone.
+
+`widen` appends ` or <predicate>` after the last operand, spelled like it:
+`(is_sm90_supported() or is_sm100_supported())` becomes
+`(is_sm90_supported() or is_sm100_supported() or is_sm120_supported())`. The
+parentheses and line breaks the author wrote stay where they are. So that the
+new predicate exists, it also
+
+- copies the last module-level definition of a sibling name
+  (`_is_sm100_supported = _is_cuda and is_sm100_supported()`) to a new line
+  below it, with the number changed, when the new name is not defined yet;
+- imports a new function (`is_sm120_supported`) in the `from ... import`
+  that imports its sibling, right after the sibling with the next lower
+  number (isort's order), on its own line when the import is written one
+  name per line.
+
+Attribute forms need no supporting edit. `missing_symbols` tells which
+symbols the widened code takes from other modules, for the caller to check.
+Nothing is guessed: a definition that spells out its major (`cap[0] == 10`)
+or a function that is neither defined here nor imported like its sibling
+raises `CannotWiden`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor
+from libcst.helpers import get_full_name_for_node
+from libcst.metadata import Assignment, Scope
+
+from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet
+from codemods.gates import CannotWiden, Edit, Gate, edit_between
+from codemods.gates._python import PythonSource, parse, tidy_insertion
+
+KIND = "python_arch_or"
+
+_PREDICATE_RE = re.compile(r"^(?P<head>_?is_sm)(?P<number>\d{2,3})(?P<tail>a?(?:_supported)?)$")
+
+
+@dataclass(frozen=True)
+class _Predicate:
+    operand: cst.BaseExpression
+    ident: cst.Name  # the name that carries the number
+    form: str  # "name", "call", "attribute" or "attribute_call"
+    number: int
+
+    @property
+    def major(self) -> int:
+        return self.number // 10
+
+
+@dataclass(frozen=True)
+class _Plan:
+    edits: list[Edit]
+    symbols: list[str]
+
+
+def find(
+    source: bytes,
+    universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+    *,
+    function: str | None = None,
+    assigns: str | None = None,
+) -> list[Gate]:
+    """Every `or` chain of arch predicates, in source order.
+
+    With `function`, only chains whose innermost enclosing function or method
+    has that name. With `assigns` (a dotted target such as
+    `self.enable_flashinfer_allreduce_fusion`), only chains inside the test of
+    an `if` whose body assigns that target directly.
+    """
+    parsed = parse(source)
+    gates = []
+    for node in parsed.nodes(cst.BooleanOperation):
+        if not _is_or(node) or _is_or(parsed.parent(node)):
+            continue
+        predicates = _predicates(node)
+        if predicates is None:
+            continue
+        context = parsed.enclosing_function(node)
+        if function is not None and context != function:
+            continue
+        if assigns is not None and not _tests_if_assigning(parsed, node, assigns):
+            continue
+        start, end = parsed.outer_span(node)
+        majors = {predicate.major for predicate in predicates}
+        forms = {predicate.form for predicate in predicates}
+        gates.append(
+            Gate(
+                kind=KIND,
+                start=start,
+                end=end,
+                line=parsed.line(start),
+                text=parsed.text(start, end),
+                admits=ArchSet(universe, frozenset(a for a in universe if a.major in majors)),
+                context=context,
+                detail={
+                    "form": forms.pop() if len(forms) == 1 else "mixed",
+                    "predicates": [predicate.ident.value for predicate in predicates],
+                },
+            )
+        )
+    return gates
+
+
+def widen(
+    source: bytes,
+    gate: Gate,
+    targets: tuple[Arch, ...],
+    universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+) -> list[Edit]:
+    """Edits that make the chain admit the majors of `targets`; `[]` if it does already.
+
+    Besides the edit to the chain, the list holds the supporting edits the new
+    predicate needs (a copied definition line, an import), each minimal and
+    none overlapping. Two gates of one file may need the same supporting
+    edit; it comes out as the same `Edit`, which `apply_edits` applies once.
+    """
+    return _plan(source, gate, targets).edits
+
+
+def missing_symbols(
+    source: bytes,
+    gate: Gate,
+    targets: tuple[Arch, ...],
+    universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+) -> list[str]:
+    """Symbols the widened chain takes from other modules, which this file cannot vouch for.
+
+    One string per symbol; the part after the last dot is the symbol, the part
+    before says where it must exist:
+
+    - `sglang.srt.utils.is_sm120_supported`: `widen` imports it from that
+      module (a relative import keeps its dots: `.utils.is_sm120_supported`);
+    - `get_platform().is_sm120`: an attribute the object must have.
+
+    Names this file already defines or imports are not listed. `[]` when the
+    gate already admits the targets; raises `CannotWiden` when `widen` would.
+    """
+    return _plan(source, gate, targets).symbols
+
+
+def _is_or(node: cst.CSTNode | None) -> bool:
+    return isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or)
+
+
+def _operands(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if _is_or(node):
+        return _operands(node.left) + _operands(node.right)
+    return [node]
+
+
+def _predicate(operand: cst.BaseExpression) -> _Predicate | None:
+    expr, called = operand, False
+    if isinstance(expr, cst.Call):
+        expr, called = expr.func, True
+    if isinstance(expr, cst.Name):
+        ident, form = expr, "call" if called else "name"
+    elif isinstance(expr, cst.Attribute):
+        ident, form = expr.attr, "attribute_call" if called else "attribute"
+    else:
+        return None
+    match = _PREDICATE_RE.match(ident.value)
+    if match is None:
+        return None
+    return _Predicate(operand, ident, form, int(match["number"]))
+
+
+def _predicates(chain: cst.BooleanOperation) -> list[_Predicate] | None:
+    predicates = [_predicate(operand) for operand in _operands(chain)]
+    if any(predicate is None for predicate in predicates):
+        return None
+    return predicates
+
+
+def _renamed(name: str, number: int) -> str:
+    return _PREDICATE_RE.sub(lambda m: f"{m['head']}{number}{m['tail']}", name)
+
+
+def _tests_if_assigning(parsed: PythonSource, node: cst.CSTNode, target: str) -> bool:
+    child = node
+    for ancestor in parsed.ancestors(node):
+        if (
+            isinstance(ancestor, cst.If)
+            and ancestor.test is child
+            and _assigns(ancestor.body, target)
+        ):
+            return True
+        child = ancestor
+    return False
+
+
+def _assigns(body: cst.BaseSuite, target: str) -> bool:
+    """True when a statement directly in `body` assigns the dotted `target`."""
+    if isinstance(body, cst.SimpleStatementSuite):
+        statements = list(body.body)
+    else:
+        statements = [
+            small
+            for line in body.body
+            if isinstance(line, cst.SimpleStatementLine)
+            for small in line.body
+        ]
+    for statement in statements:
+        if isinstance(statement, cst.Assign):
+            targets = [assign_target.target for assign_target in statement.targets]
+        elif isinstance(statement, (cst.AnnAssign, cst.AugAssign)):
+            targets = [statement.target]
+        else:
+            continue
+        if any(get_full_name_for_node(node) == target for node in targets):
+            return True
+    return False
+
+
+def _locate(parsed: PythonSource, gate: Gate) -> cst.BooleanOperation:
+    for node in parsed.nodes(cst.BooleanOperation):
+        if _is_or(node) and parsed.outer_span(node) == (gate.start, gate.end):
+            return node
+    raise CannotWiden(
+        f"line {gate.line}: {gate.text} is no longer at this place; find the gates again"
+    )
+
+
+def _plan(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> _Plan:
+    parsed = parse(source)
+    chain = _locate(parsed, gate)
+    predicates = _predicates(chain)
+    if predicates is None:
+        raise CannotWiden(
+            f"line {gate.line}: {gate.text} has an operand that is not an arch predicate"
+        )
+    missing = sorted({arch.major for arch in targets} - {p.major for p in predicates})
+    if not missing:
+        return _Plan([], [])
+    numbers = [major * 10 for major in missing]
+    template = predicates[-1]
+    edits = [_append(parsed, template, numbers)]
+    symbols: list[str] = []
+    needed: list[tuple[str, list[str], Scope]] = []  # (name to bind, its siblings, where)
+    scope = parsed.scope(chain)
+    if template.form == "name":
+        undefined = [n for n in numbers if _renamed(template.ident.value, n) not in scope]
+        if undefined:
+            definition, uses, attributes = _define(parsed, predicates, template, undefined)
+            edits.append(definition)
+            symbols += attributes
+            needed += [(new, [old], parsed.scope(parsed.module)) for new, old in uses]
+    elif template.form == "call":
+        siblings = [template.ident.value] + [
+            p.ident.value for p in reversed(predicates) if p.form == "call" and p is not template
+        ]
+        needed += [(_renamed(template.ident.value, n), siblings, scope) for n in numbers]
+    else:
+        owner = template.operand.func if template.form == "attribute_call" else template.operand
+        start, end = parsed.span(owner)
+        ident_start, ident_end = parsed.span(template.ident)
+        for number in numbers:
+            symbols.append(
+                parsed.text(start, ident_start)
+                + _renamed(template.ident.value, number)
+                + parsed.text(ident_end, end)
+            )
+    import_edits, imported = _imports(parsed, needed)
+    edits += import_edits
+    symbols += imported
+    _check_disjoint(edits, gate)
+    return _Plan(sorted(edits), symbols)
+
+
+def _append(parsed: PythonSource, template: _Predicate, numbers: list[int]) -> Edit:
+    """` or <predicate>` after the last operand, spelled like it."""
+    start, end = parsed.span(template.operand)
+    ident_start, ident_end = parsed.span(template.ident)
+    before, after = parsed.source[start:ident_start], parsed.source[ident_end:end]
+    text = b"".join(
+        b" or " + before + _renamed(template.ident.value, number).encode() + after
+        for number in numbers
+    )
+    at = parsed.outer_span(template.operand)[1]
+    return Edit(at, at, text)
+
+
+def _define(
+    parsed: PythonSource,
+    predicates: list[_Predicate],
+    template: _Predicate,
+    numbers: list[int],
+) -> tuple[Edit, list[tuple[str, str]], list[str]]:
+    """A copy of the last module-level sibling definition per number, below it.
+
+    Returns the edit, the (new, old) names the copies use besides the names
+    they define, and the attributes they use (`get_platform().is_sm120`).
+    """
+    siblings = {p.ident.value: p for p in predicates if p.form == "name"}
+    definitions = [
+        node
+        for node in parsed.nodes(cst.Assign)
+        if len(node.targets) == 1
+        and isinstance(node.targets[0].target, cst.Name)
+        and node.targets[0].target.value in siblings
+        and parsed.at_module_level(node)
+    ]
+    wanted = _renamed(template.ident.value, numbers[0])
+    if not definitions:
+        raise CannotWiden(
+            f"`{wanted}` is not defined, and there is no module-level "
+            f"`{template.ident.value} = ...` to copy; define it by hand"
+        )
+    sibling = definitions[-1]
+    target = sibling.targets[0].target
+    number = siblings[target.value].number
+    line = parsed.parent(sibling)
+    start, end = parsed.span(sibling)
+    indent = parsed.indent(start)
+    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1 or indent is None:
+        raise CannotWiden(
+            f"line {parsed.line(start)}: the definition of `{target.value}` shares its line"
+        )
+    renames = [
+        name
+        for name in parsed.nodes(cst.Name, within=sibling)
+        if (match := _PREDICATE_RE.match(name.value)) and int(match["number"]) == number
+    ]
+    literals = {node.evaluated_value for node in parsed.nodes(cst.Integer, within=sibling.value)}
+    if len(renames) < 2 or literals & {number // 10, number, number * 10}:
+        # Only a definition that names its arch through a predicate can be copied safely.
+        raise CannotWiden(
+            f"line {parsed.line(start)}: cannot derive `{wanted}` from "
+            f"`{parsed.text(start, end)}`; define it by hand"
+        )
+    eol = parsed.eol(end)
+    text = b""
+    for new_number in numbers:
+        copy, pos = [indent], start
+        for name in renames:
+            name_start, name_end = parsed.span(name)
+            copy += [parsed.source[pos:name_start], _renamed(name.value, new_number).encode()]
+            pos = name_end
+        copy += [parsed.source[pos:end], eol]
+        text += b"".join(copy)
+    at = parsed.line_end(end)
+    if not parsed.source[:at].endswith(b"\n"):
+        text = eol + text[: -len(eol)]
+    uses, attributes = [], []
+    for new_number in numbers:
+        for name in renames:
+            parent = parsed.parent(name)
+            if isinstance(parent, cst.Attribute) and parent.attr is name:
+                owner_start = parsed.span(parent.value)[0]
+                attributes.append(
+                    parsed.text(owner_start, parsed.span(name)[0])
+                    + _renamed(name.value, new_number)
+                )
+            elif name is not target:
+                uses.append((_renamed(name.value, new_number), name.value))
+    return Edit(at, at, text), uses, attributes
+
+
+def _imports(
+    parsed: PythonSource, needed: list[tuple[str, list[str], Scope]]
+) -> tuple[list[Edit], list[str]]:
+    """Import each needed name from where a sibling comes from, unless it is bound already.
+
+    `needed` holds (name, its siblings, the scope it is used in); the first
+    sibling imported by a `from ... import` decides the module.
+    """
+    by_import: dict[cst.ImportFrom, list[tuple[str, str]]] = {}
+    scheduled: set[str] = set()
+    for new, siblings, scope in needed:
+        if new in scope or new in scheduled:
+            continue
+        found = [
+            (assignment.node, old)
+            for old in siblings
+            for assignment in scope[old]
+            if isinstance(assignment, Assignment) and isinstance(assignment.node, cst.ImportFrom)
+        ]
+        if not found:
+            raise CannotWiden(
+                f"`{new}` is not defined or imported here, and `{siblings[0]}` is not imported "
+                f"from a module it could come from too; add it by hand"
+            )
+        node, old = found[0]
+        by_import.setdefault(node, []).append((new, old))
+        scheduled.add(new)
+    edits, symbols = [], []
+    for node, names in by_import.items():
+        edits.append(_extend_import(parsed, node, names))
+        symbols += [_symbol(node, new) for new, _ in names]
+    return edits, symbols
+
+
+def _extend_import(
+    parsed: PythonSource, node: cst.ImportFrom, names: list[tuple[str, str]]
+) -> Edit:
+    """Add `names` to the `from ... import` statement `node` with AddImportsVisitor.
+
+    The visitor puts new names first (`from m import (new, a,\\n    b,\\n)`);
+    each is moved to sit right after its sibling, with the separator the
+    import already uses, so an isort-ed, one-name-per-line import stays so.
+    """
+    level = len(node.relative)
+    module = get_full_name_for_node(node.module) if node.module is not None else ""
+    # Relative imports only resolve inside a package; any package deep enough will do.
+    package = ".".join(["package"] * (level + 1))
+    context = CodemodContext(full_module_name=f"{package}.module", full_package_name=package)
+    for new, _ in names:
+        AddImportsVisitor.add_needed_import(context, module, new, relative=level)
+    alone = parsed.module.with_changes(
+        header=[], footer=[], body=[cst.SimpleStatementLine(body=[node])]
+    )
+    extended = AddImportsVisitor(context).transform_module(alone)
+    statement = extended.body[0]
+    if not isinstance(statement, cst.SimpleStatementLine) or not isinstance(
+        statement.body[0], cst.ImportFrom
+    ):
+        raise CannotWiden(f"line {parsed.line(parsed.span(node)[0])}: cannot extend this import")
+    added = statement.body[0]
+    aliases = _placed(node, list(added.names[: len(added.names) - len(node.names)]), names)
+    new_text = alone.code_for_node(node.with_changes(names=aliases)).encode()
+    start, end = parsed.span(node)
+    edit = edit_between(parsed.source[start:end], new_text)
+    return tidy_insertion(parsed.source, Edit(start + edit.start, start + edit.end, edit.text))
+
+
+def _placed(
+    node: cst.ImportFrom, added: list[cst.ImportAlias], names: list[tuple[str, str]]
+) -> list[cst.ImportAlias]:
+    """The import's names with each added alias among its siblings, by number.
+
+    `is_sm120_supported` goes right after the highest-numbered sibling below
+    it (`is_sm100_supported`), which is where isort's natural order puts it.
+    """
+    aliases = list(node.names)
+    by_name = {alias.evaluated_name: alias for alias in added}
+    for new, old in names:
+        if (
+            new not in by_name
+            or any(alias.evaluated_name == old and alias.asname is not None for alias in aliases)
+            or old not in [alias.evaluated_name for alias in aliases]
+        ):
+            raise CannotWiden(f"`{old}` is imported under another name; import `{new}` by hand")
+        number = _number(new)
+        siblings = [
+            (i, _number(alias.evaluated_name))
+            for i, alias in enumerate(aliases)
+            if _renamed(alias.evaluated_name, number) == new
+        ]
+        below = [i for i, n in siblings if n < number]
+        index = below[-1] + 1 if below else min(i for i, n in siblings if n > number)
+        aliases = _insert_at(node, aliases, index, by_name[new])
+    return aliases
+
+
+def _number(name: str) -> int:
+    match = _PREDICATE_RE.match(name)
+    return int(match["number"]) if match else -1
+
+
+def _insert_at(
+    node: cst.ImportFrom, aliases: list[cst.ImportAlias], index: int, alias: cst.ImportAlias
+) -> list[cst.ImportAlias]:
+    """`aliases` with `alias` at `index`, separated the way the import separates its names."""
+    if index < len(aliases):
+        before = aliases[index - 1].comma if index > 0 else cst.MaybeSentinel.DEFAULT
+        comma = (
+            _without_comment(before) if isinstance(before, cst.Comma) else _separator(node, aliases)
+        )
+        return [*aliases[:index], alias.with_changes(comma=comma), *aliases[index:]]
+    anchor = aliases[-1]
+    separator = _separator(node, aliases)
+    trailing = anchor.comma
+    if not isinstance(trailing, cst.Comma):
+        return [*aliases[:-1], anchor.with_changes(comma=separator), alias]
+    # The last name had a trailing comma: it moves to the new name, with any
+    # comment lines before the closing parenthesis; the old name keeps its own comment.
+    after, between = trailing.whitespace_after, separator.whitespace_after
+    if isinstance(after, cst.ParenthesizedWhitespace) and isinstance(
+        between, cst.ParenthesizedWhitespace
+    ):
+        anchor_comma = trailing.with_changes(
+            whitespace_after=after.with_changes(
+                empty_lines=[], indent=between.indent, last_line=between.last_line
+            )
+        )
+        alias_comma = trailing.with_changes(
+            whitespace_after=after.with_changes(
+                first_line=cst.TrailingWhitespace(newline=after.first_line.newline)
+            )
+        )
+    else:
+        anchor_comma, alias_comma = separator, trailing
+    return [
+        *aliases[:-1],
+        anchor.with_changes(comma=anchor_comma),
+        alias.with_changes(comma=alias_comma),
+    ]
+
+
+def _separator(node: cst.ImportFrom, aliases: list[cst.ImportAlias]) -> cst.Comma:
+    """The comma (and line break) the import puts between two names."""
+    if len(aliases) > 1 and isinstance(aliases[-2].comma, cst.Comma):
+        return _without_comment(aliases[-2].comma)
+    if node.lpar is not None and isinstance(
+        node.lpar.whitespace_after, cst.ParenthesizedWhitespace
+    ):
+        return _without_comment(cst.Comma(whitespace_after=node.lpar.whitespace_after))
+    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+
+
+def _without_comment(comma: cst.Comma | cst.MaybeSentinel) -> cst.Comma | cst.MaybeSentinel:
+    if not isinstance(comma, cst.Comma):
+        return comma
+    after = comma.whitespace_after
+    if isinstance(after, cst.ParenthesizedWhitespace):
+        after = after.with_changes(
+            first_line=cst.TrailingWhitespace(newline=after.first_line.newline), empty_lines=[]
+        )
+    return comma.with_changes(whitespace_after=after)
+
+
+def _symbol(node: cst.ImportFrom, name: str) -> str:
+    dots = "." * len(node.relative)
+    module = get_full_name_for_node(node.module) if node.module is not None else ""
+    return f"{dots}{module}.{name}" if module else f"{dots}{name}"
+
+
+def _check_disjoint(edits: list[Edit], gate: Gate) -> None:
+    end = -1
+    for edit in sorted(edits):
+        if edit.start < end:
+            raise CannotWiden(
+                f"line {gate.line}: the supporting edits for {gate.text} overlap; widen it by hand"
+            )
+        end = edit.end
