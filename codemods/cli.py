@@ -11,17 +11,16 @@ from enum import Enum
 from pathlib import Path
 from typing import Optional
 
-import click
 import typer
 from rich.console import Console
 from rich.syntax import Syntax
-from rich.table import Table
 
 from codemods import errors, recipes, report, workflow
 from codemods.arch import DEFAULT_ARCHS, ArchParseError, parse_archs
 
 app = typer.Typer(
     add_completion=False,
+    pretty_exceptions_enable=False,
     no_args_is_help=True,
     help="Find and rewrite GPU-architecture gates in ML inference stacks, on a git branch you can back out.",
 )
@@ -155,15 +154,8 @@ def run(
 
 
 def _render_matrix(plan, universe) -> None:
-    header, rows = report.matrix(plan, universe)
-    if not rows:
-        return
-    table = Table(title="arch matrix (+ admitted, . excluded, ? unknown, * changed)", title_justify="left", box=None, pad_edge=False)
-    for col in header:
-        table.add_column(col, no_wrap=col != "gate")
-    for row in rows:
-        table.add_row(*row)
-    err.print(table)
+    for line in report.matrix(plan, universe):
+        err.print(line, markup=False, overflow="ignore", crop=False)
 
 
 def _ask_each(changes):
@@ -175,7 +167,9 @@ def _ask_each(changes):
             continue
         err.print(f"[bold]{change.id}[/]: {change.change.title}")
         _print_diff(report.unified_diff(change.file, change.before, change.after))
-        answer = click.prompt("apply this change? [y]es [n]o [a]ll [q]uit", type=click.Choice(["y", "n", "a", "q"]), err=True, show_choices=False)
+        answer = ""
+        while answer not in ("y", "n", "a", "q"):
+            answer = typer.prompt("apply this change? [y]es [n]o [a]ll [q]uit", err=True).strip().lower()[:1]
         if answer == "q":
             break
         if answer in ("y", "a"):
@@ -226,17 +220,9 @@ def revert(
 
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        app()
     except errors.CodemodError as exc:
         _report_error(exc)
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        err.print("aborted; nothing more written")
-        sys.exit(130)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
         sys.exit(exc.exit_code)
     except Exception as exc:  # a bug: one line unless --debug
         if _state["debug"] or "--debug" in sys.argv:

@@ -52,16 +52,16 @@ def gate_rows(plan: Plan, changes: list[PlannedChange] | None = None) -> list[di
                     "outcome": gc.outcome,
                     "before": gc.gate.text,
                     "after": gc.after_text if gc.outcome != "failed" else None,
-                    "admits_before": _admits(gc.gate.admits),
-                    "admits_after": _admits(gc.admits_after) if gc.admits_after else None,
+                    "admits_before": gc.gate.admits.names(),
+                    "admits_after": gc.admits_after.names() if gc.admits_after else None,
+                    "unknown": sorted(
+                        set(gc.gate.admits.unknown_names()) | set(gc.admits_after.unknown_names() if gc.admits_after else ()),
+                        key=[a.name for a in plan.universe].index,
+                    ),
                     "reason": gc.reason or None,
                 }
             )
     return rows
-
-
-def _admits(archs: ArchSet) -> dict[str, list[str]]:
-    return {"admitted": archs.names(), "unknown": archs.unknown_names()}
 
 
 def plan_json(plan: Plan, prefix: str, dry_run: bool, changes: list[PlannedChange] | None = None) -> dict[str, Any]:
@@ -108,20 +108,26 @@ def summary_lines(plan: Plan, prefix: str = "") -> list[str]:
     return lines
 
 
-def matrix(plan: Plan, archs: tuple[Arch, ...]) -> tuple[list[str], list[list[str]]]:
-    """Rows of identical gates grouped: cells are + (admitted), . (excluded), ? (unknown), * marks a change."""
-    header = ["gate", "n"] + [a.name for a in archs]
+def matrix(plan: Plan, archs: tuple[Arch, ...]) -> list[str]:
+    """Text lines, one per group of identical gates: a cell per arch, then where and what.
+
+    Cells: + admitted, . excluded, ? unknown; a trailing * marks a cell the plan changes.
+    """
     groups: dict[tuple, list] = {}
     for change in plan.changes:
         for gc in change.gates:
             after = gc.admits_after or gc.gate.admits
             key = (change.file, " ".join(gc.gate.text.split()), tuple(_cell(gc.gate.admits, after, a) for a in archs))
             groups.setdefault(key, []).append(gc.gate.line)
-    rows = []
-    for (file, text, cells), lines_ in groups.items():
-        where = f"{file}:{lines_[0]}" + ("" if len(lines_) == 1 else f" (+{len(lines_) - 1})")
-        rows.append([f"{where}  {text}", str(len(lines_))] + list(cells))
-    return header, rows
+    if not groups:
+        return []
+    widths = [max(len(a.name), 2) for a in archs]
+    lines = ["arch matrix (+ admitted, . excluded, ? unknown, * changed by this plan)"]
+    lines.append("  ".join(a.name.ljust(w) for a, w in zip(archs, widths)) + "  gate")
+    for (file, text, cells), at in groups.items():
+        where = f"{file}:{at[0]}" + (f" (x{len(at)})" if len(at) > 1 else "")
+        lines.append("  ".join(c.ljust(w) for c, w in zip(cells, widths)) + f"  {where}  {text}")
+    return lines
 
 
 def _cell(before: ArchSet, after: ArchSet, arch: Arch) -> str:
