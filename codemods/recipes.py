@@ -365,8 +365,16 @@ def _find(kind: ModuleType, source: bytes, file: str, universe, selector: dict) 
     return kind.find(source, universe, **extra, **selector)
 
 
-def _shift(offset: int, edits: list[Edit]) -> int:
-    return offset + sum(len(e.text) - (e.end - e.start) for e in edits if e.end <= offset)
+def _span_after(gate: Gate, edits: list[Edit]) -> tuple[int, int]:
+    """Where the gate's text sits after the edits; insertions at its edges belong to it."""
+    start, end = gate.start, gate.end
+    for e in edits:
+        delta = len(e.text) - (e.end - e.start)
+        if e.end <= gate.start and not (e.start == e.end == gate.start):
+            start += delta
+        if e.end <= gate.end:
+            end += delta
+    return start, end
 
 
 def _describe(change: Change) -> str:
@@ -483,15 +491,15 @@ def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target:
     except ValueError as exc:
         pc.outcome, pc.reason = "failed", f"{pc.file}: {exc}"
         return
-    after_gates = {g.start: g for g in _find(kind, after, pc.file, universe, change.selector)}
     for gc in pc.gates:
         if gc.outcome != "changed":
             continue
-        moved = after_gates.get(_shift(gc.gate.start, edits))
-        if moved is None or not all(moved.admits.admits(a) for a in targets):
+        start, end = _span_after(gc.gate, edits)
+        gc.after_text = after[start:end].decode("utf-8", errors="replace")
+        gc.admits_after = kind.admits(gc.after_text, universe)
+        if not all(gc.admits_after.admits(a) for a in targets):
             pc.outcome, pc.reason = "failed", f"{pc.file}:{gc.gate.line}: the rewritten gate does not admit the target (internal check)"
             return
-        gc.after_text, gc.admits_after = moved.text, moved.admits
     pc.after = after
     pc.outcome = "changed"
 

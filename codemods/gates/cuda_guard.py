@@ -844,3 +844,13 @@ def _arch_ranges(wanted: list[Arch], blocked: set[int]) -> list[str]:
 
 def _parenthesized(term: str) -> str:
     return f"({term})" if "&&" in term else term
+
+
+def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> ArchSet:
+    """The archs a guard condition, given as text, admits (device pass of each arch)."""
+    verdicts = {arch: evaluate(text, arch.macros()) for arch in universe}
+    return ArchSet(
+        universe,
+        frozenset(a for a, v in verdicts.items() if v is True),
+        frozenset(a for a, v in verdicts.items() if v is None),
+    )

@@ -197,3 +197,15 @@ def _insert_lines(
         Edit(value_end, value_end, b","),
         Edit(at, at, lines.join(indent + text for text in added) + eol),
     ]
+
+
+def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> ArchSet:
+    """The archs a list of majors, given as text (`[9, 10, 12]`), admits."""
+    try:
+        node = cst.parse_expression(text)
+    except cst.ParserSyntaxError:
+        return ArchSet(universe, frozenset(), frozenset(universe))
+    majors = _majors(node) if isinstance(node, (cst.List, cst.Tuple)) else None
+    if majors is None:
+        return ArchSet(universe, frozenset(), frozenset(universe))
+    return ArchSet(universe, frozenset(a for a in universe if a.major in majors))

@@ -556,3 +556,16 @@ def _check_disjoint(edits: list[Edit], gate: Gate) -> None:
                 f"line {gate.line}: the supporting edits for {gate.text} overlap; widen it by hand"
             )
         end = edit.end
+
+
+def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> ArchSet:
+    """The archs an `or` chain of predicates, given as text, admits."""
+    try:
+        node = cst.parse_expression(text)
+    except cst.ParserSyntaxError:
+        return ArchSet(universe, frozenset(), frozenset(universe))
+    predicates = _predicates(node) if _is_or(node) else None
+    if predicates is None:
+        return ArchSet(universe, frozenset(), frozenset(universe))
+    majors = {predicate.major for predicate in predicates}
+    return ArchSet(universe, frozenset(a for a in universe if a.major in majors))

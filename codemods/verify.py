@@ -1,0 +1,670 @@
+"""Prove a guard rewrite: preprocess every changed CUDA file before and after, per arch.
+
+`verify` runs nvcc's device-side preprocessor (`nvcc -E -x cu -gencode
+arch=compute_XX,code=sm_XX`) on each changed file twice per arch: once on the
+patched work tree and once on the base, and compares the outputs. The base is
+an overlay folder in a temp dir that mirrors the work tree with symlinks and
+holds only the base versions of the changed files, so unchanged siblings and
+relative `#include "../x.h"` still resolve. Before comparing it drops line
+markers, blank lines and trailing blanks, and replaces the work tree's and the
+overlay's absolute paths with one token (`__FILE__` expands to them).
+
+Per arch the outputs are identical, or changed with the regions that became
+active (gained) or inactive (lost), or the arch failed (nvcc's first error
+line). A region is mapped back to the guard that admits it where the changed
+file's `#if` structure allows. A non-target arch is ok when identical; a
+target arch is ok when it lost nothing and gained the expected number of
+regions, if one is given.
+
+Without nvcc it falls back to evaluating each `cuda_guard` gate of the changed
+files before and after (`method="evaluator"`); that judges guard conditions
+only and refuses files with any other change. Base outputs can be cached by
+the contents of the changed files, the arch, the flags and the nvcc version;
+a cache entry also records the hashes of the unchanged files it read and is
+not used when one of them changed.
+
+This module runs subprocesses and writes temp files; it never runs git and
+never prints.
+"""
+
+from __future__ import annotations
+
+import difflib
+import gzip
+import hashlib
+import json
+import os
+import posixpath
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codemods.arch import Arch
+from codemods.gates import Gate, SourceError, cuda_guard
+
+CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".inl")
+# FlashInfer's JIT compiles with -std=c++17 (flashinfer/jit/core.py); nvcc 13.0 defaults to it too.
+DEFAULT_FLAGS: tuple[str, ...] = ("-std=c++17",)
+
+ROOT_TOKEN = "<root>"
+TEMP_TOKEN = "<tmp>"
+_CACHE_VERSION = 1
+_TIMEOUT_SECONDS = 600
+_TEXT_LINES = 2
+
+
+@dataclass(frozen=True)
+class Region:
+    """Source that became active (gained) or inactive (lost) on one arch."""
+
+    file: str  # repo-relative path
+    line: int  # line of the guard that admits it; the body's own line when no guard is known
+    text: str  # the body's first line(s)
+    guard: str = ""  # the guard's condition, when known
+
+
+@dataclass
+class ArchResult:
+    arch: str
+    status: str  # "identical" | "changed" | "failed"
+    target: bool = False
+    gained: list[Region] = field(default_factory=list)
+    lost: list[Region] = field(default_factory=list)
+    detail: str = ""
+    expected: int | None = None
+    ok: bool = False
+
+
+@dataclass
+class VerifyReport:
+    results: list[ArchResult]
+    method: str  # "nvcc" | "evaluator"
+    seconds: float
+    ok: bool
+    files: list[str]  # the changed CUDA/C++ files verified
+    flags: list[str] = field(default_factory=list)  # nvcc flags besides -E, -x cu, -gencode and -I
+    preprocessed: int = 0  # nvcc runs made
+    cached: int = 0  # base outputs taken from the cache
+
+
+def is_cuda_source(path: str) -> bool:
+    return path.endswith(CUDA_SUFFIXES)
+
+
+def verify(
+    root: Path,
+    changed: dict[str, tuple[bytes, bytes]],
+    archs: tuple[Arch, ...],
+    targets: tuple[Arch, ...],
+    include_dirs: list[str],
+    expected: dict[str, int] | None = None,
+    jobs: int = 0,
+    cache_dir: Path | None = None,
+    nvcc: str | None = "nvcc",
+    flags: tuple[str, ...] = DEFAULT_FLAGS,
+) -> VerifyReport:
+    """Compare the preprocessed base and work versions of `changed` on every arch of `archs`.
+
+    `root` is the work tree on disk (it holds the work contents); `changed`
+    maps repo-relative paths to (base bytes, work bytes), and files without a
+    CUDA/C++ suffix are ignored. `include_dirs` are repo-relative include
+    roots, searched in order. `expected` gives, per target arch name, how many
+    regions it must gain. `jobs` is the number of parallel nvcc runs (0: one
+    per CPU). Falls back to the evaluator when `nvcc` is None or not found.
+    """
+    started = time.perf_counter()
+    files = sorted(path for path in changed if is_cuda_source(path))
+    sources = {path: changed[path] for path in files}
+    archs = tuple(dict.fromkeys(archs))
+    universe = tuple(dict.fromkeys((*archs, *targets)))
+    structures = {path: _FilePair.read(path, *sources[path], universe) for path in files}
+    found = shutil.which(nvcc) if nvcc else None
+    version = _nvcc_version(found) if found else None
+    if version is None:
+        verdicts = {arch: _evaluate(structures, arch) for arch in archs}
+        method, preprocessed, cached = "evaluator", 0, 0
+    else:
+        preprocessor = _Preprocessor(
+            root=Path(root).absolute(),
+            sources=sources,
+            include_dirs=[_include_dir(d) for d in include_dirs],
+            nvcc=found,
+            version=version,
+            flags=tuple(flags),
+            cache_dir=cache_dir,
+        )
+        verdicts = preprocessor.run(archs, structures, jobs or os.cpu_count() or 1)
+        method, preprocessed, cached = "nvcc", preprocessor.preprocessed, preprocessor.cached
+    results = [_judge(arch, verdicts[arch], arch in targets, expected) for arch in archs]
+    return VerifyReport(
+        results=results,
+        method=method,
+        seconds=time.perf_counter() - started,
+        ok=all(result.ok for result in results),
+        files=files,
+        flags=list(flags) if method == "nvcc" else [],
+        preprocessed=preprocessed,
+        cached=cached,
+    )
+
+
+def shadow_tree(source: Path, dest: Path, files: dict[str, bytes]) -> None:
+    """Make `dest` read like `source` with `files` (repo-relative path -> bytes) in place of its own.
+
+    Every entry of `source` is a symlink in `dest`, except the folders on the
+    way to a file of `files`, which are real folders of symlinks, and those
+    files, which are written. `source` is not touched.
+    """
+    source = Path(source).absolute()
+    dest = Path(dest)
+    folders: set[str] = {""}
+    for rel in files:
+        parts = rel.split("/")[:-1]
+        folders.update("/".join(parts[: n + 1]) for n in range(len(parts)))
+    for folder in sorted(folders):
+        (dest / folder).mkdir(parents=True, exist_ok=True)
+        real = source / folder
+        for entry in sorted(real.iterdir()) if real.is_dir() else []:
+            rel = f"{folder}/{entry.name}" if folder else entry.name
+            if rel not in folders and rel not in files:
+                (dest / rel).symlink_to(entry)
+    for rel, data in files.items():
+        (dest / rel).write_bytes(data)
+
+
+# ------------------------------------------------------------------ #if structure
+
+
+_DIRECTIVE_RE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+
+
+@dataclass(frozen=True)
+class _Branch:
+    """One branch of an `#if` chain: its directive's line, and its body's lines `[body, end)`."""
+
+    line: int
+    body: int
+    end: int
+    directive: str
+    parent: int  # index of the enclosing branch, -1 at file scope
+    previous: int  # index of the branch before it in its chain, -1 for the `#if`
+
+
+def _branches(text: str) -> list[_Branch] | None:
+    """The conditional branches of a source, in order; None when `#if`/`#endif` do not balance.
+
+    Directives are found line by line (continuations joined, block comments
+    skipped); this is what the evaluator and the region mapping need, not a
+    full preprocessor.
+    """
+    lines = text.split("\n")
+    opened: list[dict] = []
+    chains: list[list[int]] = []
+    in_comment = False
+    number = 0
+    while number < len(lines):
+        first = number
+        logical = lines[number]
+        while logical.endswith("\\") and number + 1 < len(lines):
+            number += 1
+            logical = logical[:-1] + lines[number]
+        number += 1
+        code = logical
+        if in_comment:
+            close = code.find("*/")
+            if close < 0:
+                continue
+            code = " " * (close + 2) + code[close + 2 :]
+            in_comment = False
+        match = _DIRECTIVE_RE.match(code)
+        in_comment = _opens_comment(code)
+        if match is None:
+            continue
+        directive = match.group(1)
+        line = first + 1
+        if directive.startswith("if"):
+            parent = chains[-1][-1] if chains else -1
+            chains.append([len(opened)])
+            opened.append(dict(line=line, body=number + 1, directive=directive, parent=parent, previous=-1))
+            continue
+        if not chains:
+            return None
+        chain = chains[-1]
+        opened[chain[-1]]["end"] = line
+        if directive == "endif":
+            chains.pop()
+            continue
+        parent = opened[chain[0]]["parent"]
+        opened.append(dict(line=line, body=number + 1, directive=directive, parent=parent, previous=chain[-1]))
+        chain.append(len(opened) - 1)
+    if chains:
+        return None
+    return [_Branch(**branch) for branch in opened]
+
+
+def _opens_comment(code: str) -> bool:
+    """Whether a `/*` on this line is left open at its end (string literals are not considered)."""
+    position, open_ = 0, False
+    while True:
+        if open_:
+            close = code.find("*/", position)
+            if close < 0:
+                return True
+            position, open_ = close + 2, False
+            continue
+        start = code.find("/*", position)
+        line_comment = code.find("//", position)
+        if start < 0 or (0 <= line_comment < start):
+            return False
+        position, open_ = start + 2, True
+
+
+@dataclass
+class _FileSide:
+    source: bytes
+    lines: list[str]
+    branches: list[_Branch] | None
+    gates: dict[int, Gate]  # by directive line
+    error: str = ""
+
+    @classmethod
+    def read(cls, source: bytes, universe: tuple[Arch, ...]) -> "_FileSide":
+        try:
+            gates = cuda_guard.find(source, universe)
+        except SourceError as exc:
+            return cls(source, [], None, {}, str(exc))
+        text = source.decode("utf-8")
+        branches = _branches(text)
+        error = "" if branches is not None else "#if and #endif do not balance"
+        return cls(source, text.split("\n"), branches, {gate.line: gate for gate in gates}, error)
+
+    def gate(self, branch: _Branch) -> Gate | None:
+        return self.gates.get(branch.line) if branch.directive != "else" else None
+
+    def possible(self, arch: Arch) -> set[int]:
+        """Branches that may be active on `arch`; a condition naming other macros may go either way."""
+        truths = []
+        for branch in self.branches:
+            gate = self.gate(branch)
+            truths.append(True if branch.directive == "else" else gate.admits.admits(arch) if gate else None)
+        possible: set[int] = set()
+        for index, branch in enumerate(self.branches):
+            reached = branch.parent == -1 or branch.parent in possible
+            earlier = branch.previous
+            while reached and earlier != -1:
+                reached = truths[earlier] is not True
+                earlier = self.branches[earlier].previous
+            if reached and truths[index] is not False:
+                possible.add(index)
+        return possible
+
+    def region(self, path: str, index: int) -> Region:
+        branch = self.branches[index]
+        gate = self.gate(branch)
+        body = [line.strip() for line in self.lines[branch.body - 1 : branch.end - 1]]
+        body = [line for line in body if line and not _DIRECTIVE_RE.match(line)]
+        return Region(path, branch.line, "\n".join(body[:_TEXT_LINES]), gate.text if gate else "")
+
+    def innermost(self, line: int, among: set[int]) -> int | None:
+        inside = [i for i in among if self.branches[i].body <= line < self.branches[i].end]
+        return max(inside, key=lambda i: self.branches[i].body, default=None)
+
+
+@dataclass
+class _FilePair:
+    path: str
+    base: _FileSide
+    work: _FileSide
+
+    @classmethod
+    def read(cls, path: str, base: bytes, work: bytes, universe: tuple[Arch, ...]) -> "_FilePair":
+        return cls(path, _FileSide.read(base, universe), _FileSide.read(work, universe))
+
+    def problem(self) -> str:
+        """Why the evaluator cannot judge this pair, or ""."""
+        for side in (self.base, self.work):
+            if side.error:
+                return f"{self.path}: {side.error}"
+        if [(b.directive) for b in self.base.branches] != [(b.directive) for b in self.work.branches]:
+            return f"{self.path}: the #if structure changed; the evaluator judges guard conditions only"
+        if _skeleton(self.base) != _skeleton(self.work):
+            return f"{self.path}: changes outside arch guards; the evaluator judges guard conditions only"
+        return ""
+
+    def flips(self, arch: Arch) -> tuple[set[int], set[int], str]:
+        """Branch indices gained and lost on `arch`, and why they cannot be told ("" when they can)."""
+        problem = self.problem()
+        if problem:
+            return set(), set(), problem
+        for before, after in zip(self.base.branches, self.work.branches):
+            old, new = self.base.gate(before), self.work.gate(after)
+            if (old.text if old else None) == (new.text if new else None):
+                continue
+            for side, gate in (("base", old), ("work", new)):
+                if gate is not None and gate.admits.admits(arch) is None:
+                    return set(), set(), (
+                        f"{self.path}:{gate.line}: cannot evaluate `{gate.text}` on {arch.name} ({side})"
+                    )
+        before, after = self.base.possible(arch), self.work.possible(arch)
+        return after - before, before - after, ""
+
+
+def _skeleton(side: _FileSide) -> bytes:
+    """The source with every gate's condition cut out."""
+    out, position = [], 0
+    for gate in sorted(side.gates.values(), key=lambda g: g.start):
+        out += [side.source[position : gate.start], b"\0"]
+        position = gate.end
+    return b"".join(out + [side.source[position:]])
+
+
+@dataclass
+class _Verdict:
+    gained: list[Region] = field(default_factory=list)
+    lost: list[Region] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _evaluate(structures: dict[str, _FilePair], arch: Arch) -> _Verdict:
+    verdict = _Verdict()
+    for path, pair in structures.items():
+        gained, lost, problem = pair.flips(arch)
+        if problem:
+            verdict.errors.append(problem)
+            continue
+        verdict.gained += [pair.work.region(path, i) for i in sorted(gained)]
+        verdict.lost += [pair.base.region(path, i) for i in sorted(lost)]
+    return verdict
+
+
+def _judge(arch: Arch, verdict: _Verdict, target: bool, expected: dict[str, int] | None) -> ArchResult:
+    want = (expected or {}).get(arch.name) if target else None
+    result = ArchResult(arch.name, "identical", target, verdict.gained, verdict.lost, expected=want)
+    if verdict.errors:
+        result.status, result.detail = "failed", "; ".join(verdict.errors)
+        return result
+    if verdict.gained or verdict.lost:
+        result.status = "changed"
+    where = lambda regions: ", ".join(f"{r.file}:{r.line}" for r in regions)  # noqa: E731
+    if not target:
+        result.ok = result.status == "identical"
+        if not result.ok:
+            moved = [f"gained {where(result.gained)}"] * bool(result.gained)
+            moved += [f"lost {where(result.lost)}"] * bool(result.lost)
+            result.detail = f"{arch.name} is not a target but changed: {'; '.join(moved)}"
+        return result
+    problems = []
+    if result.lost:
+        problems.append(f"lost {len(result.lost)} region(s): {where(result.lost)}")
+    if want is not None and len(result.gained) != want:
+        problems.append(f"gained {len(result.gained)} region(s), expected {want}")
+    result.ok = not problems
+    result.detail = "; ".join(problems) or f"gained {len(result.gained)} region(s)"
+    return result
+
+
+# ------------------------------------------------------------------ nvcc
+
+
+_MARKER_RE = re.compile(r'#(?:line)?[ \t]+(\d+)(?:[ \t]+"((?:[^"\\]|\\.)*)")?')
+_ERROR_RE = re.compile(r"\berror\b|\bfatal\b", re.IGNORECASE)
+
+
+@dataclass
+class _Output:
+    """Normalised preprocessor output: its lines and, for each, the (file, line) it came from."""
+
+    lines: list[str]
+    origins: list[tuple[str, int]]
+    error: str = ""
+
+
+def _normalise(text: str, tokens: list[tuple[str, str]]) -> _Output:
+    """Drop line markers, blank lines and trailing blanks; replace absolute prefixes with tokens."""
+    for prefix, token in tokens:
+        text = text.replace(prefix, token)
+    lines: list[str] = []
+    origins: list[tuple[str, int]] = []
+    file, number = "", 0
+    for raw in text.split("\n"):
+        if raw.startswith("#"):
+            marker = _MARKER_RE.match(raw)
+            if marker:
+                number = int(marker.group(1))
+                if marker.group(2) is not None:
+                    file = marker.group(2).replace('\\"', '"').replace("\\\\", "\\")
+                continue
+        stripped = raw.rstrip()
+        if stripped:
+            lines.append(stripped)
+            origins.append((file, number))
+        number += 1
+    return _Output(lines, origins)
+
+
+def _include_dir(path: str) -> str:
+    path = posixpath.normpath(path.replace("\\", "/")).strip("/")
+    return "" if path == "." else path
+
+
+def _relative(path: str) -> str:
+    if path.startswith(ROOT_TOKEN + "/"):
+        return posixpath.normpath(path[len(ROOT_TOKEN) + 1 :])
+    return path
+
+
+def _blocks(before: _Output, after: _Output) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Line spans only in `after` (gained) and only in `before` (lost)."""
+    a, b = before.lines, after.lines
+    if a == b:
+        return [], []
+    limit = min(len(a), len(b))
+    head = 0
+    while head < limit and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and a[len(a) - 1 - tail] == b[len(b) - 1 - tail]:
+        tail += 1
+    matcher = difflib.SequenceMatcher(None, a[head : len(a) - tail], b[head : len(b) - tail], autojunk=False)
+    gained, lost = [], []
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op in ("insert", "replace"):
+            gained.append((head + j1, head + j2))
+        if op in ("delete", "replace"):
+            lost.append((head + i1, head + i2))
+    return gained, lost
+
+
+def _nvcc_version(nvcc: str) -> str | None:
+    try:
+        proc = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def _first_error(stderr: str, returncode: int) -> str:
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    for line in lines:
+        if _ERROR_RE.search(line):
+            return line[:300]
+    return lines[0][:300] if lines else f"nvcc exited with status {returncode}"
+
+
+def _gencode(arch: Arch) -> str:
+    return f"arch=compute_{arch.code}{arch.variant},code=sm_{arch.code}{arch.variant}"
+
+
+class _Preprocessor:
+    """Runs nvcc -E for every (changed file, arch, side) and turns the outputs into verdicts."""
+
+    def __init__(self, root, sources, include_dirs, nvcc, version, flags, cache_dir):
+        self.root = root
+        self.sources = sources
+        self.include_dirs = include_dirs
+        self.nvcc = nvcc
+        self.version = version
+        self.flags = flags
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self.preprocessed = 0
+        self.cached = 0
+        self._hashes: dict[str, str | None] = {}
+        self._base_key = hashlib.sha256(
+            json.dumps(
+                {
+                    "version": _CACHE_VERSION,
+                    "base": {path: hashlib.sha256(base).hexdigest() for path, (base, _) in sorted(sources.items())},
+                    "flags": list(flags),
+                    "include_dirs": include_dirs,
+                    "nvcc": version,
+                }
+            ).encode()
+        ).hexdigest()
+
+    def run(self, archs, structures, jobs) -> dict[Arch, _Verdict]:
+        with tempfile.TemporaryDirectory(prefix="codemod-verify-") as temp:
+            temp = Path(temp)
+            overlay = temp / "base"
+            shadow_tree(self.root, overlay, {path: base for path, (base, _) in self.sources.items()})
+            self.overlay = overlay
+            self.tokens = sorted(
+                {
+                    (str(overlay), ROOT_TOKEN),
+                    (str(overlay.resolve()), ROOT_TOKEN),
+                    (str(self.root), ROOT_TOKEN),
+                    (str(self.root.resolve()), ROOT_TOKEN),
+                    (str(temp), TEMP_TOKEN),
+                    (str(temp.resolve()), TEMP_TOKEN),
+                },
+                key=lambda pair: -len(pair[0]),
+            )
+            units = {path: self._unit(temp, index, path) for index, path in enumerate(self.sources)}
+            tasks = [(path, arch, side) for arch in archs for path in self.sources for side in ("base", "work")]
+            with ThreadPoolExecutor(max_workers=jobs) as pool:
+                outputs = dict(zip(tasks, pool.map(lambda task: self._output(units, *task), tasks)))
+        verdicts = {}
+        for arch in archs:
+            verdict = _Verdict()
+            seen: set[tuple] = set()
+            for path in self.sources:
+                before, after = outputs[(path, arch, "base")], outputs[(path, arch, "work")]
+                errors = [f"{path} ({side}): {out.error}" for side, out in (("base", before), ("work", after)) if out.error]
+                if errors:
+                    verdict.errors += errors
+                    continue
+                gained, lost = _blocks(before, after)
+                for spans, out, regions, side in ((gained, after, verdict.gained, "work"), (lost, before, verdict.lost, "base")):
+                    for start, end in spans:
+                        region = self._region(out, start, end, structures, arch, side)
+                        key = (region.file, region.line, region.guard or region.text)
+                        if key not in seen:
+                            seen.add(key)
+                            regions.append(region)
+            verdicts[arch] = verdict
+        return verdicts
+
+    def _unit(self, temp: Path, index: int, path: str) -> dict[str, Path | str]:
+        """The input nvcc preprocesses for `path`: a one-line TU including it, or the file itself."""
+        under = [d for d in self.include_dirs if d and path.startswith(d + "/")] + [""] * ("" in self.include_dirs)
+        if not under:
+            return {"base": self.overlay / path, "work": self.root / path, "relative": path}
+        include_dir = max(under, key=len)
+        relative = path[len(include_dir) + 1 :] if include_dir else path
+        unit = temp / "units" / f"{index}.cu"
+        unit.parent.mkdir(parents=True, exist_ok=True)
+        unit.write_text(f'#include "{relative}"\n')
+        return {"base": unit, "work": unit, "relative": relative}
+
+    def _command(self, unit: Path, arch: Arch, side: str) -> list[str]:
+        roots = [self.overlay, self.root] if side == "base" else [self.root]
+        includes = [f"-I{(base / d) if d else base}" for base in roots for d in self.include_dirs]
+        return [self.nvcc, "-E", "-x", "cu", *self.flags, "-gencode", _gencode(arch), *includes, str(unit)]
+
+    def _output(self, units, path: str, arch: Arch, side: str) -> _Output:
+        key = hashlib.sha256(f"{self._base_key}\0{path}\0{arch.name}".encode()).hexdigest()
+        if side == "base":
+            text = self._load(key)
+            if text is not None:
+                self.cached += 1
+                return _normalise(text, [])
+        command = self._command(units[path][side], arch, side)
+        self.preprocessed += 1
+        try:
+            proc = subprocess.run(command, capture_output=True, timeout=_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            return _Output([], [], f"nvcc -E took longer than {_TIMEOUT_SECONDS} s")
+        except OSError as exc:
+            return _Output([], [], f"cannot run nvcc: {exc}")
+        if proc.returncode != 0:
+            stderr = proc.stderr.decode("utf-8", "replace")
+            for prefix, token in self.tokens:
+                stderr = stderr.replace(prefix, token)
+            return _Output([], [], _first_error(stderr, proc.returncode))
+        text = proc.stdout.decode("utf-8", "replace")
+        for prefix, token in self.tokens:
+            text = text.replace(prefix, token)
+        if side == "base":
+            self._store(key, text)
+        return _normalise(text, [])
+
+    def _region(self, out: _Output, start: int, end: int, structures, arch: Arch, side: str) -> Region:
+        file, line = out.origins[start]
+        path = _relative(file)
+        text = "\n".join(line.strip() for line in out.lines[start : min(end, start + _TEXT_LINES)])
+        pair = structures.get(path)
+        if pair is not None:
+            gained, lost, problem = pair.flips(arch)
+            file_side = pair.work if side == "work" else pair.base
+            flipped = gained if side == "work" else lost
+            if not problem and file_side.branches is not None:
+                index = file_side.innermost(line, flipped)
+                if index is not None:
+                    gate = file_side.gate(file_side.branches[index])
+                    return Region(path, file_side.branches[index].line, text, gate.text if gate else "")
+        return Region(path, line, text)
+
+    # ------------------------------------------------------------ cache
+
+    def _load(self, key: str) -> str | None:
+        if self.cache_dir is None:
+            return None
+        entry = self.cache_dir / f"{key}.json"
+        output = self.cache_dir / f"{key}.ii.gz"
+        try:
+            depends = json.loads(entry.read_text())
+            if any(self._hash(rel) != digest for rel, digest in depends.items()):
+                return None
+            return gzip.decompress(output.read_bytes()).decode("utf-8")
+        except (OSError, ValueError, EOFError):
+            return None
+
+    def _store(self, key: str, text: str) -> None:
+        if self.cache_dir is None:
+            return
+        files: set[str] = set()
+        for match in re.finditer(r'^#(?:line)? \d+ "((?:[^"\\]|\\.)*)"', text, re.M):
+            if match.group(1).startswith(ROOT_TOKEN + "/"):
+                files.add(_relative(match.group(1)))
+        depends = {rel: self._hash(rel) for rel in sorted(files - set(self.sources))}
+        try:
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            for name, data in ((f"{key}.ii.gz", gzip.compress(text.encode("utf-8"), 6)),
+                               (f"{key}.json", json.dumps(depends).encode())):
+                partial = self.cache_dir / f".{name}.{os.getpid()}.{id(data)}"
+                partial.write_bytes(data)
+                os.replace(partial, self.cache_dir / name)
+        except OSError:
+            pass  # a cache that cannot be written only costs time
+
+    def _hash(self, rel: str) -> str | None:
+        if rel not in self._hashes:
+            try:
+                self._hashes[rel] = hashlib.sha256((self.root / rel).read_bytes()).hexdigest()
+            except OSError:
+                self._hashes[rel] = None
+        return self._hashes[rel]
