@@ -153,7 +153,7 @@ def run(
     result = RunResult(plan, prefix, selected, "applied", branch=name, base=base)
     written: list[str] = []
     try:
-        for change in _in_file_order(selected):
+        for change in selected:
             rel = f"{prefix}{change.file}"
             files.write_atomic(files.inside(repo.root, rel), _content_for(plan, change, selected))
             written.append(rel)
@@ -163,10 +163,6 @@ def run(
         _roll_back(repo, written, head_branch or head_sha, name)
         raise
     return result
-
-
-def _in_file_order(selected: list[PlannedChange]) -> list[PlannedChange]:
-    return list(selected)
 
 
 def _content_for(plan: Plan, change: PlannedChange, selected: list[PlannedChange]) -> bytes:
@@ -248,7 +244,8 @@ def revert(recipe_id: str, repo_path: Path, *, keep_commits: bool = False) -> Re
         return RevertResult(record, "reverted-commits", checked_out=record.branch, reverted=[c.sha for c in record.commits])
     checked_out = ""
     if record.current:
-        checked_out = record.base_ref or record.base_sha
+        base_exists = bool(record.base_ref) and repo.branch_exists(record.base_ref)
+        checked_out = record.base_ref if base_exists else record.base_sha
         repo.checkout(checked_out)
     repo.delete_branch(record.branch)
     return RevertResult(record, "deleted-branch", checked_out=checked_out, reverted=[c.sha for c in record.commits])

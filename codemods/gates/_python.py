@@ -8,12 +8,13 @@ CRLF line endings, a BOM) is kept as it was.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 
 import libcst as cst
 from libcst.metadata import ByteSpanPositionProvider, MetadataWrapper, Scope, ScopeProvider
 
+from codemods.arch import Arch, ArchSet
 from codemods.gates import Edit, SourceError, decode, line_of
 
 _BOM = "\ufeff"
@@ -182,3 +183,16 @@ def tidy_insertion(source: bytes, edit: Edit) -> Edit:
 
 def _word(char: bytes) -> bool:
     return bool(char) and (char.isalnum() or char == b"_")
+
+
+def admits_of_expression(
+    text: str, universe: tuple[Arch, ...], majors: Callable[[cst.BaseExpression], set[int] | None]
+) -> ArchSet:
+    """The archs a gate's expression text admits, given how to read its majors; unknown when unreadable."""
+    try:
+        found = majors(cst.parse_expression(text))
+    except cst.ParserSyntaxError:
+        found = None
+    if found is None:
+        return ArchSet(universe, frozenset(), frozenset(universe))
+    return ArchSet(universe, frozenset(a for a in universe if a.major in found))

@@ -23,7 +23,7 @@ import libcst as cst
 
 from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate
-from codemods.gates._python import PythonSource, parse
+from codemods.gates._python import PythonSource, admits_of_expression, parse
 
 KIND = "python_arch_list"
 
@@ -199,13 +199,12 @@ def _insert_lines(
     ]
 
 
+
 def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> ArchSet:
     """The archs a list of majors, given as text (`[9, 10, 12]`), admits."""
-    try:
-        node = cst.parse_expression(text)
-    except cst.ParserSyntaxError:
-        return ArchSet(universe, frozenset(), frozenset(universe))
-    majors = _majors(node) if isinstance(node, (cst.List, cst.Tuple)) else None
-    if majors is None:
-        return ArchSet(universe, frozenset(), frozenset(universe))
-    return ArchSet(universe, frozenset(a for a in universe if a.major in majors))
+
+    def majors(node: cst.BaseExpression) -> set[int] | None:
+        listed = _majors(node) if isinstance(node, (cst.List, cst.Tuple)) else None
+        return None if listed is None else set(listed)
+
+    return admits_of_expression(text, universe, majors)

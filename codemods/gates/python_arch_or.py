@@ -52,7 +52,7 @@ from libcst.metadata import Assignment, Scope
 
 from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, edit_between
-from codemods.gates._python import PythonSource, parse, tidy_insertion
+from codemods.gates._python import PythonSource, admits_of_expression, parse, tidy_insertion
 
 KIND = "python_arch_or"
 
@@ -558,14 +558,12 @@ def _check_disjoint(edits: list[Edit], gate: Gate) -> None:
         end = edit.end
 
 
+
 def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> ArchSet:
     """The archs an `or` chain of predicates, given as text, admits."""
-    try:
-        node = cst.parse_expression(text)
-    except cst.ParserSyntaxError:
-        return ArchSet(universe, frozenset(), frozenset(universe))
-    predicates = _predicates(node) if _is_or(node) else None
-    if predicates is None:
-        return ArchSet(universe, frozenset(), frozenset(universe))
-    majors = {predicate.major for predicate in predicates}
-    return ArchSet(universe, frozenset(a for a in universe if a.major in majors))
+
+    def majors(node: cst.BaseExpression) -> set[int] | None:
+        predicates = _predicates(node) if _is_or(node) else None
+        return None if predicates is None else {p.major for p in predicates}
+
+    return admits_of_expression(text, universe, majors)

@@ -642,3 +642,18 @@ def test_evaluator_agrees_with_nvcc(tmp_path):
                 disagreements.append((name, condition, verdict))
     print(f"nvcc cross-check: {len(conditions)} guards x {len(NVCC_ARCHS)} archs, agreement {agree}/{total}")
     assert disagreements == []
+
+
+@pytest.mark.parametrize(
+    "text, admitted, unknown",
+    [
+        pytest.param("(defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900))", ["sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"], [], id="pdl-guard-fixed"),
+        pytest.param("__CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200", ["sm_90", "sm_100", "sm_103", "sm_110"], [], id="pdl-guard-bounded"),
+        pytest.param("defined(__CUDA_ARCH__) && FOO", [], ["sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"], id="unknown-macro"),
+    ],
+)
+def test_admits_text(text, admitted, unknown):
+    from codemods.gates.cuda_guard import admits
+
+    result = admits(text, DEFAULT_ARCHS)
+    assert result.names() == admitted and result.unknown_names() == unknown

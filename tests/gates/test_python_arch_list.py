@@ -402,3 +402,21 @@ def test_edit_is_the_inserted_element_only() -> None:
     [edit] = widen(source, gate, parse_archs("sm_120"))
     assert edit.text == b", 12"
     assert edit.start == edit.end == source.index(b"]")
+
+
+@pytest.mark.parametrize(
+    "text, admitted, unknown",
+    [
+        pytest.param("[9, 10, 12]", ["sm_90", "sm_100", "sm_103", "sm_120", "sm_121"], [], id="majors-listed"),
+        pytest.param("(11,)", ["sm_110"], [], id="tuple"),
+        pytest.param("[9, MAJOR]", [], "all", id="computed-is-unknown"),
+        pytest.param("[9, 10", [], "all", id="unparsable-is-unknown"),
+    ],
+)
+def test_admits_text(text, admitted, unknown):
+    from codemods.arch import DEFAULT_ARCHS
+    from codemods.gates.python_arch_list import admits
+
+    result = admits(text, DEFAULT_ARCHS)
+    assert result.names() == admitted
+    assert result.unknown_names() == ([a.name for a in DEFAULT_ARCHS] if unknown == "all" else unknown)

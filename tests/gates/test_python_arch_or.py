@@ -621,3 +621,20 @@ def test_import_on_one_line_is_extended_after_the_sibling() -> None:
     [import_edit, _] = widen(source, gate, parse_archs("sm_120"))
     assert import_edit.text == b", is_sm120_supported"
     assert source[: import_edit.start].endswith(b"is_sm100_supported")
+
+
+@pytest.mark.parametrize(
+    "text, admitted, unknown",
+    [
+        pytest.param("(_is_sm90_supported or _is_sm120_supported)", ["sm_90", "sm_120", "sm_121"], [], id="names-in-parens"),
+        pytest.param("get_platform().is_sm100 or get_platform().is_sm110", ["sm_100", "sm_103", "sm_110"], [], id="attributes"),
+        pytest.param("is_sm90_supported() or is_hip()", [], "all", id="non-arch-operand-is-unknown"),
+    ],
+)
+def test_admits_text(text, admitted, unknown):
+    from codemods.arch import DEFAULT_ARCHS
+    from codemods.gates.python_arch_or import admits
+
+    result = admits(text, DEFAULT_ARCHS)
+    assert result.names() == admitted
+    assert result.unknown_names() == ([a.name for a in DEFAULT_ARCHS] if unknown == "all" else unknown)
