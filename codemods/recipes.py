@@ -65,6 +65,7 @@ class Layout:
     markers: tuple[str, ...]
     places: dict[str, str]
     version_files: tuple[str, ...]
+    include_dirs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -218,8 +219,13 @@ def load_project(path: Path) -> Project:
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     layouts = []
     for raw in data["layout"]:
-        places = {k: v for k, v in raw.items() if k not in ("name", "markers", "version_files")}
-        layouts.append(Layout(raw["name"], tuple(raw["markers"]), places, tuple(raw.get("version_files", ()))))
+        places = {k: v for k, v in raw.items() if k not in ("name", "markers", "version_files", "include_dirs")}
+        layouts.append(
+            Layout(
+                raw["name"], tuple(raw["markers"]), places,
+                tuple(raw.get("version_files", ())), tuple(raw.get("include_dirs", ())),
+            )
+        )
     return Project(data["name"], data.get("title", data["name"]), tuple(layouts))
 
 

@@ -155,6 +155,25 @@ class Repo:
         out = self.g.diff("--name-only", "-z", base, tip)
         return [p for p in out.split("\0") if p]
 
+    def changed_since(self, base: str) -> list[str]:
+        """Files whose work-tree content differs from `base` (committed or not)."""
+        out = self.g.diff("--name-only", "-z", base, "--")
+        return [p for p in out.split("\0") if p]
+
+    def show(self, rev: str, rel: str) -> bytes | None:
+        """The bytes of rel at rev, or None when it did not exist there."""
+        try:
+            blob = self.git_repo.commit(rev).tree / rel
+        except KeyError:
+            return None
+        return blob.data_stream.read()
+
+    def resolve_rev(self, rev: str) -> str:
+        try:
+            return self.git_repo.commit(rev).hexsha
+        except (git.BadName, ValueError):
+            raise errors.RepoState(f"unknown revision {rev!r}", where=str(self.root), hint="pass a branch, tag or commit sha to --base") from None
+
     # ------------------------------------------------------------ writing
 
     def _identity_env(self) -> dict[str, str]:

@@ -39,6 +39,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -320,6 +321,7 @@ class _FilePair:
     path: str
     base: _FileSide
     work: _FileSide
+    _flips: dict = field(default_factory=dict)
 
     @classmethod
     def read(cls, path: str, base: bytes, work: bytes, universe: tuple[Arch, ...]) -> "_FilePair":
@@ -338,6 +340,11 @@ class _FilePair:
 
     def flips(self, arch: Arch) -> tuple[set[int], set[int], str]:
         """Branch indices gained and lost on `arch`, and why they cannot be told ("" when they can)."""
+        if arch not in self._flips:
+            self._flips[arch] = self._find_flips(arch)
+        return self._flips[arch]
+
+    def _find_flips(self, arch: Arch) -> tuple[set[int], set[int], str]:
         problem = self.problem()
         if problem:
             return set(), set(), problem
@@ -412,6 +419,7 @@ def _judge(arch: Arch, verdict: _Verdict, target: bool, expected: dict[str, int]
 
 
 _MARKER_RE = re.compile(r'#(?:line)?[ \t]+(\d+)(?:[ \t]+"((?:[^"\\]|\\.)*)")?')
+_MARKER_LINES_RE = re.compile(r"^#(?:line)?[ \t]+\d+.*\n?", re.MULTILINE)
 _ERROR_RE = re.compile(r"\berror\b|\bfatal\b", re.IGNORECASE)
 
 
@@ -421,13 +429,15 @@ class _Output:
 
     lines: list[str]
     origins: list[tuple[str, int]]
-    error: str = ""
 
 
-def _normalise(text: str, tokens: list[tuple[str, str]]) -> _Output:
-    """Drop line markers, blank lines and trailing blanks; replace absolute prefixes with tokens."""
-    for prefix, token in tokens:
-        text = text.replace(prefix, token)
+def _compact(text: str) -> list[str]:
+    """The lines `_normalise` keeps, without their origins (the fast path for identical outputs)."""
+    return list(filter(None, map(str.rstrip, _MARKER_LINES_RE.sub("", text).split("\n"))))
+
+
+def _normalise(text: str) -> _Output:
+    """Drop line markers, blank lines and trailing blanks; remember where each kept line came from."""
     lines: list[str] = []
     origins: list[tuple[str, int]] = []
     file, number = "", 0
@@ -500,6 +510,10 @@ def _gencode(arch: Arch) -> str:
     return f"arch=compute_{arch.code}{arch.variant},code=sm_{arch.code}{arch.variant}"
 
 
+class _Failed(Exception):
+    """nvcc could not preprocess one side; the message is its first error line."""
+
+
 class _Preprocessor:
     """Runs nvcc -E for every (changed file, arch, side) and turns the outputs into verdicts."""
 
@@ -514,6 +528,7 @@ class _Preprocessor:
         self.preprocessed = 0
         self.cached = 0
         self._hashes: dict[str, str | None] = {}
+        self._lock = threading.Lock()
         self._base_key = hashlib.sha256(
             json.dumps(
                 {
@@ -529,88 +544,94 @@ class _Preprocessor:
     def run(self, archs, structures, jobs) -> dict[Arch, _Verdict]:
         with tempfile.TemporaryDirectory(prefix="codemod-verify-") as temp:
             temp = Path(temp)
-            overlay = temp / "base"
-            shadow_tree(self.root, overlay, {path: base for path, (base, _) in self.sources.items()})
-            self.overlay = overlay
-            self.tokens = sorted(
-                {
-                    (str(overlay), ROOT_TOKEN),
-                    (str(overlay.resolve()), ROOT_TOKEN),
-                    (str(self.root), ROOT_TOKEN),
-                    (str(self.root.resolve()), ROOT_TOKEN),
-                    (str(temp), TEMP_TOKEN),
-                    (str(temp.resolve()), TEMP_TOKEN),
-                },
-                key=lambda pair: -len(pair[0]),
-            )
-            units = {path: self._unit(temp, index, path) for index, path in enumerate(self.sources)}
-            tasks = [(path, arch, side) for arch in archs for path in self.sources for side in ("base", "work")]
+            self.overlay = temp / "base"
+            shadow_tree(self.root, self.overlay, {path: base for path, (base, _) in self.sources.items()})
+            pairs = {(str(self.overlay), ROOT_TOKEN), (str(self.root), ROOT_TOKEN), (str(temp), TEMP_TOKEN)}
+            pairs |= {(str(Path(prefix).resolve()), token) for prefix, token in pairs}
+            self.tokens = sorted(pairs, key=lambda pair: -len(pair[0]))
+            self.units = {path: self._unit(temp, index, path) for index, path in enumerate(self.sources)}
+            # One task per (file, arch) runs both sides, so only two outputs per worker are alive at once.
+            tasks = [(path, arch) for arch in archs for path in self.sources]
             with ThreadPoolExecutor(max_workers=jobs) as pool:
-                outputs = dict(zip(tasks, pool.map(lambda task: self._output(units, *task), tasks)))
-        verdicts = {}
-        for arch in archs:
-            verdict = _Verdict()
-            seen: set[tuple] = set()
-            for path in self.sources:
-                before, after = outputs[(path, arch, "base")], outputs[(path, arch, "work")]
-                errors = [f"{path} ({side}): {out.error}" for side, out in (("base", before), ("work", after)) if out.error]
-                if errors:
-                    verdict.errors += errors
-                    continue
-                gained, lost = _blocks(before, after)
-                for spans, out, regions, side in ((gained, after, verdict.gained, "work"), (lost, before, verdict.lost, "base")):
-                    for start, end in spans:
-                        region = self._region(out, start, end, structures, arch, side)
-                        key = (region.file, region.line, region.guard or region.text)
-                        if key not in seen:
-                            seen.add(key)
-                            regions.append(region)
-            verdicts[arch] = verdict
+                compared = list(pool.map(lambda task: self._compare(*task, structures), tasks))
+        verdicts = {arch: _Verdict() for arch in archs}
+        seen: dict[Arch, set[tuple]] = {arch: set() for arch in archs}
+        for (_, arch), (gained, lost, errors) in zip(tasks, compared):
+            verdict = verdicts[arch]
+            verdict.errors += errors
+            for regions, found in ((verdict.gained, gained), (verdict.lost, lost)):
+                for region in found:
+                    key = (region.file, region.line, region.guard or region.text, regions is verdict.gained)
+                    if key not in seen[arch]:
+                        seen[arch].add(key)
+                        regions.append(region)
         return verdicts
 
-    def _unit(self, temp: Path, index: int, path: str) -> dict[str, Path | str]:
+    def _compare(self, path: str, arch: Arch, structures) -> tuple[list[Region], list[Region], list[str]]:
+        texts, errors = {}, []
+        for side in ("base", "work"):
+            try:
+                texts[side] = self._preprocess(path, arch, side)
+            except _Failed as exc:
+                errors.append(f"{path} ({side}): {exc}")
+        if errors:
+            return [], [], errors
+        if _compact(texts["base"]) == _compact(texts["work"]):
+            return [], [], []
+        before, after = _normalise(texts.pop("base")), _normalise(texts.pop("work"))
+        gained, lost = _blocks(before, after)
+        return (
+            [self._region(after, start, end, structures, arch, "work") for start, end in gained],
+            [self._region(before, start, end, structures, arch, "base") for start, end in lost],
+            [],
+        )
+
+    def _unit(self, temp: Path, index: int, path: str) -> dict[str, Path]:
         """The input nvcc preprocesses for `path`: a one-line TU including it, or the file itself."""
-        under = [d for d in self.include_dirs if d and path.startswith(d + "/")] + [""] * ("" in self.include_dirs)
+        under = [d for d in self.include_dirs if d == "" or path.startswith(d + "/")]
         if not under:
-            return {"base": self.overlay / path, "work": self.root / path, "relative": path}
+            return {"base": self.overlay / path, "work": self.root / path}
         include_dir = max(under, key=len)
         relative = path[len(include_dir) + 1 :] if include_dir else path
         unit = temp / "units" / f"{index}.cu"
         unit.parent.mkdir(parents=True, exist_ok=True)
         unit.write_text(f'#include "{relative}"\n')
-        return {"base": unit, "work": unit, "relative": relative}
+        return {"base": unit, "work": unit}
 
     def _command(self, unit: Path, arch: Arch, side: str) -> list[str]:
         roots = [self.overlay, self.root] if side == "base" else [self.root]
         includes = [f"-I{(base / d) if d else base}" for base in roots for d in self.include_dirs]
         return [self.nvcc, "-E", "-x", "cu", *self.flags, "-gencode", _gencode(arch), *includes, str(unit)]
 
-    def _output(self, units, path: str, arch: Arch, side: str) -> _Output:
+    def _preprocess(self, path: str, arch: Arch, side: str) -> str:
+        """nvcc's output for one side with absolute prefixes replaced; raises _Failed."""
         key = hashlib.sha256(f"{self._base_key}\0{path}\0{arch.name}".encode()).hexdigest()
         if side == "base":
             text = self._load(key)
             if text is not None:
-                self.cached += 1
-                return _normalise(text, [])
-        command = self._command(units[path][side], arch, side)
-        self.preprocessed += 1
+                with self._lock:
+                    self.cached += 1
+                return text
+        command = self._command(self.units[path][side], arch, side)
+        with self._lock:
+            self.preprocessed += 1
         try:
             proc = subprocess.run(command, capture_output=True, timeout=_TIMEOUT_SECONDS)
         except subprocess.TimeoutExpired:
-            return _Output([], [], f"nvcc -E took longer than {_TIMEOUT_SECONDS} s")
+            raise _Failed(f"nvcc -E took longer than {_TIMEOUT_SECONDS} s") from None
         except OSError as exc:
-            return _Output([], [], f"cannot run nvcc: {exc}")
+            raise _Failed(f"cannot run nvcc: {exc}") from None
         if proc.returncode != 0:
-            stderr = proc.stderr.decode("utf-8", "replace")
-            for prefix, token in self.tokens:
-                stderr = stderr.replace(prefix, token)
-            return _Output([], [], _first_error(stderr, proc.returncode))
-        text = proc.stdout.decode("utf-8", "replace")
-        for prefix, token in self.tokens:
-            text = text.replace(prefix, token)
+            raise _Failed(_first_error(self._tokenize(proc.stderr.decode("utf-8", "replace")), proc.returncode))
+        text = self._tokenize(proc.stdout.decode("utf-8", "replace"))
         if side == "base":
             self._store(key, text)
-        return _normalise(text, [])
+        return text
+
+    def _tokenize(self, text: str) -> str:
+        for prefix, token in self.tokens:
+            text = text.replace(prefix, token)
+        return text
 
     def _region(self, out: _Output, start: int, end: int, structures, arch: Arch, side: str) -> Region:
         file, line = out.origins[start]
@@ -653,7 +674,7 @@ class _Preprocessor:
         depends = {rel: self._hash(rel) for rel in sorted(files - set(self.sources))}
         try:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
-            for name, data in ((f"{key}.ii.gz", gzip.compress(text.encode("utf-8"), 6)),
+            for name, data in ((f"{key}.ii.gz", gzip.compress(text.encode("utf-8"), 1)),
                                (f"{key}.json", json.dumps(depends).encode())):
                 partial = self.cache_dir / f".{name}.{os.getpid()}.{id(data)}"
                 partial.write_bytes(data)
