@@ -15,7 +15,8 @@ import typer
 from rich.console import Console
 from rich.syntax import Syntax
 
-from codemods import errors, recipes, report, workflow
+from codemods import errors, jit_cache, recipes, report, workflow
+from codemods import packages as packages_mod
 from codemods.arch import DEFAULT_ARCHS, ArchParseError, parse_archs
 
 app = typer.Typer(
@@ -92,50 +93,92 @@ def list_(
         _out(f"{recipe.id:<18} {recipe.summary}  [{projects}; {len(recipe.changes)} changes]\n")
 
 
+def _targets(repos: list[Path], packages: list[str], python: Optional[str]) -> list[Path]:
+    roots = list(repos) + [packages_mod.locate(name, python)[0] for name in packages]
+    if not roots:
+        raise typer.BadParameter("give --repo PATH or --package NAME (repeatable)")
+    return roots
+
+
+_REPO_HELP = "The project folder: a git checkout, or site-packages holding the installed wheel (repeatable)."
+_PACKAGE_HELP = "An installed package (flashinfer, sglang), found with importlib.metadata (repeatable)."
+_PYTHON_HELP = "The Python whose installed packages --package means (default: this one)."
+
+
 @app.command()
 @boundary
 def run(
     recipe: str = typer.Argument(..., help="Recipe id (see `codemod list`) or a recipe .toml file."),
-    repo: Path = typer.Option(..., "--repo", help="The project folder: a git checkout, or site-packages holding the installed wheel."),
+    repo: list[Path] = typer.Option([], "--repo", help=_REPO_HELP),
+    package: list[str] = typer.Option([], "--package", help=_PACKAGE_HELP),
+    python: Optional[str] = typer.Option(None, "--python", help=_PYTHON_HELP),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the diff; write nothing (no file, branch or ref)."),
     patch: Optional[Path] = typer.Option(None, "--patch", help="Also write the diff to this file."),
     only: list[str] = typer.Option([], "--only", help="Apply only this change id (repeatable)."),
     skip: list[str] = typer.Option([], "--skip", help="Leave out this change id (repeatable)."),
     interactive: bool = typer.Option(False, "--interactive", "-i", help="Show each change and ask y/n/a/q."),
     branch: Optional[str] = typer.Option(None, "--branch", help="Name of the branch to create (default codemod/<recipe>); required on a detached HEAD."),
+    clear_jit_cache: bool = typer.Option(False, "--clear-jit-cache", help="Remove FlashInfer's cached builds of the JIT modules the recipe changes."),
     fmt: Format = typer.Option(Format.text, "--format", help="text, or json for scripts."),
     archs: Optional[str] = typer.Option(None, "--archs", help="Arch columns for the matrix, e.g. sm_90,sm_100,sm_120."),
     recipes_dir: list[Path] = typer.Option([], "--recipes", help="Extra folder of recipe .toml files."),
 ) -> None:
-    """Plan a recipe for --repo, show it, and (unless --dry-run) apply it on a branch, one commit per change."""
+    """Plan a recipe for each repo, show it, and (unless --dry-run) apply it on a branch, one commit per change."""
     universe = _universe(archs)
     chosen = recipes.find_recipe(recipe, recipes_dir)
+    roots = _targets(repo, package, python)
     choose = _ask_each if interactive else None
     if dry_run and fmt is Format.text:
         for note in chosen.notes:
             err.print(f"[bold]note:[/] {note}")
-    result = workflow.run(chosen, repo, universe=universe, dry_run=dry_run, only=only, skip=skip, branch=branch, choose=choose)
-    plan, prefix = result.plan, result.prefix
-    diff = report.plan_diff(plan, prefix, result.selected)
+    results = workflow.run_many(chosen, roots, universe=universe, dry_run=dry_run, only=only, skip=skip, branch=branch, choose=choose)
+    diff = "".join(report.plan_diff(r.plan, r.prefix, r.selected) for r in results)
     if patch is not None:
         patch.write_text(diff, encoding="utf-8", errors="surrogateescape")
+    caches = [
+        _jit_cache(r.plan.jit_modules(), r.plan.target, clear_jit_cache and r.status in ("applied", "dry-run"), dry_run)
+        for r in results
+    ]
     if fmt is Format.json:
-        data = report.plan_json(plan, prefix, dry_run, None)
-        data["status"] = result.status
-        data["branch"] = result.branch or None
-        data["commits"] = [{"sha": sha, "change": cid} for sha, cid in result.commits]
-        data["selected"] = [c.id for c in result.selected]
-        _out(json.dumps(data, indent=2) + "\n")
+        out = []
+        for result, cache in zip(results, caches):
+            data = report.plan_json(result.plan, result.prefix, dry_run, None)
+            data.update(
+                status=result.status, branch=result.branch or None, selected=[c.id for c in result.selected],
+                commits=[{"sha": sha, "change": cid} for sha, cid in result.commits], jit_cache=cache,
+            )
+            out.append(data)
+        _out(json.dumps(out[0] if len(out) == 1 else {"results": out}, indent=2) + "\n")
         return
     if dry_run:
         _print_diff(diff)
+    for root, result, cache in zip(roots, results, caches):
+        _render_result(chosen, root, result, universe, cache)
+
+
+def _jit_cache(modules: list[str], target, clear: bool, dry_run: bool) -> dict | None:
+    if not modules or target.project.name != "flashinfer":
+        return None
+    root = jit_cache.cache_root()
+    version = target.version()
+    builds = jit_cache.stale_builds(modules, version, root) if version else []
+    removed = jit_cache.clear(builds, root) if clear and not dry_run else []
+    return {
+        "modules": modules, "root": str(root), "version": version or None,
+        "stale": [str(b) for b in builds], "removed": [str(b) for b in removed],
+        "would_remove": [str(b) for b in builds] if clear and dry_run else [],
+    }
+
+
+def _render_result(chosen, root: Path, result, universe, cache) -> None:
+    plan, prefix = result.plan, result.prefix
     for line in report.summary_lines(plan, prefix):
         err.print(line, markup=False)
     if result.status in ("dry-run", "applied"):
         _render_matrix(plan, universe)
     project = f"{plan.target.project.title} {plan.target.version() or ''}".strip()
     if result.status == "already-enabled":
-        err.print(f"already enabled: {project} at {repo} already admits {', '.join(a.name for a in plan.targets)}; nothing to do, no branch made")
+        err.print(f"already enabled: {project} at {root} already admits {', '.join(a.name for a in plan.targets)}; nothing to do, no branch made")
     elif result.status == "already-applied":
         err.print(f"already applied: {chosen.id} is on the current branch {result.branch}; nothing to do")
     elif result.status == "nothing-selected":
@@ -146,11 +189,26 @@ def run(
         err.print(f"applied {len(result.commits)} change(s) to {project} on branch {result.branch} (base {result.base.split('@')[0]})")
         for sha, cid in result.commits:
             err.print(f"  {sha[:10]}  {cid}")
-        modules = plan.jit_modules()
-        if modules:
-            err.print(f"stale JIT builds: FlashInfer's JIT cache may hold old builds of {', '.join(modules)}; "
-                      "remove ~/.cache/flashinfer/<version>/<archs>/cached_ops/<module> before restarting")
-        err.print(f"this is an experiment: benchmark it; to back it out: codemod revert {chosen.id} --repo {repo}")
+    _render_cache(cache)
+    if result.status == "applied":
+        err.print(f"this is an experiment: benchmark it; to back it out: codemod revert {chosen.id} --repo {root}")
+
+
+def _render_cache(cache) -> None:
+    if not cache:
+        return
+    modules = ", ".join(cache["modules"])
+    for path in cache["removed"]:
+        err.print(f"removed stale JIT build: {path}", markup=False)
+    for path in cache["would_remove"]:
+        err.print(f"would remove stale JIT build: {path}", markup=False)
+    if not cache["removed"] and not cache["would_remove"]:
+        if cache["stale"]:
+            err.print(f"stale JIT builds of {modules} (pass --clear-jit-cache to remove them):", markup=False)
+            for path in cache["stale"]:
+                err.print(f"  {path}", markup=False)
+        else:
+            err.print(f"JIT modules affected: {modules}; no cached builds under {cache['root']}/{cache['version']}", markup=False)
 
 
 def _render_matrix(plan, universe) -> None:
@@ -181,41 +239,63 @@ def _ask_each(changes):
 @app.command()
 @boundary
 def status(
-    repo: Path = typer.Option(..., "--repo", help="The project folder."),
+    repo: list[Path] = typer.Option([], "--repo", help=_REPO_HELP),
+    package: list[str] = typer.Option([], "--package", help=_PACKAGE_HELP),
+    python: Optional[str] = typer.Option(None, "--python", help=_PYTHON_HELP),
     fmt: Format = typer.Option(Format.text, "--format"),
 ) -> None:
     """Which recipes are applied, on which branch, from which base, with which commits."""
-    git_repo, records = workflow.status(repo)
+    out = []
+    for root in _targets(repo, package, python):
+        git_repo, records, drift = workflow.status(root)
+        out.append({"repo": str(git_repo.root), "shadow": git_repo.shadow, "applied": report.status_json(records), "changed_outside_codemod": drift})
+        if fmt is Format.json:
+            continue
+        if not records:
+            _out(f"no recipe applied in {git_repo.root}\n")
+        for r in records:
+            marker = " (checked out)" if r.current else ""
+            _out(f"{r.recipe}: applied in {git_repo.root} on {r.branch}{marker}, base {r.base_ref or 'detached'} @ {r.base_sha[:12]}\n")
+            for c in r.commits:
+                _out(f"  {c.sha[:10]}  {c.change:<40} {c.subject}\n")
+            for sha, subject in r.foreign:
+                _out(f"  {sha[:10]}  (your commit on top)                      {subject}\n")
+        if drift:
+            _out(f"  warning: changed outside codemod (package reinstalled or upgraded?): {', '.join(drift)}\n")
     if fmt is Format.json:
-        _out(json.dumps({"repo": str(git_repo.root), "applied": report.status_json(records)}, indent=2) + "\n")
-        return
-    if not records:
-        _out(f"no recipe applied in {git_repo.root}\n")
-        return
-    for r in records:
-        marker = " (checked out)" if r.current else ""
-        _out(f"{r.recipe}: applied on {r.branch}{marker}, base {r.base_ref or 'detached'} @ {r.base_sha[:12]}\n")
-        for c in r.commits:
-            _out(f"  {c.sha[:10]}  {c.change:<40} {c.subject}\n")
-        for sha, subject in r.foreign:
-            _out(f"  {sha[:10]}  (your commit on top)                      {subject}\n")
+        _out(json.dumps(out[0] if len(out) == 1 else {"results": out}, indent=2) + "\n")
 
 
 @app.command()
 @boundary
 def revert(
     recipe: str = typer.Argument(..., help="The recipe id to back out."),
-    repo: Path = typer.Option(..., "--repo", help="The project folder."),
+    repo: list[Path] = typer.Option([], "--repo", help=_REPO_HELP),
+    package: list[str] = typer.Option([], "--package", help=_PACKAGE_HELP),
+    python: Optional[str] = typer.Option(None, "--python", help=_PYTHON_HELP),
     keep_commits: bool = typer.Option(False, "--keep-commits", help="Keep your commits on the codemod branch; undo only codemod's with git revert."),
+    forget: bool = typer.Option(False, "--forget", help="Installed packages only: drop codemod's record without touching the files."),
+    clear_jit_cache: bool = typer.Option(False, "--clear-jit-cache", help="Remove FlashInfer's cached builds of the JIT modules the recipe changed."),
+    recipes_dir: list[Path] = typer.Option([], "--recipes", help="Extra folder of recipe .toml files."),
 ) -> None:
     """Back a recipe out: check out the recorded base and delete the codemod branch."""
-    result = workflow.revert(recipe, repo, keep_commits=keep_commits)
-    r = result.record
-    if result.mode == "reverted-commits":
-        err.print(f"reverted {len(result.reverted)} codemod commit(s) on {r.branch} with git revert; your {len(r.foreign)} commit(s) are kept")
-    else:
-        where = f"checked out {result.checked_out}, " if result.checked_out else ""
-        err.print(f"reverted {recipe}: {where}deleted branch {r.branch} ({len(result.reverted)} commit(s))")
+    for root in _targets(repo, package, python):
+        result = workflow.revert(recipe, root, keep_commits=keep_commits, forget=forget)
+        r = result.record
+        if result.mode == "forgotten":
+            err.print(f"forgot codemod's record of {root}; no file was touched")
+        elif result.mode == "reverted-commits":
+            err.print(f"reverted {len(result.reverted)} codemod commit(s) on {r.branch} with git revert; your {len(r.foreign)} commit(s) are kept")
+        else:
+            where = f"checked out {result.checked_out}, " if result.checked_out else ""
+            err.print(f"reverted {recipe} in {root}: {where}deleted branch {r.branch} ({len(result.reverted)} commit(s))")
+        try:
+            chosen = recipes.find_recipe(recipe, recipes_dir)
+            target = recipes.detect(root.resolve(), sorted({c.project for c in chosen.changes}))
+        except errors.CodemodError:
+            continue
+        modules = list(dict.fromkeys(m for c in chosen.changes if c.project == target.project.name for m in c.jit_modules))
+        _render_cache(_jit_cache(modules, target, clear_jit_cache, False))
 
 
 def main() -> None:

@@ -8,8 +8,10 @@ state survives clones and needs no side files.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,34 +60,77 @@ class Applied:
     current: bool = False
 
 
+def codemod_home() -> Path:
+    return Path(os.environ.get("CODEMOD_HOME") or Path.home() / ".cache" / "codemod")
+
+
+def open_repo(path: Path, *, create_shadow: bool = False) -> "Repo":
+    """The git repository that records codemod's work for the tree at path.
+
+    A folder inside a git work tree uses that repository, unless the folder is
+    ignored there (a venv inside a project). Any other folder (site-packages)
+    gets a shadow repository under $CODEMOD_HOME, whose work tree is the folder
+    itself: nothing is written into the folder but the patched files.
+    """
+    if not path.exists():
+        raise errors.RepoState("path does not exist", where=str(path), hint="check --repo")
+    if not path.is_dir():
+        raise errors.RepoState("is a file, not a folder", where=str(path), hint="point --repo at the project's folder")
+    found = _enclosing(path)
+    if found is not None and found.bare:
+        raise errors.RepoState("is a bare repository; there is no work tree to patch", where=str(path), hint="clone it and point --repo at the clone")
+    if found is not None and not _ignored(found, path):
+        return Repo(found, path)
+    return ShadowRepo.open(path, create=create_shadow)
+
+
+def _enclosing(path: Path) -> git.Repo | None:
+    try:
+        return git.Repo(path, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
+    except git.GitError as exc:
+        raise errors.RepoState(f"git cannot read this repository: {exc}", where=str(path)) from None
+
+
+def _ignored(found: git.Repo, path: Path) -> bool:
+    rel = os.path.relpath(path.resolve(), Path(found.working_tree_dir).resolve())
+    if rel == ".":
+        return False
+    try:
+        found.git.check_ignore("-q", "--", rel)
+        return True
+    except git.GitCommandError:
+        return False
+
+
 class Repo:
     """A git work tree that holds --repo."""
 
-    def __init__(self, path: Path):
-        if not path.exists():
-            raise errors.RepoState("path does not exist", where=str(path), hint="check --repo")
-        if not path.is_dir():
-            raise errors.RepoState("is a file, not a folder", where=str(path), hint="point --repo at the project's folder")
-        try:
-            self.git_repo = git.Repo(path, search_parent_directories=True)
-        except git.InvalidGitRepositoryError:
-            raise errors.RepoState(
-                "not inside a git work tree",
-                where=str(path),
-                hint="run `git init && git add -A && git commit -m base` there first, or use --dry-run",
-            ) from None
-        if self.git_repo.bare:
-            raise errors.RepoState("is a bare repository; there is no work tree to patch", where=str(path), hint="clone it and point --repo at the clone")
-        self.root = Path(self.git_repo.working_tree_dir).resolve()
-        self.g = self.git_repo.git
-        try:
-            self.git_repo.head.commit
-        except ValueError:
+    shadow = False
+
+    def __init__(self, git_repo: git.Repo, path: Path):
+        self.git_repo = git_repo
+        self.root = Path(git_repo.working_tree_dir).resolve()
+        self.g = git_repo.git
+        if not self.has_commits():
             raise errors.RepoState(
                 "the repository has no commits yet",
                 where=str(path),
                 hint="commit the current tree first (git add -A && git commit -m base), so there is a base to return to",
-            ) from None
+            )
+
+    def has_commits(self) -> bool:
+        try:
+            self.git_repo.head.commit
+            return True
+        except ValueError:
+            return False
+
+    @property
+    def state_dir(self) -> Path:
+        """Where codemod keeps its lock and journal: inside the git dir, never in the work tree."""
+        return Path(self.git_repo.git_dir) / "codemod"
 
     # ------------------------------------------------------------ reading
 
@@ -217,3 +262,79 @@ class Repo:
         env = self._identity_env()
         for sha in reversed(shas):
             self.g.revert("--no-edit", sha, env=env or None)
+
+
+class ShadowRepo(Repo):
+    """A git repository under $CODEMOD_HOME whose work tree is a folder that has none (site-packages).
+
+    It tracks only the files recipes touch: the first run commits them as the
+    pristine base, and the usual branch/commit/revert workflow runs on top.
+    """
+
+    shadow = True
+
+    def __init__(self, git_repo: git.Repo, path: Path, home: Path):
+        self.home = home
+        git_repo.git.update_environment(GIT_DIR=git_repo.git_dir, GIT_WORK_TREE=str(path))
+        self.git_repo = git_repo
+        self.root = path
+        self.g = git_repo.git
+
+    @classmethod
+    def wanted(cls, path: Path) -> bool:
+        """True when path is not in a git work tree, or is ignored by the one around it."""
+        found = _enclosing(path)
+        return found is None or (not found.bare and _ignored(found, path))
+
+    def forget(self) -> None:
+        """Drop codemod's record of this folder; the folder itself is not touched."""
+        shutil.rmtree(self.home)
+
+    @classmethod
+    def location(cls, path: Path) -> Path:
+        real = str(path.resolve())
+        return codemod_home() / "shadow" / hashlib.sha256(real.encode()).hexdigest()[:16]
+
+    @classmethod
+    def open(cls, path: Path, *, create: bool) -> "ShadowRepo":
+        root = path.resolve()
+        home = cls.location(root)
+        gitdir = home / "git"
+        if not gitdir.is_dir():
+            if not create:
+                raise errors.RepoState(
+                    "not inside a git work tree, and codemod has no record of it",
+                    where=str(path),
+                    hint="nothing is applied here; `codemod run RECIPE --repo PATH` records the pristine files first",
+                )
+            home.mkdir(parents=True, exist_ok=True)
+            tmp = home / f"git.tmp.{os.getpid()}"
+            git.Git().init("-q", "-b", "main", "--bare", str(tmp))
+            probe = git.Repo(tmp)
+            with probe.config_writer() as cw:
+                cw.set_value("core", "bare", "false")
+                cw.set_value("core", "worktree", str(root))
+                cw.set_value("status", "showUntrackedFiles", "no")
+                cw.set_value("gc", "auto", "0")
+            (home / "root.txt").write_text(str(root) + "\n", encoding="utf-8")
+            os.replace(tmp, gitdir)
+        return cls(git.Repo(gitdir), root, home)
+
+    def ensure_base(self, rels: list[str], label: str) -> None:
+        """Record the pristine bytes of rels on main before anything is patched.
+
+        Only while no codemod branch is checked out: then any difference between
+        the files and main is an install or upgrade of the package, and becomes
+        the new base.
+        """
+        branch, _ = (None, "") if not self.has_commits() else self.head()
+        if self.has_commits() and branch != "main":
+            return
+        self.g.add("--", *rels)
+        if self.has_commits() and not self.g.diff("--cached", "--name-only", "--", *rels).strip():
+            return
+        env = self._identity_env()
+        self.g.commit("--no-verify", "-q", "--allow-empty", "-m", f"codemod base: {label}", "--", *rels, env=env or None)
+
+    def tracked_files(self) -> list[str]:
+        return [p for p in self.g.ls_files("-z").split("\0") if p]

@@ -67,6 +67,7 @@ class Region:
     line: int  # line of the guard that admits it; the body's own line when no guard is known
     text: str  # the body's first line(s)
     guard: str = ""  # the guard's condition, when known
+    body: str = field(default="", repr=False, compare=False)  # the whole body
 
 
 @dataclass
@@ -309,7 +310,7 @@ class _FileSide:
         gate = self.gate(branch)
         body = [line.strip() for line in self.lines[branch.body - 1 : branch.end - 1]]
         body = [line for line in body if line and not _DIRECTIVE_RE.match(line)]
-        return Region(path, branch.line, "\n".join(body[:_TEXT_LINES]), gate.text if gate else "")
+        return Region(path, branch.line, "\n".join(body[:_TEXT_LINES]), gate.text if gate else "", "\n".join(body))
 
     def innermost(self, line: int, among: set[int]) -> int | None:
         inside = [i for i in among if self.branches[i].body <= line < self.branches[i].end]
@@ -636,7 +637,8 @@ class _Preprocessor:
     def _region(self, out: _Output, start: int, end: int, structures, arch: Arch, side: str) -> Region:
         file, line = out.origins[start]
         path = _relative(file)
-        text = "\n".join(line.strip() for line in out.lines[start : min(end, start + _TEXT_LINES)])
+        body = [line.strip() for line in out.lines[start:end]]
+        text = "\n".join(body[:_TEXT_LINES])
         pair = structures.get(path)
         if pair is not None:
             gained, lost, problem = pair.flips(arch)
@@ -646,8 +648,8 @@ class _Preprocessor:
                 index = file_side.innermost(line, flipped)
                 if index is not None:
                     gate = file_side.gate(file_side.branches[index])
-                    return Region(path, file_side.branches[index].line, text, gate.text if gate else "")
-        return Region(path, line, text)
+                    return Region(path, file_side.branches[index].line, text, gate.text if gate else "", "\n".join(body))
+        return Region(path, line, text, body="\n".join(body))
 
     # ------------------------------------------------------------ cache
 

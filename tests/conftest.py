@@ -46,6 +46,16 @@ def tree_digest(path: Path) -> dict[str, str]:
     return digest
 
 
+@pytest.fixture(autouse=True)
+def isolated_homes(tmp_path_factory, monkeypatch):
+    """Shadow repos and FlashInfer's JIT cache live in per-test folders, never in ~."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("CODEMOD_HOME", str(home / "codemod"))
+    monkeypatch.setenv("FLASHINFER_WORKSPACE_BASE", str(home / "fi-workspace"))
+    monkeypatch.delenv("CODEMOD_RECIPES", raising=False)
+    return home
+
+
 @pytest.fixture
 def example_repo(tmp_path):
     """A fresh git repo holding a copy of examples/<project>."""

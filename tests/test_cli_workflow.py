@@ -229,15 +229,114 @@ def test_errors_are_one_line_with_exit_code(cli, example_repo, tmp_path, args, c
     assert "Traceback" not in result.output
 
 
-def test_not_a_git_repo_dry_run_ok_run_refused(cli, tmp_path):
+def test_folder_outside_git_uses_shadow_repo(cli, tmp_path, isolated_homes):
     import shutil
 
     from conftest import EXAMPLES
 
-    tree = tmp_path / "fi"
+    tree = tmp_path / "site-packages"
     shutil.copytree(EXAMPLES / "flashinfer", tree)
-    before = tree_digest(tree)
+    pristine = tree_digest(tree)
     assert cli("run", "sm120-enable", "--repo", tree, "--dry-run").exit_code == 0
-    refused = cli("run", "sm120-enable", "--repo", tree)
-    assert refused.exit_code == 5 and "not inside a git work tree" in refused.stderr
-    assert tree_digest(tree) == before
+    assert not (isolated_homes / "codemod").exists(), "a dry run creates no shadow record"
+
+    result = cli("run", "sm120-enable", "--repo", tree)
+    assert result.exit_code == 0, result.output
+    assert not (tree / ".git").exists()
+    patched = tree_digest(tree)
+    assert set(k for k in patched if patched[k] != pristine[k]) == {COMM, HEADER}
+    assert set(patched) == set(pristine), "nothing but the patched files is written into the folder"
+
+    status = cli("status", "--repo", tree, "--format", "json")
+    data = json.loads(status.stdout)
+    assert data["shadow"] is True and data["applied"][0]["recipe"] == "sm120-enable"
+
+    assert cli("run", "sm120-enable", "--repo", tree).exit_code == 0
+    back = cli("revert", "sm120-enable", "--repo", tree)
+    assert back.exit_code == 0, back.output
+    assert tree_digest(tree) == pristine and not (tree / ".git").exists()
+
+
+def test_shadow_refuses_after_reinstall(cli, tmp_path):
+    import shutil
+
+    from conftest import EXAMPLES
+
+    tree = tmp_path / "site-packages"
+    shutil.copytree(EXAMPLES / "flashinfer", tree)
+    assert cli("run", "sm120-enable", "--repo", tree).exit_code == 0
+    reinstalled = (EXAMPLES / "flashinfer" / COMM).read_bytes() + b"# 0.6.4\n"
+    (tree / COMM).write_bytes(reinstalled)
+    status = cli("status", "--repo", tree)
+    assert "changed outside codemod" in status.stdout and COMM in status.stdout
+    refused = cli("revert", "sm120-enable", "--repo", tree)
+    assert refused.exit_code == 7 and "reinstalled or upgraded" in refused.stderr
+    assert (tree / COMM).read_bytes() == reinstalled
+    again = cli("run", "sm120-enable", "--repo", tree)
+    assert again.exit_code == 4 and "changed since codemod recorded them" in again.stderr
+    forgot = cli("revert", "sm120-enable", "--repo", tree, "--forget")
+    assert forgot.exit_code == 0, forgot.output
+    assert (tree / COMM).read_bytes() == reinstalled
+    fresh = cli("run", "sm120-enable", "--repo", tree)
+    assert fresh.exit_code == 0, fresh.output
+    assert b"supported_major_versions=[9, 10, 12]" in (tree / COMM).read_bytes()
+
+
+def test_several_repos_plan_all_then_apply(cli, example_repo, tmp_path):
+    fi, sg = example_repo("flashinfer"), example_repo("sglang")
+    result = cli("run", "sm120-enable", "--repo", fi, "--repo", sg)
+    assert result.exit_code == 0, result.output
+    for repo in (fi, sg):
+        assert git(repo, "branch", "--show-current").strip() == "codemod/sm120-enable"
+    back = cli("revert", "sm120-enable", "--repo", fi, "--repo", sg)
+    assert back.exit_code == 0, back.output
+
+
+def test_several_repos_one_failing_plan_writes_nothing(cli, example_repo):
+    fi, sg = example_repo("flashinfer"), example_repo("sglang")
+    comm = sg / COMMUNICATOR
+    comm.write_text(comm.read_text().replace("def apply_flashinfer_allreduce_fusion", "def renamed"))
+    git(sg, "commit", "-qam", "rename")
+    before = {r: (tree_digest(r), refs(r)) for r in (fi, sg)}
+    result = cli("run", "sm120-enable", "--repo", fi, "--repo", sg)
+    assert result.exit_code == 3 and "sglang.allreduce-fusion-gate" in result.stderr
+    assert {r: (tree_digest(r), refs(r)) for r in (fi, sg)} == before
+
+
+def test_several_repos_second_check_fails_first_not_applied(cli, example_repo):
+    fi, sg = example_repo("flashinfer"), example_repo("sglang")
+    (sg / SERVER_ARGS).write_text((sg / SERVER_ARGS).read_text() + "# local\n")
+    before = {r: (tree_digest(r), refs(r)) for r in (fi, sg)}
+    result = cli("run", "sm120-enable", "--repo", fi, "--repo", sg)
+    assert result.exit_code == 4
+    assert {r: (tree_digest(r), refs(r)) for r in (fi, sg)} == before
+
+
+def test_clear_jit_cache_removes_only_module_builds(cli, example_repo, isolated_homes):
+    repo = example_repo("flashinfer")
+    cache = isolated_homes / "fi-workspace" / ".cache" / "flashinfer"
+    version = "0.6.3+example"
+    keep = [
+        cache / version / "90a_100a" / "cached_ops" / "trtllm_mnnvl_comm" / "x.so",
+        cache / version / "90a_100a" / "generated" / "trtllm_comm" / "gen.cu",
+        cache / "0.6.2" / "90a" / "cached_ops" / "trtllm_comm" / "old.so",
+        isolated_homes / "outside" / "trtllm_comm" / "keep.so",
+    ]
+    gone = [
+        cache / version / "90a_100a" / "cached_ops" / "trtllm_comm" / "trtllm_comm.so",
+        cache / version / "120f" / "cached_ops" / "trtllm_comm" / "build.ninja",
+    ]
+    for f in keep + gone:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text("x")
+    (cache / version / "120f" / "cached_ops" / "escape").symlink_to(isolated_homes / "outside")
+
+    dry = cli("run", "sm120-enable", "--repo", repo, "--dry-run", "--clear-jit-cache")
+    assert dry.exit_code == 0, dry.output
+    assert all(f.exists() for f in keep + gone)
+    assert dry.stderr.count("would remove stale JIT build") == 2
+
+    result = cli("run", "sm120-enable", "--repo", repo, "--clear-jit-cache")
+    assert result.exit_code == 0, result.output
+    assert all(f.exists() for f in keep) and not any(f.parent.exists() for f in gone)
+    assert result.stderr.count("removed stale JIT build") == 2

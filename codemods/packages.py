@@ -1,0 +1,69 @@
+"""Installed packages: find the site-packages folder that holds a distribution.
+
+`--package flashinfer` (or the distribution name, `flashinfer-python`) is
+resolved with importlib.metadata, in this interpreter or in the one given by
+`--python PATH` (asked in a subprocess, so its own sys.path decides).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+from codemods import errors
+
+# project name -> distribution names that install it (first found wins)
+DISTRIBUTIONS = {
+    "flashinfer": ("flashinfer-python", "flashinfer"),
+    "sglang": ("sglang",),
+}
+
+_PROBE = """
+import json, sys
+from importlib import metadata
+for name in sys.argv[1:]:
+    try:
+        dist = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        continue
+    print(json.dumps({"name": name, "version": dist.version, "root": str(dist.locate_file(""))}))
+    break
+"""
+
+
+def distributions_for(name: str) -> tuple[str, ...]:
+    for project, dists in DISTRIBUTIONS.items():
+        if name == project or name in dists:
+            return dists
+    return (name,)
+
+
+def locate(name: str, python: str | None = None) -> tuple[Path, str, str]:
+    """(site-packages folder, distribution name, version) of the installed package `name`."""
+    dists = distributions_for(name)
+    if python is None:
+        for dist_name in dists:
+            try:
+                dist = metadata.distribution(dist_name)
+            except metadata.PackageNotFoundError:
+                continue
+            return Path(str(dist.locate_file(""))).resolve(), dist_name, dist.version
+        where = "this interpreter"
+    else:
+        try:
+            proc = subprocess.run([python, "-c", _PROBE, *dists], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise errors.RepoState(f"cannot run {python}: {exc}", where="--python", hint="pass the python of the environment that runs your server") from None
+        if proc.returncode != 0:
+            raise errors.RepoState(f"{python} failed: {proc.stderr.strip().splitlines()[-1:]}", where="--python")
+        if proc.stdout.strip():
+            found = json.loads(proc.stdout.strip().splitlines()[-1])
+            return Path(found["root"]).resolve(), found["name"], found["version"]
+        where = python
+    raise errors.UnknownProject(
+        f"no installed distribution {' or '.join(dists)} in {where}",
+        where=f"--package {name}",
+        hint="install it, pass --python PATH of the environment that has it, or use --repo DIR",
+    )
