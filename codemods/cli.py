@@ -93,8 +93,10 @@ def list_(
         _out(f"{recipe.id:<18} {recipe.summary}  [{projects}; {len(recipe.changes)} changes]\n")
 
 
-def _targets(repos: list[Path], packages: list[str], python: Optional[str]) -> list[Path]:
-    roots = list(repos) + [packages_mod.locate(name, python)[0] for name in packages]
+def _targets(repos: list[Path], packages: list[str], python: Optional[str]) -> list[tuple[Path, Optional[str]]]:
+    roots = [(path, None) for path in repos] + [
+        (packages_mod.locate(name, python)[0], packages_mod.project_of(name)) for name in packages
+    ]
     if not roots:
         raise typer.BadParameter("give --repo PATH or --package NAME (repeatable)")
     return roots
@@ -152,7 +154,7 @@ def run(
         return
     if dry_run:
         _print_diff(diff)
-    for root, result, cache in zip(roots, results, caches):
+    for (root, _), result, cache in zip(roots, results, caches):
         _render_result(chosen, root, result, universe, cache)
 
 
@@ -246,8 +248,12 @@ def status(
 ) -> None:
     """Which recipes are applied, on which branch, from which base, with which commits."""
     out = []
-    for root in _targets(repo, package, python):
+    seen = set()
+    for root, _ in _targets(repo, package, python):
         git_repo, records, drift = workflow.status(root)
+        if git_repo.key in seen:
+            continue
+        seen.add(git_repo.key)
         out.append({"repo": str(git_repo.root), "shadow": git_repo.shadow, "applied": report.status_json(records), "changed_outside_codemod": drift})
         if fmt is Format.json:
             continue
@@ -279,8 +285,8 @@ def revert(
     recipes_dir: list[Path] = typer.Option([], "--recipes", help="Extra folder of recipe .toml files."),
 ) -> None:
     """Back a recipe out: check out the recorded base and delete the codemod branch."""
-    for root in _targets(repo, package, python):
-        result = workflow.revert(recipe, root, keep_commits=keep_commits, forget=forget)
+    spots = _targets(repo, package, python)
+    for root, result in workflow.revert_many(recipe, spots, keep_commits=keep_commits, forget=forget):
         r = result.record
         if result.mode == "forgotten":
             err.print(f"forgot codemod's record of {root}; no file was touched")
@@ -289,9 +295,10 @@ def revert(
         else:
             where = f"checked out {result.checked_out}, " if result.checked_out else ""
             err.print(f"reverted {recipe} in {root}: {where}deleted branch {r.branch} ({len(result.reverted)} commit(s))")
+    for root, project in spots:
         try:
             chosen = recipes.find_recipe(recipe, recipes_dir)
-            target = recipes.detect(root.resolve(), sorted({c.project for c in chosen.changes}))
+            target = recipes.detect(root.resolve(), [project] if project else sorted({c.project for c in chosen.changes}))
         except errors.CodemodError:
             continue
         modules = list(dict.fromkeys(m for c in chosen.changes if c.project == target.project.name for m in c.jit_modules))

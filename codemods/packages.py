@@ -67,3 +67,11 @@ def locate(name: str, python: str | None = None) -> tuple[Path, str, str]:
         where=f"--package {name}",
         hint="install it, pass --python PATH of the environment that has it, or use --repo DIR",
     )
+
+
+def project_of(name: str) -> str | None:
+    """The project a --package name means (flashinfer for flashinfer-python)."""
+    for project, dists in DISTRIBUTIONS.items():
+        if name == project or name in dists:
+            return project
+    return None

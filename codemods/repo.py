@@ -128,6 +128,11 @@ class Repo:
             return False
 
     @property
+    def key(self) -> str:
+        """Identity of the repository: two targets with the same key share branches."""
+        return str(Path(self.git_repo.git_dir).resolve())
+
+    @property
     def state_dir(self) -> Path:
         """Where codemod keeps its lock and journal: inside the git dir, never in the work tree."""
         return Path(self.git_repo.git_dir) / "codemod"

@@ -30,7 +30,7 @@ class RunResult:
 
 
 def prepare(recipe: Recipe, repo_path: Path, universe: tuple[Arch, ...] = DEFAULT_ARCHS,
-            only: list[str] | None = None, skip: list[str] | None = None):
+            only: list[str] | None = None, skip: list[str] | None = None, project: str | None = None):
     """Recognise the project at repo_path and plan the recipe. Writes nothing, creates nothing.
 
     Returns (repo or None, plan, prefix): the repo is None when the folder is
@@ -40,7 +40,7 @@ def prepare(recipe: Recipe, repo_path: Path, universe: tuple[Arch, ...] = DEFAUL
         raise errors.RepoState("path does not exist", where=str(repo_path), hint="check --repo")
     if not repo_path.is_dir():
         raise errors.RepoState("is a file, not a folder", where=str(repo_path), hint="point --repo at the project's folder")
-    names = sorted({c.project for c in recipe.changes})
+    names = [project] if project else sorted({c.project for c in recipe.changes})
     target = recipes.detect(repo_path.resolve(), names)
     repo = None if ShadowRepo.wanted(repo_path) and not ShadowRepo.location(repo_path).joinpath("git").is_dir() else open_repo(repo_path)
     plan = recipes.plan(recipe, target, universe, only, skip, read=files.reader(target.root))
@@ -79,24 +79,21 @@ def commit_message(plan: Plan, change: PlannedChange, prefix: str, base: str) ->
     return "\n".join(body) + "\n"
 
 
-def run(
-    recipe: Recipe,
-    repo_path: Path,
-    *,
-    universe: tuple[Arch, ...] = DEFAULT_ARCHS,
-    dry_run: bool = False,
-    only: list[str] | None = None,
-    skip: list[str] | None = None,
-    branch: str | None = None,
-    choose: Callable[[list[PlannedChange]], list[PlannedChange]] | None = None,
-) -> RunResult:
+Spot = Path | tuple[Path, str | None]  # a folder, or a folder and the project expected there
+
+
+def _spot(spot: Spot) -> tuple[Path, str | None]:
+    return spot if isinstance(spot, tuple) else (spot, None)
+
+
+def run(recipe: Recipe, repo_path: Path, **options) -> RunResult:
     """Plan, check and apply one repo (see run_many for several)."""
-    return run_many(recipe, [repo_path], universe=universe, dry_run=dry_run, only=only, skip=skip, branch=branch, choose=choose)[0]
+    return run_many(recipe, [repo_path], **options)[0]
 
 
 def run_many(
     recipe: Recipe,
-    repo_paths: list[Path],
+    spots: list[Spot],
     *,
     universe: tuple[Arch, ...] = DEFAULT_ARCHS,
     dry_run: bool = False,
@@ -105,46 +102,76 @@ def run_many(
     branch: str | None = None,
     choose: Callable[[list[PlannedChange]], list[PlannedChange]] | None = None,
 ) -> list[RunResult]:
-    """Plan every repo first; apply only when all plans and checks pass; undo all if one apply fails."""
-    prepared = [prepare(recipe, path, universe, only, skip) for path in repo_paths]
-    failed = [plan for _, plan, _ in prepared if plan.failed]
+    """Plan every repo first; apply only when all plans and checks pass; undo all if one apply fails.
+
+    Targets that share a git repository (flashinfer and sglang in one
+    site-packages) share one codemod branch and one base.
+    """
+    prepared = [(path, *prepare(recipe, path, universe, only, skip, project)) for path, project in map(_spot, spots)]
+    failed = [plan for _, _, plan, _ in prepared if plan.failed]
     if failed:
         raise failed_error(failed)
+    name = branch or branch_name(recipe.id)
     results: list[RunResult] = []
-    pending = []
-    for path, (repo, plan, prefix) in zip(repo_paths, prepared):
+    groups: dict[str, tuple[Repo, list[RunResult]]] = {}
+    for path, repo, plan, prefix in prepared:
         if not plan.changed:
-            name = branch or branch_name(recipe.id)
             on_branch = repo is not None and repo.head()[0] == name
             status = "already-applied" if on_branch else "already-enabled"
             results.append(RunResult(plan, prefix, [], status, branch=name if on_branch else ""))
-        elif dry_run:
+            continue
+        if dry_run:
             results.append(RunResult(plan, prefix, choose(plan.changed) if choose else plan.changed, "dry-run"))
-        else:
-            repo = repo or open_repo(path, create_shadow=True)
-            if repo.shadow:
-                repo.ensure_base(plan.files(), f"pristine files of {plan.target.project.title} {plan.target.version()}".strip())
-            _check(repo, plan, prefix, recipe, path, branch)
-            result = RunResult(plan, prefix, [], "pending")
-            results.append(result)
-            pending.append((repo, result))
-    if dry_run or not pending:
+            continue
+        repo = repo or open_repo(path, create_shadow=True)
+        repo = groups.get(repo.key, (repo, []))[0]
+        if repo.shadow:
+            repo.ensure_base(plan.files(), f"pristine files of {plan.target.project.title} {plan.target.version()}".strip())
+        _check(repo, plan, prefix, recipe, path, branch)
+        result = RunResult(plan, prefix, [], "pending")
+        results.append(result)
+        groups.setdefault(repo.key, (repo, []))[1].append(result)
+    if dry_run or not groups:
         return results
-    for repo, result in pending:
-        result.selected = choose(result.plan.changed) if choose else result.plan.changed
-    applied = []
-    try:
-        for repo, result in pending:
+    for _, pending in groups.values():
+        for result in pending:
+            result.selected = choose(result.plan.changed) if choose else result.plan.changed
             if not result.selected:
                 result.status = "nothing-selected"
-                continue
-            _apply(repo, result, branch or branch_name(recipe.id))
-            applied.append((repo, result))
-    except BaseException:
-        for repo, result in reversed(applied):
-            _undo(repo, result)
-        raise
+    _apply_all(list(groups.values()), name)
     return results
+
+
+def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str) -> None:
+    """Branch once per repo and commit each selected change; on any failure undo every repo of the run."""
+    started: list[tuple[Repo, str, list[str]]] = []  # (repo, base to go back to, files written)
+    try:
+        for repo, results in groups:
+            chosen = [r for r in results if r.selected]
+            if not chosen:
+                continue
+            head_branch, head_sha = repo.head()
+            base = f"{head_branch}@{head_sha}" if head_branch else head_sha
+            repo.create_branch(name)
+            written: list[str] = []
+            started.append((repo, head_branch or head_sha, written))
+            for result in chosen:
+                result.base, result.branch = base, name
+                for change in result.selected:
+                    rel = f"{result.prefix}{change.file}"
+                    written.append(rel)
+                    files.write_atomic(files.inside(repo.root, rel), _content_for(result.plan, change, result.selected))
+                    sha = repo.commit([rel], commit_message(result.plan, change, result.prefix, base))
+                    result.commits.append((sha, change.id))
+                result.status = "applied"
+    except BaseException:
+        for repo, back_to, written in reversed(started):
+            _roll_back(repo, written, back_to, name)
+        for _, results in groups:
+            for result in results:
+                if result.status == "applied":
+                    result.status = "rolled-back"
+        raise
 
 
 def _check(repo: Repo, plan: Plan, prefix: str, recipe: Recipe, path: Path, branch: str | None) -> None:
@@ -189,33 +216,6 @@ def _check(repo: Repo, plan: Plan, prefix: str, recipe: Recipe, path: Path, bran
             hint=f"`git checkout {name}` to use it, or `codemod revert {recipe.id} --repo {path}` to remove it",
         )
     files.check_writable(repo.root, rels)
-
-
-def _apply(repo: Repo, result: RunResult, name: str) -> None:
-    plan, prefix = result.plan, result.prefix
-    head_branch, head_sha = repo.head()
-    result.base = f"{head_branch}@{head_sha}" if head_branch else head_sha
-    repo.create_branch(name)
-    result.branch = name
-    written: list[str] = []
-    try:
-        for change in result.selected:
-            rel = f"{prefix}{change.file}"
-            files.write_atomic(files.inside(repo.root, rel), _content_for(plan, change, result.selected))
-            written.append(rel)
-            sha = repo.commit([rel], commit_message(plan, change, prefix, result.base))
-            result.commits.append((sha, change.id))
-    except BaseException:
-        _roll_back(repo, written, head_branch or head_sha, name)
-        raise
-    result.status = "applied"
-
-
-def _undo(repo: Repo, result: RunResult) -> None:
-    """Take back a finished apply of this run (another repo of the same run failed)."""
-    base = result.base.rpartition("@")[0] or result.base
-    _roll_back(repo, [], base, result.branch)
-    result.status = "rolled-back"
 
 
 def _content_for(plan: Plan, change: PlannedChange, selected: list[PlannedChange]) -> bytes:
@@ -318,3 +318,16 @@ def revert(recipe_id: str, repo_path: Path, *, keep_commits: bool = False, forge
         repo.checkout(checked_out)
     repo.delete_branch(record.branch)
     return RevertResult(record, "deleted-branch", checked_out=checked_out, reverted=[c.sha for c in record.commits])
+
+
+def revert_many(recipe_id: str, spots: list[Spot], **options) -> list[tuple[Path, RevertResult]]:
+    """Revert each distinct repository once (targets may share one)."""
+    done: list[tuple[Path, RevertResult]] = []
+    seen: set[str] = set()
+    for path, _ in map(_spot, spots):
+        key = open_repo(path).key
+        if key in seen:
+            continue
+        seen.add(key)
+        done.append((path, revert(recipe_id, path, **options)))
+    return done

@@ -207,7 +207,7 @@ def test_file_outside_include_dirs_is_preprocessed_itself(tmp_path):
     report = run(tmp_path, base, patched(base), path=path)
 
     assert report.ok, [r.detail for r in report.results]
-    assert [g.line for g in by_arch(report)["sm_121"].gained] == [line + 1 for line in GUARD_LINES]
+    assert [(g.file, g.line) for g in by_arch(report)["sm_121"].gained] == [(path, line) for line in GUARD_LINES]
 
 
 @needs_nvcc

@@ -1,0 +1,390 @@
+"""What goes wrong when a guarded CUDA region is compiled for an arch: the `#if` structure and the instructions it lacks.
+
+Two pure pieces, over source bytes:
+
+- `TOKEN_FAMILIES`, the table of instructions and wrapper names that ptxas
+  rejects on some archs (shared ARCH_FACTS section 3 A, and the reverse
+  direction of section 3 B). Each family says which majors have it; on
+  every other major its tokens are *blockers*: widening a guard over them
+  to that arch breaks the build.
+- `structure(source)`, the preprocessor conditional structure of a file:
+  every `#if`/`#elif`/`#else` branch with its body, nesting, whether the
+  body holds code and which family tokens it holds. Branch conditions are
+  evaluated per arch with `cuda_guard.evaluate` (true, false or unknown).
+
+Comments are ignored (masked); string literals are kept, since inline PTX
+lives in them. `blockers_for(source, gate, arch)` is what a planner asks
+before widening `gate` to `arch`. Nothing here reads files.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from codemods.arch import Arch, is_arch_macro
+from codemods.gates import Gate, cuda_guard
+
+
+@dataclass(frozen=True)
+class TokenFamily:
+    """Instructions (and the wrapper names that emit them) only some majors have."""
+
+    name: str
+    majors: frozenset[int]  # the arch majors that have them; every other major lacks them
+    patterns: tuple[str, ...]  # regular expressions over the source; group `token` (or all) is reported
+    reason: str
+
+    def lacked_by(self, arch: Arch) -> bool:
+        return arch.major not in self.majors
+
+
+# ARCH_FACTS section 3 A: fails on every SM120/121 variant; section 2: wgmma needs exactly
+# sm_90a, tcgen05 and 2-SM TMA exist on sm_100/103/110 only, block-scaled mma.sync on sm_120/121 only.
+TOKEN_FAMILIES: tuple[TokenFamily, ...] = (
+    TokenFamily(
+        "wgmma",
+        frozenset({9}),
+        (
+            r"\bwgmma\.[a-z_]+",
+            r"\bSM90::GMMA\b",
+            r"\bwarpgroup_(?:arrive|wait|commit_batch)\b",
+            r"\bMMA_64x\d+",
+        ),
+        "wgmma exists only on sm_90a; ptxas rejects it on every other target (ARCH_FACTS §2, §3A)",
+    ),
+    TokenFamily(
+        "tcgen05",
+        frozenset({10, 11}),
+        (
+            r"\btcgen05\.[a-z_]+",
+            r"\bcuda::ptx::tcgen05_\w+",
+            r"\bTMEM(?:::\w+)?\b",
+            r"\btmem_\w+",
+            r"\bUMMA\b",
+            r"\bSM100_(?:MMA|TMEM|UTCCP)_\w*",
+        ),
+        "tcgen05/TMEM exists only on sm_100/103/110 (a/f targets); ptxas rejects it elsewhere (ARCH_FACTS §2, §3A)",
+    ),
+    TokenFamily(
+        "cta_group",
+        frozenset({10, 11}),
+        (r"\.cta_group::[12]", r"\bSM100_TMA_2SM_\w*"),
+        "2-SM TMA (.cta_group::N) exists only on sm_100/103/110 (a/f targets) (ARCH_FACTS §2, §3A)",
+    ),
+    TokenFamily(
+        "block-scaled mma.sync",
+        frozenset({12}),
+        (
+            r"\bmma\.sync[^;]{0,200}?(?P<token>kind::(?:mxf8f6f4|mxf4nvf4|mxf4|f8f6f4))",
+            r"\bmma\.sync[^;]{0,200}?(?P<token>\.block_scale)\b",
+        ),
+        "mma.sync kind::*/block_scale exists only on sm_120/121 (a/f targets); sm_100/103/110 do "
+        "block-scaled MMA through tcgen05 (ARCH_FACTS §2, §3B)",
+    ),
+)
+
+_COMPILED = tuple((family, tuple(re.compile(p.encode()) for p in family.patterns)) for family in TOKEN_FAMILIES)
+_FAMILY = {family.name: family for family in TOKEN_FAMILIES}
+
+
+def lacking(arch: Arch) -> tuple[TokenFamily, ...]:
+    """The token families `arch` lacks."""
+    return tuple(family for family in TOKEN_FAMILIES if family.lacked_by(arch))
+
+
+def jit_target(arch: Arch, *, all_specific: bool = False) -> Arch:
+    """The target FlashInfer's JIT compiles for a GPU of `arch` (ARCH_FACTS section 1).
+
+    Newer FlashInfer: 9.x -> `a`, 10.x and 11.x -> `a`, 12.0 -> `120f`,
+    12.1 -> `121a`. FlashInfer up to 0.6.x appends `a` to every major >= 9
+    (`all_specific`). Older archs build plain.
+    """
+    if arch.major < 9:
+        return arch.plain
+    if all_specific or arch.major in (9, 10, 11) or arch.minor != 0:
+        return Arch(arch.major, arch.minor, "a")
+    return Arch(arch.major, arch.minor, "f")
+
+
+# ---------------------------------------------------------------- the #if structure
+
+_LEXEME_RE = re.compile(
+    rb"""
+      (?P<comment>/\*.*?(?:\*/|\Z) | //(?:\\\r?\n|[^\n])*)
+    | "(?:\\.|[^"\\\n])*"
+    | '(?:\\.|[^'\\\n])*'
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+_NOT_NEWLINE_RE = re.compile(rb"[^\n]")
+_DIRECTIVE_RE = re.compile(rb"[ \t\f\v]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b", re.ASCII)
+_CONTINUATION_RE = re.compile(rb"\\[ \t]*\r?\n")
+_INCLUDE_RE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)', re.MULTILINE)
+_OPENING = {"if", "ifdef", "ifndef"}
+_CONTINUING = {"elif", "elifdef", "elifndef", "else"}
+
+
+def mask_comments(source: bytes) -> bytes:
+    """`source` with every comment byte but newlines turned into a space; offsets are kept."""
+
+    def mask(match: re.Match) -> bytes:
+        text = match.group()
+        return _NOT_NEWLINE_RE.sub(b" ", text) if match.group("comment") else text
+
+    return _LEXEME_RE.sub(mask, source)
+
+
+def includes(source: bytes) -> list[tuple[str, bool]]:
+    """Every `#include`, as (path, quoted): `"x.h"` is quoted, `<x.h>` is not. Commented-out ones are left out."""
+    found = []
+    for match in _INCLUDE_RE.finditer(mask_comments(source)):
+        quoted, angled = match.groups()
+        found.append(((quoted or angled).decode("utf-8", "replace").strip(), quoted is not None))
+    return found
+
+
+@dataclass(frozen=True)
+class Hit:
+    family: str
+    token: str
+    line: int
+
+
+@dataclass
+class Branch:
+    """One branch of a conditional group: the `#if`, an `#elif` or the `#else`, and its body."""
+
+    index: int  # position in Structure.branches
+    chain: int  # the conditional group it belongs to
+    position: int  # 0 for the opening #if, then each #elif/#else
+    parent: int | None  # the branch whose body holds this group, None at file level
+    line: int  # 1-based line of the directive
+    directive: str  # "#if", "#ifdef", "#ifndef", "#elif", "#elifdef", "#elifndef" or "#else"
+    condition: str  # the condition (macro name for #ifdef), comments masked, continuations joined
+    start: int  # byte offset of the directive's logical line
+    body_start: int  # byte offset just after the directive's logical line
+    body_end: int = -1  # byte offset of the next directive of the group (end of file when unclosed)
+    own_code: bool = False  # a non-directive, non-blank line directly in the body
+    hits: list[Hit] = field(default_factory=list)  # family tokens directly in the body
+    children: list[int] = field(default_factory=list)  # first branch of each group nested in the body
+
+    @property
+    def names_arch(self) -> bool:
+        """Whether the condition names an arch macro (so the branch is a cuda_guard gate)."""
+        return any(is_arch_macro(name) for name in re.findall(r"[A-Za-z_]\w*", self.condition))
+
+
+class Structure:
+    """The conditional groups of one file and per-arch verdicts over them."""
+
+    def __init__(self, branches: list[Branch], chains: list[list[int]]) -> None:
+        self.branches = branches
+        self.chains = chains
+        self._starts = [branch.start for branch in branches]
+        self._own: dict[tuple[int, Arch], bool | None] = {}
+
+    def at(self, offset: int) -> Branch | None:
+        """The branch whose directive line holds byte `offset`."""
+        i = bisect.bisect_right(self._starts, offset) - 1
+        if i >= 0 and self.branches[i].start <= offset < self.branches[i].body_start:
+            return self.branches[i]
+        return None
+
+    def at_line(self, line: int) -> Branch | None:
+        for branch in self.branches:
+            if branch.line == line:
+                return branch
+        return None
+
+    def own(self, branch: Branch, arch: Arch) -> bool | None:
+        """The branch's own condition on `arch`: True, False or None (unknown)."""
+        key = (branch.index, arch)
+        if key not in self._own:
+            self._own[key] = _verdict(branch.directive, branch.condition, arch)
+        return self._own[key]
+
+    def taken(self, branch: Branch, arch: Arch) -> bool | None:
+        """Whether the preprocessor takes this branch of its group on `arch` (None: depends on other macros)."""
+        decided = True
+        for j in self.chains[branch.chain][: branch.position]:
+            prior = self.own(self.branches[j], arch)
+            if prior is True:
+                return False
+            if prior is None:
+                decided = False
+        mine = self.own(branch, arch)
+        if mine is False:
+            return False
+        return True if mine is True and decided else None
+
+    def reachable(self, branch: Branch, arch: Arch) -> bool:
+        """Whether the body may be compiled on `arch`: this branch and every enclosing one may be taken."""
+        current: Branch | None = branch
+        while current is not None:
+            if self.taken(current, arch) is False:
+                return False
+            current = None if current.parent is None else self.branches[current.parent]
+        return True
+
+    def group(self, branch: Branch) -> list[Branch]:
+        return [self.branches[j] for j in self.chains[branch.chain]]
+
+    def has_code(self, branch: Branch) -> bool:
+        """Whether the body, nested groups included, holds any line of code."""
+        if branch.own_code:
+            return True
+        return any(self.has_code(member) for child in branch.children for member in self.group(self.branches[child]))
+
+    def arch_selected(self, branch: Branch) -> bool:
+        """Whether an arch macro decides this branch: it, or an earlier branch of its group, names one."""
+        return any(member.names_arch for member in self.group(branch)[: branch.position + 1])
+
+    def gives_code(self, branch: Branch, arch: Arch) -> bool:
+        """Whether some branch of this group that `arch` may take holds code."""
+        return any(
+            self.taken(member, arch) is not False and self.has_code(member) for member in self.group(branch)
+        )
+
+    def region_hits(self, branch: Branch, arch: Arch, families: tuple[TokenFamily, ...]) -> list[Hit]:
+        """Family tokens compiled on `arch` if `branch` is taken: its body, minus nested branches `arch` does not take."""
+        names = {family.name for family in families}
+        found = [hit for hit in branch.hits if hit.family in names]
+        for child in branch.children:
+            for member in self.group(self.branches[child]):
+                if self.taken(member, arch) is not False:
+                    found += self.region_hits(member, arch, families)
+        return sorted(found, key=lambda hit: hit.line)
+
+    def selecting(self, branch: Branch) -> Branch | None:
+        """The innermost arch-selected branch among `branch` and the branches around it."""
+        current: Branch | None = branch
+        while current is not None:
+            if self.arch_selected(current):
+                return current
+            current = None if current.parent is None else self.branches[current.parent]
+        return None
+
+
+def _verdict(directive: str, condition: str, arch: Arch) -> bool | None:
+    if directive == "#else":
+        return True
+    macros = arch.macros()
+    if directive in ("#if", "#elif"):
+        if not any(is_arch_macro(name) for name in re.findall(r"[A-Za-z_]\w*", condition)):
+            return None
+        return cuda_guard.evaluate(condition, macros)
+    name = condition.strip()
+    if not is_arch_macro(name):
+        return None
+    defined = name in macros
+    return defined if directive in ("#ifdef", "#elifdef") else not defined
+
+
+@lru_cache(maxsize=16)
+def structure(source: bytes) -> Structure:
+    """The conditional groups of `source` (bytes of a C, C++ or CUDA file)."""
+    masked = mask_comments(source)
+    line_starts = [0] + [m.end() for m in re.finditer(rb"\n", masked)]
+    branches: list[Branch] = []
+    chains: list[list[int]] = []
+    stack: list[int] = []  # the open branch of each open group, innermost last
+    owner_of_line: dict[int, int] = {}  # line -> innermost open branch, for non-directive lines
+    pos, line_no = 0, 1
+    size = len(masked)
+    while pos < size:
+        end = pos
+        lines = 1
+        while True:
+            newline = masked.find(b"\n", end)
+            if newline < 0:
+                end = size
+                break
+            end = newline + 1
+            stripped = masked[pos:newline].rstrip(b"\r")
+            if stripped.endswith(b"\\"):
+                lines += 1
+                continue
+            break
+        logical = masked[pos:end]
+        match = _DIRECTIVE_RE.match(logical)
+        if match:
+            keyword = match.group(1).decode()
+            condition = _CONTINUATION_RE.sub(b" ", logical[match.end() :]).decode("utf-8", "replace").strip()
+            if keyword in _OPENING or (keyword in _CONTINUING and stack):
+                if keyword in _CONTINUING:
+                    previous = branches[stack.pop()]
+                    previous.body_end = pos
+                    chain, position, parent = previous.chain, previous.position + 1, previous.parent
+                else:
+                    chain, position = len(chains), 0
+                    parent = stack[-1] if stack else None
+                    chains.append([])
+                    if parent is not None:
+                        branches[parent].children.append(len(branches))
+                branch = Branch(
+                    index=len(branches),
+                    chain=chain,
+                    position=position,
+                    parent=parent,
+                    line=line_no,
+                    directive="#" + keyword,
+                    condition=condition,
+                    start=pos,
+                    body_start=end,
+                )
+                chains[chain].append(branch.index)
+                branches.append(branch)
+                stack.append(branch.index)
+            elif keyword == "endif" and stack:
+                branches[stack.pop()].body_end = pos
+        elif logical.strip() and stack:
+            branches[stack[-1]].own_code = True
+            for offset in range(lines):
+                owner_of_line[line_no + offset] = stack[-1]
+        pos = end
+        line_no += lines
+    for index in stack:
+        branches[index].body_end = size
+    for family, patterns in _COMPILED:
+        for pattern in patterns:
+            for match in pattern.finditer(masked):
+                at = match.start("token") if "token" in pattern.groupindex else match.start()
+                line = bisect.bisect_right(line_starts, at)
+                owner = owner_of_line.get(line)
+                if owner is not None:
+                    token = match.group("token") if "token" in pattern.groupindex else match.group()
+                    branches[owner].hits.append(Hit(family.name, token.decode("utf-8", "replace"), line))
+    return Structure(branches, chains)
+
+
+def blockers_for(source: bytes, gate: Gate, arch: Arch) -> list[str]:
+    """Why widening the cuda_guard `gate` to `arch` would break the build: one line per distinct token.
+
+    Scans the body the gate guards (up to its `#elif`/`#else`/`#endif`),
+    minus nested branches that `arch` would still not take, for tokens of the
+    families `arch` lacks. `[]` when nothing blocks (or the gate is no
+    directive of this source).
+    """
+    shape = structure(source)
+    branch = shape.at(gate.start)
+    if branch is None:
+        branch = shape.at_line(gate.line)
+    if branch is None:
+        return []
+    return describe(shape.region_hits(branch, arch, lacking(arch)), arch)
+
+
+def describe(hits: list[Hit], arch: Arch) -> list[str]:
+    """One message per distinct token, at its first line."""
+    seen: dict[str, Hit] = {}
+    for hit in hits:
+        seen.setdefault(hit.token, hit)
+    return [f"{hit.token} (line {hit.line}): {_FAMILY[hit.family].reason}; not on {arch.name}" for hit in seen.values()]
+
+
+def tokens(hits: list[Hit]) -> list[str]:
+    """The distinct tokens of `hits`, in order of first appearance."""
+    return list(dict.fromkeys(hit.token for hit in hits))
