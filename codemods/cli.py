@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import os
@@ -303,6 +304,33 @@ def revert(
             continue
         modules = list(dict.fromkeys(m for c in chosen.changes if c.project == target.project.name for m in c.jit_modules))
         _render_cache(_jit_cache(modules, target, clear_jit_cache, False))
+
+
+recipe_app = typer.Typer(help="Work with recipe files.", no_args_is_help=True)
+app.add_typer(recipe_app, name="recipe")
+
+
+@recipe_app.command("test")
+@boundary
+def recipe_test(
+    file: Path = typer.Argument(..., help="A recipe .toml file with [[test]] cases."),
+    archs: Optional[str] = typer.Option(None, "--archs", help="Arch universe, e.g. sm_90,sm_100,sm_120."),
+) -> None:
+    """Run the before/after cases embedded in a recipe; exit 1 if any fails."""
+    chosen = recipes.load_recipe(file)
+    if not chosen.tests:
+        raise errors.RecipeInvalid("has no [[test]] cases", where=str(file), hint="add [[test]] tables with change, before and after")
+    results = recipes.run_cases(chosen, _universe(archs))
+    for result in results:
+        mark = "ok  " if result.ok else "FAIL"
+        _out(f"{mark} {result.case.name}: {result.message}\n")
+        if not result.ok and result.case.outcome == "changed":
+            expected = (result.case.after or "").splitlines(keepends=True)
+            _out("".join(difflib.unified_diff(expected, result.got.splitlines(keepends=True), "expected", "got")))
+    failed = sum(not r.ok for r in results)
+    _out(f"{len(results) - failed} passed, {failed} failed\n")
+    if failed:
+        raise typer.Exit(1)
 
 
 def main() -> None:

@@ -99,6 +99,7 @@ class Recipe:
     notes: tuple[str, ...]
     changes: tuple[Change, ...]
     path: Path
+    tests: tuple["Case", ...] = ()
 
     def targets(self, universe: tuple[Arch, ...]) -> tuple[Arch, ...]:
         """The archs each gate must admit after the recipe."""
@@ -108,7 +109,8 @@ class Recipe:
         return (self.arch,)
 
 
-_RECIPE_KEYS = {"id", "summary", "arch", "admit", "notes", "change"}
+_RECIPE_KEYS = {"id", "summary", "arch", "admit", "notes", "change", "test"}
+_TEST_KEYS = {"name", "change", "file", "before", "after", "outcome"}
 _CHANGE_KEYS = {
     "id", "project", "file", "kind", "title", "why", "admits", "jit_modules",
     "requires_symbol", "symbol_files",
@@ -167,7 +169,78 @@ def load_recipe(path: Path) -> Recipe:
     seen = set()
     for n, raw in enumerate(raw_changes):
         changes.append(_load_change(path, text, n, raw, kinds, seen))
-    return Recipe(data["id"], data["summary"], arch, admit, tuple(notes), tuple(changes), path)
+    cases = _load_cases(path, text, data.get("test", []), {c.id: c for c in changes})
+    return Recipe(data["id"], data["summary"], arch, admit, tuple(notes), tuple(changes), path, cases)
+
+
+@dataclass(frozen=True)
+class Case:
+    """A before/after example of one change, run by `codemod recipe test`."""
+
+    name: str
+    change: str
+    file: str  # only its extension matters (picks the grammar)
+    before: str
+    after: str | None  # None: the change must leave `before` alone
+    outcome: str  # "changed", "unchanged" or "failed"
+
+
+def _load_cases(path: Path, text: str, raw_cases, changes: dict) -> tuple[Case, ...]:
+    if not isinstance(raw_cases, list):
+        raise _invalid(path, text, "[[test]]", "test must be an array of tables", "write each case as [[test]]")
+    cases = []
+    for n, raw in enumerate(raw_cases):
+        for key in raw:
+            if key not in _TEST_KEYS:
+                raise _invalid(path, text, key, f"test #{n + 1}: unknown key {key!r}", f"allowed keys: {', '.join(sorted(_TEST_KEYS))}")
+        if raw.get("change") not in changes:
+            raise _invalid(path, text, "change", f"test #{n + 1}: change {raw.get('change')!r} is not in this recipe", f"one of: {', '.join(changes)}", len(changes) + n)
+        if not isinstance(raw.get("before"), str):
+            raise _invalid(path, text, "before", f"test #{n + 1}: 'before' must be a string", "write before as a multi-line string")
+        after = raw.get("after")
+        outcome = raw.get("outcome", "changed" if after is not None and after != raw["before"] else "unchanged")
+        if outcome not in ("changed", "unchanged", "failed"):
+            raise _invalid(path, text, "outcome", f"test #{n + 1}: outcome must be changed, unchanged or failed", 'outcome = "unchanged"')
+        file = raw.get("file") or changes[raw["change"]].file
+        cases.append(Case(raw.get("name", f"{raw['change']} #{n + 1}"), raw["change"], file, raw["before"], after, outcome))
+    return tuple(cases)
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    ok: bool
+    message: str
+    got: str = ""
+
+
+def run_cases(recipe: Recipe, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> list[CaseResult]:
+    """Apply each change to its example `before`: the output must equal `after`, and a second pass change nothing."""
+    kinds = gate_kinds()
+    targets = recipe.targets(universe)
+    universe = tuple(dict.fromkeys(tuple(universe) + targets))
+    changes = {c.id: c for c in recipe.changes}
+    results = []
+    for case in recipe.tests:
+        change = changes[case.change]
+        pc = PlannedChange(change, case.file, before=case.before.encode())
+        _plan_change(pc, kinds[change.kind], universe, targets, None, None)
+        got = pc.after.decode("utf-8", errors="replace")
+        if pc.outcome != case.outcome:
+            detail = f": {pc.reason}" if pc.reason else ""
+            results.append(CaseResult(case, False, f"expected {case.outcome}, got {pc.outcome}{detail}", got))
+            continue
+        if case.outcome == "changed" and got != case.after:
+            results.append(CaseResult(case, False, "output differs from 'after'", got))
+            continue
+        if case.outcome == "changed":
+            again = PlannedChange(change, case.file, before=pc.after)
+            _plan_change(again, kinds[change.kind], universe, targets, None, None)
+            if again.outcome != "unchanged":
+                results.append(CaseResult(case, False, f"a second pass is not a no-op ({again.outcome})", got))
+                continue
+        results.append(CaseResult(case, True, case.outcome, got))
+    return results
 
 
 def _load_change(path, text, n, raw, kinds, seen) -> Change:
@@ -484,7 +557,7 @@ def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target:
     if not edits:
         pc.outcome, pc.reason = "unchanged", "already enabled: every gate admits " + ", ".join(a.name for a in targets)
         return
-    if change.requires_symbol and not _symbol_available(change, target, source, read):
+    if change.requires_symbol and target is not None and not _symbol_available(change, target, source, read):
         pc.outcome = "failed"
         pc.reason = (
             f"{change.requires_symbol} is not defined in this {target.project.title} "

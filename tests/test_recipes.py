@@ -1,0 +1,96 @@
+"""Recipes are data: validation errors name the file, the line and the fix; embedded cases run."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+import pytest
+
+from conftest import EXAMPLES, git
+
+SM110 = EXAMPLES / "recipes" / "sm110-enable.toml"
+
+GOOD = """\
+id = "my-recipe"
+summary = "test recipe"
+arch = "sm_120"
+
+[[change]]
+id = "flashinfer.jit"
+project = "flashinfer"
+file = "{python}/jit/comm.py"
+kind = "python_arch_list"
+function = "gen_trtllm_comm_module"
+"""
+
+
+@pytest.mark.parametrize(
+    "edit, line, message",
+    [
+        pytest.param(("summary = ", "colour = 1\nsummary = "), 2, "unknown key 'colour'", id="unknown-top-level-key"),
+        pytest.param(('kind = "python_arch_list"', 'kind = "python_arch_set"'), 9, "unknown gate kind 'python_arch_set'", id="unknown-gate-kind"),
+        pytest.param(('arch = "sm_120"', 'arch = "ampere"'), 3, "'ampere' is not an arch name", id="bad-arch"),
+        pytest.param(('function = "gen', 'functon = "gen'), 10, "unknown key 'functon'", id="unknown-selector"),
+        pytest.param(('file = "{python}', 'file = "../../etc/{python}'), 8, "leaves the repository", id="path-traversal"),
+        pytest.param(('file = "{python}/jit/comm.py"', 'file = "/etc/passwd"'), 8, "leaves the repository", id="absolute-path"),
+        pytest.param(('function = "gen_trtllm_comm_module"', "function = 3"), 10, "'function' must be a string", id="wrong-type"),
+    ],
+)
+def test_invalid_recipe_is_rejected_with_line(cli, tmp_path, edit, line, message):
+    path = tmp_path / "my-recipe.toml"
+    path.write_text(GOOD.replace(*edit))
+    result = cli("list", "--recipes", tmp_path)
+    assert result.exit_code == 8, result.output
+    assert f"{path}:{line}: " in result.stderr and message in result.stderr
+    assert "hint:" in result.stderr and "Traceback" not in result.output
+
+
+def test_list_includes_user_recipes_from_flag_and_env(cli, tmp_path, monkeypatch):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "my-recipe.toml").write_text(GOOD)
+    assert "my-recipe" in cli("list", "--recipes", tmp_path / "a").stdout
+    shutil.copy(SM110, tmp_path / "sm110-enable.toml")
+    monkeypatch.setenv("CODEMOD_RECIPES", str(tmp_path))
+    listed = cli("list").stdout
+    assert "sm110-enable" in listed and "sm120-enable" in listed
+
+
+def test_recipe_test_runs_embedded_cases(cli):
+    result = cli("recipe", "test", SM110)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.endswith("4 passed, 0 failed\n")
+
+
+def test_recipe_test_fails_on_wrong_after(cli, tmp_path):
+    broken = tmp_path / "sm110-enable.toml"
+    broken.write_text(SM110.read_text().replace("supported_major_versions=[9, 10, 11])", "supported_major_versions=[9, 10, 12])"))
+    result = cli("recipe", "test", broken)
+    assert result.exit_code == 1
+    assert "FAIL JIT list gains major 11: output differs from 'after'" in result.stdout
+    assert "+    nvcc_flags = ctx.get_nvcc_flags_list(supported_major_versions=[9, 10, 11])" in result.stdout
+
+
+def test_sm110_recipe_from_file(cli, example_repo):
+    fi = example_repo("flashinfer")
+    result = cli("run", SM110, "--repo", fi)
+    assert result.exit_code == 0, result.output
+    assert git(fi, "branch", "--show-current").strip() == "codemod/sm110-enable"
+    assert "supported_major_versions=[9, 10, 11]" in (fi / "flashinfer/jit/comm.py").read_text()
+    assert git(fi, "diff", "--name-only", "main", "HEAD").split() == ["flashinfer/jit/comm.py"]
+
+
+def test_sm110_recipe_refuses_sglang_without_predicate(cli, example_repo):
+    sg = example_repo("sglang")
+    before = git(sg, "for-each-ref")
+    result = cli("run", SM110, "--repo", sg)
+    assert result.exit_code == 3
+    assert "is_sm110_supported is not defined in this SGLang" in result.stderr
+    assert git(sg, "for-each-ref") == before and git(sg, "status", "--porcelain") == ""
+
+
+def test_builtin_recipe_cases(cli):
+    from codemods.recipes import data_root
+
+    result = cli("recipe", "test", data_root() / "recipes" / "sm120-enable.toml")
+    assert result.exit_code == 0, result.output
