@@ -134,7 +134,9 @@ def run(
     if dry_run and fmt is Format.text:
         for note in chosen.notes:
             err.print(f"[bold]note:[/] {note}")
-    results = workflow.run_many(chosen, roots, universe=universe, dry_run=dry_run, only=only, skip=skip, branch=branch, choose=choose)
+    results = workflow.run_many(
+        chosen, roots, universe=universe, dry_run=dry_run, only=only, skip=skip, branch=branch, choose=choose, notify=_notify,
+    )
     diff = "".join(report.plan_diff(r.plan, r.prefix, r.selected) for r in results)
     if patch is not None:
         patch.write_text(diff, encoding="utf-8", errors="surrogateescape")
@@ -214,6 +216,10 @@ def _render_cache(cache) -> None:
             err.print(f"JIT modules affected: {modules}; no cached builds under {cache['root']}/{cache['version']}", markup=False)
 
 
+def _notify(message: str) -> None:
+    err.print(f"note: {message}", markup=False)
+
+
 def _render_matrix(plan, universe) -> None:
     for line in report.matrix(plan, universe):
         err.print(line, markup=False, overflow="ignore", crop=False)
@@ -251,13 +257,24 @@ def status(
     out = []
     seen = set()
     for root, _ in _targets(repo, package, python):
-        git_repo, records, drift = workflow.status(root)
+        git_repo, records, drift, interrupted = workflow.status(root)
         if git_repo.key in seen:
             continue
         seen.add(git_repo.key)
-        out.append({"repo": str(git_repo.root), "shadow": git_repo.shadow, "applied": report.status_json(records), "changed_outside_codemod": drift})
+        state = "interrupted" if interrupted else ("applied" if records else "not applied")
+        out.append({
+            "repo": str(git_repo.root), "shadow": git_repo.shadow, "state": state,
+            "interrupted": {k: interrupted.get(k) for k in ("op", "recipe", "step", "branch", "base_sha", "pid")} if interrupted else None,
+            "applied": report.status_json(records), "changed_outside_codemod": drift,
+        })
         if fmt is Format.json:
             continue
+        if interrupted:
+            _out(
+                f"interrupted: `{interrupted.get('op')} {interrupted.get('recipe')}` in {git_repo.root} stopped after step "
+                f"{interrupted.get('step')} (pid {interrupted.get('pid')}); run it again to finish, or "
+                f"`codemod revert {interrupted.get('recipe')}` to go back to the base\n"
+            )
         if not records:
             _out(f"no recipe applied in {git_repo.root}\n")
         for r in records:
@@ -287,9 +304,11 @@ def revert(
 ) -> None:
     """Back a recipe out: check out the recorded base and delete the codemod branch."""
     spots = _targets(repo, package, python)
-    for root, result in workflow.revert_many(recipe, spots, keep_commits=keep_commits, forget=forget):
+    for root, result in workflow.revert_many(recipe, spots, keep_commits=keep_commits, forget=forget, notify=_notify):
         r = result.record
-        if result.mode == "forgotten":
+        if result.mode == "recovered":
+            err.print(f"reverted {recipe} in {root}: the interrupted run was put back to its base")
+        elif result.mode == "forgotten":
             err.print(f"forgot codemod's record of {root}; no file was touched")
         elif result.mode == "reverted-commits":
             err.print(f"reverted {len(result.reverted)} codemod commit(s) on {r.branch} with git revert; your {len(r.foreign)} commit(s) are kept")

@@ -15,6 +15,7 @@ Exit codes (stable, documented in the README):
   7  revert refused (commits on top, files changed since apply)
   8  recipe file invalid
   9  file system refused (permissions, path outside the repo)
+ 10  another codemod holds this repository's lock
 """
 
 from __future__ import annotations
@@ -61,9 +62,10 @@ UnknownProject = _kind(
 RevertRefused = _kind("revert-refused", 7, "")
 RecipeInvalid = _kind("recipe-invalid", 8, "fix the recipe file and run again")
 FileRefused = _kind("file-refused", 9, "")
+Busy = _kind("busy", 10, "wait for it to finish, then run again; a lock whose process is gone is taken over automatically")
 UnknownRecipe = _kind("unknown-recipe", 8, "`codemod list` shows the recipes you can run")
 
 CATALOGUE = {
     k.code: k
-    for k in (PlanFailed, DirtyTree, RepoState, UnknownProject, RevertRefused, RecipeInvalid, FileRefused, UnknownRecipe)
+    for k in (Busy, PlanFailed, DirtyTree, RepoState, UnknownProject, RevertRefused, RecipeInvalid, FileRefused, UnknownRecipe)
 }

@@ -60,3 +60,9 @@ def check_writable(root: Path, rels: list[str]) -> None:
                 where=rel,
                 hint="fix the permissions (or run as the owner of the files), then run again",
             )
+
+
+def remove_leftovers(path: Path) -> None:
+    """Delete temp files an interrupted write_atomic left beside path."""
+    for leftover in path.parent.glob(f".{path.name}.*.codemod-tmp"):
+        leftover.unlink()

@@ -325,6 +325,10 @@ class ShadowRepo(Repo):
             os.replace(tmp, gitdir)
         return cls(git.Repo(gitdir), root, home)
 
+    @property
+    def state_dir(self) -> Path:
+        return self.home / "state"
+
     def ensure_base(self, rels: list[str], label: str) -> None:
         """Record the pristine bytes of rels on main before anything is patched.
 

@@ -8,11 +8,14 @@ the files are restored and the branch is removed before the error surfaces.
 
 from __future__ import annotations
 
+import hashlib
+import os
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from codemods import errors, files, recipes
+from codemods import errors, files, journal, recipes
 from codemods.arch import DEFAULT_ARCHS, Arch
 from codemods.recipes import Plan, PlannedChange, Recipe
 from codemods.repo import TRAILER_BASE, TRAILER_CHANGE, TRAILER_RECIPE, Applied, Repo, ShadowRepo, branch_name, open_repo
@@ -101,12 +104,30 @@ def run_many(
     skip: list[str] | None = None,
     branch: str | None = None,
     choose: Callable[[list[PlannedChange]], list[PlannedChange]] | None = None,
+    notify: Callable[[str], None] = lambda message: None,
 ) -> list[RunResult]:
     """Plan every repo first; apply only when all plans and checks pass; undo all if one apply fails.
 
     Targets that share a git repository (flashinfer and sglang in one
-    site-packages) share one codemod branch and one base.
+    site-packages) share one codemod branch and one base. A real run holds
+    each repository's lock from before planning to the end, and first puts
+    back any run that was interrupted there.
     """
+    if dry_run:
+        return _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose)
+    with ExitStack() as stack:
+        for path in dict.fromkeys(path.resolve() for path, _ in map(_spot, spots)):
+            state = state_dir_for(path)
+            if state is None:
+                continue
+            stale = stack.enter_context(journal.locked(state, f"run {recipe.id}"))
+            if stale:
+                notify(f"took over the lock of an interrupted codemod (pid {stale}, no longer running)")
+            recover_interrupted(path, notify)
+        return _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose)
+
+
+def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose) -> list[RunResult]:
     prepared = [(path, *prepare(recipe, path, universe, only, skip, project)) for path, project in map(_spot, spots)]
     failed = [plan for _, _, plan, _ in prepared if plan.failed]
     if failed:
@@ -124,9 +145,11 @@ def run_many(
             results.append(RunResult(plan, prefix, choose(plan.changed) if choose else plan.changed, "dry-run"))
             continue
         repo = repo or open_repo(path, create_shadow=True)
+        journal.checkpoint("shadow-ready" if repo.shadow else "repo-ready")
         repo = groups.get(repo.key, (repo, []))[0]
         if repo.shadow:
             repo.ensure_base(plan.files(), f"pristine files of {plan.target.project.title} {plan.target.version()}".strip())
+            journal.checkpoint("base-recorded")
         _check(repo, plan, prefix, recipe, path, branch)
         result = RunResult(plan, prefix, [], "pending")
         results.append(result)
@@ -138,12 +161,26 @@ def run_many(
             result.selected = choose(result.plan.changed) if choose else result.plan.changed
             if not result.selected:
                 result.status = "nothing-selected"
-    _apply_all(list(groups.values()), name)
+    _apply_all(list(groups.values()), name, recipe.id)
     return results
 
 
-def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str) -> None:
-    """Branch once per repo and commit each selected change; on any failure undo every repo of the run."""
+def state_dir_for(path: Path) -> Path | None:
+    """Where the lock and journal for the tree at path live (None: not a repo codemod can use)."""
+    try:
+        if ShadowRepo.wanted(path):
+            return ShadowRepo.location(path) / "state"
+        return open_repo(path).state_dir
+    except errors.CodemodError:
+        return None
+
+
+def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id: str) -> None:
+    """Branch once per repo and commit each selected change; on any failure undo every repo of the run.
+
+    Each repo's journal names the base and the bytes each file will end up
+    with, so an interrupted run can be put back exactly (recover_interrupted).
+    """
     started: list[tuple[Repo, str, list[str]]] = []  # (repo, base to go back to, files written)
     try:
         for repo, results in groups:
@@ -152,26 +189,94 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str) -> None:
                 continue
             head_branch, head_sha = repo.head()
             base = f"{head_branch}@{head_sha}" if head_branch else head_sha
+            expected = {
+                f"{r.prefix}{c.file}": _sha256(_content_for(r.plan, c, r.selected)) for r in chosen for c in r.selected
+            }
+            entry = {
+                "op": "run", "recipe": recipe_id, "branch": name, "base_ref": head_branch or "", "base_sha": head_sha,
+                "files": expected, "step": "started", "pid": os.getpid(),
+            }
+            _step(repo, entry, "journal-written")
             repo.create_branch(name)
             written: list[str] = []
             started.append((repo, head_branch or head_sha, written))
+            _step(repo, entry, "branch-created")
             for result in chosen:
                 result.base, result.branch = base, name
                 for change in result.selected:
                     rel = f"{result.prefix}{change.file}"
                     written.append(rel)
                     files.write_atomic(files.inside(repo.root, rel), _content_for(result.plan, change, result.selected))
+                    _step(repo, entry, f"written:{change.id}")
                     sha = repo.commit([rel], commit_message(result.plan, change, result.prefix, base))
                     result.commits.append((sha, change.id))
+                    _step(repo, entry, f"committed:{change.id}")
                 result.status = "applied"
+        for repo, _, _ in started:
+            journal.clear(repo.state_dir)
+            journal.checkpoint("journal-cleared")
     except BaseException:
         for repo, back_to, written in reversed(started):
             _roll_back(repo, written, back_to, name)
+            journal.clear(repo.state_dir)
         for _, results in groups:
             for result in results:
                 if result.status == "applied":
                     result.status = "rolled-back"
         raise
+
+
+def _step(repo: Repo, entry: dict, step: str) -> None:
+    entry["step"] = step
+    journal.write(repo.state_dir, entry)
+    journal.checkpoint(step.split(":")[0])
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def recover_interrupted(path: Path, notify: Callable[[str], None]) -> None:
+    """Put back a run or revert that was killed part-way, from its journal. Caller holds the lock."""
+    state = state_dir_for(path)
+    entry = journal.read(state) if state else None
+    if not entry:
+        return
+    repo = open_repo(path)
+    if entry.get("corrupt"):
+        raise errors.RepoState(
+            f"codemod's journal is unreadable ({state / 'journal.json'})",
+            where=str(repo.root),
+            hint="check `git status` and `git branch`, then delete that file",
+        )
+    branch, op = entry["branch"], entry["op"]
+    base = entry["base_ref"] if entry.get("base_ref") and repo.branch_exists(entry["base_ref"]) else entry["base_sha"]
+    if op == "run":
+        rels = list(entry["files"])
+        for rel in rels:
+            current = files.inside(repo.root, rel)
+            allowed = {entry["files"][rel]}
+            original = repo.show(entry["base_sha"], rel)
+            if original is not None:
+                allowed.add(_sha256(original))
+            if current.exists() and _sha256(current.read_bytes()) not in allowed:
+                raise errors.RepoState(
+                    f"{rel} changed after codemod's interrupted run (step {entry.get('step')}); codemod will not overwrite it",
+                    where=str(repo.root),
+                    hint="keep or discard that edit yourself (git diff), then run again",
+                )
+            files.remove_leftovers(current)
+        repo.restore(rels)
+    if repo.head()[0] == branch:
+        repo.checkout(base)
+    if repo.branch_exists(branch):
+        record = next((a for a in repo.applied() if a.branch == branch), None)
+        if record and record.foreign:
+            raise errors.RepoState(f"branch {branch} has commits not made by codemod", where=str(repo.root), hint="move them, then run again")
+        repo.delete_branch(branch)
+    journal.clear(state)
+    shown = base if base != entry["base_sha"] else base[:12]
+    notify(f"recovered from an interrupted `{op} {entry.get('recipe')}` (stopped after step {entry.get('step')}): {repo.root} is back at {shown}")
 
 
 def _check(repo: Repo, plan: Plan, prefix: str, recipe: Recipe, path: Path, branch: str | None) -> None:
@@ -251,20 +356,36 @@ def _roll_back(repo: Repo, written: list[str], base: str, name: str) -> None:
 @dataclass
 class RevertResult:
     record: Applied
-    mode: str  # "deleted-branch", "reverted-commits" or "forgotten"
+    mode: str  # "deleted-branch", "reverted-commits", "forgotten" or "recovered"
     checked_out: str = ""
     reverted: list[str] = field(default_factory=list)
 
 
-def status(repo_path: Path) -> tuple[Repo, list[Applied], list[str]]:
-    """The applied recipes, and (for installed packages) files changed behind codemod's back."""
+def status(repo_path: Path) -> tuple[Repo, list[Applied], list[str], dict | None]:
+    """The applied recipes, files changed behind codemod's back (installed packages), and an interrupted operation."""
     repo = open_repo(repo_path)
     records = repo.applied()
     drift = repo.dirty(repo.tracked_files()) if repo.shadow else []
-    return repo, records, drift
+    return repo, records, drift, journal.read(repo.state_dir)
 
 
-def revert(recipe_id: str, repo_path: Path, *, keep_commits: bool = False, forget: bool = False) -> RevertResult:
+def revert(recipe_id: str, repo_path: Path, *, keep_commits: bool = False, forget: bool = False,
+           notify: Callable[[str], None] = lambda message: None) -> RevertResult:
+    state = state_dir_for(repo_path)
+    if state is None:
+        open_repo(repo_path)  # raises the precise error
+    with journal.locked(state, f"revert {recipe_id}") as stale:
+        if stale:
+            notify(f"took over the lock of an interrupted codemod (pid {stale}, no longer running)")
+        entry = journal.read(state)
+        if entry and entry.get("op") == "run" and not forget:
+            recover_interrupted(repo_path, notify)
+            if entry.get("recipe") == recipe_id:
+                return RevertResult(Applied(recipe_id, entry["branch"], entry.get("base_ref", ""), entry["base_sha"]), "recovered")
+        return _revert_locked(recipe_id, repo_path, keep_commits, forget, state)
+
+
+def _revert_locked(recipe_id: str, repo_path: Path, keep_commits: bool, forget: bool, state: Path) -> RevertResult:
     repo = open_repo(repo_path)
     if forget:
         if not repo.shadow:
@@ -310,13 +431,21 @@ def revert(recipe_id: str, repo_path: Path, *, keep_commits: bool = False, forge
         if not record.current:
             repo.checkout(record.branch)
         repo.revert_commits([c.sha for c in record.commits])
+        journal.checkpoint("commits-reverted")
         return RevertResult(record, "reverted-commits", checked_out=record.branch, reverted=[c.sha for c in record.commits])
     checked_out = ""
+    entry = {"op": "revert", "recipe": recipe_id, "branch": record.branch, "base_ref": record.base_ref,
+             "base_sha": record.base_sha, "step": "started", "pid": os.getpid()}
+    _step(repo, entry, "revert-journal-written")
     if record.current:
         base_exists = bool(record.base_ref) and repo.branch_exists(record.base_ref)
         checked_out = record.base_ref if base_exists else record.base_sha
         repo.checkout(checked_out)
+        _step(repo, entry, "base-checked-out")
     repo.delete_branch(record.branch)
+    _step(repo, entry, "branch-deleted")
+    journal.clear(state)
+    journal.checkpoint("revert-journal-cleared")
     return RevertResult(record, "deleted-branch", checked_out=checked_out, reverted=[c.sha for c in record.commits])
 
 

@@ -1,0 +1,120 @@
+"""The lock and the journal that make run and revert recoverable after a crash.
+
+Both live in the repository's git dir (`.git/codemod/`, or the shadow repo),
+never in the work tree.
+
+- The lock is an flock on `.git/codemod/lock`: the kernel drops it when its
+  process dies, even on SIGKILL, so a crash can never leave a user stuck. The
+  file keeps the holder's pid and command, to name it in "busy" messages and
+  to say that a dead holder's lock was taken over.
+- The journal (`journal.json`, replaced atomically) is written before the
+  first change to the repo and removed after the last. While it exists, the
+  operation it names was interrupted, and `status` says at which step;
+  `run` and `revert` first put the repo back to the recorded base.
+
+`checkpoint(step)` marks a step boundary. Tests set CODEMOD_TEST_KILL_AT to a
+step name (optionally `name#n` for its n-th occurrence) to SIGKILL the
+process exactly there, or CODEMOD_TEST_PAUSE_AT=`name:path` to wait there
+until `path` exists.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from codemods import errors
+
+_hits: dict[str, int] = {}
+
+
+def checkpoint(step: str) -> None:
+    """A step boundary: where a test may kill or pause this process."""
+    _hits[step] = _hits.get(step, 0) + 1
+    kill = os.environ.get("CODEMOD_TEST_KILL_AT")
+    if kill:
+        name, _, nth = kill.partition("#")
+        if name == step and _hits[step] == int(nth or 1):
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+    pause = os.environ.get("CODEMOD_TEST_PAUSE_AT")
+    if pause:
+        name, _, path = pause.partition(":")
+        if name == step:
+            Path(path + ".reached").write_text(str(os.getpid()))
+            deadline = time.monotonic() + 60
+            while not Path(path).exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+
+@contextmanager
+def locked(state_dir: Path, command: str):
+    """Hold the repository's codemod lock for the duration; refuse if another live codemod holds it."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    path = state_dir / "lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read_holder(fd)
+            raise errors.Busy(
+                f"another codemod is working on this repository (pid {holder.get('pid', '?')}: {holder.get('command', '?')}, "
+                f"since {holder.get('started', '?')})",
+                where=str(state_dir.parent.parent if state_dir.parent.name == ".git" else state_dir.parent),
+            ) from None
+        previous = _read_holder(fd)
+        stale = previous.get("pid") if previous and previous.get("pid") != os.getpid() else None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({
+            "pid": os.getpid(), "host": socket.gethostname(), "command": command,
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        }).encode(), 0)
+        yield stale
+    finally:
+        try:
+            os.ftruncate(fd, 0)
+        finally:
+            os.close(fd)  # closing drops the flock
+
+
+def _read_holder(fd: int) -> dict:
+    try:
+        data = os.pread(fd, 4096, 0)
+        return json.loads(data) if data.strip() else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def read(state_dir: Path) -> dict | None:
+    path = state_dir / "journal.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {"op": "unknown", "corrupt": True}
+
+
+def write(state_dir: Path, entry: dict) -> None:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    tmp = state_dir / f"journal.json.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(entry, indent=1), encoding="utf-8")
+    with open(tmp, "rb") as handle:
+        os.fsync(handle.fileno())
+    os.replace(tmp, state_dir / "journal.json")
+
+
+def clear(state_dir: Path) -> None:
+    try:
+        (state_dir / "journal.json").unlink()
+    except FileNotFoundError:
+        pass
