@@ -307,7 +307,7 @@ def revert(
     for root, result in workflow.revert_many(recipe, spots, keep_commits=keep_commits, forget=forget, notify=_notify):
         r = result.record
         if result.mode == "recovered":
-            err.print(f"reverted {recipe} in {root}: the interrupted run was put back to its base")
+            err.print(f"reverted {recipe} in {root}: the interrupted operation was put back to its base")
         elif result.mode == "forgotten":
             err.print(f"forgot codemod's record of {root}; no file was touched")
         elif result.mode == "reverted-commits":

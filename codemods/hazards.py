@@ -34,7 +34,8 @@ class TokenFamily:
 
     name: str
     majors: frozenset[int]  # the arch majors that have them; every other major lacks them
-    patterns: tuple[str, ...]  # regular expressions over the source; group `token` (or all) is reported
+    instructions: tuple[str, ...]  # regexes for what ptxas rejects; group `token` (or all) is reported
+    wrappers: tuple[str, ...]  # regexes for CuTe/CUTLASS names that emit them (may compile to a trap instead)
     reason: str
 
     def lacked_by(self, arch: Arch) -> bool:
@@ -42,36 +43,29 @@ class TokenFamily:
 
 
 # ARCH_FACTS section 3 A: fails on every SM120/121 variant; section 2: wgmma needs exactly
-# sm_90a, tcgen05 and 2-SM TMA exist on sm_100/103/110 only, block-scaled mma.sync on sm_120/121 only.
+# sm_90a, tcgen05 and 2-SM TMA exist on sm_100/103/110 only, block-scaled mma.sync on
+# sm_120/121 only. Section 3 C: the CuTe wrappers compile to CUTE_INVALID_CONTROL_PATH
+# (a trap at run time) where the instruction is missing, cuda::ptx::tcgen05_* fails in ptxas.
 TOKEN_FAMILIES: tuple[TokenFamily, ...] = (
     TokenFamily(
         "wgmma",
         frozenset({9}),
-        (
-            r"\bwgmma\.[a-z_]+",
-            r"\bSM90::GMMA\b",
-            r"\bwarpgroup_(?:arrive|wait|commit_batch)\b",
-            r"\bMMA_64x\d+",
-        ),
+        (r"\bwgmma\.[a-z_]+",),
+        (r"\bSM90::GMMA\b", r"\bwarpgroup_(?:arrive|wait|commit_batch)\b", r"\bMMA_64x\d+"),
         "wgmma exists only on sm_90a; ptxas rejects it on every other target (ARCH_FACTS §2, §3A)",
     ),
     TokenFamily(
         "tcgen05",
         frozenset({10, 11}),
-        (
-            r"\btcgen05\.[a-z_]+",
-            r"\bcuda::ptx::tcgen05_\w+",
-            r"\bTMEM(?:::\w+)?\b",
-            r"\btmem_\w+",
-            r"\bUMMA\b",
-            r"\bSM100_(?:MMA|TMEM|UTCCP)_\w*",
-        ),
+        (r"\btcgen05\.[a-z_]+", r"\bcuda::ptx::tcgen05_\w+"),
+        (r"\bTMEM(?:::\w+)?\b", r"\btmem_\w+", r"\bUMMA\b", r"\bSM100_(?:MMA|TMEM|UTCCP)_\w*"),
         "tcgen05/TMEM exists only on sm_100/103/110 (a/f targets); ptxas rejects it elsewhere (ARCH_FACTS §2, §3A)",
     ),
     TokenFamily(
         "cta_group",
         frozenset({10, 11}),
-        (r"\.cta_group::[12]", r"\bSM100_TMA_2SM_\w*"),
+        (r"\.cta_group::[12]",),
+        (r"\bSM100_TMA_2SM_\w*",),
         "2-SM TMA (.cta_group::N) exists only on sm_100/103/110 (a/f targets) (ARCH_FACTS §2, §3A)",
     ),
     TokenFamily(
@@ -81,12 +75,18 @@ TOKEN_FAMILIES: tuple[TokenFamily, ...] = (
             r"\bmma\.sync[^;]{0,200}?(?P<token>kind::(?:mxf8f6f4|mxf4nvf4|mxf4|f8f6f4))",
             r"\bmma\.sync[^;]{0,200}?(?P<token>\.block_scale)\b",
         ),
+        (),
         "mma.sync kind::*/block_scale exists only on sm_120/121 (a/f targets); sm_100/103/110 do "
         "block-scaled MMA through tcgen05 (ARCH_FACTS §2, §3B)",
     ),
 )
 
-_COMPILED = tuple((family, tuple(re.compile(p.encode()) for p in family.patterns)) for family in TOKEN_FAMILIES)
+_COMPILED = tuple(
+    (family, wrapper, re.compile(pattern.encode()))
+    for family in TOKEN_FAMILIES
+    for wrapper, patterns in ((False, family.instructions), (True, family.wrappers))
+    for pattern in patterns
+)
 _FAMILY = {family.name: family for family in TOKEN_FAMILIES}
 
 
@@ -120,7 +120,6 @@ _LEXEME_RE = re.compile(
     re.VERBOSE | re.DOTALL,
 )
 _NOT_NEWLINE_RE = re.compile(rb"[^\n]")
-_DIRECTIVE_RE = re.compile(rb"[ \t\f\v]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b", re.ASCII)
 _CONTINUATION_RE = re.compile(rb"\\[ \t]*\r?\n")
 _INCLUDE_RE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)', re.MULTILINE)
 _OPENING = {"if", "ifdef", "ifndef"}
@@ -151,6 +150,7 @@ class Hit:
     family: str
     token: str
     line: int
+    wrapper: bool = False  # a CuTe/CUTLASS name, not the instruction itself
 
 
 @dataclass
@@ -287,77 +287,115 @@ def _verdict(directive: str, condition: str, arch: Arch) -> bool | None:
 def structure(source: bytes) -> Structure:
     """The conditional groups of `source` (bytes of a C, C++ or CUDA file)."""
     masked = mask_comments(source)
-    line_starts = [0] + [m.end() for m in re.finditer(rb"\n", masked)]
     branches: list[Branch] = []
     chains: list[list[int]] = []
     stack: list[int] = []  # the open branch of each open group, innermost last
-    owner_of_line: dict[int, int] = {}  # line -> innermost open branch, for non-directive lines
+    segments: list[tuple[int, int, int | None]] = []  # (start, end, innermost open branch) between directives
     pos, line_no = 0, 1
-    size = len(masked)
-    while pos < size:
-        end = pos
-        lines = 1
-        while True:
-            newline = masked.find(b"\n", end)
-            if newline < 0:
-                end = size
-                break
-            end = newline + 1
-            stripped = masked[pos:newline].rstrip(b"\r")
-            if stripped.endswith(b"\\"):
-                lines += 1
-                continue
-            break
-        logical = masked[pos:end]
-        match = _DIRECTIVE_RE.match(logical)
-        if match:
-            keyword = match.group(1).decode()
-            condition = _CONTINUATION_RE.sub(b" ", logical[match.end() :]).decode("utf-8", "replace").strip()
-            if keyword in _OPENING or (keyword in _CONTINUING and stack):
-                if keyword in _CONTINUING:
-                    previous = branches[stack.pop()]
-                    previous.body_end = pos
-                    chain, position, parent = previous.chain, previous.position + 1, previous.parent
-                else:
-                    chain, position = len(chains), 0
-                    parent = stack[-1] if stack else None
-                    chains.append([])
-                    if parent is not None:
-                        branches[parent].children.append(len(branches))
-                branch = Branch(
-                    index=len(branches),
-                    chain=chain,
-                    position=position,
-                    parent=parent,
-                    line=line_no,
-                    directive="#" + keyword,
-                    condition=condition,
-                    start=pos,
-                    body_start=end,
-                )
-                chains[chain].append(branch.index)
-                branches.append(branch)
-                stack.append(branch.index)
-            elif keyword == "endif" and stack:
-                branches[stack.pop()].body_end = pos
-        elif logical.strip() and stack:
-            branches[stack[-1]].own_code = True
-            for offset in range(lines):
-                owner_of_line[line_no + offset] = stack[-1]
+    for match in _DIRECTIVE_LINE_RE.finditer(masked):
+        start = match.start()
+        if start > 0 and _continues(masked, start):
+            continue  # the line is the tail of a continued line, not a directive
+        end = _logical_end(masked, match.end())
+        owner = stack[-1] if stack else None
+        segments.append((pos, start, owner))
+        if owner is not None and _has_code(masked, pos, start):
+            branches[owner].own_code = True
+        line_no += masked.count(b"\n", pos, start)
+        keyword = match.group(1).decode()
+        condition = _CONTINUATION_RE.sub(b" ", masked[match.end() : end]).decode("utf-8", "replace").strip()
+        if keyword in _OPENING or (keyword in _CONTINUING and stack):
+            if keyword in _CONTINUING:
+                previous = branches[stack.pop()]
+                previous.body_end = start
+                chain, position, parent = previous.chain, previous.position + 1, previous.parent
+            else:
+                chain, position = len(chains), 0
+                parent = stack[-1] if stack else None
+                chains.append([])
+                if parent is not None:
+                    branches[parent].children.append(len(branches))
+            branch = Branch(
+                index=len(branches),
+                chain=chain,
+                position=position,
+                parent=parent,
+                line=line_no,
+                directive="#" + keyword,
+                condition=condition,
+                start=start,
+                body_start=end,
+            )
+            chains[chain].append(branch.index)
+            branches.append(branch)
+            stack.append(branch.index)
+        elif keyword == "endif" and stack:
+            branches[stack.pop()].body_end = start
+        line_no += masked.count(b"\n", start, end)
         pos = end
-        line_no += lines
+    owner = stack[-1] if stack else None
+    segments.append((pos, len(masked), owner))
+    if owner is not None and _has_code(masked, pos, len(masked)):
+        branches[owner].own_code = True
     for index in stack:
-        branches[index].body_end = size
-    for family, patterns in _COMPILED:
-        for pattern in patterns:
-            for match in pattern.finditer(masked):
-                at = match.start("token") if "token" in pattern.groupindex else match.start()
-                line = bisect.bisect_right(line_starts, at)
-                owner = owner_of_line.get(line)
-                if owner is not None:
-                    token = match.group("token") if "token" in pattern.groupindex else match.group()
-                    branches[owner].hits.append(Hit(family.name, token.decode("utf-8", "replace"), line))
+        branches[index].body_end = len(masked)
+    _collect_hits(masked, branches, segments)
     return Structure(branches, chains)
+
+
+# Other directives (#define, #pragma, #error ...), with their continuation lines.
+_OTHER_DIRECTIVE_RE = re.compile(rb"^[ \t\f\v]*#(?:[^\n]*\\\r?\n)*[^\n]*", re.MULTILINE)
+
+
+def _has_code(masked: bytes, start: int, end: int) -> bool:
+    """Whether `masked[start:end]` (whole lines) holds anything but blanks and directives."""
+    return bool(_OTHER_DIRECTIVE_RE.sub(b"", masked[start:end]).strip())
+
+_DIRECTIVE_LINE_RE = re.compile(
+    rb"^[ \t\f\v]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b", re.MULTILINE | re.ASCII
+)
+
+
+def _continues(masked: bytes, start: int) -> bool:
+    """Whether the line before `start` ends with a continuation backslash."""
+    end = start - 2  # the byte before that line's newline
+    if end >= 0 and masked[end] == ord("\r"):
+        end -= 1
+    return end >= 0 and masked[end] == ord("\\")
+
+
+def _logical_end(masked: bytes, pos: int) -> int:
+    """Offset just past the newline that ends the logical line holding `pos` (end of file if none)."""
+    while True:
+        newline = masked.find(b"\n", pos)
+        if newline < 0:
+            return len(masked)
+        if masked[pos:newline].rstrip(b"\r").endswith(b"\\"):
+            pos = newline + 1
+            continue
+        return newline + 1
+
+
+def _collect_hits(masked: bytes, branches: list[Branch], segments: list[tuple[int, int, int | None]]) -> None:
+    """Put each family token in the body of the innermost branch around it (tokens in directives do not count)."""
+    starts = [segment[0] for segment in segments]
+    line_starts: list[int] | None = None
+    for family, wrapper, pattern in _COMPILED:
+        named = "token" in pattern.groupindex
+        for match in pattern.finditer(masked):
+            at = match.start("token") if named else match.start()
+            i = bisect.bisect_right(starts, at) - 1
+            if i < 0:
+                continue
+            _, seg_end, owner = segments[i]
+            if owner is None or at >= seg_end:
+                continue
+            if line_starts is None:
+                line_starts = [0] + [m.end() for m in re.finditer(rb"\n", masked)]
+            token = (match.group("token") if named else match.group()).decode("utf-8", "replace")
+            branches[owner].hits.append(Hit(family.name, token, bisect.bisect_right(line_starts, at), wrapper))
+    for branch in branches:
+        branch.hits.sort(key=lambda hit: hit.line)
 
 
 def blockers_for(source: bytes, gate: Gate, arch: Arch) -> list[str]:

@@ -378,7 +378,8 @@ def revert(recipe_id: str, repo_path: Path, *, keep_commits: bool = False, forge
         if stale:
             notify(f"took over the lock of an interrupted codemod (pid {stale}, no longer running)")
         entry = journal.read(state)
-        if entry and entry.get("op") == "run" and not forget:
+        if entry and not forget:
+            # An interrupted run is put back to its base; an interrupted revert is finished.
             recover_interrupted(repo_path, notify)
             if entry.get("recipe") == recipe_id:
                 return RevertResult(Applied(recipe_id, entry["branch"], entry.get("base_ref", ""), entry["base_sha"]), "recovered")
