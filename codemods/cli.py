@@ -325,6 +325,36 @@ def revert(
         _render_cache(_jit_cache(modules, target, clear_jit_cache, False))
 
 
+@app.command()
+@boundary
+def verify(
+    repo: Path = typer.Option(..., "--repo", help="The project folder (checkout or installed package)."),
+    recipe: Optional[str] = typer.Option(None, "--recipe", help="The applied recipe whose base to compare with."),
+    base: Optional[str] = typer.Option(None, "--base", help="Compare the work tree with this revision instead."),
+    arch: Optional[str] = typer.Option(None, "--arch", help="Target arch (default: the recipe's), e.g. sm_120, 12.0, 120."),
+    archs: Optional[str] = typer.Option(None, "--archs", help="Archs to preprocess, e.g. sm_80,sm_90,sm_100,sm_120."),
+    jobs: int = typer.Option(0, "--jobs", help="Parallel nvcc runs (default: one per CPU)."),
+    fmt: Format = typer.Option(Format.text, "--format", help="text, or json for scripts."),
+) -> None:
+    """Prove a rewrite: nvcc -E every changed CUDA file per arch, base vs work tree; exit 0 only if non-target archs are identical."""
+    from codemods.arch import Arch
+
+    target_arch = None
+    if arch:
+        try:
+            target_arch = Arch.parse(arch)
+        except ArchParseError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--arch") from None
+    result, ctx = workflow.verify_repo(repo, recipe_id=recipe, base=base, arch=target_arch, universe=_universe(archs), jobs=jobs)
+    if fmt is Format.json:
+        _out(json.dumps(report.verify_json(result, ctx), indent=2) + "\n")
+    else:
+        for line in report.verify_lines(result, ctx):
+            _out(line + "\n")
+    if not result.ok:
+        raise typer.Exit(1)
+
+
 recipe_app = typer.Typer(help="Work with recipe files.", no_args_is_help=True)
 app.add_typer(recipe_app, name="recipe")
 

@@ -54,9 +54,11 @@ def check_writable(root: Path, rels: list[str]) -> None:
     """Refuse before anything is written when a target or its folder is read-only."""
     for rel in rels:
         path = inside(root, rel)
-        if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK):
+        read_only = not path.stat().st_mode & 0o222 or not path.parent.stat().st_mode & 0o222
+        if read_only or not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK):
+            # Mode bits count even for root: a read-only file says "do not edit me".
             raise errors.FileRefused(
-                "is not writable",
+                "is read-only (or its folder is)",
                 where=rel,
                 hint="fix the permissions (or run as the owner of the files), then run again",
             )

@@ -163,7 +163,7 @@ class Branch:
     parent: int | None  # the branch whose body holds this group, None at file level
     line: int  # 1-based line of the directive
     directive: str  # "#if", "#ifdef", "#ifndef", "#elif", "#elifdef", "#elifndef" or "#else"
-    condition: str  # the condition (macro name for #ifdef), comments masked, continuations joined
+    condition: str  # the condition (macro name for #ifdef), comments masked, on one line
     start: int  # byte offset of the directive's logical line
     body_start: int  # byte offset just after the directive's logical line
     body_end: int = -1  # byte offset of the next directive of the group (end of file when unclosed)
@@ -173,8 +173,18 @@ class Branch:
 
     @property
     def names_arch(self) -> bool:
-        """Whether the condition names an arch macro (so the branch is a cuda_guard gate)."""
-        return any(is_arch_macro(name) for name in re.findall(r"[A-Za-z_]\w*", self.condition))
+        """Whether the condition tells archs apart: it names an arch macro other than in `defined(__CUDA_ARCH__)`.
+
+        `defined(__CUDA_ARCH__)` (and `#ifdef __CUDA_ARCH__`) only tells the
+        device pass from the host pass, so alone it selects no arch.
+        """
+        if self.directive in ("#ifdef", "#ifndef", "#elifdef", "#elifndef"):
+            return is_arch_macro(self.condition.strip()) and self.condition.strip() != "__CUDA_ARCH__"
+        condition = _DEFINED_CUDA_ARCH_RE.sub(" ", self.condition)
+        return any(is_arch_macro(name) for name in re.findall(r"[A-Za-z_]\w*", condition))
+
+
+_DEFINED_CUDA_ARCH_RE = re.compile(r"\bdefined\s*(?:\(\s*__CUDA_ARCH__\s*\)|__CUDA_ARCH__\b)")
 
 
 class Structure:
@@ -239,7 +249,7 @@ class Structure:
         return any(self.has_code(member) for child in branch.children for member in self.group(self.branches[child]))
 
     def arch_selected(self, branch: Branch) -> bool:
-        """Whether an arch macro decides this branch: it, or an earlier branch of its group, names one."""
+        """Whether an arch decides this branch: it, or an earlier branch of its group, tells archs apart."""
         return any(member.names_arch for member in self.group(branch)[: branch.position + 1])
 
     def gives_code(self, branch: Branch, arch: Arch) -> bool:
@@ -303,7 +313,7 @@ def structure(source: bytes) -> Structure:
             branches[owner].own_code = True
         line_no += masked.count(b"\n", pos, start)
         keyword = match.group(1).decode()
-        condition = _CONTINUATION_RE.sub(b" ", masked[match.end() : end]).decode("utf-8", "replace").strip()
+        condition = " ".join(_CONTINUATION_RE.sub(b" ", masked[match.end() : end]).decode("utf-8", "replace").split())
         if keyword in _OPENING or (keyword in _CONTINUING and stack):
             if keyword in _CONTINUING:
                 previous = branches[stack.pop()]

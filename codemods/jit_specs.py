@@ -81,7 +81,7 @@ def find(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> list[JitS
         name_node = positional[0].value if positional else keywords.get("name")
         sources_node = positional[1].value if len(positional) > 1 else keywords.get("sources")
         if isinstance(sources_node, (cst.List, cst.Tuple)) or not function:
-            sources = module.paths(within=sources_node) if sources_node is not None else []
+            sources = module.paths(within=sources_node, loose=True) if sources_node is not None else []
         else:
             sources = module.paths(function=function, loose=True)
         include_node = keywords.get("extra_include_paths")

@@ -84,6 +84,27 @@ def open_repo(path: Path, *, create_shadow: bool = False) -> "Repo":
     return ShadowRepo.open(path, create=create_shadow)
 
 
+def refuse_unusable(path: Path) -> None:
+    """Refuse early what no recipe can use: a bare repository, or a repository with no commits."""
+    found = _enclosing(path)
+    if found is None or _ignored_safe(found, path):
+        return
+    if found.bare:
+        raise errors.RepoState("is a bare repository; there is no work tree to patch", where=str(path), hint="clone it and point --repo at the clone")
+    try:
+        found.head.commit
+    except ValueError:
+        raise errors.RepoState(
+            "the repository has no commits yet",
+            where=str(path),
+            hint="commit the current tree first (git add -A && git commit -m base), so there is a base to return to",
+        ) from None
+
+
+def _ignored_safe(found: git.Repo, path: Path) -> bool:
+    return not found.bare and _ignored(found, path)
+
+
 def _enclosing(path: Path) -> git.Repo | None:
     try:
         return git.Repo(path, search_parent_directories=True)
@@ -248,7 +269,11 @@ class Repo:
         """Commit exactly rels (nothing else the user staged) and return the new sha."""
         self.g.add("--", *rels)
         env = self._identity_env()
-        self.g.commit("--no-verify", "-q", "-m", message, "--only", "--", *rels, env=env or None)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        message_file = self.state_dir / "COMMIT_MSG"
+        message_file.write_text(message, encoding="utf-8")
+        self.g.commit("--no-verify", "-q", "-F", str(message_file), "--only", "--", *rels, env=env or None)
+        message_file.unlink()
         return self.git_repo.head.commit.hexsha
 
     def checkout(self, ref: str) -> None:

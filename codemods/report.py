@@ -150,3 +150,56 @@ def status_json(records: list[Applied]) -> list[dict[str, Any]]:
         }
         for r in records
     ]
+
+
+def verify_lines(result, ctx) -> list[str]:
+    """Per arch: identical, or changed with the regions that became active or inactive."""
+    lines = [
+        f"verify {ctx.recipe or 'work tree'}: base {ctx.base_sha[:12]}, targets {', '.join(a.name for a in ctx.targets)}, "
+        f"{len(result.files)} CUDA file(s), method {result.method}, {result.seconds:.1f} s"
+        + (f" ({result.cached} base output(s) from cache)" if result.cached else "")
+    ]
+    if result.method == "evaluator":
+        lines.append("  nvcc not found: fell back to codemod's own guard evaluator (guard conditions only, no real preprocessing)")
+    for file in result.files:
+        lines.append(f"  file: {file}")
+    for r in result.results:
+        verdict = "ok  " if r.ok else "FAIL"
+        head = f"{verdict} {r.arch:<8} {r.status}"
+        if r.target:
+            head += f" (target: expected {r.expected} region(s), gained {len(r.gained)}, lost {len(r.lost)})"
+        if r.detail:
+            head += f": {r.detail}"
+        lines.append(head)
+        for region in r.gained:
+            lines.append(f"       + {region.file}:{region.line}  {' '.join(region.text.split())}")
+        for region in r.lost:
+            lines.append(f"       - {region.file}:{region.line}  {' '.join(region.text.split())}")
+    lines.append("verified: every other arch is byte-identical and the targets gained exactly the planned regions"
+                 if result.ok else "NOT verified: see the FAIL lines above")
+    return lines
+
+
+def verify_json(result, ctx) -> dict[str, Any]:
+    def region(r):
+        return {"file": r.file, "line": r.line, "text": r.text, "guard": r.guard or None}
+
+    return {
+        "ok": result.ok,
+        "method": result.method,
+        "seconds": round(result.seconds, 3),
+        "recipe": ctx.recipe or None,
+        "base": ctx.base_sha,
+        "targets": [a.name for a in ctx.targets],
+        "files": result.files,
+        "flags": result.flags,
+        "preprocessed": result.preprocessed,
+        "cached": result.cached,
+        "archs": [
+            {
+                "arch": r.arch, "status": r.status, "ok": r.ok, "target": r.target, "expected": r.expected,
+                "gained": [region(g) for g in r.gained], "lost": [region(g) for g in r.lost], "detail": r.detail or None,
+            }
+            for r in result.results
+        ],
+    }

@@ -29,6 +29,7 @@ never prints.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import gzip
 import hashlib
@@ -398,22 +399,26 @@ def _judge(arch: Arch, verdict: _Verdict, target: bool, expected: dict[str, int]
         return result
     if verdict.gained or verdict.lost:
         result.status = "changed"
-    where = lambda regions: ", ".join(f"{r.file}:{r.line}" for r in regions)  # noqa: E731
     if not target:
         result.ok = result.status == "identical"
         if not result.ok:
-            moved = [f"gained {where(result.gained)}"] * bool(result.gained)
-            moved += [f"lost {where(result.lost)}"] * bool(result.lost)
+            moved = [
+                f"{word} {_where(regions)}" for word, regions in (("gained", result.gained), ("lost", result.lost)) if regions
+            ]
             result.detail = f"{arch.name} is not a target but changed: {'; '.join(moved)}"
         return result
     problems = []
     if result.lost:
-        problems.append(f"lost {len(result.lost)} region(s): {where(result.lost)}")
+        problems.append(f"lost {len(result.lost)} region(s): {_where(result.lost)}")
     if want is not None and len(result.gained) != want:
         problems.append(f"gained {len(result.gained)} region(s), expected {want}")
     result.ok = not problems
     result.detail = "; ".join(problems) or f"gained {len(result.gained)} region(s)"
     return result
+
+
+def _where(regions: list[Region]) -> str:
+    return ", ".join(f"{region.file}:{region.line}" for region in regions)
 
 
 # ------------------------------------------------------------------ nvcc
@@ -471,24 +476,70 @@ def _relative(path: str) -> str:
 
 def _blocks(before: _Output, after: _Output) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """Line spans only in `after` (gained) and only in `before` (lost)."""
-    a, b = before.lines, after.lines
-    if a == b:
-        return [], []
-    limit = min(len(a), len(b))
-    head = 0
-    while head < limit and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < limit - head and a[len(a) - 1 - tail] == b[len(b) - 1 - tail]:
-        tail += 1
-    matcher = difflib.SequenceMatcher(None, a[head : len(a) - tail], b[head : len(b) - tail], autojunk=False)
-    gained, lost = [], []
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        if op in ("insert", "replace"):
-            gained.append((head + j1, head + j2))
-        if op in ("delete", "replace"):
-            lost.append((head + i1, head + i2))
+    spans: list[tuple[int, int, int, int]] = []
+    _differences(before.lines, 0, len(before.lines), after.lines, 0, len(after.lines), spans)
+    gained = [(b1, b2) for _, _, b1, b2 in spans if b2 > b1]
+    lost = [(a1, a2) for a1, a2, _, _ in spans if a2 > a1]
     return gained, lost
+
+
+# difflib's matcher is quadratic in the worst case; past this many line pairs
+# the outputs are first cut at lines that occur once on each side (patience diff).
+_SMALL_DIFF = 1_000_000
+
+
+def _differences(a: list[str], alo: int, ahi: int, b: list[str], blo: int, bhi: int, spans: list) -> None:
+    """Append the differing spans `(a1, a2, b1, b2)` of `a[alo:ahi]` and `b[blo:bhi]`, in order."""
+    while alo < ahi and blo < bhi and a[alo] == b[blo]:
+        alo, blo = alo + 1, blo + 1
+    while alo < ahi and blo < bhi and a[ahi - 1] == b[bhi - 1]:
+        ahi, bhi = ahi - 1, bhi - 1
+    if alo == ahi or blo == bhi:
+        if alo < ahi or blo < bhi:
+            spans.append((alo, ahi, blo, bhi))
+        return
+    anchors = _unique_anchors(a, alo, ahi, b, blo, bhi) if (ahi - alo) * (bhi - blo) > _SMALL_DIFF else []
+    if not anchors:
+        matcher = difflib.SequenceMatcher(None, a[alo:ahi], b[blo:bhi], autojunk=False)
+        spans += [
+            (alo + i1, alo + i2, blo + j1, blo + j2) for op, i1, i2, j1, j2 in matcher.get_opcodes() if op != "equal"
+        ]
+        return
+    for i, j in anchors:
+        _differences(a, alo, i, b, blo, j, spans)
+        alo, blo = i + 1, j + 1
+    _differences(a, alo, ahi, b, blo, bhi, spans)
+
+
+def _unique_anchors(a: list[str], alo: int, ahi: int, b: list[str], blo: int, bhi: int) -> list[tuple[int, int]]:
+    """The longest run, in order on both sides, of lines that occur exactly once in each range."""
+    counts: dict[str, int] = {}
+    for line in a[alo:ahi]:
+        counts[line] = counts.get(line, 0) + 1
+    in_b: dict[str, int] = {}
+    for j in range(blo, bhi):
+        line = b[j]
+        if counts.get(line) == 1:
+            in_b[line] = -1 if line in in_b else j
+    pairs = [(i, in_b[a[i]]) for i in range(alo, ahi) if in_b.get(a[i], -1) >= 0]
+    # Longest increasing subsequence of the b positions (patience sorting).
+    tails: list[int] = []  # per length, the pair that ends the run of that length with the smallest b position
+    ends: list[int] = []  # those b positions
+    previous = [-1] * len(pairs)
+    for index, (_, j) in enumerate(pairs):
+        length = bisect.bisect_left(ends, j)
+        if length > 0:
+            previous[index] = tails[length - 1]
+        if length == len(tails):
+            tails.append(index)
+            ends.append(j)
+        else:
+            tails[length], ends[length] = index, j
+    chain, index = [], tails[-1] if tails else -1
+    while index != -1:
+        chain.append(pairs[index])
+        index = previous[index]
+    return chain[::-1]
 
 
 def _nvcc_version(nvcc: str) -> str | None:
@@ -501,10 +552,8 @@ def _nvcc_version(nvcc: str) -> str | None:
 
 def _first_error(stderr: str, returncode: int) -> str:
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    for line in lines:
-        if _ERROR_RE.search(line):
-            return line[:300]
-    return lines[0][:300] if lines else f"nvcc exited with status {returncode}"
+    found = [line for line in lines if _ERROR_RE.search(line)] or lines
+    return " ".join(found[0].split())[:300] if found else f"nvcc exited with status {returncode}"
 
 
 def _gencode(arch: Arch) -> str:
@@ -569,23 +618,25 @@ class _Preprocessor:
         return verdicts
 
     def _compare(self, path: str, arch: Arch, structures) -> tuple[list[Region], list[Region], list[str]]:
-        texts, errors = {}, []
+        texts, errors = {}, {}
         for side in ("base", "work"):
             try:
                 texts[side] = self._preprocess(path, arch, side)
             except _Failed as exc:
-                errors.append(f"{path} ({side}): {exc}")
+                errors[side] = str(exc)
+        if len(set(errors.values())) == 1 and len(errors) == 2:
+            return [], [], [f"{path}: {errors['base']}"]
         if errors:
-            return [], [], errors
+            return [], [], [f"{path} ({side}): {error}" for side, error in errors.items()]
         if _compact(texts["base"]) == _compact(texts["work"]):
             return [], [], []
         before, after = _normalise(texts.pop("base")), _normalise(texts.pop("work"))
         gained, lost = _blocks(before, after)
-        return (
-            [self._region(after, start, end, structures, arch, "work") for start, end in gained],
-            [self._region(before, start, end, structures, arch, "base") for start, end in lost],
-            [],
-        )
+        regions = {
+            side: [region for start, end in spans for region in self._regions(out, start, end, structures, arch, side)]
+            for side, spans, out in (("work", gained, after), ("base", lost, before))
+        }
+        return regions["work"], regions["base"], []
 
     def _unit(self, temp: Path, index: int, path: str) -> dict[str, Path]:
         """The input nvcc preprocesses for `path`: a one-line TU including it, or the file itself."""
@@ -634,22 +685,49 @@ class _Preprocessor:
             text = text.replace(prefix, token)
         return text
 
-    def _region(self, out: _Output, start: int, end: int, structures, arch: Arch, side: str) -> Region:
-        file, line = out.origins[start]
-        path = _relative(file)
-        body = [line.strip() for line in out.lines[start:end]]
-        text = "\n".join(body[:_TEXT_LINES])
+    def _regions(self, out: _Output, start: int, end: int, structures, arch: Arch, side: str) -> list[Region]:
+        """The regions in one block of lines only one side has.
+
+        A block is split where its lines start coming from another flipped
+        guard of a changed file (adjacent guards make one block); a line from
+        anywhere else belongs to the region before it.
+        """
+        groups: list[tuple[str, int | None, int, list[str]]] = []  # file, branch index, first line, lines
+        for position in range(start, end):
+            file, number = out.origins[position]
+            path = _relative(file)
+            index = self._flipped_branch(structures, path, number, arch, side)
+            if not groups or (index is not None and (path, index) != groups[-1][:2]):
+                groups.append((path, index, number, []))
+            groups[-1][3].append(out.lines[position].strip())
+        regions = []
+        for path, index, number, lines in groups:
+            text, body = "\n".join(lines[:_TEXT_LINES]), "\n".join(lines)
+            if index is None:
+                regions.append(Region(path, number, text, body=body))
+                continue
+            file_side = structures[path].work if side == "work" else structures[path].base
+            branch = file_side.branches[index]
+            gate = file_side.gate(branch)
+            regions.append(Region(path, branch.line, text, gate.text if gate else "", body))
+        return regions
+
+    @staticmethod
+    def _flipped_branch(structures, path: str, line: int, arch: Arch, side: str) -> int | None:
+        """The innermost guard of `path` that flipped on `arch` and holds `line`, if any.
+
+        When the evaluator cannot pair the two sides, any arch guard holding
+        the line will do.
+        """
         pair = structures.get(path)
-        if pair is not None:
-            gained, lost, problem = pair.flips(arch)
-            file_side = pair.work if side == "work" else pair.base
-            flipped = gained if side == "work" else lost
-            if not problem and file_side.branches is not None:
-                index = file_side.innermost(line, flipped)
-                if index is not None:
-                    gate = file_side.gate(file_side.branches[index])
-                    return Region(path, file_side.branches[index].line, text, gate.text if gate else "", "\n".join(body))
-        return Region(path, line, text, body="\n".join(body))
+        file_side = None if pair is None else pair.work if side == "work" else pair.base
+        if file_side is None or file_side.branches is None:
+            return None
+        gained, lost, problem = pair.flips(arch)
+        if problem:
+            guarded = {i for i, branch in enumerate(file_side.branches) if file_side.gate(branch) is not None}
+            return file_side.innermost(line, guarded)
+        return file_side.innermost(line, gained if side == "work" else lost)
 
     # ------------------------------------------------------------ cache
 

@@ -18,7 +18,9 @@ from typing import Callable
 from codemods import errors, files, journal, recipes
 from codemods.arch import DEFAULT_ARCHS, Arch
 from codemods.recipes import Plan, PlannedChange, Recipe
-from codemods.repo import TRAILER_BASE, TRAILER_CHANGE, TRAILER_RECIPE, Applied, Repo, ShadowRepo, branch_name, open_repo
+from codemods.repo import (
+    TRAILER_BASE, TRAILER_CHANGE, TRAILER_RECIPE, Applied, Repo, ShadowRepo, branch_name, open_repo, refuse_unusable,
+)
 
 
 @dataclass
@@ -43,6 +45,7 @@ def prepare(recipe: Recipe, repo_path: Path, universe: tuple[Arch, ...] = DEFAUL
         raise errors.RepoState("path does not exist", where=str(repo_path), hint="check --repo")
     if not repo_path.is_dir():
         raise errors.RepoState("is a file, not a folder", where=str(repo_path), hint="point --repo at the project's folder")
+    refuse_unusable(repo_path)
     names = [project] if project else sorted({c.project for c in recipe.changes})
     target = recipes.detect(repo_path.resolve(), names)
     repo = None if ShadowRepo.wanted(repo_path) and not ShadowRepo.location(repo_path).joinpath("git").is_dir() else open_repo(repo_path)
@@ -62,15 +65,20 @@ def failed_error(plans: list[Plan]) -> errors.CodemodError:
     )
 
 
+_LISTED_GATES = 40
+
+
 def commit_message(plan: Plan, change: PlannedChange, prefix: str, base: str) -> str:
     targets = ", ".join(a.name for a in plan.targets)
     body = [f"codemod({plan.recipe.id}): {change.change.title}", ""]
     if change.change.why:
         body += [change.change.why, ""]
     body.append(f"Gates widened to admit {targets}:")
-    for gc in change.gates:
-        if gc.outcome == "changed":
-            body.append(f"  {prefix}{change.file}:{gc.gate.line}  {' '.join(gc.gate.text.split())}  ->  {' '.join(gc.after_text.split())}")
+    changed = [gc for gc in change.gates if gc.outcome == "changed"]
+    for gc in changed[:_LISTED_GATES]:
+        body.append(f"  {prefix}{change.file}:{gc.gate.line}  {' '.join(gc.gate.text.split())}  ->  {' '.join(gc.after_text.split())}")
+    if len(changed) > _LISTED_GATES:
+        body.append(f"  ... and {len(changed) - _LISTED_GATES} more in {prefix}{change.file}")
     if plan.recipe.notes:
         body += ["", "Upstream notes:"] + [f"- {n}" for n in plan.recipe.notes]
     body += [
@@ -190,7 +198,8 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
             head_branch, head_sha = repo.head()
             base = f"{head_branch}@{head_sha}" if head_branch else head_sha
             expected = {
-                f"{r.prefix}{c.file}": _sha256(_content_for(r.plan, c, r.selected)) for r in chosen for c in r.selected
+                repo.rel(files.inside(repo.root, f"{r.prefix}{c.file}")): _sha256(_content_for(r.plan, c, r.selected))
+                for r in chosen for c in r.selected
             }
             entry = {
                 "op": "run", "recipe": recipe_id, "branch": name, "base_ref": head_branch or "", "base_sha": head_sha,
@@ -204,9 +213,10 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
             for result in chosen:
                 result.base, result.branch = base, name
                 for change in result.selected:
-                    rel = f"{result.prefix}{change.file}"
+                    path = files.inside(repo.root, f"{result.prefix}{change.file}")
+                    rel = repo.rel(path)  # a symlink inside the repo: commit the file it points to
                     written.append(rel)
-                    files.write_atomic(files.inside(repo.root, rel), _content_for(result.plan, change, result.selected))
+                    files.write_atomic(path, _content_for(result.plan, change, result.selected))
                     _step(repo, entry, f"written:{change.id}")
                     sha = repo.commit([rel], commit_message(result.plan, change, result.prefix, base))
                     result.commits.append((sha, change.id))
@@ -282,7 +292,7 @@ def recover_interrupted(path: Path, notify: Callable[[str], None]) -> None:
 def _check(repo: Repo, plan: Plan, prefix: str, recipe: Recipe, path: Path, branch: str | None) -> None:
     """Refuse before anything is written: detached HEAD, changed files, an existing branch, permissions."""
     head_branch, head_sha = repo.head()
-    rels = [f"{prefix}{f}" for f in plan.files()]
+    rels = list(dict.fromkeys(repo.rel(files.inside(repo.root, f"{prefix}{f}")) for f in plan.files()))
     untracked = [r for r in rels if not repo.tracked(r)]
     if untracked:
         raise errors.DirtyTree(
@@ -461,3 +471,80 @@ def revert_many(recipe_id: str, spots: list[Spot], **options) -> list[tuple[Path
         seen.add(key)
         done.append((path, revert(recipe_id, path, **options)))
     return done
+
+
+@dataclass
+class VerifyContext:
+    repo: Repo
+    recipe: str
+    base_sha: str
+    targets: tuple[Arch, ...]
+    expected: dict[str, int]
+
+
+def verify_repo(
+    repo_path: Path,
+    *,
+    recipe_id: str | None = None,
+    base: str | None = None,
+    arch: Arch | None = None,
+    universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+    jobs: int = 0,
+    nvcc: str | None = "nvcc",
+    recipes_dirs: list[Path] | None = None,
+):
+    """Preprocess every CUDA file changed since the base, per arch, before and after (codemods.verify)."""
+    from codemods import verify as verifier
+    from codemods.arch import family
+    from codemods.gates import cuda_guard
+    from codemods.repo import codemod_home
+
+    repo = open_repo(repo_path)
+    records = [r for r in repo.applied() if recipe_id in (None, r.recipe)]
+    if base:
+        base_sha = repo.resolve_rev(base)
+        recipe_name = recipe_id or (records[0].recipe if len(records) == 1 else "")
+    elif records:
+        record = next((r for r in records if r.current), records[0])
+        base_sha, recipe_name = record.base_sha, record.recipe
+    else:
+        raise errors.RepoState(
+            f"no applied recipe{' ' + recipe_id if recipe_id else ''} to verify",
+            where=str(repo.root),
+            hint="apply one with `codemod run`, or pass --base REV to compare the work tree with any revision",
+        )
+    if arch is not None:
+        targets = tuple(dict.fromkeys(family(arch, tuple(universe) + (arch,))))
+    elif recipe_name:
+        try:
+            targets = recipes.find_recipe(recipe_name, recipes_dirs).targets(universe)
+        except errors.CodemodError:
+            raise errors.UnknownRecipe(f"recipe {recipe_name} is not known here", hint="pass --arch sm_120 to name the target") from None
+    else:
+        raise errors.RepoState("cannot tell the target arch", where=str(repo.root), hint="pass --arch sm_120")
+    target = recipes.detect(repo_path.resolve())
+    prefix = repo.rel(target.root)
+    prefix = "" if prefix == "." else prefix + "/"
+    include_dirs = [f"{prefix}{d}" for d in target.layout.include_dirs if (target.root / d).is_dir()]
+    changed: dict[str, tuple[bytes, bytes]] = {}
+    expected: dict[str, int] = {}
+    for rel in repo.changed_since(base_sha):
+        if not verifier.is_cuda_source(rel):
+            continue
+        path = repo.root / rel
+        before = repo.show(base_sha, rel) or b""
+        after = path.read_bytes() if path.is_file() else b""
+        changed[rel] = (before, after)
+        gates_before = cuda_guard.find(before, tuple(universe) + targets) if before else []
+        gates_after = cuda_guard.find(after, tuple(universe) + targets) if after else []
+        if len(gates_before) == len(gates_after):
+            for old, new in zip(gates_before, gates_after):
+                for a in targets:
+                    if old.admits.admits(a) is False and new.admits.admits(a):
+                        expected[a.name] = expected.get(a.name, 0) + 1
+    archs = tuple(dict.fromkeys(tuple(universe) + targets))
+    report = verifier.verify(
+        repo.root, changed, archs, targets, include_dirs, expected=expected, jobs=jobs,
+        cache_dir=codemod_home() / "verify-cache", nvcc=nvcc,
+    )
+    return report, VerifyContext(repo, recipe_name, base_sha, targets, expected)

@@ -107,7 +107,7 @@ def summary(report) -> dict[str, tuple[str, bool, list[tuple[str, int]], list[tu
 def test_dropped_upper_bound_gains_the_guarded_calls_on_targets_only(tmp_path):
     report = run(tmp_path, BASE_HEADER, patched(BASE_HEADER))
 
-    assert report.method == "nvcc"
+    assert (report.method, report.flags) == ("nvcc", ["-std=c++17"])
     assert report.ok, [r.detail for r in report.results]
     assert report.files == [HEADER]
     results = by_arch(report)
@@ -199,6 +199,30 @@ def test_else_branch_lost_on_a_target_is_not_ok(tmp_path):
 
 
 @needs_nvcc
+@pytest.mark.parametrize("nvcc", ["nvcc", None])
+def test_adjacent_guards_are_two_regions(tmp_path, nvcc):
+    base = dedent(
+        f"""\
+        __device__ void wait() {{
+        {OLD_GUARD}
+          cudaGridDependencySynchronize();
+        #endif
+        {OLD_GUARD}
+          cudaTriggerProgrammaticLaunchCompletion();
+        #endif
+        }}
+        """
+    )
+    report = run(tmp_path, base, patched(base), expected={"sm_120": 2}, nvcc=nvcc)
+
+    assert report.ok
+    assert [(g.line, g.text) for g in by_arch(report)["sm_120"].gained] == [
+        (2, "cudaGridDependencySynchronize();"),
+        (5, "cudaTriggerProgrammaticLaunchCompletion();"),
+    ]
+
+
+@needs_nvcc
 def test_file_outside_include_dirs_is_preprocessed_itself(tmp_path):
     path = "csrc/kernels/allreduce.cu"
     base = f'#include "../../{HEADER}"\n' + BASE_HEADER.replace('#include "../exception.h"\n', "")
@@ -224,13 +248,27 @@ def test_nvcc_error_is_a_failed_arch_not_an_exception(tmp_path):
 
 
 @needs_nvcc
-def test_unsupported_arch_fails_with_nvcc_message(tmp_path):
+def test_arch_specific_and_family_targets_are_preprocessed_as_such(tmp_path):
     root, changed = make_tree(tmp_path, BASE_HEADER, patched(BASE_HEADER))
-    report = verify(root, changed, parse_archs("sm_90,sm_100a"), (), ["include"], flags=("-std=c++03",))
+    report = verify(root, changed, parse_archs("sm_90a,sm_100f,sm_120a,sm_120f"), parse_archs("sm_120a,sm_120f"), ["include"])
 
-    assert report.flags == ["-std=c++03"]
-    assert all(r.status in ("identical", "failed") for r in report.results)
-    assert report.ok == all(r.status == "identical" for r in report.results)
+    assert report.ok
+    assert [(r.arch, r.status, len(r.gained)) for r in report.results] == [
+        ("sm_90a", "identical", 0), ("sm_100f", "identical", 0), ("sm_120a", "changed", 3), ("sm_120f", "changed", 3),
+    ]
+
+
+@needs_nvcc
+def test_arch_nvcc_rejects_is_failed_with_its_message(tmp_path):
+    root, changed = make_tree(tmp_path, BASE_HEADER, patched(BASE_HEADER))
+    # CUDA 13.0 renamed sm_101 to sm_110 and rejects compute_101.
+    report = verify(root, changed, parse_archs("sm_90,sm_101"), (), ["include"])
+
+    assert not report.ok
+    sm_90, sm_101 = report.results
+    assert (sm_90.status, sm_90.ok) == ("identical", True)
+    assert (sm_101.status, sm_101.ok) == ("failed", False)
+    assert sm_101.detail == f"{HEADER}: nvcc fatal : Unsupported gpu architecture 'compute_101'"
 
 
 @needs_nvcc
@@ -401,3 +439,7 @@ def test_flashinfer_063_trtllm_allreduce(real_unpacked, tmp_path):
         assert [g.line for g in gained] == guard_lines
     assert (second.preprocessed, second.cached) == (9, 9)
     assert summary(second) == summary(first)
+
+    evaluated = verify(root, changed, DEFAULT_ARCHS, targets, REAL_INCLUDE_DIRS, nvcc=None)
+    assert evaluated.method == "evaluator"
+    assert summary(evaluated) == summary(first)

@@ -29,15 +29,15 @@ from __future__ import annotations
 
 import operator
 import re
-from dataclasses import dataclass
-from functools import cache
+from dataclasses import dataclass, replace
+from functools import cache, lru_cache
 
 import tree_sitter
 import tree_sitter_cpp
 import tree_sitter_cuda
 
 from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet, is_arch_macro
-from codemods.gates import CannotWiden, Edit, Gate, apply_edits, decode
+from codemods.gates import CannotWiden, Edit, Gate, SourceError, apply_edits, decode
 
 KIND = "cuda_guard"
 
@@ -653,6 +653,32 @@ def find(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, language: st
     parser, _ = _grammar(language)
     if b"__CUDA_ARCH" not in source:
         return []
+    _check_balanced(source)
+    if len(source) > _CHUNK:
+        return _find_in_chunks(source, universe, language)
+    return _find_parsed(source, universe, language)
+
+
+_CONDITIONAL_RE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|endif)\b", re.M)
+
+
+def _check_balanced(source: bytes) -> None:
+    """Raise SourceError when #if-style lines and #endif lines do not pair up (outside comments and strings)."""
+    code = _OPAQUE_RE.sub(lambda m: b"\n" * m.group().count(b"\n") or b" ", source)
+    code = re.sub(rb"\\[ \t]*\r?\n", b" ", code)  # a continued line is not a line start
+    opened = closed = 0
+    for match in _CONDITIONAL_RE.finditer(code):
+        if match.group(1) == b"endif":
+            closed += 1
+        else:
+            opened += 1
+    if opened != closed:
+        raise SourceError(f"unbalanced preprocessor conditionals: {opened} #if/#ifdef/#ifndef but {closed} #endif")
+
+
+def _find_parsed(source: bytes, universe: tuple[Arch, ...], language: str) -> list[Gate]:
+    """find() over one tree-sitter tree of the whole source."""
+    parser, _ = _grammar(language)
     tree = parser.parse(source)
     gates = []
     for keyword in _keywords(tree, language):
@@ -671,6 +697,49 @@ def find(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, language: st
                 detail={"directive": guard.directive, "language": language},
             )
         )
+    return gates
+
+
+# Above this size a file is parsed in pieces cut at line ends outside comments
+# and strings: a 50 MB generated header as one tree-sitter tree needs > 1 GB.
+_CHUNK = 4 * 1024 * 1024
+_OPAQUE_RE = re.compile(rb"""/\*.*?\*/|//(?:\\\r?\n|[^\n])*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""", re.DOTALL)
+
+
+def _cuts(source: bytes) -> list[int]:
+    """Offsets that start a line outside any comment or string literal, about _CHUNK apart."""
+    cuts = [0]
+    opaque = _OPAQUE_RE.finditer(source)
+    current = next(opaque, None)
+    want = _CHUNK
+    while want < len(source):
+        cut = source.find(b"\n", want)
+        if cut < 0:
+            break
+        cut += 1
+        while current is not None and current.end() <= cut:
+            current = next(opaque, None)
+        if current is not None and current.start() < cut:
+            want = current.end()  # inside a comment or string: cut after it
+            continue
+        if source[max(0, cut - 3) : cut - 1].rstrip(b"\r").endswith(b"\\"):
+            want = cut
+            continue
+        cuts.append(cut)
+        want = cut + _CHUNK
+    return cuts
+
+
+def _find_in_chunks(source: bytes, universe: tuple[Arch, ...], language: str) -> list[Gate]:
+    gates = []
+    cuts = _cuts(source) + [len(source)]
+    line = 0
+    for start, end in zip(cuts, cuts[1:]):
+        piece = source[start:end]
+        if b"__CUDA_ARCH" in piece:
+            for gate in _find_parsed(piece, universe, language):
+                gates.append(replace(gate, start=gate.start + start, end=gate.end + start, line=gate.line + line))
+        line += piece.count(b"\n")
     return gates
 
 
@@ -846,11 +915,11 @@ def _parenthesized(term: str) -> str:
     return f"({term})" if "&&" in term else term
 
 
+
+@lru_cache(maxsize=4096)
 def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> ArchSet:
     """The archs a guard condition, given as text, admits (device pass of each arch)."""
-    verdicts = {arch: evaluate(text, arch.macros()) for arch in universe}
-    return ArchSet(
-        universe,
-        frozenset(a for a, v in verdicts.items() if v is True),
-        frozenset(a for a, v in verdicts.items() if v is None),
-    )
+    guard, _ = _snippet_guard("#if", text.encode("utf-8"), "cuda")
+    if guard is None:
+        return ArchSet(universe, frozenset(), frozenset(universe))
+    return guard.admits(universe)
