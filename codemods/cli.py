@@ -233,7 +233,7 @@ def _ask_each(changes):
             accepted.append(change)
             continue
         err.print(f"[bold]{change.id}[/]: {change.change.title}")
-        _print_diff(report.unified_diff(change.file, change.before, change.after))
+        _print_diff(report.unified_diff(change.file, change.before, change.after, change.edits))
         answer = ""
         while answer not in ("y", "n", "a", "q"):
             answer = typer.prompt("apply this change? [y]es [n]o [a]ll [q]uit", err=True).strip().lower()[:1]

@@ -1,4 +1,4 @@
-"""What goes wrong when a guarded CUDA region is compiled for an arch: the `#if` structure and the instructions it lacks.
+"""What breaks when a guarded CUDA region is compiled for an arch: the `#if` structure, the instructions it lacks.
 
 Two pure pieces, over source bytes:
 
@@ -195,6 +195,7 @@ class Structure:
         self.chains = chains
         self._starts = [branch.start for branch in branches]
         self._own: dict[tuple[int, Arch], bool | None] = {}
+        self._code: dict[int, bool] = {}
 
     def at(self, offset: int) -> Branch | None:
         """The branch whose directive line holds byte `offset`."""
@@ -244,9 +245,11 @@ class Structure:
 
     def has_code(self, branch: Branch) -> bool:
         """Whether the body, nested groups included, holds any line of code."""
-        if branch.own_code:
-            return True
-        return any(self.has_code(member) for child in branch.children for member in self.group(self.branches[child]))
+        if branch.index not in self._code:
+            self._code[branch.index] = branch.own_code or any(
+                self.has_code(member) for child in branch.children for member in self.group(self.branches[child])
+            )
+        return self._code[branch.index]
 
     def arch_selected(self, branch: Branch) -> bool:
         """Whether an arch decides this branch: it, or an earlier branch of its group, tells archs apart."""
@@ -254,12 +257,10 @@ class Structure:
 
     def gives_code(self, branch: Branch, arch: Arch) -> bool:
         """Whether some branch of this group that `arch` may take holds code."""
-        return any(
-            self.taken(member, arch) is not False and self.has_code(member) for member in self.group(branch)
-        )
+        return any(self.taken(member, arch) is not False and self.has_code(member) for member in self.group(branch))
 
     def region_hits(self, branch: Branch, arch: Arch, families: tuple[TokenFamily, ...]) -> list[Hit]:
-        """Family tokens compiled on `arch` if `branch` is taken: its body, minus nested branches `arch` does not take."""
+        """Family tokens compiled on `arch` when `branch` is taken: its body minus nested branches `arch` skips."""
         names = {family.name for family in families}
         found = [hit for hit in branch.hits if hit.family in names]
         for child in branch.children:
@@ -278,7 +279,9 @@ class Structure:
         return None
 
 
+@lru_cache(maxsize=4096)
 def _verdict(directive: str, condition: str, arch: Arch) -> bool | None:
+    """One directive's condition on `arch`; guards repeat, so the answers are cached."""
     if directive == "#else":
         return True
     macros = arch.macros()
@@ -360,6 +363,7 @@ _OTHER_DIRECTIVE_RE = re.compile(rb"^[ \t\f\v]*#(?:[^\n]*\\\r?\n)*[^\n]*", re.MU
 def _has_code(masked: bytes, start: int, end: int) -> bool:
     """Whether `masked[start:end]` (whole lines) holds anything but blanks and directives."""
     return bool(_OTHER_DIRECTIVE_RE.sub(b"", masked[start:end]).strip())
+
 
 _DIRECTIVE_LINE_RE = re.compile(
     rb"^[ \t\f\v]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b", re.MULTILINE | re.ASCII

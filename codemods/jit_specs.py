@@ -1,13 +1,15 @@
 """FlashInfer JIT specs in Python source: which module, which sources, which archs it is built for.
 
 A spec is a call `gen_jit_spec("<module>", [sources ...], ...)`. Its
-*sources* are the paths under FlashInfer's csrc folder it names:
-`jit_env.FLASHINFER_CSRC_DIR / "x.cu"`, multi-part
-`FLASHINFER_CSRC_DIR / "nv_internal" / "x.cpp"`, or, when the sources
-argument is not a list literal, every such path and every string literal
-naming a source or template file (`"batch_mla_sm90_plan.cu"`) in the
-function that makes the call. Its *include dirs* are the csrc or include
-paths of `extra_include_paths`.
+*sources* are the paths under FlashInfer's csrc (or include) folder it
+names: `jit_env.FLASHINFER_CSRC_DIR / "x.cu"`, multi-part
+`FLASHINFER_CSRC_DIR / "nv_internal" / "x.cpp"`, and bare string literals
+naming a source or template file (`"batch_mla_sm90_plan.cu"`, taken as
+csrc-relative), found in the sources list or, when that argument is not a
+list literal (`source_paths`), anywhere in the function that makes the
+call. A string that is one piece of a path under another folder (the
+generated sources) is not a source. Its *include dirs* are the csrc or
+include paths of `extra_include_paths`. Paths are not checked here.
 
 Its *gate* says which archs the JIT builds it for, in this order:
 
@@ -92,11 +94,7 @@ def find(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> list[JitS
         if own is not None:
             variants = [(own, literal or function)]
         else:
-            callers = [
-                gate
-                for caller in module.callers(function)
-                if (gate := module.gate(caller)) is not None
-            ]
+            callers = [gate for caller in module.callers(function) if (gate := module.gate(caller)) is not None]
             variants = [(gate, literal or gate.function) for gate in callers] or [(None, literal or function)]
         for gate, name in variants:
             specs.append(
@@ -124,9 +122,7 @@ class _Module:
         self._lists: dict[str, list[Gate]] = {}
         for gate in python_arch_list.find(source, universe):
             self._lists.setdefault(gate.context, []).append(gate)
-        self._flags = [
-            (name, match) for name in parsed.nodes(cst.Name) if (match := _FLAGS_RE.match(name.value))
-        ]
+        self._flags = [(name, match) for name in parsed.nodes(cst.Name) if (match := _FLAGS_RE.match(name.value))]
         self._paths: list[tuple[cst.CSTNode, tuple[str, str]]] = []
         self._strings: list[tuple[cst.CSTNode, str]] = []
         covered: set[int] = set()
@@ -161,7 +157,9 @@ class _Module:
         return node is container or any(ancestor is container for ancestor in self.parsed.ancestors(node))
 
     def callers(self, function: str) -> list[str]:
-        return [caller for caller, callees in self._callees.items() if caller and caller != function and function in callees]
+        return [
+            caller for caller, callees in self._callees.items() if caller and caller != function and function in callees
+        ]
 
     def paths(
         self, *, within: cst.CSTNode | None = None, function: str = "", dirs: bool = False, loose: bool = False
@@ -190,13 +188,12 @@ class _Module:
                 if not isinstance(self.parsed.parent(block) if block is not None else None, cst.FunctionDef):
                     return False  # inside an if/for/with: the flags may not always apply
                 return any(
-                    isinstance(target.target, cst.Name) and target.target.value in passed
-                    for target in ancestor.targets
+                    isinstance(target.target, cst.Name) and target.target.value in passed for target in ancestor.targets
                 )
         return False
 
     def gate(self, function: str, call: cst.Call | None = None) -> JitGate | None:
-        """The gate of `function`: its supported_major_versions lists, and the flag names in it (in `call` only, if given)."""
+        """The gate of `function`: its supported_major_versions lists and flag names (those `call` uses, if given)."""
         if not function:
             return None
         majors: set[int] = set()

@@ -406,6 +406,7 @@ class PlannedChange:
     before: bytes = b""
     after: bytes = b""
     gates: list[GateChange] = field(default_factory=list)
+    edits: list[Edit] = field(default_factory=list)  # on `before`; what report builds the diff from
 
     @property
     def id(self) -> str:
@@ -595,6 +596,7 @@ def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target:
             pc.outcome, pc.reason = "failed", f"{pc.file}:{gc.gate.line}: the rewritten gate does not admit the target (internal check)"
             return
     pc.after = after
+    pc.edits = sorted(set(edits))
     pc.outcome = "changed"
 
 

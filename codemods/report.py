@@ -2,41 +2,29 @@
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
+from codemods import diffs
 from codemods.arch import Arch, ArchSet
 from codemods.recipes import Plan, PlannedChange
 from codemods.repo import Applied
 
 
-def _lines(data: bytes) -> list[str]:
-    return data.decode("utf-8", errors="surrogateescape").splitlines(keepends=True)
-
-
-def unified_diff(rel: str, before: bytes, after: bytes) -> str:
+def unified_diff(rel: str, before: bytes, after: bytes, edits=None) -> str:
     """A diff `git apply` accepts (a/ and b/ prefixes, no-newline markers)."""
-    out = []
-    for line in difflib.unified_diff(_lines(before), _lines(after), f"a/{rel}", f"b/{rel}", n=3):
-        if line.startswith(("---", "+++")):
-            out.append(line.rstrip("\n") + "\n")
-            continue
-        if not line.endswith("\n"):
-            line += "\n\\ No newline at end of file\n"
-        out.append(line)
-    if not out:
-        return ""
-    return f"diff --git a/{rel} b/{rel}\n" + "".join(out)
+    return diffs.unified_diff(rel, before, after, edits)
 
 
 def plan_diff(plan: Plan, prefix: str = "", changes: list[PlannedChange] | None = None) -> str:
     """One diff per file over the selected changes, paths relative to the git root (prefix)."""
     chosen = changes if changes is not None else plan.changed
-    per_file: dict[str, tuple[bytes, bytes]] = {}
+    per_file: dict[str, list[PlannedChange]] = {}
     for change in chosen:
-        first, _ = per_file.get(change.file, (change.before, change.after))
-        per_file[change.file] = (first, change.after)
-    return "".join(unified_diff(f"{prefix}{file}", a, b) for file, (a, b) in per_file.items())
+        per_file.setdefault(change.file, []).append(change)
+    return "".join(
+        unified_diff(f"{prefix}{file}", done[0].before, done[-1].after, done[0].edits if len(done) == 1 else None)
+        for file, done in per_file.items()
+    )
 
 
 def gate_rows(plan: Plan, changes: list[PlannedChange] | None = None) -> list[dict[str, Any]]:

@@ -1,38 +1,44 @@
 """`codemod scan`: every arch gate in a tree, and the hazards of one arch.
 
-`scan(root, arch)` walks the tree (skipping `.git`, `__pycache__` and binary
-files), parses the files that can hold a gate (C/C++/CUDA files whose bytes
-name `__CUDA_ARCH`, Python files naming `supported_major_versions` or
-`is_sm`) with the gate kinds, and reports for each gate what it admits and
-whether it excludes `arch`. A cuda_guard gate that excludes `arch` also says
-whether it is *widenable*: nothing in the region it guards is an instruction
-`arch` lacks (hazards.TOKEN_FAMILIES). Files that cannot be decoded or
-parsed are skipped with a reason.
+`scan(root, arch)` walks the tree (skipping `.git`, `__pycache__`, binary
+files and symlinks out of it) and parses the files that can hold a gate:
+C/C++/CUDA files whose bytes name `__CUDA_ARCH` (cuda_guard, with the CUDA
+grammar for .cu/.cuh), and Python files whose bytes hold
+`supported_major_versions=[` or an `is_smNN... or` (python_arch_list,
+python_arch_or). It reports for each gate what it admits and whether it
+excludes `arch`. A cuda_guard gate that excludes `arch` also says whether
+it is *widenable*: no token of an instruction `arch` lacks in the region
+it guards (hazards.blockers_for). Files that cannot be decoded or parsed
+are skipped with a reason.
 
-In a FlashInfer tree it also reads the JIT specs (jit_specs) and follows
-each spec's sources through their `#include "..."`/`<...>` closure inside
-the tree (the including file's folder, then the include root, the csrc
-folder and the spec's extra include dirs), and reports two hazards:
+In a FlashInfer tree (checkout, wheel or package layout) it also reads the
+JIT specs under `flashinfer/jit` (jit_specs) and follows each spec's
+sources through their `#include "..."`/`<...>` closure inside the tree
+(the including file's folder for quoted includes, then the include root,
+the csrc folder and the spec's extra include dirs), and reports:
 
-- `empty-kernel`: the spec's gate lists the majors (or flag targets) it is
-  built for and admits `arch`, while a guard in its closure compiles a body
-  of code out on `arch`'s JIT target, keeps it on an *older* target the spec
-  is built for, and leaves `arch` no other branch of the group with code:
-  a guard written before `arch` existed (`< 1200`, `== 1000`). The kernel
-  then runs without that code and returns wrong results with no error. A
-  guard that keeps code only for newer targets (`>= 1000` seen from sm_90)
-  marks a feature `arch` lacks and is not reported. Specs without such a gate are built for whatever the user asks
-  and are not judged: a guard that excludes an arch there was already so
-  before any widening (FlashInfer's `< 800` fallbacks and host-only
-  `#ifndef __CUDA_ARCH__` blocks would otherwise flood the report).
+- `empty-kernel`: the spec's gate lists majors (or flag targets) and
+  admits `arch`, while a guard in its closure compiles a body of code out
+  on `arch`'s JIT target (hazards.jit_target), keeps it on an *older*
+  target the spec is built for, and leaves `arch` no other branch of the
+  group with code: a guard written before `arch` existed (`< 1200`,
+  `== 1000`). The kernel runs without that code and returns wrong results
+  with no error. A guard that keeps code only for newer targets (`>= 1000`
+  seen from sm_90) marks a feature `arch` lacks and is not reported; nor is
+  a guard nested in one `arch` already skips. Specs without such a gate are
+  built for whatever the user asks and are not judged: such a guard was
+  there before any widening.
 - `unsupported-instruction`: an arch-selected branch (`#if __CUDA_ARCH__ >=
-  1000`, or the `#else` of one) that `arch`'s JIT target takes, around
-  tokens `arch` lacks (`tcgen05.alloc`), so the module does not compile. Not
-  a hazard when every spec whose closure holds the file is gated away from
-  `arch`; `potential` when the file is in no spec's closure, or only in
-  specs without a gate, or the branch depends on other macros.
+  1000`, or the `#else` after one) that `arch`'s JIT target takes, around
+  tokens of an instruction `arch` lacks (`tcgen05.alloc`), so the module
+  does not build. No hazard when every spec whose closure holds the file
+  is gated away from `arch`; `potential` when the file is in no spec's
+  closure or only in specs without a gate, when the branch also depends
+  on other macros, or when only CuTe/CUTLASS wrapper names are found
+  (they may compile to a trap instead).
 
-Files are independent, so with `jobs > 1` they are parsed in a process pool.
+`check(result)` is True when any hazard is not potential. Files are
+independent, so with `jobs > 1` they are parsed in a process pool.
 """
 
 from __future__ import annotations
@@ -59,7 +65,7 @@ _BINARY_PROBE = 8192
 _PYTHON_PREFILTERS = (
     (python_arch_list, re.compile(rb"supported_major_versions\s*=\s*[\[(]")),
     # a chain starts with a predicate (maybe called) and `or`: `is_sm100a_supported(device)\n or`
-    (python_arch_or, re.compile(rb"is_sm\d{2,3}a?(?:_supported)?\b\s*(?:\([^()]*\))?\s*\)*\s*\bor\b")),
+    (python_arch_or, re.compile(rb"is_sm\d{2,3}a?(?:_supported)?\b\s*(?:\((?:[^()]|\([^()]*\))*\))?\s*\)*\s*\bor\b")),
 )
 # Below this many files a process pool costs more than it saves.
 _POOL_MINIMUM = 64
@@ -160,14 +166,14 @@ def scan(root: Path, arch: Arch, universe: tuple[Arch, ...] = DEFAULT_ARCHS, job
         if item.structure is not None:
             structures[item.file] = item.structure
         specs += [(item.file, spec) for spec in item.specs]
+    modules: list[_Module] = []
+    all_specific = False
     if layout is not None:
         all_specific = _all_specific(root, layout)
-        closures = _Closures(root, layout)
-        result.modules, members = _modules(specs, closures, arch)
-        result.hazards = _empty_kernels(result.modules, members, structures, arch, universe, all_specific)
-        result.hazards += _unsupported(result.modules, members, structures, arch, all_specific)
-    else:
-        result.hazards = _unsupported([], {}, structures, arch, False)
+        modules = _modules(specs, _Closures(root, layout), arch)
+        result.modules = [module.record for module in modules]
+        result.hazards = _empty_kernels(modules, structures, arch, universe, all_specific)
+    result.hazards += _unsupported(modules, structures, arch, all_specific)
     result.gates.sort(key=lambda g: (g["file"], g["line"]))
     result.skipped.sort(key=lambda s: s["file"])
     result.hazards.sort(key=lambda h: (h["file"], h["line"], h["kind"]))
@@ -241,8 +247,10 @@ def _scan_file(task: tuple[str, str, Arch, tuple[Arch, ...], bool]) -> _FileScan
             out.gates = [_record(rel, gate, arch, data) for gate in found]
     except SourceError as exc:
         out = _FileScan(rel, skipped=str(exc))
-    except (RecursionError, ValueError) as exc:
-        out = _FileScan(rel, skipped=f"cannot parse: {type(exc).__name__}: {exc}")
+    except RecursionError:
+        out = _FileScan(rel, skipped="cannot parse: nested too deeply")
+    except Exception as exc:  # one file never stops the scan; the reason says what to report
+        out = _FileScan(rel, skipped=f"cannot parse ({type(exc).__name__}: {exc}); please report this file")
     return out
 
 
@@ -287,12 +295,18 @@ class _Closures:
     def __init__(self, root: Path, layout: Layout) -> None:
         self.root = root
         self.layout = layout
+        self._base = root.resolve()
         self._includes: dict[str, list[tuple[str, bool]]] = {}
         self._exists: dict[str, bool] = {}
 
     def exists(self, rel: str) -> bool:
+        """Whether `rel` is a file inside the tree (an absolute path, `..` or a symlink out of it is not)."""
         if rel not in self._exists:
-            self._exists[rel] = not rel.startswith("../") and rel != ".." and (self.root / rel).is_file()
+            inside = not posixpath.isabs(rel) and rel != ".." and not rel.startswith("../")
+            path = self.root / rel
+            if inside and path.is_symlink():
+                inside = self._base in path.resolve().parents
+            self._exists[rel] = inside and path.is_file()
         return self._exists[rel]
 
     def place(self, root_name: str, path: str) -> str:
@@ -329,63 +343,72 @@ class _Closures:
         return self._includes[rel]
 
 
-def _modules(
-    specs: list[tuple[str, jit_specs.JitSpec]], closures: _Closures, arch: Arch
-) -> tuple[list[dict], dict[str, list[int]]]:
-    """One record per spec variant, and for each file the indexes of the modules whose closure holds it."""
-    modules, members = [], {}
+@dataclass
+class _Module:
+    """One JIT spec variant, the files it compiles, and its record for the report."""
+
+    spec: jit_specs.JitSpec
+    file: str
+    files: frozenset[str]
+    record: dict
+
+    @property
+    def name(self) -> str:
+        return self.spec.module
+
+    def admits(self, arch: Arch) -> bool | None:
+        """Whether the gate admits `arch`; None for a spec without a gate."""
+        return None if self.spec.gate is None else self.spec.gate.admits(arch)
+
+    def target(self, arch: Arch, all_specific: bool) -> Arch:
+        """The nvcc target the module is compiled for on a GPU of `arch`."""
+        gate = self.spec.gate
+        if gate is not None and arch.major not in gate.majors:
+            for target in gate.targets:
+                if target.plain == arch.plain:
+                    return target
+        return hazards.jit_target(arch, all_specific=all_specific)
+
+
+def _modules(specs: list[tuple[str, jit_specs.JitSpec]], closures: _Closures, arch: Arch) -> list[_Module]:
+    modules = []
     for file, spec in specs:
         files, missing = closures.closure(spec)
         gate = spec.gate
-        modules.append(
-            {
-                "module": spec.module,
-                "file": file,
-                "line": spec.line,
-                "function": spec.function,
-                "gate": None if gate is None else {"function": gate.function, "line": gate.line, "text": gate.text},
-                "admits_arch": None if gate is None else gate.admits(arch),
-                "sources": len(spec.sources) - len(missing),
-                "closure": len(files),
-                "_spec": spec,
-            }
-        )
-        for rel in files:
-            members.setdefault(rel, []).append(len(modules) - 1)
-    return modules, members
-
-
-def _target(gate: jit_specs.JitGate | None, arch: Arch, all_specific: bool) -> Arch:
-    """The nvcc target a module gated by `gate` is compiled for on a GPU of `arch`."""
-    if gate is not None:
-        for target in gate.targets:
-            if target.plain == arch.plain and arch.major not in gate.majors:
-                return target
-    return hazards.jit_target(arch, all_specific=all_specific)
+        record = {
+            "module": spec.module,
+            "file": file,
+            "line": spec.line,
+            "function": spec.function,
+            "gate": None if gate is None else {"function": gate.function, "line": gate.line, "text": gate.text},
+            "admits_arch": None if gate is None else gate.admits(arch),
+            "sources": len(spec.sources) - len(missing),
+            "closure": len(files),
+        }
+        modules.append(_Module(spec, file, frozenset(files), record))
+    return modules
 
 
 def _empty_kernels(
-    modules: list[dict],
-    members: dict[str, list[int]],
+    modules: list[_Module],
     structures: dict[str, Structure],
     arch: Arch,
     universe: tuple[Arch, ...],
     all_specific: bool,
 ) -> list[dict]:
     found: dict[tuple[str, int], dict] = {}
-    for index, module in enumerate(modules):
-        gate: jit_specs.JitGate | None = module["_spec"].gate
+    details: dict[tuple[str, int], tuple] = {}
+    for module in modules:
+        gate = module.spec.gate
         if gate is None or not gate.admits(arch):
             continue
-        target = _target(gate, arch, all_specific)
+        target = module.target(arch, all_specific)
         # Only older targets count: a guard that keeps code from `arch` but gives it to a newer
         # target (`>= 1000` seen from sm_90) marks a feature `arch` lacks, not a guard left narrow.
         older = [a for a in universe if (a.major, a.minor) < (arch.major, arch.minor) and gate.admits(a)]
-        siblings = {_target(gate, a, all_specific) for a in older}
-        siblings |= {t for t in gate.targets if (t.major, t.minor) < (arch.major, arch.minor)}
-        for rel, shape in structures.items():
-            if index not in members.get(rel, ()):
-                continue
+        siblings = {module.target(a, all_specific) for a in older}
+        for rel in sorted(module.files & structures.keys()):
+            shape = structures[rel]
             for branch in shape.branches:
                 if branch.directive == "#else" or not branch.names_arch:
                     continue
@@ -403,60 +426,63 @@ def _empty_kernels(
                     continue
                 key = (rel, branch.line)
                 if key in found:
-                    found[key]["_modules"].append(module["module"])
+                    found[key]["_modules"].append(module.name)
                     continue
                 found[key] = {
                     "kind": "empty-kernel",
                     "file": rel,
                     "line": branch.line,
-                    "module": module["module"],
+                    "module": module.name,
                     "potential": False,
-                    "_modules": [module["module"]],
-                    "_detail": (branch, target, kept, module),
+                    "_modules": [module.name],
                 }
-    hazards_out = []
-    for record in found.values():
-        branch, target, kept, module = record.pop("_detail")
+                details[key] = (branch, target, kept, module)
+    out = []
+    for key, record in found.items():
+        branch, target, kept, module = details[key]
         names = list(dict.fromkeys(record.pop("_modules")))
-        gate = module["gate"]
+        gate = module.spec.gate
         record["message"] = (
             f"{' and '.join(names)} {'is' if len(names) == 1 else 'are'} built for {arch.name} "
-            f"({module['file']}:{gate['line']} admits it; compiled as {target.name}), but "
-            f"`{branch.directive} {_one_line(branch.condition)}` compiles this code out there while "
-            f"{', '.join(a.name for a in kept)} keep it: the kernel runs without it and returns garbage "
-            "without an error; widen this guard together with the JIT gate"
+            f"({module.file}:{gate.line} admits it; compiled as {target.name}), but "
+            f"`{branch.directive} {branch.condition}` compiles this code out there while "
+            f"{', '.join(a.name for a in kept)} keep{'s' if len(kept) == 1 else ''} it: the kernel runs without it "
+            "and returns garbage without an error; widen this guard together with the JIT gate"
         )
-        hazards_out.append(record)
-    return hazards_out
+        out.append(record)
+    return out
 
 
 def _unsupported(
-    modules: list[dict],
-    members: dict[str, list[int]],
-    structures: dict[str, Structure],
-    arch: Arch,
-    all_specific: bool,
+    modules: list[_Module], structures: dict[str, Structure], arch: Arch, all_specific: bool
 ) -> list[dict]:
-    families = hazards.lacking(arch)
-    names = {family.name for family in families}
+    names = {family.name for family in hazards.lacking(arch)}
+    holding: dict[str, list[_Module]] = {}
+    for module in modules:
+        for rel in module.files:
+            holding.setdefault(rel, []).append(module)
     out = []
     for rel, shape in structures.items():
-        holders = [modules[i] for i in members.get(rel, ())]
-        admitting = [m for m in holders if m["admits_arch"] is True]
-        ungated = [m for m in holders if m["admits_arch"] is None]
+        holders = holding.get(rel, [])
+        admitting = [m for m in holders if m.admits(arch) is True]
+        ungated = [m for m in holders if m.admits(arch) is None]
+        # (target, module name, whether only potential, where the file is built)
         if admitting:
             contexts = [
-                (_target(m["_spec"].gate, arch, all_specific), m["module"], False, f"{m['module']} is built for {arch.name}")
-                for m in admitting
+                (m.target(arch, all_specific), m.name, False, f"{m.name} is built for {arch.name}") for m in admitting
             ]
         elif ungated:
-            target = hazards.jit_target(arch, all_specific=all_specific)
             contexts = [
-                (target, m["module"], True, f"{m['module']} has no arch list, so it is built for {arch.name} when asked")
+                (
+                    m.target(arch, all_specific),
+                    m.name,
+                    True,
+                    f"{m.name} has no arch list, so it is built for {arch.name} when asked",
+                )
                 for m in ungated
             ]
         elif not holders:
-            contexts = [(arch, None, True, "no JIT spec compiles this file, so whether anything builds it for it is unknown")]
+            contexts = [(arch, None, True, "no JIT spec compiles this file, so whether anything builds it is unknown")]
         else:
             continue  # every module that compiles this file is gated away from arch
         merged: dict[int, dict] = {}
@@ -476,37 +502,38 @@ def _unsupported(
                 entry["modules"].setdefault(module_name, where)
                 entry["decided"] |= not potential and shape.taken(selecting, target) is True
         for entry in merged.values():
-            branch, hits = entry["branch"], sorted(entry["hits"], key=lambda h: h.line)
-            found_tokens = hazards.tokens(hits)
-            wheres = list(entry["modules"].values())
-            module_name = next(iter(entry["modules"]))
-            instructions = [hit for hit in hits if not hit.wrapper]
-            condition = "#else" if branch.directive == "#else" else f"{branch.directive} {_one_line(branch.condition)}"
-            verb = "admits" if shape.taken(branch, entry["target"]) is True else "may admit"
-            if instructions:
-                what = f"{', '.join(found_tokens)}, which ptxas rejects there"
-            else:
-                what = (
-                    f"{', '.join(found_tokens)}: CuTe/CUTLASS names for instructions {arch.name} lacks, which "
-                    "fail to build or trap at run time (CUTE_INVALID_CONTROL_PATH) when called"
-                )
-            out.append(
-                {
-                    "kind": "unsupported-instruction",
-                    "file": rel,
-                    "line": branch.line,
-                    "module": module_name,
-                    "potential": not (entry["decided"] and instructions),
-                    "tokens": found_tokens,
-                    "message": (
-                        f"`{condition}` {verb} {arch.name} (compiled as {entry['target'].name}) around {what}; "
-                        f"{wheres[0]}"
-                        + (f" (and {len(wheres) - 1} more modules)" if len(wheres) > 1 else "")
-                        + f". {hazards.describe((instructions or hits)[:1], arch)[0]}"
-                    ),
-                }
-            )
+            out.append(_unsupported_record(rel, shape, entry, arch))
     return out
+
+
+def _unsupported_record(rel: str, shape: Structure, entry: dict, arch: Arch) -> dict:
+    branch, hits = entry["branch"], sorted(entry["hits"], key=lambda h: h.line)
+    found_tokens = hazards.tokens(hits)
+    wheres = list(entry["modules"].values())
+    instructions = [hit for hit in hits if not hit.wrapper]
+    condition = "#else" if branch.directive == "#else" else f"{branch.directive} {branch.condition}"
+    verb = "admits" if shape.taken(branch, entry["target"]) is True else "may admit"
+    if instructions:
+        what = f"{', '.join(found_tokens)}, which ptxas rejects there"
+    else:
+        what = (
+            f"{', '.join(found_tokens)}: CuTe/CUTLASS names for instructions {arch.name} lacks, which "
+            "fail to build or trap at run time (CUTE_INVALID_CONTROL_PATH) when called"
+        )
+    more = f" (and {len(wheres) - 1} more modules)" if len(wheres) > 1 else ""
+    return {
+        "kind": "unsupported-instruction",
+        "file": rel,
+        "line": branch.line,
+        "module": next(iter(entry["modules"])),
+        # Wrapper names alone may compile to a trap instead of failing: never more than potential.
+        "potential": not (entry["decided"] and instructions),
+        "tokens": found_tokens,
+        "message": (
+            f"`{condition}` {verb} {arch.name} (compiled as {entry['target'].name}) around {what}; "
+            f"{wheres[0]}{more}. {hazards.describe((instructions or hits)[:1], arch)[0]}"
+        ),
+    }
 
 
 def _one_line(text: str) -> str:
@@ -539,7 +566,6 @@ def to_sarif(result: ScanResult) -> dict:
     rule_ids = list(RULES)
     driver: dict = {
         "name": "codemod",
-        "informationUri": "https://github.com/flashinfer-ai/flashinfer/pull/3903",
         "rules": [
             {
                 "id": rule,
@@ -557,7 +583,8 @@ def to_sarif(result: ScanResult) -> dict:
     for gate in result.gates:
         if not gate["excludes_arch"]:
             continue
-        text = f"{gate['kind']} `{_one_line(gate['text'])}` excludes {result.arch.name} (admits {', '.join(gate['admits']) or 'none'})"
+        admitted = ", ".join(gate["admits"]) or "none"
+        text = f"{gate['kind']} `{_one_line(gate['text'])}` excludes {result.arch.name} (admits {admitted})"
         properties = {"kind": gate["kind"]}
         if "widenable" in gate:
             properties["widenable"] = gate["widenable"]
@@ -629,7 +656,11 @@ def to_text(result: ScanResult) -> str:
         for gate in excluding:
             state = ""
             if "widenable" in gate:
-                state = "  [widenable]" if gate["widenable"] else f"  [blocked: {', '.join(b.split(' (')[0] for b in gate['blockers'])}]"
+                state = (
+                    "  [widenable]"
+                    if gate["widenable"]
+                    else f"  [blocked: {', '.join(b.split(' (')[0] for b in gate['blockers'])}]"
+                )
             lines.append(f"  {gate['file']}:{gate['line']}: {gate['kind']} {_one_line(gate['text'])}{state}")
     if result.skipped:
         lines += ["", "skipped:"]
