@@ -35,6 +35,12 @@ class Format(str, Enum):
     json = "json"
 
 
+class ScanFormat(str, Enum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+
+
 def _out(text: str) -> None:
     sys.stdout.write(text)
     sys.stdout.flush()
@@ -122,6 +128,7 @@ def run(
     interactive: bool = typer.Option(False, "--interactive", "-i", help="Show each change and ask y/n/a/q."),
     branch: Optional[str] = typer.Option(None, "--branch", help="Name of the branch to create (default codemod/<recipe>); required on a detached HEAD."),
     clear_jit_cache: bool = typer.Option(False, "--clear-jit-cache", help="Remove FlashInfer's cached builds of the JIT modules the recipe changes."),
+    force: bool = typer.Option(False, "--force", help="Widen CUDA guards even around instructions the arch lacks (recorded in the commit)."),
     fmt: Format = typer.Option(Format.text, "--format", help="text, or json for scripts."),
     archs: Optional[str] = typer.Option(None, "--archs", help="Arch columns for the matrix, e.g. sm_90,sm_100,sm_120."),
     recipes_dir: list[Path] = typer.Option([], "--recipes", help="Extra folder of recipe .toml files."),
@@ -136,6 +143,7 @@ def run(
             err.print(f"[bold]note:[/] {note}")
     results = workflow.run_many(
         chosen, roots, universe=universe, dry_run=dry_run, only=only, skip=skip, branch=branch, choose=choose, notify=_notify,
+        force=force,
     )
     diff = "".join(report.plan_diff(r.plan, r.prefix, r.selected) for r in results)
     if patch is not None:
@@ -352,6 +360,60 @@ def verify(
         for line in report.verify_lines(result, ctx):
             _out(line + "\n")
     if not result.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
+@boundary
+def scan(
+    repo: list[Path] = typer.Option(..., "--repo", help="A tree to scan (repeatable)."),
+    arch: str = typer.Option("sm_120", "--arch", help="The arch to check gates against, e.g. sm_120, 12.0, 120."),
+    fmt: ScanFormat = typer.Option(ScanFormat.text, "--format", help="text, json or sarif."),
+    check: bool = typer.Option(False, "--check", help="Exit 1 when a (non-potential) hazard is found: for CI and pre-commit."),
+    jobs: int = typer.Option(0, "--jobs", help="Parallel workers (default: one per CPU)."),
+    archs: Optional[str] = typer.Option(None, "--archs", help="Arch universe for the admits lists."),
+) -> None:
+    """List every arch gate, whether it admits --arch, whether it can be widened, and real hazards."""
+    from codemods import scan as scanner
+    from codemods.arch import Arch
+
+    try:
+        target = Arch.parse(arch)
+    except ArchParseError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--arch") from None
+    results = []
+    for root in repo:
+        if not root.is_dir():
+            raise errors.RepoState("is not a folder" if root.exists() else "path does not exist", where=str(root), hint="check --repo")
+        results.append((root, scanner.scan(root, target, _universe(archs), jobs)))
+    several = len(results) > 1
+    if fmt is ScanFormat.text:
+        for root, result in results:
+            if several:
+                _out(f"== {root}\n")
+            text = scanner.to_text(result)
+            _out(text if text.endswith("\n") else text + "\n")
+    else:
+        merged: dict = {}
+        for root, result in results:
+            data = scanner.to_json(result) if fmt is ScanFormat.json else scanner.to_sarif(result)
+            if fmt is ScanFormat.sarif:
+                merged.setdefault("$schema", data.get("$schema"))
+                merged.setdefault("version", data["version"])
+                merged.setdefault("runs", []).extend(data["runs"])
+                continue
+            for key, items in data.items():
+                for item in items:
+                    if several:
+                        item["repo"] = str(root)
+                    merged.setdefault(key, []).append(item)
+        if fmt is ScanFormat.json:
+            merged = {key: merged.get(key, []) for key in ("gates", "skipped", "hazards")}
+        _out(json.dumps({k: v for k, v in merged.items() if v is not None}, indent=2) + "\n")
+    for root, result in results:
+        stats = ", ".join(f"{k} {v}" for k, v in result.stats.items()) if isinstance(result.stats, dict) else str(result.stats)
+        err.print(f"scanned {root}: {stats}", markup=False)
+    if check and any(scanner.check(result) for _, result in results):
         raise typer.Exit(1)
 
 

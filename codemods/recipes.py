@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from types import ModuleType
 from typing import Callable
 
-from codemods import errors, gates
+from codemods import errors, gates, hazards
 from codemods.arch import DEFAULT_ARCHS, Arch, ArchParseError, ArchSet, family
 from codemods.gates import CannotWiden, Edit, Gate, SourceError, apply_edits
 
@@ -395,6 +395,7 @@ class GateChange:
     after_text: str = ""
     admits_after: ArchSet | None = None
     reason: str = ""
+    forced: list[str] = field(default_factory=list)  # blockers overridden with --force
 
 
 @dataclass
@@ -487,8 +488,13 @@ def plan(
     only: list[str] | None = None,
     skip: list[str] | None = None,
     read: Callable[[str], bytes] | None = None,
+    force: bool = False,
 ) -> Plan:
-    """Plan every change of the recipe for the project at target.root. Reads, never writes."""
+    """Plan every change of the recipe for the project at target.root. Reads, never writes.
+
+    A CUDA guard around instructions a target arch lacks (hazards.blockers_for)
+    is not widened unless `force`; forced gates keep their blockers in `GateChange.forced`.
+    """
     kinds = gate_kinds()
     targets = recipe.targets(universe)
     universe = tuple(dict.fromkeys(tuple(universe) + targets))
@@ -530,13 +536,13 @@ def plan(
                 pc.outcome, pc.reason = "failed", f"{file}: permission denied"
                 continue
         pc.before = current[file]
-        _plan_change(pc, kinds[change.kind], universe, targets, target, read)
+        _plan_change(pc, kinds[change.kind], universe, targets, target, read, force)
         if pc.outcome == "changed":
             current[file] = pc.after
     return Plan(recipe, target, universe, targets, planned)
 
 
-def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target: Target, read) -> None:
+def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target: Target | None, read, force: bool = False) -> None:
     change = pc.change
     source = pc.before
     pc.after = source
@@ -557,13 +563,17 @@ def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target:
         if all(gate.admits.admits(a) for a in targets):
             pc.gates.append(GateChange(gate, "unchanged", gate.text, gate.admits, "already admits " + ", ".join(a.name for a in targets)))
             continue
+        blockers = _blockers(source, gate, targets)
+        if blockers and not force:
+            pc.gates.append(GateChange(gate, "failed", reason="not widenable: " + "; ".join(blockers) + " (--force overrides)"))
+            continue
         try:
             gate_edits = kind.widen(source, gate, targets, universe)
         except CannotWiden as exc:
             pc.gates.append(GateChange(gate, "failed", reason=str(exc)))
             continue
         edits += gate_edits
-        pc.gates.append(GateChange(gate, "changed"))
+        pc.gates.append(GateChange(gate, "changed", forced=blockers))
     failed = [g for g in pc.gates if g.outcome == "failed"]
     if failed:
         pc.outcome = "failed"
@@ -598,6 +608,18 @@ def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target:
     pc.after = after
     pc.edits = sorted(set(edits))
     pc.outcome = "changed"
+
+
+def _blockers(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[str]:
+    """Instructions inside a CUDA guard's region that a target lacks (ARCH_FACTS section 3)."""
+    if gate.kind != "cuda_guard":
+        return []
+    found: list[str] = []
+    for arch in targets:
+        for blocker in hazards.blockers_for(source, gate, arch):
+            if blocker not in found:
+                found.append(blocker)
+    return found
 
 
 def _symbol_available(change: Change, target: Target, source: bytes, read) -> bool:

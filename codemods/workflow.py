@@ -35,7 +35,8 @@ class RunResult:
 
 
 def prepare(recipe: Recipe, repo_path: Path, universe: tuple[Arch, ...] = DEFAULT_ARCHS,
-            only: list[str] | None = None, skip: list[str] | None = None, project: str | None = None):
+            only: list[str] | None = None, skip: list[str] | None = None, project: str | None = None,
+            force: bool = False):
     """Recognise the project at repo_path and plan the recipe. Writes nothing, creates nothing.
 
     Returns (repo or None, plan, prefix): the repo is None when the folder is
@@ -49,7 +50,7 @@ def prepare(recipe: Recipe, repo_path: Path, universe: tuple[Arch, ...] = DEFAUL
     names = [project] if project else sorted({c.project for c in recipe.changes})
     target = recipes.detect(repo_path.resolve(), names)
     repo = None if ShadowRepo.wanted(repo_path) and not ShadowRepo.location(repo_path).joinpath("git").is_dir() else open_repo(repo_path)
-    plan = recipes.plan(recipe, target, universe, only, skip, read=files.reader(target.root))
+    plan = recipes.plan(recipe, target, universe, only, skip, read=files.reader(target.root), force=force)
     prefix = ""
     if repo is not None:
         rel = repo.rel(target.root)
@@ -79,6 +80,10 @@ def commit_message(plan: Plan, change: PlannedChange, prefix: str, base: str) ->
         body.append(f"  {prefix}{change.file}:{gc.gate.line}  {' '.join(gc.gate.text.split())}  ->  {' '.join(gc.after_text.split())}")
     if len(changed) > _LISTED_GATES:
         body.append(f"  ... and {len(changed) - _LISTED_GATES} more in {prefix}{change.file}")
+    forced = [(gc, b) for gc in changed for b in gc.forced]
+    if forced:
+        body += ["", "Widened with --force despite these blockers:"]
+        body += [f"  {prefix}{change.file}:{gc.gate.line}: {blocker}" for gc, blocker in forced]
     if plan.recipe.notes:
         body += ["", "Upstream notes:"] + [f"- {n}" for n in plan.recipe.notes]
     body += [
@@ -113,6 +118,7 @@ def run_many(
     branch: str | None = None,
     choose: Callable[[list[PlannedChange]], list[PlannedChange]] | None = None,
     notify: Callable[[str], None] = lambda message: None,
+    force: bool = False,
 ) -> list[RunResult]:
     """Plan every repo first; apply only when all plans and checks pass; undo all if one apply fails.
 
@@ -122,7 +128,7 @@ def run_many(
     back any run that was interrupted there.
     """
     if dry_run:
-        return _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose)
+        return _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, force)
     with ExitStack() as stack:
         for path in dict.fromkeys(path.resolve() for path, _ in map(_spot, spots)):
             state = state_dir_for(path)
@@ -132,11 +138,11 @@ def run_many(
             if stale:
                 notify(f"took over the lock of an interrupted codemod (pid {stale}, no longer running)")
             recover_interrupted(path, notify)
-        return _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose)
+        return _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, force)
 
 
-def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose) -> list[RunResult]:
-    prepared = [(path, *prepare(recipe, path, universe, only, skip, project)) for path, project in map(_spot, spots)]
+def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, force=False) -> list[RunResult]:
+    prepared = [(path, *prepare(recipe, path, universe, only, skip, project, force)) for path, project in map(_spot, spots)]
     failed = [plan for _, _, plan, _ in prepared if plan.failed]
     if failed:
         raise failed_error(failed)
