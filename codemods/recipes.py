@@ -77,6 +77,14 @@ class Project:
 
 
 @dataclass(frozen=True)
+class Location:
+    """Where a change's gate may live: a file template and the kind's selectors."""
+
+    file: str
+    selector: dict
+
+
+@dataclass(frozen=True)
 class Change:
     id: str
     project: str
@@ -89,6 +97,12 @@ class Change:
     jit_modules: tuple[str, ...] = ()
     requires_symbol: str = ""
     symbol_files: tuple[str, ...] = ()
+    at: tuple[Location, ...] = ()  # candidates tried in order; the first that holds the gate wins
+    optional: str = ""  # "absent": no candidate file/function exists -> skipped, not failed
+
+    @property
+    def locations(self) -> tuple[Location, ...]:
+        return self.at or (Location(self.file, self.selector),)
 
 
 @dataclass(frozen=True)
@@ -114,7 +128,7 @@ _RECIPE_KEYS = {"id", "summary", "arch", "admit", "notes", "change", "test"}
 _TEST_KEYS = {"name", "change", "file", "before", "after", "outcome"}
 _CHANGE_KEYS = {
     "id", "project", "file", "kind", "title", "why", "admits", "jit_modules",
-    "requires_symbol", "symbol_files",
+    "requires_symbol", "symbol_files", "at", "optional",
 }
 _ID_RE = re.compile(r"^[a-z0-9]+(?:[.-][a-z0-9]+)*$")
 
@@ -224,8 +238,11 @@ def run_cases(recipe: Recipe, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> lis
     results = []
     for case in recipe.tests:
         change = changes[case.change]
-        pc = PlannedChange(change, case.file, before=case.before.encode())
-        _plan_change(pc, kinds[change.kind], universe, targets, None, None)
+        for location in change.locations:  # the case stands for whichever candidate holds its gate
+            pc = PlannedChange(change, case.file, before=case.before.encode(), selector=location.selector)
+            _plan_change(pc, kinds[change.kind], universe, targets, None, None)
+            if not (pc.outcome == "failed" and pc.reason.endswith(f"not found in {case.file}")):
+                break
         got = pc.after.decode("utf-8", errors="replace")
         if pc.outcome != case.outcome:
             detail = f": {pc.reason}" if pc.reason else ""
@@ -235,7 +252,7 @@ def run_cases(recipe: Recipe, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> lis
             results.append(CaseResult(case, False, "output differs from 'after'", got))
             continue
         if case.outcome == "changed":
-            again = PlannedChange(change, case.file, before=pc.after)
+            again = PlannedChange(change, case.file, before=pc.after, selector=pc.selector)
             _plan_change(again, kinds[change.kind], universe, targets, None, None)
             if again.outcome != "unchanged":
                 results.append(CaseResult(case, False, f"a second pass is not a no-op ({again.outcome})", got))
@@ -245,6 +262,10 @@ def run_cases(recipe: Recipe, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> lis
 
 
 def _load_change(path, text, n, raw, kinds, seen) -> Change:
+    if "at" in raw and "file" not in raw:
+        if not isinstance(raw["at"], list) or not raw["at"] or not all(isinstance(a, dict) for a in raw["at"]):
+            raise _invalid(path, text, "[[change.at]]", f"change #{n + 1}: 'at' must be a list of [[change.at]] tables", "see README, 'Writing a recipe'", n)
+        raw = {**raw, "file": raw["at"][0].get("file", "")}
     for key in ("id", "project", "file", "kind"):
         if not isinstance(raw.get(key), str) or not raw[key]:
             raise _invalid(path, text, "[[change]]", f"change #{n + 1}: {key!r} must be a non-empty string", f"add `{key} = \"...\"`", n)
@@ -275,11 +296,27 @@ def _load_change(path, text, n, raw, kinds, seen) -> Change:
     symbol_files = tuple(raw.get("symbol_files", ()))
     for f in symbol_files:
         _check_relative(path, text, f)
+    at = []
+    for i, candidate in enumerate(raw.get("at", [])):
+        allowed_at = {"file"} | selector_keys(kinds[kind])
+        for key, value in candidate.items():
+            if key not in allowed_at:
+                raise _invalid(path, text, key, f"change {raw['id']!r}: unknown key {key!r} in [[change.at]] #{i + 1}", f"allowed keys: {', '.join(sorted(allowed_at))}")
+            if not isinstance(value, str):
+                raise _invalid(path, text, key, f"change {raw['id']!r}: {key!r} must be a string", f'{key} = "..."')
+        if "file" not in candidate:
+            raise _invalid(path, text, "[[change.at]]", f"change {raw['id']!r}: [[change.at]] #{i + 1} needs a file", 'file = "{python}/..."')
+        _check_relative(path, text, candidate["file"])
+        at.append(Location(candidate["file"], {**selector, **{k: v for k, v in candidate.items() if k != "file"}}))
+    optional = raw.get("optional", "")
+    if optional not in ("", "absent"):
+        raise _invalid(path, text, "optional", f"change {raw['id']!r}: optional must be \"absent\"", 'optional = "absent"')
     return Change(
         id=raw["id"], project=raw["project"], file=raw["file"], kind=kind,
         title=raw.get("title", raw["id"]), why=raw.get("why", ""), selector=selector,
         admits=admits, jit_modules=tuple(raw.get("jit_modules", ())),
         requires_symbol=raw.get("requires_symbol", ""), symbol_files=symbol_files,
+        at=tuple(at), optional=optional,
     )
 
 
@@ -362,8 +399,11 @@ class Target:
         for rel in self.layout.version_files:
             file = self.root / rel
             if file.is_file():
-                match = re.search(r"""(?:__version__|^version)\s*[:=]\s*(?:str\s*=\s*)?["']([^"']+)["']""", file.read_text(errors="replace"), re.M)
-                if match:
+                match = re.search(
+                    r"""^(?:__version__|version)\s*(?::\s*str\s*)?=\s*(?:version\s*=\s*)?["']([^"']+)["']""",
+                    file.read_text(errors="replace"), re.M,
+                )
+                if match and match.group(1) != "0.0.0.dev0":  # SGLang's fallback when setuptools_scm is absent
                     return match.group(1)
                 first = file.read_text(errors="replace").strip().splitlines()
                 if first and re.match(r"^\d+\.\d+", first[0]):
@@ -408,6 +448,8 @@ class PlannedChange:
     after: bytes = b""
     gates: list[GateChange] = field(default_factory=list)
     edits: list[Edit] = field(default_factory=list)  # on `before`; what report builds the diff from
+    selector: dict | None = None  # the matched location's selectors (default: the change's)
+    tried: list[str] = field(default_factory=list)  # candidates that did not hold the gate, and why
 
     @property
     def id(self) -> str:
@@ -431,7 +473,8 @@ class Plan:
         return [c for c in self.changes if c.outcome == "changed"]
 
     def files(self) -> list[str]:
-        return list(dict.fromkeys(c.file for c in self.changes))
+        """The files the plan writes."""
+        return list(dict.fromkeys(c.file for c in self.changed))
 
     def jit_modules(self) -> list[str]:
         return list(dict.fromkeys(m for c in self.changed for m in c.change.jit_modules))
@@ -469,8 +512,9 @@ def _shifts(edits: list[Edit]) -> tuple[list[Edit], list[int], list[int]]:
     return ordered, [e.end for e in ordered], deltas
 
 
-def _describe(change: Change) -> str:
-    parts = [f"{k}={v}" for k, v in change.selector.items()]
+def _describe(change: Change, selector: dict | None = None) -> str:
+    chosen = change.selector if selector is None else selector
+    parts = [f"{k}={v}" for k, v in chosen.items()]
     if change.admits:
         parts.append("admits " + "+".join(a.name for a in change.admits))
     return f"{change.kind} gate" + (f" ({', '.join(parts)})" if parts else "")
@@ -520,26 +564,56 @@ def plan(
     current: dict[str, bytes] = {}
     planned = []
     for change in relevant:
-        file = target.resolve(change.file)
-        pc = PlannedChange(change, file)
+        pc = _plan_locations(change, target, kinds[change.kind], universe, targets, current, read, force)
         planned.append(pc)
+        if pc.outcome == "changed":
+            current[pc.file] = pc.after
+    return Plan(recipe, target, universe, targets, planned)
+
+
+def _plan_locations(change: Change, target: Target, kind: ModuleType, universe, targets, current: dict, read, force: bool) -> PlannedChange:
+    """Try the change's candidate locations in order; the first that holds its gate is planned.
+
+    A candidate misses when its file does not exist or holds no such gate.
+    When all miss, the change fails naming each candidate and why; with
+    `optional = "absent"` it is skipped instead, but only if no candidate's
+    file and function exist at all (a gate that moved away must not pass silently).
+    """
+    tried: list[str] = []
+    anchors_absent = True
+    last: PlannedChange | None = None
+    for location in change.locations:
+        file = target.resolve(location.file)
+        pc = PlannedChange(change, file, selector=location.selector)
+        last = pc
         if file not in current:
             try:
                 current[file] = read(file)
             except FileNotFoundError:
-                pc.outcome, pc.reason = "failed", f"{file} not found ({target.project.title} {target.layout.name} layout)"
+                tried.append(f"{file}: not found")
                 continue
             except IsADirectoryError:
-                pc.outcome, pc.reason = "failed", f"{file} is a directory"
-                continue
-            except PermissionError:
-                pc.outcome, pc.reason = "failed", f"{file}: permission denied"
+                tried.append(f"{file}: is a directory")
                 continue
         pc.before = current[file]
-        _plan_change(pc, kinds[change.kind], universe, targets, target, read, force)
-        if pc.outcome == "changed":
-            current[file] = pc.after
-    return Plan(recipe, target, universe, targets, planned)
+        _plan_change(pc, kind, universe, targets, target, read, force)
+        missed = pc.outcome == "failed" and pc.reason.endswith(f"not found in {file}")
+        if not missed:
+            pc.tried = tried
+            return pc
+        function = location.selector.get("function")
+        if function is None or re.search(rb"def\s+" + re.escape(function.encode()) + rb"\b", pc.before):
+            anchors_absent = False
+        tried.append(pc.reason)
+    assert last is not None
+    last.tried = tried
+    last.before = last.after = current.get(last.file, b"")
+    if change.optional == "absent" and anchors_absent:
+        last.outcome, last.reason = "skipped", "not in this version (" + "; ".join(tried) + ")"
+    else:
+        last.outcome = "failed"
+        last.reason = tried[0] if len(tried) == 1 else "no candidate holds the gate: " + "; ".join(tried)
+    return last
 
 
 def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target: Target | None, read, force: bool = False) -> None:
@@ -550,13 +624,13 @@ def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target:
         pc.outcome, pc.reason = "failed", f"{pc.file}: looks like a binary file (NUL bytes), not source"
         return
     try:
-        found = _find(kind, source, pc.file, universe, change.selector)
+        found = _find(kind, source, pc.file, universe, pc.selector if pc.selector is not None else change.selector)
     except SourceError as exc:
         pc.outcome, pc.reason = "failed", f"{pc.file}: {exc}"
         return
     found = [g for g in found if all(g.admits.admits(a) for a in change.admits)]
     if not found:
-        pc.outcome, pc.reason = "failed", f"{_describe(change)} not found in {pc.file}"
+        pc.outcome, pc.reason = "failed", f"{_describe(change, pc.selector)} not found in {pc.file}"
         return
     edits: list[Edit] = []
     for gate in found:

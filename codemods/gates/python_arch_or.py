@@ -59,16 +59,21 @@ KIND = "python_arch_or"
 _PREDICATE_RE = re.compile(r"^(?P<head>_?is_sm)(?P<number>\d{2,3})(?P<tail>a?(?:_supported)?)$")
 
 
+# Predicates named for a product line rather than a number, with the majors
+# they check (SGLang utils: is_blackwell_supported uses device_capability_majors=[10, 12]).
+NAMED_PREDICATES: dict[str, frozenset[int]] = {
+    "is_blackwell_supported": frozenset({10, 12}),
+    "is_blackwell": frozenset({10, 12}),
+}
+
+
 @dataclass(frozen=True)
 class _Predicate:
     operand: cst.BaseExpression
     ident: cst.Name  # the name that carries the number
     form: str  # "name", "call", "attribute" or "attribute_call"
-    number: int
-
-    @property
-    def major(self) -> int:
-        return self.number // 10
+    number: int | None  # None for a named predicate (is_blackwell_supported)
+    majors: frozenset[int]
 
 
 @dataclass(frozen=True)
@@ -105,7 +110,7 @@ def find(
         if assigns is not None and not _tests_if_assigning(parsed, node, assigns):
             continue
         start, end = parsed.outer_span(node)
-        majors = {predicate.major for predicate in predicates}
+        majors = frozenset().union(*(predicate.majors for predicate in predicates))
         forms = {predicate.form for predicate in predicates}
         gates.append(
             Gate(
@@ -184,8 +189,10 @@ def _predicate(operand: cst.BaseExpression) -> _Predicate | None:
         return None
     match = _PREDICATE_RE.match(ident.value)
     if match is None:
-        return None
-    return _Predicate(operand, ident, form, int(match["number"]))
+        named = NAMED_PREDICATES.get(ident.value.lstrip("_"))
+        return None if named is None else _Predicate(operand, ident, form, None, named)
+    number = int(match["number"])
+    return _Predicate(operand, ident, form, number, frozenset({number // 10}))
 
 
 def _predicates(chain: cst.BooleanOperation) -> list[_Predicate] | None:
@@ -252,11 +259,15 @@ def _plan(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> _Plan:
         raise CannotWiden(
             f"line {gate.line}: {gate.text} has an operand that is not an arch predicate"
         )
-    missing = sorted({arch.major for arch in targets} - {p.major for p in predicates})
+    missing = sorted({arch.major for arch in targets} - frozenset().union(*(p.majors for p in predicates)))
     if not missing:
         return _Plan([], [])
     numbers = [major * 10 for major in missing]
-    template = predicates[-1]
+    numbered = [p for p in predicates if p.number is not None]
+    if not numbered:
+        raise CannotWiden(f"line {gate.line}: {gate.text} names no is_smNN predicate to spell a new one like")
+    template = numbered[-1]
+    predicates = numbered
     edits = [_append(parsed, template, numbers)]
     symbols: list[str] = []
     needed: list[tuple[str, list[str], Scope]] = []  # (name to bind, its siblings, where)
@@ -564,6 +575,6 @@ def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> ArchSet:
 
     def majors(node: cst.BaseExpression) -> set[int] | None:
         predicates = _predicates(node) if _is_or(node) else None
-        return None if predicates is None else {p.major for p in predicates}
+        return None if predicates is None else set().union(*(p.majors for p in predicates))
 
     return admits_of_expression(text, universe, majors)
