@@ -3,8 +3,9 @@
 Survey (every FlashInfer release 0.5.3..0.7.4 and every SGLang release
 0.5.6..0.5.23, each as an unpacked wheel) found these shapes; each case below
 is one release standing for a range and asserts the *correct* outcome there.
-Cases whose correct outcome needs recipe or engine work that does not exist
-yet are `xfail(strict=True)`, with the work spelled out in the reason.
+Every shape below is handled: the recipe lists each place the SGLang gates
+have lived as `[[change.at]]` candidates, plus the `_resolve_backend` gate
+(0.5.14+, `optional = "absent"` before that).
 
 FlashInfer (all handled today):
   0.5.3..0.6.9      gen_trtllm_comm_module [9, 10]; 13 `&& (__CUDA_ARCH__ < 1200)` guards
@@ -113,14 +114,6 @@ CASES = [
     # ---------------------------------------------------------------- SGLang
     Case(
         "sglang", "0.5.6", 3, refused={AUTO: SG_SERVER_ARGS}, not_refused=(FUSION,),
-        todo=(
-            "recipe: sglang.allreduce-fusion-gate needs an alternative place, tried when "
-            "apply_flashinfer_allreduce_fusion does not exist (SGLang < 0.5.8): {python}/srt/layers/communicator.py, "
-            "function _gather_hidden_states_and_residual, `(_is_sm100_supported or _is_sm90_supported)`. Then only "
-            "the auto-enable change is refused, rightly: the DeepseekV3 site is a lone `is_sm100_supported()` in "
-            "`if is_cuda() and is_sm100_supported():`, whose block also sets SM100-only options (no or-chain to widen, "
-            "widening the `if` is wrong); today both changes are reported 'not found'"
-        ),
     ),
     Case(
         "sglang", "0.5.6", 0, args=("--skip", AUTO), changed=(SG_COMMUNICATOR,),
@@ -128,10 +121,6 @@ CASES = [
             "    is_sm120_supported,", CALL_DEFINED,
             "                (_is_sm100_supported or _is_sm90_supported or _is_sm120_supported)",
         ]},
-        todo=(
-            "recipe: alternative for sglang.allreduce-fusion-gate: {python}/srt/layers/communicator.py, "
-            "function _gather_hidden_states_and_residual (the engine already widens it when pointed there)"
-        ),
     ),
     Case(
         "sglang", "0.5.7", 0, changed=(SG_COMMUNICATOR,),
@@ -139,13 +128,6 @@ CASES = [
             "    is_sm120_supported,", CALL_DEFINED,
             "                (_is_sm100_supported or _is_sm90_supported or _is_sm120_supported)",
         ]},
-        todo=(
-            "recipe: the _gather_hidden_states_and_residual alternative (as for 0.5.6); engine: python_arch_or must "
-            "know `is_blackwell_supported()` / `is_blackwell` as a predicate of majors 10 and 12 (SGLang defines it "
-            "with device_capability_majors=[10, 12]), so the auto-enable chain "
-            "`(is_sm90_supported() or is_blackwell_supported())` is found and reported as already admitting sm_120 "
-            "(server_args.py untouched) instead of 'not found'"
-        ),
     ),
     Case(
         "sglang", "0.5.13", 0, changed=(SG_COMMUNICATOR, SG_SERVER_ARGS),
@@ -161,11 +143,6 @@ CASES = [
             SG_SERVER_ARGS: ["            and " + CALL_CHAIN],
             SG_RESOLVE: ["    is_sm120_supported,", "    if not " + CALL_CHAIN + ":"],
         },
-        todo=(
-            "recipe: alternative for sglang.allreduce-fusion-auto-enable in server_args.py: "
-            "assigns = \"self.flashinfer_allreduce_fusion_backend\" (the flag became a backend, set to \"auto\"); and "
-            + NEEDS_RESOLVE
-        ),
     ),
     Case(
         "sglang", "0.5.18", 0, changed=(SG_COMMUNICATOR, SG_OVERRIDES, SG_RESOLVE),
@@ -174,12 +151,6 @@ CASES = [
             SG_OVERRIDES: ["        and " + CALL_CHAIN],
             SG_RESOLVE: ["    is_sm120_supported,", "    if not " + CALL_CHAIN + ":"],
         },
-        todo=(
-            "recipe: alternative for sglang.allreduce-fusion-auto-enable in another file: "
-            "{python}/srt/arg_groups/overrides.py, function _flashinfer_allreduce_fusion_auto_enable (it returns "
-            "{'flashinfer_allreduce_fusion_backend': 'auto'}, so it is selected by function, not by assigns); and "
-            + NEEDS_RESOLVE
-        ),
     ),
     Case(
         "sglang", "0.5.20", 0, changed=(SG_COMMUNICATOR, SG_OVERRIDES, SG_RESOLVE),
@@ -188,13 +159,6 @@ CASES = [
             SG_OVERRIDES: ["        and " + ATTR_CHAIN],
             SG_RESOLVE: ["    if not " + ATTR_CHAIN + ":"],
         },
-        todo=(
-            "recipe: the overrides.py alternative (as for 0.5.18) and the _resolve_backend change; the gates use the "
-            "attribute form `get_platform().is_sm90 or get_platform().is_sm100` (communicator.py defines "
-            "`_is_sm100_supported = _is_cuda and get_platform().is_sm100`), which the engine widens to "
-            "`get_platform().is_sm120`; that attribute exists via runtime_context._PLATFORM_PROBES['is_sm120'], "
-            "which requires_symbol does not check"
-        ),
     ),
     Case(
         "sglang", "0.5.21", 0, changed=(SG_ADD_NORM, SG_OVERRIDES, SG_RESOLVE),
@@ -203,11 +167,6 @@ CASES = [
             SG_OVERRIDES: ["        and " + ATTR_CHAIN],
             SG_RESOLVE: ["    if not " + ATTR_CHAIN + ":"],
         },
-        todo=(
-            "recipe: alternative file for sglang.allreduce-fusion-gate: "
-            "{python}/srt/layers/layer_boundary/residual/add_norm.py, function apply_flashinfer_allreduce_fusion "
-            "(communicator.py no longer exists); plus the overrides.py alternative and the _resolve_backend change"
-        ),
     ),
     Case(
         "sglang", "0.5.23", 0, changed=(SG_ADD_NORM, SG_OVERRIDES, SG_RESOLVE),
@@ -216,11 +175,6 @@ CASES = [
             SG_OVERRIDES: ["        and " + ATTR_CHAIN],
             SG_RESOLVE: ["    if not " + ATTR_CHAIN + ":"],
         },
-        todo=(
-            "recipe: alternative function for sglang.allreduce-fusion-gate: add_norm.py flashinfer_ar_fusion_applies "
-            "(renamed from apply_flashinfer_allreduce_fusion in 0.5.22); plus the overrides.py alternative and the "
-            "_resolve_backend change"
-        ),
     ),
 ]
 
