@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 import zipfile
 from pathlib import Path
 
@@ -34,6 +35,24 @@ def init_repo(path: Path, branch: str = "main") -> Path:
     git(path, "add", "-A")
     git(path, "commit", "-q", "-m", "base")
     return path
+
+
+def crlf(text: str) -> str:
+    """Dedented text with CRLF line endings."""
+    return textwrap.dedent(text).replace("\n", "\r\n")
+
+
+def rewrite(kind, source: bytes, targets, **selector) -> bytes:
+    """Widen every gate a kind finds (with selectors); a gate that cannot be widened stays as it is."""
+    from codemods.gates import CannotWiden, apply_edits
+
+    edits = []
+    for gate in kind.find(source, **selector):
+        try:
+            edits += kind.widen(source, gate, targets)
+        except CannotWiden:
+            pass
+    return apply_edits(source, edits)
 
 
 def tree_digest(path: Path) -> dict[str, str]:

@@ -2,25 +2,19 @@ from contextlib import suppress
 from textwrap import dedent
 
 import pytest
+
+from conftest import crlf, rewrite
 from hypothesis import given
 from hypothesis import strategies as st
 
 from codemods.arch import DEFAULT_ARCHS, Arch, parse_archs
 from codemods.gates import CannotWiden, SourceError, apply_edits
+from codemods.gates import python_arch_list
 from codemods.gates.python_arch_list import KIND, find, widen
 
 
-def _crlf(text: str) -> str:
-    return dedent(text).replace("\n", "\r\n")
-
-
 def _rewrite(source: bytes, targets: tuple[Arch, ...], **selector) -> bytes:
-    """Widen every selected gate; a gate that cannot be widened is left as it is."""
-    edits = []
-    for gate in find(source, **selector):
-        with suppress(CannotWiden):
-            edits += widen(source, gate, targets)
-    return apply_edits(source, edits)
+    return rewrite(python_arch_list, source, targets, **selector)
 
 
 SPEC = "gen_trtllm_comm_module"
@@ -200,7 +194,7 @@ SPEC = "gen_trtllm_comm_module"
             id="inline-list-with-comment",
         ),
         pytest.param(
-            _crlf(
+            crlf(
                 """\
                 def gen_trtllm_comm_module():
                     return flags(
@@ -211,7 +205,7 @@ SPEC = "gen_trtllm_comm_module"
                     )
                 """
             ),
-            _crlf(
+            crlf(
                 """\
                 def gen_trtllm_comm_module():
                     return flags(

@@ -2,25 +2,19 @@ from contextlib import suppress
 from textwrap import dedent
 
 import pytest
+
+from conftest import crlf, rewrite
 from hypothesis import given
 from hypothesis import strategies as st
 
 from codemods.arch import DEFAULT_ARCHS, Arch, parse_archs
 from codemods.gates import CannotWiden, apply_edits
+from codemods.gates import python_arch_or
 from codemods.gates.python_arch_or import KIND, find, missing_symbols, widen
 
 
-def _crlf(text: str) -> str:
-    return dedent(text).replace("\n", "\r\n")
-
-
 def _rewrite(source: bytes, targets: tuple[Arch, ...], **selector) -> bytes:
-    """Widen every selected gate; a gate that cannot be widened is left as it is."""
-    edits = []
-    for gate in find(source, **selector):
-        with suppress(CannotWiden):
-            edits += widen(source, gate, targets)
-    return apply_edits(source, edits)
+    return rewrite(python_arch_or, source, targets, **selector)
 
 
 FUSION = "apply_flashinfer_allreduce_fusion"
@@ -281,7 +275,7 @@ SERVER_ARGS = """\
             id="nested-chain-is-flattened",
         ),
         pytest.param(
-            _crlf(
+            crlf(
                 """\
                 from sglang.srt.utils import (
                     is_cuda,
@@ -298,7 +292,7 @@ SERVER_ARGS = """\
                     return _is_sm90_supported or _is_sm100_supported
                 """
             ),
-            _crlf(
+            crlf(
                 """\
                 from sglang.srt.utils import (
                     is_cuda,
