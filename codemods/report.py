@@ -82,7 +82,7 @@ def summary_lines(plan: Plan, prefix: str = "") -> list[str]:
     lines = []
     for change in plan.changes:
         lines.append(f"{change.outcome:<9} {change.id}: {change.change.title}")
-        if change.outcome == "failed" and not change.gates:
+        if change.outcome in ("failed", "skipped") and not change.gates:
             lines.append(f"          {change.reason}")
         for gc in change.gates:
             before = " ".join(gc.gate.text.split())
