@@ -372,8 +372,13 @@ def scan(
     check: bool = typer.Option(False, "--check", help="Exit 1 when a (non-potential) hazard is found: for CI and pre-commit."),
     jobs: int = typer.Option(0, "--jobs", help="Parallel workers (default: one per CPU)."),
     archs: Optional[str] = typer.Option(None, "--archs", help="Arch universe for the admits lists."),
+    include_all: bool = typer.Option(False, "--all", help="Also scan binary files and files .gitignore excludes."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the per-file cache ($CODEMOD_HOME/scan-cache)."),
+    gates_only: bool = typer.Option(False, "--gates-only", help="List the gates only: no widenability, no hazards (faster)."),
 ) -> None:
     """List every arch gate, whether it admits --arch, whether it can be widened, and real hazards."""
+    import contextlib
+
     from codemods import scan as scanner
     from codemods.arch import Arch
 
@@ -381,11 +386,25 @@ def scan(
         target = Arch.parse(arch)
     except ArchParseError as exc:
         raise typer.BadParameter(str(exc), param_hint="--arch") from None
-    results = []
+    if check and gates_only:
+        raise typer.BadParameter("--check needs the hazards, which --gates-only skips; drop one", param_hint="--gates-only")
     for root in repo:
         if not root.is_dir():
             raise errors.RepoState("is not a folder" if root.exists() else "path does not exist", where=str(root), hint="check --repo")
-        results.append((root, scanner.scan(root, target, _universe(archs), jobs)))
+    bar = None
+    if err.is_terminal:  # progress goes to stderr, and only to a terminal
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        bar = Progress(TextColumn("scanning {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True)
+    results = []
+    with bar if bar is not None else contextlib.nullcontext():
+        for root in repo:
+            task = bar.add_task(str(root), total=None) if bar is not None else None
+            results.append((root, scanner.scan(
+                root, target, _universe(archs), jobs, include_all=include_all, hazards=not gates_only,
+                cache=None if no_cache else scanner.default_cache(),
+                progress=(lambda done, total, task=task: bar.update(task, completed=done, total=total)) if bar is not None else None,
+            )))
     several = len(results) > 1
     if fmt is ScanFormat.text:
         for root, result in results:
@@ -414,6 +433,88 @@ def scan(
         stats = ", ".join(f"{k} {v}" for k, v in result.stats.items()) if isinstance(result.stats, dict) else str(result.stats)
         err.print(f"scanned {root}: {stats}", markup=False)
     if check and any(scanner.check(result) for _, result in results):
+        raise typer.Exit(1)
+
+
+@app.command()
+@boundary
+def doctor(
+    log: Optional[Path] = typer.Argument(None, help="An SGLang server log (plain or .gz; - reads stdin)."),
+    baseline: Optional[Path] = typer.Option(None, "--baseline", help="The unpatched run's log: compare verdicts and throughput (A/B)."),
+    tp: Optional[int] = typer.Option(None, "--tp", min=1, help="Expected tensor-parallel size (default: the world_size the log reports)."),
+    fmt: Format = typer.Option(Format.text, "--format", help="text, or json for scripts."),
+    max_regression: float = typer.Option(5.0, "--max-regression", min=0, help="Percent slower than --baseline that recommends a revert."),
+    revert: bool = typer.Option(False, "--revert", help="When the A/B recommends it, back --recipe out of --repo."),
+    repo: Optional[Path] = typer.Option(None, "--repo", help="The patched project folder (for --revert and the advice)."),
+    recipe: str = typer.Option("sm120-enable", "--recipe", help="The recipe the patched run was built with."),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Tail a live log, print state changes, stop once ready or crashed."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=0, help="With --follow: give up after this many seconds (exit 1)."),
+    rules: list[Path] = typer.Option([], "--rules", help="Extra rules file (TOML, tried before the built-in ones; repeatable)."),
+    preflight: bool = typer.Option(False, "--preflight", help="Check that the GPUs have P2P, which FlashInfer's allreduce fusion needs."),
+    topo: list[Path] = typer.Option([], "--topo", help="Saved `nvidia-smi topo -m` / `topo -p2p r` output for --preflight (repeatable)."),
+) -> None:
+    """Read an SGLang server log: ready, starting or crashed (and why), fusion ranks, autotuner skips, throughput.
+
+    Exit 0 when nothing is wrong (ready, or still starting); 1 when the server crashed, the patched run
+    is more than --max-regression slower than --baseline, --preflight finds GPUs without P2P, or
+    --follow --timeout ran out before a final verdict; 130 on Ctrl-C.
+    """
+    from codemods import doctor as core
+
+    if log is None and not preflight:
+        raise typer.BadParameter("give a LOG file, or --preflight", param_hint="LOG")
+    if revert and (baseline is None or repo is None):
+        raise typer.BadParameter("--revert needs --baseline LOG and --repo PATH", param_hint="--revert")
+    book = core.load_rules(rules) if log is not None else []
+    data: dict = {}
+    text: list[str] = []
+    check = report = comparison = None
+    stopped = ""
+    if preflight:
+        check = core.preflight(core.read_topology_files(topo) if topo else core.read_live_topology(), tp)
+        data["preflight"] = core.preflight_json(check)
+        text += core.preflight_text(check)
+    if log is not None:
+        if follow:
+            diagnosis = core.Diagnosis(book, tp)
+            try:
+                for event in core.follow(log, diagnosis, timeout=timeout, on_wait=_notify):
+                    line = f"line {event.line}: {event.text}"
+                    if fmt is Format.text:
+                        _out(line + "\n")
+                    else:
+                        err.print(line, markup=False)
+            except KeyboardInterrupt:
+                stopped = "interrupted"
+            report = diagnosis.report(str(log))
+            if not stopped and report.verdict == "starting" and str(log) != "-":
+                stopped = f"no final verdict after {timeout:g} s" if timeout is not None else "stopped"
+        else:
+            report = core.diagnose_file(log, book, tp)
+        data.update(core.report_json(report))
+        text += core.report_text(report)
+        if baseline is not None:
+            base = core.diagnose_file(baseline, book, tp)
+            comparison = core.compare(report, base, max_regression)
+            data["baseline"] = core.report_json(base)
+            data["comparison"] = core.comparison_json(comparison)
+            text += core.comparison_text(comparison, base, recipe, str(repo) if repo else None)
+    if fmt is Format.json:
+        _out(json.dumps(data, indent=2) + "\n")
+    else:
+        _out("".join(line + "\n" for line in text))
+    if stopped:
+        err.print(f"follow: {stopped}; the verdict so far is {report.verdict}", markup=False)
+    if revert and comparison is not None:
+        if comparison.recommend_revert:
+            result = workflow.revert(recipe, repo, notify=_notify)
+            where = f"checked out {result.checked_out}, " if result.checked_out else ""
+            err.print(f"reverted {recipe} in {repo}: {where}deleted branch {result.record.branch}", markup=False)
+        else:
+            err.print(f"not reverting {recipe}: the patched run did not crash and is within --max-regression {max_regression:g}%", markup=False)
+    if stopped == "interrupted":
+        raise typer.Exit(130)
+    if stopped or not core.healthy(report, comparison, check):
         raise typer.Exit(1)
 
 

@@ -1,15 +1,34 @@
 """`codemod scan`: every arch gate in a tree, and the hazards of one arch.
 
-`scan(root, arch)` walks the tree (skipping `.git`, `__pycache__`, binary
-files and symlinks out of it) and parses the files that can hold a gate:
-C/C++/CUDA files whose bytes name `__CUDA_ARCH` (cuda_guard, with the CUDA
-grammar for .cu/.cuh), and Python files whose bytes hold
-`supported_major_versions=[` or an `is_smNN... or` (python_arch_list,
-python_arch_or). It reports for each gate what it admits and whether it
-excludes `arch`. A cuda_guard gate that excludes `arch` also says whether
-it is *widenable*: no token of an instruction `arch` lacks in the region
-it guards (hazards.blockers_for). Files that cannot be decoded or parsed
-are skipped with a reason.
+`scan(root, arch)` lists the files of the tree (`git ls-files -co
+--exclude-standard` in a git work tree, so .gitignore is respected, and
+submodules and nested repositories are listed the same way; a plain walk
+elsewhere, skipping `.git` and `__pycache__`), skips binary files (a NUL byte
+in the first 8 KiB; `include_all` scans them and ignored files too) and
+symlinks out of the tree, and parses only the files whose bytes can hold a
+gate:
+
+- C, C++ and CUDA files (and extension-less headers such as libcu++'s
+  `nv/target`) that name `__CUDA_ARCH`: every `#if`/`#elif`/`#ifdef`-style
+  line naming an arch macro (`__CUDA_ARCH__`, `__CUDA_ARCH_SPECIFIC__`,
+  `__CUDA_ARCH_FAMILY_SPECIFIC__`, `__CUDA_ARCH_FEAT_SM<NN>_ALL`), continued
+  lines included, outside comments, is a `cuda_guard` gate. The lines are
+  found with byte searches and the condition is evaluated as
+  `cuda_guard.admits` does, so a file is never handed whole to tree-sitter.
+- Python files: `python_arch_list` and `python_arch_or` gates where the
+  bytes pass the kind's prefilter, found by the kind's own `find` on a copy
+  of the file in which every statement that cannot hold one is blanked out
+  (same offsets, same lines); `python_capability` comparisons of
+  `get_device_capability()` (scan only: `[0] >= 9`, `>= (9, 0)`, a
+  `major, minor = ...` unpacked from it); and `cuda_guard` lines inside
+  string literals (FlashInfer's generators write CUDA from Python).
+
+For each gate it reports what it admits and whether it excludes `arch`. A
+cuda_guard gate that excludes `arch` also says whether it is *widenable*: no
+token of an instruction `arch` lacks in the region it guards
+(hazards.blockers_for). Files that cannot be decoded or parsed are skipped
+with a reason. Results are cached per file content (`cache`), and files are
+parsed in a process pool when there are many.
 
 In a FlashInfer tree (checkout, wheel or package layout) it also reads the
 JIT specs under `flashinfer/jit` (jit_specs) and follows each spec's
@@ -37,38 +56,95 @@ the csrc folder and the spec's extra include dirs), and reports:
   on other macros, or when only CuTe/CUTLASS wrapper names are found
   (they may compile to a trap instead).
 
-`check(result)` is True when any hazard is not potential. Files are
-independent, so with `jobs > 1` they are parsed in a process pool.
+`check(result)` is True when any hazard is not potential.
 """
 
 from __future__ import annotations
 
+import ast
+import bisect
+import hashlib
+import json
 import os
 import posixpath
 import re
+import subprocess
+import tempfile
 import time
 import urllib.parse
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 
-from codemods import hazards, jit_specs
-from codemods.arch import DEFAULT_ARCHS, Arch
-from codemods.gates import Gate, SourceError, cuda_guard, python_arch_list, python_arch_or
-from codemods.hazards import Structure
+from codemods import hazards
+from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet, is_arch_macro
+from codemods.gates import Gate, SourceError, cuda_guard, decode
+from codemods.hazards import Branch, Hit, Structure
 
-CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".inl", ".cpp", ".cc", ".cxx")
+
+class _Lazy:
+    """A module imported on first use: libcst (the Python gate kinds, jit_specs) takes most of a second
+    to import, which a scan of C sources, or one answered from the cache, does not need."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        import importlib
+
+        return getattr(importlib.import_module(self._name), attr)
+
+    def __repr__(self) -> str:
+        return f"<module {self._name} (lazy)>"
+
+
+jit_specs = _Lazy("codemods.jit_specs")
+python_arch_list = _Lazy("codemods.gates.python_arch_list")
+python_arch_or = _Lazy("codemods.gates.python_arch_or")
+
+C_SUFFIXES = (
+    ".cu", ".cuh", ".h", ".hpp", ".inl", ".cpp", ".cc", ".cxx", ".c", ".hh", ".hxx", ".ipp", ".tcc", ".inc",
+    ".jinja",
+)  # fmt: skip
+CUDA_SUFFIXES = C_SUFFIXES  # the old name
 PYTHON_SUFFIXES = (".py",)
 SKIP_DIRS = frozenset({".git", "__pycache__"})
+CAPABILITY_KIND = "python_capability"
 _BINARY_PROBE = 8192
+_ARCH_TOKEN = b"__CUDA_ARCH"
 # Cheap byte tests before a Python file is parsed: only what each kind's `find` could match.
 _PYTHON_PREFILTERS = (
     (python_arch_list, re.compile(rb"supported_major_versions\s*=\s*[\[(]")),
     # a chain starts with a predicate (maybe called) and `or`: `is_sm100a_supported(device)\n or`
     (python_arch_or, re.compile(rb"is_sm\d{2,3}a?(?:_supported)?\b\s*(?:\((?:[^()]|\([^()]*\))*\))?\s*\)*\s*\bor\b")),
 )
-# Below this many files a process pool costs more than it saves.
+
+
+@lru_cache(maxsize=1)
+def _named_or_re() -> re.Pattern:
+    """An `or` next to a named predicate (`is_blackwell_supported() or ...`): python_arch_or's other chains."""
+    names = b"|".join(re.escape(n.encode()) for n in python_arch_or.NAMED_PREDICATES)
+    return re.compile(rb"\b_?(?:%s)\b\s*(?:\([^()]*\))?\s*\)*\s*\bor\b|\bor\b\s*\(*\s*[\w.]*\b_?(?:%s)\b" % (names, names))
+
+_PREFILTER_LITERALS = (b"supported_major_versions", b"is_sm")
+_CAPABILITY_TOKEN = b"get_device_capability"
+# A comparison with the call, or a name bound from it: nothing else can be a python_capability gate.
+_CAPABILITY_RE = re.compile(
+    rb"get_device_capability\s*\((?:[^()]|\([^()]*\))*\)\s*(?:\[\s*[01]\s*\]\s*)?\)*\s*(?:[<>!=]=|[<>]|\bin\b|\bnot\b)"
+    rb"|(?:[<>!=]=|[<>]|\bin)\s*[\w.]*get_device_capability|=\s*[\w.]*get_device_capability"
+)
+# What a FlashInfer JIT spec can be made of (jit_specs): statements with none of these are blanked.
+_JIT_RE = re.compile(
+    rb"gen_jit_spec|supported_major_versions|nvcc_flags|FLASHINFER_\w*DIR"
+    rb"|\.(?:cu|cuh|cpp|cc|cxx|c|h|hpp|inl|jinja)[\"']"
+)
+# Below this many files to parse a process pool costs more than it saves.
 _POOL_MINIMUM = 64
+_CHUNK_BYTES = 4 << 20
+_CHUNK_FILES = 256
+CACHE_VERSION = 1
 
 RULES = {
     "gate-excludes-arch": (
@@ -135,55 +211,161 @@ class _FileScan:
     skipped: str = ""
     structure: Structure | None = None
     specs: list[jit_specs.JitSpec] = field(default_factory=list)
+    parsed: bool = False  # whether the file passed a prefilter and was parsed
 
 
-def scan(root: Path, arch: Arch, universe: tuple[Arch, ...] = DEFAULT_ARCHS, jobs: int = 0) -> ScanResult:
+@dataclass(frozen=True)
+class _Context:
+    """What every file of one scan is analysed with (sent once to each worker)."""
+
+    root: str
+    arch: Arch
+    universe: tuple[Arch, ...]
+    jit: str | None  # the layout's JIT folder, when the tree is a FlashInfer tree
+    layout: bool
+    include_all: bool
+    hazards: bool  # whether to build #if structures and read JIT specs (widenability and hazards)
+    cache: str | None  # the object folder of the cache, None without a cache
+    key: str  # what the cached results depend on besides a file's bytes
+
+
+def scan(
+    root: Path,
+    arch: Arch,
+    universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+    jobs: int = 0,
+    *,
+    include_all: bool = False,
+    hazards: bool = True,
+    cache: Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ScanResult:
     """Gates and hazards for `arch` in the tree at `root`.
 
     `jobs` > 1 parses files in that many processes; 1 parses in this
     process; 0 picks the CPU count, or this process for small trees.
+    `include_all` also scans binary files and files .gitignore excludes.
+    `hazards=False` lists the gates only: no widenability (no #if
+    structure is built) and no hazards (no JIT spec is read).
+    `cache` is a folder for per-file results (`default_cache()`), None for
+    none. `progress(done, total)` is called as files are done.
     """
     started = time.perf_counter()
     root = Path(root)
     universe = tuple(dict.fromkeys((*universe, arch)))
     layout = _detect(root)
-    tasks = [(str(root), rel, arch, universe, layout is not None and _under(rel, layout.jit)) for rel in _walk(root)]
-    workers = jobs if jobs > 0 else ((os.cpu_count() or 1) if len(tasks) >= _POOL_MINIMUM else 1)
-    if workers > 1 and len(tasks) > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            scans = list(pool.map(_scan_file, tasks, chunksize=max(1, len(tasks) // (workers * 8))))
+    rels = _list_files(root, include_all)
+    listed_at = time.perf_counter()
+    context = _Context(
+        root=str(root),
+        arch=arch,
+        universe=universe,
+        jit=layout.jit if layout else None,
+        layout=layout is not None,
+        include_all=include_all,
+        hazards=hazards,
+        cache=str(Path(cache) / f"v{CACHE_VERSION}" / "objects") if cache is not None else None,
+        key=_context_key(arch, universe, layout is not None, hazards),
+    )
+    index = _Index.load(Path(cache), root, f"{int(include_all)}{int(hazards)}") if cache is not None else None
+    scans: dict[str, _FileScan] = {}
+    includes: dict[str, list[tuple[str, bool]]] = {}  # of C files, in a FlashInfer tree
+    todo: list[tuple[str, int]] = []
+    # cache_hits: unchanged files (by stat) answered from the cache; analysed: files read, of which
+    # reused were answered from the cache by their content hash (touched, renamed or copied files)
+    stats = {"files": len(rels), "binary": 0, "parsed": 0, "cache_hits": 0, "analysed": 0, "reused": 0}
+    for rel in rels:
+        try:
+            status = os.stat(os.path.join(root, rel))
+        except OSError:
+            continue  # listed by git but deleted, or a dangling link
+        if index is not None:
+            entry = index.lookup(rel, status)
+            if entry is not None:
+                known = entry[3]
+                if entry[4] is not None:
+                    includes[rel] = [(path, bool(quoted)) for path, quoted in entry[4]]
+                if known in ("", "binary"):
+                    stats["cache_hits"] += 1
+                    stats["binary"] += known == "binary"
+                    continue
+                item = _load_object(context, known, rel)
+                if item is not None:
+                    stats["cache_hits"] += 1
+                    scans[rel] = item
+                    continue
+        todo.append((rel, status.st_size))
+    results: list[_Outcome] = []
+    workers = jobs if jobs > 0 else ((os.cpu_count() or 1) if len(todo) >= _POOL_MINIMUM else 1)
+    done_files = len(rels) - len(todo)
+    if progress is not None:
+        progress(done_files, len(rels))
+    chunks = _chunks(todo, workers)
+    if workers > 1 and len(chunks) > 1:
+        with ProcessPoolExecutor(max_workers=workers, initializer=_set_context, initargs=(context,)) as pool:
+            pending = {pool.submit(_scan_chunk, chunk) for chunk in chunks}
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    part = future.result()
+                    results += part
+                    done_files += len(part)
+                if progress is not None:
+                    progress(done_files, len(rels))
     else:
         workers = 1
-        scans = [_scan_file(task) for task in tasks]
+        _set_context(context)
+        for chunk in chunks:
+            part = _scan_chunk(chunk)
+            results += part
+            done_files += len(part)
+            if progress is not None:
+                progress(done_files, len(rels))
+    for outcome in results:
+        stats["analysed"] += 1
+        stats["binary"] += outcome.digest == "binary"
+        stats["reused"] += outcome.reused
+        if index is not None and outcome.stamp is not None:
+            index.record(outcome.rel, outcome.stamp, outcome.digest, outcome.includes)
+        if outcome.item is not None:
+            scans[outcome.rel] = outcome.item
+        if outcome.includes is not None:
+            includes[outcome.rel] = outcome.includes
+    if index is not None:
+        index.save()
     parsed_at = time.perf_counter()
+
     result = ScanResult(root, arch, universe, layout=layout.name if layout else "")
     structures: dict[str, Structure] = {}
     specs: list[tuple[str, jit_specs.JitSpec]] = []
-    for item in scans:
+    for rel in sorted(scans):
+        item = scans[rel]
         result.gates += item.gates
+        stats["parsed"] += item.parsed
         if item.skipped:
-            result.skipped.append({"file": item.file, "reason": item.skipped})
+            result.skipped.append({"file": rel, "reason": item.skipped})
         if item.structure is not None:
-            structures[item.file] = item.structure
-        specs += [(item.file, spec) for spec in item.specs]
+            structures[rel] = item.structure
+        specs += [(rel, spec) for spec in item.specs]
     modules: list[_Module] = []
     all_specific = False
-    if layout is not None:
+    if layout is not None and hazards:
         all_specific = _all_specific(root, layout)
-        modules = _modules(specs, _Closures(root, layout), arch)
+        modules = _modules(specs, _Closures(root, layout, includes), arch)
         result.modules = [module.record for module in modules]
         result.hazards = _empty_kernels(modules, structures, arch, universe, all_specific)
-    result.hazards += _unsupported(modules, structures, arch, all_specific)
+    if hazards:
+        result.hazards += _unsupported(modules, structures, arch, all_specific)
     result.gates.sort(key=lambda g: (g["file"], g["line"]))
     result.skipped.sort(key=lambda s: s["file"])
     result.hazards.sort(key=lambda h: (h["file"], h["line"], h["kind"]))
-    result.stats = {
-        "files": len(tasks),
-        "parsed": sum(1 for s in scans if s.gates or s.structure is not None or s.specs),
-        "jobs": workers,
-        "parse_seconds": round(parsed_at - started, 3),
-        "seconds": round(time.perf_counter() - started, 3),
-    }
+    stats.update(
+        jobs=workers,
+        list_seconds=round(listed_at - started, 3),
+        parse_seconds=round(parsed_at - listed_at, 3),
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    result.stats = stats
     return result
 
 
@@ -192,83 +374,1357 @@ def check(result: ScanResult) -> bool:
     return any(not hazard["potential"] for hazard in result.hazards)
 
 
-# ---------------------------------------------------------------- walking and parsing
+def default_cache() -> Path:
+    """`$CODEMOD_HOME/scan-cache` (default ~/.cache/codemod/scan-cache)."""
+    return Path(os.environ.get("CODEMOD_HOME") or Path.home() / ".cache" / "codemod") / "scan-cache"
 
 
-def _walk(root: Path) -> list[str]:
-    """Relative POSIX paths of the files that may hold a gate, in a stable order."""
-    found = []
-    base = root.resolve()
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-        for name in sorted(files):
-            if not name.endswith(CUDA_SUFFIXES + PYTHON_SUFFIXES):
-                continue
-            path = Path(folder, name)
-            if path.is_symlink():
-                target = path.resolve()
-                if base not in target.parents or not target.is_file():
+# ---------------------------------------------------------------- listing files
+
+
+def _list_files(root: Path, include_all: bool) -> list[str]:
+    """Relative POSIX paths of the files that may hold a gate, sorted."""
+    found: list[str] = []
+    _collect(root, "", include_all, found, root.resolve())
+    return sorted(set(found))
+
+
+def _collect(root: Path, prefix: str, include_all: bool, found: list[str], base: Path) -> None:
+    folder = root / prefix if prefix else root
+    names = None if include_all else _git_files(folder)
+    if names is None:
+        _walk(folder, prefix, found, base)
+        return
+    for name in names:
+        name = name.rstrip("/")
+        if not name or any(part in SKIP_DIRS for part in name.split("/")):
+            continue
+        rel = f"{prefix}/{name}" if prefix else name
+        path = root / rel
+        if path.is_dir() and not path.is_symlink():
+            _collect(root, rel, include_all, found, base)  # a submodule or a nested repository
+        elif _wanted(posixpath.basename(name)) and _inside(path, base):
+            found.append(rel)
+
+
+def _git_files(folder: Path) -> list[str] | None:
+    """`git ls-files -co --exclude-standard` in `folder`; None when it is no git work tree (or git is missing)."""
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(folder), "ls-files", "-co", "--exclude-standard", "-z"],
+            capture_output=True,
+            timeout=120,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    return [os.fsdecode(name) for name in proc.stdout.split(b"\0") if name]
+
+
+def _walk(folder: Path, prefix: str, found: list[str], base: Path) -> None:
+    stack = [(str(folder), prefix)]
+    while stack:
+        current, rel_dir = stack.pop()
+        try:
+            entries = list(os.scandir(current))
+        except OSError:
+            continue
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in SKIP_DIRS:
+                        stack.append((entry.path, rel))
                     continue
-            found.append(path.relative_to(root).as_posix())
-    return found
+            except OSError:
+                continue
+            if _wanted(entry.name) and (not entry.is_symlink() or _inside(Path(entry.path), base)):
+                found.append(rel)
+
+
+def _wanted(name: str) -> bool:
+    """Source files by suffix, and extension-less files (C++ headers such as `nv/target`)."""
+    return name.endswith(C_SUFFIXES + PYTHON_SUFFIXES) or "." not in name
+
+
+def _inside(path: Path, base: Path) -> bool:
+    """A symlink counts only when it resolves to a file inside the tree."""
+    if not path.is_symlink():
+        return True
+    target = path.resolve()
+    return base in target.parents and target.is_file()
 
 
 def _under(rel: str, folder: str) -> bool:
     return rel.startswith(folder.rstrip("/") + "/")
 
 
-def _language(rel: str) -> str:
-    return "cuda" if rel.endswith((".cu", ".cuh")) else "cpp"
+def _chunks(todo: list[tuple[str, int]], workers: int) -> list[list[str]]:
+    """Files in groups of about _CHUNK_BYTES, and at least one group per worker."""
+    most = max(1, min(_CHUNK_FILES, -(-len(todo) // max(1, workers))))
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    size = 0
+    for rel, length in todo:
+        current.append(rel)
+        size += length
+        if size >= _CHUNK_BYTES or len(current) >= most:
+            chunks.append(current)
+            current, size = [], 0
+    if current:
+        chunks.append(current)
+    return chunks
 
 
-def _scan_file(task: tuple[str, str, Arch, tuple[Arch, ...], bool]) -> _FileScan:
-    """Parse one file; never raises (a file that cannot be read or parsed comes back skipped)."""
-    root, rel, arch, universe, in_jit = task
-    out = _FileScan(rel)
+# ---------------------------------------------------------------- the cache
+
+
+@lru_cache(maxsize=1)
+def _code_fingerprint() -> str:
+    """A hash of the modules that decide a file's result: any change to them is a new cache."""
+    package = Path(__file__).parent
+    digest = hashlib.sha256(str(CACHE_VERSION).encode())
+    for path in sorted([*package.glob("*.py"), *(package / "gates").glob("*.py")]):
+        if path.name in ("cli.py", "__main__.py"):
+            continue
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:32]
+
+
+def _context_key(arch: Arch, universe: tuple[Arch, ...], layout: bool, hazards: bool) -> str:
+    text = f"{_code_fingerprint()}|{arch.name}|{','.join(a.name for a in universe)}|{int(layout)}|{int(hazards)}"
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        data = Path(root, rel).read_bytes()
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+class _Index:
+    """Per tree: each file's stat and content hash from the last scan, so an unchanged file is not read.
+
+    An entry is trusted only when size, mtime and inode match and the file
+    was last modified well before the index was written (a file changed
+    within the file system's timestamp granularity looks unchanged).
+    """
+
+    _RACY_NS = 2_000_000_000
+
+    def __init__(self, path: Path, entries: dict[str, list], written_ns: int) -> None:
+        self.path = path
+        self.entries = entries
+        self.written_ns = written_ns
+        self.fresh: dict[str, list] = {}
+        self.started_ns = time.time_ns()
+
+    @classmethod
+    def load(cls, cache: Path, root: Path, mode: str) -> _Index:
+        name = hashlib.sha256(f"{root.resolve()}|{mode}|{_code_fingerprint()}".encode()).hexdigest()
+        path = cache / f"v{CACHE_VERSION}" / "index" / f"{name[:32]}.json"
+        try:
+            data = json.loads(path.read_bytes())
+            if data.get("version") != CACHE_VERSION or not isinstance(data.get("files"), dict):
+                raise ValueError("unknown index")
+            return cls(path, data["files"], int(data["written_ns"]))
+        except (OSError, ValueError, TypeError, KeyError):
+            return cls(path, {}, 0)
+
+    def lookup(self, rel: str, status: os.stat_result) -> list | None:
+        """`[size, mtime, inode, content hash, includes]` when the file is unchanged, else None.
+
+        The hash is "" for a file with nothing to parse, "binary" for a binary
+        file; includes are None but for C files of a FlashInfer tree.
+        """
+        entry = self.entries.get(rel)
+        if (
+            not isinstance(entry, list)
+            or len(entry) != 5
+            or entry[:3] != [status.st_size, status.st_mtime_ns, status.st_ino]
+            or status.st_mtime_ns >= self.written_ns - self._RACY_NS
+            or not isinstance(entry[3], str)
+            or not (entry[4] is None or isinstance(entry[4], list))
+        ):
+            return None
+        self.fresh[rel] = entry
+        return entry
+
+    def record(self, rel: str, stamp: tuple, digest: str | None, includes: list | None) -> None:
+        if digest is not None:
+            self.fresh[rel] = [*stamp, digest, includes]
+
+    def save(self) -> None:
+        if self.fresh == self.entries:
+            return
+        data = {"version": CACHE_VERSION, "written_ns": self.started_ns, "files": self.fresh}
+        try:
+            _write_atomic(self.path, json.dumps(data, separators=(",", ":")).encode())
+        except OSError:
+            pass  # a cache that cannot be written only makes the next scan slower
+
+
+def _object_path(context: _Context, digest: str, in_jit: bool) -> Path:
+    key = hashlib.sha256(f"{digest}|{context.key}|{int(in_jit)}".encode()).hexdigest()
+    return Path(context.cache) / key[:2] / f"{key[2:40]}.json"
+
+
+def _load_object(context: _Context, digest: str, rel: str) -> _FileScan | None:
+    """The cached result for these bytes, or None when it is missing or cannot be read."""
+    if context.cache is None:
+        return None
+    in_jit = context.hazards and context.jit is not None and _under(rel, context.jit)
+    try:
+        data = json.loads(_object_path(context, digest, in_jit).read_bytes())
+        if data.get("v") != CACHE_VERSION:
+            return None
+        return _file_scan_from_data(rel, data)
+    except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return None
+
+
+def _store_object(context: _Context, digest: str, in_jit: bool, item: _FileScan) -> None:
+    if context.cache is None:
+        return
+    try:
+        _write_atomic(
+            _object_path(context, digest, in_jit),
+            json.dumps(_file_scan_to_data(item), separators=(",", ":")).encode(),
+        )
+    except OSError:
+        pass
+
+
+def _file_scan_to_data(item: _FileScan) -> dict:
+    gates = [{k: v for k, v in gate.items() if k != "file"} for gate in item.gates]
+    shape = item.structure
+    return {
+        "v": CACHE_VERSION,
+        "gates": gates,
+        "skipped": item.skipped,
+        "parsed": item.parsed,
+        "structure": None
+        if shape is None
+        else [
+            [
+                b.chain, b.position, b.parent, b.line, b.directive, b.condition, b.start, b.body_start,
+                b.body_end, b.own_code, [[h.family, h.token, h.line, h.wrapper] for h in b.hits], b.children,
+            ]
+            for b in shape.branches
+        ],
+        "chains": None if shape is None else shape.chains,
+        "specs": [_spec_to_data(spec) for spec in item.specs],
+    }  # fmt: skip
+
+
+def _file_scan_from_data(rel: str, data: dict) -> _FileScan:
+    structure = None
+    if data["structure"] is not None:
+        branches = [
+            Branch(
+                index=i, chain=b[0], position=b[1], parent=b[2], line=b[3], directive=b[4], condition=b[5],
+                start=b[6], body_start=b[7], body_end=b[8], own_code=b[9],
+                hits=[Hit(h[0], h[1], h[2], h[3]) for h in b[10]], children=b[11],
+            )
+            for i, b in enumerate(data["structure"])
+        ]  # fmt: skip
+        structure = Structure(branches, data["chains"])
+    return _FileScan(
+        file=rel,
+        gates=[{"file": rel, **gate} for gate in data["gates"]],
+        skipped=data["skipped"],
+        structure=structure,
+        specs=[_spec_from_data(spec) for spec in data["specs"]],
+        parsed=bool(data["parsed"]),
+    )
+
+
+def _spec_to_data(spec: jit_specs.JitSpec) -> dict:
+    gate = spec.gate
+    return {
+        "module": spec.module,
+        "function": spec.function,
+        "line": spec.line,
+        "sources": [list(s) for s in spec.sources],
+        "include_dirs": [list(d) for d in spec.include_dirs],
+        "gate": None
+        if gate is None
+        else [gate.function, gate.line, gate.text, list(gate.majors), [t.name for t in gate.targets]],
+    }
+
+
+def _spec_from_data(data: dict) -> jit_specs.JitSpec:
+    gate = data["gate"]
+    return jit_specs.JitSpec(
+        module=data["module"],
+        function=data["function"],
+        line=data["line"],
+        sources=tuple(tuple(s) for s in data["sources"]),
+        include_dirs=tuple(tuple(d) for d in data["include_dirs"]),
+        gate=None
+        if gate is None
+        else jit_specs.JitGate(gate[0], gate[1], gate[2], tuple(gate[3]), tuple(Arch.parse(t) for t in gate[4])),
+    )
+
+
+# ---------------------------------------------------------------- one file
+
+_CONTEXT: _Context | None = None
+
+
+def _set_context(context: _Context) -> None:
+    global _CONTEXT
+    _CONTEXT = context
+
+
+@dataclass
+class _Outcome:
+    """One file scanned in a worker."""
+
+    rel: str
+    stamp: tuple | None  # size, mtime, inode: None when it could not be read
+    digest: str | None  # the content hash; "" when nothing could be a gate, "binary" for a binary file
+    item: _FileScan | None
+    includes: list[tuple[str, bool]] | None = None  # of a C file in a FlashInfer tree (its JIT closures)
+    reused: bool = False  # found in the cache by its content hash
+
+
+def _scan_chunk(rels: list[str]) -> list[_Outcome]:
+    context = _CONTEXT
+    assert context is not None
+    return [_scan_one(context, rel) for rel in rels]
+
+
+def _scan_one(context: _Context, rel: str) -> _Outcome:
+    path = os.path.join(context.root, rel)
+    try:
+        with open(path, "rb") as handle:
+            status = os.fstat(handle.fileno())
+            data = handle.read()
     except OSError as exc:
-        out.skipped = f"cannot read: {exc.strerror or exc}"
-        return out
-    if b"\0" in data[:_BINARY_PROBE]:
-        return out
+        return _Outcome(rel, None, None, _FileScan(rel, skipped=f"cannot read: {exc.strerror or exc}"))
+    stamp = (status.st_size, status.st_mtime_ns, status.st_ino)
+    if not context.include_all and b"\0" in data[:_BINARY_PROBE]:
+        return _Outcome(rel, stamp, "binary", None)
+    in_jit = context.hazards and context.jit is not None and _under(rel, context.jit)
+    includes = None
+    if context.hazards and context.layout and not rel.endswith(PYTHON_SUFFIXES):
+        includes = _includes(data) if b"include" in data else []
+    if not _may_hold_gates(rel, data, in_jit):
+        return _Outcome(rel, stamp, "", None, includes)
+    digest = hashlib.sha1(data).hexdigest()
+    if context.cache is not None:
+        cached = _load_object(context, digest, rel)
+        if cached is not None:
+            return _Outcome(rel, stamp, digest, cached, includes, reused=True)
+    item = _analyse(rel, data, context, in_jit)
+    _store_object(context, digest, in_jit, item)
+    return _Outcome(rel, stamp, digest, item, includes)
+
+
+def _may_hold_gates(rel: str, data: bytes, in_jit: bool) -> bool:
+    """The byte prefilter: False when no gate kind could find anything in `data`."""
+    if rel.endswith(PYTHON_SUFFIXES):
+        return (
+            _ARCH_TOKEN in data
+            or _CAPABILITY_TOKEN in data
+            or bool(_python_kinds(data))
+            or (in_jit and b"gen_jit_spec" in data)
+        )
+    return _ARCH_TOKEN in data
+
+
+def _python_kinds(data: bytes) -> list:
+    """The Python gate kinds whose prefilter `data` passes (a literal test first: re is slow on a miss)."""
+    kinds = [
+        kind
+        for (kind, prefilter), literal in zip(_PYTHON_PREFILTERS, _PREFILTER_LITERALS)
+        if literal in data and prefilter.search(data)
+    ]
+    if python_arch_or not in kinds and b"is_blackwell" in data and _named_or_re().search(data):
+        kinds.append(python_arch_or)
+    return kinds
+
+
+def _analyse(rel: str, data: bytes, context: _Context, in_jit: bool) -> _FileScan:
+    """Parse one file; never raises (a file that cannot be decoded or parsed comes back skipped)."""
     try:
         if rel.endswith(PYTHON_SUFFIXES):
-            found: list[Gate] = []
-            for kind, prefilter in _PYTHON_PREFILTERS:
-                if prefilter.search(data):
-                    found += kind.find(data, universe)
-            out.gates = [_record(rel, gate, arch) for gate in found]
-            if in_jit:
-                out.specs = jit_specs.find(data, universe)
-        elif b"__CUDA_ARCH" in data:
-            found = cuda_guard.find(data, universe, language=_language(rel))
-            out.structure = hazards.structure(data)
-            out.gates = [_record(rel, gate, arch, data) for gate in found]
+            return _analyse_python(rel, data, context, in_jit)
+        return _analyse_c(rel, data, context)
     except SourceError as exc:
-        out = _FileScan(rel, skipped=str(exc))
+        return _FileScan(rel, skipped=str(exc), parsed=True)
     except RecursionError:
-        out = _FileScan(rel, skipped="cannot parse: nested too deeply")
+        return _FileScan(rel, skipped="cannot parse: nested too deeply", parsed=True)
     except Exception as exc:  # one file never stops the scan; the reason says what to report
-        out = _FileScan(rel, skipped=f"cannot parse ({type(exc).__name__}: {exc}); please report this file")
-    return out
+        return _FileScan(
+            rel, skipped=f"cannot parse ({type(exc).__name__}: {exc}); please report this file", parsed=True
+        )
 
 
-def _record(rel: str, gate: Gate, arch: Arch, source: bytes | None = None) -> dict:
-    record = {
+def _record(rel: str, gate: Gate, arch: Arch) -> dict:
+    admits, unknown, excludes = _verdict(gate.admits, arch)
+    return {
         "file": rel,
         "line": gate.line,
         "kind": gate.kind,
         "text": gate.text,
-        "admits": gate.admits.names(),
-        "unknown": gate.admits.unknown_names(),
-        "excludes_arch": gate.admits.admits(arch) is False,
+        "admits": list(admits),
+        "unknown": list(unknown),
+        "excludes_arch": excludes,
     }
-    if record["excludes_arch"] and gate.kind == cuda_guard.KIND and source is not None:
-        blockers = hazards.blockers_for(source, gate, arch)
-        record["widenable"] = not blockers
-        record["blockers"] = blockers
-    return record
+
+
+@lru_cache(maxsize=4096)
+def _verdict(admits: ArchSet, arch: Arch) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    return tuple(admits.names()), tuple(admits.unknown_names()), admits.admits(arch) is False
+
+
+# ---------------------------------------------------------------- C, C++ and CUDA files
+#
+# Everything here works on the raw bytes with byte searches and small regexes anchored at
+# what they look for; Python runs only per directive and per instruction token. Comments are
+# found lazily: block comments by following each `/*`, line comments by lexing one line.
+
+_LEXEME_RE = re.compile(
+    rb"""/\*.*?(?:\*/|\Z)|//(?:\\\r?\n|[^\n])*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""", re.DOTALL
+)
+_GUARD_LINE_RE = re.compile(rb"[ \t\f\v]*#[ \t]*(ifdef|ifndef|if|elifdef|elifndef|elif)\b")
+_CONDITIONAL_RE = re.compile(rb"#[ \t]*(ifdef|ifndef|if|elifdef|elifndef|elif|else|endif)\b")
+_INCLUDE_LINE_RE = re.compile(rb'#[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)')
+_CONTINUATION_RE = re.compile(rb"\\[ \t]*\r?\n")
+_BLANKS_RE = re.compile(rb"[ \t\f\v\r\n]+")
+_BOM = b"\xef\xbb\xbf"
+_OPENING = {"if", "ifdef", "ifndef"}
+_CONTINUING = {"elif", "elifdef", "elifndef", "else"}
+_WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _logical_start(data: bytes, pos: int) -> int:
+    """Offset of the first byte of the logical line holding `pos` (backslash-newlines joined)."""
+    start = data.rfind(b"\n", 0, pos) + 1
+    while start >= 2:
+        end = start - 2
+        if data[end] == 0x0D and end > 0:
+            end -= 1
+        if data[end] != 0x5C:
+            break
+        start = data.rfind(b"\n", 0, end) + 1
+    return start
+
+
+def _logical_end(data: bytes, pos: int) -> int:
+    """Offset just past the newline that ends the logical line holding `pos` (end of file if none)."""
+    while True:
+        newline = data.find(b"\n", pos)
+        if newline < 0:
+            return len(data)
+        end = newline - 1
+        if end >= pos and data[end] == 0x0D:
+            end -= 1
+        if end >= pos and data[end] == 0x5C:
+            pos = newline + 1
+            continue
+        return newline + 1
+
+
+class _Comments:
+    """Where the comments of one C-family source are (string literals are code, as in hazards)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+        self._indexed = False
+
+    def _index(self) -> None:
+        data, starts, ends = self.data, self._starts, self._ends
+        anchor = pos = 0
+        while True:
+            at = data.find(b"/*", pos)
+            if at < 0:
+                break
+            holder = self._lexeme_at(max(anchor, _logical_start(data, at)), at)
+            if holder is None:
+                end = data.find(b"*/", at + 2)
+                end = len(data) if end < 0 else end + 2
+                starts.append(at)
+                ends.append(end)
+                anchor = pos = end
+            else:
+                pos = max(holder.end(), at + 1)  # inside a string or a line comment
+        self._indexed = True
+
+    def _lexeme_at(self, begin: int, target: int) -> re.Match | None:
+        """The string or comment that holds `target`, lexing from `begin` (a point in code)."""
+        for match in _LEXEME_RE.finditer(self.data, begin):
+            if match.start() >= target:
+                return None
+            if match.end() > target:
+                return match
+        return None
+
+    def block_end(self, pos: int) -> int:
+        """The end of the block comment holding `pos`, or -1."""
+        if not self._indexed:
+            self._index()
+        i = bisect.bisect_right(self._starts, pos) - 1
+        return self._ends[i] if i >= 0 and pos < self._ends[i] else -1
+
+    def in_comment(self, pos: int) -> bool:
+        if self.block_end(pos) >= 0:
+            return True
+        begin = _logical_start(self.data, pos)
+        i = bisect.bisect_right(self._starts, pos) - 1
+        if i >= 0 and self._ends[i] > begin:
+            begin = self._ends[i]
+        holder = self._lexeme_at(begin, pos)
+        return holder is not None and holder.group().startswith(b"//")
+
+    def masked(self, start: int, end: int) -> bytes:
+        """`data[start:end]` (from a point in code) with comment bytes but newlines made spaces."""
+        piece = self.data[start:end]
+        if b"/" not in piece:
+            return piece
+        out = bytearray(piece)
+        for match in _LEXEME_RE.finditer(self.data, start, end):
+            if match.group().startswith(b"/"):
+                for i in range(match.start() - start, match.end() - start):
+                    if out[i] != 0x0A:
+                        out[i] = 0x20
+        return bytes(out)
+
+
+class _Lines:
+    """Line numbers of increasing offsets, counted incrementally."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+        self.line = 1
+
+    def at(self, pos: int) -> int:
+        if pos < self.pos:
+            self.pos, self.line = 0, 1
+        self.line += self.data.count(b"\n", self.pos, pos)
+        self.pos = pos
+        return self.line
+
+
+@dataclass(frozen=True)
+class _Directive:
+    start: int  # the line start
+    keyword_end: int
+    end: int  # just past the logical line
+    keyword: str  # if, ifdef, ..., else, endif
+    hash: int  # offset of the `#`
+
+
+def _directives(data: bytes, comments: _Comments) -> list[_Directive]:
+    """Every conditional directive (`#if` ... `#endif`) outside comments, in order."""
+    found = []
+    for match in _CONDITIONAL_RE.finditer(data):
+        at = match.start()
+        line_start = data.rfind(b"\n", 0, at) + 1
+        before = data[line_start:at]
+        if before and before.strip(b" \t\f\v") and not (line_start == 0 and before.startswith(_BOM)):
+            continue
+        if line_start and _logical_start(data, at) != line_start:
+            continue  # the tail of a continued line
+        if comments.block_end(at) >= 0:
+            continue
+        found.append(_Directive(line_start, match.end(), _logical_end(data, match.end()), match.group(1).decode(), at))
+    return found
+
+
+def _check_balanced(directives: list[_Directive]) -> None:
+    opened = sum(1 for d in directives if d.keyword in _OPENING)
+    closed = sum(1 for d in directives if d.keyword == "endif")
+    if opened != closed:
+        raise SourceError(f"unbalanced preprocessor conditionals: {opened} #if/#ifdef/#ifndef but {closed} #endif")
+
+
+def _guard_lines(data: bytes, comments: _Comments) -> list[tuple[int, str, int, int]]:
+    """(offset of `#`, directive, condition start and end) of each `#if`-style line that names an arch macro."""
+    found = []
+    seen = -1
+    pos = data.find(_ARCH_TOKEN)
+    while pos >= 0:
+        start = _logical_start(data, pos)
+        if start != seen:
+            seen = start
+            at = start + 3 if start == 0 and data.startswith(_BOM) else start
+            match = _GUARD_LINE_RE.match(data, at)
+            if match is not None:
+                sharp = data.index(b"#", at)
+                if comments.block_end(sharp) < 0:
+                    span = _condition_span(data, match.end())
+                    if span is not None:
+                        found.append((sharp, "#" + match.group(1).decode(), *span))
+        pos = data.find(_ARCH_TOKEN, pos + len(_ARCH_TOKEN))
+    return found
+
+
+def _condition_span(data: bytes, pos: int) -> tuple[int, int] | None:
+    """Where the condition from `pos` starts and ends (cuda_guard's tokens), or None when it names no arch macro.
+
+    Guard lines repeat (a macro test copied over a library), so they are
+    tokenized once per distinct line.
+    """
+    end = _logical_end(data, pos)
+    if data.find(b"/*", pos, end) >= 0:
+        tokens, _ = cuda_guard._scan_line(data, pos)  # a comment may run past the line
+        if any(t.kind == "ident" and is_arch_macro(t.text) for t in tokens):
+            return tokens[0].start, tokens[-1].end
+        return None
+    relative = _line_span(data[pos:end])
+    return None if relative is None else (relative[0] + pos, relative[1] + pos)
+
+
+@lru_cache(maxsize=8192)
+def _line_span(line: bytes) -> tuple[int, int] | None:
+    tokens, _ = cuda_guard._scan_line(line, 0)
+    if any(t.kind == "ident" and is_arch_macro(t.text) for t in tokens):
+        return tokens[0].start, tokens[-1].end
+    return None
+
+
+@lru_cache(maxsize=8192)
+def _guard_admits(directive: str, text: str, universe: tuple[Arch, ...]) -> ArchSet:
+    """What one guard condition admits, as `cuda_guard` evaluates it (conditions repeat: cached)."""
+    if directive in ("#if", "#elif"):
+        return cuda_guard.admits(text, universe)
+    if not re.fullmatch(r"[A-Za-z_]\w*", text):
+        return ArchSet(universe, frozenset(), frozenset(universe))
+    test = f"defined({text})" if directive in ("#ifdef", "#elifdef") else f"!defined({text})"
+    return cuda_guard.admits(test, universe)
+
+
+def _cuda_gates(data: bytes, comments: _Comments, universe: tuple[Arch, ...], language: str) -> list[Gate]:
+    lines = _Lines(data)
+    gates = []
+    for sharp, directive, start, end in _guard_lines(data, comments):
+        text = data[start:end].decode("utf-8")
+        gates.append(
+            Gate(
+                kind=cuda_guard.KIND,
+                start=start,
+                end=end,
+                line=lines.at(sharp),
+                text=text,
+                admits=_guard_admits(directive, text, universe),
+                detail={"directive": directive, "language": language},
+            )
+        )
+    return gates
+
+
+def _analyse_c(rel: str, data: bytes, context: _Context) -> _FileScan:
+    decode(data)
+    comments = _Comments(data)
+    directives = _directives(data, comments)
+    _check_balanced(directives)
+    language = "cuda" if rel.endswith((".cu", ".cuh")) else "cpp"
+    gates = _cuda_gates(data, comments, context.universe, language)
+    out = _FileScan(rel, parsed=True)
+    if not gates:
+        return out
+    if not context.hazards:
+        out.gates = [_record(rel, gate, context.arch) for gate in gates]
+        return out
+    families = hazards.lacking(context.arch)
+    shape = None
+    if context.layout or _FAMILY_ANCHORS.search(data):
+        shape = _structure(data, comments, directives, families)
+    if shape is not None and (context.layout or any(branch.hits for branch in shape.branches)):
+        out.structure = shape
+    arch = context.arch
+    for gate in gates:
+        record = _record(rel, gate, arch)
+        if record["excludes_arch"]:
+            blockers = _blockers(shape, gate, arch) if shape is not None else []
+            record["widenable"] = not blockers
+            record["blockers"] = blockers
+        out.gates.append(record)
+    return out
+
+
+def _blockers(shape: Structure, gate: Gate, arch: Arch) -> list[str]:
+    """hazards.blockers_for over a structure already built."""
+    branch = shape.at(gate.start) or shape.at_line(gate.line)
+    if branch is None:
+        return []
+    return hazards.describe(shape.region_hits(branch, arch, hazards.lacking(arch)), arch)
+
+
+def _structure(data: bytes, comments: _Comments, directives: list[_Directive], families) -> Structure:
+    """hazards.structure(data), built from the directives found, with the hits of `families` only.
+
+    Each branch keeps the first hit of each token, which is all that
+    blockers and hazards report.
+    """
+    branches: list[Branch] = []
+    chains: list[list[int]] = []
+    stack: list[int] = []
+    segments: list[tuple[int, int, int | None]] = []
+    pos, line_no = 0, 1
+    for directive in directives:
+        start, end = directive.start, directive.end
+        owner = stack[-1] if stack else None
+        segments.append((pos, start, owner))
+        if owner is not None and not branches[owner].own_code and _has_code(data, pos, start, comments):
+            branches[owner].own_code = True
+        line_no += data.count(b"\n", pos, start)
+        keyword = directive.keyword
+        if keyword in _OPENING or (keyword in _CONTINUING and stack):
+            masked = comments.masked(directive.keyword_end, end)
+            condition = " ".join(_CONTINUATION_RE.sub(b" ", masked).decode("utf-8", "replace").split())
+            if keyword in _CONTINUING:
+                previous = branches[stack.pop()]
+                previous.body_end = start
+                chain, position, parent = previous.chain, previous.position + 1, previous.parent
+            else:
+                chain, position = len(chains), 0
+                parent = stack[-1] if stack else None
+                chains.append([])
+                if parent is not None:
+                    branches[parent].children.append(len(branches))
+            branch = Branch(
+                index=len(branches),
+                chain=chain,
+                position=position,
+                parent=parent,
+                line=line_no,
+                directive="#" + keyword,
+                condition=condition,
+                start=start,
+                body_start=end,
+            )
+            chains[chain].append(branch.index)
+            branches.append(branch)
+            stack.append(branch.index)
+        elif keyword == "endif" and stack:
+            branches[stack.pop()].body_end = start
+        line_no += data.count(b"\n", start, end)
+        pos = end
+    owner = stack[-1] if stack else None
+    segments.append((pos, len(data), owner))
+    if owner is not None and not branches[owner].own_code and _has_code(data, pos, len(data), comments):
+        branches[owner].own_code = True
+    for index in stack:
+        branches[index].body_end = len(data)
+    _collect_hits(data, comments, branches, segments, families)
+    return Structure(branches, chains)
+
+
+def _has_code(data: bytes, start: int, end: int, comments: _Comments) -> bool:
+    """Whether `data[start:end]` (whole lines) holds anything but blanks, comments and directives."""
+    pos, line_start = start, True
+    while pos < end:
+        block = comments.block_end(pos)
+        if block >= 0:
+            line_start = line_start or b"\n" in data[pos:block]
+            pos = block
+            continue
+        blanks = _BLANKS_RE.match(data, pos, end)
+        if blanks is not None:
+            line_start = line_start or b"\n" in blanks.group()
+            pos = blanks.end()
+            continue
+        if data.startswith(b"//", pos):
+            newline = _logical_end(data, pos)
+            pos = newline - 1 if newline <= len(data) and data[newline - 1 : newline] == b"\n" else newline
+            continue
+        if data[pos] == 0x23 and line_start:
+            pos = _logical_end(data, pos)
+            line_start = True
+            continue
+        return True
+    return False
+
+
+def _literal_prefix(pattern: bytes) -> bytes:
+    """The literal bytes a regex starts with (after `\\b`), for a cheap search before the regex."""
+    out = bytearray()
+    i = 2 if pattern.startswith(rb"\b") else 0
+    while i < len(pattern):
+        c = pattern[i : i + 1]
+        if c == b"\\" and i + 1 < len(pattern) and pattern[i + 1 : i + 2] in b".:-_":
+            out += pattern[i + 1 : i + 2]
+            i += 2
+        elif c.isalnum() or c in b"_:":
+            out += c
+            i += 1
+        else:
+            break
+    # a quantifier after the last literal makes it optional
+    if i < len(pattern) and pattern[i : i + 1] in b"?*{" and out:
+        out = out[:-1]
+    return bytes(out)
+
+
+@dataclass(frozen=True)
+class _TokenPattern:
+    family: hazards.TokenFamily
+    wrapper: bool
+    pattern: re.Pattern  # without a leading \b, which `boundary` checks instead (a \b defeats re's prefix search)
+    boundary: bool
+    named: bool
+
+
+def _token_patterns() -> tuple[_TokenPattern, ...]:
+    out = []
+    for family, wrapper, compiled in hazards._COMPILED:
+        source = compiled.pattern
+        boundary = source.startswith(rb"\b") and source[2:3].isalnum()
+        pattern = re.compile(source[2:], compiled.flags) if boundary else compiled
+        out.append(_TokenPattern(family, wrapper, pattern, boundary, "token" in compiled.groupindex))
+    return tuple(out)
+
+
+_TOKEN_PATTERNS = _token_patterns()
+_FAMILY_ANCHORS = re.compile(
+    b"|".join(re.escape(prefix) for p in _TOKEN_PATTERNS if (prefix := _literal_prefix(p.pattern.pattern)))
+)
+assert all(_literal_prefix(p.pattern.pattern) for p in _TOKEN_PATTERNS), "every token pattern needs a literal anchor"
+
+
+def _collect_hits(data, comments, branches, segments, families) -> None:
+    """Put the first of each family token in the body of the innermost branch around it."""
+    names = {family.name for family in families}
+    starts = [segment[0] for segment in segments]
+    found: list[tuple[int, str, str, bool, int]] = []
+    for token_pattern in _TOKEN_PATTERNS:
+        family = token_pattern.family.name
+        if family not in names:
+            continue
+        pattern, boundary, named, wrapper = (
+            token_pattern.pattern, token_pattern.boundary, token_pattern.named, token_pattern.wrapper
+        )
+        seen: set[tuple[int, bytes]] = set()
+
+        def accept(match: re.Match, owner: int) -> None:
+            begin = match.start()
+            if boundary and begin > 0 and data[begin - 1] in _WORD:
+                return
+            at = match.start("token") if named else begin
+            key = (owner, match.group("token") if named else match.group())
+            if key in seen or comments.in_comment(begin) or (named and comments.in_comment(at)):
+                return
+            seen.add(key)
+            found.append((at, family, key[1].decode("utf-8", "replace"), wrapper, owner))
+
+        pos = 0
+        while True:
+            match = pattern.search(data, pos)
+            if match is None:
+                break
+            i = bisect.bisect_right(starts, match.start("token") if named else match.start()) - 1
+            low, high, owner = segments[i] if i >= 0 else (0, match.end(), None)
+            if owner is None or high <= match.start():
+                pos = max(high, match.start() + 1)
+                continue
+            if named:
+                accept(match, owner)
+                pos = max(match.end(), match.start() + 1)
+                continue
+            # Instruction tokens repeat by the thousand in one body: take each distinct one once,
+            # at its first place that passes the checks.
+            for token in sorted(set(pattern.findall(data, match.start(), high))):
+                place = data.find(token, match.start(), high)
+                while place >= 0 and (owner, token) not in seen:
+                    again = pattern.match(data, place)
+                    if again is not None and again.group() == token:
+                        accept(again, owner)
+                    place = data.find(token, place + 1, high)
+            pos = high
+    if not found:
+        return
+    lines = _Lines(data)
+    line_of = {at: lines.at(at) for at in sorted({item[0] for item in found})}
+    for at, family, token, wrapper, owner in found:
+        branches[owner].hits.append(Hit(family, token, line_of[at], wrapper))
+    for branch in branches:
+        branch.hits.sort(key=lambda hit: hit.line)
+
+
+def _includes(data: bytes) -> list[tuple[str, bool]]:
+    """hazards.includes(data), found with a byte search: `#include "x"` (quoted) and `<x>`, outside comments."""
+    found = []
+    comments = _Comments(data)
+    for match in _INCLUDE_LINE_RE.finditer(data):
+        at = match.start()
+        line_start = data.rfind(b"\n", 0, at) + 1
+        if data[line_start:at].strip(b" \t") or comments.block_end(at) >= 0:
+            continue
+        quoted, angled = match.groups()
+        found.append(((quoted or angled).decode("utf-8", "replace").strip(), quoted is not None))
+    return found
+
+
+# ---------------------------------------------------------------- Python files
+
+_COMPOUND = (
+    ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.FunctionDef,
+    ast.AsyncFunctionDef, ast.ClassDef, ast.Match, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
+)  # fmt: skip
+
+
+class _PythonText:
+    """Byte offsets of ast positions (ast columns are UTF-8 byte offsets)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.bom = len(_BOM) if data.startswith(_BOM) else 0
+        self.starts = [0]
+        for line in data.splitlines(keepends=True):
+            self.starts.append(self.starts[-1] + len(line))
+
+    def offset(self, line: int, column: int) -> int:
+        return self.starts[line - 1] + column + (self.bom if line == 1 else 0)
+
+    def line(self, offset: int) -> int:
+        return bisect.bisect_right(self.starts, offset)
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        start = self.offset(node.lineno, node.col_offset)
+        decorators = getattr(node, "decorator_list", None)
+        if decorators:
+            first = decorators[0]
+            start = self.data.rfind(b"@", 0, self.offset(first.lineno, first.col_offset))
+        return start, self.offset(node.end_lineno, node.end_col_offset)
+
+
+class _Pruned:
+    """A Python source with the statements no gate can be in cut out, and the way back to the original offsets.
+
+    Each run of consecutive statements `wanted` rejects becomes one `0`; a
+    kept compound statement keeps its header and has its bodies pruned the
+    same way, so the text stays valid Python and everything kept is byte
+    for byte the original. libcst then parses a few hundred bytes instead of
+    a 150 KB module (its cost grows with every line, blank ones included).
+    """
+
+    def __init__(
+        self, text: _PythonText, tree: ast.Module, wanted: Callable[[bytes, ast.stmt, bool], bool]
+    ) -> None:
+        """`wanted(source, statement, in_function)` says which statements to keep."""
+        self.text = text
+        cuts: list[tuple[int, int]] = []
+
+        def visit(body: list, in_function: bool) -> None:
+            run: list[int] | None = None
+            for stmt in body:
+                start, end = text.span(stmt)
+                if not wanted(text.data[start:end], stmt, in_function):
+                    run = [run[0], end] if run else [start, end]
+                    continue
+                if run:
+                    cuts.append((run[0], run[1]))
+                    run = None
+                if isinstance(stmt, _COMPOUND):
+                    inner = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) or (
+                        in_function and not isinstance(stmt, ast.ClassDef)
+                    )
+                    for name in ("body", "orelse", "finalbody"):
+                        visit(getattr(stmt, name, None) or [], inner)
+                    for handler in getattr(stmt, "handlers", None) or []:
+                        visit(handler.body, inner)
+                    for case in getattr(stmt, "cases", None) or []:
+                        visit(case.body, inner)
+            if run:
+                cuts.append((run[0], run[1]))
+
+        visit(tree.body, False)
+        data = text.data
+        pieces: list[bytes] = []
+        self._compact: list[int] = []  # where each piece starts in the pruned text
+        self._original: list[int] = []  # and in the original
+        pos = size = 0
+        for start, end in sorted(cuts):
+            for piece, origin in ((data[pos:start], pos), (b"0", start)):
+                self._compact.append(size)
+                self._original.append(origin)
+                pieces.append(piece)
+                size += len(piece)
+            pos = end
+        self._compact.append(size)
+        self._original.append(pos)
+        pieces.append(data[pos:])
+        self.source = b"".join(pieces)
+        self._line_starts: list[int] | None = None
+
+    def offset(self, compact: int) -> int:
+        i = bisect.bisect_right(self._compact, compact) - 1
+        return self._original[i] + compact - self._compact[i]
+
+    def line(self, compact_line: int) -> int:
+        """The original line of a line of the pruned text."""
+        if self._line_starts is None:
+            self._line_starts = [0] + [m.end() for m in re.finditer(rb"\n", self.source)]
+        return self.text.line(self.offset(self._line_starts[compact_line - 1]))
+
+    def gate(self, gate: Gate) -> Gate:
+        start, end = self.offset(gate.start), self.offset(gate.end - 1) + 1 if gate.end > gate.start else self.offset(gate.start)
+        return replace(gate, start=start, end=end, line=self.text.line(start))
+
+    def spec(self, spec: jit_specs.JitSpec) -> jit_specs.JitSpec:
+        gate = spec.gate
+        if gate is not None:
+            gate = replace(gate, line=self.line(gate.line))
+        return replace(spec, line=self.line(spec.line), gate=gate)
+
+
+def _jit_names(text: _PythonText, tree: ast.Module) -> set[str]:
+    """Functions around a `gen_jit_spec` call: their callers give a spec's gate (jit_specs)."""
+    functions: list[tuple[int, int, str]] = []
+
+    def visit(body: list) -> None:
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                functions.append((*text.span(stmt), stmt.name))
+            for name in ("body", "orelse", "finalbody"):
+                visit(getattr(stmt, name, None) or [])
+            for inner in (getattr(stmt, "handlers", None) or []) + (getattr(stmt, "cases", None) or []):
+                visit(inner.body)
+
+    visit(tree.body)
+    names = set()
+    for match in re.finditer(rb"\bgen_jit_spec\b", text.data):
+        around = [f for f in functions if f[0] <= match.start() < f[1]]
+        if around:
+            names.add(max(around)[2])  # the innermost: the latest start
+    return names
+
+
+def _callee(call: ast.Call) -> str:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return ""
+
+
+def _analyse_python(rel: str, data: bytes, context: _Context, in_jit: bool) -> _FileScan:
+    decode(data)
+    out = _FileScan(rel)
+    kinds = _python_kinds(data)
+    want_specs = in_jit and b"gen_jit_spec" in data
+    want_capability = _CAPABILITY_TOKEN in data and bool(_CAPABILITY_RE.search(data))
+    in_strings = _cuda_gates(data, _NoComments(), context.universe, "cuda") if _ARCH_TOKEN in data else []
+    if not (kinds or want_specs or want_capability or in_strings):
+        return out
+    out.parsed = True
+    if want_capability and not (kinds or want_specs or in_strings):
+        blocks = _capability_blocks(data)
+        if blocks is not None:  # the functions around each call, parsed alone
+            out.gates = [_record(rel, gate, context.arch) for gate in _capability_gates(*blocks, context.universe)]
+            return out
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError) as exc:
+        if not kinds and not want_specs:
+            line = getattr(exc, "lineno", None)
+            raise SourceError(f"not valid Python: line {line}: {getattr(exc, 'msg', exc)}") from None
+        # ast may not know newer syntax libcst does; libcst decides (and says what is wrong).
+        gates = [gate for kind in kinds for gate in kind.find(data, context.universe)]
+        out.gates = [_record(rel, gate, context.arch) for gate in gates]
+        if want_specs:
+            out.specs = jit_specs.find(data, context.universe)
+        return out
+    text = _PythonText(data)
+    gates: list[Gate] = []
+    if kinds or want_specs:
+        patterns = [prefilter for kind, prefilter in _PYTHON_PREFILTERS if kind in kinds]
+        if python_arch_or in kinds:
+            patterns.append(_named_or_re())
+        names = _jit_names(text, tree) if want_specs else set()
+        names_re = re.compile(rb"\b(?:%s)\b" % b"|".join(re.escape(n.encode()) for n in sorted(names))) if names else None
+
+        def wanted(piece: bytes, stmt: ast.stmt, in_function: bool) -> bool:
+            if any(pattern.search(piece) for pattern in patterns):
+                return True
+            if not want_specs:
+                return False
+            if b"gen_jit_spec" in piece:
+                return True
+            # jit_specs reads a spec's paths, lists and flags in the function that makes or gates it, and
+            # callers by name from functions: statements outside functions give it nothing else.
+            if not in_function and not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                return False
+            return bool(_JIT_RE.search(piece)) or (names_re is not None and bool(names_re.search(piece)))
+
+        pruned = _Pruned(text, tree, wanted)
+        for kind in kinds:
+            gates += [pruned.gate(gate) for gate in kind.find(pruned.source, context.universe)]
+        if want_specs:
+            out.specs = [pruned.spec(spec) for spec in jit_specs.find(pruned.source, context.universe)]
+    if want_capability:
+        gates += _capability_gates(text, tree.body, context.universe)
+    if in_strings:
+        gates += _string_guards(text, tree, in_strings)
+    gates.sort(key=lambda gate: (gate.line, gate.start))
+    out.gates = [_record(rel, gate, context.arch) for gate in gates]
+    return out
+
+
+def _string_guards(text: _PythonText, tree: ast.Module, candidates: list[Gate]) -> list[Gate]:
+    """The cuda_guard lines that lie inside Python string literals (CUDA source written by a generator)."""
+    inside: list[tuple[int, int]] = []
+    for node, _ in _nodes_in(text, tree.body, lambda piece: _ARCH_TOKEN in piece, 0):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.end_lineno > node.lineno:
+            inside.append(text.span(node))
+    if not inside:
+        return []
+    inside.sort()
+    starts = [span[0] for span in inside]
+    data = text.data
+    gates = []
+    for gate in candidates:
+        i = bisect.bisect_right(starts, gate.start) - 1
+        line_start = data.rfind(b"\n", 0, gate.start) + 1
+        if i >= 0 and inside[i][0] < line_start and gate.end <= inside[i][1]:
+            gates.append(gate)
+    return gates
+
+
+class _NoComments(_Comments):
+    """Python source: `#` starts no C comment that would hide a guard line in a string."""
+
+    def __init__(self) -> None:
+        super().__init__(b"")
+        self._indexed = True
+
+
+# ---------------------------------------------------------------- capability comparisons (scan only)
+
+_COMPARE = {
+    ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+}  # fmt: skip
+_FLIPPED = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE, ast.Eq: ast.Eq, ast.NotEq: ast.NotEq}
+
+
+def _is_capability_call(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and _callee(node).endswith("get_device_capability")
+
+
+def _literal(node: ast.AST):
+    """An int, a tuple of ints, or a tuple/list/set of those; None for anything else."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        items = [_literal(item) for item in node.elts]
+        return None if any(item is None for item in items) else tuple(items)
+    return None
+
+
+_PY_LEXEME_RE = re.compile(rb"""\'\'\'.*?\'\'\'|\"\"\".*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"|\#[^\n]*""", re.DOTALL)
+_NOT_A_START = (b")", b"]", b"}", b"else", b"elif", b"except", b"finally", b"#", b"@")
+
+
+def _capability_blocks(data: bytes) -> tuple[_PythonText, list[ast.stmt]] | None:
+    """The statements around each `get_device_capability`, parsed alone: the innermost function (or the
+    top-level statement) holding it, at its own line numbers and columns.
+
+    None when that cannot be done safely: a block does not parse alone, or a name is bound from the call
+    outside any function (its comparisons may be anywhere); the caller then parses the whole file.
+    A whole-module parse of a 5000-line SGLang file costs more than all the rest of its scan.
+    """
+    text = _PythonText(data)
+    lines = data.split(b"\n")
+    # multi-line strings (and comments): no statement starts inside one
+    hidden: list[tuple[int, int]] = []
+    for match in _PY_LEXEME_RE.finditer(data):
+        if match.group().startswith(b"#"):
+            if _CAPABILITY_TOKEN in match.group():
+                hidden.append((match.start(), match.end()))
+        elif b"\n" in match.group() or _CAPABILITY_TOKEN in match.group():
+            hidden.append((match.start(), match.end()))
+    hidden_starts = [span[0] for span in hidden]
+
+    def in_hidden(offset: int) -> bool:
+        i = bisect.bisect_right(hidden_starts, offset) - 1
+        return i >= 0 and offset < hidden[i][1]
+
+    def indent(number: int) -> int | None:
+        """The indentation of line `number` (1-based) when a statement may start there."""
+        line = lines[number - 1]
+        body = line.lstrip(b" \t")
+        if not body.strip() or body.startswith(_NOT_A_START) or in_hidden(text.starts[number - 1]):
+            return None
+        if number > 1 and lines[number - 2].rstrip(b"\r").endswith(b"\\"):
+            return None
+        return len(line) - len(body)
+
+    blocks: dict[int, tuple[int, int, int]] = {}  # first line -> (first line, last line, indentation)
+    for match in re.finditer(re.escape(_CAPABILITY_TOKEN), data):
+        if in_hidden(match.start()):
+            continue
+        number = text.line(match.start())
+        limit = indent(number)
+        limit = len(lines[number - 1]) if limit is None else limit + 1
+        start = None
+        for candidate in range(number, 0, -1):
+            level = indent(candidate)
+            if level is None or level >= limit:
+                continue
+            limit = level
+            head = lines[candidate - 1].lstrip()
+            if head.startswith((b"def ", b"async def ")) or level == 0:
+                start = candidate
+                break
+        if start is None:
+            return None
+        while start > 1 and lines[start - 2].lstrip().startswith(b"@"):
+            start -= 1  # its decorators
+        level = len(lines[start - 1]) - len(lines[start - 1].lstrip(b" \t"))
+        end = len(lines)
+        for candidate in range(number + 1, len(lines) + 1):
+            found = indent(candidate)
+            if found is not None and found <= level:
+                end = candidate - 1
+                break
+        if start not in blocks or blocks[start][1] < end:
+            blocks[start] = (start, end, level)
+    body: list[ast.stmt] = []
+    covered = -1
+    for start, end, level in sorted(blocks.values()):
+        if start <= covered:
+            if end > covered:
+                return None  # overlapping blocks: let the whole file decide
+            continue
+        covered = end
+        piece = b"\n".join(lines[start - 1 : end])
+        prefix = b"\n" * (start - 1) if level == 0 else b"\n" * (start - 2) + b"if 1:\n"
+        try:
+            parsed = ast.parse(prefix + piece)
+        except (SyntaxError, ValueError):
+            return None
+        statements = parsed.body if level == 0 else parsed.body[0].body
+        if level == 0 and not isinstance(statements[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return None  # a name bound at module level: compared anywhere
+        body += statements
+    return text, body
+
+
+def _capability_gates(text: _PythonText, body: list[ast.stmt], universe: tuple[Arch, ...]) -> list[Gate]:
+    """`get_device_capability()[0] >= 9`, `... >= (9, 0)`, `major >= 9` after `major, _ = ...()`.
+
+    What a comparison admits is decided per arch from its (major, minor);
+    only single comparisons with integer literals (or tuples of them) count.
+    Only statements that name the call (or a name bound from it) are walked.
+    """
+    bound: dict[tuple[int, str], int | None] = {}  # (scope, name) -> 0 major, 1 minor, None the pair
+    compares: dict[int, tuple[ast.Compare, int]] = {}
+    for node, scope in _nodes_in(text, body, lambda piece: _CAPABILITY_TOKEN in piece, 0):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            _bind(node.targets[0], node.value, scope, bound)
+        elif isinstance(node, ast.Compare):
+            compares[id(node)] = (node, scope)
+    if bound:
+        names = re.compile(rb"\b(?:%s)\b" % b"|".join(re.escape(name.encode()) for _, name in bound))
+        for node, scope in _nodes_in(text, body, lambda piece: bool(names.search(piece)), 0):
+            if isinstance(node, ast.Compare):
+                compares.setdefault(id(node), (node, scope))
+
+    def part(node: ast.AST, scope: int) -> int | None | str:
+        """0 or 1 for the major or minor, None for the (major, minor) pair, "" for anything else."""
+        if _is_capability_call(node):
+            return None
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value in (0, 1):
+            return node.slice.value if part(node.value, scope) is None else ""
+        if isinstance(node, ast.Name):
+            for where in (scope, 0):
+                if (where, node.id) in bound:
+                    return bound[(where, node.id)]
+        return ""
+
+    gates = []
+    for node, scope in compares.values():
+        if len(node.ops) != 1:
+            continue
+        left, op, right = node.left, type(node.ops[0]), node.comparators[0]
+        side, value = part(left, scope), _literal(right)
+        if (side == "" or value is None) and op in _FLIPPED:
+            side, value, op = part(right, scope), _literal(left), _FLIPPED[op]
+        if side == "" or value is None or op not in _COMPARE:
+            continue
+        admitted = set()
+        try:
+            for arch in universe:
+                have = (arch.major, arch.minor) if side is None else (arch.major, arch.minor)[side]
+                if _COMPARE[op](have, value):
+                    admitted.add(arch)
+        except TypeError:
+            continue  # a major compared with a pair
+        start, end = text.span(node)
+        gates.append(
+            Gate(
+                kind=CAPABILITY_KIND,
+                start=start,
+                end=end,
+                line=node.lineno,
+                text=text.data[start:end].decode("utf-8"),
+                admits=ArchSet(universe, frozenset(admitted)),
+            )
+        )
+    return gates
+
+
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _nodes_in(text: _PythonText, body: list, test: Callable[[bytes], bool], scope: int) -> Iterator[tuple[ast.AST, int]]:
+    """Every node of the statements whose source passes `test`, with the id of the function around it (0: none)."""
+    for stmt in body:
+        if hasattr(stmt, "lineno"):  # a match_case has no position: look inside it
+            start, end = text.span(stmt)
+            if not test(text.data[start:end]):
+                continue
+        if not isinstance(stmt, (*_COMPOUND, ast.ExceptHandler, ast.match_case)):
+            for node in ast.walk(stmt):
+                yield node, scope
+            continue
+        inner = id(stmt) if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else scope
+        for name, value in ast.iter_fields(stmt):
+            if name in _BODIES:
+                continue
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, ast.AST):
+                    for node in ast.walk(item):
+                        yield node, scope
+        for name in _BODIES:
+            yield from _nodes_in(text, getattr(stmt, name, None) or [], test, inner)
+
+
+def _bind(target: ast.AST, value: ast.AST, scope: int, bound: dict) -> None:
+    if isinstance(target, ast.Name):
+        if _is_capability_call(value):
+            bound[(scope, target.id)] = None
+        elif (
+            isinstance(value, ast.Subscript)
+            and _is_capability_call(value.value)
+            and isinstance(value.slice, ast.Constant)
+            and value.slice.value in (0, 1)
+        ):
+            bound[(scope, target.id)] = value.slice.value
+    elif isinstance(target, ast.Tuple) and len(target.elts) == 2 and _is_capability_call(value):
+        for index, element in enumerate(target.elts):
+            if isinstance(element, ast.Name):
+                bound[(scope, element.id)] = index
 
 
 # ---------------------------------------------------------------- JIT modules and their closures
@@ -292,12 +1748,13 @@ def _all_specific(root: Path, layout: Layout) -> bool:
 class _Closures:
     """Resolve JIT sources and follow their includes inside the tree, caching per file."""
 
-    def __init__(self, root: Path, layout: Layout) -> None:
+    def __init__(self, root: Path, layout: Layout, includes: dict[str, list[tuple[str, bool]]] | None = None) -> None:
         self.root = root
         self.layout = layout
         self._base = root.resolve()
-        self._includes: dict[str, list[tuple[str, bool]]] = {}
+        self._includes: dict[str, list[tuple[str, bool]]] = dict(includes or {})
         self._exists: dict[str, bool] = {}
+        self._resolved: dict[tuple, str | None] = {}  # (including folder for "", path, dirs) -> file
 
     def exists(self, rel: str) -> bool:
         """Whether `rel` is a file inside the tree (an absolute path, `..` or a symlink out of it is not)."""
@@ -321,23 +1778,29 @@ class _Closures:
             rel = self.place(*source)
             (queue if self.exists(rel) else missing).append(rel)
         seen = dict.fromkeys(queue)
+        key_dirs = tuple(dirs)
         while queue:
             current = queue.pop()
             for path, quoted in self._read_includes(current):
-                here = [posixpath.dirname(current)] if quoted else []
-                for folder in here + dirs:
-                    rel = posixpath.normpath(posixpath.join(folder, path))
-                    if self.exists(rel):
-                        if rel not in seen:
-                            seen[rel] = None
-                            queue.append(rel)
-                        break
+                here = posixpath.dirname(current) if quoted else None
+                key = (here, path, key_dirs)
+                if key not in self._resolved:
+                    self._resolved[key] = None
+                    for folder in ([here] if quoted else []) + dirs:
+                        rel = posixpath.normpath(posixpath.join(folder, path))
+                        if self.exists(rel):
+                            self._resolved[key] = rel
+                            break
+                rel = self._resolved[key]
+                if rel is not None and rel not in seen:
+                    seen[rel] = None
+                    queue.append(rel)
         return list(seen), missing
 
     def _read_includes(self, rel: str) -> list[tuple[str, bool]]:
         if rel not in self._includes:
             try:
-                self._includes[rel] = hazards.includes((self.root / rel).read_bytes())
+                self._includes[rel] = _includes((self.root / rel).read_bytes())
             except OSError:
                 self._includes[rel] = []
         return self._includes[rel]
@@ -629,8 +2092,24 @@ def _sarif_result(rule: str, rule_ids: list[str], level: str, text: str, where: 
     }
 
 
+def summary(result: ScanResult, top: int = 3) -> list[dict]:
+    """Per gate kind: how many gates, how many exclude the arch, and the files with the most gates."""
+    kinds: dict[str, dict] = {}
+    for gate in result.gates:
+        entry = kinds.setdefault(gate["kind"], {"kind": gate["kind"], "gates": 0, "excluding": 0, "files": {}})
+        entry["gates"] += 1
+        entry["excluding"] += gate["excludes_arch"]
+        entry["files"][gate["file"]] = entry["files"].get(gate["file"], 0) + 1
+    out = []
+    for kind in sorted(kinds, key=lambda k: (-kinds[k]["gates"], k)):
+        entry = kinds[kind]
+        ranked = sorted(entry["files"].items(), key=lambda item: (-item[1], item[0]))
+        out.append({**entry, "files": len(ranked), "top": ranked[:top]})
+    return out
+
+
 def to_text(result: ScanResult) -> str:
-    """A human summary: counts, then every hazard, then every gate that excludes the arch."""
+    """A human summary (counts per gate kind, top files), then every hazard, then every gate."""
     arch = result.arch.name
     excluding = [g for g in result.gates if g["excludes_arch"]]
     guarded = [g for g in excluding if "widenable" in g]
@@ -640,10 +2119,21 @@ def to_text(result: ScanResult) -> str:
     lines = [
         f"{len(result.gates)} gates in {files} files; {len(excluding)} exclude {arch}"
         + (f" ({len(guarded) - len(blocked)} cuda guards widenable, {len(blocked)} blocked)" if guarded else ""),
+    ]
+    kinds = summary(result)
+    if kinds:
+        width = max(len(entry["kind"]) for entry in kinds)
+        for entry in kinds:
+            top = ", ".join(f"{name} ({count})" for name, count in entry["top"])
+            lines.append(
+                f"  {entry['kind']:<{width}}  {entry['gates']:>6} gates, {entry['excluding']:>5} exclude {arch}"
+                f"  in {entry['files']} files; most in {top}"
+            )
+    lines.append(
         f"{len(result.hazards)} hazards for {arch}: {len(definite)} definite, "
         f"{len(result.hazards) - len(definite)} potential"
-        + (f"; {len(result.modules)} JIT specs read ({result.layout} layout)" if result.layout else ""),
-    ]
+        + (f"; {len(result.modules)} JIT specs read ({result.layout} layout)" if result.layout else "")
+    )
     if result.skipped:
         lines.append(f"{len(result.skipped)} files skipped")
     if result.hazards:
@@ -661,8 +2151,22 @@ def to_text(result: ScanResult) -> str:
                     if gate["widenable"]
                     else f"  [blocked: {', '.join(b.split(' (')[0] for b in gate['blockers'])}]"
                 )
-            lines.append(f"  {gate['file']}:{gate['line']}: {gate['kind']} {_one_line(gate['text'])}{state}")
+            lines.append(
+                f"  {gate['file']}:{gate['line']}: {gate['kind']} {_one_line(gate['text'])}{state}  {_admitted(gate)}"
+            )
+    admitting = [g for g in result.gates if not g["excludes_arch"]]
+    if admitting:
+        lines += ["", f"gates that admit {arch} (or may):"]
+        for gate in admitting:
+            lines.append(f"  {gate['file']}:{gate['line']}: {gate['kind']} {_one_line(gate['text'])}  {_admitted(gate)}")
     if result.skipped:
         lines += ["", "skipped:"]
         lines += [f"  {item['file']}: {item['reason']}" for item in result.skipped]
     return "\n".join(lines) + "\n"
+
+
+def _admitted(gate: dict) -> str:
+    text = f"admits {', '.join(gate['admits']) or 'none'}"
+    if gate["unknown"]:
+        text += f"; unknown {', '.join(gate['unknown'])}"
+    return f"({text})"
