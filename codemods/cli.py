@@ -428,7 +428,9 @@ def scan(
                     merged.setdefault(key, []).append(item)
         if fmt is ScanFormat.json:
             merged = {key: merged.get(key, []) for key in ("gates", "skipped", "hazards")}
-        _out(json.dumps({k: v for k, v in merged.items() if v is not None}, indent=2) + "\n")
+            _out(scanner.dumps(merged) + "\n")
+        else:
+            _out(json.dumps({k: v for k, v in merged.items() if v is not None}, indent=2) + "\n")
     for root, result in results:
         stats = ", ".join(f"{k} {v}" for k, v in result.stats.items()) if isinstance(result.stats, dict) else str(result.stats)
         err.print(f"scanned {root}: {stats}", markup=False)

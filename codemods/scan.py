@@ -284,7 +284,7 @@ def scan(
             if entry is not None:
                 known = entry[3]
                 if entry[4] is not None:
-                    includes[rel] = [(path, bool(quoted)) for path, quoted in entry[4]]
+                    includes[rel] = entry[4]  # [path, quoted] pairs
                 if known in ("", "binary"):
                     stats["cache_hits"] += 1
                     stats["binary"] += known == "binary"
@@ -1532,7 +1532,7 @@ def _literal(node: ast.AST):
 
 
 _PY_LEXEME_RE = re.compile(rb"""\'\'\'.*?\'\'\'|\"\"\".*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"|\#[^\n]*""", re.DOTALL)
-_NOT_A_START = (b")", b"]", b"}", b"else", b"elif", b"except", b"finally", b"#", b"@")
+_NOT_A_START = (b")", b"]", b"}", b"else", b"elif", b"except", b"finally", b"#")
 
 
 def _capability_blocks(data: bytes) -> tuple[_PythonText, list[ast.stmt]] | None:
@@ -1591,10 +1591,15 @@ def _capability_blocks(data: bytes) -> tuple[_PythonText, list[ast.stmt]] | None
         while start > 1 and lines[start - 2].lstrip().startswith(b"@"):
             start -= 1  # its decorators
         level = len(lines[start - 1]) - len(lines[start - 1].lstrip(b" \t"))
+        decorated = lines[start - 1].lstrip().startswith(b"@")
         end = len(lines)
         for candidate in range(number + 1, len(lines) + 1):
             found = indent(candidate)
             if found is not None and found <= level:
+                head = lines[candidate - 1].lstrip()
+                if decorated and head.startswith((b"@", b"def ", b"async def ", b"class ")):
+                    decorated = head.startswith(b"@")  # the decorated definition itself belongs to the block
+                    continue
                 end = candidate - 1
                 break
         if start not in blocks or blocks[start][1] < end:
@@ -1615,7 +1620,12 @@ def _capability_blocks(data: bytes) -> tuple[_PythonText, list[ast.stmt]] | None
             return None
         statements = parsed.body if level == 0 else parsed.body[0].body
         if level == 0 and not isinstance(statements[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            return None  # a name bound at module level: compared anywhere
+            bound: dict = {}
+            for node in ast.walk(parsed):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                    _bind(node.targets[0], node.value, 0, bound)
+            if bound:
+                return None  # a name bound at module level: compared anywhere
         body += statements
     return text, body
 
@@ -2004,6 +2014,19 @@ def _one_line(text: str) -> str:
 
 
 # ---------------------------------------------------------------- output
+
+
+def dumps(data: dict) -> str:
+    """JSON for `{"gates": [...], ...}` with one item per line: as readable as indent=2 for a few gates, and
+    json's C encoder keeps it fast for tens of thousands (indent= falls back to the pure-Python one)."""
+    parts = []
+    for key, value in data.items():
+        if isinstance(value, list):
+            items = ",\n    ".join(json.dumps(item) for item in value)
+            parts.append(f'  {json.dumps(key)}: [\n    {items}\n  ]' if value else f"  {json.dumps(key)}: []")
+        else:
+            parts.append(f"  {json.dumps(key)}: {json.dumps(value)}")
+    return "{\n" + ",\n".join(parts) + "\n}"
 
 
 def to_json(result: ScanResult) -> dict:
