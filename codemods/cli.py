@@ -19,6 +19,7 @@ from rich.syntax import Syntax
 from codemods import errors, jit_cache, recipes, report, workflow
 from codemods import packages as packages_mod
 from codemods.arch import DEFAULT_ARCHS, ArchParseError, parse_archs
+from codemods.repo import require_folder
 
 app = typer.Typer(
     add_completion=False,
@@ -389,8 +390,7 @@ def scan(
     if check and gates_only:
         raise typer.BadParameter("--check needs the hazards, which --gates-only skips; drop one", param_hint="--gates-only")
     for root in repo:
-        if not root.is_dir():
-            raise errors.RepoState("is not a folder" if root.exists() else "path does not exist", where=str(root), hint="check --repo")
+        require_folder(root)
     bar = None
     if err.is_terminal:  # progress goes to stderr, and only to a terminal
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn

@@ -64,6 +64,14 @@ def codemod_home() -> Path:
     return Path(os.environ.get("CODEMOD_HOME") or Path.home() / ".cache" / "codemod")
 
 
+def require_folder(path: Path) -> None:
+    """Refuse a --repo that does not exist or is a file."""
+    if not path.exists():
+        raise errors.RepoState("path does not exist", where=str(path), hint="check --repo")
+    if not path.is_dir():
+        raise errors.RepoState("is a file, not a folder", where=str(path), hint="point --repo at the project's folder")
+
+
 def open_repo(path: Path, *, create_shadow: bool = False) -> "Repo":
     """The git repository that records codemod's work for the tree at path.
 
@@ -72,10 +80,7 @@ def open_repo(path: Path, *, create_shadow: bool = False) -> "Repo":
     gets a shadow repository under $CODEMOD_HOME, whose work tree is the folder
     itself: nothing is written into the folder but the patched files.
     """
-    if not path.exists():
-        raise errors.RepoState("path does not exist", where=str(path), hint="check --repo")
-    if not path.is_dir():
-        raise errors.RepoState("is a file, not a folder", where=str(path), hint="point --repo at the project's folder")
+    require_folder(path)
     found = _enclosing(path)
     if found is not None and found.bare:
         raise errors.RepoState("is a bare repository; there is no work tree to patch", where=str(path), hint="clone it and point --repo at the clone")

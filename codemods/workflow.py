@@ -19,7 +19,7 @@ from codemods import errors, files, journal, recipes
 from codemods.arch import DEFAULT_ARCHS, Arch
 from codemods.recipes import Plan, PlannedChange, Recipe
 from codemods.repo import (
-    TRAILER_BASE, TRAILER_CHANGE, TRAILER_RECIPE, Applied, Repo, ShadowRepo, branch_name, open_repo, refuse_unusable,
+    TRAILER_BASE, TRAILER_CHANGE, TRAILER_RECIPE, Applied, Repo, ShadowRepo, branch_name, open_repo, refuse_unusable, require_folder,
 )
 
 
@@ -42,10 +42,7 @@ def prepare(recipe: Recipe, repo_path: Path, universe: tuple[Arch, ...] = DEFAUL
     Returns (repo or None, plan, prefix): the repo is None when the folder is
     not in git and codemod has no shadow record of it yet.
     """
-    if not repo_path.exists():
-        raise errors.RepoState("path does not exist", where=str(repo_path), hint="check --repo")
-    if not repo_path.is_dir():
-        raise errors.RepoState("is a file, not a folder", where=str(repo_path), hint="point --repo at the project's folder")
+    require_folder(repo_path)
     refuse_unusable(repo_path)
     names = [project] if project else sorted({c.project for c in recipe.changes})
     target = recipes.detect(repo_path.resolve(), names)
