@@ -241,7 +241,7 @@ def run_cases(recipe: Recipe, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> lis
         for location in change.locations:  # the case stands for whichever candidate holds its gate
             pc = PlannedChange(change, case.file, before=case.before.encode(), selector=location.selector)
             _plan_change(pc, kinds[change.kind], universe, targets, None, None)
-            if not (pc.outcome == "failed" and pc.reason.endswith(f"not found in {case.file}")):
+            if not pc.missed:
                 break
         got = pc.after.decode("utf-8", errors="replace")
         if pc.outcome != case.outcome:
@@ -450,6 +450,7 @@ class PlannedChange:
     edits: list[Edit] = field(default_factory=list)  # on `before`; what report builds the diff from
     selector: dict | None = None  # the matched location's selectors (default: the change's)
     tried: list[str] = field(default_factory=list)  # candidates that did not hold the gate, and why
+    missed: bool = False  # the file holds no gate the selectors pick (another candidate may)
 
     @property
     def id(self) -> str:
@@ -595,10 +596,13 @@ def _plan_locations(change: Change, target: Target, kind: ModuleType, universe, 
             except IsADirectoryError:
                 tried.append(f"{file}: is a directory")
                 continue
+            except PermissionError:
+                tried.append(f"{file}: permission denied")
+                anchors_absent = False  # it exists; we just cannot read it
+                continue
         pc.before = current[file]
         _plan_change(pc, kind, universe, targets, target, read, force)
-        missed = pc.outcome == "failed" and pc.reason.endswith(f"not found in {file}")
-        if not missed:
+        if not pc.missed:
             pc.tried = tried
             return pc
         function = location.selector.get("function")
@@ -631,6 +635,7 @@ def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target:
     found = [g for g in found if all(g.admits.admits(a) for a in change.admits)]
     if not found:
         pc.outcome, pc.reason = "failed", f"{_describe(change, pc.selector)} not found in {pc.file}"
+        pc.missed = True
         return
     edits: list[Edit] = []
     for gate in found:
