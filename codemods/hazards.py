@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -300,23 +301,44 @@ def _verdict(directive: str, condition: str, arch: Arch) -> bool | None:
 def structure(source: bytes) -> Structure:
     """The conditional groups of `source` (bytes of a C, C++ or CUDA file)."""
     masked = mask_comments(source)
+
+    def directives():
+        for match in _DIRECTIVE_LINE_RE.finditer(masked):
+            start = match.start()
+            if start > 0 and _continues(masked, start):
+                continue  # the line is the tail of a continued line, not a directive
+            end = _logical_end(masked, match.end())
+            yield start, end, match.group(1).decode(), lambda head=match.end(), end=end: _condition(masked[head:end])
+
+    branches, chains, segments = assemble(directives(), masked, lambda a, b: _has_code(masked, a, b))
+    _collect_hits(masked, branches, segments)
+    return Structure(branches, chains)
+
+
+def _condition(text: bytes) -> str:
+    return " ".join(_CONTINUATION_RE.sub(b" ", text).decode("utf-8", "replace").split())
+
+
+def assemble(directives, text: bytes, has_code: Callable[[int, int], bool]):
+    """Group directive lines into #if/#elif/#else chains: (branches, chains, segments).
+
+    `directives` yields `(start, end, keyword, condition)` in source order,
+    `condition()` giving the directive's condition text on demand; `text` is
+    the source (for line numbers); `has_code(start, end)` says whether a
+    stretch between directives holds code. Segments are `(start, end,
+    innermost open branch)` for the stretches between directives.
+    """
     branches: list[Branch] = []
     chains: list[list[int]] = []
     stack: list[int] = []  # the open branch of each open group, innermost last
-    segments: list[tuple[int, int, int | None]] = []  # (start, end, innermost open branch) between directives
+    segments: list[tuple[int, int, int | None]] = []
     pos, line_no = 0, 1
-    for match in _DIRECTIVE_LINE_RE.finditer(masked):
-        start = match.start()
-        if start > 0 and _continues(masked, start):
-            continue  # the line is the tail of a continued line, not a directive
-        end = _logical_end(masked, match.end())
+    for start, end, keyword, condition in directives:
         owner = stack[-1] if stack else None
         segments.append((pos, start, owner))
-        if owner is not None and _has_code(masked, pos, start):
+        if owner is not None and not branches[owner].own_code and has_code(pos, start):
             branches[owner].own_code = True
-        line_no += masked.count(b"\n", pos, start)
-        keyword = match.group(1).decode()
-        condition = " ".join(_CONTINUATION_RE.sub(b" ", masked[match.end() : end]).decode("utf-8", "replace").split())
+        line_no += text.count(b"\n", pos, start)
         if keyword in _OPENING or (keyword in _CONTINUING and stack):
             if keyword in _CONTINUING:
                 previous = branches[stack.pop()]
@@ -335,7 +357,7 @@ def structure(source: bytes) -> Structure:
                 parent=parent,
                 line=line_no,
                 directive="#" + keyword,
-                condition=condition,
+                condition=condition(),
                 start=start,
                 body_start=end,
             )
@@ -344,16 +366,15 @@ def structure(source: bytes) -> Structure:
             stack.append(branch.index)
         elif keyword == "endif" and stack:
             branches[stack.pop()].body_end = start
-        line_no += masked.count(b"\n", start, end)
+        line_no += text.count(b"\n", start, end)
         pos = end
     owner = stack[-1] if stack else None
-    segments.append((pos, len(masked), owner))
-    if owner is not None and _has_code(masked, pos, len(masked)):
+    segments.append((pos, len(text), owner))
+    if owner is not None and not branches[owner].own_code and has_code(pos, len(text)):
         branches[owner].own_code = True
     for index in stack:
-        branches[index].body_end = len(masked)
-    _collect_hits(masked, branches, segments)
-    return Structure(branches, chains)
+        branches[index].body_end = len(text)
+    return branches, chains, segments
 
 
 # Other directives (#define, #pragma, #error ...), with their continuation lines.

@@ -806,7 +806,6 @@ _CONTINUATION_RE = re.compile(rb"\\[ \t]*\r?\n")
 _BLANKS_RE = re.compile(rb"[ \t\f\v\r\n]+")
 _BOM = b"\xef\xbb\xbf"
 _OPENING = {"if", "ifdef", "ifndef"}
-_CONTINUING = {"elif", "elifdef", "elifndef", "else"}
 _WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
@@ -1073,58 +1072,17 @@ def _structure(data: bytes, comments: _Comments, directives: list[_Directive], f
     Each branch keeps the first hit of each token, which is all that
     blockers and hazards report.
     """
-    branches: list[Branch] = []
-    chains: list[list[int]] = []
-    stack: list[int] = []
-    segments: list[tuple[int, int, int | None]] = []
-    pos, line_no = 0, 1
-    for directive in directives:
-        start, end = directive.start, directive.end
-        owner = stack[-1] if stack else None
-        segments.append((pos, start, owner))
-        if owner is not None and not branches[owner].own_code and _has_code(data, pos, start, comments):
-            branches[owner].own_code = True
-        line_no += data.count(b"\n", pos, start)
-        keyword = directive.keyword
-        if keyword in _OPENING or (keyword in _CONTINUING and stack):
-            masked = comments.masked(directive.keyword_end, end)
-            condition = " ".join(_CONTINUATION_RE.sub(b" ", masked).decode("utf-8", "replace").split())
-            if keyword in _CONTINUING:
-                previous = branches[stack.pop()]
-                previous.body_end = start
-                chain, position, parent = previous.chain, previous.position + 1, previous.parent
-            else:
-                chain, position = len(chains), 0
-                parent = stack[-1] if stack else None
-                chains.append([])
-                if parent is not None:
-                    branches[parent].children.append(len(branches))
-            branch = Branch(
-                index=len(branches),
-                chain=chain,
-                position=position,
-                parent=parent,
-                line=line_no,
-                directive="#" + keyword,
-                condition=condition,
-                start=start,
-                body_start=end,
-            )
-            chains[chain].append(branch.index)
-            branches.append(branch)
-            stack.append(branch.index)
-        elif keyword == "endif" and stack:
-            branches[stack.pop()].body_end = start
-        line_no += data.count(b"\n", start, end)
-        pos = end
-    owner = stack[-1] if stack else None
-    segments.append((pos, len(data), owner))
-    if owner is not None and not branches[owner].own_code and _has_code(data, pos, len(data), comments):
-        branches[owner].own_code = True
-    for index in stack:
-        branches[index].body_end = len(data)
+    found = (
+        (d.start, d.end, d.keyword, lambda d=d: _condition(comments.masked(d.keyword_end, d.end)))
+        for d in directives
+    )
+    branches, chains, segments = hazards.assemble(found, data, lambda a, b: _has_code(data, a, b, comments))
     _collect_hits(data, comments, branches, segments, families)
     return Structure(branches, chains)
+
+
+def _condition(masked: bytes) -> str:
+    return " ".join(_CONTINUATION_RE.sub(b" ", masked).decode("utf-8", "replace").split())
 
 
 def _has_code(data: bytes, start: int, end: int, comments: _Comments) -> bool:
