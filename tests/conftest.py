@@ -56,13 +56,21 @@ def rewrite(kind, source: bytes, targets, **selector) -> bytes:
 
 
 def tree_digest(path: Path) -> dict[str, str]:
-    """sha256 of every file under path, .git excluded."""
+    """sha256 of every file under path, .git excluded.
+
+    .git is never entered: git's background auto-gc may be removing loose-object
+    folders while we walk, which made rglob fail on large repos.
+    """
     digest = {}
-    for file in sorted(path.rglob("*")):
-        if ".git" in file.relative_to(path).parts or not file.is_file():
-            continue
-        digest[file.relative_to(path).as_posix()] = hashlib.sha256(file.read_bytes()).hexdigest()
-    return digest
+    for folder, dirs, names in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if d != ".git")
+        for name in names:
+            if name == ".git":  # a worktree's or submodule's pointer file
+                continue
+            file = Path(folder) / name
+            if file.is_file():
+                digest[file.relative_to(path).as_posix()] = hashlib.sha256(file.read_bytes()).hexdigest()
+    return dict(sorted(digest.items()))
 
 
 @pytest.fixture(autouse=True)
