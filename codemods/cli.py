@@ -396,15 +396,14 @@ def scan(
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         bar = Progress(TextColumn("scanning {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True)
-    results = []
     with bar if bar is not None else contextlib.nullcontext():
-        for root in repo:
-            task = bar.add_task(str(root), total=None) if bar is not None else None
-            results.append((root, scanner.scan(
-                root, target, _universe(archs), jobs, include_all=include_all, hazards=not gates_only,
-                cache=None if no_cache else scanner.default_cache(),
-                progress=(lambda done, total, task=task: bar.update(task, completed=done, total=total)) if bar is not None else None,
-            )))
+        task = bar.add_task(str(repo[0]) if len(repo) == 1 else f"{len(repo)} trees", total=None) if bar is not None else None
+        scanned = scanner.scan_many(
+            repo, target, _universe(archs), jobs, include_all=include_all, hazards=not gates_only,
+            cache=None if no_cache else scanner.default_cache(),
+            progress=(lambda done, total: bar.update(task, completed=done, total=total)) if bar is not None else None,
+        )
+    results = list(zip(repo, scanned))
     several = len(results) > 1
     if fmt is ScanFormat.text:
         for root, result in results:

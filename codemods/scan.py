@@ -229,6 +229,25 @@ class _Context:
     key: str  # what the cached results depend on besides a file's bytes
 
 
+@dataclass
+class _Job:
+    """One tree of a scan: what the cache answered, and the files left to read."""
+
+    root: Path
+    layout: Layout | None
+    context: _Context
+    index: _Index | None
+    rels: list[str]
+    scans: dict[str, _FileScan] = field(default_factory=dict)
+    includes: dict[str, list[tuple[str, bool]]] = field(default_factory=dict)  # of C files, in a FlashInfer tree
+    todo: list[tuple[str, int]] = field(default_factory=list)
+    stats: dict = field(default_factory=dict)
+    snapshot: _Snapshot | None = None
+    result: ScanResult | None = None  # answered whole from the snapshot
+    started: float = 0.0
+    listed: float = 0.0
+
+
 def scan(
     root: Path,
     arch: Arch,
@@ -250,12 +269,72 @@ def scan(
     `cache` is a folder for per-file results (`default_cache()`), None for
     none. `progress(done, total)` is called as files are done.
     """
-    started = time.perf_counter()
-    root = Path(root)
+    return scan_many(
+        [root], arch, universe, jobs, include_all=include_all, hazards=hazards, cache=cache, progress=progress
+    )[0]
+
+
+def scan_many(
+    roots: list[Path],
+    arch: Arch,
+    universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+    jobs: int = 0,
+    *,
+    include_all: bool = False,
+    hazards: bool = True,
+    cache: Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[ScanResult]:
+    """`scan` of several trees at once: one pool of workers reads the files of all of them.
+
+    A tree whose every file is unchanged since the last scan with the same
+    settings (same size, mtime and inode, none modified close to that scan)
+    is answered whole from the cache's snapshot of that scan's result.
+    """
     universe = tuple(dict.fromkeys((*universe, arch)))
+    prepared = [_prepare(Path(root), arch, universe, include_all, hazards, cache) for root in roots]
+    total = sum(len(job.rels) for job in prepared)
+    done_files = sum(len(job.rels) - len(job.todo) for job in prepared)
+    if progress is not None:
+        progress(done_files, total)
+    todo = [(number, rel, size) for number, job in enumerate(prepared) for rel, size in job.todo]
+    workers = jobs if jobs > 0 else ((os.cpu_count() or 1) if len(todo) >= _POOL_MINIMUM else 1)
+    chunks = _chunks(todo, workers)
+    contexts = tuple(job.context for job in prepared)
+    results: list[list[_Outcome]] = [[] for _ in prepared]
+    parse_started = time.perf_counter()
+    if workers > 1 and len(chunks) > 1:
+        with ProcessPoolExecutor(max_workers=workers, initializer=_set_contexts, initargs=(contexts,)) as pool:
+            pending = {pool.submit(_scan_chunk, chunk) for chunk in chunks}
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    number, part = future.result()
+                    results[number] += part
+                    done_files += len(part)
+                if progress is not None:
+                    progress(done_files, total)
+    else:
+        workers = 1
+        _set_contexts(contexts)
+        for chunk in chunks:
+            number, part = _scan_chunk(chunk)
+            results[number] += part
+            done_files += len(part)
+            if progress is not None:
+                progress(done_files, total)
+    parse_seconds = time.perf_counter() - parse_started
+    return [_finish(job, outcomes, workers, parse_seconds) for job, outcomes in zip(prepared, results)]
+
+
+def _prepare(
+    root: Path, arch: Arch, universe: tuple[Arch, ...], include_all: bool, hazards: bool, cache: Path | None
+) -> _Job:
+    """List the tree, and take from the cache what it already knows."""
+    started = time.perf_counter()
     layout = _detect(root)
     rels = _list_files(root, include_all)
-    listed_at = time.perf_counter()
+    listed = time.perf_counter()
     context = _Context(
         root=str(root),
         arch=arch,
@@ -267,79 +346,89 @@ def scan(
         cache=str(Path(cache) / f"v{CACHE_VERSION}" / "objects") if cache is not None else None,
         key=_context_key(arch, universe, layout is not None, hazards),
     )
-    index = _Index.load(Path(cache), root, f"{int(include_all)}{int(hazards)}") if cache is not None else None
-    scans: dict[str, _FileScan] = {}
-    includes: dict[str, list[tuple[str, bool]]] = {}  # of C files, in a FlashInfer tree
-    todo: list[tuple[str, int]] = []
+    mode = f"{int(include_all)}{int(hazards)}"
+    index = _Index.load(Path(cache), root, mode) if cache is not None else None
+    job = _Job(root, layout, context, index, rels, started=started, listed=listed)
     # cache_hits: unchanged files (by stat) answered from the cache; analysed: files read, of which
     # reused were answered from the cache by their content hash (touched, renamed or copied files)
-    stats = {"files": len(rels), "binary": 0, "parsed": 0, "cache_hits": 0, "analysed": 0, "reused": 0}
+    # snapshot: every file unchanged, the whole result taken from the last scan's
+    job.stats = {"files": len(rels), "binary": 0, "parsed": 0, "cache_hits": 0, "analysed": 0, "reused": 0, "snapshot": False}
+    statuses = []
     for rel in rels:
         try:
-            status = os.stat(os.path.join(root, rel))
+            statuses.append((rel, os.stat(os.path.join(root, rel))))
         except OSError:
             continue  # listed by git but deleted, or a dangling link
-        if index is not None:
-            entry = index.lookup(rel, status)
-            if entry is not None:
-                known = entry[3]
-                if entry[4] is not None:
-                    includes[rel] = entry[4]  # [path, quoted] pairs
-                if known in ("", "binary"):
-                    stats["cache_hits"] += 1
-                    stats["binary"] += known == "binary"
-                    continue
-                item = _load_object(context, known, rel)
-                if item is not None:
-                    stats["cache_hits"] += 1
-                    scans[rel] = item
-                    continue
-        todo.append((rel, status.st_size))
-    results: list[_Outcome] = []
-    workers = jobs if jobs > 0 else ((os.cpu_count() or 1) if len(todo) >= _POOL_MINIMUM else 1)
-    done_files = len(rels) - len(todo)
-    if progress is not None:
-        progress(done_files, len(rels))
-    chunks = _chunks(todo, workers)
-    if workers > 1 and len(chunks) > 1:
-        with ProcessPoolExecutor(max_workers=workers, initializer=_set_context, initargs=(context,)) as pool:
-            pending = {pool.submit(_scan_chunk, chunk) for chunk in chunks}
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    part = future.result()
-                    results += part
-                    done_files += len(part)
-                if progress is not None:
-                    progress(done_files, len(rels))
-    else:
-        workers = 1
-        _set_context(context)
-        for chunk in chunks:
-            part = _scan_chunk(chunk)
-            results += part
-            done_files += len(part)
-            if progress is not None:
-                progress(done_files, len(rels))
-    for outcome in results:
-        stats["analysed"] += 1
-        stats["binary"] += outcome.digest == "binary"
-        stats["reused"] += outcome.reused
-        if index is not None and outcome.stamp is not None:
-            index.record(outcome.rel, outcome.stamp, outcome.digest, outcome.includes)
-        if outcome.item is not None:
-            scans[outcome.rel] = outcome.item
-        if outcome.includes is not None:
-            includes[outcome.rel] = outcome.includes
+    entries = [index.lookup(rel, status) for rel, status in statuses] if index is not None else []
     if index is not None:
-        index.save()
-    parsed_at = time.perf_counter()
+        job.snapshot = _Snapshot(Path(cache), root, mode, context.key)
+        if all(entry is not None for entry in entries):
+            job.result = job.snapshot.load(root, arch, universe, index)
+            if job.result is not None:
+                job.stats["parsed"] = job.result.stats["parsed"]
+                job.stats["snapshot"] = True
+                job.stats["cache_hits"] = len(statuses)
+                job.stats["binary"] = sum(entry[3] == "binary" for entry in entries)
+                return job
+    for position, (rel, status) in enumerate(statuses):
+        entry = entries[position] if index is not None else None
+        if entry is not None:
+            known = entry[3]
+            if entry[4] is not None:
+                job.includes[rel] = entry[4]  # [path, quoted] pairs
+            if known in ("", "binary"):
+                job.stats["cache_hits"] += 1
+                job.stats["binary"] += known == "binary"
+                continue
+            item = _load_object(context, known, rel)
+            if item is not None:
+                job.stats["cache_hits"] += 1
+                job.scans[rel] = item
+                continue
+        job.todo.append((rel, status.st_size))
+    return job
 
+
+def _finish(job: _Job, outcomes: list[_Outcome], workers: int, parse_seconds: float) -> ScanResult:
+    """The tree's result from its files' results: gates in file order, JIT modules, hazards."""
+    stats, index, scans, includes = job.stats, job.index, job.scans, job.includes
+    finished_at = time.perf_counter()
+    if job.result is not None:
+        result = job.result
+    else:
+        for outcome in outcomes:
+            stats["analysed"] += 1
+            stats["binary"] += outcome.digest == "binary"
+            stats["reused"] += outcome.reused
+            if index is not None and outcome.stamp is not None:
+                index.record(outcome.rel, outcome.stamp, outcome.digest, outcome.includes)
+            if outcome.item is not None:
+                scans[outcome.rel] = outcome.item
+            if outcome.includes is not None:
+                includes[outcome.rel] = outcome.includes
+        if index is not None:
+            index.save()
+        result = _assemble(job)
+        if job.snapshot is not None and index is not None:
+            job.snapshot.save(index, result, stats["parsed"])
+    stats.update(
+        jobs=workers,
+        list_seconds=round(job.listed - job.started, 3),
+        parse_seconds=round(parse_seconds, 3),
+        seconds=round(time.perf_counter() - finished_at + (job.listed - job.started) + parse_seconds, 3),
+    )
+    result.stats = stats
+    return result
+
+
+def _assemble(job: _Job) -> ScanResult:
+    root, layout, context, stats = job.root, job.layout, job.context, job.stats
+    arch, universe, hazards = context.arch, context.universe, context.hazards
     result = ScanResult(root, arch, universe, layout=layout.name if layout else "")
     structures: dict[str, Structure] = {}
     specs: list[tuple[str, jit_specs.JitSpec]] = []
-    for rel in sorted(scans):
-        item = scans[rel]
+    for rel in sorted(job.scans):
+        item = job.scans[rel]
         result.gates += item.gates
         stats["parsed"] += item.parsed
         if item.skipped:
@@ -351,7 +440,7 @@ def scan(
     all_specific = False
     if layout is not None and hazards:
         all_specific = _all_specific(root, layout)
-        modules = _modules(specs, _Closures(root, layout, includes), arch)
+        modules = _modules(specs, _Closures(root, layout, job.includes), arch)
         result.modules = [module.record for module in modules]
         result.hazards = _empty_kernels(modules, structures, arch, universe, all_specific)
     if hazards:
@@ -359,14 +448,52 @@ def scan(
     result.gates.sort(key=lambda g: (g["file"], g["line"]))
     result.skipped.sort(key=lambda s: s["file"])
     result.hazards.sort(key=lambda h: (h["file"], h["line"], h["kind"]))
-    stats.update(
-        jobs=workers,
-        list_seconds=round(listed_at - started, 3),
-        parse_seconds=round(parsed_at - listed_at, 3),
-        seconds=round(time.perf_counter() - started, 3),
-    )
-    result.stats = stats
     return result
+
+
+class _Snapshot:
+    """The whole result of a tree's last scan, valid while its index says no file changed since."""
+
+    def __init__(self, cache: Path, root: Path, mode: str, key: str) -> None:
+        name = hashlib.sha256(f"{root.resolve()}|{mode}|{_code_fingerprint()}".encode()).hexdigest()
+        self.path = cache / f"v{CACHE_VERSION}" / "snapshot" / f"{name[:32]}.json"
+        self.context_key = key
+
+    def _key(self, index: _Index) -> str:
+        files = json.dumps(sorted(index.fresh.items()), separators=(",", ":"))
+        return hashlib.sha256(f"{self.context_key}|{files}".encode()).hexdigest()
+
+    def load(self, root: Path, arch: Arch, universe: tuple[Arch, ...], index: _Index) -> ScanResult | None:
+        try:
+            data = json.loads(self.path.read_bytes())
+            if data.get("version") != CACHE_VERSION or data.get("key") != self._key(index):
+                return None
+            result = ScanResult(root, arch, universe, layout=data["layout"])
+            for name in ("gates", "skipped", "hazards", "modules"):
+                value = data[name]
+                if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+                    return None
+                setattr(result, name, value)
+            result.stats = {"parsed": int(data["parsed"])}
+            return result
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            return None
+
+    def save(self, index: _Index, result: ScanResult, parsed: int) -> None:
+        data = {
+            "version": CACHE_VERSION,
+            "key": self._key(index),
+            "layout": result.layout,
+            "parsed": parsed,
+            "gates": result.gates,
+            "skipped": result.skipped,
+            "hazards": result.hazards,
+            "modules": result.modules,
+        }
+        try:
+            _write_atomic(self.path, json.dumps(data, separators=(",", ":")).encode())
+        except (OSError, TypeError, ValueError):
+            pass  # a cache that cannot be written only makes the next scan slower
 
 
 def check(result: ScanResult) -> bool:
@@ -460,20 +587,25 @@ def _under(rel: str, folder: str) -> bool:
     return rel.startswith(folder.rstrip("/") + "/")
 
 
-def _chunks(todo: list[tuple[str, int]], workers: int) -> list[list[str]]:
-    """Files in groups of about _CHUNK_BYTES, and at least one group per worker."""
+def _chunks(todo: list[tuple[int, str, int]], workers: int) -> list[tuple[int, list[str]]]:
+    """(tree, files) groups of about _CHUNK_BYTES from one tree each, and at least one group per worker."""
     most = max(1, min(_CHUNK_FILES, -(-len(todo) // max(1, workers))))
-    chunks: list[list[str]] = []
+    chunks: list[tuple[int, list[str]]] = []
     current: list[str] = []
     size = 0
-    for rel, length in todo:
+    number = todo[0][0] if todo else 0
+    for tree, rel, length in todo:
+        if tree != number and current:
+            chunks.append((number, current))
+            current, size = [], 0
+        number = tree
         current.append(rel)
         size += length
         if size >= _CHUNK_BYTES or len(current) >= most:
-            chunks.append(current)
+            chunks.append((number, current))
             current, size = [], 0
     if current:
-        chunks.append(current)
+        chunks.append((number, current))
     return chunks
 
 
@@ -679,12 +811,12 @@ def _spec_from_data(data: dict) -> jit_specs.JitSpec:
 
 # ---------------------------------------------------------------- one file
 
-_CONTEXT: _Context | None = None
+_CONTEXTS: tuple[_Context, ...] = ()
 
 
-def _set_context(context: _Context) -> None:
-    global _CONTEXT
-    _CONTEXT = context
+def _set_contexts(contexts: tuple[_Context, ...]) -> None:
+    global _CONTEXTS
+    _CONTEXTS = contexts
 
 
 @dataclass
@@ -699,10 +831,10 @@ class _Outcome:
     reused: bool = False  # found in the cache by its content hash
 
 
-def _scan_chunk(rels: list[str]) -> list[_Outcome]:
-    context = _CONTEXT
-    assert context is not None
-    return [_scan_one(context, rel) for rel in rels]
+def _scan_chunk(chunk: tuple[int, list[str]]) -> tuple[int, list[_Outcome]]:
+    number, rels = chunk
+    context = _CONTEXTS[number]
+    return number, [_scan_one(context, rel) for rel in rels]
 
 
 def _scan_one(context: _Context, rel: str) -> _Outcome:

@@ -14,6 +14,7 @@ import json
 import os
 import random
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -22,6 +23,8 @@ import pytest
 from codemods.arch import Arch
 from codemods.scan import scan, to_json
 from conftest import git
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 SM120 = Arch.parse("sm_120")
 MACROS = ["__CUDA_ARCH__", "__CUDA_ARCH_SPECIFIC__", "__CUDA_ARCH_FAMILY_SPECIFIC__", "__CUDA_ARCH_FEAT_SM90_ALL"]
@@ -247,10 +250,42 @@ def test_corrupt_or_foreign_cache_entries_are_ignored(tmp_path):
         path.write_bytes(b"{not json" if n % 2 else b'{"v": 999}')
     [index] = [p for p in cache.rglob("*.json") if "index" in p.parts]
     index.write_bytes(b"\0garbage")
+    [snapshot] = [p for p in cache.rglob("*.json") if "snapshot" in p.parts]
+    snapshot.write_bytes(b'{"version": 1, "key": "x"}')
     again = scan(root, SM120, jobs=1, cache=cache)
     assert per_file(again) == expected
     assert again.stats["cache_hits"] == 0
     assert scan(root, SM120, jobs=1, cache=cache).stats["cache_hits"] == again.stats["files"]
+
+
+def test_an_unchanged_tree_is_answered_whole_from_the_snapshot(tmp_path):
+    root = tmp_path / "tree"
+    make_tree(root, 7, files=25)
+    shutil.copytree(EXAMPLES / "flashinfer", root / "fi")
+    (root / "fi" / "flashinfer" / "jit" / "comm.py").write_text(
+        (root / "fi" / "flashinfer" / "jit" / "comm.py").read_text().replace("[9, 10]", "[9, 10, 12]")
+    )
+    for path in root.rglob("*"):
+        old(path)
+    cache = tmp_path / "cache"
+    first = scan(root / "fi", SM120, jobs=1, cache=cache)
+    assert first.hazards and not first.stats["snapshot"]  # comm.py widened alone: empty-kernel hazards
+    second = scan(root / "fi", SM120, jobs=1, cache=cache)
+    assert second.stats["snapshot"] and second.stats["analysed"] == 0
+    assert to_json(second) == to_json(first) and second.modules == first.modules
+
+    # a file removed: every remaining file is unchanged, but the tree is not: no snapshot, no stale gate
+    whole = scan(root, SM120, jobs=1, cache=cache)
+    assert scan(root, SM120, jobs=1, cache=cache).stats["snapshot"]
+    gone = sorted({g["file"] for g in whole.gates if g["file"].endswith(".cu")})[0]
+    (root / gone).unlink()
+    after = scan(root, SM120, jobs=1, cache=cache)
+    assert not after.stats["snapshot"] and after.stats["analysed"] == 0
+    assert gone not in {g["file"] for g in after.gates}
+    assert to_json(after)["gates"] == [g for g in to_json(whole)["gates"] if g["file"] != gone]
+    # another arch, or gates only: a different snapshot
+    assert not scan(root, Arch.parse("sm_121"), jobs=1, cache=cache).stats["snapshot"]
+    assert not scan(root, SM120, jobs=1, cache=cache, hazards=False).stats["snapshot"]
 
 
 def test_another_arch_does_not_reuse_verdicts(tmp_path):

@@ -45,8 +45,6 @@ import re
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import Assignment, Scope
 
@@ -437,6 +435,10 @@ def _extend_import(
     module = get_full_name_for_node(node.module) if node.module is not None else ""
     # Relative imports only resolve inside a package; any package deep enough will do.
     package = ".".join(["package"] * (level + 1))
+    # libcst.codemod takes half a second to import; only an edit that adds an import needs it
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor
+
     context = CodemodContext(full_module_name=f"{package}.module", full_package_name=package)
     for new, _ in names:
         AddImportsVisitor.add_needed_import(context, module, new, relative=level)
