@@ -135,6 +135,35 @@ _CAPABILITY_RE = re.compile(
     rb"get_device_capability\s*\((?:[^()]|\([^()]*\))*\)\s*(?:\[\s*[01]\s*\]\s*)?\)*\s*(?:[<>!=]=|[<>]|\bin\b|\bnot\b)"
     rb"|(?:[<>!=]=|[<>]|\bin)\s*[\w.]*get_device_capability|=\s*[\w.]*get_device_capability"
 )
+_CAPABILITY_CALL_RE = re.compile(_CAPABILITY_RE.pattern.split(b"|(?:")[0])
+_NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
+_SPACE_BYTES = frozenset(b" \t\n\r\f\v")
+
+
+def _may_compare_capability(data: bytes) -> bool:
+    """True whenever `_CAPABILITY_RE.search(data)` matches (rarely also when it does not).
+
+    The regex's last two branches start with no literal, so re tries them at
+    every byte; this looks at each `get_device_capability` and what precedes it.
+    """
+    pos = data.find(_CAPABILITY_TOKEN)
+    while pos >= 0:
+        if _CAPABILITY_CALL_RE.match(data, pos):
+            return True
+        name = pos
+        while name > 0 and data[name - 1] in _NAME_BYTES:
+            name -= 1
+        before = name
+        while before > 0 and data[before - 1] in _SPACE_BYTES:
+            before -= 1
+        if data[before - 1 : before] in (b"<", b">", b"=") if before else False:
+            return True
+        if data[max(0, before - 2) : before] == b"in" or b"in" in data[name:pos]:
+            return True
+        pos = data.find(_CAPABILITY_TOKEN, pos + 1)
+    return False
+
+
 # What a FlashInfer JIT spec can be made of (jit_specs): statements with none of these are blanked.
 _JIT_RE = re.compile(
     rb"gen_jit_spec|supported_major_versions|nvcc_flags|FLASHINFER_\w*DIR"
@@ -849,9 +878,10 @@ def _scan_one(context: _Context, rel: str) -> _Outcome:
     if not context.include_all and b"\0" in data[:_BINARY_PROBE]:
         return _Outcome(rel, stamp, "binary", None)
     in_jit = context.hazards and context.jit is not None and _under(rel, context.jit)
-    includes = None
+    includes = comments = None
     if context.hazards and context.layout and not rel.endswith(PYTHON_SUFFIXES):
-        includes = _includes(data) if b"include" in data else []
+        comments = _Comments(data)
+        includes = _includes(data, comments) if b"include" in data else []
     if not _may_hold_gates(rel, data, in_jit):
         return _Outcome(rel, stamp, "", None, includes)
     digest = hashlib.sha1(data).hexdigest()
@@ -859,7 +889,7 @@ def _scan_one(context: _Context, rel: str) -> _Outcome:
         cached = _load_object(context, digest, rel)
         if cached is not None:
             return _Outcome(rel, stamp, digest, cached, includes, reused=True)
-    item = _analyse(rel, data, context, in_jit)
+    item = _analyse(rel, data, context, in_jit, comments)
     _store_object(context, digest, in_jit, item)
     return _Outcome(rel, stamp, digest, item, includes)
 
@@ -888,12 +918,12 @@ def _python_kinds(data: bytes) -> list:
     return kinds
 
 
-def _analyse(rel: str, data: bytes, context: _Context, in_jit: bool) -> _FileScan:
+def _analyse(rel: str, data: bytes, context: _Context, in_jit: bool, comments: _Comments | None = None) -> _FileScan:
     """Parse one file; never raises (a file that cannot be decoded or parsed comes back skipped)."""
     try:
         if rel.endswith(PYTHON_SUFFIXES):
             return _analyse_python(rel, data, context, in_jit)
-        return _analyse_c(rel, data, context)
+        return _analyse_c(rel, data, context, comments or _Comments(data))
     except SourceError as exc:
         return _FileScan(rel, skipped=str(exc), parsed=True)
     except RecursionError:
@@ -976,14 +1006,20 @@ class _Comments:
         self.data = data
         self._starts: list[int] = []
         self._ends: list[int] = []
-        self._indexed = False
+        self._pos = 0  # every block comment starting before this is in _starts/_ends
+        self._anchor = 0  # a point in code at or before _pos
 
-    def _index(self) -> None:
+    def _index(self, upto: int) -> None:
+        """Index the block comments that start at or before `upto` (most lookups are near the top: includes)."""
         data, starts, ends = self.data, self._starts, self._ends
-        anchor = pos = 0
-        while True:
+        pos, anchor = self._pos, self._anchor
+        while pos <= upto:
             at = data.find(b"/*", pos)
             if at < 0:
+                pos = len(data) + 1
+                break
+            if at > upto:
+                pos = at
                 break
             holder = self._lexeme_at(max(anchor, _logical_start(data, at)), at)
             if holder is None:
@@ -994,7 +1030,7 @@ class _Comments:
                 anchor = pos = end
             else:
                 pos = max(holder.end(), at + 1)  # inside a string or a line comment
-        self._indexed = True
+        self._pos, self._anchor = pos, anchor
 
     def _lexeme_at(self, begin: int, target: int) -> re.Match | None:
         """The string or comment that holds `target`, lexing from `begin` (a point in code)."""
@@ -1007,8 +1043,8 @@ class _Comments:
 
     def block_end(self, pos: int) -> int:
         """The end of the block comment holding `pos`, or -1."""
-        if not self._indexed:
-            self._index()
+        if pos >= self._pos:
+            self._index(pos)
         i = bisect.bisect_right(self._starts, pos) - 1
         return self._ends[i] if i >= 0 and pos < self._ends[i] else -1
 
@@ -1160,9 +1196,8 @@ def _cuda_gates(data: bytes, comments: _Comments, universe: tuple[Arch, ...], la
     return gates
 
 
-def _analyse_c(rel: str, data: bytes, context: _Context) -> _FileScan:
+def _analyse_c(rel: str, data: bytes, context: _Context, comments: _Comments) -> _FileScan:
     decode(data)
-    comments = _Comments(data)
     directives = _directives(data, comments)
     _check_balanced(directives)
     language = "cuda" if rel.endswith((".cu", ".cuh")) else "cpp"
@@ -1175,7 +1210,7 @@ def _analyse_c(rel: str, data: bytes, context: _Context) -> _FileScan:
         return out
     families = hazards.lacking(context.arch)
     shape = None
-    if context.layout or _FAMILY_ANCHORS.search(data):
+    if context.layout or _has_family_token(data):
         shape = _structure(data, comments, directives, families)
     if shape is not None and (context.layout or any(branch.hits for branch in shape.branches)):
         out.structure = shape
@@ -1270,6 +1305,19 @@ class _TokenPattern:
     pattern: re.Pattern  # without a leading \b, which `boundary` checks instead (a \b defeats re's prefix search)
     boundary: bool
     named: bool
+    prefix: bytes  # every match starts with these bytes: bytes.find jumps to candidates far faster than re.search
+
+    def search(self, data: bytes, pos: int, end: int) -> re.Match | None:
+        """The first match of `pattern` starting in [pos, end), tried only where the prefix occurs."""
+        prefix, match = self.prefix, self.pattern.match
+        stop = end + len(prefix) - 1
+        at = data.find(prefix, pos, stop)
+        while at >= 0:
+            found = match(data, at)
+            if found is not None:
+                return found
+            at = data.find(prefix, at + 1, stop)
+        return None
 
 
 def _token_patterns() -> tuple[_TokenPattern, ...]:
@@ -1278,23 +1326,59 @@ def _token_patterns() -> tuple[_TokenPattern, ...]:
         source = compiled.pattern
         boundary = source.startswith(rb"\b") and source[2:3].isalnum()
         pattern = re.compile(source[2:], compiled.flags) if boundary else compiled
-        out.append(_TokenPattern(family, wrapper, pattern, boundary, "token" in compiled.groupindex))
+        prefix = _literal_prefix(pattern.pattern)
+        assert prefix and not _top_level_alternation(pattern.pattern), f"{source!r}: needs one literal start"
+        out.append(_TokenPattern(family, wrapper, pattern, boundary, "token" in compiled.groupindex, prefix))
     return tuple(out)
 
 
+def _top_level_alternation(pattern: bytes) -> bool:
+    depth, escaped = 0, False
+    for byte in pattern:
+        if escaped:
+            escaped = False
+        elif byte == 0x5C:  # backslash
+            escaped = True
+        elif byte in b"([":
+            depth += 1
+        elif byte in b")]":
+            depth -= 1
+        elif byte == 0x7C and depth == 0:  # |
+            return True
+    return False
+
+
 _TOKEN_PATTERNS = _token_patterns()
-_FAMILY_ANCHORS = re.compile(
-    b"|".join(re.escape(prefix) for p in _TOKEN_PATTERNS if (prefix := _literal_prefix(p.pattern.pattern)))
-)
-assert all(_literal_prefix(p.pattern.pattern) for p in _TOKEN_PATTERNS), "every token pattern needs a literal anchor"
+_FAMILY_PREFIXES = tuple(dict.fromkeys(p.prefix for p in _TOKEN_PATTERNS))
+
+
+def _has_family_token(data: bytes) -> bool:
+    """Whether any instruction or wrapper token could be in `data` (a byte search per literal start)."""
+    return any(prefix in data for prefix in _FAMILY_PREFIXES)
+
+
+# A named token (`kind::mxf4` in `mma.sync ... kind::mxf4`) lies at most this far after its match's start.
+_NAMED_REACH = 512
 
 
 def _collect_hits(data, comments, branches, segments, families) -> None:
-    """Put the first of each family token in the body of the innermost branch around it."""
+    """Put the first of each family token in the body of the innermost branch around it.
+
+    Only bodies an arch decides (an arch-selected branch and everything
+    nested in one) are searched: hazards and blockers look nowhere else.
+    """
     names = {family.name for family in families}
     starts = [segment[0] for segment in segments]
+    relevant = _arch_decided(branches)
+    ranges: list[list[int]] = []
+    for low, high, owner in segments:
+        if owner is not None and relevant[owner] and high > low:
+            if ranges and ranges[-1][1] == low:
+                ranges[-1][1] = high
+            else:
+                ranges.append([low, high])
     found: list[tuple[int, str, str, bool, int]] = []
-    for token_pattern in _TOKEN_PATTERNS:
+    for token_pattern in _TOKEN_PATTERNS if ranges else ():
         family = token_pattern.family.name
         if family not in names:
             continue
@@ -1314,30 +1398,31 @@ def _collect_hits(data, comments, branches, segments, families) -> None:
             seen.add(key)
             found.append((at, family, key[1].decode("utf-8", "replace"), wrapper, owner))
 
-        pos = 0
-        while True:
-            match = pattern.search(data, pos)
-            if match is None:
-                break
-            i = bisect.bisect_right(starts, match.start("token") if named else match.start()) - 1
-            low, high, owner = segments[i] if i >= 0 else (0, match.end(), None)
-            if owner is None or high <= match.start():
-                pos = max(high, match.start() + 1)
-                continue
-            if named:
-                accept(match, owner)
-                pos = max(match.end(), match.start() + 1)
-                continue
-            # Instruction tokens repeat by the thousand in one body: take each distinct one once,
-            # at its first place that passes the checks.
-            for token in sorted(set(pattern.findall(data, match.start(), high))):
-                place = data.find(token, match.start(), high)
-                while place >= 0 and (owner, token) not in seen:
-                    again = pattern.match(data, place)
-                    if again is not None and again.group() == token:
-                        accept(again, owner)
-                    place = data.find(token, place + 1, high)
-            pos = high
+        for range_low, range_high in ranges:
+            pos = max(0, range_low - _NAMED_REACH) if named else range_low
+            while pos < range_high:
+                match = token_pattern.search(data, pos, range_high)
+                if match is None:
+                    break
+                i = bisect.bisect_right(starts, match.start("token") if named else match.start()) - 1
+                low, high, owner = segments[i] if i >= 0 else (0, match.end(), None)
+                if owner is None or not relevant[owner] or high <= match.start():
+                    pos = max(high, match.start() + 1)
+                    continue
+                if named:
+                    accept(match, owner)
+                    pos = max(match.end(), match.start() + 1)
+                    continue
+                # Instruction tokens repeat by the thousand in one body: take each distinct one once,
+                # at its first place that passes the checks.
+                for token in sorted(set(pattern.findall(data, match.start(), high))):
+                    place = data.find(token, match.start(), high)
+                    while place >= 0 and (owner, token) not in seen:
+                        again = pattern.match(data, place)
+                        if again is not None and again.group() == token:
+                            accept(again, owner)
+                        place = data.find(token, place + 1, high)
+                pos = high
     if not found:
         return
     lines = _Lines(data)
@@ -1348,10 +1433,21 @@ def _collect_hits(data, comments, branches, segments, families) -> None:
         branch.hits.sort(key=lambda hit: hit.line)
 
 
-def _includes(data: bytes) -> list[tuple[str, bool]]:
+def _arch_decided(branches: list[Branch]) -> list[bool]:
+    """Per branch: whether it or a branch around it is arch-selected (Structure.selecting is not None)."""
+    decided: list[bool] = []
+    names: dict[int, bool] = {}  # per chain: whether a branch so far tells archs apart
+    for branch in branches:  # a parent comes before its children, an #if before its #elif
+        selected = names.get(branch.chain, False) or branch.names_arch
+        names[branch.chain] = selected
+        decided.append(selected or (branch.parent is not None and decided[branch.parent]))
+    return decided
+
+
+def _includes(data: bytes, comments: _Comments | None = None) -> list[tuple[str, bool]]:
     """hazards.includes(data), found with a byte search: `#include "x"` (quoted) and `<x>`, outside comments."""
     found = []
-    comments = _Comments(data)
+    comments = comments or _Comments(data)
     for match in _INCLUDE_LINE_RE.finditer(data):
         at = match.start()
         line_start = data.rfind(b"\n", 0, at) + 1
@@ -1511,7 +1607,7 @@ def _analyse_python(rel: str, data: bytes, context: _Context, in_jit: bool) -> _
     out = _FileScan(rel)
     kinds = _python_kinds(data)
     want_specs = in_jit and b"gen_jit_spec" in data
-    want_capability = _CAPABILITY_TOKEN in data and bool(_CAPABILITY_RE.search(data))
+    want_capability = _CAPABILITY_TOKEN in data and _may_compare_capability(data)
     in_strings = _cuda_gates(data, _NoComments(), context.universe, "cuda") if _ARCH_TOKEN in data else []
     if not (kinds or want_specs or want_capability or in_strings):
         return out
@@ -1594,7 +1690,7 @@ class _NoComments(_Comments):
 
     def __init__(self) -> None:
         super().__init__(b"")
-        self._indexed = True
+        self._pos = 1 << 62  # nothing to index
 
 
 # ---------------------------------------------------------------- capability comparisons (scan only)

@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from codemods.arch import Arch
 from codemods.scan import scan, to_json
@@ -433,3 +435,22 @@ def test_capability_blocks_agree_with_a_whole_parse(source):
 
 
 SM120_UNIVERSE = tuple(Arch.parse(a) for a in ("sm_80", "sm_90", "sm_100", "sm_120"))
+
+
+# ---------------------------------------------------------------- prefilters
+
+
+_CAPABILITY_PIECES = [
+    b"get_device_capability", b"(", b")", b"[0]", b"[1]", b" ", b"\n", b">=", b"<", b"=", b"!=", b" in ",
+    b"in", b"not", b"x", b".", b"torch.cuda.", b"9", b"major", b",", b"(0)", b"#",
+]  # fmt: skip
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_CAPABILITY_PIECES), max_size=14))
+def test_capability_prefilter_never_misses_what_the_regex_finds(pieces):
+    from codemods import scan as scanner
+
+    data = b"".join(pieces)
+    if scanner._CAPABILITY_RE.search(data):
+        assert scanner._may_compare_capability(data)

@@ -65,7 +65,9 @@ def _normalised(shape: hazards.Structure, families) -> list[tuple]:
     out = []
     for branch in shape.branches:
         first: dict[tuple, hazards.Hit] = {}
-        for hit in sorted(branch.hits, key=lambda h: h.line):
+        # scan looks for tokens only where an arch decides (hazards and blockers look nowhere else)
+        hits = branch.hits if shape.selecting(branch) is not None else []
+        for hit in sorted(hits, key=lambda h: h.line):
             if hit.family in names:
                 first.setdefault((hit.family, hit.token, hit.wrapper), hit)
         out.append(
