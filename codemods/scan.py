@@ -268,7 +268,6 @@ class _Job:
     index: _Index | None
     rels: list[str]
     scans: dict[str, _FileScan] = field(default_factory=dict)
-    includes: dict[str, list[tuple[str, bool]]] = field(default_factory=dict)  # of C files, in a FlashInfer tree
     todo: list[tuple[str, int]] = field(default_factory=list)
     stats: dict = field(default_factory=dict)
     snapshot: _Snapshot | None = None
@@ -403,8 +402,6 @@ def _prepare(
         entry = entries[position] if index is not None else None
         if entry is not None:
             known = entry[3]
-            if entry[4] is not None:
-                job.includes[rel] = entry[4]  # [path, quoted] pairs
             if known in ("", "binary"):
                 job.stats["cache_hits"] += 1
                 job.stats["binary"] += known == "binary"
@@ -420,7 +417,7 @@ def _prepare(
 
 def _finish(job: _Job, outcomes: list[_Outcome], workers: int, parse_seconds: float) -> ScanResult:
     """The tree's result from its files' results: gates in file order, JIT modules, hazards."""
-    stats, index, scans, includes = job.stats, job.index, job.scans, job.includes
+    stats, index, scans = job.stats, job.index, job.scans
     finished_at = time.perf_counter()
     if job.result is not None:
         result = job.result
@@ -430,11 +427,9 @@ def _finish(job: _Job, outcomes: list[_Outcome], workers: int, parse_seconds: fl
             stats["binary"] += outcome.digest == "binary"
             stats["reused"] += outcome.reused
             if index is not None and outcome.stamp is not None:
-                index.record(outcome.rel, outcome.stamp, outcome.digest, outcome.includes)
+                index.record(outcome.rel, outcome.stamp, outcome.digest)
             if outcome.item is not None:
                 scans[outcome.rel] = outcome.item
-            if outcome.includes is not None:
-                includes[outcome.rel] = outcome.includes
         if index is not None:
             index.save()
         result = _assemble(job)
@@ -469,7 +464,7 @@ def _assemble(job: _Job) -> ScanResult:
     all_specific = False
     if layout is not None and hazards:
         all_specific = _all_specific(root, layout)
-        modules = _modules(specs, _Closures(root, layout, job.includes), arch)
+        modules = _modules(specs, _Closures(root, layout), arch)
         result.modules = [module.record for module in modules]
         result.hazards = _empty_kernels(modules, structures, arch, universe, all_specific)
     if hazards:
@@ -703,27 +698,25 @@ class _Index:
             return cls(path, {}, 0)
 
     def lookup(self, rel: str, status: os.stat_result) -> list | None:
-        """`[size, mtime, inode, content hash, includes]` when the file is unchanged, else None.
+        """`[size, mtime, inode, content hash]` when the file is unchanged, else None.
 
         The hash is "" for a file with nothing to parse, "binary" for a binary
-        file; includes are None but for C files of a FlashInfer tree.
         """
         entry = self.entries.get(rel)
         if (
             not isinstance(entry, list)
-            or len(entry) != 5
+            or len(entry) != 4
             or entry[:3] != [status.st_size, status.st_mtime_ns, status.st_ino]
             or status.st_mtime_ns >= self.written_ns - self._RACY_NS
             or not isinstance(entry[3], str)
-            or not (entry[4] is None or isinstance(entry[4], list))
         ):
             return None
         self.fresh[rel] = entry
         return entry
 
-    def record(self, rel: str, stamp: tuple, digest: str | None, includes: list | None) -> None:
+    def record(self, rel: str, stamp: tuple, digest: str | None) -> None:
         if digest is not None:
-            self.fresh[rel] = [*stamp, digest, includes]
+            self.fresh[rel] = [*stamp, digest]
 
     def save(self) -> None:
         if self.fresh == self.entries:
@@ -856,7 +849,6 @@ class _Outcome:
     stamp: tuple | None  # size, mtime, inode: None when it could not be read
     digest: str | None  # the content hash; "" when nothing could be a gate, "binary" for a binary file
     item: _FileScan | None
-    includes: list[tuple[str, bool]] | None = None  # of a C file in a FlashInfer tree (its JIT closures)
     reused: bool = False  # found in the cache by its content hash
 
 
@@ -878,20 +870,16 @@ def _scan_one(context: _Context, rel: str) -> _Outcome:
     if not context.include_all and b"\0" in data[:_BINARY_PROBE]:
         return _Outcome(rel, stamp, "binary", None)
     in_jit = context.hazards and context.jit is not None and _under(rel, context.jit)
-    includes = comments = None
-    if context.hazards and context.layout and not rel.endswith(PYTHON_SUFFIXES):
-        comments = _Comments(data)
-        includes = _includes(data, comments) if b"include" in data else []
     if not _may_hold_gates(rel, data, in_jit):
-        return _Outcome(rel, stamp, "", None, includes)
+        return _Outcome(rel, stamp, "", None)
     digest = hashlib.sha1(data).hexdigest()
     if context.cache is not None:
         cached = _load_object(context, digest, rel)
         if cached is not None:
-            return _Outcome(rel, stamp, digest, cached, includes, reused=True)
-    item = _analyse(rel, data, context, in_jit, comments)
+            return _Outcome(rel, stamp, digest, cached, reused=True)
+    item = _analyse(rel, data, context, in_jit)
     _store_object(context, digest, in_jit, item)
-    return _Outcome(rel, stamp, digest, item, includes)
+    return _Outcome(rel, stamp, digest, item)
 
 
 def _may_hold_gates(rel: str, data: bytes, in_jit: bool) -> bool:
@@ -918,12 +906,12 @@ def _python_kinds(data: bytes) -> list:
     return kinds
 
 
-def _analyse(rel: str, data: bytes, context: _Context, in_jit: bool, comments: _Comments | None = None) -> _FileScan:
+def _analyse(rel: str, data: bytes, context: _Context, in_jit: bool) -> _FileScan:
     """Parse one file; never raises (a file that cannot be decoded or parsed comes back skipped)."""
     try:
         if rel.endswith(PYTHON_SUFFIXES):
             return _analyse_python(rel, data, context, in_jit)
-        return _analyse_c(rel, data, context, comments or _Comments(data))
+        return _analyse_c(rel, data, context)
     except SourceError as exc:
         return _FileScan(rel, skipped=str(exc), parsed=True)
     except RecursionError:
@@ -1196,8 +1184,9 @@ def _cuda_gates(data: bytes, comments: _Comments, universe: tuple[Arch, ...], la
     return gates
 
 
-def _analyse_c(rel: str, data: bytes, context: _Context, comments: _Comments) -> _FileScan:
+def _analyse_c(rel: str, data: bytes, context: _Context) -> _FileScan:
     decode(data)
+    comments = _Comments(data)
     directives = _directives(data, comments)
     _check_balanced(directives)
     language = "cuda" if rel.endswith((".cu", ".cuh")) else "cpp"
@@ -1444,10 +1433,10 @@ def _arch_decided(branches: list[Branch]) -> list[bool]:
     return decided
 
 
-def _includes(data: bytes, comments: _Comments | None = None) -> list[tuple[str, bool]]:
+def _includes(data: bytes) -> list[tuple[str, bool]]:
     """hazards.includes(data), found with a byte search: `#include "x"` (quoted) and `<x>`, outside comments."""
     found = []
-    comments = comments or _Comments(data)
+    comments = _Comments(data)
     for match in _INCLUDE_LINE_RE.finditer(data):
         at = match.start()
         line_start = data.rfind(b"\n", 0, at) + 1
@@ -1944,11 +1933,11 @@ def _all_specific(root: Path, layout: Layout) -> bool:
 class _Closures:
     """Resolve JIT sources and follow their includes inside the tree, caching per file."""
 
-    def __init__(self, root: Path, layout: Layout, includes: dict[str, list[tuple[str, bool]]] | None = None) -> None:
+    def __init__(self, root: Path, layout: Layout) -> None:
         self.root = root
         self.layout = layout
         self._base = root.resolve()
-        self._includes: dict[str, list[tuple[str, bool]]] = dict(includes or {})
+        self._includes: dict[str, list[tuple[str, bool]]] = {}  # read when a closure reaches the file
         self._exists: dict[str, bool] = {}
         self._resolved: dict[tuple, str | None] = {}  # (including folder for "", path, dirs) -> file
 
