@@ -14,12 +14,18 @@ from typing import Optional
 
 import typer
 from rich.console import Console
-from rich.syntax import Syntax
 
-from codemods import errors, jit_cache, recipes, report, workflow
-from codemods import packages as packages_mod
+from codemods import errors
 from codemods.arch import DEFAULT_ARCHS, ArchParseError, parse_archs
-from codemods.repo import require_folder
+from codemods.files import require_folder
+from codemods.lazy import LazyModule
+
+# imported on first use: `codemod scan` needs none of them, and they pull in libcst and GitPython
+jit_cache = LazyModule("codemods.jit_cache")
+packages_mod = LazyModule("codemods.packages")
+recipes = LazyModule("codemods.recipes")
+report = LazyModule("codemods.report")
+workflow = LazyModule("codemods.workflow")
 
 app = typer.Typer(
     add_completion=False,
@@ -51,6 +57,8 @@ def _print_diff(diff: str) -> None:
     if not diff:
         return
     if sys.stdout.isatty():
+        from rich.syntax import Syntax
+
         Console(highlight=False).print(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
     else:
         _out(diff)

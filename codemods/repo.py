@@ -18,6 +18,7 @@ from pathlib import Path
 import git
 
 from codemods import errors
+from codemods.files import require_folder
 
 TRAILER_RECIPE = "Codemod-Recipe"
 TRAILER_CHANGE = "Codemod-Change"
@@ -62,14 +63,6 @@ class Applied:
 
 def codemod_home() -> Path:
     return Path(os.environ.get("CODEMOD_HOME") or Path.home() / ".cache" / "codemod")
-
-
-def require_folder(path: Path) -> None:
-    """Refuse a --repo that does not exist or is a file."""
-    if not path.exists():
-        raise errors.RepoState("path does not exist", where=str(path), hint="check --repo")
-    if not path.is_dir():
-        raise errors.RepoState("is a file, not a folder", where=str(path), hint="point --repo at the project's folder")
 
 
 def open_repo(path: Path, *, create_shadow: bool = False) -> "Repo":

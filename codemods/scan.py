@@ -82,27 +82,12 @@ from codemods import hazards
 from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet, is_arch_macro
 from codemods.gates import Gate, SourceError, cuda_guard, decode
 from codemods.hazards import Branch, Hit, Structure
+from codemods.lazy import LazyModule
 
 
-class _Lazy:
-    """A module imported on first use: libcst (the Python gate kinds, jit_specs) takes most of a second
-    to import, which a scan of C sources, or one answered from the cache, does not need."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __getattr__(self, attr: str):
-        import importlib
-
-        return getattr(importlib.import_module(self._name), attr)
-
-    def __repr__(self) -> str:
-        return f"<module {self._name} (lazy)>"
-
-
-jit_specs = _Lazy("codemods.jit_specs")
-python_arch_list = _Lazy("codemods.gates.python_arch_list")
-python_arch_or = _Lazy("codemods.gates.python_arch_or")
+jit_specs = LazyModule("codemods.jit_specs")
+python_arch_list = LazyModule("codemods.gates.python_arch_list")
+python_arch_or = LazyModule("codemods.gates.python_arch_or")
 
 C_SUFFIXES = (
     ".cu", ".cuh", ".h", ".hpp", ".inl", ".cpp", ".cc", ".cxx", ".c", ".hh", ".hxx", ".ipp", ".tcc", ".inc",

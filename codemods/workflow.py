@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Callable
 
 from codemods import errors, files, journal, recipes
+from codemods.files import require_folder
 from codemods.arch import DEFAULT_ARCHS, Arch
 from codemods.recipes import Plan, PlannedChange, Recipe
 from codemods.repo import (
-    TRAILER_BASE, TRAILER_CHANGE, TRAILER_RECIPE, Applied, Repo, ShadowRepo, branch_name, open_repo, refuse_unusable, require_folder,
+    TRAILER_BASE, TRAILER_CHANGE, TRAILER_RECIPE, Applied, Repo, ShadowRepo, branch_name, open_repo, refuse_unusable,
 )
 
 
