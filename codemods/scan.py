@@ -337,7 +337,10 @@ def scan_many(
             if progress is not None:
                 progress(done_files, total)
     parse_seconds = time.perf_counter() - parse_started
-    return [_finish(job, outcomes, workers, parse_seconds) for job, outcomes in zip(prepared, results)]
+    finished = [_finish(job, outcomes, workers, parse_seconds) for job, outcomes in zip(prepared, results)]
+    if cache is not None and any(result.stats["analysed"] for result in finished):
+        prune_cache(Path(cache), cache_limit())
+    return finished
 
 
 def _prepare(
@@ -513,6 +516,59 @@ def check(result: ScanResult) -> bool:
 def default_cache() -> Path:
     """`$CODEMOD_HOME/scan-cache` (default ~/.cache/codemod/scan-cache)."""
     return Path(os.environ.get("CODEMOD_HOME") or Path.home() / ".cache" / "codemod") / "scan-cache"
+
+
+CACHE_LIMIT_MB = 512.0
+
+
+def cache_limit() -> int:
+    """The most bytes the scan cache may hold: `$CODEMOD_SCAN_CACHE_MB` (default 512)."""
+    try:
+        megabytes = float(os.environ.get("CODEMOD_SCAN_CACHE_MB", CACHE_LIMIT_MB))
+    except ValueError:
+        megabytes = CACHE_LIMIT_MB
+    return max(0, int(megabytes * (1 << 20)))
+
+
+def prune_cache(cache: Path, limit: int) -> int:
+    """Delete what no scan reads any more, then the least recently written entries, until at most `limit` bytes.
+
+    Runs after a scan that wrote entries. Anything of another cache version
+    is deleted; if the rest holds more than `limit` bytes, the oldest go
+    until 80% of it is left (a deleted entry is only parsed again). Returns
+    the number of files deleted.
+    """
+    current = os.path.join(str(cache), f"v{CACHE_VERSION}") + os.sep
+    kept: list[tuple[int, str, int]] = []  # (mtime, path, size)
+    doomed: list[str] = []
+    total = 0
+    for folder, _, names in os.walk(cache):
+        for name in names:
+            path = os.path.join(folder, name)
+            if not path.startswith(current):
+                doomed.append(path)
+                continue
+            try:
+                status = os.stat(path)
+            except OSError:
+                continue
+            total += status.st_size
+            kept.append((status.st_mtime_ns, path, status.st_size))
+    if total > limit:
+        goal = limit * 4 // 5
+        for _, path, size in sorted(kept):
+            if total <= goal:
+                break
+            doomed.append(path)
+            total -= size
+    deleted = 0
+    for path in doomed:
+        try:
+            os.unlink(path)
+            deleted += 1
+        except OSError:
+            pass
+    return deleted
 
 
 # ---------------------------------------------------------------- listing files

@@ -454,3 +454,33 @@ def test_capability_prefilter_never_misses_what_the_regex_finds(pieces):
     data = b"".join(pieces)
     if scanner._CAPABILITY_RE.search(data):
         assert scanner._may_compare_capability(data)
+
+
+def test_the_cache_is_pruned_to_its_limit_oldest_first(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    stale = cache / "v0" / "objects" / "ab" / "old.json"  # an older cache version: goes first
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"x" * 50_000)
+    trees = []
+    for n in range(3):
+        root = tmp_path / f"tree{n}"
+        make_tree(root, 20 + n, files=30)
+        for path in root.rglob("*"):
+            old(path)
+        trees.append(root)
+    monkeypatch.setenv("CODEMOD_SCAN_CACHE_MB", "10")
+    for root in trees:
+        scan(root, SM120, jobs=1, cache=cache)
+    assert not stale.exists()
+    size = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file())
+    # a limit below one tree's entries: pruned to 80% of it, the newest entries kept
+    limit = size // 2
+    monkeypatch.setenv("CODEMOD_SCAN_CACHE_MB", str(limit / (1 << 20)))
+    (trees[0] / "new.cu").write_text("#if __CUDA_ARCH__ >= 1000\n#endif\n")
+    old(trees[0] / "new.cu")
+    again = scan(trees[0], SM120, jobs=1, cache=cache)
+    assert sum(p.stat().st_size for p in cache.rglob("*") if p.is_file()) <= limit * 4 // 5
+    # whatever was pruned is parsed again: the results never change
+    for root in trees:
+        assert to_json(scan(root, SM120, jobs=1, cache=cache)) == to_json(scan(root, SM120, jobs=1))
+    assert [g["line"] for g in again.gates if g["file"] == "new.cu"] == [1]
