@@ -1661,6 +1661,11 @@ def _analyse_python(rel: str, data: bytes, context: _Context, in_jit: bool) -> _
         return out
     text = _PythonText(data)
     gates: list[Gate] = []
+    if python_arch_list in kinds:
+        listed = python_arch_list.find_in_tree(data, tree, context.universe)
+        if listed is not None:  # else libcst decides, below
+            gates += listed
+            kinds = [kind for kind in kinds if kind is not python_arch_list]
     if kinds or want_specs:
         patterns = [prefilter for kind, prefilter in _PYTHON_PREFILTERS if kind in kinds]
         if python_arch_or in kinds:

@@ -19,6 +19,9 @@ or around the list stay byte for byte.
 
 from __future__ import annotations
 
+import ast
+import bisect
+
 import libcst as cst
 
 from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet
@@ -52,6 +55,78 @@ def find(
             continue
         gates.append(_gate(parsed, arg.value, keyword, context, universe))
     return gates
+
+
+def find_in_tree(
+    source: bytes,
+    tree: ast.Module,
+    universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+    *,
+    keyword: str = "supported_major_versions",
+) -> list[Gate] | None:
+    """`find(source)` from a stdlib `ast` parse of the same bytes, several times faster than libcst.
+
+    None when it cannot be sure to agree with `find` (a list wrapped in
+    extra parentheses): the caller then calls `find`.
+    """
+    if keyword.encode() not in source:
+        return []
+    bom = 3 if source.startswith(b"\xef\xbb\xbf") else 0
+    starts = [0]
+    for line in source.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+
+    def offset(line: int, column: int) -> int:
+        return starts[line - 1] + column + (bom if line == 1 else 0)
+
+    found: list[tuple[int, int, ast.List | ast.Tuple, str]] = []
+
+    def visit(node: ast.AST, function: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.keyword) and child.arg == keyword and isinstance(child.value, (ast.List, ast.Tuple)):
+                value = child.value
+                start = offset(value.lineno, value.col_offset)
+                end = offset(value.end_lineno, value.end_col_offset)
+                found.append((start, end, value, function))
+            inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+            visit(child, inner)
+
+    visit(tree, "")
+    gates = []
+    for start, end, value, function in sorted(found, key=lambda item: item[0]):
+        equals = source.rfind(b"=", 0, start)
+        if source[equals + 1 : start].strip() or source[start : start + 1] not in b"[(":
+            return None  # `keyword=([...])`: libcst counts the outer parentheses
+        if isinstance(value, ast.Tuple) and source[start : start + 1] != b"(":
+            return None
+        majors = _literal_majors(value)
+        if majors is None:
+            admits = ArchSet(universe, frozenset(), frozenset(universe))
+        else:
+            admits = ArchSet(universe, frozenset(a for a in universe if a.major in majors))
+        gates.append(
+            Gate(
+                kind=KIND,
+                start=start,
+                end=end,
+                line=bisect.bisect_right(starts, start),
+                text=source[start:end].decode("utf-8"),
+                admits=admits,
+                context=function,
+                detail={"keyword": keyword, "majors": majors},
+            )
+        )
+    return gates
+
+
+def _literal_majors(node: ast.List | ast.Tuple) -> list[int] | None:
+    """`_majors` over an ast list: None when any element is not an integer literal."""
+    majors = []
+    for element in node.elts:
+        if not (isinstance(element, ast.Constant) and type(element.value) is int):
+            return None
+        majors.append(element.value)
+    return majors
 
 
 def widen(

@@ -414,3 +414,56 @@ def test_admits_text(text, admitted, unknown):
     result = admits(text, DEFAULT_ARCHS)
     assert result.names() == admitted
     assert result.unknown_names() == ([a.name for a in DEFAULT_ARCHS] if unknown == "all" else unknown)
+
+
+def _gates(gates) -> list[tuple]:
+    return [(g.kind, g.start, g.end, g.line, g.text, g.admits, g.context, g.detail) for g in gates]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param("f(supported_major_versions=[9, 10])\n", id="module-level"),
+        pytest.param(
+            "def gen():\n    return ctx.flags(\n        supported_major_versions=[\n            9,\n            10,\n        ]\n    )\n",
+            id="one-per-line",
+        ),
+        pytest.param("\ufeffdef g():\n    f(supported_major_versions=(9, 10))\n", id="bom-tuple"),
+        pytest.param("def g():\n    f(supported_major_versions=[9, x, 0x0a])\n", id="computed"),
+        pytest.param("def g():\n    f(supported_major_versions=[True, -1, 1.0])\n", id="not-integers"),
+        pytest.param("def g():\n    f(supported_major_versions=[*base, 12])\n", id="starred"),
+        pytest.param("def g():\n    f(supported_major_versions=[])\n", id="empty"),
+        pytest.param("def g():\n    f(supported_major_versions=versions)\n", id="a-name-is-no-gate"),
+        pytest.param(
+            "def outer():\n    class K:\n        x = f(supported_major_versions=[9])\n"
+            "        def m(self):\n            return lambda: f(supported_major_versions=[10])\n",
+            id="class-in-function-and-lambda",
+        ),
+        pytest.param("@deco(supported_major_versions=[9])\nasync def a():\n    pass\n", id="decorator-belongs-to-function"),
+        pytest.param("s = 'é'\ndef g():\n    f(x='ü', supported_major_versions=[9, 10])  # é\n", id="non-ascii-offsets"),
+        pytest.param("class C(Base, supported_major_versions=[9]):\n    pass\n", id="class-keyword"),
+        pytest.param("def g():\n    f(supported_major_versions = [9, 10], other=[1])\n", id="spaces-around-equals"),
+    ],
+)
+def test_find_in_tree_agrees_with_find(source: str) -> None:
+    import ast
+
+    data = source.encode()
+    fast = python_arch_list.find_in_tree(data, ast.parse(data))
+    assert fast is not None
+    assert _gates(fast) == _gates(find(data))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param("def g():\n    f(supported_major_versions=([9, 10]))\n", id="extra-parentheses"),
+        pytest.param("def g():\n    f(supported_major_versions=((9, 10)))\n", id="tuple-in-extra-parentheses"),
+    ],
+)
+def test_find_in_tree_declines_what_only_libcst_spans_right(source: str) -> None:
+    import ast
+
+    data = source.encode()
+    assert python_arch_list.find_in_tree(data, ast.parse(data)) is None
+    assert len(find(data)) == 1
