@@ -179,10 +179,16 @@ class Branch:
         `defined(__CUDA_ARCH__)` (and `#ifdef __CUDA_ARCH__`) only tells the
         device pass from the host pass, so alone it selects no arch.
         """
-        if self.directive in ("#ifdef", "#ifndef", "#elifdef", "#elifndef"):
-            return is_arch_macro(self.condition.strip()) and self.condition.strip() != "__CUDA_ARCH__"
-        condition = _DEFINED_CUDA_ARCH_RE.sub(" ", self.condition)
-        return any(is_arch_macro(name) for name in re.findall(r"[A-Za-z_]\w*", condition))
+        return _names_arch(self.directive, self.condition)
+
+
+@lru_cache(maxsize=8192)
+def _names_arch(directive: str, condition: str) -> bool:
+    """Branch.names_arch; conditions repeat over a library, so the answers are cached."""
+    if directive in ("#ifdef", "#ifndef", "#elifdef", "#elifndef"):
+        return is_arch_macro(condition.strip()) and condition.strip() != "__CUDA_ARCH__"
+    condition = _DEFINED_CUDA_ARCH_RE.sub(" ", condition)
+    return any(is_arch_macro(name) for name in re.findall(r"[A-Za-z_]\w*", condition))
 
 
 _DEFINED_CUDA_ARCH_RE = re.compile(r"\bdefined\s*(?:\(\s*__CUDA_ARCH__\s*\)|__CUDA_ARCH__\b)")
