@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from textwrap import dedent
 
-from codemods.arch import Arch
-from codemods.jit_specs import find
+import pytest
+
+from codemods.arch import DEFAULT_ARCHS, Arch
+from codemods.gates._python import parse
+from codemods import jit_specs
+from codemods.jit_specs import _AstIndex, _Unsupported, find
 
 SM120 = Arch.parse("sm_120")
 
@@ -120,3 +124,118 @@ def test_flags_added_under_an_if_make_no_gate():
 
 def test_no_call_no_parse():
     assert find(b"this is not python (") == []
+
+
+# The ast reading must give what the libcst reading gives, for every input; these are the places where the
+# two trees differ, and the inputs the ast reading hands to libcst.
+
+CONCATENATED = """\
+def gen_m():
+    return gen_jit_spec(
+        "m" "_sm90",
+        ["a.cu" "b.cu", jit_env.FLASHINFER_CSRC_DIR / "d" "e.cu", b"bytes.cu"],
+    )
+"""
+
+PARENTHESISED = """\
+def gen_m():
+    a = ctx.get_nvcc_flags_list(supported_major_versions=([9, 10]))
+    b = ctx.get_nvcc_flags_list(supported_major_versions = (  # 12: PR 1234
+        (9, 12)
+    ))
+    return gen_jit_spec("m", [], extra_cuda_cflags=a + b)
+"""
+
+FSTRING_PATHS = """\
+def gen_m():
+    flags = [f"-I{jit_env.FLASHINFER_CSRC_DIR / 'fmha_v2'}", f'''
+        {jit_env.FLASHINFER_CSRC_DIR /
+            "multi" / 'line.cu'} {"loose.cu"}''']
+    return gen_jit_spec("m", source_paths, extra_include_paths=[f"{jit_env.FLASHINFER_INCLUDE_DIR / 'inc'}"])
+"""
+
+ONE_LINE_BODY = """\
+def gen_a(): flags = sm90a_nvcc_flags; return gen_jit_spec("a", [], extra_cuda_cflags=flags)
+def gen_b():
+    flags = sm90a_nvcc_flags; return gen_jit_spec("b", [], extra_cuda_cflags=flags)
+"""
+
+IMPORTED_FLAGS = """\
+@register(supported_major_versions=[10])
+def gen_m_sm100():
+    from .core import sm100a_nvcc_flags, sm103a_nvcc_flags as sm103
+    return gen_m(sm100a_nvcc_flags + sm103)
+
+
+def gen_m(flags):
+    return gen_jit_spec(name="m", sources=["a.cu"], extra_cuda_cflags=flags)
+"""
+
+ARGUMENT_ORDER = """\
+def gen_m(args, kwargs):
+    gen_jit_spec(*args)
+    gen_jit_spec(**kwargs)
+    gen_jit_spec(extra_include_paths=[jit_env.FLASHINFER_CSRC_DIR / "inc"], *("m", ["a.cu"]))
+    return gen_jit_spec(sources=["b.cu"], name=("n"), extra_cuda_cflags=[*sm90a_nvcc_flags])
+"""
+
+
+def _libcst_reading(source: bytes):
+    return jit_specs._specs(jit_specs._LibcstIndex(parse(source), source, DEFAULT_ARCHS))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(CONCATENATED.encode(), id="implicit-concatenation-is-one-string-per-piece"),
+        pytest.param(PARENTHESISED.encode(), id="parentheses-around-a-list-are-its-text"),
+        pytest.param(FSTRING_PATHS.encode(), id="paths-and-strings-inside-f-strings"),
+        pytest.param(ONE_LINE_BODY.encode(), id="flags-in-a-body-after-the-colon"),
+        pytest.param(IMPORTED_FLAGS.encode(), id="flags-imported-in-the-function-and-a-list-in-its-decorator"),
+        pytest.param(ARGUMENT_ORDER.encode(), id="starred-arguments-and-keywords-before-them"),
+        pytest.param(b"\xef\xbb\xbf" + PARENTHESISED.encode(), id="bom"),
+        pytest.param(PARENTHESISED.replace("\n", "\r\n").encode(), id="crlf"),
+        pytest.param("# ünïcode\n".encode() + CONCATENATED.replace('"m"', '"ü"').encode(), id="non-ascii-in-strings"),
+    ],
+)
+def test_ast_reading_is_libcst_reading(source):
+    _AstIndex(source)  # read without falling back
+    assert find(source) == _libcst_reading(source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(b"X = [*a for a in b]\n" + IMPORTED_FLAGS.encode(), id="syntax-ast-rejects"),
+        pytest.param(CONCATENATED.replace("b.cu", 'b.cu" f"{x}').encode(), id="a-source-concatenated-to-an-f-string"),
+        pytest.param(ONE_LINE_BODY.replace("sm90a", "sm\uff19\uff10a").encode(), id="a-name-ast-normalizes"),
+        pytest.param(b"x = 1\rgen_jit_spec('m', ['a.cu'])\n", id="a-lone-cr"),
+        pytest.param(
+            b'def gen_m():\n    return f"{gen_jit_spec(\'m\', [], extra_cuda_cflags=sm90a_nvcc_flags)}"\n',
+            id="a-spec-inside-an-f-string",
+        ),
+    ],
+)
+def test_libcst_reads_what_ast_cannot_vouch_for(source):
+    with pytest.raises(_Unsupported):
+        _AstIndex(source)
+    assert find(source) == _libcst_reading(source)
+
+
+def test_concatenated_strings():
+    [spec] = find(CONCATENATED.encode())
+    assert spec.module == "gen_m"  # "m" "_sm90" is no string literal
+    assert spec.sources == (("csrc", "a.cu"), ("csrc", "b.cu"), ("csrc", "e.cu"))
+
+
+def test_parenthesised_lists_keep_their_parentheses():
+    for source in (PARENTHESISED.encode(), b"\xef\xbb\xbf" + PARENTHESISED.encode()):
+        [spec] = find(source)
+        assert spec.gate.text == "([9, 10]), (  # 12: PR 1234\n        (9, 12)\n    )"
+        assert (spec.gate.line, spec.gate.majors) == (2, (9, 10, 12))
+
+
+def test_a_name_ast_normalizes_is_read_as_written():
+    [a, b] = find(ONE_LINE_BODY.replace("sm90a", "sm\uff19\uff10a").encode())
+    assert a.gate is None
+    assert (b.gate.text, b.gate.targets) == ("sm\uff19\uff10a_nvcc_flags", (Arch.parse("sm_90a"),))
