@@ -8,11 +8,13 @@ CRLF line endings, a BOM) is kept as it was.
 
 from __future__ import annotations
 
+import builtins
+import symtable
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 
 import libcst as cst
-from libcst.metadata import ByteSpanPositionProvider, MetadataWrapper, Scope, ScopeProvider
+from libcst.metadata import Assignment, ByteSpanPositionProvider, MetadataWrapper, Scope, ScopeProvider
 
 from codemods.arch import Arch, ArchSet
 from codemods.gates import Edit, SourceError, decode, line_of
@@ -41,6 +43,8 @@ class PythonSource:
         self._wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
         self._spans = self._wrapper.resolve(ByteSpanPositionProvider)
         self._scopes = None
+        self._symbols: symtable.SymbolTable | None = None
+        self._globals: set[str] | None = None
         # One walk gives the parents and the source order; libcst's
         # ParentNodeProvider alone takes three times as long on a 5000-line file.
         self._parents: dict[cst.CSTNode, cst.CSTNode] = {}
@@ -112,10 +116,121 @@ class PythonSource:
         return [node for node in found if isinstance(node, kind)]
 
     def scope(self, node: cst.CSTNode) -> Scope:
-        """The scope `node` is evaluated in (the module's global scope for the module itself)."""
+        """The scope `node` is evaluated in (the module's global scope for the module itself).
+
+        libcst's scope analysis takes seconds on a 5000-line module; `bound`
+        and `importers` answer the two questions the gate kinds ask from
+        Python's own symbol tables, and come here only for shapes those
+        cannot be matched to (lambdas, comprehensions).
+        """
         if self._scopes is None:
             self._scopes = self._wrapper.resolve(ScopeProvider)
         return self._scopes[node]
+
+    def bound(self, node: cst.CSTNode, name: str) -> bool:
+        """Whether `name` is bound where `node` is evaluated: in its scope, an enclosing one, or builtins."""
+        found = self._binding_table(node, name)
+        if found is None:
+            return name in self.scope(node)
+        return found is not False or hasattr(builtins, name)
+
+    def importers(self, node: cst.CSTNode, name: str) -> list[cst.ImportFrom]:
+        """The `from ... import` statements that bind `name` where `node` is evaluated, in source order."""
+        found = self._binding_table(node, name)
+        if found is None:
+            return [
+                assignment.node
+                for assignment in self.scope(node)[name]
+                if isinstance(assignment, Assignment) and isinstance(assignment.node, cst.ImportFrom)
+            ]
+        if found is False:
+            return []
+        owner = found[1]
+        out = []
+        for statement in self.nodes(cst.ImportFrom):
+            if self._scope_owner(statement) is not owner or isinstance(statement.names, cst.ImportStar):
+                continue
+            for alias in statement.names:
+                bound_as = alias.asname.name if alias.asname is not None else alias.name
+                if isinstance(bound_as, cst.Name) and bound_as.value == name:
+                    out.append(statement)
+                    break
+        return out
+
+    def _scope_owner(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The function, class, lambda or comprehension whose scope holds `node`, else the module."""
+        child = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)) and child is ancestor.body:
+                return ancestor
+            if isinstance(ancestor, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+                return ancestor
+            child = ancestor
+        return self.module
+
+    def _binding_table(self, node: cst.CSTNode, name: str):
+        """(symbol table, its owner node) where `name` is bound as seen from `node`; False when nowhere;
+        None when a scope around `node` cannot be matched to a symbol table."""
+        owners = []
+        current = node if node is self.module else self._scope_owner(node)
+        while current is not self.module:
+            if not isinstance(current, (cst.FunctionDef, cst.ClassDef)):
+                return None
+            owners.append(current)
+            current = self._scope_owner(current)
+        if self._symbols is None:
+            text = self.source[self.bom :].decode("utf-8")
+            try:
+                self._symbols = symtable.symtable(text, "<source>", "exec")
+            except (SyntaxError, ValueError):
+                return None
+        tables = [(self._symbols, self.module)]
+        for owner in reversed(owners):
+            line = self.line(self.span(owner.name)[0])
+            kind = "class" if isinstance(owner, cst.ClassDef) else "function"
+            matches = [
+                table
+                for table in tables[-1][0].get_children()
+                if table.get_type() == kind and table.get_name() == owner.name.value and table.get_lineno() == line
+            ]
+            if len(matches) != 1:
+                return None
+            tables.append((matches[0], owner))
+        innermost = len(tables) - 1
+        for depth in range(innermost, -1, -1):
+            table, owner = tables[depth]
+            if depth != innermost and table.get_type() == "class":
+                continue  # a class body's names are not seen from the functions inside it
+            try:
+                symbol = table.lookup(name)
+            except KeyError:
+                continue
+            if symbol.is_global() and depth:
+                depth = 0
+                table, owner = tables[0]
+                try:
+                    symbol = table.lookup(name)
+                except KeyError:
+                    return False
+            if symbol.is_assigned() or symbol.is_imported() or symbol.is_parameter() or symbol.is_namespace():
+                return table, owner
+            if depth == 0:
+                break
+        if name in self._assigned_as_global():
+            return tables[0]  # `global name` and an assignment in some function bind it at module level
+        return False
+
+    def _assigned_as_global(self) -> set[str]:
+        if self._globals is None:
+            self._globals = set()
+            stack = list(self._symbols.get_children()) if self._symbols is not None else []
+            while stack:
+                table = stack.pop()
+                stack += table.get_children()
+                self._globals.update(
+                    s.get_name() for s in table.get_symbols() if s.is_declared_global() and s.is_assigned()
+                )
+        return self._globals
 
     def at_module_level(self, node: cst.CSTNode) -> bool:
         """True when no function, class or lambda encloses `node`."""

@@ -46,7 +46,6 @@ from dataclasses import dataclass
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
-from libcst.metadata import Assignment, Scope
 
 from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, edit_between
@@ -268,20 +267,19 @@ def _plan(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> _Plan:
     predicates = numbered
     edits = [_append(parsed, template, numbers)]
     symbols: list[str] = []
-    needed: list[tuple[str, list[str], Scope]] = []  # (name to bind, its siblings, where)
-    scope = parsed.scope(chain)
+    needed: list[tuple[str, list[str], cst.CSTNode]] = []  # (name to bind, its siblings, a node where it is used)
     if template.form == "name":
-        undefined = [n for n in numbers if _renamed(template.ident.value, n) not in scope]
+        undefined = [n for n in numbers if not parsed.bound(chain, _renamed(template.ident.value, n))]
         if undefined:
             definition, uses, attributes = _define(parsed, predicates, template, undefined)
             edits.append(definition)
             symbols += attributes
-            needed += [(new, [old], parsed.scope(parsed.module)) for new, old in uses]
+            needed += [(new, [old], parsed.module) for new, old in uses]
     elif template.form == "call":
         siblings = [template.ident.value] + [
             p.ident.value for p in reversed(predicates) if p.form == "call" and p is not template
         ]
-        needed += [(_renamed(template.ident.value, n), siblings, scope) for n in numbers]
+        needed += [(_renamed(template.ident.value, n), siblings, chain) for n in numbers]
     else:
         owner = template.operand.func if template.form == "attribute_call" else template.operand
         start, end = parsed.span(owner)
@@ -389,24 +387,19 @@ def _define(
 
 
 def _imports(
-    parsed: PythonSource, needed: list[tuple[str, list[str], Scope]]
+    parsed: PythonSource, needed: list[tuple[str, list[str], cst.CSTNode]]
 ) -> tuple[list[Edit], list[str]]:
     """Import each needed name from where a sibling comes from, unless it is bound already.
 
-    `needed` holds (name, its siblings, the scope it is used in); the first
+    `needed` holds (name, its siblings, a node where it is used); the first
     sibling imported by a `from ... import` decides the module.
     """
     by_import: dict[cst.ImportFrom, list[tuple[str, str]]] = {}
     scheduled: set[str] = set()
-    for new, siblings, scope in needed:
-        if new in scope or new in scheduled:
+    for new, siblings, where in needed:
+        if new in scheduled or parsed.bound(where, new):
             continue
-        found = [
-            (assignment.node, old)
-            for old in siblings
-            for assignment in scope[old]
-            if isinstance(assignment, Assignment) and isinstance(assignment.node, cst.ImportFrom)
-        ]
+        found = [(node, old) for old in siblings for node in parsed.importers(where, old)]
         if not found:
             raise CannotWiden(
                 f"`{new}` is not defined or imported here, and `{siblings[0]}` is not imported "
