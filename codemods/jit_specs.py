@@ -217,13 +217,16 @@ _STRING = re.compile(
     rb"|'(?:[^'\\\r\n]|\\(?:\r\n|.))*'"
     rb'|"(?:[^"\\\r\n]|\\(?:\r\n|.))*"'
     rb")",
-    re.S,
+    re.DOTALL,
 )
 _WORD = re.compile(rb"\w+")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NOT_CHILDREN = {"ctx", "op", "ops"}  # shared singletons (Load(), Add() ...), never a gate
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 _NAME, _CONSTANT = ast.Name, ast.Constant
+# Node kinds of newer Pythons: type parameters (3.12), t-strings (3.14).
+_TYPE_PARAMETERS = tuple(getattr(ast, name) for name in ("TypeVar", "ParamSpec", "TypeVarTuple") if hasattr(ast, name))
+_TEMPLATE_STRINGS = tuple(getattr(ast, name) for name in ("TemplateStr",) if hasattr(ast, name))
 
 
 @dataclass(frozen=True)
@@ -261,7 +264,7 @@ class _AstIndex(_Index):
         self._starts = [bom] + [match.end() for match in re.finditer(b"\n", source)]
         self._count = 0
         self._function = ""
-        self._fstring = 0  # how deep inside f-strings the walk is: ast's positions there are not reliable
+        self._fstring = 0  # how deep inside f-strings (before 3.12 ast computes positions there after the fact)
         self._assign: tuple[list[str], ast.AST | None] | None = None
         self._in_spec = 0  # how deep inside gen_jit_spec calls
         self._ranges: dict[int, tuple[int, int]] = {}  # id(node) -> its pre-order index, the index past its subtree
@@ -272,7 +275,7 @@ class _AstIndex(_Index):
         self._paths: list[tuple[int, str, tuple[str, str]]] = []
         self._strings: list[tuple[int, str, str]] = []
         self._covered: set[int] = set()
-        self._literals: list[ast.AST] = []  # string literals outside f-strings
+        self._literals: list[ast.AST] = []  # string literals and f-strings, outside f-strings
         self._block_bodies: dict[int, bool] = {}
         self._visit(tree, None)
         if not source.isascii() and not self._ascii_names(bom):
@@ -601,21 +604,23 @@ class _AstIndex(_Index):
         return _ROOTS[head], "/".join(reversed(pieces)).strip("/")
 
     def _ascii_names(self, bom: int) -> bool:
-        """Whether every non-ASCII byte is in a string literal or a comment."""
-        spans = sorted(self._span(node) for node in self._literals)
-        starts = [start for start, _ in spans]
+        """Whether every non-ASCII byte is in a string literal (not an f-string: its fields hold names) or a comment."""
+        spans = sorted((*self._span(node), type(node) is ast.JoinedStr) for node in self._literals)
+        starts = [start for start, _, _ in spans]
 
-        def in_string(offset: int) -> bool:
+        def literal(offset: int) -> tuple[int, int, bool] | None:
             i = bisect_right(starts, offset) - 1
-            return i >= 0 and offset < spans[i][1]
+            return spans[i] if i >= 0 and offset < spans[i][1] else None
 
         source = self.source
         for run in _NON_ASCII.finditer(source, bom):
             offset = run.start()
-            if in_string(offset):
+            if (around := literal(offset)) is not None:
+                if around[2]:
+                    return False
                 continue
             comment = source.find(b"#", source.rfind(b"\n", 0, offset) + 1, offset)
-            while comment >= 0 and in_string(comment):
+            while comment >= 0 and literal(comment) is not None:
                 comment = source.find(b"#", comment + 1, offset)
             if comment < 0:
                 return False
@@ -730,12 +735,9 @@ _READERS = {
     ast.MatchStar: _AstIndex._read_match_star,
     ast.MatchMapping: _AstIndex._read_match_mapping,
     ast.MatchClass: _AstIndex._read_match_class,
+    **dict.fromkeys(_TYPE_PARAMETERS, _AstIndex._read_type_parameter),
+    **dict.fromkeys(_TEMPLATE_STRINGS, _AstIndex._read_template),
 }
-_READERS.update(
-    {getattr(ast, name): _AstIndex._read_type_parameter for name in ("TypeVar", "ParamSpec", "TypeVarTuple") if hasattr(ast, name)}
-)
-if hasattr(ast, "TemplateStr"):
-    _READERS[ast.TemplateStr] = _AstIndex._read_template
 
 
 def _arguments(call: ast.Call) -> list[ast.AST]:

@@ -6,9 +6,9 @@ from textwrap import dedent
 
 import pytest
 
+from codemods import jit_specs
 from codemods.arch import DEFAULT_ARCHS, Arch
 from codemods.gates._python import parse
-from codemods import jit_specs
 from codemods.jit_specs import _AstIndex, _Unsupported, find
 
 SM120 = Arch.parse("sm_120")
@@ -179,6 +179,16 @@ def gen_m(args, kwargs):
     return gen_jit_spec(sources=["b.cu"], name=("n"), extra_cuda_cflags=[*sm90a_nvcc_flags])
 """
 
+NORMALIZED_IN_FSTRING = """\
+def gen_m_sm90():
+    nvcc_flags = sm90a_nvcc_flags
+    log(f"{\uff47en_m()}")
+
+
+def gen_m():
+    return gen_jit_spec("m", [])
+"""
+
 
 def _libcst_reading(source: bytes):
     return jit_specs._specs(jit_specs._LibcstIndex(parse(source), source, DEFAULT_ARCHS))
@@ -195,7 +205,9 @@ def _libcst_reading(source: bytes):
         pytest.param(ARGUMENT_ORDER.encode(), id="starred-arguments-and-keywords-before-them"),
         pytest.param(b"\xef\xbb\xbf" + PARENTHESISED.encode(), id="bom"),
         pytest.param(PARENTHESISED.replace("\n", "\r\n").encode(), id="crlf"),
-        pytest.param("# ünïcode\n".encode() + CONCATENATED.replace('"m"', '"ü"').encode(), id="non-ascii-in-strings"),
+        pytest.param(
+            "# ünïcode\n".encode() + CONCATENATED.replace('"m"', '"ü"').encode(), id="non-ascii-in-strings-and-comments"
+        ),
     ],
 )
 def test_ast_reading_is_libcst_reading(source):
@@ -209,7 +221,11 @@ def test_ast_reading_is_libcst_reading(source):
         pytest.param(b"X = [*a for a in b]\n" + IMPORTED_FLAGS.encode(), id="syntax-ast-rejects"),
         pytest.param(CONCATENATED.replace("b.cu", 'b.cu" f"{x}').encode(), id="a-source-concatenated-to-an-f-string"),
         pytest.param(ONE_LINE_BODY.replace("sm90a", "sm\uff19\uff10a").encode(), id="a-name-ast-normalizes"),
+        pytest.param(NORMALIZED_IN_FSTRING.encode(), id="a-name-ast-normalizes-inside-an-f-string"),
         pytest.param(b"x = 1\rgen_jit_spec('m', ['a.cu'])\n", id="a-lone-cr"),
+        pytest.param(
+            ONE_LINE_BODY.replace("def gen_b():", "def gen_b(): \\").encode(), id="a-body-continued-after-a-backslash"
+        ),
         pytest.param(
             b'def gen_m():\n    return f"{gen_jit_spec(\'m\', [], extra_cuda_cflags=sm90a_nvcc_flags)}"\n',
             id="a-spec-inside-an-f-string",
@@ -218,7 +234,7 @@ def test_ast_reading_is_libcst_reading(source):
 )
 def test_libcst_reads_what_ast_cannot_vouch_for(source):
     with pytest.raises(_Unsupported):
-        _AstIndex(source)
+        jit_specs._specs(_AstIndex(source))
     assert find(source) == _libcst_reading(source)
 
 
@@ -239,3 +255,5 @@ def test_a_name_ast_normalizes_is_read_as_written():
     [a, b] = find(ONE_LINE_BODY.replace("sm90a", "sm\uff19\uff10a").encode())
     assert a.gate is None
     assert (b.gate.text, b.gate.targets) == ("sm\uff19\uff10a_nvcc_flags", (Arch.parse("sm_90a"),))
+    [spec] = find(NORMALIZED_IN_FSTRING.encode())
+    assert spec.gate is None  # libcst: gen_m_sm90 calls "\uff47en_m", not gen_m
