@@ -68,8 +68,9 @@ import json
 import os
 import posixpath
 import re
+import stat
 import subprocess
-import tempfile
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -257,6 +258,7 @@ class _Job:
     stats: dict = field(default_factory=dict)
     snapshot: _Snapshot | None = None
     result: ScanResult | None = None  # answered whole from the snapshot
+    touched: dict[str, list[int] | None] = field(default_factory=dict)  # paths the JIT closures looked at
     started: float = 0.0
     listed: float = 0.0
 
@@ -422,7 +424,7 @@ def _finish(job: _Job, outcomes: list[_Outcome], workers: int, parse_seconds: fl
             index.save()
         result = _assemble(job)
         if job.snapshot is not None and index is not None:
-            job.snapshot.save(index, result, stats["parsed"])
+            job.snapshot.save(index, result, stats["parsed"], job.touched)
     stats.update(
         jobs=workers,
         list_seconds=round(job.listed - job.started, 3),
@@ -452,7 +454,9 @@ def _assemble(job: _Job) -> ScanResult:
     all_specific = False
     if layout is not None and hazards:
         all_specific = _all_specific(root, layout)
-        modules = _modules(specs, _Closures(root, layout), arch)
+        closures = _Closures(root, layout)
+        modules = _modules(specs, closures, arch)
+        job.touched = closures.touched
         result.modules = [module.record for module in modules]
         result.hazards = _empty_kernels(modules, structures, arch, universe, all_specific)
     if hazards:
@@ -480,6 +484,11 @@ class _Snapshot:
             data = json.loads(self.path.read_bytes())
             if data.get("version") != CACHE_VERSION or data.get("key") != self._key(index):
                 return None
+            # files the JIT closures looked at may lie outside the listing (a header .gitignore hides)
+            for rel, stamp in data["touched"].items():
+                now = _stamp(root / rel)
+                if now != stamp or (now is not None and now[1] >= index.written_ns - _Index._RACY_NS):
+                    return None
             result = ScanResult(root, arch, universe, layout=data["layout"])
             for name in ("gates", "skipped", "hazards", "modules"):
                 value = data[name]
@@ -491,10 +500,11 @@ class _Snapshot:
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             return None
 
-    def save(self, index: _Index, result: ScanResult, parsed: int) -> None:
+    def save(self, index: _Index, result: ScanResult, parsed: int, touched: dict[str, list[int] | None]) -> None:
         data = {
             "version": CACHE_VERSION,
             "key": self._key(index),
+            "touched": touched,
             "layout": result.layout,
             "parsed": parsed,
             "gates": result.gates,
@@ -648,6 +658,17 @@ def _inside(path: Path, base: Path) -> bool:
     return base in target.parents and target.is_file()
 
 
+def _stamp(path: Path) -> list[int] | None:
+    """[size, mtime, inode] of a file, None when there is none."""
+    try:
+        status = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(status.st_mode):
+        return None
+    return [status.st_size, status.st_mtime_ns, status.st_ino]
+
+
 def _under(rel: str, folder: str) -> bool:
     return rel.startswith(folder.rstrip("/") + "/")
 
@@ -695,8 +716,13 @@ def _context_key(arch: Arch, universe: tuple[Arch, ...], layout: bool, hazards: 
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """Write `data` to `path` through a temp file beside it (thousands per scan: few system calls each)."""
+    tmp = f"{path.parent}{os.sep}.{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -1986,6 +2012,8 @@ class _Closures:
         self._includes: dict[str, list[tuple[str, bool]]] = {}  # read when a closure reaches the file
         self._exists: dict[str, bool] = {}
         self._resolved: dict[tuple, str | None] = {}  # (including folder for "", path, dirs) -> file
+        # every path looked at, with [size, mtime, inode] (None: no file): the result depends on them
+        self.touched: dict[str, list[int] | None] = {}
 
     def exists(self, rel: str) -> bool:
         """Whether `rel` is a file inside the tree (an absolute path, `..` or a symlink out of it is not)."""
@@ -1995,6 +2023,7 @@ class _Closures:
             if inside and path.is_symlink():
                 inside = self._base in path.resolve().parents
             self._exists[rel] = inside and path.is_file()
+            self.touched[rel] = _stamp(path) if inside else None
         return self._exists[rel]
 
     def place(self, root_name: str, path: str) -> str:

@@ -484,3 +484,38 @@ def test_the_cache_is_pruned_to_its_limit_oldest_first(tmp_path, monkeypatch):
     for root in trees:
         assert to_json(scan(root, SM120, jobs=1, cache=cache)) == to_json(scan(root, SM120, jobs=1))
     assert [g["line"] for g in again.gates if g["file"] == "new.cu"] == [1]
+
+
+def test_a_header_outside_the_listing_that_a_jit_source_includes_voids_the_snapshot(tmp_path):
+    root = tmp_path / "fi"
+    shutil.copytree(EXAMPLES / "flashinfer", root)
+    comm = root / "flashinfer" / "jit" / "comm.py"
+    comm.write_text(comm.read_text().replace("[9, 10]", "[9, 10, 12]"))
+    folder = root / "include" / "flashinfer" / "comm"
+    header = folder / "trtllm_allreduce.cuh"
+    (root / ".gitignore").write_text("generated_launch.cuh\n")  # written at build time, say
+    generated = folder / "generated_launch.cuh"
+    generated.write_text("#pragma once\n")
+    guarded = folder / "launch_guarded.cuh"  # listed, but no JIT source includes it yet
+    guarded.write_text(
+        "#pragma once\n__device__ void launch() {\n#if (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 1200))\n"
+        '  asm volatile("griddepcontrol.wait;" ::: "memory");\n#endif\n}\n'
+    )
+    header.write_text('#include "generated_launch.cuh"\n' + header.read_text())
+    git(root, "init", "-q")
+    for path in root.rglob("*"):
+        if ".git" not in path.parts:
+            old(path)
+    cache = tmp_path / "cache"
+    first = scan(root, SM120, jobs=1, cache=cache)
+    assert "include/flashinfer/comm/generated_launch.cuh" not in {g["file"] for g in first.gates}
+    assert scan(root, SM120, jobs=1, cache=cache).stats["snapshot"]
+    # the ignored header (never listed) now includes the guarded one: the JIT closure grew
+    generated.write_text('#pragma once\n#include "launch_guarded.cuh"\n')
+    old(generated)
+    after = scan(root, SM120, jobs=1, cache=cache)
+    assert not after.stats["snapshot"]
+    assert after.hazards == scan(root, SM120, jobs=1).hazards
+    files = lambda result: {h["file"] for h in result.hazards if h["kind"] == "empty-kernel"}  # noqa: E731
+    assert "include/flashinfer/comm/launch_guarded.cuh" not in files(first)
+    assert "include/flashinfer/comm/launch_guarded.cuh" in files(after)
