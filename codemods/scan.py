@@ -307,39 +307,65 @@ def scan_many(
     is answered whole from the cache's snapshot of that scan's result.
     """
     universe = tuple(dict.fromkeys((*universe, arch)))
-    prepared = [_prepare(Path(root), arch, universe, include_all, hazards, cache) for root in roots]
-    total = sum(len(job.rels) for job in prepared)
-    done_files = sum(len(job.rels) - len(job.todo) for job in prepared)
-    if progress is not None:
-        progress(done_files, total)
-    todo = [(number, rel, size) for number, job in enumerate(prepared) for rel, size in job.todo]
-    workers = jobs if jobs > 0 else ((os.cpu_count() or 1) if len(todo) >= _POOL_MINIMUM else 1)
-    chunks = _chunks(todo, workers)
-    contexts = tuple(job.context for job in prepared)
-    results: list[list[_Outcome]] = [[] for _ in prepared]
-    parse_started = time.perf_counter()
-    if workers > 1 and len(chunks) > 1:
-        with ProcessPoolExecutor(max_workers=workers, initializer=_set_contexts, initargs=(contexts,)) as pool:
-            pending = {pool.submit(_scan_chunk, chunk) for chunk in chunks}
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    number, part = future.result()
-                    results[number] += part
-                    done_files += len(part)
-                if progress is not None:
-                    progress(done_files, total)
-    else:
-        workers = 1
-        _set_contexts(contexts)
-        for chunk in chunks:
-            number, part = _scan_chunk(chunk)
-            results[number] += part
-            done_files += len(part)
-            if progress is not None:
-                progress(done_files, total)
-    parse_seconds = time.perf_counter() - parse_started
-    finished = [_finish(job, outcomes, workers, parse_seconds) for job, outcomes in zip(prepared, results)]
+    size = jobs if jobs > 0 else (os.cpu_count() or 1)
+    prepared: list[_Job] = []
+    outcomes: list[list[_Outcome]] = []
+    results: dict[int, ScanResult] = {}
+    remaining: dict[int, int] = {}  # per tree: chunks not back yet
+    pending: set = set()
+    pool: ProcessPoolExecutor | None = None
+    counts = {"done": 0, "total": 0}
+
+    def tick(files: int) -> None:
+        counts["done"] += files
+        if progress is not None:
+            progress(counts["done"], counts["total"])
+
+    def collect(block: bool) -> None:
+        """Take the chunks that are back; a tree whose chunks are all back is finished at once (its
+        hazards are worked out here while the workers read the next trees)."""
+        nonlocal pending
+        while pending:
+            finished, pending = wait(pending, timeout=None if block else 0, return_when=FIRST_COMPLETED)
+            if not finished:
+                return
+            for future in finished:
+                number, part = future.result()
+                outcomes[number] += part
+                tick(len(part))
+                remaining[number] -= 1
+                if not remaining[number]:
+                    results[number] = _finish(prepared[number], outcomes[number], size)
+
+    try:
+        # Each tree is listed and its files handed to the workers before the next tree is listed.
+        for number, root in enumerate(roots):
+            job = _prepare(Path(root), arch, universe, include_all, hazards, cache)
+            prepared.append(job)
+            outcomes.append([])
+            counts["total"] += len(job.rels)
+            tick(len(job.rels) - len(job.todo))
+            wanted = size > 1 and (jobs > 0 or len(job.todo) >= _POOL_MINIMUM)
+            chunks = _chunks(job.todo, size if pool is not None or wanted else 1)
+            if pool is None and wanted and len(chunks) > 1:
+                pool = ProcessPoolExecutor(max_workers=size)
+            if pool is None:
+                for rels in chunks:
+                    _, part = _scan_chunk((number, job.context, rels))
+                    outcomes[number] += part
+                    tick(len(part))
+                results[number] = _finish(job, outcomes[number], 1)
+                continue
+            remaining[number] = len(chunks)
+            pending.update(pool.submit(_scan_chunk, (number, job.context, rels)) for rels in chunks)
+            if not chunks:
+                results[number] = _finish(job, outcomes[number], size)
+            collect(block=False)
+        collect(block=True)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    finished = [results[number] for number in range(len(roots))]
     if cache is not None and any(result.stats["analysed"] for result in finished):
         prune_cache(Path(cache), cache_limit())
     return finished
@@ -405,7 +431,7 @@ def _prepare(
     return job
 
 
-def _finish(job: _Job, outcomes: list[_Outcome], workers: int, parse_seconds: float) -> ScanResult:
+def _finish(job: _Job, outcomes: list[_Outcome], workers: int) -> ScanResult:
     """The tree's result from its files' results: gates in file order, JIT modules, hazards."""
     stats, index, scans = job.stats, job.index, job.scans
     finished_at = time.perf_counter()
@@ -428,8 +454,8 @@ def _finish(job: _Job, outcomes: list[_Outcome], workers: int, parse_seconds: fl
     stats.update(
         jobs=workers,
         list_seconds=round(job.listed - job.started, 3),
-        parse_seconds=round(parse_seconds, 3),
-        seconds=round(time.perf_counter() - finished_at + (job.listed - job.started) + parse_seconds, 3),
+        parse_seconds=round(finished_at - job.listed, 3),
+        seconds=round(time.perf_counter() - job.started, 3),
     )
     result.stats = stats
     return result
@@ -673,25 +699,20 @@ def _under(rel: str, folder: str) -> bool:
     return rel.startswith(folder.rstrip("/") + "/")
 
 
-def _chunks(todo: list[tuple[int, str, int]], workers: int) -> list[tuple[int, list[str]]]:
-    """(tree, files) groups of about _CHUNK_BYTES from one tree each, and at least one group per worker."""
+def _chunks(todo: list[tuple[str, int]], workers: int) -> list[list[str]]:
+    """Files in groups of about _CHUNK_BYTES, and at least one group per worker."""
     most = max(1, min(_CHUNK_FILES, -(-len(todo) // max(1, workers))))
-    chunks: list[tuple[int, list[str]]] = []
+    chunks: list[list[str]] = []
     current: list[str] = []
     size = 0
-    number = todo[0][0] if todo else 0
-    for tree, rel, length in todo:
-        if tree != number and current:
-            chunks.append((number, current))
-            current, size = [], 0
-        number = tree
+    for rel, length in todo:
         current.append(rel)
         size += length
         if size >= _CHUNK_BYTES or len(current) >= most:
-            chunks.append((number, current))
+            chunks.append(current)
             current, size = [], 0
     if current:
-        chunks.append((number, current))
+        chunks.append(current)
     return chunks
 
 
@@ -900,14 +921,6 @@ def _spec_from_data(data: dict) -> jit_specs.JitSpec:
 
 # ---------------------------------------------------------------- one file
 
-_CONTEXTS: tuple[_Context, ...] = ()
-
-
-def _set_contexts(contexts: tuple[_Context, ...]) -> None:
-    global _CONTEXTS
-    _CONTEXTS = contexts
-
-
 @dataclass
 class _Outcome:
     """One file scanned in a worker."""
@@ -919,9 +932,9 @@ class _Outcome:
     reused: bool = False  # found in the cache by its content hash
 
 
-def _scan_chunk(chunk: tuple[int, list[str]]) -> tuple[int, list[_Outcome]]:
-    number, rels = chunk
-    context = _CONTEXTS[number]
+def _scan_chunk(chunk: tuple[int, _Context, list[str]]) -> tuple[int, list[_Outcome]]:
+    """The files of one chunk of tree `number` (run in a worker): (number, their outcomes)."""
+    number, context, rels = chunk
     return number, [_scan_one(context, rel) for rel in rels]
 
 

@@ -519,3 +519,25 @@ def test_a_header_outside_the_listing_that_a_jit_source_includes_voids_the_snaps
     files = lambda result: {h["file"] for h in result.hazards if h["kind"] == "empty-kernel"}  # noqa: E731
     assert "include/flashinfer/comm/launch_guarded.cuh" not in files(first)
     assert "include/flashinfer/comm/launch_guarded.cuh" in files(after)
+
+
+def test_several_trees_share_one_pool_and_each_gets_its_own_result(tmp_path):
+    from codemods.scan import scan_many
+
+    roots = []
+    for n, files in enumerate((120, 3, 90)):
+        root = tmp_path / f"tree{n}"
+        make_tree(root, 40 + n, files=files)
+        for path in root.rglob("*"):
+            old(path)
+        roots.append(root)
+    shutil.copytree(EXAMPLES / "flashinfer", tmp_path / "fi")
+    roots.append(tmp_path / "fi")
+    cache = tmp_path / "cache"
+    scan(roots[2], SM120, jobs=1, cache=cache)  # answered from its snapshot below
+    serial = [scan(root, SM120, jobs=1) for root in roots]
+    pooled = scan_many(roots, SM120, jobs=2, cache=cache)
+    assert [to_json(result) for result in pooled] == [to_json(result) for result in serial]
+    assert [result.root for result in pooled] == roots
+    assert [result.stats["snapshot"] for result in pooled] == [False, False, True, False]
+    assert pooled[0].stats["jobs"] == 2 and pooled[0].stats["analysed"] == pooled[0].stats["files"]
