@@ -150,3 +150,22 @@ def test_capability_blocks_give_what_a_whole_module_parse_gives(real_unpacked, p
             assert _gates(scanner._capability_gates(*blocks, UNIVERSE)) == _gates(full), rel
             checked += 1
     assert checked > 0
+
+
+@pytest.mark.parametrize("project", ["flashinfer", "sglang"])
+def test_fast_python_readers_agree_with_libcst(real_unpacked, project):
+    """jit_specs' ast reader and python_arch_list.find_in_tree give what the libcst readers give, file by file."""
+    from codemods.gates._python import parse
+
+    specs = lists = 0
+    for rel, data in sources(real_unpacked[project], (".py",), b""):
+        if b"gen_jit_spec" in data:
+            fast = jit_specs._specs(jit_specs._AstIndex(data))
+            assert fast == jit_specs._specs(jit_specs._LibcstIndex(parse(data), data, UNIVERSE)), rel
+            specs += len(fast)
+        if b"supported_major_versions" in data:
+            found = python_arch_list.find_in_tree(data, ast.parse(data), UNIVERSE)
+            assert found is not None, rel
+            assert _gates(found) == _gates(python_arch_list.find(data, UNIVERSE)), rel
+            lists += len(found)
+    assert (specs > 50 and lists > 10) if project == "flashinfer" else True
