@@ -497,8 +497,7 @@ class _Snapshot:
     """The whole result of a tree's last scan, valid while its index says no file changed since."""
 
     def __init__(self, cache: Path, root: Path, mode: str, key: str) -> None:
-        name = hashlib.sha256(f"{root.resolve()}|{mode}|{_code_fingerprint()}".encode()).hexdigest()
-        self.path = cache / f"v{CACHE_VERSION}" / "snapshot" / f"{name[:32]}.json"
+        self.path = cache / f"v{CACHE_VERSION}" / "snapshot" / _tree_file(root, mode)
         self.context_key = key
 
     def _key(self, index: _Index) -> str:
@@ -513,7 +512,7 @@ class _Snapshot:
             # files the JIT closures looked at may lie outside the listing (a header .gitignore hides)
             for rel, stamp in data["touched"].items():
                 now = _stamp(root / rel)
-                if now != stamp or (now is not None and now[1] >= index.written_ns - _Index._RACY_NS):
+                if now != stamp or (now is not None and not index.settled(now[1])):
                     return None
             result = ScanResult(root, arch, universe, layout=data["layout"])
             for name in ("gates", "skipped", "hazards", "modules"):
@@ -685,13 +684,18 @@ def _inside(path: Path, base: Path) -> bool:
 
 
 def _stamp(path: Path) -> list[int] | None:
-    """[size, mtime, inode] of a file, None when there is none."""
+    """`_stamp_of` a file, None when there is none."""
     try:
         status = os.stat(path)
     except (OSError, ValueError):
         return None
     if not stat.S_ISREG(status.st_mode):
         return None
+    return _stamp_of(status)
+
+
+def _stamp_of(status: os.stat_result) -> list[int]:
+    """[size, mtime, inode]: what says a file is unchanged since the cache saw it."""
     return [status.st_size, status.st_mtime_ns, status.st_ino]
 
 
@@ -756,6 +760,11 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def _tree_file(root: Path, mode: str) -> str:
+    """The file name of a tree's index and snapshot, for a mode and this version of the code."""
+    return hashlib.sha256(f"{root.resolve()}|{mode}|{_code_fingerprint()}".encode()).hexdigest()[:32] + ".json"
+
+
 class _Index:
     """Per tree: each file's stat and content hash from the last scan, so an unchanged file is not read.
 
@@ -775,8 +784,7 @@ class _Index:
 
     @classmethod
     def load(cls, cache: Path, root: Path, mode: str) -> _Index:
-        name = hashlib.sha256(f"{root.resolve()}|{mode}|{_code_fingerprint()}".encode()).hexdigest()
-        path = cache / f"v{CACHE_VERSION}" / "index" / f"{name[:32]}.json"
+        path = cache / f"v{CACHE_VERSION}" / "index" / _tree_file(root, mode)
         try:
             data = json.loads(path.read_bytes())
             if data.get("version") != CACHE_VERSION or not isinstance(data.get("files"), dict):
@@ -794,15 +802,19 @@ class _Index:
         if (
             not isinstance(entry, list)
             or len(entry) != 4
-            or entry[:3] != [status.st_size, status.st_mtime_ns, status.st_ino]
-            or status.st_mtime_ns >= self.written_ns - self._RACY_NS
+            or entry[:3] != _stamp_of(status)
+            or not self.settled(status.st_mtime_ns)
             or not isinstance(entry[3], str)
         ):
             return None
         self.fresh[rel] = entry
         return entry
 
-    def record(self, rel: str, stamp: tuple, digest: str | None) -> None:
+    def settled(self, mtime_ns: int) -> bool:
+        """Whether a file modified at `mtime_ns` was modified well before this index was written."""
+        return mtime_ns < self.written_ns - self._RACY_NS
+
+    def record(self, rel: str, stamp: list[int], digest: str | None) -> None:
         if digest is not None:
             self.fresh[rel] = [*stamp, digest]
 
@@ -926,7 +938,7 @@ class _Outcome:
     """One file scanned in a worker."""
 
     rel: str
-    stamp: tuple | None  # size, mtime, inode: None when it could not be read
+    stamp: list[int] | None  # size, mtime, inode: None when it could not be read
     digest: str | None  # the content hash; "" when nothing could be a gate, "binary" for a binary file
     item: _FileScan | None
     reused: bool = False  # found in the cache by its content hash
@@ -946,7 +958,7 @@ def _scan_one(context: _Context, rel: str) -> _Outcome:
             data = handle.read()
     except OSError as exc:
         return _Outcome(rel, None, None, _FileScan(rel, skipped=f"cannot read: {exc.strerror or exc}"))
-    stamp = (status.st_size, status.st_mtime_ns, status.st_ino)
+    stamp = _stamp_of(status)
     if not context.include_all and b"\0" in data[:_BINARY_PROBE]:
         return _Outcome(rel, stamp, "binary", None)
     in_jit = context.hazards and context.jit is not None and _under(rel, context.jit)
