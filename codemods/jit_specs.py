@@ -40,12 +40,11 @@ import libcst as cst
 
 from codemods.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import decode, python_arch_list
-from codemods.gates._python import PythonSource, parse
+from codemods.gates._python import LONE_CR, TRIVIA, PythonSource, parse
 
 SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".inl", ".jinja")
 _FLAGS_RE = re.compile(r"^sm_?(?P<code>\d{2,3})(?P<variant>[af]?)_nvcc_flags$")
 _ROOTS = {"FLASHINFER_CSRC_DIR": "csrc", "FLASHINFER_INCLUDE_DIR": "include"}
-_LIST_KEYWORD = "supported_major_versions"
 
 
 @dataclass(frozen=True)
@@ -205,10 +204,7 @@ class _Unsupported(Exception):
 
 
 _BOM = "\ufeff"
-_LONE_CR = re.compile(rb"\r(?!\n)")
 _NON_ASCII = re.compile(rb"[\x80-\xff]+")
-# What may stand between two tokens inside brackets: blanks, line breaks, continuations, comments.
-_TRIVIA = re.compile(rb"(?:[ \t\f\r\n]+|\\\r?\n|#[^\r\n]*)*")
 # One string literal token; an f-string is one token too (before Python 3.12).
 _STRING = re.compile(
     rb"[A-Za-z]{0,2}(?:"
@@ -254,7 +250,7 @@ class _AstIndex(_Index):
     def __init__(self, source: bytes) -> None:
         text = decode(source)
         bom = len(_BOM.encode()) if text.startswith(_BOM) else 0
-        if b"\r" in source and _LONE_CR.search(source):
+        if b"\r" in source and LONE_CR.search(source):
             raise _Unsupported  # Python's tokenizer ends a line there, line numbers here do not
         try:
             tree = ast.parse(text[1:] if bom else text)
@@ -278,6 +274,11 @@ class _AstIndex(_Index):
         self._literals: list[ast.AST] = []  # string literals and f-strings, outside f-strings
         self._block_bodies: dict[int, bool] = {}
         self._visit(tree, None)
+        listed = python_arch_list.find_in_tree(source, tree)
+        if listed is None:
+            raise _Unsupported
+        for gate in listed:
+            self._lists.setdefault(gate.context, []).append((gate.detail["majors"], gate.text, gate.line))
         if not source.isascii() and not self._ascii_names(bom):
             raise _Unsupported  # ast normalizes a non-ASCII name (NFKC), libcst keeps it as written
 
@@ -353,10 +354,6 @@ class _AstIndex(_Index):
     def _read_keyword(self, node: ast.keyword, parent: ast.AST | None, index: int) -> None:
         if node.arg is not None:
             self._name(node.arg, node.lineno, index)
-            if node.arg == _LIST_KEYWORD and type(node.value) in (ast.List, ast.Tuple):
-                if self._fstring:
-                    raise _Unsupported
-                self._lists.setdefault(self._function, []).append(self._arch_list(node))
         self._visit(node.value, node)
 
     def _read_binop(self, node: ast.BinOp, parent: ast.AST | None, index: int) -> None:
@@ -511,36 +508,6 @@ class _AstIndex(_Index):
         if name and self._function and "_nvcc_flags" in name and _FLAGS_RE.match(name):
             raise _Unsupported
 
-    def _arch_list(self, node: ast.keyword) -> tuple[list[int] | None, str, int]:
-        """`supported_major_versions=[...]` as python_arch_list reads it: majors, text, line.
-
-        The text keeps the parentheses written around the list, as libcst's outer span does:
-        `=([9, 10])` gives `([9, 10])`. ast's span of a List stops at its brackets.
-        """
-        source, value = self.source, node.value
-        at = _TRIVIA.match(source, self._offset(node.lineno, node.col_offset) + len(node.arg)).end()
-        if source[at : at + 1] != b"=":
-            raise _Unsupported
-        start, end = self._span(value)
-        at, outer, opened = at + 1, start, 0
-        while (at := _TRIVIA.match(source, at).end()) < start:
-            if source[at : at + 1] != b"(":
-                raise _Unsupported
-            outer = min(outer, at)
-            opened += 1
-            at += 1
-        if at != start:
-            raise _Unsupported
-        for _ in range(opened):
-            end = _TRIVIA.match(source, end).end()
-            if source[end : end + 1] != b")":
-                raise _Unsupported
-            end += 1
-        majors: list[int] | None = None
-        if all(type(element) is ast.Constant and type(element.value) is int for element in value.elts):
-            majors = [element.value for element in value.elts]  # not bool: True is a Name in libcst
-        return majors, source[outer:end].decode("utf-8"), self._line(outer)
-
     def _tokens(self, node: ast.Constant | ast.JoinedStr) -> list[bytes]:
         """The string tokens a string node is written as: one, or each piece of `"a" "b"`."""
         at, end = self._span(node)
@@ -552,7 +519,7 @@ class _AstIndex(_Index):
             tokens.append(match.group())
             if match.end() == end:
                 break
-            at = _TRIVIA.match(self.source, match.end()).end()
+            at = TRIVIA.match(self.source, match.end()).end()
         if self._fstring and "".join(ast.literal_eval(token.decode("utf-8")) for token in tokens) != node.value:
             raise _Unsupported  # ast's position inside an f-string is off (Python < 3.12 computes it after the fact)
         return tokens

@@ -9,6 +9,7 @@ CRLF line endings, a BOM) is kept as it was.
 from __future__ import annotations
 
 import builtins
+import re
 import symtable
 from collections.abc import Callable, Iterator
 from functools import lru_cache
@@ -20,6 +21,10 @@ from codemods.arch import Arch, ArchSet
 from codemods.gates import Edit, SourceError, decode, line_of
 
 _BOM = "\ufeff"
+# What may stand between two tokens inside brackets: blanks, line breaks, continuations, comments.
+TRIVIA = re.compile(rb"(?:[ \t\f\r\n]+|\\\r?\n|#[^\r\n]*)*")
+# A carriage return that ends a line on its own: Python's tokenizer counts a line there, libcst does not.
+LONE_CR = re.compile(rb"\r(?!\n)")
 
 
 @lru_cache(maxsize=8)

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import ast
 import bisect
+import re
 
 import libcst as cst
 
 from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate
-from codemods.gates._python import PythonSource, admits_of_expression, parse
+from codemods.gates._python import LONE_CR, TRIVIA, PythonSource, admits_of_expression, parse
 
 KIND = "python_arch_list"
 
@@ -66,39 +67,56 @@ def find_in_tree(
 ) -> list[Gate] | None:
     """`find(source)` from a stdlib `ast` parse of the same bytes, several times faster than libcst.
 
-    None when it cannot be sure to agree with `find` (a list wrapped in
-    extra parentheses): the caller then calls `find`.
+    ast columns are UTF-8 byte offsets in their line, so with the line
+    starts (after a BOM on line 1) they give libcst's byte spans; the text
+    keeps the parentheses written around a list (`=([9, 10])`), as libcst's
+    outer span does. None when it cannot vouch to agree with `find` (a line
+    ended by a lone CR, a list inside an f-string, anything but parentheses
+    between `=` and the list): the caller then calls `find`.
     """
     if keyword.encode() not in source:
         return []
+    if b"\r" in source and LONE_CR.search(source):
+        return None
     bom = 3 if source.startswith(b"\xef\xbb\xbf") else 0
-    starts = [0]
-    for line in source.splitlines(keepends=True):
-        starts.append(starts[-1] + len(line))
+    starts = [bom] + [match.end() for match in re.finditer(b"\n", source)]
 
     def offset(line: int, column: int) -> int:
-        return starts[line - 1] + column + (bom if line == 1 else 0)
+        return starts[line - 1] + column
 
-    found: list[tuple[int, int, ast.List | ast.Tuple, str]] = []
+    found: list[tuple[ast.keyword, str, bool]] = []  # (keyword, innermost function, inside an f-string)
 
-    def visit(node: ast.AST, function: str) -> None:
+    def visit(node: ast.AST, function: str, in_fstring: bool) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.keyword) and child.arg == keyword and isinstance(child.value, (ast.List, ast.Tuple)):
-                value = child.value
-                start = offset(value.lineno, value.col_offset)
-                end = offset(value.end_lineno, value.end_col_offset)
-                found.append((start, end, value, function))
+                found.append((child, function, in_fstring))
             inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
-            visit(child, inner)
+            visit(child, inner, in_fstring or isinstance(child, ast.JoinedStr))
 
-    visit(tree, "")
+    visit(tree, "", False)
     gates = []
-    for start, end, value, function in sorted(found, key=lambda item: item[0]):
-        equals = source.rfind(b"=", 0, start)
-        if source[equals + 1 : start].strip() or source[start : start + 1] not in b"[(":
-            return None  # `keyword=([...])`: libcst counts the outer parentheses
-        if isinstance(value, ast.Tuple) and source[start : start + 1] != b"(":
+    for node, function, in_fstring in found:
+        if in_fstring:
+            return None  # before Python 3.12, positions inside f-strings are computed after the fact
+        value = node.value
+        at = TRIVIA.match(source, offset(node.lineno, node.col_offset) + len(keyword)).end()
+        if source[at : at + 1] != b"=":
             return None
+        start, end = offset(value.lineno, value.col_offset), offset(value.end_lineno, value.end_col_offset)
+        at, outer, opened = at + 1, start, 0
+        while (at := TRIVIA.match(source, at).end()) < start:
+            if source[at : at + 1] != b"(":
+                return None
+            outer = min(outer, at)
+            opened += 1
+            at += 1
+        if at != start:
+            return None
+        for _ in range(opened):
+            end = TRIVIA.match(source, end).end()
+            if source[end : end + 1] != b")":
+                return None
+            end += 1
         majors = _literal_majors(value)
         if majors is None:
             admits = ArchSet(universe, frozenset(), frozenset(universe))
@@ -107,15 +125,16 @@ def find_in_tree(
         gates.append(
             Gate(
                 kind=KIND,
-                start=start,
+                start=outer,
                 end=end,
-                line=bisect.bisect_right(starts, start),
-                text=source[start:end].decode("utf-8"),
+                line=bisect.bisect_right(starts, outer),
+                text=source[outer:end].decode("utf-8"),
                 admits=admits,
                 context=function,
                 detail={"keyword": keyword, "majors": majors},
             )
         )
+    gates.sort(key=lambda gate: gate.start)
     return gates
 
 

@@ -443,6 +443,11 @@ def _gates(gates) -> list[tuple]:
         pytest.param("s = 'é'\ndef g():\n    f(x='ü', supported_major_versions=[9, 10])  # é\n", id="non-ascii-offsets"),
         pytest.param("class C(Base, supported_major_versions=[9]):\n    pass\n", id="class-keyword"),
         pytest.param("def g():\n    f(supported_major_versions = [9, 10], other=[1])\n", id="spaces-around-equals"),
+        pytest.param("def g():\n    f(supported_major_versions=([9, 10]))\n", id="extra-parentheses"),
+        pytest.param("def g():\n    f(supported_major_versions=((9, 10)))\n", id="tuple-in-extra-parentheses"),
+        pytest.param(
+            "def g():\n    f(supported_major_versions=(  # why\n        [9, 10]\n    ))\n", id="parentheses-and-comment"
+        ),
     ],
 )
 def test_find_in_tree_agrees_with_find(source: str) -> None:
@@ -457,11 +462,11 @@ def test_find_in_tree_agrees_with_find(source: str) -> None:
 @pytest.mark.parametrize(
     "source",
     [
-        pytest.param("def g():\n    f(supported_major_versions=([9, 10]))\n", id="extra-parentheses"),
-        pytest.param("def g():\n    f(supported_major_versions=((9, 10)))\n", id="tuple-in-extra-parentheses"),
+        pytest.param("x = 1\ry = 2\ndef g():\n    f(supported_major_versions=[9])\n", id="lone-carriage-return"),
+        pytest.param("def g():\n    s = f'{f(supported_major_versions=[9, 10])}'\n", id="inside-an-f-string"),
     ],
 )
-def test_find_in_tree_declines_what_only_libcst_spans_right(source: str) -> None:
+def test_find_in_tree_declines_what_it_cannot_vouch_for(source: str) -> None:
     import ast
 
     data = source.encode()
