@@ -1325,8 +1325,9 @@ def _structure(data: bytes, comments: _Comments, directives: list[_Directive], f
         for d in directives
     )
     branches, chains, segments = hazards.assemble(found, data, lambda a, b: _has_code(data, a, b, comments))
-    _collect_hits(data, comments, branches, segments, families)
-    return Structure(branches, chains)
+    shape = Structure(branches, chains)
+    _collect_hits(data, comments, shape, segments, families)
+    return shape
 
 
 def _condition(masked: bytes) -> str:
@@ -1442,7 +1443,7 @@ def _has_family_token(data: bytes) -> bool:
 _NAMED_REACH = 512
 
 
-def _collect_hits(data, comments, branches, segments, families) -> None:
+def _collect_hits(data, comments, shape: Structure, segments, families) -> None:
     """Put the first of each family token in the body of the innermost branch around it.
 
     Only bodies an arch decides (an arch-selected branch and everything
@@ -1450,7 +1451,8 @@ def _collect_hits(data, comments, branches, segments, families) -> None:
     """
     names = {family.name for family in families}
     starts = [segment[0] for segment in segments]
-    relevant = _arch_decided(branches)
+    branches = shape.branches
+    relevant = [shape.selecting(branch) is not None for branch in branches]
     ranges: list[list[int]] = []
     for low, high, owner in segments:
         if owner is not None and relevant[owner] and high > low:
@@ -1512,17 +1514,6 @@ def _collect_hits(data, comments, branches, segments, families) -> None:
         branches[owner].hits.append(Hit(family, token, line_of[at], wrapper))
     for branch in branches:
         branch.hits.sort(key=lambda hit: hit.line)
-
-
-def _arch_decided(branches: list[Branch]) -> list[bool]:
-    """Per branch: whether it or a branch around it is arch-selected (Structure.selecting is not None)."""
-    decided: list[bool] = []
-    names: dict[int, bool] = {}  # per chain: whether a branch so far tells archs apart
-    for branch in branches:  # a parent comes before its children, an #if before its #elif
-        selected = names.get(branch.chain, False) or branch.names_arch
-        names[branch.chain] = selected
-        decided.append(selected or (branch.parent is not None and decided[branch.parent]))
-    return decided
 
 
 def _includes(data: bytes) -> list[tuple[str, bool]]:
