@@ -81,9 +81,17 @@ _TOKEN_RE = re.compile(
 @dataclass(frozen=True, slots=True)
 class _Token:
     kind: str  # number, char, ident, punct, or stray for a byte no C token starts with
-    text: str
+    text: str  # an alternative token is given as the operator it spells (`and` -> `&&`)
     start: int
     end: int
+    alternative: bool = False  # spelled as a C++ alternative token (`and`, `or`, `not` ...)
+
+
+# C++ [lex.digraph]: in C++ (and so in CUDA) these are the operators, in #if as anywhere.
+_ALTERNATIVE_TOKENS = {
+    "and": "&&", "or": "||", "not": "!", "bitand": "&", "bitor": "|",
+    "xor": "^", "compl": "~", "not_eq": "!=",
+}  # fmt: skip
 
 
 def _scan_line(source: bytes, pos: int) -> tuple[list[_Token], int]:
@@ -103,7 +111,10 @@ def _scan_line(source: bytes, pos: int) -> tuple[list[_Token], int]:
         pos = match.end()
         if kind == "newline":
             break
-        if kind != "space":
+        if kind == "ident" and match.group().decode("latin-1") in _ALTERNATIVE_TOKENS:
+            spelled = _ALTERNATIVE_TOKENS[match.group().decode("latin-1")]
+            tokens.append(_Token("punct", spelled, match.start(), pos, alternative=True))
+        elif kind != "space":
             tokens.append(_Token(kind, match.group().decode("latin-1"), match.start(), pos))
     return tokens, pos
 
@@ -570,12 +581,12 @@ def _read_guard(
         expression = _expression(keyword.type, tokens)
     except (_Malformed, RecursionError):
         expression = None
-    # tree-sitter's C grammar has no `?:` in directives, so it reports an
-    # ERROR for every conditional; for those the parser above decides alone.
-    has_conditional = any(t.kind == "punct" and t.text == "?" for t in tokens)
+    # tree-sitter's C grammar has no `?:` in directives and reads `and`/`or`/`not`
+    # as identifiers, so it reports an ERROR for those; there the parser above decides alone.
+    parser_alone = any(t.kind == "punct" and (t.text == "?" or t.alternative) for t in tokens)
     if (
         expression is not None
-        and not has_conditional
+        and not parser_alone
         and _has_syntax_error(tree, tokens[0].start, tokens[-1].end)
     ):
         expression = None
@@ -849,15 +860,19 @@ def _add_disjunct(
     """Append `|| <targets>`, parenthesizing the condition first when `||` would bind it wrongly."""
     wanted = [target for target in dict.fromkeys(targets) if not before.admits(target)]
     blockers = [arch for arch in scope if not before.admits(arch) and arch not in targets]
-    disjunct = " || ".join(_disjunct_terms(wanted, blockers)).encode()
+    disjunct = " || ".join(_disjunct_terms(wanted, blockers))
+    words = any(t.alternative for t in guard.tokens)  # the file's own spelling: `or`, not `||`
+    if words:
+        disjunct = disjunct.replace("&&", "and").replace("||", "or").replace("!defined", "not defined")
+    joiner = b" or " if words else b" || "
     top = guard.expression
     # `a && b || c` is right but reads wrong (gcc -Wparentheses); `a ? b : c || d` is wrong.
     # The parenthesized form is one edit over the whole condition, so that the
     # rewritten gate starts where the old one did (an insertion at its first
     # byte would read as an edit before the gate).
     if isinstance(top, _Conditional) or (isinstance(top, _Binary) and top.op == "&&"):
-        return [Edit(top.start, top.end, b"(" + condition + b") || " + disjunct)]
-    return [Edit(top.end, top.end, b" || " + disjunct)]
+        return [Edit(top.start, top.end, b"(" + condition + b")" + joiner + disjunct.encode())]
+    return [Edit(top.end, top.end, joiner + disjunct.encode())]
 
 
 _VARIANT_TESTS = {

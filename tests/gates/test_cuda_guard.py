@@ -227,6 +227,28 @@ def has_syntax_error(source: bytes) -> bool:
             """,
             id="conditional-operator-is-parenthesized",
         ),
+        pytest.param(
+            """
+            #if (defined(__CUDA_ARCH__) and (__CUDA_ARCH__ >= 900) and (__CUDA_ARCH__ < 1200))
+            #endif
+            """,
+            """
+            #if (defined(__CUDA_ARCH__) and (__CUDA_ARCH__ >= 900))
+            #endif
+            """,
+            id="alternative-and-upper-bound-dropped",
+        ),
+        pytest.param(
+            """
+            #if defined(__CUDA_ARCH__) and (__CUDA_ARCH__ == 900 or __CUDA_ARCH__ == 1000)
+            #endif
+            """,
+            """
+            #if (defined(__CUDA_ARCH__) and (__CUDA_ARCH__ == 900 or __CUDA_ARCH__ == 1000)) or (__CUDA_ARCH__ >= 1200 and __CUDA_ARCH__ < 1300)
+            #endif
+            """,
+            id="alternative-tokens-kept-in-the-added-disjunct",
+        ),
     ],
 )
 def test_widen(before, after):
@@ -448,6 +470,18 @@ def test_find_rejects_unknown_language():
         pytest.param("FOO && __CUDA_ARCH__ >= 900", "sm_80", False, id="false-and-unknown"),
         pytest.param("FOO || __CUDA_ARCH__ >= 900", "sm_90", True, id="unknown-or-true"),
         pytest.param("FOO || __CUDA_ARCH__ >= 900", "sm_80", None, id="unknown-or-false"),
+        # FlashInfer 0.6.3 spells some guards with C++ alternative tokens.
+        pytest.param("(defined(__CUDA_ARCH__) and (__CUDA_ARCH__ == 900))", "sm_90", True, id="and-admits-sm90"),
+        pytest.param("(defined(__CUDA_ARCH__) and (__CUDA_ARCH__ == 900))", "sm_120", False, id="and-excludes-sm120"),
+        pytest.param("__CUDA_ARCH__ == 900 or __CUDA_ARCH__ == 1200", "sm_120", True, id="or-admits-sm120"),
+        pytest.param("not defined(__CUDA_ARCH_FEAT_SM120_ALL)", "sm_120a", False, id="not-defined"),
+        pytest.param("__CUDA_ARCH__ not_eq 1200", "sm_121", True, id="not-eq"),
+        pytest.param("(__CUDA_ARCH__ bitand 0xF00) == 0x300", "sm_100", True, id="bitand"),
+        pytest.param("(__CUDA_ARCH__ bitor 1) == 901", "sm_90", True, id="bitor"),
+        pytest.param("(__CUDA_ARCH__ xor 1200) == 0", "sm_120", True, id="xor"),
+        pytest.param("(compl __CUDA_ARCH__) == -1201", "sm_120", True, id="compl"),
+        pytest.param("FOO and __CUDA_ARCH__ >= 900", "sm_80", False, id="false-and-unknown-spelled-and"),
+        pytest.param("FOO or __CUDA_ARCH__ >= 900", "sm_80", None, id="unknown-or-false-spelled-or"),
     ],
 )
 def test_admits(condition, arch, admitted):
@@ -610,6 +644,12 @@ ARITHMETIC_GUARDS = (
     "__CUDA_ARCH_FEAT_SM90_ALL + __CUDA_ARCH_FEAT_SM120_ALL",
     "(__CUDA_ARCH__ & 0xF0) == 0x40",
     "__CUDA_ARCH__ >= 1200 ? __CUDA_ARCH__ < 1210 : defined __CUDA_ARCH_FEAT_SM100_ALL",
+    # C++ alternative tokens, as FlashInfer 0.6.3 writes some guards
+    "(defined(__CUDA_ARCH__) and (__CUDA_ARCH__ == 900))",
+    "defined(__CUDA_ARCH__) and not (__CUDA_ARCH__ < 1000) and __CUDA_ARCH__ not_eq 1030",
+    "(__CUDA_ARCH__ bitand 0xF00) == 0x400 or (__CUDA_ARCH__ xor 1200) == 0",
+    "(compl __CUDA_ARCH__) < -1000 and not defined(__CUDA_ARCH_FEAT_SM120_ALL)",
+    "(__CUDA_ARCH__ bitor 1) == 1201 or __CUDA_ARCH__ == 890",
 )
 
 
@@ -657,3 +697,4 @@ def test_admits_text(text, admitted, unknown):
 
     result = admits(text, DEFAULT_ARCHS)
     assert result.names() == admitted and result.unknown_names() == unknown
+
