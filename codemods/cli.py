@@ -168,6 +168,11 @@ def run(
             data.update(
                 status=result.status, branch=result.branch or None, selected=[c.id for c in result.selected],
                 commits=[{"sha": sha, "change": cid} for sha, cid in result.commits], jit_cache=cache,
+                forced=result.forced,
+                would_refuse=None if result.would_refuse is None else {
+                    "kind": result.would_refuse.code, "exit_code": result.would_refuse.exit_code,
+                    "message": str(result.would_refuse), "hint": result.would_refuse.hint,
+                },
             )
             out.append(data)
         _out(json.dumps(out[0] if len(out) == 1 else {"results": out}, indent=2) + "\n")
@@ -194,10 +199,11 @@ def _jit_cache(modules: list[str], target, clear: bool, dry_run: bool) -> dict |
 
 def _render_result(chosen, root: Path, result, universe, cache) -> None:
     plan, prefix = result.plan, result.prefix
-    for line in report.summary_lines(plan, prefix):
+    shown = result.selected if result.status in ("dry-run", "applied", "nothing-selected") else None
+    for line in report.summary_lines(plan, prefix, shown):
         err.print(line, markup=False)
     if result.status in ("dry-run", "applied"):
-        _render_matrix(plan, universe)
+        _render_matrix(plan, universe, shown)
     project = f"{plan.target.project.title} {plan.target.version() or ''}".strip()
     if result.status == "already-enabled":
         err.print(f"already enabled: {project} at {root} already admits {', '.join(a.name for a in plan.targets)}; nothing to do, no branch made")
@@ -211,6 +217,8 @@ def _render_result(chosen, root: Path, result, universe, cache) -> None:
         err.print(f"applied {len(result.commits)} change(s) to {project} on branch {result.branch} (base {result.base.split('@')[0]})")
         for sha, cid in result.commits:
             err.print(f"  {sha[:10]}  {cid}")
+    for reason in result.forced:
+        err.print(f"[bold]warning:[/] half-patch applied with --force: {reason}; `codemod verify` will fail this tree")
     _render_cache(cache)
     if result.status == "applied":
         err.print(f"this is an experiment: benchmark it; to back it out: codemod revert {chosen.id} --repo {root}")
@@ -237,8 +245,8 @@ def _notify(message: str) -> None:
     err.print(f"note: {message}", markup=False)
 
 
-def _render_matrix(plan, universe) -> None:
-    for line in report.matrix(plan, universe):
+def _render_matrix(plan, universe, selected=None) -> None:
+    for line in report.matrix(plan, universe, selected):
         err.print(line, markup=False, overflow="ignore", crop=False)
 
 

@@ -99,6 +99,7 @@ class Change:
     symbol_files: tuple[str, ...] = ()
     at: tuple[Location, ...] = ()  # candidates tried in order; the first that holds the gate wins
     optional: str = ""  # "absent": no candidate file/function exists -> skipped, not failed
+    needs: tuple[str, ...] = ()  # changes that must be applied with this one (its JIT spec needs their guards)
 
     @property
     def locations(self) -> tuple[Location, ...]:
@@ -128,7 +129,7 @@ _RECIPE_KEYS = {"id", "summary", "arch", "admit", "notes", "change", "test"}
 _TEST_KEYS = {"name", "change", "file", "before", "after", "outcome"}
 _CHANGE_KEYS = {
     "id", "project", "file", "kind", "title", "why", "admits", "jit_modules",
-    "requires_symbol", "symbol_files", "at", "optional",
+    "requires_symbol", "symbol_files", "at", "optional", "needs",
 }
 _ID_RE = re.compile(r"^[a-z0-9]+(?:[.-][a-z0-9]+)*$")
 
@@ -184,6 +185,14 @@ def load_recipe(path: Path) -> Recipe:
     seen = set()
     for n, raw in enumerate(raw_changes):
         changes.append(_load_change(path, text, n, raw, kinds, seen))
+    ids = {c.id for c in changes}
+    for n, change in enumerate(changes):
+        for needed in change.needs:
+            if needed not in ids or needed == change.id:
+                raise _invalid(
+                    path, text, "needs", f"change {change.id!r}: needs {needed!r}, which is not another change of this recipe",
+                    f"changes: {', '.join(sorted(ids - {change.id}))}",
+                )
     cases = _load_cases(path, text, data.get("test", []), {c.id: c for c in changes})
     return Recipe(data["id"], data["summary"], arch, admit, tuple(notes), tuple(changes), path, cases)
 
@@ -308,6 +317,9 @@ def _load_change(path, text, n, raw, kinds, seen) -> Change:
             raise _invalid(path, text, "[[change.at]]", f"change {raw['id']!r}: [[change.at]] #{i + 1} needs a file", 'file = "{python}/..."')
         _check_relative(path, text, candidate["file"])
         at.append(Location(candidate["file"], {**selector, **{k: v for k, v in candidate.items() if k != "file"}}))
+    needs = raw.get("needs", [])
+    if not isinstance(needs, list) or not all(isinstance(x, str) for x in needs):
+        raise _invalid(path, text, "needs", f"change {raw['id']!r}: needs must be a list of change ids", 'needs = ["flashinfer.trtllm-allreduce-guards"]')
     optional = raw.get("optional", "")
     if optional not in ("", "absent"):
         raise _invalid(path, text, "optional", f"change {raw['id']!r}: optional must be \"absent\"", 'optional = "absent"')
@@ -316,7 +328,7 @@ def _load_change(path, text, n, raw, kinds, seen) -> Change:
         title=raw.get("title", raw["id"]), why=raw.get("why", ""), selector=selector,
         admits=admits, jit_modules=tuple(raw.get("jit_modules", ())),
         requires_symbol=raw.get("requires_symbol", ""), symbol_files=symbol_files,
-        at=tuple(at), optional=optional,
+        at=tuple(at), optional=optional, needs=tuple(needs),
     )
 
 
@@ -464,6 +476,8 @@ class Plan:
     universe: tuple[Arch, ...]
     targets: tuple[Arch, ...]
     changes: list[PlannedChange]
+    # changes left out by --only/--skip that a selected change `needs`, planned to see whether they would change
+    unselected: list[PlannedChange] = field(default_factory=list)
 
     @property
     def failed(self) -> list[PlannedChange]:
@@ -557,10 +571,13 @@ def plan(
                 f"no change {selected!r} in recipe {recipe.id}",
                 hint=f"changes: {', '.join(c.id for c in recipe.changes)}",
             )
+    every = relevant
     if only:
         relevant = [c for c in relevant if c.id in only]
     if skip:
         relevant = [c for c in relevant if c.id not in skip]
+    wanted = {n for c in relevant for n in c.needs}
+    left_out = [c for c in every if c not in relevant and c.id in wanted]
 
     current: dict[str, bytes] = {}
     planned = []
@@ -569,7 +586,31 @@ def plan(
         planned.append(pc)
         if pc.outcome == "changed":
             current[pc.file] = pc.after
-    return Plan(recipe, target, universe, targets, planned)
+    unselected = [
+        _plan_locations(change, target, kinds[change.kind], universe, targets, dict(current), read, force)
+        for change in left_out
+    ]
+    return Plan(recipe, target, universe, targets, planned, unselected)
+
+
+def half_patches(plan: Plan, selected: list[PlannedChange]) -> list[tuple[str, str, str]]:
+    """Why applying only `selected` would leave a half-patch: (change, needed change, why) for each need left unmet.
+
+    A needed change that would change nothing (its gates already admit the
+    target) is no reason; one that would change files, or cannot be planned,
+    is: a JIT spec widened without its kernels' guards builds empty kernels.
+    """
+    chosen = {c.id for c in selected}
+    by_id = {c.id: c for c in [*plan.changes, *plan.unselected]}
+    problems = []
+    for pc in selected:
+        for needed in pc.change.needs:
+            other = by_id.get(needed)
+            if other is None or needed in chosen or other.outcome in ("unchanged", "skipped"):
+                continue
+            state = "is left out" if other.outcome == "changed" else f"cannot be applied ({other.reason})"
+            problems.append((pc.id, needed, state))
+    return problems
 
 
 def _plan_locations(change: Change, target: Target, kind: ModuleType, universe, targets, current: dict, read, force: bool) -> PlannedChange:

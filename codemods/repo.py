@@ -23,6 +23,7 @@ from codemods.files import require_folder
 TRAILER_RECIPE = "Codemod-Recipe"
 TRAILER_CHANGE = "Codemod-Change"
 TRAILER_BASE = "Codemod-Base"
+TRAILER_FORCED = "Codemod-Forced"
 _FALLBACK_IDENTITY = ("codemod", "codemod@localhost")
 
 

@@ -77,10 +77,18 @@ def plan_json(plan: Plan, prefix: str, dry_run: bool, changes: list[PlannedChang
     }
 
 
-def summary_lines(plan: Plan, prefix: str = "") -> list[str]:
-    """One line per gate: `changed  file:line  before -> after`, grouped under each change."""
+def summary_lines(plan: Plan, prefix: str = "", selected: list[PlannedChange] | None = None) -> list[str]:
+    """One line per gate: `changed  file:line  before -> after`, grouped under each change.
+
+    With `selected` (what --interactive kept), a change the plan would make but
+    that was not selected is listed as skipped, without its gates.
+    """
     lines = []
     for change in plan.changes:
+        if selected is not None and change.outcome == "changed" and change not in selected:
+            lines.append(f"{'skipped':<9} {change.id}: {change.change.title}")
+            lines.append("          not selected")
+            continue
         lines.append(f"{change.outcome:<9} {change.id}: {change.change.title}")
         if change.outcome in ("failed", "skipped") and not change.gates:
             lines.append(f"          {change.reason}")
@@ -96,13 +104,16 @@ def summary_lines(plan: Plan, prefix: str = "") -> list[str]:
     return lines
 
 
-def matrix(plan: Plan, archs: tuple[Arch, ...]) -> list[str]:
+def matrix(plan: Plan, archs: tuple[Arch, ...], selected: list[PlannedChange] | None = None) -> list[str]:
     """Text lines, one per group of identical gates: a cell per arch, then where and what.
 
     Cells: + admitted, . excluded, ? unknown; a trailing * marks a cell the plan changes.
+    With `selected`, a change the plan would make but that was not selected is left out.
     """
     groups: dict[tuple, list] = {}
     for change in plan.changes:
+        if selected is not None and change.outcome == "changed" and change not in selected:
+            continue
         for gc in change.gates:
             after = gc.admits_after or gc.gate.admits
             key = (change.file, " ".join(gc.gate.text.split()), tuple(_cell(gc.gate.admits, after, a) for a in archs))

@@ -20,7 +20,7 @@ from codemods.files import require_folder
 from codemods.arch import DEFAULT_ARCHS, Arch
 from codemods.recipes import Plan, PlannedChange, Recipe
 from codemods.repo import (
-    TRAILER_BASE, TRAILER_CHANGE, TRAILER_RECIPE, Applied, Repo, ShadowRepo, branch_name, open_repo, refuse_unusable,
+    TRAILER_BASE, TRAILER_CHANGE, TRAILER_FORCED, TRAILER_RECIPE, Applied, Repo, ShadowRepo, branch_name, open_repo, refuse_unusable,
 )
 
 
@@ -33,6 +33,8 @@ class RunResult:
     branch: str = ""
     base: str = ""
     commits: list[tuple[str, str]] = field(default_factory=list)  # (sha, change id)
+    forced: list[str] = field(default_factory=list)  # half-patches applied anyway with --force
+    would_refuse: errors.CodemodError | None = None  # dry run: why the real run would stop before writing
 
 
 def prepare(recipe: Recipe, repo_path: Path, universe: tuple[Arch, ...] = DEFAULT_ARCHS,
@@ -67,7 +69,7 @@ def failed_error(plans: list[Plan]) -> errors.CodemodError:
 _LISTED_GATES = 40
 
 
-def commit_message(plan: Plan, change: PlannedChange, prefix: str, base: str) -> str:
+def commit_message(plan: Plan, change: PlannedChange, prefix: str, base: str, half_patches: list[str] | None = None) -> str:
     targets = ", ".join(a.name for a in plan.targets)
     body = [f"codemod({plan.recipe.id}): {change.change.title}", ""]
     if change.change.why:
@@ -78,10 +80,10 @@ def commit_message(plan: Plan, change: PlannedChange, prefix: str, base: str) ->
         body.append(f"  {prefix}{change.file}:{gc.gate.line}  {' '.join(gc.gate.text.split())}  ->  {' '.join(gc.after_text.split())}")
     if len(changed) > _LISTED_GATES:
         body.append(f"  ... and {len(changed) - _LISTED_GATES} more in {prefix}{change.file}")
-    forced = [(gc, b) for gc in changed for b in gc.forced]
-    if forced:
+    blockers = [(gc, b) for gc in changed for b in gc.forced]
+    if blockers:
         body += ["", "Widened with --force despite these blockers:"]
-        body += [f"  {prefix}{change.file}:{gc.gate.line}: {blocker}" for gc, blocker in forced]
+        body += [f"  {prefix}{change.file}:{gc.gate.line}: {blocker}" for gc, blocker in blockers]
     if plan.recipe.notes:
         body += ["", "Upstream notes:"] + [f"- {n}" for n in plan.recipe.notes]
     body += [
@@ -90,6 +92,9 @@ def commit_message(plan: Plan, change: PlannedChange, prefix: str, base: str) ->
         f"{TRAILER_CHANGE}: {change.id}",
         f"{TRAILER_BASE}: {base}",
     ]
+    body += [f"{TRAILER_FORCED}: {reason}" for reason in half_patches or () if reason.startswith(change.id + " ")]
+    if blockers:
+        body.append(f"{TRAILER_FORCED}: {change.id} widened gates around instructions {', '.join(a.name for a in plan.targets)} lack")
     return "\n".join(body) + "\n"
 
 
@@ -126,7 +131,7 @@ def run_many(
     back any run that was interrupted there.
     """
     if dry_run:
-        return _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, force)
+        return _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, force, notify)
     with ExitStack() as stack:
         for path in dict.fromkeys(path.resolve() for path, _ in map(_spot, spots)):
             state = state_dir_for(path)
@@ -136,10 +141,10 @@ def run_many(
             if stale:
                 notify(f"took over the lock of an interrupted codemod (pid {stale}, no longer running)")
             recover_interrupted(path, notify)
-        return _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, force)
+        return _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, force, notify)
 
 
-def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, force=False) -> list[RunResult]:
+def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, force=False, notify=lambda m: None) -> list[RunResult]:
     prepared = [(path, *prepare(recipe, path, universe, only, skip, project, force)) for path, project in map(_spot, spots)]
     failed = [plan for _, _, plan, _ in prepared if plan.failed]
     if failed:
@@ -154,7 +159,18 @@ def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, fo
             results.append(RunResult(plan, prefix, [], status, branch=name if on_branch else ""))
             continue
         if dry_run:
-            results.append(RunResult(plan, prefix, choose(plan.changed) if choose else plan.changed, "dry-run"))
+            result = RunResult(plan, prefix, choose(plan.changed) if choose else plan.changed, "dry-run")
+            _refuse_half_patches(result, force)
+            if repo is not None:
+                try:
+                    _check(repo, plan, prefix, recipe, path, branch)
+                except errors.CodemodError as refusal:
+                    result.would_refuse = refusal
+                    notify(
+                        f"the real run will refuse (exit {refusal.exit_code}): {refusal}"
+                        + (f"; {refusal.hint}" if refusal.hint else "")
+                    )
+            results.append(result)
             continue
         repo = repo or open_repo(path, create_shadow=True)
         journal.checkpoint("shadow-ready" if repo.shadow else "repo-ready")
@@ -171,10 +187,29 @@ def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, fo
     for _, pending in groups.values():
         for result in pending:
             result.selected = choose(result.plan.changed) if choose else result.plan.changed
+            _refuse_half_patches(result, force)
             if not result.selected:
                 result.status = "nothing-selected"
     _apply_all(list(groups.values()), name, recipe.id)
     return results
+
+
+def _refuse_half_patches(result: RunResult, force: bool) -> None:
+    """Stop (exit 3, nothing written) when the selection leaves out a change a selected one needs; --force records it."""
+    problems = recipes.half_patches(result.plan, result.selected)
+    if not problems:
+        return
+    lines = [f"{change} needs {needed}, which {state}" for change, needed, state in problems]
+    if force:
+        result.forced = lines
+        return
+    missing = sorted({needed for _, needed, _ in problems})
+    raise errors.PlanFailed(
+        "this selection would leave a half-patch (a JIT spec admitting an arch whose kernel guards still drop it "
+        "compiles empty kernels that return garbage):\n  " + "\n  ".join(lines),
+        where=str(result.plan.target.root),
+        hint=f"select {' and '.join(missing)} too (--only), or pass --force to apply it anyway (recorded in the commit); nothing was written",
+    )
 
 
 def state_dir_for(path: Path) -> Path | None:
@@ -222,7 +257,7 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
                     written.append(rel)
                     files.write_atomic(path, _content_for(result.plan, change, result.selected))
                     _step(repo, entry, f"written:{change.id}")
-                    sha = repo.commit([rel], commit_message(result.plan, change, result.prefix, base))
+                    sha = repo.commit([rel], commit_message(result.plan, change, result.prefix, base, result.forced))
                     result.commits.append((sha, change.id))
                     _step(repo, entry, f"committed:{change.id}")
                 result.status = "applied"
