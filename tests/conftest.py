@@ -156,3 +156,47 @@ def unpack_wheel(dist: str, version: str) -> Path:
 @pytest.fixture(scope="session")
 def real_unpacked():
     return {name: unpack_wheel(dist, version) for name, (dist, version, _) in REAL_RELEASES.items()}
+
+
+# ------------------------------------------------------------------ plain clones
+
+
+def plain_clone(
+    tmp_path: Path, tree: Path, submodules: dict[str, Path | None], *, initialise: bool = False, tag: str = "v0.6.3"
+) -> Path:
+    """A real `git clone` of a superproject holding `tree`, with `submodules` registered as gitlinks.
+
+    Each submodule path maps to a folder whose files become that submodule's
+    repository (None: one placeholder file). The superproject is committed,
+    tagged, pushed to a bare repository and cloned from there the way users
+    clone FlashInfer: without `--recurse-submodules` (so the submodule folders
+    are empty) unless `initialise`.
+    """
+    work = tmp_path / "upstream"
+    shutil.copytree(tree, work, symlinks=True)
+    for rel, content in submodules.items():
+        source = tmp_path / "subs" / rel.replace("/", "_")
+        if content is None:
+            source.mkdir(parents=True)
+            (source / "README.md").write_text(f"{rel}\n")
+        else:
+            shutil.copytree(content, source, symlinks=True)
+        init_repo(source)
+        bare = tmp_path / "bare" / (rel.replace("/", "_") + ".git")
+        git(tmp_path, "clone", "-q", "--bare", str(source), str(bare))
+        shutil.rmtree(work / rel, ignore_errors=True)
+        if not (work / ".git").exists():
+            git(work, "init", "-q", "-b", "main")
+        git(work, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(bare), rel)
+    if not (work / ".git").exists():
+        git(work, "init", "-q", "-b", "main")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "release")
+    git(work, "tag", tag)
+    bare = tmp_path / "bare" / "superproject.git"
+    git(tmp_path, "clone", "-q", "--bare", str(work), str(bare))
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(bare), str(clone))
+    if initialise:
+        git(clone, "-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init")
+    return clone
