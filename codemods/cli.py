@@ -294,7 +294,13 @@ def status(
         })
         if fmt is Format.json:
             continue
-        if interrupted:
+        if interrupted and interrupted.get("corrupt"):
+            _out(
+                f"interrupted: codemod's journal in {git_repo.state_dir} cannot be read; check `git status` and `git branch`, "
+                "check out your base branch and delete any codemod/ branch, then delete journal.json "
+                "(installed package: `codemod revert RECIPE --package NAME --forget`)\n"
+            )
+        elif interrupted:
             _out(
                 f"interrupted: `{interrupted.get('op')} {interrupted.get('recipe')}` in {git_repo.root} stopped after step "
                 f"{interrupted.get('step')} (pid {interrupted.get('pid')}); run it again to finish, or "

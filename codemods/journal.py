@@ -95,13 +95,31 @@ def _read_holder(fd: int) -> dict:
 
 
 def read(state_dir: Path) -> dict | None:
+    """The journal of an interrupted operation, None when there is none.
+
+    One codemod cannot read (not JSON, not an object, or missing what run and
+    revert write first) comes back as `{"op": "unknown", "corrupt": True, "raw": ...}`.
+    """
     path = state_dir / "journal.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        entry = json.loads(text)
     except FileNotFoundError:
         return None
     except (OSError, ValueError):
-        return {"op": "unknown", "corrupt": True}
+        return {"op": "unknown", "corrupt": True, "raw": ""}
+    if not _well_formed(entry):
+        return {"op": "unknown", "corrupt": True, "raw": text[:200]}
+    return entry
+
+
+def _well_formed(entry) -> bool:
+    if not isinstance(entry, dict) or entry.get("op") not in ("run", "revert"):
+        return False
+    if not all(isinstance(entry.get(key), str) for key in ("branch", "base_sha", "step")):
+        return False
+    files = entry.get("files")
+    return entry["op"] == "revert" or (isinstance(files, dict) and all(isinstance(v, str) for v in files.values()))
 
 
 def write(state_dir: Path, entry: dict) -> None:

@@ -31,6 +31,56 @@ def branch_name(recipe_id: str) -> str:
     return f"codemod/{recipe_id}"
 
 
+def bad_branch_name(name: str) -> str | None:
+    """Why `name` cannot be a branch, by git's own rules (`git check-ref-format`); None when it can."""
+    if not name or name.startswith("-"):
+        return "a branch name cannot be empty or start with '-'"
+    if name.startswith("refs/"):
+        return "give the branch's short name (codemod/x), not a full ref (refs/heads/...)"
+    if name == "HEAD" or "\n" in name:
+        return "not a usable branch name"
+    try:
+        git.Git().check_ref_format(f"refs/heads/{name}")
+    except git.GitCommandError:
+        return "git does not accept it as a branch name (see `git help check-ref-format`)"
+    return None
+
+
+# What git leaves in the git dir while an operation waits for the user, and how to get out of it.
+_IN_PROGRESS = (
+    ("MERGE_HEAD", "a merge", "git merge --continue", "git merge --abort"),
+    ("CHERRY_PICK_HEAD", "a cherry-pick", "git cherry-pick --continue", "git cherry-pick --abort"),
+    ("REVERT_HEAD", "a revert", "git revert --continue", "git revert --abort"),
+    ("rebase-merge", "a rebase", "git rebase --continue", "git rebase --abort"),
+    ("rebase-apply", "a rebase or `git am`", "git rebase --continue / git am --continue", "git rebase --abort / git am --abort"),
+    ("BISECT_LOG", "a bisect", "git bisect reset", "git bisect reset"),
+)
+_GIT_LOCKS = ("index.lock", "HEAD.lock", "packed-refs.lock", "config.lock", "shallow.lock")
+
+
+def _no_hooks_env() -> dict[str, str]:
+    """Environment that turns off the user's hooks for codemod's own git commands (one rule for all of them)."""
+    count = int(os.environ.get("GIT_CONFIG_COUNT", "0") or 0)
+    return {
+        "GIT_CONFIG_COUNT": str(count + 1),
+        f"GIT_CONFIG_KEY_{count}": "core.hooksPath",
+        f"GIT_CONFIG_VALUE_{count}": os.devnull,
+    }
+
+
+def _git_failure(action: str, exc: git.GitCommandError, where: Path) -> errors.CodemodError:
+    stderr = (exc.stderr or "").strip().removeprefix("stderr:").strip().strip("'").strip()
+    first = next((line.strip() for line in stderr.splitlines() if line.strip()), f"exit status {exc.status}")
+    if "sign" in stderr.lower() or "gpg" in stderr.lower():
+        hint = (
+            "codemod signs its commits as your git config says (commit.gpgsign); make your key usable, "
+            "or turn signing off for this repository (git config commit.gpgsign false), then run again"
+        )
+    else:
+        hint = "nothing was left half-done; fix the cause git names, then run again"
+    return errors.RepoState(f"git {action} failed: {first}", where=str(where), hint=hint)
+
+
 def trailers(message: str) -> dict[str, str]:
     found = {}
     for line in message.splitlines():
@@ -133,6 +183,7 @@ class Repo:
         self.git_repo = git_repo
         self.root = Path(git_repo.working_tree_dir).resolve()
         self.g = git_repo.git
+        self.g.update_environment(**_no_hooks_env())
         if not self.has_commits():
             raise errors.RepoState(
                 "the repository has no commits yet",
@@ -158,6 +209,34 @@ class Repo:
         return Path(self.git_repo.git_dir) / "codemod"
 
     # ------------------------------------------------------------ reading
+
+    def git_locks(self) -> list[Path]:
+        """git's own lock files present now (a running git, or one that died holding them)."""
+        dirs = dict.fromkeys([Path(self.git_repo.git_dir), Path(self.git_repo.common_dir)])
+        found = [d / name for d in dirs for name in _GIT_LOCKS if (d / name).exists()]
+        heads = Path(self.git_repo.common_dir) / "refs" / "heads"
+        if heads.is_dir():
+            found += sorted(heads.rglob("*.lock"))
+        return found
+
+    def refuse_busy(self) -> None:
+        """Refuse (exit 5) while git itself is mid-operation: a merge, rebase, cherry-pick, revert or bisect, or a lock."""
+        git_dir = Path(self.git_repo.git_dir)
+        for name, what, finish, abort in _IN_PROGRESS:
+            if (git_dir / name).exists():
+                raise errors.RepoState(
+                    f"{what} is in progress ({name} exists); codemod will not touch the repository in the middle of it",
+                    where=str(self.root),
+                    hint=f"finish it ({finish}) or abort it ({abort}), then run again",
+                )
+        locks = self.git_locks()
+        if locks:
+            raise errors.RepoState(
+                f"{locks[0]} exists: another git process seems to be running in this repository",
+                where=str(self.root),
+                hint="wait for it to finish; if no git process is running (one crashed earlier), "
+                f"remove the file (rm '{locks[0]}'), then run again",
+            )
 
     def rel(self, path: Path) -> str:
         return Path(os.path.relpath(path.resolve(), self.root)).as_posix()
@@ -260,37 +339,67 @@ class Repo:
             }
         return env
 
+    def _git(self, action: str, *args, **kwargs) -> str:
+        """Run one git command of codemod's own; a failure is a RepoState error quoting git, not a traceback."""
+        try:
+            return getattr(self.g, action)(*args, **kwargs)
+        except git.GitCommandError as exc:
+            raise _git_failure(action, exc, self.root) from None
+
     def create_branch(self, name: str) -> None:
         """Branch from HEAD and check it out; uncommitted changes elsewhere come along untouched."""
-        self.g.checkout("-b", name)
+        self._git("checkout", "-q", "-b", name, "--")
 
     def commit(self, rels: list[str], message: str) -> str:
         """Commit exactly rels (nothing else the user staged) and return the new sha."""
-        self.g.add("--", *rels)
+        self._git("add", "--", *rels)
         env = self._identity_env()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         message_file = self.state_dir / "COMMIT_MSG"
         message_file.write_text(message, encoding="utf-8")
-        self.g.commit("--no-verify", "-q", "-F", str(message_file), "--only", "--", *rels, env=env or None)
+        self._git("commit", "--no-verify", "-q", "-F", str(message_file), "--only", "--", *rels, env=env or None)
         message_file.unlink()
         return self.git_repo.head.commit.hexsha
 
     def checkout(self, ref: str) -> None:
-        self.g.checkout("-q", ref)
+        self._git("checkout", "-q", ref, "--")
 
     def restore(self, rels: list[str]) -> None:
         """Put rels back to HEAD (used to roll back a failed run)."""
         if rels:
-            self.g.checkout("-q", "HEAD", "--", *rels)
+            self._git("checkout", "-q", "HEAD", "--", *rels)
 
     def delete_branch(self, name: str) -> None:
-        self.g.branch("-D", name)
+        self._git("branch", "-D", name)
 
     def revert_commits(self, shas: list[str]) -> None:
-        """git revert each sha, newest first, with the default messages."""
+        """git revert each sha, newest first, with the default messages; all or none.
+
+        When a revert conflicts with a later commit, git's revert is aborted and
+        HEAD goes back to where it was (`reset --keep` keeps unrelated edits),
+        then the conflict is refused naming the commit and the files.
+        """
         env = self._identity_env()
+        start = self.git_repo.head.commit.hexsha
         for sha in reversed(shas):
-            self.g.revert("--no-edit", sha, env=env or None)
+            try:
+                self.g.revert("--no-edit", sha, env=env or None)
+            except git.GitCommandError as exc:
+                conflicted = [p for p in self.g.diff("--name-only", "--diff-filter=U").splitlines() if p]
+                for undo in (("revert", "--abort"), ("reset", "-q", "--keep", start)):
+                    try:
+                        getattr(self.g, undo[0])(*undo[1:])
+                    except git.GitCommandError:
+                        pass
+                if not conflicted:
+                    raise _git_failure("revert", exc, self.root) from None
+                raise errors.RevertRefused(
+                    f"undoing codemod's commit {sha[:10]} conflicts with a later commit in {', '.join(conflicted)}; "
+                    "nothing was reverted",
+                    where=str(self.root),
+                    hint=f"revert it by hand (git revert {sha[:10]}) and resolve the conflict, "
+                    "or move your commits off the codemod branch and revert without --keep-commits",
+                ) from None
 
 
 class ShadowRepo(Repo):
@@ -304,7 +413,7 @@ class ShadowRepo(Repo):
 
     def __init__(self, git_repo: git.Repo, path: Path, home: Path):
         self.home = home
-        git_repo.git.update_environment(GIT_DIR=git_repo.git_dir, GIT_WORK_TREE=str(path))
+        git_repo.git.update_environment(GIT_DIR=git_repo.git_dir, GIT_WORK_TREE=str(path), **_no_hooks_env())
         self.git_repo = git_repo
         self.root = path
         self.g = git_repo.git
@@ -367,7 +476,7 @@ class ShadowRepo(Repo):
         if self.has_commits() and not self.g.diff("--cached", "--name-only", "--", *rels).strip():
             return
         env = self._identity_env()
-        self.g.commit("--no-verify", "-q", "--allow-empty", "-m", f"codemod base: {label}", "--", *rels, env=env or None)
+        self._git("commit", "--no-verify", "-q", "--allow-empty", "-m", f"codemod base: {label}", "--", *rels, env=env or None)
 
     def tracked_files(self) -> list[str]:
         return [p for p in self.g.ls_files("-z").split("\0") if p]

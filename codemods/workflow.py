@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -242,7 +243,7 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
             }
             entry = {
                 "op": "run", "recipe": recipe_id, "branch": name, "base_ref": head_branch or "", "base_sha": head_sha,
-                "files": expected, "step": "started", "pid": os.getpid(),
+                "files": expected, "step": "started", "pid": os.getpid(), "started_ns": time.time_ns(),
             }
             _step(repo, entry, "journal-written")
             repo.create_branch(name)
@@ -266,8 +267,8 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
             journal.checkpoint("journal-cleared")
     except BaseException:
         for repo, back_to, written in reversed(started):
-            _roll_back(repo, written, back_to, name)
-            journal.clear(repo.state_dir)
+            if _roll_back(repo, written, back_to, name):
+                journal.clear(repo.state_dir)  # else the journal stays: the next command puts the repo back
         for _, results in groups:
             for result in results:
                 if result.status == "applied":
@@ -294,10 +295,18 @@ def recover_interrupted(path: Path, notify: Callable[[str], None]) -> None:
     repo = open_repo(path)
     if entry.get("corrupt"):
         raise errors.RepoState(
-            f"codemod's journal is unreadable ({state / 'journal.json'})",
+            f"codemod's journal cannot be read ({state / 'journal.json'})" + (f": {entry['raw']!r}" if entry.get("raw") else ""),
             where=str(repo.root),
-            hint="check `git status` and `git branch`, then delete that file",
+            hint="check `git status` and `git branch`: check out your base branch and delete any codemod/ branch, "
+            "then delete that file (for an installed package: `codemod revert RECIPE --package NAME --forget`)",
         )
+    # git's locks from a git that codemod started and that died with it (killed process group)
+    started = entry.get("started_ns")
+    for lock in repo.git_locks():
+        if isinstance(started, int) and lock.stat().st_mtime_ns >= started:
+            lock.unlink(missing_ok=True)
+            notify(f"removed {lock}, left by a git that the interrupted codemod started")
+    repo.refuse_busy()
     branch, op = entry["branch"], entry["op"]
     base = entry["base_ref"] if entry.get("base_ref") and repo.branch_exists(entry["base_ref"]) else entry["base_sha"]
     if op == "run":
@@ -329,7 +338,8 @@ def recover_interrupted(path: Path, notify: Callable[[str], None]) -> None:
 
 
 def _check(repo: Repo, plan: Plan, prefix: str, recipe: Recipe, path: Path, branch: str | None) -> None:
-    """Refuse before anything is written: detached HEAD, changed files, an existing branch, permissions."""
+    """Refuse before anything is written: git mid-operation, detached HEAD, changed files, an existing branch, permissions."""
+    repo.refuse_busy()
     head_branch, head_sha = repo.head()
     rels = list(dict.fromkeys(repo.rel(files.inside(repo.root, f"{prefix}{f}")) for f in plan.files()))
     untracked = [r for r in rels if not repo.tracked(r)]
@@ -393,13 +403,15 @@ def _content_for(plan: Plan, change: PlannedChange, selected: list[PlannedChange
     return content if content is not None else change.after
 
 
-def _roll_back(repo: Repo, written: list[str], base: str, name: str) -> None:
+def _roll_back(repo: Repo, written: list[str], base: str, name: str) -> bool:
+    """Put the repo back at base; False when that failed (the journal then keeps the run for recovery)."""
     try:
         repo.restore(written)
         repo.checkout(base)
         repo.delete_branch(name)
-    except Exception:  # the original error matters more; status shows the branch if it is left
-        pass
+    except Exception:  # the original error matters more; the kept journal tells status and the next run
+        return False
+    return True
 
 
 @dataclass
@@ -443,6 +455,7 @@ def _revert_locked(recipe_id: str, repo_path: Path, keep_commits: bool, forget: 
         records = [r for r in repo.applied() if r.recipe == recipe_id]
         repo.forget()
         return RevertResult(records[0] if records else Applied(recipe_id, "", "", ""), "forgotten")
+    repo.refuse_busy()
     records = [r for r in repo.applied() if r.recipe == recipe_id]
     if not records:
         raise errors.RevertRefused(
@@ -485,7 +498,7 @@ def _revert_locked(recipe_id: str, repo_path: Path, keep_commits: bool, forget: 
         return RevertResult(record, "reverted-commits", checked_out=record.branch, reverted=[c.sha for c in record.commits])
     checked_out = ""
     entry = {"op": "revert", "recipe": recipe_id, "branch": record.branch, "base_ref": record.base_ref,
-             "base_sha": record.base_sha, "step": "started", "pid": os.getpid()}
+             "base_sha": record.base_sha, "step": "started", "pid": os.getpid(), "started_ns": time.time_ns()}
     _step(repo, entry, "revert-journal-written")
     if record.current:
         base_exists = bool(record.base_ref) and repo.branch_exists(record.base_ref)
