@@ -4,9 +4,11 @@
 --exclude-standard` in a git work tree, so .gitignore is respected, and
 submodules and nested repositories are listed the same way; a plain walk
 elsewhere, skipping `.git` and `__pycache__`), skips binary files (a NUL byte
-in the first 8 KiB; `include_all` scans them and ignored files too) and
-symlinks out of the tree, and parses only the files whose bytes can hold a
-gate:
+in the first 8 KiB; `include_all` scans them and ignored files too),
+symlinks out of the tree, FIFOs and devices ("not a regular file") and
+submodules not initialised (an empty folder, or files without a repository
+of their own: skipped with the `git submodule update --init` to run), and
+parses only the files whose bytes can hold a gate:
 
 - C, C++ and CUDA files (and extension-less headers such as libcu++'s
   `nv/target`) that name `__CUDA_ARCH`: every `#if`/`#elif`/`#ifdef`-style
@@ -68,6 +70,7 @@ import json
 import os
 import posixpath
 import re
+import shlex
 import stat
 import subprocess
 import threading
@@ -99,6 +102,7 @@ PYTHON_SUFFIXES = (".py",)
 SKIP_DIRS = frozenset({".git", "__pycache__"})
 CAPABILITY_KIND = "python_capability"
 _BINARY_PROBE = 8192
+NOT_REGULAR = "not a regular file"  # the skip reason of a FIFO, socket or device in the tree
 _ARCH_TOKEN = b"__CUDA_ARCH"
 # Cheap byte tests before a Python file is parsed: only what each kind's `find` could match.
 _PYTHON_PREFILTERS = (
@@ -253,6 +257,7 @@ class _Job:
     context: _Context
     index: _Index | None
     rels: list[str]
+    unlisted: list[dict] = field(default_factory=list)  # skipped before any file is read: folders, special files
     scans: dict[str, _FileScan] = field(default_factory=dict)
     todo: list[tuple[str, int]] = field(default_factory=list)
     stats: dict = field(default_factory=dict)
@@ -377,7 +382,7 @@ def _prepare(
     """List the tree, and take from the cache what it already knows."""
     started = time.perf_counter()
     layout = _detect(root)
-    rels = _list_files(root, include_all)
+    rels, unlisted = _list_files(root, include_all)
     listed = time.perf_counter()
     context = _Context(
         root=str(root),
@@ -392,7 +397,7 @@ def _prepare(
     )
     mode = f"{int(include_all)}{int(hazards)}"
     index = _Index.load(Path(cache), root, mode) if cache is not None else None
-    job = _Job(root, layout, context, index, rels, started=started, listed=listed)
+    job = _Job(root, layout, context, index, rels, unlisted, started=started, listed=listed)
     # cache_hits: unchanged files (by stat) answered from the cache; analysed: files read, of which
     # reused were answered from the cache by their content hash (touched, renamed or copied files)
     # snapshot: every file unchanged, the whole result taken from the last scan's
@@ -400,12 +405,16 @@ def _prepare(
     statuses = []
     for rel in rels:
         try:
-            statuses.append((rel, os.stat(os.path.join(root, rel))))
+            status = os.stat(os.path.join(root, rel))
         except OSError:
             continue  # listed by git but deleted, or a dangling link
+        if stat.S_ISREG(status.st_mode):
+            statuses.append((rel, status))
+        else:  # a FIFO or a device: opening it may block
+            unlisted.append({"file": rel, "reason": NOT_REGULAR})
     entries = [index.lookup(rel, status) for rel, status in statuses] if index is not None else []
     if index is not None:
-        job.snapshot = _Snapshot(Path(cache), root, mode, context.key)
+        job.snapshot = _Snapshot(Path(cache), root, mode, context.key, unlisted)
         if all(entry is not None for entry in entries):
             job.result = job.snapshot.load(root, arch, universe, index)
             if job.result is not None:
@@ -476,6 +485,7 @@ def _assemble(job: _Job) -> ScanResult:
         if item.structure is not None:
             structures[rel] = item.structure
         specs += [(rel, spec) for spec in item.specs]
+    result.skipped += [dict(item) for item in job.unlisted]
     modules: list[_Module] = []
     all_specific = False
     if layout is not None and hazards:
@@ -496,13 +506,15 @@ def _assemble(job: _Job) -> ScanResult:
 class _Snapshot:
     """The whole result of a tree's last scan, valid while its index says no file changed since."""
 
-    def __init__(self, cache: Path, root: Path, mode: str, key: str) -> None:
+    def __init__(self, cache: Path, root: Path, mode: str, key: str, unlisted: list[dict]) -> None:
         self.path = cache / f"v{CACHE_VERSION}" / "snapshot" / _tree_file(root, mode)
         self.context_key = key
+        self.unlisted = json.dumps(unlisted, sort_keys=True, separators=(",", ":"))
 
     def _key(self, index: _Index) -> str:
+        """The settings, every file's stamp, and what the listing left out (a submodule initialised since)."""
         files = json.dumps(sorted(index.fresh.items()), separators=(",", ":"))
-        return hashlib.sha256(f"{self.context_key}|{files}".encode()).hexdigest()
+        return hashlib.sha256(f"{self.context_key}|{files}|{self.unlisted}".encode()).hexdigest()
 
     def load(self, root: Path, arch: Arch, universe: tuple[Arch, ...], index: _Index) -> ScanResult | None:
         try:
@@ -609,14 +621,21 @@ def prune_cache(cache: Path, limit: int) -> int:
 # ---------------------------------------------------------------- listing files
 
 
-def _list_files(root: Path, include_all: bool) -> list[str]:
-    """Relative POSIX paths of the files that may hold a gate, sorted."""
+def _list_files(root: Path, include_all: bool) -> tuple[list[str], list[dict]]:
+    """Relative POSIX paths of the files that may hold a gate, sorted; and the folders left out, with why.
+
+    A submodule or nested repository is listed by its own git; one that is
+    not its own work tree (a submodule never initialised: an empty folder,
+    or files without a repository) is left out with a hint, never listed
+    through the enclosing repository (whose listing of it is itself again).
+    """
     found: list[str] = []
-    _collect(root, "", include_all, found, root.resolve())
-    return sorted(set(found))
+    unlisted: list[dict] = []
+    _collect(root, "", include_all, found, root.resolve(), unlisted)
+    return sorted(set(found)), unlisted
 
 
-def _collect(root: Path, prefix: str, include_all: bool, found: list[str], base: Path) -> None:
+def _collect(root: Path, prefix: str, include_all: bool, found: list[str], base: Path, unlisted: list[dict]) -> None:
     folder = root / prefix if prefix else root
     names = None if include_all else _git_files(folder)
     if names is None:
@@ -624,14 +643,53 @@ def _collect(root: Path, prefix: str, include_all: bool, found: list[str], base:
         return
     for name in names:
         name = name.rstrip("/")
-        if not name or any(part in SKIP_DIRS for part in name.split("/")):
+        parts = name.split("/")
+        if not name or any(part in SKIP_DIRS for part in parts):
+            continue
+        if "." in parts or ".." in parts:
+            # `./`: the folder is itself a submodule git knows only as an entry of the enclosing repository
+            if name == "." and not prefix:
+                unlisted.append({"file": ".", "reason": _not_a_work_tree(folder, ".")})
             continue
         rel = f"{prefix}/{name}" if prefix else name
         path = root / rel
         if path.is_dir() and not path.is_symlink():
-            _collect(root, rel, include_all, found, base)  # a submodule or a nested repository
+            top = _work_tree_top(path)
+            if top is None or top == path.resolve():
+                _collect(root, rel, include_all, found, base, unlisted)  # a submodule or a nested repository
+            else:
+                unlisted.append({"file": rel, "reason": _not_a_work_tree(path, rel)})
         elif _wanted(posixpath.basename(name)) and _inside(path, base):
             found.append(rel)
+
+
+def _work_tree_top(folder: Path) -> Path | None:
+    """The top of the git work tree `folder` is in; None when git cannot tell (then the folder is walked)."""
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(folder), "rev-parse", "--show-toplevel"], capture_output=True, timeout=120
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0 or not proc.stdout.strip():
+        return None
+    return Path(os.fsdecode(proc.stdout.rstrip(b"\r\n"))).resolve()
+
+
+def _not_a_work_tree(folder: Path, rel: str) -> str:
+    """Why a submodule folder (a folder git lists, in no work tree of its own) is not scanned, and what to run."""
+    command = f"`git submodule update --init {shlex.quote(rel)}`"
+    try:
+        with os.scandir(folder) as entries:
+            empty = next(entries, None) is None
+    except OSError:
+        empty = True
+    if empty:
+        return f"submodule not initialised; run {command} to scan it"
+    return (
+        f"submodule not initialised (its folder holds files but no repository); move them away and run "
+        f"{command} to scan it, or scan them as they are with `codemod scan --all`"
+    )
 
 
 def _git_files(folder: Path) -> list[str] | None:
@@ -953,11 +1011,12 @@ def _scan_chunk(chunk: tuple[int, _Context, list[str]]) -> tuple[int, list[_Outc
 def _scan_one(context: _Context, rel: str) -> _Outcome:
     path = os.path.join(context.root, rel)
     try:
-        with open(path, "rb") as handle:
-            status = os.fstat(handle.fileno())
-            data = handle.read()
+        read = _read_regular(path)
     except OSError as exc:
         return _Outcome(rel, None, None, _FileScan(rel, skipped=f"cannot read: {exc.strerror or exc}"))
+    if read is None:  # replaced by a FIFO or a device since it was listed
+        return _Outcome(rel, None, None, _FileScan(rel, skipped=NOT_REGULAR))
+    data, status = read
     stamp = _stamp_of(status)
     if not context.include_all and b"\0" in data[:_BINARY_PROBE]:
         return _Outcome(rel, stamp, "binary", None)
@@ -972,6 +1031,17 @@ def _scan_one(context: _Context, rel: str) -> _Outcome:
     item = _analyse(rel, data, context, in_jit)
     _store_object(context, digest, in_jit, item)
     return _Outcome(rel, stamp, digest, item)
+
+
+def _read_regular(path: str | Path) -> tuple[bytes, os.stat_result] | None:
+    """The bytes and stat of a regular file; None for anything else (a FIFO or a device is never read)."""
+    # O_NONBLOCK: opening a FIFO for reading would wait for a writer; it changes nothing for a regular file
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with open(fd, "rb") as handle:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            return None
+        return handle.read(), status
 
 
 def _may_hold_gates(rel: str, data: bytes, in_jit: bool) -> bool:
@@ -2013,9 +2083,10 @@ def _detect(root: Path) -> Layout | None:
 def _all_specific(root: Path, layout: Layout) -> bool:
     context = root / posixpath.dirname(layout.jit) / "compilation_context.py"
     try:
-        return bool(_ALL_SPECIFIC_RE.search(context.read_bytes()))
+        read = _read_regular(context)
     except OSError:
         return False
+    return read is not None and bool(_ALL_SPECIFIC_RE.search(read[0]))
 
 
 class _Closures:
@@ -2076,9 +2147,10 @@ class _Closures:
     def _read_includes(self, rel: str) -> list[tuple[str, bool]]:
         if rel not in self._includes:
             try:
-                self._includes[rel] = _includes((self.root / rel).read_bytes())
+                read = _read_regular(self.root / rel)
             except OSError:
-                self._includes[rel] = []
+                read = None
+            self._includes[rel] = _includes(read[0]) if read is not None else []
         return self._includes[rel]
 
 
@@ -2357,10 +2429,32 @@ def to_sarif(result: ScanResult) -> dict:
                 "tool": {"driver": driver},
                 "originalUriBaseIds": {"SRCROOT": {"uri": Path(result.root).resolve().as_uri() + "/"}},
                 "results": results,
+                "invocations": [_sarif_invocation(result.skipped)],
                 "properties": {"arch": result.arch.name},
             }
         ],
     }
+
+
+def _sarif_invocation(skipped: list[dict]) -> dict:
+    """The run's invocation: each file or folder skipped is a notification (with its reason), so it is not missed."""
+    invocation: dict = {"executionSuccessful": True}
+    if skipped:
+        invocation["toolExecutionNotifications"] = [
+            {
+                "level": "warning",
+                "message": {"text": f"skipped: {item['reason']}"},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": urllib.parse.quote(item["file"]), "uriBaseId": "SRCROOT"}
+                        }
+                    }
+                ],
+            }
+            for item in skipped
+        ]
+    return invocation
 
 
 def _sarif_result(rule: str, rule_ids: list[str], level: str, text: str, where: dict, properties: dict) -> dict:
@@ -2424,7 +2518,7 @@ def to_text(result: ScanResult) -> str:
         + (f"; {len(result.modules)} JIT specs read ({result.layout} layout)" if result.layout else "")
     )
     if result.skipped:
-        lines.append(f"{len(result.skipped)} files skipped")
+        lines.append(f"{len(result.skipped)} skipped")
     if result.hazards:
         lines += ["", "hazards:"]
         for hazard in result.hazards:
