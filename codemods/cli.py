@@ -17,6 +17,7 @@ from rich.console import Console
 
 from codemods import errors
 from codemods.arch import DEFAULT_ARCHS, ArchParseError, parse_archs
+from codemods import files
 from codemods.files import require_folder
 from codemods.lazy import LazyModule
 
@@ -144,6 +145,8 @@ def run(
 ) -> None:
     """Plan a recipe for each repo, show it, and (unless --dry-run) apply it on a branch, one commit per change."""
     universe = _universe(archs)
+    if patch is not None:
+        files.check_output(patch)
     chosen = recipes.find_recipe(recipe, recipes_dir)
     roots = _targets(repo, package, python)
     choose = _ask_each if interactive else None
@@ -156,7 +159,15 @@ def run(
     )
     diff = "".join(report.plan_diff(r.plan, r.prefix, r.selected) for r in results)
     if patch is not None:
-        patch.write_text(diff, encoding="utf-8", errors="surrogateescape")
+        try:
+            patch.write_text(diff, encoding="utf-8", errors="surrogateescape")
+        except OSError as exc:
+            applied = any(r.status == "applied" for r in results)
+            raise errors.FileRefused(
+                f"cannot write the patch: {exc.strerror or exc}" + ("; the recipe itself was applied" if applied else ""),
+                where=str(patch),
+                hint="the diff is on the codemod branch too: `git diff BASE codemod/RECIPE`" if applied else "nothing was written",
+            ) from None
     caches = [
         _jit_cache(r.plan.jit_modules(), r.plan.target, clear_jit_cache and r.status in ("applied", "dry-run"), dry_run)
         for r in results

@@ -44,6 +44,7 @@ def _kind(code: str, exit_code: int, default_hint: str):
     return make
 
 
+BadUsage = _kind("bad-usage", 2, "see `codemod COMMAND --help`")
 PlanFailed = _kind(
     "plan-failed",
     3,
@@ -67,5 +68,5 @@ UnknownRecipe = _kind("unknown-recipe", 8, "`codemod list` shows the recipes you
 
 CATALOGUE = {
     k.code: k
-    for k in (Busy, PlanFailed, DirtyTree, RepoState, UnknownProject, RevertRefused, RecipeInvalid, FileRefused, UnknownRecipe)
+    for k in (BadUsage, Busy, PlanFailed, DirtyTree, RepoState, UnknownProject, RevertRefused, RecipeInvalid, FileRefused, UnknownRecipe)
 }

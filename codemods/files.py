@@ -17,6 +17,27 @@ def require_folder(path: Path) -> None:
         raise errors.RepoState("is a file, not a folder", where=str(path), hint="point --repo at the project's folder")
 
 
+def check_output(path: Path) -> None:
+    """Refuse, before anything is applied, an output file (--patch) that cannot be written."""
+    import stat
+
+    parent = path.parent if str(path.parent) else Path(".")
+    problem = ""
+    try:
+        if not parent.is_dir():
+            problem = f"its folder {parent} does not exist"
+        elif path.is_dir():
+            problem = "is a directory"
+        elif path.exists() and not stat.S_ISREG(path.stat().st_mode):
+            problem = "is not a regular file"
+        elif not os.access(path if path.exists() else parent, os.W_OK):
+            problem = "is not writable"
+    except OSError as exc:
+        problem = exc.strerror or str(exc)
+    if problem:
+        raise errors.FileRefused(problem, where=str(path), hint="give --patch a writable file path; nothing was applied")
+
+
 def inside(root: Path, rel: str) -> Path:
     """The real path of root/rel, refusing anything (a symlink included) that leads outside root."""
     base = root.resolve()

@@ -21,7 +21,8 @@ from codemods.files import require_folder
 from codemods.arch import DEFAULT_ARCHS, Arch
 from codemods.recipes import Plan, PlannedChange, Recipe
 from codemods.repo import (
-    TRAILER_BASE, TRAILER_CHANGE, TRAILER_FORCED, TRAILER_RECIPE, Applied, Repo, ShadowRepo, branch_name, open_repo, refuse_unusable,
+    TRAILER_BASE, TRAILER_CHANGE, TRAILER_FORCED, TRAILER_RECIPE, Applied, Repo, ShadowRepo, bad_branch_name, branch_name, open_repo,
+    refuse_unusable,
 )
 
 
@@ -131,6 +132,7 @@ def run_many(
     each repository's lock from before planning to the end, and first puts
     back any run that was interrupted there.
     """
+    check_names(recipe, branch)
     if dry_run:
         return _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, force, notify)
     with ExitStack() as stack:
@@ -195,6 +197,24 @@ def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, fo
     return results
 
 
+def check_names(recipe: Recipe, branch: str | None = None) -> None:
+    """Refuse, before anything is read or written, a branch name git would not accept.
+
+    The recipe id names the branch (codemod/<id>): a bad one is the recipe's
+    fault (exit 8); a bad --branch is bad usage (exit 2).
+    """
+    problem = bad_branch_name(branch_name(recipe.id))
+    if problem:
+        raise errors.RecipeInvalid(
+            f"recipe id {recipe.id!r} cannot name the branch {branch_name(recipe.id)}: {problem}",
+            where=str(recipe.path), hint="rename the recipe (its id names the branch codemod/<id>)",
+        )
+    if branch is not None:
+        problem = bad_branch_name(branch)
+        if problem:
+            raise errors.BadUsage(f"--branch {branch!r}: {problem}", hint="for example --branch codemod/sm120-enable-try2")
+
+
 def _refuse_half_patches(result: RunResult, force: bool) -> None:
     """Stop (exit 3, nothing written) when the selection leaves out a change a selected one needs; --force records it."""
     problems = recipes.half_patches(result.plan, result.selected)
@@ -230,6 +250,7 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
     with, so an interrupted run can be put back exactly (recover_interrupted).
     """
     started: list[tuple[Repo, str, list[str]]] = []  # (repo, base to go back to, files written)
+    foreign: dict[Path, bytes] = {}  # files another process wrote while we worked: their bytes are kept
     try:
         for repo, results in groups:
             chosen = [r for r in results if r.selected]
@@ -250,18 +271,27 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
             written: list[str] = []
             started.append((repo, head_branch or head_sha, written))
             _step(repo, entry, "branch-created")
+            on_disk: dict[str, bytes] = {}  # what codemod read or wrote last, per file
             for result in chosen:
                 result.base, result.branch = base, name
                 for change in result.selected:
                     path = files.inside(repo.root, f"{result.prefix}{change.file}")
                     rel = repo.rel(path)  # a symlink inside the repo: commit the file it points to
+                    content = _content_for(result.plan, change, result.selected)
+                    _unchanged_since_read(repo, path, rel, on_disk.get(rel, change.before), foreign)
                     written.append(rel)
-                    files.write_atomic(path, _content_for(result.plan, change, result.selected))
+                    files.write_atomic(path, content)
                     _step(repo, entry, f"written:{change.id}")
                     sha = repo.commit([rel], commit_message(result.plan, change, result.prefix, base, result.forced))
                     result.commits.append((sha, change.id))
+                    if repo.show(sha, rel) != content:
+                        _unchanged_since_read(repo, path, rel, content, foreign, committed=True)
+                    _unchanged_since_read(repo, path, rel, content, foreign)
+                    on_disk[rel] = content
                     _step(repo, entry, f"committed:{change.id}")
                 result.status = "applied"
+            for rel, content in on_disk.items():  # nothing written behind codemod's back while it went on
+                _unchanged_since_read(repo, repo.root / rel, rel, content, foreign)
         for repo, _, _ in started:
             journal.clear(repo.state_dir)
             journal.checkpoint("journal-cleared")
@@ -269,6 +299,8 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
         for repo, back_to, written in reversed(started):
             if _roll_back(repo, written, back_to, name):
                 journal.clear(repo.state_dir)  # else the journal stays: the next command puts the repo back
+        for path, data in foreign.items():
+            files.write_atomic(path, data)  # the other process's bytes, uncommitted, on the base branch
         for _, results in groups:
             for result in results:
                 if result.status == "applied":
@@ -401,6 +433,25 @@ def _content_for(plan: Plan, change: PlannedChange, selected: list[PlannedChange
         if c is change:
             break
     return content if content is not None else change.after
+
+
+def _unchanged_since_read(repo: Repo, path: Path, rel: str, expected: bytes, foreign: dict, committed: bool = False) -> None:
+    """Stop (exit 5) when another process changed `rel` since codemod read or wrote it; its bytes are kept."""
+    try:
+        now = path.read_bytes()
+    except OSError:
+        now = None
+    if now == expected and not committed:
+        return
+    if now is not None:
+        foreign[path] = now
+    raise errors.RepoState(
+        f"{rel} changed while codemod was working on it (another process wrote to it); "
+        "codemod stopped, undid its branch and commits, and did not overwrite it",
+        where=str(repo.root),
+        hint=f"{rel} keeps the bytes it has now, uncommitted (see `git diff`); "
+        "when it is done, commit or stash, then run again",
+    )
 
 
 def _roll_back(repo: Repo, written: list[str], base: str, name: str) -> bool:
