@@ -112,7 +112,7 @@ def list_(
 
 def _targets(repos: list[Path], packages: list[str], python: Optional[str]) -> list[tuple[Path, Optional[str]]]:
     roots = [(path, None) for path in repos] + [
-        (packages_mod.locate(name, python)[0], packages_mod.project_of(name)) for name in packages
+        (packages_mod.folder(name, python), packages_mod.project_of(name)) for name in packages
     ]
     if not roots:
         raise typer.BadParameter("give --repo PATH or --package NAME (repeatable)")

@@ -286,3 +286,73 @@ def test_keep_commits_conflict_is_refused_and_undone(cli, example_repo):
     assert not (repo / ".git" / "REVERT_HEAD").exists()
     assert git(repo, "status", "--porcelain").strip() == ""
     assert tree_digest(repo) == before
+
+
+# ------------------------------------------------------------------ shadow records and packages
+
+
+def test_shadow_record_survives_a_git_repository_made_around_the_folder(cli, tmp_path):
+    """Dotfiles-style: a patched folder outside git later ends up inside a new git repository."""
+    import shutil
+
+    from conftest import EXAMPLES
+
+    home = tmp_path / "home"
+    folder = home / "envs" / "flashinfer"
+    shutil.copytree(EXAMPLES / "flashinfer", folder)
+    pristine = tree_digest(folder)
+    assert cli("run", "sm120-enable", "--repo", folder).exit_code == 0
+    git(home, "init", "-q", "-b", "main")
+    git(home, "add", "-A")
+    git(home, "commit", "-qm", "my dotfiles")
+    status = cli("status", "--repo", folder)
+    assert status.exit_code == 0 and status.stdout.startswith("sm120-enable: applied"), status.output
+    back = cli("revert", "sm120-enable", "--repo", folder)
+    assert back.exit_code == 0, back.output
+    assert tree_digest(folder) == pristine
+
+
+def test_each_package_is_revertible_on_its_own(cli, tmp_path, monkeypatch):
+    """FlashInfer reinstalled behind codemod's back does not block reverting SGLang, and --forget drops only FlashInfer's record."""
+    import shutil
+
+    from conftest import EXAMPLES
+
+    site = tmp_path / "site"
+    shutil.copytree(EXAMPLES / "flashinfer" / "flashinfer", site / "flashinfer")
+    shutil.copytree(EXAMPLES / "flashinfer" / "include", site / "flashinfer" / "data" / "include")
+    shutil.copytree(EXAMPLES / "sglang" / "python" / "sglang", site / "sglang")
+    (site / "sglang" / "__init__.py").write_text("")
+    for dist, version in (("flashinfer_python", "0.6.3"), ("sglang", "0.5.8")):
+        info = site / f"{dist}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist.replace('_', '-')}\nVersion: {version}\n")
+        (info / "RECORD").write_text("")
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    both = ("--package", "flashinfer", "--package", "sglang", "--python", sys.executable)
+    pristine_sglang = tree_digest(site / "sglang")
+    assert cli("run", "sm120-enable", *both).exit_code == 0
+    comm = site / "flashinfer" / "jit" / "comm.py"
+    comm.write_text(comm.read_text() + "# reinstalled\n")  # pip reinstalled FlashInfer behind codemod's back
+    sglang_only = ("--package", "sglang", "--python", sys.executable)
+    fi_only = ("--package", "flashinfer", "--python", sys.executable)
+    assert cli("revert", "sm120-enable", *fi_only).exit_code == 7
+    forget = cli("revert", "sm120-enable", *fi_only, "--forget")
+    assert forget.exit_code == 0, forget.output
+    gone = cli("status", *fi_only)
+    assert gone.exit_code == 5 and "no record" in gone.stderr
+    assert cli("status", *sglang_only).stdout.startswith("sm120-enable: applied"), "SGLang's record is its own"
+    back = cli("revert", "sm120-enable", *sglang_only)
+    assert back.exit_code == 0, back.output
+    assert tree_digest(site / "sglang") == pristine_sglang
+    assert comm.read_text().endswith("# reinstalled\n")
+
+
+def test_multi_repo_run_with_a_stale_lock_in_the_second_is_all_or_nothing(cli, example_repo):
+    first, second = example_repo("flashinfer"), example_repo("sglang")
+    (second / ".git" / "index.lock").write_text("")
+    before = (tree_digest(first), refs(first), tree_digest(second), refs(second))
+    result = cli("run", "sm120-enable", "--repo", first, "--repo", second)
+    assert result.exit_code == 5, result.output
+    assert (tree_digest(first), refs(first), tree_digest(second), refs(second)) == before
+    assert branches(first) == ["main"] and branches(second) == ["main"]
