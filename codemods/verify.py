@@ -172,7 +172,7 @@ def verify(
     flags: tuple[str, ...] = DEFAULT_FLAGS,
     extra_includes: tuple[str, ...] = (),
     stand_ins: bool = False,
-    empty_kernels: tuple[EmptyKernel, ...] = (),
+    half_patched: tuple[EmptyKernel, ...] = (),
 ) -> VerifyReport:
     """Compare the preprocessed base and work versions of `changed` on every arch of `archs`.
 
@@ -182,7 +182,7 @@ def verify(
     roots, searched in order, then the absolute folders `extra_includes`.
     `stand_ins` lets a missing third-party header be an empty file (see the
     module docstring). `expected` gives, per target arch name, how many
-    regions it must gain. `empty_kernels` (from `empty_kernels()`) fail
+    regions it must gain. `half_patched` (from `empty_kernels()`) fail
     their arch. `jobs` is the number of parallel nvcc runs (0: one per CPU).
     Falls back to the evaluator when `nvcc` is None or not found.
     """
@@ -212,7 +212,7 @@ def verify(
         verdicts = preprocessor.run(archs, structures, jobs or os.cpu_count() or 1)
         method, preprocessed, cached = "nvcc", preprocessor.preprocessed, preprocessor.cached
     used = preprocessor.stand_ins if method == "nvcc" else []
-    results = [_judge(arch, verdicts[arch], arch in targets, expected, empty_kernels) for arch in archs]
+    results = [_judge(arch, verdicts[arch], arch in targets, expected, half_patched) for arch in archs]
     return VerifyReport(
         results=results,
         method=method,
@@ -282,7 +282,11 @@ def empty_kernels(
     )  # fmt: skip
 
     def analyse(rel: str, in_jit: bool):
-        return scanner._analyse(rel, (root / rel).read_bytes(), context, in_jit)
+        try:
+            data = (root / rel).read_bytes()
+        except OSError:
+            return scanner._FileScan(rel)
+        return scanner._analyse(rel, data, context, in_jit)
 
     specs = []
     for file in sorted((root / layout.jit).rglob("*.py")):
@@ -560,10 +564,10 @@ def _evaluate(structures: dict[str, _FilePair], arch: Arch) -> _Verdict:
 
 
 def _judge(
-    arch: Arch, verdict: _Verdict, target: bool, expected: dict[str, int] | None, empty_kernels=()
+    arch: Arch, verdict: _Verdict, target: bool, expected: dict[str, int] | None, half_patched=()
 ) -> ArchResult:
     result = _compared(arch, verdict, target, expected)
-    result.empty_kernels = [kernel for kernel in empty_kernels if kernel.arch == arch.name]
+    result.empty_kernels = [kernel for kernel in half_patched if kernel.arch == arch.name]
     if result.empty_kernels:
         modules = ", ".join(dict.fromkeys(f"{k.module} ({k.spec})" for k in result.empty_kernels))
         half = (
@@ -1019,11 +1023,16 @@ class _Preprocessor:
         return True  # made now, or by another run after this one started: run again
 
     def _may_stand_in(self, header: str, includer: str) -> bool:
-        """Whether `header` may be a third-party header: `lib/x.h` where `lib` names nothing of the tree's."""
+        """Whether `header` may be a missing third-party header: `lib/x.h` where `lib` names nothing found.
+
+        Nothing of the tree's include roots, of the folders given, or next to
+        the including file: a header missing from those is a real failure.
+        """
         parts = header.split("/")
         if len(parts) < 2 or header.startswith("/") or any(part in ("", ".", "..") for part in parts):
             return False
         folders = [self.root / d if d else self.root for d in self.include_dirs]
+        folders += [Path(folder) for folder in self.extra_includes]
         if includer.startswith(ROOT_TOKEN + "/"):
             folders.append(self.root / posixpath.dirname(_relative(includer)))
         return not any((folder / parts[0]).exists() for folder in folders)

@@ -597,7 +597,7 @@ def verify_repo(
         repo.root, changed, archs, targets, include_dirs, expected=expected, jobs=jobs,
         cache_dir=codemod_home() / "verify-cache", nvcc=nvcc,
         extra_includes=tuple(headers.folders), stand_ins=bool(headers.missing),
-        empty_kernels=tuple(replace(k, file=prefix + k.file) for k in kernels),
+        half_patched=tuple(replace(k, file=prefix + k.file, spec=prefix + k.spec) for k in kernels),
     )
     return report, VerifyContext(repo, recipe_name, base_sha, targets, expected, headers)
 
