@@ -376,9 +376,15 @@ def verify(
     arch: Optional[str] = typer.Option(None, "--arch", help="Target arch (default: the recipe's), e.g. sm_120, 12.0, 120."),
     archs: Optional[str] = typer.Option(None, "--archs", help="Archs to preprocess, e.g. sm_80,sm_90,sm_100,sm_120."),
     jobs: int = typer.Option(0, "--jobs", help="Parallel nvcc runs (default: one per CPU)."),
+    include: list[Path] = typer.Option([], "--include", help="A folder of third-party headers the tree lacks, e.g. cutlass/include (repeatable)."),
     fmt: Format = typer.Option(Format.text, "--format", help="text, or json for scripts."),
 ) -> None:
-    """Prove a rewrite: nvcc -E every changed CUDA file per arch, base vs work tree; exit 0 only if non-target archs are identical."""
+    """Prove a rewrite: nvcc -E every changed CUDA file per arch, base vs work tree.
+
+    Exit 0 only when verified: non-target archs identical, targets gained exactly the planned regions, no JIT
+    module half-patched. Exit 1 when an arch FAILs, or when an arch is unknown because a guard deciding the
+    change reads a macro of a missing third-party header (JSON `status`: verified, unknown or failed).
+    """
     from codemods.arch import Arch
 
     target_arch = None
@@ -387,12 +393,16 @@ def verify(
             target_arch = Arch.parse(arch)
         except ArchParseError as exc:
             raise typer.BadParameter(str(exc), param_hint="--arch") from None
-    result, ctx = workflow.verify_repo(repo, recipe_id=recipe, base=base, arch=target_arch, universe=_universe(archs), jobs=jobs)
+    result, ctx = workflow.verify_repo(
+        repo, recipe_id=recipe, base=base, arch=target_arch, universe=_universe(archs), jobs=jobs, includes=include
+    )
     if fmt is Format.json:
         _out(json.dumps(report.verify_json(result, ctx), indent=2) + "\n")
     else:
         for line in report.verify_lines(result, ctx):
             _out(line + "\n")
+    for note in report.verify_notes(result, ctx):
+        err.print(note, markup=False)
     if not result.ok:
         raise typer.Exit(1)
 

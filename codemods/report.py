@@ -162,21 +162,83 @@ def verify_lines(result, ctx) -> list[str]:
         lines.append("  nvcc not found: fell back to codemod's own guard evaluator (guard conditions only, no real preprocessing)")
     for file in result.files:
         lines.append(f"  file: {file}")
+    if result.stand_ins:
+        lines.append(f"  stand-ins (empty, the same on base and work tree): {', '.join(result.stand_ins)}")
     for r in result.results:
-        verdict = "ok  " if r.ok else "FAIL"
+        verdict = {"ok": "ok  ", "FAIL": "FAIL", "unknown": "unknown"}[r.verdict]
         head = f"{verdict} {r.arch:<8} {r.status}"
         if r.target:
-            head += f" (target: expected {r.expected} region(s), gained {len(r.gained)}, lost {len(r.lost)})"
+            if r.expected is None:
+                wanted = "no count expected (a changed guard cannot be evaluated on it)"
+            elif r.expected == 0:
+                wanted = "no region expected (no guard of the changed files was widened for it)"
+            else:
+                wanted = f"expected {r.expected} region(s)"
+            head += f" (target: {wanted}, gained {len(r.gained)}, lost {len(r.lost)})"
         if r.detail:
             head += f": {r.detail}"
+        if r.verdict == "unknown":
+            head += "; unknown: a guard deciding the change reads macros a stood-in header may define"
         lines.append(head)
         for region in r.gained:
             lines.append(f"       + {region.file}:{region.line}  {' '.join(region.text.split())}")
         for region in r.lost:
             lines.append(f"       - {region.file}:{region.line}  {' '.join(region.text.split())}")
-    lines.append("verified: every other arch is byte-identical and the targets gained exactly the planned regions"
-                 if result.ok else "NOT verified: see the FAIL lines above")
+        for doubt in r.unknown:
+            lines.append(f"       ? {doubt.file}:{doubt.line}  {doubt.guard}  (reads {', '.join(doubt.macros)})")
+        for kernel in r.empty_kernels:
+            lines.append(f"       ! {kernel.file}:{kernel.line}  {kernel.guard}  (drops code {kernel.module} needs)")
+    if result.status == "verified":
+        lines.append("verified: every other arch is byte-identical and the targets gained exactly the planned regions"
+                     + (" (with empty stand-ins for the missing third-party headers)" if result.stand_ins else ""))
+    elif result.status == "unknown":
+        lines.append("NOT verified: unknown, the lines marked ? read macros that the missing third-party headers may define")
+    else:
+        lines.append("NOT verified: see the FAIL lines above")
     return lines
+
+
+def verify_notes(result, ctx) -> list[str]:
+    """What stderr says once per run: where the third-party headers came from, half-patched modules, what to do."""
+    headers, notes = ctx.headers, []
+    if headers.kind == "include":
+        notes.append(f"note: third-party headers from --include: {', '.join(headers.folders)}")
+    elif headers.kind == "installed":
+        notes.append(f"note: third-party headers from the installed {headers.installed}: {', '.join(headers.folders)}")
+    if headers.missing and result.method == "nvcc":
+        if result.stand_ins:
+            notes.append(
+                f"note: {', '.join(headers.missing)} missing: preprocessed with empty stand-ins (the same on the base and "
+                f"the work tree) for {len(result.stand_ins)} header(s): {', '.join(result.stand_ins)}"
+            )
+        elif headers.kind == "none" and result.files:
+            notes.append(f"note: {', '.join(headers.missing)} missing; no header of them was needed")
+        if result.stand_ins or any(r.verdict == "unknown" for r in result.results):
+            if headers.submodules:
+                notes.append(
+                    f"hint: for a proof with the real headers: git -C {ctx.repo.root} submodule update --init "
+                    + " ".join(headers.submodules) + " (or pass --include DIR)"
+                )
+            else:
+                notes.append("hint: for a proof with the real headers, pass --include DIR for each missing include folder")
+    kernels = [k for r in result.results for k in r.empty_kernels]
+    if kernels:
+        modules = ", ".join(dict.fromkeys(f"{k.module} ({k.spec})" for k in kernels))
+        archs = ", ".join(dict.fromkeys(k.arch for k in kernels))
+        guards = len({(k.file, k.line) for k in kernels})
+        notes.append(
+            f"error: half-patched: the JIT gate of {modules} admits {archs}, but {guards} guard(s) of its sources "
+            "(the ! lines) compile code out there: the kernels would run without it and return garbage"
+        )
+        if ctx.recipe:
+            notes.append(
+                f"hint: apply the guards too: `codemod revert {ctx.recipe} --repo {ctx.repo.root}`, then "
+                f"`codemod run {ctx.recipe} --repo {ctx.repo.root}` with all its changes (no --only/--skip); "
+                "or keep only the revert"
+            )
+        else:
+            notes.append("hint: widen those guards together with the JIT gate (`codemod run RECIPE` does both), or undo the JIT gate change")
+    return notes
 
 
 def verify_json(result, ctx) -> dict[str, Any]:
@@ -194,10 +256,24 @@ def verify_json(result, ctx) -> dict[str, Any]:
         "flags": result.flags,
         "preprocessed": result.preprocessed,
         "cached": result.cached,
+        "status": result.status,
+        "headers": {
+            "source": ctx.headers.kind,
+            "folders": ctx.headers.folders,
+            "installed": ctx.headers.installed or None,
+            "missing": ctx.headers.missing,
+            "submodules": ctx.headers.submodules,
+            "stand_ins": result.stand_ins,
+        },
         "archs": [
             {
-                "arch": r.arch, "status": r.status, "ok": r.ok, "target": r.target, "expected": r.expected,
-                "gained": [region(g) for g in r.gained], "lost": [region(g) for g in r.lost], "detail": r.detail or None,
+                "arch": r.arch, "status": r.status, "verdict": r.verdict, "ok": r.ok, "target": r.target,
+                "expected": r.expected, "gained": [region(g) for g in r.gained], "lost": [region(g) for g in r.lost],
+                "unknown": [{"file": d.file, "line": d.line, "guard": d.guard, "macros": list(d.macros)} for d in r.unknown],
+                "empty_kernels": [
+                    {"module": k.module, "file": k.file, "line": k.line, "message": k.message} for k in r.empty_kernels
+                ],
+                "detail": r.detail or None,
             }
             for r in result.results
         ],
