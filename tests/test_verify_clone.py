@@ -293,7 +293,8 @@ def test_jit_gate_widened_by_hand_fails(cli, clone):
 
 def test_jit_change_alone_from_a_recipe_fails(cli, clone):
     guards = _guard_lines(clone)
-    assert cli("run", "sm120-enable", "--only", "flashinfer.trtllm-comm-jit", "--repo", clone).exit_code == 0
+    assert cli("run", "sm120-enable", "--only", "flashinfer.trtllm-comm-jit", "--repo", clone).exit_code == 3
+    assert cli("run", "sm120-enable", "--only", "flashinfer.trtllm-comm-jit", "--force", "--repo", clone).exit_code == 0
     result = cli("verify", "--repo", clone, *ARCHS)
     _assert_half_patched(result, guards, f"codemod revert sm120-enable --repo {clone}")
     data = json.loads(cli("verify", "--repo", clone, *ARCHS, "--format", "json").stdout)
