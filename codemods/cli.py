@@ -94,9 +94,23 @@ def _universe(archs: Optional[str]):
         raise typer.BadParameter(str(exc), param_hint="--archs") from None
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            _out(f"codemod {version('codemod')}\n")
+        except PackageNotFoundError:
+            _out("codemod (not installed: running from a source tree)\n")
+        raise typer.Exit()
+
+
 @app.callback()
-def _main(debug: bool = typer.Option(False, "--debug", help="Show tracebacks for internal errors.")) -> None:
-    _state["debug"] = debug or bool(os.environ.get("CODEMOD_DEBUG"))
+def _main(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for internal errors (also accepted after the command)."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    _state["debug"] = debug or _state["debug"] or bool(os.environ.get("CODEMOD_DEBUG"))
 
 
 @app.command("list")
@@ -114,6 +128,8 @@ def _targets(repos: list[Path], packages: list[str], python: Optional[str]) -> l
     roots = [(path, None) for path in repos] + [
         (packages_mod.folder(name, python), packages_mod.project_of(name)) for name in packages
     ]
+    for root, project in roots[len(repos):]:
+        _by_package[str(root)] = project or ""
     if not roots:
         raise typer.BadParameter("give --repo PATH or --package NAME (repeatable)")
     return roots
@@ -232,7 +248,16 @@ def _render_result(chosen, root: Path, result, universe, cache) -> None:
         err.print(f"[bold]warning:[/] half-patch applied with --force: {reason}; `codemod verify` will fail this tree")
     _render_cache(cache)
     if result.status == "applied":
-        err.print(f"this is an experiment: benchmark it; to back it out: codemod revert {chosen.id} --repo {root}")
+        err.print(f"this is an experiment: benchmark it; to back it out: codemod revert {chosen.id} {_where_option(root, result)}")
+
+
+def _where_option(root: Path, result) -> str:
+    """How the user named this target: --package NAME for an installed package, else --repo PATH."""
+    project = result.plan.target.project.name
+    return f"--package {project}" if _by_package.get(str(root)) == project else f"--repo {root}"
+
+
+_by_package: dict[str, str] = {}  # folder -> project, for the targets named with --package
 
 
 def _render_cache(cache) -> None:
@@ -272,7 +297,13 @@ def _ask_each(changes):
         _print_diff(report.unified_diff(change.file, change.before, change.after, change.edits))
         answer = ""
         while answer not in ("y", "n", "a", "q"):
-            answer = typer.prompt("apply this change? [y]es [n]o [a]ll [q]uit", err=True).strip().lower()[:1]
+            try:
+                answer = typer.prompt("apply this change? [y]es [n]o [a]ll [q]uit", err=True).strip().lower()[:1]
+            except typer.Abort:  # end of input (or Ctrl-C): stop without applying anything
+                raise errors.BadUsage(
+                    "no answer at the --interactive prompt (end of input); nothing was applied",
+                    hint="answer y/n/a/q for each change, or use --only/--skip in scripts",
+                ) from None
         if answer == "q":
             break
         if answer in ("y", "a"):
@@ -342,13 +373,22 @@ def revert(
     keep_commits: bool = typer.Option(False, "--keep-commits", help="Keep your commits on the codemod branch; undo only codemod's with git revert."),
     forget: bool = typer.Option(False, "--forget", help="Installed packages only: drop codemod's record without touching the files."),
     clear_jit_cache: bool = typer.Option(False, "--clear-jit-cache", help="Remove FlashInfer's cached builds of the JIT modules the recipe changed."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Check and say what the revert would do (and which JIT builds it would remove); write nothing."),
     recipes_dir: list[Path] = typer.Option([], "--recipes", help="Extra folder of recipe .toml files."),
 ) -> None:
     """Back a recipe out: check out the recorded base and delete the codemod branch."""
     spots = _targets(repo, package, python)
-    for root, result in workflow.revert_many(recipe, spots, keep_commits=keep_commits, forget=forget, notify=_notify):
+    reverted = workflow.revert_many(recipe, spots, keep_commits=keep_commits, forget=forget, notify=_notify, dry_run=dry_run)
+    for root, result in reverted:
         r = result.record
-        if result.mode == "recovered":
+        if result.mode == "would-forget":
+            err.print(f"would forget codemod's record of {root}; no file would be touched; nothing written")
+        elif result.mode == "would-revert-commits":
+            err.print(f"would revert {len(result.reverted)} codemod commit(s) on {r.branch} with git revert, keeping your {len(r.foreign)}; nothing written")
+        elif result.mode == "would-delete-branch":
+            where = f"check out {result.checked_out}, " if result.checked_out else ""
+            err.print(f"would revert {recipe} in {root}: {where}delete branch {r.branch} ({len(result.reverted)} commit(s)); nothing written")
+        elif result.mode == "recovered":
             err.print(f"reverted {recipe} in {root}: the interrupted operation was put back to its base")
         elif result.mode == "forgotten":
             err.print(f"forgot codemod's record of {root}; no file was touched")
@@ -364,7 +404,7 @@ def revert(
         except errors.CodemodError:
             continue
         modules = list(dict.fromkeys(m for c in chosen.changes if c.project == target.project.name for m in c.jit_modules))
-        _render_cache(_jit_cache(modules, target, clear_jit_cache, False))
+        _render_cache(_jit_cache(modules, target, clear_jit_cache, dry_run))
 
 
 @app.command()
@@ -590,6 +630,9 @@ def recipe_test(
 
 
 def main() -> None:
+    if "--debug" in sys.argv[2:]:  # accepted after the command too: `codemod run ... --debug`
+        sys.argv = [sys.argv[0], *(a for a in sys.argv[1:] if a != "--debug")]
+        _state["debug"] = True
     try:
         app()
     except errors.CodemodError as exc:

@@ -484,8 +484,18 @@ def status(repo_path: Path) -> tuple[Repo, list[Applied], list[str], dict | None
 
 
 def revert(recipe_id: str, repo_path: Path, *, keep_commits: bool = False, forget: bool = False,
-           notify: Callable[[str], None] = lambda message: None) -> RevertResult:
+           notify: Callable[[str], None] = lambda message: None, dry_run: bool = False) -> RevertResult:
     state = state_dir_for(repo_path)
+    if dry_run:  # every check of a real revert, no lock, no journal, nothing written
+        if state is None:
+            open_repo(repo_path)
+        entry = journal.read(state)
+        if entry:
+            raise errors.RevertRefused(
+                f"an interrupted `{entry.get('op')} {entry.get('recipe')}` is recorded here",
+                where=str(repo_path), hint="run the revert without --dry-run: it puts that operation back first",
+            )
+        return _revert_locked(recipe_id, repo_path, keep_commits, forget, state, dry_run=True)
     if state is None:
         open_repo(repo_path)  # raises the precise error
     with journal.locked(state, f"revert {recipe_id}") as stale:
@@ -500,12 +510,15 @@ def revert(recipe_id: str, repo_path: Path, *, keep_commits: bool = False, forge
         return _revert_locked(recipe_id, repo_path, keep_commits, forget, state)
 
 
-def _revert_locked(recipe_id: str, repo_path: Path, keep_commits: bool, forget: bool, state: Path) -> RevertResult:
+def _revert_locked(recipe_id: str, repo_path: Path, keep_commits: bool, forget: bool, state: Path,
+                   dry_run: bool = False) -> RevertResult:
     repo = open_repo(repo_path)
     if forget:
         if not repo.shadow:
             raise errors.RevertRefused("--forget only applies to folders outside git (installed packages)", where=str(repo.root))
         records = [r for r in repo.applied() if r.recipe == recipe_id]
+        if dry_run:
+            return RevertResult(records[0] if records else Applied(recipe_id, "", "", ""), "would-forget")
         repo.forget()
         return RevertResult(records[0] if records else Applied(recipe_id, "", "", ""), "forgotten")
     repo.refuse_busy()
@@ -543,6 +556,11 @@ def _revert_locked(recipe_id: str, repo_path: Path, keep_commits: bool, forget: 
             where=str(repo.root),
             hint="commit or stash them first; revert never discards your edits",
         )
+    if dry_run:
+        base_exists = bool(record.base_ref) and repo.branch_exists(record.base_ref)
+        checked_out = "" if keep_commits or not record.current else (record.base_ref if base_exists else record.base_sha)
+        return RevertResult(record, "would-revert-commits" if keep_commits else "would-delete-branch",
+                            checked_out=checked_out, reverted=[c.sha for c in record.commits])
     if keep_commits:
         if not record.current:
             repo.checkout(record.branch)

@@ -1,0 +1,69 @@
+"""The CLI reads well: --version, --debug anywhere, revert --dry-run, end of input at a prompt, hints that name what you typed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from conftest import IDENTITY, ROOT, git, tree_digest
+
+
+def refs(repo) -> str:
+    return git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
+
+
+def test_version(cli):
+    from importlib.metadata import version
+
+    result = cli("--version")
+    assert result.exit_code == 0 and result.stdout == f"codemod {version('codemod')}\n"
+
+
+def test_debug_after_the_command_is_accepted(tmp_path):
+    env = {**os.environ, **IDENTITY, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "codemods.cli", "status", "--repo", str(tmp_path / "nowhere"), "--debug"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 5 and "No such option" not in proc.stderr and "path does not exist" in proc.stderr
+
+
+def test_revert_dry_run_says_what_it_would_do_and_writes_nothing(cli, example_repo):
+    repo = example_repo("flashinfer")
+    assert cli("run", "sm120-enable", "--repo", repo).exit_code == 0
+    before, before_refs = tree_digest(repo), refs(repo)
+    result = cli("revert", "sm120-enable", "--repo", repo, "--dry-run", "--clear-jit-cache")
+    assert result.exit_code == 0, result.output
+    assert "would revert sm120-enable" in result.stderr and "delete branch codemod/sm120-enable (2 commit(s))" in result.stderr
+    assert tree_digest(repo) == before and refs(repo) == before_refs
+    assert not (repo / ".git" / "codemod" / "lock").exists() or (repo / ".git" / "codemod" / "lock").read_text() == ""
+    nothing = cli("revert", "sm120-enable", "--repo", example_repo("sglang"), "--dry-run")
+    assert nothing.exit_code == 7 and "not applied here" in nothing.stderr
+
+
+def test_end_of_input_at_the_prompt_applies_nothing(cli, example_repo):
+    repo = example_repo("sglang")
+    before, before_refs = tree_digest(repo), refs(repo)
+    result = cli("run", "sm120-enable", "--repo", repo, "--interactive", input="y\n")
+    assert result.exit_code == 2, result.output
+    assert "end of input" in result.stderr and "Aborted" not in result.output
+    assert tree_digest(repo) == before and refs(repo) == before_refs
+
+
+def test_back_out_hint_names_the_package(cli, tmp_path, monkeypatch):
+    import shutil
+
+    from conftest import EXAMPLES
+
+    site = tmp_path / "site"
+    shutil.copytree(EXAMPLES / "flashinfer" / "flashinfer", site / "flashinfer")
+    shutil.copytree(EXAMPLES / "flashinfer" / "include", site / "flashinfer" / "data" / "include")
+    info = site / "flashinfer_python-0.6.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: flashinfer-python\nVersion: 0.6.3\n")
+    (info / "RECORD").write_text("")
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    result = cli("run", "sm120-enable", "--package", "flashinfer", "--python", sys.executable)
+    assert result.exit_code == 0, result.output
+    assert "codemod revert sm120-enable --package flashinfer" in result.stderr
