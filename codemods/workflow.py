@@ -37,7 +37,7 @@ class RunResult:
 
 def prepare(recipe: Recipe, repo_path: Path, universe: tuple[Arch, ...] = DEFAULT_ARCHS,
             only: list[str] | None = None, skip: list[str] | None = None, project: str | None = None,
-            force: bool = False):
+            force: bool = False, offer_off: bool = False):
     """Recognise the project at repo_path and plan the recipe. Writes nothing, creates nothing.
 
     Returns (repo or None, plan, prefix): the repo is None when the folder is
@@ -48,7 +48,7 @@ def prepare(recipe: Recipe, repo_path: Path, universe: tuple[Arch, ...] = DEFAUL
     names = [project] if project else sorted({c.project for c in recipe.changes})
     target = recipes.detect(repo_path.resolve(), names)
     repo = None if ShadowRepo.wanted(repo_path) and not ShadowRepo.location(repo_path).joinpath("git").is_dir() else open_repo(repo_path)
-    plan = recipes.plan(recipe, target, universe, only, skip, read=files.reader(target.root), force=force)
+    plan = recipes.plan(recipe, target, universe, only, skip, read=files.reader(target.root), force=force, offer_off=offer_off)
     prefix = ""
     if repo is not None:
         rel = repo.rel(target.root)
@@ -72,8 +72,12 @@ def commit_message(plan: Plan, change: PlannedChange, prefix: str, base: str) ->
     body = [f"codemod({plan.recipe.id}): {change.change.title}", ""]
     if change.change.why:
         body += [change.change.why, ""]
-    body.append(f"Gates widened to admit {targets}:")
+    if change.rewrites:
+        body.append("Replaced (host code, the same on every arch):")
+        body += [f"  {prefix}{change.file}:{line}  {before}  ->  {after}" for line, before, after in change.rewrites]
     changed = [gc for gc in change.gates if gc.outcome == "changed"]
+    if changed or not change.rewrites:
+        body.append(f"Gates widened to admit {targets}:")
     for gc in changed[:_LISTED_GATES]:
         body.append(f"  {prefix}{change.file}:{gc.gate.line}  {' '.join(gc.gate.text.split())}  ->  {' '.join(gc.after_text.split())}")
     if len(changed) > _LISTED_GATES:
@@ -140,7 +144,8 @@ def run_many(
 
 
 def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, force=False) -> list[RunResult]:
-    prepared = [(path, *prepare(recipe, path, universe, only, skip, project, force)) for path, project in map(_spot, spots)]
+    offer_off = choose is not None and not only  # --interactive also asks about changes that are off by default
+    prepared = [(path, *prepare(recipe, path, universe, only, skip, project, force, offer_off)) for path, project in map(_spot, spots)]
     failed = [plan for _, _, plan, _ in prepared if plan.failed]
     if failed:
         raise failed_error(failed)
@@ -484,6 +489,7 @@ class VerifyContext:
     base_sha: str
     targets: tuple[Arch, ...]
     expected: dict[str, int]
+    intended: list[tuple[str, str, list[int]]] = field(default_factory=list)  # (change id, file, base lines) compared as made
 
 
 def verify_repo(
@@ -532,12 +538,16 @@ def verify_repo(
     include_dirs = [f"{prefix}{d}" for d in target.layout.include_dirs if (target.root / d).is_dir()]
     changed: dict[str, tuple[bytes, bytes]] = {}
     expected: dict[str, int] = {}
+    intended: list[tuple[str, str, list[int]]] = []
     for rel in repo.changed_since(base_sha):
         if not verifier.is_cuda_source(rel):
             continue
         path = repo.root / rel
         before = repo.show(base_sha, rel) or b""
         after = path.read_bytes() if path.is_file() else b""
+        if before and after and rel.startswith(prefix):
+            before, made = _intended(recipe_name, recipes_dirs, target, rel[len(prefix):], before, after)
+            intended += [(change_id, rel, lines) for change_id, lines in made]
         changed[rel] = (before, after)
         gates_before = cuda_guard.find(before, tuple(universe) + targets) if before else []
         gates_after = cuda_guard.find(after, tuple(universe) + targets) if after else []
@@ -551,4 +561,13 @@ def verify_repo(
         repo.root, changed, archs, targets, include_dirs, expected=expected, jobs=jobs,
         cache_dir=codemod_home() / "verify-cache", nvcc=nvcc,
     )
-    return report, VerifyContext(repo, recipe_name, base_sha, targets, expected)
+    return report, VerifyContext(repo, recipe_name, base_sha, targets, expected, intended)
+
+
+def _intended(recipe_name: str, recipes_dirs, target, file: str, base: bytes, work: bytes):
+    """The base with the recipe's host-side (edit-kind) changes that the work tree has, and which they are."""
+    try:
+        recipe = recipes.find_recipe(recipe_name, recipes_dirs) if recipe_name else None
+    except errors.CodemodError:
+        recipe = None
+    return recipes.intended_rewrites(recipe, target, file, base, work) if recipe is not None else (base, [])
