@@ -415,7 +415,7 @@ def _load_change(path, text, n, raw, kinds, seen) -> Change:
     for location in at or [Location(raw["file"], selector)]:
         missing = sorted(required_selectors(module) - set(location.selector))
         if missing:
-            raise _invalid(path, text, "[[change]]", f"change {raw['id']!r}: kind {kind} needs {', '.join(missing)}", f'add `{missing[0]} = ...`', n)
+            raise _invalid(path, text, "kind", f"change {raw['id']!r}: kind {kind} needs {', '.join(missing)}", f'add `{missing[0]} = ...`', n)
     return Change(
         id=raw["id"], project=raw["project"], file=raw["file"], kind=kind,
         title=raw.get("title", raw["id"]), why=raw.get("why", ""), selector=selector,

@@ -69,10 +69,12 @@ def rewrite(
     missing = []
     for pair in replace:
         old, new = _expression(pair["from"], language), _expression(pair["to"], language)
-        olds = _matches(bodies, old, within)
+        news = _matches(bodies, new, within)
+        # a `from` inside a `to` (n * 2 -> n * 2 + 1) is the replacement already made
+        olds = [m for m in _matches(bodies, old, within) if not any(_inside(m, n) for n in news)]
         if olds:
             edits += [_edit(leaves, old, new, pair["to"].encode()) for leaves in olds]
-        elif not _matches(bodies, new, within):
+        elif not news:
             missing.append(pair)
     if missing:
         where = f" in a subscript of {within}" if within else ""
@@ -248,6 +250,10 @@ def _matches(bodies, wanted: list[_Token], within: str) -> list[list[_Token]]:
                     continue
             stack.extend(node.children)
     return [found[span] for span in sorted(found)]
+
+
+def _inside(tokens: list[_Token], outer: list[_Token]) -> bool:
+    return outer[0].start <= tokens[0].start and tokens[-1].end <= outer[-1].end
 
 
 def _in_subscript_of(node: tree_sitter.Node, array: str) -> bool:
