@@ -227,3 +227,31 @@ def test_real_flashinfer_063_gets_upstreams_two_index_expressions(cli, real_unpa
     assert indices(added) == indices(UPSTREAM_ADDED) == ["i + MAX_RANKS_PER_NODE", "i + MAX_RANKS_PER_NODE * 2"]
     assert [a[: len(u)] for a, u in zip(added, UPSTREAM_ADDED)] == UPSTREAM_ADDED, "upstream's lines, before its reflow"
     assert indices(removed) == ["i + tp_size", "i + tp_size * 2"]
+
+
+def test_doctor_advice_names_the_lamport_fix_and_the_upgrade(cli, tmp_path):
+    from conftest import EXAMPLES
+
+    crash = cli("doctor", EXAMPLES / "logs" / "sglang-tp8-sm120-crash.log")
+    assert crash.exit_code == 1
+    why = next(line for line in crash.stdout.splitlines() if line.startswith("  why: "))
+    assert "(cuda-illegal-address)" in why and "stride tp_size" in why and "MAX_RANKS_PER_NODE" in why
+    assert "Upgrade to FlashInfer 0.6.17 or later" in why and LAMPORT in why and "--interactive" in why
+
+    log = tmp_path / "nan.log"
+    log.write_text(
+        "[2026-02-03 10:00:00 TP0] Decode batch. #running-req: 1, gen throughput (token/s): 10.0\n"
+        "[2026-02-03 10:00:01 TP0] Detected errors during sampling! NaN in the logits.\n"
+        "[2026-02-03 10:00:01 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/sglang/srt/layers/sampler.py", line 63, in _preprocess_logits\n'
+        "ValueError: Detected errors during sampling! NaN in the logits.\n"
+    )
+    nan = cli("doctor", log)
+    assert nan.exit_code == 1
+    assert "verdict: crashed (line 5 in TP0: ValueError: Detected errors during sampling! NaN in the logits.)" in nan.stdout
+    why = next(line for line in nan.stdout.splitlines() if line.startswith("  why: "))
+    assert "(nan-in-logits)" in why and "garbage" in why and "0.6.17" in why and LAMPORT in why
+
+    warned = tmp_path / "warned.log"
+    warned.write_text("".join(log.read_text().splitlines(keepends=True)[:2]))
+    assert cli("doctor", warned).exit_code == 0, "the warning alone (no crash-on-warnings) is no crash"
