@@ -227,6 +227,11 @@ def test_real_flashinfer_063_gets_upstreams_two_index_expressions(cli, real_unpa
     assert indices(added) == indices(UPSTREAM_ADDED) == ["i + MAX_RANKS_PER_NODE", "i + MAX_RANKS_PER_NODE * 2"]
     assert [a[: len(u)] for a, u in zip(added, UPSTREAM_ADDED)] == UPSTREAM_ADDED, "upstream's lines, before its reflow"
     assert indices(removed) == ["i + tp_size", "i + tp_size * 2"]
+    # The real wrapper includes tvm-ffi headers that are not in the wheel; it needs no preprocessing: only the intended edit changed it.
+    proof = cli("verify", "--repo", repo, "--format", "json")
+    assert proof.exit_code == 0, proof.output
+    data = json.loads(proof.stdout)
+    assert data["ok"] and data["files"] == [] and data["intended"] == [{"change": LAMPORT, "file": cu, "lines": [149, 151]}]
 
 
 def test_doctor_advice_names_the_lamport_fix_and_the_upgrade(cli, tmp_path):
