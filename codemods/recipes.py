@@ -242,7 +242,7 @@ def _release(version: str) -> tuple[tuple[int, ...], bool] | None:
     if match is None:
         return None
     rest = match.group(2).lower()
-    return tuple(int(n) for n in match.group(1).split(".")), bool(re.match(r"^[.-]?(?:a|b|c|rc|alpha|beta|pre|preview|dev)", rest))
+    return tuple(int(n) for n in match.group(1).split(".")), bool(re.match(r"^[._-]?(?:a|b|c|rc|alpha|beta|pre|preview|dev)(?:[._-]?\d|$)", rest))
 
 
 def _older(version: str, than: str) -> bool | None:
@@ -268,6 +268,7 @@ def upstream_advice(recipe: Recipe, target: "Target") -> list[str]:
         pr = f" (PR {up.pr})" if up.pr else ""
         ships = f": {up.ships}" if up.ships else ""
         title = target.project.title
+        unknown = f"its version {version!r} cannot be compared" if version else "its version is unknown here: no version file"
         if older:
             out.append(
                 f"upgrade {title} to {up.fixed_in} or later: this tree is {title} {version}, and {up.fixed_in}+ ships "
@@ -275,7 +276,7 @@ def upstream_advice(recipe: Recipe, target: "Target") -> list[str]:
             )
         else:
             out.append(
-                f"if this {title} is older than {up.fixed_in} (its version is unknown here: no version file), upgrade it to "
+                f"if this {title} is older than {up.fixed_in} ({unknown}), upgrade it to "
                 f"{up.fixed_in} or later, which ships this recipe's {title} changes upstream{pr}{ships}. "
                 "Patch this tree only if you cannot upgrade."
             )

@@ -123,6 +123,20 @@ def test_upgrade_advice_when_the_version_is_unknown_or_new_enough(cli, example_r
     assert data["upstream_advice"] == []
 
 
+@pytest.mark.parametrize(
+    ("version", "advised"),
+    [("0.6.16.post4", True), ("0.6.17rc1", True), ("0.6.17.dev20260801", True), ("0.6.17+cu128", False), ("0.7.0", False)],
+)
+def test_upgrade_advice_compares_releases(cli, example_repo, version, advised):
+    repo = example_repo("flashinfer")
+    (repo / "flashinfer/_build_meta.py").write_text(f'__version__ = "{version}"\n')
+    git(repo, "commit", "-qam", version)
+    data = json.loads(cli("run", "sm120-enable", "--repo", repo, "--dry-run", "--format", "json").stdout)
+    assert bool(data["upstream_advice"]) is advised
+    if advised:
+        assert f"this tree is FlashInfer {version}" in data["upstream_advice"][0]
+
+
 def test_json_carries_the_advice_and_the_rewrites(cli, example_repo):
     repo = example_repo("flashinfer")
     data = json.loads(cli("run", "sm120-enable", "--repo", repo, "--dry-run", "--format", "json", "--only", LAMPORT).stdout)
