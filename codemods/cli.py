@@ -14,6 +14,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from codemods import errors
 from codemods.arch import DEFAULT_ARCHS, ArchParseError, parse_archs
@@ -166,6 +167,9 @@ def run(
     chosen = recipes.find_recipe(recipe, recipes_dir)
     roots = _targets(repo, package, python)
     choose = _ask_each if interactive else None
+    if fmt is Format.text:  # upgrading comes first, before any patching and before the notes
+        for line in _upstream_advice(chosen, roots):
+            err.print(f"[bold]first option:[/] {line}", markup=True, highlight=False)
     if dry_run and fmt is Format.text:
         for note in chosen.notes:
             err.print(f"[bold]note:[/] {note}")
@@ -193,6 +197,7 @@ def run(
         for result, cache in zip(results, caches):
             data = report.plan_json(result.plan, result.prefix, dry_run, None)
             data.update(
+                upstream_advice=recipes.upstream_advice(chosen, result.plan.target),
                 status=result.status, branch=result.branch or None, selected=[c.id for c in result.selected],
                 commits=[{"sha": sha, "change": cid} for sha, cid in result.commits], jit_cache=cache,
                 forced=result.forced,
@@ -208,6 +213,19 @@ def run(
         _print_diff(diff)
     for (root, _), result, cache in zip(roots, results, caches):
         _render_result(chosen, root, result, universe, cache)
+
+
+def _upstream_advice(chosen, roots: list[tuple[Path, Optional[str]]]) -> list[str]:
+    """The recipe's upgrade advice for each tree whose project it can recognise (run reports the others)."""
+    out = []
+    for root, project in roots:
+        try:
+            target = recipes.detect(root.resolve(), [project] if project else sorted({c.project for c in chosen.changes}))
+        except (errors.CodemodError, OSError):
+            continue
+        where = f" ({root})" if len(roots) > 1 else ""
+        out += [escape(line) + where for line in recipes.upstream_advice(chosen, target)]
+    return out
 
 
 def _jit_cache(modules: list[str], target, clear: bool, dry_run: bool) -> dict | None:
@@ -290,10 +308,14 @@ def _ask_each(changes):
     accepted = []
     take_all = False
     for change in changes:
-        if take_all:
+        off = change.change.default == "off"
+        if take_all and not off:  # [a]ll means the recipe's default changes; one that is off by default is still asked
             accepted.append(change)
             continue
-        err.print(f"[bold]{change.id}[/]: {change.change.title}")
+        label = " [dim](off by default)[/]" if off else ""
+        err.print(f"[bold]{escape(change.id)}[/]: {escape(change.change.title)}{label}")
+        if off and change.change.why:
+            err.print(escape(change.change.why))
         _print_diff(report.unified_diff(change.file, change.before, change.after, change.edits))
         answer = ""
         while answer not in ("y", "n", "a", "q"):
@@ -308,7 +330,7 @@ def _ask_each(changes):
             break
         if answer in ("y", "a"):
             accepted.append(change)
-        take_all = answer == "a"
+        take_all = take_all or answer == "a"
     return accepted
 
 

@@ -70,6 +70,7 @@ def plan_json(plan: Plan, prefix: str, dry_run: bool, changes: list[PlannedChang
                 "outcome": c.outcome,
                 "reason": c.reason or None,
                 "gates": gate_rows(plan, [c]),
+                "rewrites": [{"line": line, "before": before, "after": after} for line, before, after in c.rewrites],
             }
             for c in (changes if changes is not None else plan.changes)
         ],
@@ -90,8 +91,10 @@ def summary_lines(plan: Plan, prefix: str = "", selected: list[PlannedChange] | 
             lines.append("          not selected")
             continue
         lines.append(f"{change.outcome:<9} {change.id}: {change.change.title}")
-        if change.outcome in ("failed", "skipped") and not change.gates:
+        if (change.outcome in ("failed", "skipped") or not change.rewrites) and not change.gates and change.reason:
             lines.append(f"          {change.reason}")
+        for line, before, after in change.rewrites:
+            lines.append(f"  {prefix}{change.file}:{line}  {before}  ->  {after}")
         for gc in change.gates:
             before = " ".join(gc.gate.text.split())
             if gc.outcome == "changed":
@@ -164,6 +167,11 @@ def verify_lines(result, ctx) -> list[str]:
         lines.append(f"  file: {file}")
     if result.stand_ins:
         lines.append(f"  stand-ins (empty, the same on base and work tree): {', '.join(result.stand_ins)}")
+    for change_id, file, at in getattr(ctx, "intended", []):
+        lines.append(
+            f"  intended host-side change ({change_id}), on every arch: {file}:{','.join(map(str, at))}; "
+            "the base is compared with it made"
+        )
     for r in result.results:
         verdict = {"ok": "ok  ", "FAIL": "FAIL", "unknown": "unknown"}[r.verdict]
         head = f"{verdict} {r.arch:<8} {r.status}"
@@ -253,6 +261,7 @@ def verify_json(result, ctx) -> dict[str, Any]:
         "base": ctx.base_sha,
         "targets": [a.name for a in ctx.targets],
         "files": result.files,
+        "intended": [{"change": c, "file": f, "lines": at} for c, f, at in getattr(ctx, "intended", [])],
         "flags": result.flags,
         "preprocessed": result.preprocessed,
         "cached": result.cached,

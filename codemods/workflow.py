@@ -43,7 +43,7 @@ class RunResult:
 
 def prepare(recipe: Recipe, repo_path: Path, universe: tuple[Arch, ...] = DEFAULT_ARCHS,
             only: list[str] | None = None, skip: list[str] | None = None, project: str | None = None,
-            force: bool = False):
+            force: bool = False, offer_off: bool = False):
     """Recognise the project at repo_path and plan the recipe. Writes nothing, creates nothing.
 
     Returns (repo or None, plan, prefix): the repo is None when the folder is
@@ -54,7 +54,7 @@ def prepare(recipe: Recipe, repo_path: Path, universe: tuple[Arch, ...] = DEFAUL
     names = [project] if project else sorted({c.project for c in recipe.changes})
     target = recipes.detect(repo_path.resolve(), names)
     repo = None if ShadowRepo.wanted(repo_path) and not ShadowRepo.location(repo_path).joinpath("git").is_dir() else open_repo(repo_path)
-    plan = recipes.plan(recipe, target, universe, only, skip, read=files.reader(target.root), force=force)
+    plan = recipes.plan(recipe, target, universe, only, skip, read=files.reader(target.root), force=force, offer_off=offer_off)
     prefix = ""
     if repo is not None:
         rel = repo.rel(target.root)
@@ -78,8 +78,12 @@ def commit_message(plan: Plan, change: PlannedChange, prefix: str, base: str, ha
     body = [f"codemod({plan.recipe.id}): {change.change.title}", ""]
     if change.change.why:
         body += [change.change.why, ""]
-    body.append(f"Gates widened to admit {targets}:")
+    if change.rewrites:
+        body.append("Replaced (host code, the same on every arch):")
+        body += [f"  {prefix}{change.file}:{line}  {before}  ->  {after}" for line, before, after in change.rewrites]
     changed = [gc for gc in change.gates if gc.outcome == "changed"]
+    if changed or not change.rewrites:
+        body.append(f"Gates widened to admit {targets}:")
     for gc in changed[:_LISTED_GATES]:
         body.append(f"  {prefix}{change.file}:{gc.gate.line}  {' '.join(gc.gate.text.split())}  ->  {' '.join(gc.after_text.split())}")
     if len(changed) > _LISTED_GATES:
@@ -150,7 +154,8 @@ def run_many(
 
 
 def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, force=False, notify=lambda m: None) -> list[RunResult]:
-    prepared = [(path, *prepare(recipe, path, universe, only, skip, project, force)) for path, project in map(_spot, spots)]
+    offer_off = choose is not None and not only  # --interactive also asks about changes that are off by default
+    prepared = [(path, *prepare(recipe, path, universe, only, skip, project, force, offer_off)) for path, project in map(_spot, spots)]
     failed = [plan for _, _, plan, _ in prepared if plan.failed]
     if failed:
         raise failed_error(failed)
@@ -615,6 +620,7 @@ class VerifyContext:
     targets: tuple[Arch, ...]
     expected: dict[str, int]
     headers: HeaderSource = field(default_factory=lambda: HeaderSource("tree"))
+    intended: list[tuple[str, str, list[int]]] = field(default_factory=list)  # (change id, file, base lines) compared as made
 
 
 def verify_repo(
@@ -677,6 +683,7 @@ def verify_repo(
     changed: dict[str, tuple[bytes, bytes]] = {}
     expected: dict[str, int] = {a.name: 0 for a in targets}
     uncounted: set[str] = set()  # targets whose gained regions cannot be counted from the guards
+    intended: list[tuple[str, str, list[int]]] = []
     touched = repo.changed_since(base_sha)
     for rel in touched:
         if not verifier.is_cuda_source(rel):
@@ -684,6 +691,11 @@ def verify_repo(
         path = repo.root / rel
         before = repo.show(base_sha, rel) or b""
         after = path.read_bytes() if path.is_file() else b""
+        if before and after and rel.startswith(prefix):
+            before, made = _intended(recipe_name, recipes_dirs, target, rel[len(prefix):], before, after)
+            intended += [(change_id, rel, lines) for change_id, lines in made]
+            if made and before == after:
+                continue  # nothing but the intended change: the same bytes preprocess the same on every arch
         changed[rel] = (before, after)
         try:
             gates_before = cuda_guard.find(before, tuple(universe) + targets) if before else []
@@ -716,7 +728,7 @@ def verify_repo(
         extra_includes=tuple(headers.folders), stand_ins=bool(headers.missing),
         half_patched=tuple(replace(k, file=prefix + k.file, spec=prefix + k.spec) for k in kernels),
     )
-    return report, VerifyContext(repo, recipe_name, base_sha, targets, expected, headers)
+    return report, VerifyContext(repo, recipe_name, base_sha, targets, expected, headers, intended)
 
 
 def _third_party_headers(repo: Repo, target: recipes.Target, prefix: str, includes: list[Path]) -> HeaderSource:
@@ -770,3 +782,12 @@ def _submodules_holding(repo: Repo, roots: list[str]) -> list[str]:
         return []
     paths = [match.strip() for match in re.findall(r"^\s*path\s*=\s*(.+)$", text, re.M)]
     return [p for p in paths if any(root == p or root.startswith(p.rstrip("/") + "/") for root in roots)]
+
+
+def _intended(recipe_name: str, recipes_dirs, target, file: str, base: bytes, work: bytes):
+    """The base with the recipe's host-side (edit-kind) changes that the work tree has, and which they are."""
+    try:
+        recipe = recipes.find_recipe(recipe_name, recipes_dirs) if recipe_name else None
+    except errors.CodemodError:
+        recipe = None
+    return recipes.intended_rewrites(recipe, target, file, base, work) if recipe is not None else (base, [])
