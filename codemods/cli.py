@@ -66,21 +66,33 @@ def _print_diff(diff: str) -> None:
         _out(diff)
 
 
-def _report_error(exc: errors.CodemodError) -> None:
+SCHEMA_VERSION = 1  # of every --format json document; codemods/schemas/ holds one JSON Schema per command
+
+
+def _document(data: dict) -> dict:
+    """A --format json document: schema_version first, then the command's data."""
+    return {"schema_version": SCHEMA_VERSION, **data}
+
+
+def _report_error(exc: errors.CodemodError, as_json: bool = False) -> None:
     err.print(f"error[{exc.code}]: {exc}", markup=False)
     if exc.hint:
         err.print(f"  hint: {exc.hint}", markup=False)
+    if as_json:  # scripts get the same error as one document on stdout
+        error = {"kind": exc.code, "message": str(exc), "hint": exc.hint, "exit_code": exc.exit_code}
+        _out(json.dumps(_document({"error": error}), indent=2) + "\n")
 
 
 def boundary(command):
-    """Turn a CodemodError into its message on stderr and its exit code."""
+    """Turn a CodemodError into its message on stderr (and a JSON document under --format json) and its exit code."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
         except errors.CodemodError as exc:
-            _report_error(exc)
+            fmt = kwargs.get("fmt")
+            _report_error(exc, as_json=getattr(fmt, "value", fmt) == "json")
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper
@@ -207,7 +219,7 @@ def run(
                 },
             )
             out.append(data)
-        _out(json.dumps(out[0] if len(out) == 1 else {"results": out}, indent=2) + "\n")
+        _out(json.dumps(_document({"results": out}), indent=2) + "\n")
         return
     if dry_run:
         _print_diff(diff)
@@ -382,7 +394,7 @@ def status(
         if drift:
             _out(f"  warning: changed outside codemod (package reinstalled or upgraded?): {', '.join(drift)}\n")
     if fmt is Format.json:
-        _out(json.dumps(out[0] if len(out) == 1 else {"results": out}, indent=2) + "\n")
+        _out(json.dumps(_document({"results": out}), indent=2) + "\n")
 
 
 @app.command()
@@ -459,7 +471,7 @@ def verify(
         repo, recipe_id=recipe, base=base, arch=target_arch, universe=_universe(archs), jobs=jobs, includes=include
     )
     if fmt is Format.json:
-        _out(json.dumps(report.verify_json(result, ctx), indent=2) + "\n")
+        _out(json.dumps(_document(report.verify_json(result, ctx)), indent=2) + "\n")
     else:
         for line in report.verify_lines(result, ctx):
             _out(line + "\n")
@@ -531,7 +543,7 @@ def scan(
                         item["repo"] = str(root)
                     merged.setdefault(key, []).append(item)
         if fmt is ScanFormat.json:
-            merged = {key: merged.get(key, []) for key in ("gates", "skipped", "hazards")}
+            merged = _document({key: merged.get(key, []) for key in ("gates", "skipped", "hazards")})
             _out(scanner.dumps(merged) + "\n")
         else:
             _out(json.dumps({k: v for k, v in merged.items() if v is not None}, indent=2) + "\n")
@@ -606,7 +618,7 @@ def doctor(
             data["comparison"] = core.comparison_json(comparison)
             text += core.comparison_text(comparison, base, recipe, str(repo) if repo else None)
     if fmt is Format.json:
-        _out(json.dumps(data, indent=2) + "\n")
+        _out(json.dumps(_document(data), indent=2) + "\n")
     else:
         _out("".join(line + "\n" for line in text))
     if stopped:
@@ -649,6 +661,25 @@ def recipe_test(
     _out(f"{len(results) - failed} passed, {failed} failed\n")
     if failed:
         raise typer.Exit(1)
+
+
+_SCHEMAS = ("run", "status", "scan", "verify", "doctor", "error")
+
+
+@app.command()
+@boundary
+def schema(
+    command: str = typer.Argument(..., help=f"One of: {', '.join(_SCHEMAS)} (error: what any command prints on failure)."),
+) -> None:
+    """Print the JSON Schema of a command's --format json output.
+
+    Example: codemod schema run > run.schema.json
+    """
+    if command not in _SCHEMAS:
+        raise errors.BadUsage(f"no schema for {command!r}", hint=f"choose one of: {', '.join(_SCHEMAS)}")
+    from importlib.resources import files as resources
+
+    _out(resources("codemods").joinpath("schemas").joinpath(f"{command}.schema.json").read_text(encoding="utf-8"))
 
 
 def main() -> None:

@@ -98,7 +98,7 @@ def test_dry_run_says_the_real_run_will_refuse_a_dirty_target(cli, example_repo)
     dry = cli("run", "sm120-enable", "--repo", repo, "--dry-run")
     assert dry.exit_code == 0, dry.output
     assert "the real run will refuse (exit 4)" in dry.stderr and COMM in dry.stderr
-    data = json.loads(cli("run", "sm120-enable", "--repo", repo, "--dry-run", "--format", "json").stdout)
+    data = json.loads(cli("run", "sm120-enable", "--repo", repo, "--dry-run", "--format", "json").stdout)["results"][0]
     assert data["would_refuse"]["exit_code"] == 4 and data["would_refuse"]["kind"] == "dirty-tree"
     real = cli("run", "sm120-enable", "--repo", repo)
     assert real.exit_code == 4
@@ -107,5 +107,5 @@ def test_dry_run_says_the_real_run_will_refuse_a_dirty_target(cli, example_repo)
 
 def test_clean_dry_run_predicts_no_refusal(cli, example_repo):
     repo = example_repo("flashinfer")
-    data = json.loads(cli("run", "sm120-enable", "--repo", repo, "--dry-run", "--format", "json").stdout)
+    data = json.loads(cli("run", "sm120-enable", "--repo", repo, "--dry-run", "--format", "json").stdout)["results"][0]
     assert data["would_refuse"] is None

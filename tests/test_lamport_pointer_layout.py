@@ -119,7 +119,7 @@ def test_upgrade_advice_when_the_version_is_unknown_or_new_enough(cli, example_r
     git(repo, "commit", "-qam", "0.6.17")
     new = cli("run", "sm120-enable", "--repo", repo, "--dry-run")
     assert new.exit_code == 0 and "first option" not in new.stderr and "upgrade" not in new.stderr.split("note:")[0]
-    data = json.loads(cli("run", "sm120-enable", "--repo", repo, "--dry-run", "--format", "json").stdout)
+    data = json.loads(cli("run", "sm120-enable", "--repo", repo, "--dry-run", "--format", "json").stdout)["results"][0]
     assert data["upstream_advice"] == []
 
 
@@ -131,7 +131,7 @@ def test_upgrade_advice_compares_releases(cli, example_repo, version, advised):
     repo = example_repo("flashinfer")
     (repo / "flashinfer/_build_meta.py").write_text(f'__version__ = "{version}"\n')
     git(repo, "commit", "-qam", version)
-    data = json.loads(cli("run", "sm120-enable", "--repo", repo, "--dry-run", "--format", "json").stdout)
+    data = json.loads(cli("run", "sm120-enable", "--repo", repo, "--dry-run", "--format", "json").stdout)["results"][0]
     assert bool(data["upstream_advice"]) is advised
     if advised:
         assert f"this tree is FlashInfer {version}" in data["upstream_advice"][0]
@@ -139,7 +139,7 @@ def test_upgrade_advice_compares_releases(cli, example_repo, version, advised):
 
 def test_json_carries_the_advice_and_the_rewrites(cli, example_repo):
     repo = example_repo("flashinfer")
-    data = json.loads(cli("run", "sm120-enable", "--repo", repo, "--dry-run", "--format", "json", "--only", LAMPORT).stdout)
+    data = json.loads(cli("run", "sm120-enable", "--repo", repo, "--dry-run", "--format", "json", "--only", LAMPORT).stdout)["results"][0]
     assert data["upstream_advice"][0].startswith("upgrade FlashInfer to 0.6.17 or later")
     (change,) = data["changes"]
     assert change["id"] == LAMPORT and change["gates"] == []

@@ -372,7 +372,7 @@ def test_json_shape_with_two_repos(cli, tmp_path):
     result = cli("scan", "--repo", first, "--repo", second, "--format", "json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert list(data) == ["gates", "skipped", "hazards"]
+    assert list(data) == ["schema_version", "gates", "skipped", "hazards"]
     one, two = data["gates"]
     assert one == {
         "file": "k.cu", "line": 1, "kind": "cuda_guard", "text": "__CUDA_ARCH__ >= 900",
