@@ -531,7 +531,12 @@ def scan(
     else:
         merged: dict = {}
         for root, result in results:
-            data = scanner.to_json(result) if fmt is ScanFormat.json else scanner.to_sarif(result)
+            if fmt is ScanFormat.json:
+                data = scanner.to_json(result)
+            else:
+                from codemods.repo import provenance
+
+                data = scanner.to_sarif(result, provenance(Path(root)))
             if fmt is ScanFormat.sarif:
                 merged.setdefault("$schema", data.get("$schema"))
                 merged.setdefault("version", data["version"])

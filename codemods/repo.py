@@ -494,3 +494,27 @@ class ShadowRepo(Repo):
 
     def tracked_files(self) -> list[str]:
         return [p for p in self.g.ls_files("-z").split("\0") if p]
+
+
+def provenance(path: Path) -> dict | None:
+    """Where path sits in git, for reports: the work tree's top folder, and its remote, commit and branch.
+
+    None outside git. Reads only; never fails a command (an unreadable repository gives None).
+    """
+    try:
+        found = git.Repo(path, search_parent_directories=True)
+        if found.bare or found.working_tree_dir is None:
+            return None
+        info: dict = {"root": str(Path(found.working_tree_dir).resolve())}
+        try:
+            info["revision"] = found.head.commit.hexsha
+        except ValueError:
+            return info
+        info["branch"] = None if found.head.is_detached else found.active_branch.name
+        remote = next(iter(found.remotes), None)
+        if remote is not None:
+            url = next(iter(remote.urls), "")
+            info["remote"] = re.sub(r"//[^/@]+@", "//", url)  # never print credentials
+        return info
+    except (git.GitError, OSError, ValueError):
+        return None

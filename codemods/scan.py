@@ -1091,6 +1091,7 @@ def _record(rel: str, gate: Gate, arch: Arch) -> dict:
         "line": gate.line,
         "kind": gate.kind,
         "text": gate.text,
+        "symbol": gate.context,
         "admits": list(admits),
         "unknown": list(unknown),
         "excludes_arch": excludes,
@@ -2385,24 +2386,68 @@ def _tool_version() -> str | None:
         return None
 
 
-def to_sarif(result: ScanResult) -> dict:
-    """The scan as a SARIF 2.1.0 log: one run, rules gate-excludes-arch, empty-kernel, unsupported-instruction."""
+# What a reader of each rule does about a result (SARIF `help`, required by GitHub code scanning).
+RULE_HELP = {
+    "gate-excludes-arch": (
+        "GateExcludesArch",
+        "If the feature should run on this GPU, widen the gate with a recipe (`codemod run RECIPE --dry-run` "
+        "shows the edit); if the guarded code uses instructions the arch lacks (widenable: false), leave it.",
+    ),
+    "empty-kernel": (
+        "EmptyKernel",
+        "Widen the guard together with the JIT gate (`codemod run RECIPE` applies both), or narrow the JIT "
+        "gate back; `codemod verify` fails a tree in this state.",
+    ),
+    "unsupported-instruction": (
+        "UnsupportedInstruction",
+        "Narrow the guard (or the Python gate that selects the module) so the arch does not compile these "
+        "instructions, or keep the module's JIT gate from building it for this arch.",
+    ),
+}
+INFORMATION_URI = "https://pypi.org/project/codemod/"
+
+
+def _fingerprint(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
+    """The scan as a SARIF 2.1.0 log GitHub code scanning accepts: rules gate-excludes-arch, empty-kernel, unsupported-instruction.
+
+    `provenance` (from repo.provenance: the repository's top folder, and its
+    remote, commit and branch when known) makes every URI relative to the
+    repository root, even when the scanned tree is a subfolder. Each result
+    carries a partial fingerprint that survives line shifts: the rule, the
+    file, the enclosing symbol and the normalized gate text (and which of the
+    identical ones it is).
+    """
     rule_ids = list(RULES)
     driver: dict = {
         "name": "codemod",
+        "informationUri": INFORMATION_URI,
         "rules": [
             {
                 "id": rule,
+                "name": RULE_HELP[rule][0],
                 "shortDescription": {"text": short},
                 "fullDescription": {"text": full},
+                "help": {"text": f"{full} {RULE_HELP[rule][1]}", "markdown": f"**{short}.** {full}\n\n**What to do:** {RULE_HELP[rule][1]}"},
                 "defaultConfiguration": {"level": level},
             }
             for rule, (level, short, full) in RULES.items()
         ],
     }
-    version = _tool_version()
-    if version:
-        driver["version"] = version
+    driver["version"] = _tool_version() or "0+unknown"
+    root = Path(result.root).resolve()
+    top = Path(provenance["root"]) if provenance else root
+    prefix = root.relative_to(top).as_posix() if root != top and top in root.parents else ""
+    prefix = prefix + "/" if prefix else ""
+    seen: dict[str, int] = {}
+
+    def fingerprint(rule: str, where: dict, text: str) -> dict:
+        key = _fingerprint(rule, prefix + where["file"], where.get("symbol") or "", " ".join(text.split()))
+        seen[key] = seen.get(key, 0) + 1
+        return {"codemodGate/v1": f"{key}:{seen[key]}"}
     results = []
     for gate in result.gates:
         if not gate["excludes_arch"]:
@@ -2414,29 +2459,37 @@ def to_sarif(result: ScanResult) -> dict:
             properties["widenable"] = gate["widenable"]
             properties["blockers"] = gate["blockers"]
             text += "; widenable" if gate["widenable"] else f"; not widenable: {'; '.join(gate['blockers'])}"
-        results.append(_sarif_result("gate-excludes-arch", rule_ids, "note", text, gate, properties))
+        results.append(_sarif_result("gate-excludes-arch", rule_ids, "note", text, gate, properties, prefix,
+                                     fingerprint("gate-excludes-arch", gate, gate["text"])))
     for hazard in result.hazards:
         level = "warning" if hazard["potential"] else "error"
         properties = {"potential": hazard["potential"], "module": hazard.get("module")}
         if "tokens" in hazard:
             properties["tokens"] = hazard["tokens"]
-        results.append(_sarif_result(hazard["kind"], rule_ids, level, hazard["message"], hazard, properties))
+        stable = re.sub(r"\b(?:line )?\d+\b", "#", hazard["message"])  # line numbers move; the finding does not
+        results.append(_sarif_result(hazard["kind"], rule_ids, level, hazard["message"], hazard, properties, prefix,
+                                     fingerprint(hazard["kind"], hazard, stable)))
+    run: dict = {
+        "tool": {"driver": driver},
+        "originalUriBaseIds": {"SRCROOT": {"uri": top.as_uri() + "/"}},
+        "results": results,
+        "invocations": [_sarif_invocation(result.skipped, prefix)],
+        "properties": {"arch": result.arch.name},
+    }
+    if provenance and provenance.get("revision"):
+        vcs = {"repositoryUri": provenance.get("remote") or top.as_uri(), "revisionId": provenance["revision"],
+               "mappedTo": {"uriBaseId": "SRCROOT"}}
+        if provenance.get("branch"):
+            vcs["branch"] = provenance["branch"]
+        run["versionControlProvenance"] = [vcs]
     return {
         "$schema": "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json",
         "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {"driver": driver},
-                "originalUriBaseIds": {"SRCROOT": {"uri": Path(result.root).resolve().as_uri() + "/"}},
-                "results": results,
-                "invocations": [_sarif_invocation(result.skipped)],
-                "properties": {"arch": result.arch.name},
-            }
-        ],
+        "runs": [run],
     }
 
 
-def _sarif_invocation(skipped: list[dict]) -> dict:
+def _sarif_invocation(skipped: list[dict], prefix: str = "") -> dict:
     """The run's invocation: each file or folder skipped is a notification (with its reason), so it is not missed."""
     invocation: dict = {"executionSuccessful": True}
     if skipped:
@@ -2447,7 +2500,7 @@ def _sarif_invocation(skipped: list[dict]) -> dict:
                 "locations": [
                     {
                         "physicalLocation": {
-                            "artifactLocation": {"uri": urllib.parse.quote(item["file"]), "uriBaseId": "SRCROOT"}
+                            "artifactLocation": {"uri": urllib.parse.quote(prefix + item["file"]), "uriBaseId": "SRCROOT"}
                         }
                     }
                 ],
@@ -2457,16 +2510,18 @@ def _sarif_invocation(skipped: list[dict]) -> dict:
     return invocation
 
 
-def _sarif_result(rule: str, rule_ids: list[str], level: str, text: str, where: dict, properties: dict) -> dict:
+def _sarif_result(rule: str, rule_ids: list[str], level: str, text: str, where: dict, properties: dict,
+                  prefix: str = "", fingerprints: dict | None = None) -> dict:
     return {
         "ruleId": rule,
         "ruleIndex": rule_ids.index(rule),
         "level": level,
         "message": {"text": text},
+        "partialFingerprints": fingerprints or {},
         "locations": [
             {
                 "physicalLocation": {
-                    "artifactLocation": {"uri": urllib.parse.quote(where["file"]), "uriBaseId": "SRCROOT"},
+                    "artifactLocation": {"uri": urllib.parse.quote(prefix + where["file"]), "uriBaseId": "SRCROOT"},
                     "region": {"startLine": where["line"]},
                 }
             }

@@ -505,7 +505,7 @@ def test_json_shape(tmp_path):
     out = to_json(scan(flashinfer(tmp_path, majors="[9, 10, 12]"), SM120))
     assert list(out) == ["gates", "skipped", "hazards"]
     json.dumps(out)  # plain data
-    keys = {"file", "line", "kind", "text", "admits", "unknown", "excludes_arch"}
+    keys = {"file", "line", "kind", "text", "symbol", "admits", "unknown", "excludes_arch"}
     for gate in out["gates"]:
         expected = keys | (
             {"widenable", "blockers"} if gate["excludes_arch"] and gate["kind"] == "cuda_guard" else set()
@@ -519,6 +519,7 @@ def test_json_shape(tmp_path):
         "line": 1,
         "kind": "cuda_guard",
         "text": "__CUDA_ARCH__ >= 900",
+        "symbol": "",
         "admits": ["sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"],
         "unknown": [],
         "excludes_arch": False,

@@ -360,7 +360,7 @@ KERNEL = """
 # ---------------------------------------------------------------- the CLI: JSON shape, several repos
 
 
-KEYS = {"file", "line", "kind", "text", "admits", "unknown", "excludes_arch"}
+KEYS = {"file", "line", "kind", "text", "symbol", "admits", "unknown", "excludes_arch"}
 
 
 def test_json_shape_with_two_repos(cli, tmp_path):
@@ -375,7 +375,7 @@ def test_json_shape_with_two_repos(cli, tmp_path):
     assert list(data) == ["schema_version", "gates", "skipped", "hazards"]
     one, two = data["gates"]
     assert one == {
-        "file": "k.cu", "line": 1, "kind": "cuda_guard", "text": "__CUDA_ARCH__ >= 900",
+        "file": "k.cu", "line": 1, "kind": "cuda_guard", "text": "__CUDA_ARCH__ >= 900", "symbol": "",
         "admits": ["sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"], "unknown": [],
         "excludes_arch": False, "repo": str(first),
     }  # fmt: skip
