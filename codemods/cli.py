@@ -30,7 +30,8 @@ report = LazyModule("codemods.report")
 workflow = LazyModule("codemods.workflow")
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
     help="Find and rewrite GPU-architecture gates in ML inference stacks, on a git branch you can back out.",
@@ -98,6 +99,26 @@ def boundary(command):
     return wrapper
 
 
+def _complete_recipe(incomplete: str) -> list[str]:
+    """Shell completion: recipe ids (built-in and $CODEMOD_RECIPES)."""
+    try:
+        return [rid for rid in recipes.available_recipes() if rid.startswith(incomplete)]
+    except Exception:  # completion must never print a traceback into the shell
+        return []
+
+
+def _complete_change(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion: the change ids of the recipe already on the command line."""
+    try:
+        line = os.environ.get("COMP_WORDS") or os.environ.get("_TYPER_COMPLETE_ARGS") or ""
+        known = recipes.available_recipes()
+        words = [ctx.params.get("recipe") or "", *line.split()]
+        named = next((w for w in words if w in known or w.endswith(".toml")), "")
+        return [c.id for c in recipes.find_recipe(named).changes if c.id.startswith(incomplete)]
+    except Exception:  # completion must never print a traceback into the shell
+        return []
+
+
 def _universe(archs: Optional[str]):
     if not archs:
         return DEFAULT_ARCHS
@@ -129,9 +150,16 @@ def _main(
 @app.command("list")
 @boundary
 def list_(
-    recipes_dir: list[Path] = typer.Option([], "--recipes", help="Extra folder of recipe .toml files (also $CODEMOD_RECIPES)."),
+    recipes_dir: list[Path] = typer.Option([], "--recipes", metavar="DIR", help="Extra folder of recipe .toml files (also $CODEMOD_RECIPES)."),
 ) -> None:
-    """List the recipes, one line each."""
+    """List the recipes, one line each.
+
+    Examples:
+
+    \b
+      codemod list
+      codemod list --recipes ./my-recipes
+    """
     for recipe in recipes.available_recipes(recipes_dir).values():
         projects = ", ".join(sorted({c.project for c in recipe.changes}))
         _out(f"{recipe.id:<18} {recipe.summary}  [{projects}; {len(recipe.changes)} changes]\n")
@@ -156,23 +184,30 @@ _PYTHON_HELP = "The Python whose installed packages --package means (default: th
 @app.command()
 @boundary
 def run(
-    recipe: str = typer.Argument(..., help="Recipe id (see `codemod list`) or a recipe .toml file."),
-    repo: list[Path] = typer.Option([], "--repo", help=_REPO_HELP),
-    package: list[str] = typer.Option([], "--package", help=_PACKAGE_HELP),
-    python: Optional[str] = typer.Option(None, "--python", help=_PYTHON_HELP),
+    recipe: str = typer.Argument(..., metavar="RECIPE", autocompletion=_complete_recipe, help="Recipe id (see `codemod list`) or a recipe .toml file."),
+    repo: list[Path] = typer.Option([], "--repo", metavar="PATH", help=_REPO_HELP),
+    package: list[str] = typer.Option([], "--package", metavar="NAME", help=_PACKAGE_HELP),
+    python: Optional[str] = typer.Option(None, "--python", metavar="PYTHON", help=_PYTHON_HELP),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the diff; write nothing (no file, branch or ref)."),
-    patch: Optional[Path] = typer.Option(None, "--patch", help="Also write the diff to this file."),
-    only: list[str] = typer.Option([], "--only", help="Apply only this change id (repeatable)."),
-    skip: list[str] = typer.Option([], "--skip", help="Leave out this change id (repeatable)."),
+    patch: Optional[Path] = typer.Option(None, "--patch", metavar="FILE", help="Also write the diff to this file."),
+    only: list[str] = typer.Option([], "--only", metavar="ID", autocompletion=_complete_change, help="Apply only this change id (repeatable)."),
+    skip: list[str] = typer.Option([], "--skip", metavar="ID", autocompletion=_complete_change, help="Leave out this change id (repeatable)."),
     interactive: bool = typer.Option(False, "--interactive", "-i", help="Show each change and ask y/n/a/q."),
-    branch: Optional[str] = typer.Option(None, "--branch", help="Name of the branch to create (default codemod/<recipe>); required on a detached HEAD."),
+    branch: Optional[str] = typer.Option(None, "--branch", metavar="NAME", help="Name of the branch to create (default codemod/<recipe>); required on a detached HEAD."),
     clear_jit_cache: bool = typer.Option(False, "--clear-jit-cache", help="Remove FlashInfer's cached builds of the JIT modules the recipe changes."),
     force: bool = typer.Option(False, "--force", help="Widen CUDA guards even around instructions the arch lacks (recorded in the commit)."),
-    fmt: Format = typer.Option(Format.text, "--format", help="text, or json for scripts."),
-    archs: Optional[str] = typer.Option(None, "--archs", help="Arch columns for the matrix, e.g. sm_90,sm_100,sm_120."),
-    recipes_dir: list[Path] = typer.Option([], "--recipes", help="Extra folder of recipe .toml files."),
+    fmt: Format = typer.Option(Format.text, "--format", metavar="FORMAT", help="text, or json for scripts."),
+    archs: Optional[str] = typer.Option(None, "--archs", metavar="ARCHS", help="Arch columns for the matrix, e.g. sm_90,sm_100,sm_120."),
+    recipes_dir: list[Path] = typer.Option([], "--recipes", metavar="DIR", help="Extra folder of recipe .toml files."),
 ) -> None:
-    """Plan a recipe for each repo, show it, and (unless --dry-run) apply it on a branch, one commit per change."""
+    """Plan a recipe for each repo, show it, and (unless --dry-run) apply it on a branch, one commit per change.
+
+    Examples:
+
+    \b
+      codemod run sm120-enable --repo ./flashinfer --dry-run
+      codemod run sm120-enable --package flashinfer --package sglang --clear-jit-cache
+    """
     universe = _universe(archs)
     if patch is not None:
         files.check_output(patch)
@@ -349,12 +384,19 @@ def _ask_each(changes):
 @app.command()
 @boundary
 def status(
-    repo: list[Path] = typer.Option([], "--repo", help=_REPO_HELP),
-    package: list[str] = typer.Option([], "--package", help=_PACKAGE_HELP),
-    python: Optional[str] = typer.Option(None, "--python", help=_PYTHON_HELP),
-    fmt: Format = typer.Option(Format.text, "--format"),
+    repo: list[Path] = typer.Option([], "--repo", metavar="PATH", help=_REPO_HELP),
+    package: list[str] = typer.Option([], "--package", metavar="NAME", help=_PACKAGE_HELP),
+    python: Optional[str] = typer.Option(None, "--python", metavar="PYTHON", help=_PYTHON_HELP),
+    fmt: Format = typer.Option(Format.text, "--format", metavar="FORMAT", help="text, or json for scripts."),
 ) -> None:
-    """Which recipes are applied, on which branch, from which base, with which commits."""
+    """Which recipes are applied, on which branch, from which base, with which commits.
+
+    Examples:
+
+    \b
+      codemod status --repo ./flashinfer
+      codemod status --package flashinfer --package sglang --format json
+    """
     out = []
     seen = set()
     for root, _ in _targets(repo, package, python):
@@ -400,17 +442,24 @@ def status(
 @app.command()
 @boundary
 def revert(
-    recipe: str = typer.Argument(..., help="The recipe id to back out."),
-    repo: list[Path] = typer.Option([], "--repo", help=_REPO_HELP),
-    package: list[str] = typer.Option([], "--package", help=_PACKAGE_HELP),
-    python: Optional[str] = typer.Option(None, "--python", help=_PYTHON_HELP),
+    recipe: str = typer.Argument(..., metavar="RECIPE", autocompletion=_complete_recipe, help="The recipe id to back out."),
+    repo: list[Path] = typer.Option([], "--repo", metavar="PATH", help=_REPO_HELP),
+    package: list[str] = typer.Option([], "--package", metavar="NAME", help=_PACKAGE_HELP),
+    python: Optional[str] = typer.Option(None, "--python", metavar="PYTHON", help=_PYTHON_HELP),
     keep_commits: bool = typer.Option(False, "--keep-commits", help="Keep your commits on the codemod branch; undo only codemod's with git revert."),
     forget: bool = typer.Option(False, "--forget", help="Installed packages only: drop codemod's record without touching the files."),
     clear_jit_cache: bool = typer.Option(False, "--clear-jit-cache", help="Remove FlashInfer's cached builds of the JIT modules the recipe changed."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Check and say what the revert would do (and which JIT builds it would remove); write nothing."),
-    recipes_dir: list[Path] = typer.Option([], "--recipes", help="Extra folder of recipe .toml files."),
+    recipes_dir: list[Path] = typer.Option([], "--recipes", metavar="DIR", help="Extra folder of recipe .toml files."),
 ) -> None:
-    """Back a recipe out: check out the recorded base and delete the codemod branch."""
+    """Back a recipe out: check out the recorded base and delete the codemod branch.
+
+    Examples:
+
+    \b
+      codemod revert sm120-enable --repo ./flashinfer --dry-run
+      codemod revert sm120-enable --package flashinfer --clear-jit-cache
+    """
     spots = _targets(repo, package, python)
     reverted = workflow.revert_many(recipe, spots, keep_commits=keep_commits, forget=forget, notify=_notify, dry_run=dry_run)
     for root, result in reverted:
@@ -444,20 +493,26 @@ def revert(
 @app.command()
 @boundary
 def verify(
-    repo: Path = typer.Option(..., "--repo", help="The project folder (checkout or installed package)."),
-    recipe: Optional[str] = typer.Option(None, "--recipe", help="The applied recipe whose base to compare with."),
-    base: Optional[str] = typer.Option(None, "--base", help="Compare the work tree with this revision instead."),
-    arch: Optional[str] = typer.Option(None, "--arch", help="Target arch (default: the recipe's), e.g. sm_120, 12.0, 120."),
-    archs: Optional[str] = typer.Option(None, "--archs", help="Archs to preprocess, e.g. sm_80,sm_90,sm_100,sm_120."),
-    jobs: int = typer.Option(0, "--jobs", help="Parallel nvcc runs (default: one per CPU)."),
-    include: list[Path] = typer.Option([], "--include", help="A folder of third-party headers the tree lacks, e.g. cutlass/include (repeatable)."),
-    fmt: Format = typer.Option(Format.text, "--format", help="text, or json for scripts."),
+    repo: Path = typer.Option(..., "--repo", metavar="PATH", help="The project folder (checkout or installed package)."),
+    recipe: Optional[str] = typer.Option(None, "--recipe", metavar="ID", help="The applied recipe whose base to compare with."),
+    base: Optional[str] = typer.Option(None, "--base", metavar="REV", help="Compare the work tree with this revision instead."),
+    arch: Optional[str] = typer.Option(None, "--arch", metavar="ARCH", help="Target arch (default: the recipe's), e.g. sm_120, 12.0, 120."),
+    archs: Optional[str] = typer.Option(None, "--archs", metavar="ARCHS", help="Archs to preprocess, e.g. sm_80,sm_90,sm_100,sm_120."),
+    jobs: int = typer.Option(0, "--jobs", metavar="N", help="Parallel nvcc runs (default: one per CPU)."),
+    include: list[Path] = typer.Option([], "--include", metavar="DIR", help="A folder of third-party headers the tree lacks, e.g. cutlass/include (repeatable)."),
+    fmt: Format = typer.Option(Format.text, "--format", metavar="FORMAT", help="text, or json for scripts."),
 ) -> None:
     """Prove a rewrite: nvcc -E every changed CUDA file per arch, base vs work tree.
 
     Exit 0 only when verified: non-target archs identical, targets gained exactly the planned regions, no JIT
     module half-patched. Exit 1 when an arch FAILs, or when an arch is unknown because a guard deciding the
     change reads a macro of a missing third-party header (JSON `status`: verified, unknown or failed).
+
+    Examples:
+
+    \b
+      codemod verify --repo ./flashinfer
+      codemod verify --repo ./flashinfer --base v0.6.3 --arch sm_120 --include ~/cutlass/include
     """
     from codemods.arch import Arch
 
@@ -484,17 +539,24 @@ def verify(
 @app.command()
 @boundary
 def scan(
-    repo: list[Path] = typer.Option(..., "--repo", help="A tree to scan (repeatable)."),
-    arch: str = typer.Option("sm_120", "--arch", help="The arch to check gates against, e.g. sm_120, 12.0, 120."),
-    fmt: ScanFormat = typer.Option(ScanFormat.text, "--format", help="text, json or sarif."),
+    repo: list[Path] = typer.Option(..., "--repo", metavar="PATH", help="A tree to scan (repeatable)."),
+    arch: str = typer.Option("sm_120", "--arch", metavar="ARCH", help="The arch to check gates against, e.g. sm_120, 12.0, 120."),
+    fmt: ScanFormat = typer.Option(ScanFormat.text, "--format", metavar="FORMAT", help="text, json or sarif."),
     check: bool = typer.Option(False, "--check", help="Exit 1 when a (non-potential) hazard is found: for CI and pre-commit."),
-    jobs: int = typer.Option(0, "--jobs", help="Parallel workers (default: one per CPU)."),
-    archs: Optional[str] = typer.Option(None, "--archs", help="Arch universe for the admits lists."),
+    jobs: int = typer.Option(0, "--jobs", metavar="N", help="Parallel workers (default: one per CPU)."),
+    archs: Optional[str] = typer.Option(None, "--archs", metavar="ARCHS", help="Arch universe for the admits lists."),
     include_all: bool = typer.Option(False, "--all", help="Also scan binary files and files .gitignore excludes."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the per-file cache ($CODEMOD_HOME/scan-cache)."),
     gates_only: bool = typer.Option(False, "--gates-only", help="List the gates only: no widenability, no hazards (faster)."),
 ) -> None:
-    """List every arch gate, whether it admits --arch, whether it can be widened, and real hazards."""
+    """List every arch gate, whether it admits --arch, whether it can be widened, and real hazards.
+
+    Examples:
+
+    \b
+      codemod scan --repo ./flashinfer --arch sm_121
+      codemod scan --repo . --arch sm_120 --format sarif > codemod.sarif
+    """
     import contextlib
 
     from codemods import scan as scanner
@@ -563,24 +625,30 @@ def scan(
 @boundary
 def doctor(
     log: Optional[Path] = typer.Argument(None, help="An SGLang server log (plain or .gz; - reads stdin)."),
-    baseline: Optional[Path] = typer.Option(None, "--baseline", help="The unpatched run's log: compare verdicts and throughput (A/B)."),
-    tp: Optional[int] = typer.Option(None, "--tp", min=1, help="Expected tensor-parallel size (default: the world_size the log reports)."),
-    fmt: Format = typer.Option(Format.text, "--format", help="text, or json for scripts."),
-    max_regression: float = typer.Option(5.0, "--max-regression", min=0, help="Percent slower than --baseline that recommends a revert."),
+    baseline: Optional[Path] = typer.Option(None, "--baseline", metavar="LOG", help="The unpatched run's log: compare verdicts and throughput (A/B)."),
+    tp: Optional[int] = typer.Option(None, "--tp", metavar="N", min=1, help="Expected tensor-parallel size (default: the world_size the log reports)."),
+    fmt: Format = typer.Option(Format.text, "--format", metavar="FORMAT", help="text, or json for scripts."),
+    max_regression: float = typer.Option(5.0, "--max-regression", metavar="PERCENT", min=0, help="Percent slower than --baseline that recommends a revert."),
     revert: bool = typer.Option(False, "--revert", help="When the A/B recommends it, back --recipe out of --repo."),
-    repo: Optional[Path] = typer.Option(None, "--repo", help="The patched project folder (for --revert and the advice)."),
-    recipe: str = typer.Option("sm120-enable", "--recipe", help="The recipe the patched run was built with."),
+    repo: Optional[Path] = typer.Option(None, "--repo", metavar="PATH", help="The patched project folder (for --revert and the advice)."),
+    recipe: str = typer.Option("sm120-enable", "--recipe", metavar="ID", help="The recipe the patched run was built with."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Tail a live log, print state changes, stop once ready or crashed."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=0, help="With --follow: give up after this many seconds (exit 1)."),
-    rules: list[Path] = typer.Option([], "--rules", help="Extra rules file (TOML, tried before the built-in ones; repeatable)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", metavar="SECONDS", min=0, help="With --follow: give up after this many seconds (exit 1)."),
+    rules: list[Path] = typer.Option([], "--rules", metavar="FILE", help="Extra rules file (TOML, tried before the built-in ones; repeatable)."),
     preflight: bool = typer.Option(False, "--preflight", help="Check that the GPUs have P2P, which FlashInfer's allreduce fusion needs."),
-    topo: list[Path] = typer.Option([], "--topo", help="Saved `nvidia-smi topo -m` / `topo -p2p r` output for --preflight (repeatable)."),
+    topo: list[Path] = typer.Option([], "--topo", metavar="FILE", help="Saved `nvidia-smi topo -m` / `topo -p2p r` output for --preflight (repeatable)."),
 ) -> None:
     """Read an SGLang server log: ready, starting or crashed (and why), fusion ranks, autotuner skips, throughput.
 
     Exit 0 when nothing is wrong (ready, or still starting); 1 when the server crashed, the patched run
     is more than --max-regression slower than --baseline, --preflight finds GPUs without P2P, or
     --follow --timeout ran out before a final verdict; 130 on Ctrl-C.
+
+    Examples:
+
+    \b
+      codemod doctor server.log --tp 8
+      codemod doctor patched.log --baseline before.log --revert --repo ./flashinfer
     """
     from codemods import doctor as core
 
@@ -649,9 +717,15 @@ app.add_typer(recipe_app, name="recipe")
 @boundary
 def recipe_test(
     file: Path = typer.Argument(..., help="A recipe .toml file with [[test]] cases."),
-    archs: Optional[str] = typer.Option(None, "--archs", help="Arch universe, e.g. sm_90,sm_100,sm_120."),
+    archs: Optional[str] = typer.Option(None, "--archs", metavar="ARCHS", help="Arch universe, e.g. sm_90,sm_100,sm_120."),
 ) -> None:
-    """Run the before/after cases embedded in a recipe; exit 1 if any fails."""
+    """Run the before/after cases embedded in a recipe; exit 1 if any fails.
+
+    Examples:
+
+    \b
+      codemod recipe test targets/recipes/sm120-enable.toml
+    """
     chosen = recipes.load_recipe(file)
     if not chosen.tests:
         raise errors.RecipeInvalid("has no [[test]] cases", where=str(file), hint="add [[test]] tables with change, before and after")
@@ -678,7 +752,10 @@ def schema(
 ) -> None:
     """Print the JSON Schema of a command's --format json output.
 
-    Example: codemod schema run > run.schema.json
+    Examples:
+
+    \b
+      codemod schema run > run.schema.json
     """
     if command not in _SCHEMAS:
         raise errors.BadUsage(f"no schema for {command!r}", hint=f"choose one of: {', '.join(_SCHEMAS)}")

@@ -12,7 +12,7 @@ from codemods import errors
 def require_folder(path: Path) -> None:
     """Refuse a --repo that does not exist or is a file."""
     if not path.exists():
-        raise errors.RepoState("path does not exist", where=str(path), hint="check --repo")
+        raise errors.UnknownProject("no tree at --repo: path does not exist", where=str(path), hint="check --repo")
     if not path.is_dir():
         raise errors.RepoState("is a file, not a folder", where=str(path), hint="point --repo at the project's folder")
 

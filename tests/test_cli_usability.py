@@ -26,7 +26,7 @@ def test_debug_after_the_command_is_accepted(tmp_path):
         [sys.executable, "-m", "codemods.cli", "status", "--repo", str(tmp_path / "nowhere"), "--debug"],
         env=env, capture_output=True, text=True, timeout=60,
     )
-    assert proc.returncode == 5 and "No such option" not in proc.stderr and "path does not exist" in proc.stderr
+    assert proc.returncode == 6 and "No such option" not in proc.stderr and "path does not exist" in proc.stderr
 
 
 def test_revert_dry_run_says_what_it_would_do_and_writes_nothing(cli, example_repo):
@@ -67,3 +67,32 @@ def test_back_out_hint_names_the_package(cli, tmp_path, monkeypatch):
     result = cli("run", "sm120-enable", "--package", "flashinfer", "--python", sys.executable)
     assert result.exit_code == 0, result.output
     assert "codemod revert sm120-enable --package flashinfer" in result.stderr
+
+
+COMMANDS = [["list"], ["run"], ["status"], ["revert"], ["verify"], ["scan"], ["doctor"], ["schema"], ["recipe", "test"]]
+
+
+def test_every_help_page_has_examples_and_readable_types(cli):
+    for command in COMMANDS:
+        result = cli(*command, "--help")
+        assert result.exit_code == 0, (command, result.output)
+        assert "Examples:" in result.stdout, command
+        assert "<list[" not in result.stdout and "<str>" not in result.stdout.split("Options:")[-1], command
+    assert "[[test]]" in cli("recipe", "test", "--help").stdout
+    assert "json for scripts" in cli("status", "--help").stdout
+
+
+def test_shell_completion_offers_recipe_and_change_ids(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "_CODEMOD_COMPLETE": "complete_bash"}
+    from pathlib import Path
+
+    run = [str(Path(sys.executable).parent / "codemod")]  # completion keys on the program's name
+    recipe = subprocess.run(run, env={**env, "COMP_WORDS": "codemod run sm12", "COMP_CWORD": "2"},
+                            capture_output=True, text=True, timeout=60)
+    assert recipe.stdout.split() == ["sm120-enable"], recipe.stderr
+    change = subprocess.run(run, env={**env, "COMP_WORDS": "codemod run sm120-enable --only flashinfer.trt", "COMP_CWORD": "4"},
+                            capture_output=True, text=True, timeout=60)
+    assert change.stdout.split() == ["flashinfer.trtllm-comm-jit", "flashinfer.trtllm-allreduce-guards"], change.stderr
+    script = subprocess.run([*run, "--show-completion", "bash"], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            capture_output=True, text=True, timeout=60)
+    assert script.returncode == 0 and "_codemod_completion" in script.stdout

@@ -49,8 +49,8 @@ def test_scan_verify_doctor_validate(cli, example_repo):
 @pytest.mark.parametrize(
     "args, code",
     [
-        pytest.param(["run", "sm120-enable", "--repo", "/no/such/tree", "--format", "json"], 5, id="run-missing-tree"),
-        pytest.param(["status", "--repo", "/no/such/tree", "--format", "json"], 5, id="status-missing-tree"),
+        pytest.param(["run", "sm120-enable", "--repo", "/no/such/tree", "--format", "json"], 6, id="run-missing-tree"),
+        pytest.param(["status", "--repo", "/no/such/tree", "--format", "json"], 6, id="status-missing-tree"),
         pytest.param(["run", "no-such-recipe", "--repo", ".", "--format", "json"], 8, id="unknown-recipe"),
     ],
 )
