@@ -198,13 +198,17 @@ class Layout:
     jit: str
     csrc: str
     include: str
+    libraries: tuple[str, ...] = ()  # CUTLASS's include folders (empty on a clone without submodules)
 
 
 # The layouts of targets/projects/flashinfer.toml: git checkout, installed wheel, the package folder.
 LAYOUTS = (
-    Layout("checkout", "flashinfer/jit", "csrc", "include"),
-    Layout("wheel", "flashinfer/jit", "flashinfer/data/csrc", "flashinfer/data/include"),
-    Layout("package", "jit", "data/csrc", "data/include"),
+    Layout("checkout", "flashinfer/jit", "csrc", "include", ("3rdparty/cutlass/include", "3rdparty/cutlass/tools/util/include")),
+    Layout(
+        "wheel", "flashinfer/jit", "flashinfer/data/csrc", "flashinfer/data/include",
+        ("flashinfer/data/cutlass/include", "flashinfer/data/cutlass/tools/util/include"),
+    ),
+    Layout("package", "jit", "data/csrc", "data/include", ("data/cutlass/include", "data/cutlass/tools/util/include")),
 )
 # FlashInfer up to 0.6.x builds every major >= 9 as an `a` target (compilation_context.py).
 _ALL_SPECIFIC_RE = re.compile(rb"""str\(minor\)\s*\+\s*["']a["']""")
@@ -490,9 +494,10 @@ def _assemble(job: _Job) -> ScanResult:
     all_specific = False
     if layout is not None and hazards:
         all_specific = _all_specific(root, layout)
-        closures = _Closures(root, layout)
+        tree = _TreeFiles(root)
+        closures = _closures(tree, layout)
         modules = _modules(specs, closures, arch)
-        job.touched = closures.touched
+        job.touched = tree.touched
         result.modules = [module.record for module in modules]
         result.hazards = _empty_kernels(modules, structures, arch, universe, all_specific)
     if hazards:
@@ -1430,26 +1435,6 @@ def _has_code(data: bytes, start: int, end: int, comments: _Comments) -> bool:
     return False
 
 
-def _literal_prefix(pattern: bytes) -> bytes:
-    """The literal bytes a regex starts with (after `\\b`), for a cheap search before the regex."""
-    out = bytearray()
-    i = 2 if pattern.startswith(rb"\b") else 0
-    while i < len(pattern):
-        c = pattern[i : i + 1]
-        if c == b"\\" and i + 1 < len(pattern) and pattern[i + 1 : i + 2] in b".:-_":
-            out += pattern[i + 1 : i + 2]
-            i += 2
-        elif c.isalnum() or c in b"_:":
-            out += c
-            i += 1
-        else:
-            break
-    # a quantifier after the last literal makes it optional
-    if i < len(pattern) and pattern[i : i + 1] in b"?*{" and out:
-        out = out[:-1]
-    return bytes(out)
-
-
 @dataclass(frozen=True)
 class _TokenPattern:
     family: hazards.TokenFamily
@@ -1478,7 +1463,7 @@ def _token_patterns() -> tuple[_TokenPattern, ...]:
         source = compiled.pattern
         boundary = source.startswith(rb"\b") and source[2:3].isalnum()
         pattern = re.compile(source[2:], compiled.flags) if boundary else compiled
-        prefix = _literal_prefix(pattern.pattern)
+        prefix = hazards.literal_prefix(pattern.pattern)
         assert prefix and not _top_level_alternation(pattern.pattern), f"{source!r}: needs one literal start"
         out.append(_TokenPattern(family, wrapper, pattern, boundary, "token" in compiled.groupindex, prefix))
     return tuple(out)
@@ -2089,16 +2074,13 @@ def _all_specific(root: Path, layout: Layout) -> bool:
     return read is not None and bool(_ALL_SPECIFIC_RE.search(read[0]))
 
 
-class _Closures:
-    """Resolve JIT sources and follow their includes inside the tree, caching per file."""
+class _TreeFiles:
+    """The files of a tree, as a JIT closure sees them (hazards.Closures): which exist, their bytes, and what was looked at."""
 
-    def __init__(self, root: Path, layout: Layout) -> None:
+    def __init__(self, root: Path) -> None:
         self.root = root
-        self.layout = layout
         self._base = root.resolve()
-        self._includes: dict[str, list[tuple[str, bool]]] = {}  # read when a closure reaches the file
         self._exists: dict[str, bool] = {}
-        self._resolved: dict[tuple, str | None] = {}  # (including folder for "", path, dirs) -> file
         # every path looked at, with [size, mtime, inode] (None: no file): the result depends on them
         self.touched: dict[str, list[int] | None] = {}
 
@@ -2113,45 +2095,15 @@ class _Closures:
             self.touched[rel] = _stamp(path) if inside else None
         return self._exists[rel]
 
-    def place(self, root_name: str, path: str) -> str:
-        base = self.layout.csrc if root_name == "csrc" else self.layout.include
-        return posixpath.normpath(posixpath.join(base, path))
+    def read(self, rel: str) -> bytes:
+        read = _read_regular(self.root / rel) if self.exists(rel) else None
+        if read is None:
+            raise FileNotFoundError(rel)
+        return read[0]
 
-    def closure(self, spec: jit_specs.JitSpec) -> tuple[list[str], list[str]]:
-        """The files the spec compiles and includes, and the named sources that do not exist."""
-        dirs = [self.layout.include, self.layout.csrc] + [self.place(*d) for d in spec.include_dirs]
-        queue, missing = [], []
-        for source in spec.sources:
-            rel = self.place(*source)
-            (queue if self.exists(rel) else missing).append(rel)
-        seen = dict.fromkeys(queue)
-        key_dirs = tuple(dirs)
-        while queue:
-            current = queue.pop()
-            for path, quoted in self._read_includes(current):
-                here = posixpath.dirname(current) if quoted else None
-                key = (here, path, key_dirs)
-                if key not in self._resolved:
-                    self._resolved[key] = None
-                    for folder in ([here] if quoted else []) + dirs:
-                        rel = posixpath.normpath(posixpath.join(folder, path))
-                        if self.exists(rel):
-                            self._resolved[key] = rel
-                            break
-                rel = self._resolved[key]
-                if rel is not None and rel not in seen:
-                    seen[rel] = None
-                    queue.append(rel)
-        return list(seen), missing
 
-    def _read_includes(self, rel: str) -> list[tuple[str, bool]]:
-        if rel not in self._includes:
-            try:
-                read = _read_regular(self.root / rel)
-            except OSError:
-                read = None
-            self._includes[rel] = _includes(read[0]) if read is not None else []
-        return self._includes[rel]
+def _closures(files: _TreeFiles, layout: Layout) -> hazards.Closures:
+    return hazards.Closures(layout.csrc, layout.include, files.exists, files.read, layout.libraries, parse=_includes)
 
 
 @dataclass
@@ -2181,10 +2133,11 @@ class _Module:
         return hazards.jit_target(arch, all_specific=all_specific)
 
 
-def _modules(specs: list[tuple[str, jit_specs.JitSpec]], closures: _Closures, arch: Arch) -> list[_Module]:
+def _modules(specs: list[tuple[str, jit_specs.JitSpec]], closures: hazards.Closures, arch: Arch) -> list[_Module]:
     modules = []
     for file, spec in specs:
-        files, missing = closures.closure(spec)
+        found = closures.closure(spec, libraries=False)
+        files, missing = found.files, found.missing
         gate = spec.gate
         record = {
             "module": spec.module,
