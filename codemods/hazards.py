@@ -543,11 +543,14 @@ def _switched(shape: Structure, branch: Branch) -> bool:
 
 def compiled(
     shape: Structure, target: Arch, families: tuple[TokenFamily, ...], *, definitions: bool = False
-) -> tuple[list[Hit], list[tuple[Hit, Branch]]]:
+) -> tuple[list[tuple[Hit, Branch | None]], list[tuple[Hit, Branch]]]:
     """Family tokens of a whole file that `target` compiles: (surely, and under a guard that may or may not admit it).
 
-    A branch `target` does not take is skipped with everything in it, and so is
-    every branch of a group a CUTLASS/CuTe feature switch opens. A branch whose condition
+    Each sure token comes with the innermost guard that tells archs apart and
+    admits `target` around it (None: no arch guard, e.g. at file level); each
+    undecided one with the guard that cannot be decided. A branch `target`
+    does not take is skipped with everything in it, and so is every branch of
+    a group a CUTLASS/CuTe feature switch opens. A branch whose condition
     names no arch macro (an include guard, `#ifndef ONLY_SOFTMAX`) is taken as
     compiled; one that tells archs apart but cannot be decided for `target`
     (other macros too) makes its tokens undecided. With `definitions` (a
@@ -559,27 +562,27 @@ def compiled(
     def wanted(hits: list[Hit]) -> list[Hit]:
         return [hit for hit in hits if hit.family in names and not (definitions and hit.wrapper)]
 
-    sure = wanted(shape.top)
+    sure: list[tuple[Hit, Branch | None]] = [(hit, None) for hit in wanted(shape.top)]
     unsure: list[tuple[Hit, Branch]] = []
 
-    def walk(branch: Branch, decided: Branch | None) -> None:
+    def walk(branch: Branch, guard: Branch | None, undecided: bool) -> None:
         taken = shape.taken(branch, target)
         if taken is False or _switched(shape, branch):
             return
-        if decided is None and taken is None and shape.arch_selected(branch):
-            decided = branch
-        if decided is None:
-            sure.extend(wanted(branch.hits))
+        if shape.arch_selected(branch) and not undecided:
+            guard, undecided = branch, taken is None
+        if undecided:
+            unsure.extend((hit, guard) for hit in wanted(branch.hits))
         else:
-            unsure.extend((hit, decided) for hit in wanted(branch.hits))
+            sure.extend((hit, guard) for hit in wanted(branch.hits))
         for child in branch.children:
             for member in shape.group(shape.branches[child]):
-                walk(member, decided)
+                walk(member, guard, undecided)
 
     for branch in shape.branches:
         if branch.parent is None:
-            walk(branch, None)
-    sure.sort(key=lambda hit: hit.line)
+            walk(branch, None, False)
+    sure.sort(key=lambda pair: pair[0].line)
     unsure.sort(key=lambda pair: pair[0].line)
     return sure, unsure
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import ast
 import posixpath
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from codemods import errors, hazards, jit_specs
@@ -58,7 +58,10 @@ class Tree:
     read: Callable[[str], bytes]  # OSError when the file cannot be read
     all_specific: bool = False  # the JIT builds every major >= 9 as an `a` target
     _parsed: dict[str, ast.Module | None] = field(default_factory=dict)
-    _compiled: dict[tuple[str, Arch, bool], tuple[list[Hit], list[tuple[Hit, hazards.Branch]]]] = field(default_factory=dict)
+    _parsed_from: dict[str, bytes | None] = field(default_factory=dict)
+    _specs: dict[str, list[jit_specs.JitSpec]] = field(default_factory=dict)
+    _closures: dict[tuple, hazards.Closure] = field(default_factory=dict)
+    _compiled: dict[tuple, tuple[list, list]] = field(default_factory=dict)
 
     def source(self, rel: str) -> bytes | None:
         try:
@@ -66,14 +69,29 @@ class Tree:
         except OSError:
             return None
 
-    def module(self, rel: str) -> ast.Module | None:
-        if rel not in self._parsed:
-            data = self.source(rel)
+    def module(self, rel: str, data: bytes | None = None) -> ast.Module | None:
+        """File `rel` parsed; `data` stands for its bytes when given (a file a plan already changed)."""
+        if rel not in self._parsed or (data is not None and data != self._parsed_from.get(rel)):
+            data = self.source(rel) if data is None else data
+            self._parsed_from[rel] = data
             try:
                 self._parsed[rel] = None if data is None else ast.parse(data)
             except (SyntaxError, ValueError, RecursionError):
                 self._parsed[rel] = None
         return self._parsed[rel]
+
+    def specs(self, rel: str) -> list[jit_specs.JitSpec]:
+        """The JIT specs made in file `rel`."""
+        if rel not in self._specs:
+            data = self.source(rel)
+            self._specs[rel] = [] if data is None else _file_specs(data)
+        return self._specs[rel]
+
+    def closure(self, spec: jit_specs.JitSpec) -> hazards.Closure:
+        key = (spec.sources, spec.include_dirs)
+        if key not in self._closures:
+            self._closures[key] = self.closures.closure(spec)
+        return self._closures[key]
 
     def compiled(self, rel: str, target: Arch, library: bool):
         key = (rel, target, library)
@@ -134,7 +152,14 @@ class Finding:
     hit: Hit
     arch: Arch
     target: Arch
-    guard: str = ""  # for an undecided finding: the guard codemod cannot decide
+    guard: str = ""  # the innermost arch guard around it (for an undecided finding: the one codemod cannot decide)
+    source: bool = False  # the file is one of the spec's sources, not a header they include
+
+    @property
+    def certain(self) -> bool:
+        """An instruction the target surely emits: in a source the spec compiles, or under an arch guard
+        that admits the target. A header's unguarded inline function may never be called."""
+        return not self.hit.wrapper and (self.source or bool(self.guard))
 
     @property
     def where(self) -> str:
@@ -190,10 +215,18 @@ def _distinct(findings: list[Finding]) -> list[Finding]:
 
 def check(tree: Tree, file: str, source: bytes, kind: str, line: int, context: str, archs: tuple[Arch, ...]) -> PathCheck:
     """What widening the `kind` gate at `file:line` (in function `context`) to `archs` makes them compile."""
-    result = PathCheck()
     if kind not in SELECTING_KINDS:
-        return result
-    specs = _specs_selected(tree, file, source, kind, line, context, result.unread)
+        return PathCheck()
+    unread: list[str] = []
+    specs = _specs_selected(tree, file, source, kind, line, context, unread)
+    result = check_specs(tree, specs, archs)
+    result.unread = list(dict.fromkeys(unread + result.unread))
+    return result
+
+
+def check_specs(tree: Tree, specs: list[tuple[str, jit_specs.JitSpec]], archs: tuple[Arch, ...]) -> PathCheck:
+    """What building `specs` (each with the file that makes it) for `archs` compiles."""
+    result = PathCheck()
     for spec_file, spec in specs:
         result.modules.append(spec.module)
         if not spec.sources:
@@ -201,25 +234,32 @@ def check(tree: Tree, file: str, source: bytes, kind: str, line: int, context: s
                 f"the sources of {spec.module} ({spec_file}:{spec.line}) are computed; codemod cannot read them"
             )
             continue
-        closure = tree.closures.closure(spec)
+        closure = tree.closure(spec)
         for missing in closure.missing:
             result.unread.append(f"{spec.module} compiles {missing}, which is not in the tree")
         if closure.unresolved:
             result.unread.append(_unresolved_text(spec.module, closure.unresolved, tree.closures))
+        sources = {tree.closures.place(*source) for source in spec.sources}
         for arch in archs:
             target = hazards.jit_target(arch, all_specific=tree.all_specific)
             for rel in closure.files:
                 sure, unsure = tree.compiled(rel, target, rel in closure.library)
-                result.found += [Finding(spec.module, rel, hit, arch, target) for hit in sure]
+                result.found += [
+                    Finding(spec.module, rel, hit, arch, target, _guard_text(branch), rel in sources)
+                    for hit, branch in sure
+                ]
                 result.undecided += [
-                    Finding(spec.module, rel, hit, arch, target, _guard_text(branch)) for hit, branch in unsure
+                    Finding(spec.module, rel, hit, arch, target, _guard_text(branch), rel in sources)
+                    for hit, branch in unsure
                 ]
     result.modules = list(dict.fromkeys(result.modules))
     result.unread = list(dict.fromkeys(result.unread))
     return result
 
 
-def _guard_text(branch: hazards.Branch) -> str:
+def _guard_text(branch: hazards.Branch | None) -> str:
+    if branch is None:
+        return ""
     return "#else" if branch.directive == "#else" else f"{branch.directive} {branch.condition}"
 
 
@@ -241,14 +281,13 @@ def _specs_selected(
 ) -> list[tuple[str, jit_specs.JitSpec]]:
     """The JIT specs the gate selects, with the file each is made in."""
     if kind == "python_arch_list":
-        specs = _file_specs(source)
+        specs = _file_specs(source) if source != tree.source(file) else tree.specs(file)
         return [
             (file, spec) for spec in specs
             if spec.function == context or (spec.gate is not None and spec.gate.function == context)
         ]
-    try:
-        module = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError):
+    module = tree.module(file, source)
+    if module is None:
         return []
     names = _selected_calls(module, line)
     found: list[tuple[str, jit_specs.JitSpec]] = []
@@ -266,25 +305,27 @@ def _file_specs(source: bytes) -> list[jit_specs.JitSpec]:
 
 def _selected_calls(module: ast.Module, line: int) -> list[str]:
     """The module-building functions the gate at `line` selects: called in the body it guards, else in its function."""
-    function, guard = None, None
-    for node, stack in _walk(module):
-        if isinstance(node, (ast.If, ast.While)) and node.lineno <= line <= node.test.end_lineno:
-            guard = node.body
-        elif isinstance(node, ast.IfExp) and node.test.lineno <= line <= node.test.end_lineno:
-            guard = [node.body]
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= node.end_lineno:
-            function, guard = node, None  # a nested function restarts the search for a guard
+    function, guard, guard_at = None, None, (0, 0)
+    for node in ast.walk(module):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.lineno <= line <= node.end_lineno and (function is None or node.lineno > function.lineno):
+                function = node
+            continue
+        if isinstance(node, (ast.If, ast.While)):
+            test, body = node.test, node.body
+        elif isinstance(node, ast.IfExp):
+            test, body = node.test, [node.body]
+        else:
+            continue
+        at = (node.lineno, node.col_offset)
+        if min(node.lineno, test.lineno) <= line <= test.end_lineno and at > guard_at:
+            guard, guard_at = body, at
+    if guard is not None and function is not None and guard_at[0] < function.lineno:
+        guard = None  # the innermost function holding the gate is inside that guard's body
     names = _calls(guard or [])
     if not names and function is not None:
         names = [name for name in _calls(function.body) if name != function.name]
     return names
-
-
-def _walk(node: ast.AST, stack: tuple = ()) -> Iterator[tuple[ast.AST, tuple]]:
-    """Every node in source order (outer before inner), with its ancestors."""
-    for child in ast.iter_child_nodes(node):
-        yield child, stack
-        yield from _walk(child, stack + (child,))
 
 
 def _calls(body: list) -> list[str]:
@@ -311,9 +352,8 @@ def _specs_of(
         unread.append(f"cannot find where {name} (called from {file}) is defined")
         return []
     def_file, node = where
-    source = tree.source(def_file) or b""
-    specs = [s for s in _file_specs(source) if s.function == name]
-    specs = specs or [s for s in _file_specs(source) if s.gate is not None and s.gate.function == name]
+    specs = [s for s in tree.specs(def_file) if s.function == name]
+    specs = specs or [s for s in tree.specs(def_file) if s.gate is not None and s.gate.function == name]
     if specs:
         return [(def_file, spec) for spec in specs]
     found = []

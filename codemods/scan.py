@@ -90,6 +90,7 @@ from codemods.lazy import LazyModule
 
 
 jit_specs = LazyModule("codemods.jit_specs")
+kernel_paths = LazyModule("codemods.kernel_paths")
 python_arch_list = LazyModule("codemods.gates.python_arch_list")
 python_arch_or = LazyModule("codemods.gates.python_arch_or")
 
@@ -210,8 +211,6 @@ LAYOUTS = (
     ),
     Layout("package", "jit", "data/csrc", "data/include", ("data/cutlass/include", "data/cutlass/tools/util/include")),
 )
-# FlashInfer up to 0.6.x builds every major >= 9 as an `a` target (compilation_context.py).
-_ALL_SPECIFIC_RE = re.compile(rb"""str\(minor\)\s*\+\s*["']a["']""")
 
 
 @dataclass
@@ -493,13 +492,16 @@ def _assemble(job: _Job) -> ScanResult:
     modules: list[_Module] = []
     all_specific = False
     if layout is not None and hazards:
-        all_specific = _all_specific(root, layout)
         tree = _TreeFiles(root)
+        python = posixpath.dirname(layout.jit) or "."
+        all_specific = kernel_paths.all_specific(tree.read, python)
         closures = _closures(tree, layout)
         modules = _modules(specs, closures, arch)
-        job.touched = tree.touched
         result.modules = [module.record for module in modules]
         result.hazards = _empty_kernels(modules, structures, arch, universe, all_specific)
+        paths = kernel_paths.Tree(python, closures, tree.read, all_specific)
+        result.hazards += _python_gate_paths(result.gates, modules, paths, arch)
+        job.touched = tree.touched
     if hazards:
         result.hazards += _unsupported(modules, structures, arch, all_specific)
     result.gates.sort(key=lambda g: (g["file"], g["line"]))
@@ -2065,15 +2067,6 @@ def _detect(root: Path) -> Layout | None:
     return None
 
 
-def _all_specific(root: Path, layout: Layout) -> bool:
-    context = root / posixpath.dirname(layout.jit) / "compilation_context.py"
-    try:
-        read = _read_regular(context)
-    except OSError:
-        return False
-    return read is not None and bool(_ALL_SPECIFIC_RE.search(read[0]))
-
-
 class _TreeFiles:
     """The files of a tree, as a JIT closure sees them (hazards.Closures): which exist, their bytes, and what was looked at."""
 
@@ -2297,6 +2290,83 @@ def _unsupported_record(rel: str, shape: Structure, entry: dict, arch: Arch) -> 
             f"`{condition}` {verb} {arch.name} (compiled as {entry['target'].name}) around {what}; "
             f"{wheres[0]}{more}. {hazards.describe((instructions or hits)[:1], arch)[0]}"
         ),
+    }
+
+
+def _python_gate_paths(
+    gates: list[dict], modules: list[_Module], paths: kernel_paths.Tree, arch: Arch
+) -> list[dict]:
+    """`unsupported-instruction` at each Python gate that admits `arch` and selects a JIT module compiling
+    instructions `arch` lacks (kernel_paths): an or-chain or capability test through the functions it
+    calls, a spec's supported_major_versions list or flag names through the spec (there only the tokens
+    outside arch guards: _unsupported reports those inside at the guard, when the spec admits `arch`)."""
+    out = []
+    for gate in gates:
+        if gate["kind"] not in ("python_arch_or", CAPABILITY_KIND) or arch.name not in gate["admits"]:
+            continue
+        try:
+            source = paths.read(gate["file"])
+        except OSError:
+            continue
+        found = kernel_paths.check(paths, gate["file"], source, gate["kind"], gate["line"], "", (arch,))
+        record = _python_gate_record(gate["file"], gate["line"], gate["text"], found, arch)
+        if record is not None:
+            out.append(record)
+    seen: set[tuple[str, int]] = set()
+    for module in modules:
+        gate = module.spec.gate
+        if gate is None or not gate.admits(arch) or (module.file, gate.line) in seen:
+            continue
+        seen.add((module.file, gate.line))
+        found = kernel_paths.check_specs(paths, [(module.file, module.spec)], (arch,))
+        # Tokens under an arch guard of the module's closure are _unsupported's, at the guard.
+        found.found = [finding for finding in found.found if not finding.guard]
+        found.undecided = []
+        record = _python_gate_record(module.file, gate.line, gate.text, found, arch)
+        if record is not None:
+            out.append(record)
+    return out
+
+
+def _python_gate_record(file: str, line: int, text: str, found, arch: Arch) -> dict | None:
+    hits = found.found or found.undecided
+    if not hits:
+        return None
+    certain = [f for f in found.found if f.certain]
+    first = next(iter(certain), next((f for f in hits if not f.hit.wrapper), hits[0]))
+    found_tokens = list(dict.fromkeys(f.hit.token for f in hits))
+    instructions = [f for f in found.found if not f.hit.wrapper]
+    shown = ", ".join(found_tokens[:6]) + (f" and {len(found_tokens) - 6} more" if len(found_tokens) > 6 else "")
+    if certain:
+        what = f"{shown}, which ptxas rejects there"
+    elif instructions:
+        what = (
+            f"{shown}, which ptxas rejects there if emitted: the first is in a header outside any arch guard, "
+            "compiled only when a kernel calls it"
+        )
+    elif found.found:
+        what = (
+            f"{shown}: CuTe/CUTLASS names for instructions {arch.name} lacks, which fail to build or trap "
+            "at run time (CUTE_INVALID_CONTROL_PATH) when called"
+        )
+    else:
+        what = f"{shown} under `{first.guard}`, which codemod cannot decide for {first.target.name}"
+    modules = " and ".join(found.modules[:2]) + (f" (and {len(found.modules) - 2} more)" if len(found.modules) > 2 else "")
+    message = (
+        f"`{_one_line(text)}` admits {arch.name}, so {modules} is built for it (compiled as {first.target.name}); "
+        f"its sources use {what} (first at {first.where}). {hazards.describe([first.hit], arch)[0]}"
+    )
+    if found.unread:
+        message += f" Not followed: {'; '.join(found.unread[:2])}"
+    return {
+        "kind": "unsupported-instruction",
+        "file": file,
+        "line": line,
+        "module": first.module,
+        # Only an instruction the target surely emits is definite; wrapper names may compile to a trap.
+        "potential": not certain,
+        "tokens": found_tokens,
+        "message": message,
     }
 
 
