@@ -2329,7 +2329,7 @@ def _python_gate_paths(
 
 
 def _python_gate_record(file: str, line: int, text: str, found, arch: Arch) -> dict | None:
-    hits = found.found or found.undecided
+    hits = sorted(found.found or found.undecided, key=lambda f: (not f.certain, f.hit.wrapper))
     if not hits:
         return None
     certain = [f for f in found.found if f.certain]
