@@ -56,7 +56,12 @@ the csrc folder and the spec's extra include dirs), and reports:
   is gated away from `arch`; `potential` when the file is in no spec's
   closure or only in specs without a gate, when the branch also depends
   on other macros, or when only CuTe/CUTLASS wrapper names are found
-  (they may compile to a trap instead).
+  (they may compile to a trap instead). Also at a Python gate that admits
+  `arch` and selects a JIT module (an or-chain or capability test through
+  the `gen_*_module` it calls; a spec's arch list through the spec) whose
+  closure, CUTLASS included, holds such tokens in code `arch`'s target
+  compiles (kernel_paths); definite only for an instruction in one of the
+  spec's sources or under an arch guard that admits the target.
 
 `check(result)` is True when any hazard is not potential.
 """
@@ -185,8 +190,9 @@ RULES = {
         "error",
         "A guard admits the arch around instructions it lacks",
         "A guard the arch's compile target takes holds instructions or wrapper names ptxas rejects on that "
-        "arch (wgmma, tcgen05/TMEM, 2-SM TMA, block-scaled mma.sync). Narrow the guard, or keep the module's "
-        "JIT gate from building it for this arch.",
+        "arch (wgmma, tcgen05/TMEM, 2-SM TMA, block-scaled mma.sync), or a Python gate admits the arch and "
+        "selects a JIT module whose sources hold them. Narrow the guard, or keep the module's JIT gate from "
+        "building it for this arch.",
     ),
 }
 

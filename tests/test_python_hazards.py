@@ -334,6 +334,24 @@ def test_scan_reports_the_widened_chain(tmp_path):
     assert sarif["level"] == "error" and "tcgen05.mma" in sarif["properties"]["tokens"]
 
 
+def test_scan_follows_a_capability_test_too(tmp_path):
+    repo = fmha_tree(tmp_path / "fi")
+    (repo / "flashinfer/mla.py").write_text(dedent("""\
+        import torch
+
+        from .jit import gen_fa2_module, gen_fmha_cutlass_sm100a_module
+
+
+        def get_mla_module(dtype, head_dim, device):
+            if torch.cuda.get_device_capability(device)[0] >= 10:
+                return gen_fmha_cutlass_sm100a_module(dtype, dtype, head_dim)
+            return gen_fa2_module(dtype, head_dim)
+        """))
+    result = scan(repo, SM120)
+    [hazard] = [h for h in result.hazards if h["file"] == "flashinfer/mla.py"]
+    assert (hazard["line"], hazard["potential"], hazard["tokens"][0]) == (7, False, "tcgen05.mma")
+
+
 def test_scan_of_the_narrow_chain_or_guarded_sources_reports_nothing(tmp_path):
     assert not [h for h in scan(fmha_tree(tmp_path / "narrow"), SM120).hazards if h["file"].endswith(".py")]
     guarded = fmha_tree(tmp_path / "guarded", chain=WIDE, header=FMHA_CUH_GUARDED)
