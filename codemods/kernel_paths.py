@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 from codemods import errors, hazards, jit_specs
 from codemods.arch import Arch
+from codemods.gates import SourceError
 from codemods.hazards import Closures, Hit
 
 SELECTING_KINDS = ("python_arch_or", "python_arch_list", "python_capability")
@@ -61,6 +62,7 @@ class Tree:
     _parsed_from: dict[str, bytes | None] = field(default_factory=dict)
     _specs: dict[str, list[jit_specs.JitSpec]] = field(default_factory=dict)
     _closures: dict[tuple, hazards.Closure] = field(default_factory=dict)
+    _structures: dict[str, hazards.Structure | None] = field(default_factory=dict)
     _compiled: dict[tuple, tuple[list, list]] = field(default_factory=dict)
 
     def source(self, rel: str) -> bytes | None:
@@ -80,6 +82,21 @@ class Tree:
                 self._parsed[rel] = None
         return self._parsed[rel]
 
+    def _structure(self, rel: str, data: bytes) -> hazards.Structure | None:
+        """The file's #if structure with every token (scan.file_structure); None when it is not UTF-8."""
+        if rel not in self._structures:
+            from codemods.scan import file_structure  # scan imports this module; the fast reader lives there
+
+            try:
+                self._structures[rel] = file_structure(data)
+            except SourceError:
+                self._structures[rel] = None
+        return self._structures[rel]
+
+    def know_specs(self, rel: str, specs: list[jit_specs.JitSpec]) -> None:
+        """The JIT specs made in file `rel`, as a caller already read them (scan's workers)."""
+        self._specs[rel] = list(specs)
+
     def specs(self, rel: str) -> list[jit_specs.JitSpec]:
         """The JIT specs made in file `rel`."""
         if rel not in self._specs:
@@ -98,10 +115,12 @@ class Tree:
         if key not in self._compiled:
             data = self.source(rel)
             families = hazards.lacking(target)
-            if data is None or not hazards.may_hold(data, families, instructions=library):
-                self._compiled[key] = ([], [])
-            else:
-                self._compiled[key] = hazards.compiled(hazards.structure(data), target, families, definitions=library)
+            shape = None
+            if data is not None and hazards.may_hold(data, families, instructions=library):
+                shape = self._structure(rel, data)
+            self._compiled[key] = (
+                ([], []) if shape is None else hazards.compiled(shape, target, families, definitions=library)
+            )
         return self._compiled[key]
 
 
@@ -306,7 +325,8 @@ def _file_specs(source: bytes) -> list[jit_specs.JitSpec]:
 def _selected_calls(module: ast.Module, line: int) -> list[str]:
     """The module-building functions the gate at `line` selects: called in the body it guards, else in its function."""
     function, guard, guard_at = None, None, (0, 0)
-    for node in ast.walk(module):
+    around = [stmt for stmt in module.body if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno)]
+    for node in (inner for stmt in around for inner in ast.walk(stmt)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if node.lineno <= line <= node.end_lineno and (function is None or node.lineno > function.lineno):
                 function = node

@@ -506,6 +506,8 @@ def _assemble(job: _Job) -> ScanResult:
         result.modules = [module.record for module in modules]
         result.hazards = _empty_kernels(modules, structures, arch, universe, all_specific)
         paths = kernel_paths.Tree(python, closures, tree.read, all_specific)
+        for rel in dict.fromkeys(rel for rel, _ in specs):
+            paths.know_specs(rel, [spec for file, spec in specs if file == rel])
         result.hazards += _python_gate_paths(result.gates, modules, paths, arch)
         job.touched = tree.touched
     if hazards:
@@ -1397,11 +1399,14 @@ def _blockers(shape: Structure, gate: Gate, arch: Arch) -> list[str]:
     return hazards.describe(shape.region_hits(branch, arch, hazards.lacking(arch)), arch)
 
 
-def _structure(data: bytes, comments: _Comments, directives: list[_Directive], families) -> Structure:
+def _structure(
+    data: bytes, comments: _Comments, directives: list[_Directive], families, everywhere: bool = False
+) -> Structure:
     """hazards.structure(data), built from the directives found, with the hits of `families` only.
 
     Each branch keeps the first hit of each token, which is all that
-    blockers and hazards report.
+    blockers and hazards report. Tokens are looked for only where an arch
+    decides, unless `everywhere` (file level included, in Structure.top).
     """
     found = (
         (d.start, d.end, d.keyword, lambda d=d: _condition(comments.masked(d.keyword_end, d.end)))
@@ -1409,8 +1414,19 @@ def _structure(data: bytes, comments: _Comments, directives: list[_Directive], f
     )
     branches, chains, segments = hazards.assemble(found, data, lambda a, b: _has_code(data, a, b, comments))
     shape = Structure(branches, chains)
-    _collect_hits(data, comments, shape, segments, families)
+    _collect_hits(data, comments, shape, segments, families, everywhere)
     return shape
+
+
+def file_structure(data: bytes) -> Structure:
+    """hazards.structure(data) the fast way, every family's first token per branch and at file level.
+
+    What kernel_paths reads a file a JIT module compiles with. Raises
+    SourceError when the bytes are not UTF-8.
+    """
+    decode(data)
+    comments = _Comments(data)
+    return _structure(data, comments, _directives(data, comments), hazards.TOKEN_FAMILIES, everywhere=True)
 
 
 def _condition(masked: bytes) -> str:
@@ -1506,19 +1522,20 @@ def _has_family_token(data: bytes) -> bool:
 _NAMED_REACH = 512
 
 
-def _collect_hits(data, comments, shape: Structure, segments, families) -> None:
+def _collect_hits(data, comments, shape: Structure, segments, families, everywhere: bool = False) -> None:
     """Put the first of each family token in the body of the innermost branch around it.
 
     Only bodies an arch decides (an arch-selected branch and everything
     nested in one) are searched: hazards and blockers look nowhere else.
+    With `everywhere`, every body is, and the file level too (Structure.top).
     """
     names = {family.name for family in families}
     starts = [segment[0] for segment in segments]
     branches = shape.branches
-    relevant = [shape.selecting(branch) is not None for branch in branches]
+    relevant = [everywhere or shape.selecting(branch) is not None for branch in branches]
     ranges: list[list[int]] = []
     for low, high, owner in segments:
-        if owner is not None and relevant[owner] and high > low:
+        if (everywhere if owner is None else relevant[owner]) and high > low:
             if ranges and ranges[-1][1] == low:
                 ranges[-1][1] = high
             else:
@@ -1552,7 +1569,7 @@ def _collect_hits(data, comments, shape: Structure, segments, families) -> None:
                     break
                 i = bisect.bisect_right(starts, match.start("token") if named else match.start()) - 1
                 low, high, owner = segments[i] if i >= 0 else (0, match.end(), None)
-                if owner is None or not relevant[owner] or high <= match.start():
+                if not (everywhere if owner is None else relevant[owner]) or high <= match.start():
                     pos = max(high, match.start() + 1)
                     continue
                 if named:
@@ -1574,9 +1591,10 @@ def _collect_hits(data, comments, shape: Structure, segments, families) -> None:
     lines = _Lines(data)
     line_of = {at: lines.at(at) for at in sorted({item[0] for item in found})}
     for at, family, token, wrapper, owner in found:
-        branches[owner].hits.append(Hit(family, token, line_of[at], wrapper))
+        (shape.top if owner is None else branches[owner].hits).append(Hit(family, token, line_of[at], wrapper))
     for branch in branches:
         branch.hits.sort(key=lambda hit: hit.line)
+    shape.top.sort(key=lambda hit: hit.line)
 
 
 def _includes(data: bytes) -> list[tuple[str, bool]]:
