@@ -2091,6 +2091,11 @@ def _detect(root: Path) -> Layout | None:
     return None
 
 
+def _all_specific(root: Path, layout: Layout) -> bool:
+    """Whether the FlashInfer at `root` builds every major >= 9 as an `a` target (kernel_paths.all_specific)."""
+    return kernel_paths.all_specific(_TreeFiles(root).read, posixpath.dirname(layout.jit) or ".")
+
+
 class _TreeFiles:
     """The files of a tree, as a JIT closure sees them (hazards.Closures): which exist, their bytes, and what was looked at."""
 

@@ -246,6 +246,7 @@ def test_force_widens_and_records_the_blockers_in_the_commit(cli, tmp_path):
     assert forced.startswith("  flashinfer/prefill.py:9: tcgen05.mma (include/flashinfer/attention/blackwell/")
     assert f"fmha_cutlass_sm100.cuh:{TCGEN05_LINE}" in forced
     assert "Codemod-Change: flashinfer.fmha-module" in message
+    assert "Codemod-Forced: flashinfer.fmha-module widened gates around instructions sm_120, sm_121 lack" in message
 
 
 def test_spec_list_of_the_selected_module_is_checked_too(cli, tmp_path):
