@@ -2386,7 +2386,7 @@ def _python_gate_record(file: str, line: int, text: str, found, arch: Arch) -> d
         f"its sources use {what} (first at {first.where}). {hazards.describe([first.hit], arch)[0]}"
     )
     if found.unread:
-        message += f" Not followed: {'; '.join(found.unread[:2])}"
+        message += f". Not followed: {'; '.join(found.unread[:2])}"
     return {
         "kind": "unsupported-instruction",
         "file": file,
