@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from types import ModuleType
 from typing import Callable
 
-from codemods import errors, gates, hazards
+from codemods import errors, gates, hazards, kernel_paths
 from codemods.arch import DEFAULT_ARCHS, Arch, ArchParseError, ArchSet, family
 from codemods.gates import CannotWiden, Edit, Gate, NotFound, SourceError, apply_edits, line_of
 
@@ -564,6 +564,7 @@ class GateChange:
     admits_after: ArchSet | None = None
     reason: str = ""
     forced: list[str] = field(default_factory=list)  # blockers overridden with --force
+    warnings: list[str] = field(default_factory=list)  # potential blockers: what codemod could not follow
 
 
 @dataclass
@@ -811,16 +812,22 @@ def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target:
             pc.gates.append(GateChange(gate, "unchanged", gate.text, gate.admits, "already admits " + ", ".join(a.name for a in targets)))
             continue
         blockers = _blockers(source, gate, targets)
+        paths = _kernel_paths(pc.file, source, gate, targets, target, read)
+        warnings = paths.warnings() if paths is not None else []
+        if paths is not None:
+            blockers += paths.blockers()
         if blockers and not force:
-            pc.gates.append(GateChange(gate, "failed", reason="not widenable: " + "; ".join(blockers) + " (--force overrides)"))
+            pc.gates.append(
+                GateChange(gate, "failed", reason="not widenable: " + "; ".join(blockers) + " (--force overrides)", warnings=warnings)
+            )
             continue
         try:
             gate_edits = kind.widen(source, gate, targets, universe)
         except CannotWiden as exc:
-            pc.gates.append(GateChange(gate, "failed", reason=str(exc)))
+            pc.gates.append(GateChange(gate, "failed", reason=str(exc), warnings=warnings))
             continue
         edits += gate_edits
-        pc.gates.append(GateChange(gate, "changed", forced=blockers))
+        pc.gates.append(GateChange(gate, "changed", forced=blockers, warnings=warnings))
     failed = [g for g in pc.gates if g.outcome == "failed"]
     if failed:
         pc.outcome = "failed"
@@ -944,6 +951,23 @@ def _blockers(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[str]
             if blocker not in found:
                 found.append(blocker)
     return found
+
+
+def _kernel_paths(file: str, source: bytes, gate: Gate, targets: tuple[Arch, ...], target: Target | None, read):
+    """What widening a Python gate that selects a JIT module makes the targets compile (kernel_paths.check).
+
+    None for a CUDA guard, without a tree to read (recipe test), or in a
+    project whose layout names no csrc and include folders (no JIT specs).
+    """
+    if gate.kind not in kernel_paths.SELECTING_KINDS or target is None or read is None:
+        return None
+    places = target.layout.places
+    if not {"python", "csrc", "include"} <= places.keys():
+        return None
+    csrc, include = target.resolve("{csrc}"), target.resolve("{include}")
+    libraries = tuple(d for d in target.layout.include_dirs if d not in (csrc, include))
+    tree = kernel_paths.tree(read, target.resolve("{python}"), csrc, include, libraries)
+    return kernel_paths.check(tree, file, source, gate.kind, gate.line, gate.context, targets)
 
 
 def _symbol_available(change: Change, target: Target, source: bytes, read) -> bool:

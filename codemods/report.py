@@ -47,6 +47,7 @@ def gate_rows(plan: Plan, changes: list[PlannedChange] | None = None) -> list[di
                         key=[a.name for a in plan.universe].index,
                     ),
                     "reason": gc.reason or None,
+                    "warnings": list(gc.warnings),
                 }
             )
     return rows
@@ -102,6 +103,7 @@ def summary_lines(plan: Plan, prefix: str = "", selected: list[PlannedChange] | 
                 lines.append(f"  {prefix}{change.file}:{gc.gate.line}  {before}  ->  {after}")
             else:
                 lines.append(f"  {prefix}{change.file}:{gc.gate.line}  {before}  ({gc.outcome}: {gc.reason})")
+            lines += [f"          warning: {warning}" for warning in gc.warnings]
         if change.outcome == "failed" and change.gates and change.reason:
             lines.append(f"          {change.reason}")
     return lines

@@ -56,7 +56,12 @@ the csrc folder and the spec's extra include dirs), and reports:
   is gated away from `arch`; `potential` when the file is in no spec's
   closure or only in specs without a gate, when the branch also depends
   on other macros, or when only CuTe/CUTLASS wrapper names are found
-  (they may compile to a trap instead).
+  (they may compile to a trap instead). Also at a Python gate that admits
+  `arch` and selects a JIT module (an or-chain or capability test through
+  the `gen_*_module` it calls; a spec's arch list through the spec) whose
+  closure, CUTLASS included, holds such tokens in code `arch`'s target
+  compiles (kernel_paths); definite only for an instruction in one of the
+  spec's sources or under an arch guard that admits the target.
 
 `check(result)` is True when any hazard is not potential.
 """
@@ -90,6 +95,7 @@ from codemods.lazy import LazyModule
 
 
 jit_specs = LazyModule("codemods.jit_specs")
+kernel_paths = LazyModule("codemods.kernel_paths")
 python_arch_list = LazyModule("codemods.gates.python_arch_list")
 python_arch_or = LazyModule("codemods.gates.python_arch_or")
 
@@ -184,8 +190,9 @@ RULES = {
         "error",
         "A guard admits the arch around instructions it lacks",
         "A guard the arch's compile target takes holds instructions or wrapper names ptxas rejects on that "
-        "arch (wgmma, tcgen05/TMEM, 2-SM TMA, block-scaled mma.sync). Narrow the guard, or keep the module's "
-        "JIT gate from building it for this arch.",
+        "arch (wgmma, tcgen05/TMEM, 2-SM TMA, block-scaled mma.sync), or a Python gate admits the arch and "
+        "selects a JIT module whose sources hold them. Narrow the guard, or keep the module's JIT gate from "
+        "building it for this arch.",
     ),
 }
 
@@ -198,16 +205,18 @@ class Layout:
     jit: str
     csrc: str
     include: str
+    libraries: tuple[str, ...] = ()  # CUTLASS's include folders (empty on a clone without submodules)
 
 
 # The layouts of targets/projects/flashinfer.toml: git checkout, installed wheel, the package folder.
 LAYOUTS = (
-    Layout("checkout", "flashinfer/jit", "csrc", "include"),
-    Layout("wheel", "flashinfer/jit", "flashinfer/data/csrc", "flashinfer/data/include"),
-    Layout("package", "jit", "data/csrc", "data/include"),
+    Layout("checkout", "flashinfer/jit", "csrc", "include", ("3rdparty/cutlass/include", "3rdparty/cutlass/tools/util/include")),
+    Layout(
+        "wheel", "flashinfer/jit", "flashinfer/data/csrc", "flashinfer/data/include",
+        ("flashinfer/data/cutlass/include", "flashinfer/data/cutlass/tools/util/include"),
+    ),
+    Layout("package", "jit", "data/csrc", "data/include", ("data/cutlass/include", "data/cutlass/tools/util/include")),
 )
-# FlashInfer up to 0.6.x builds every major >= 9 as an `a` target (compilation_context.py).
-_ALL_SPECIFIC_RE = re.compile(rb"""str\(minor\)\s*\+\s*["']a["']""")
 
 
 @dataclass
@@ -489,12 +498,18 @@ def _assemble(job: _Job) -> ScanResult:
     modules: list[_Module] = []
     all_specific = False
     if layout is not None and hazards:
-        all_specific = _all_specific(root, layout)
-        closures = _Closures(root, layout)
+        tree = _TreeFiles(root)
+        python = posixpath.dirname(layout.jit) or "."
+        all_specific = kernel_paths.all_specific(tree.read, python)
+        closures = _closures(tree, layout)
         modules = _modules(specs, closures, arch)
-        job.touched = closures.touched
         result.modules = [module.record for module in modules]
         result.hazards = _empty_kernels(modules, structures, arch, universe, all_specific)
+        paths = kernel_paths.Tree(python, closures, tree.read, all_specific)
+        for rel in dict.fromkeys(rel for rel, _ in specs):
+            paths.know_specs(rel, [spec for file, spec in specs if file == rel])
+        result.hazards += _python_gate_paths(result.gates, modules, paths, arch)
+        job.touched = tree.touched
     if hazards:
         result.hazards += _unsupported(modules, structures, arch, all_specific)
     result.gates.sort(key=lambda g: (g["file"], g["line"]))
@@ -1385,11 +1400,14 @@ def _blockers(shape: Structure, gate: Gate, arch: Arch) -> list[str]:
     return hazards.describe(shape.region_hits(branch, arch, hazards.lacking(arch)), arch)
 
 
-def _structure(data: bytes, comments: _Comments, directives: list[_Directive], families) -> Structure:
+def _structure(
+    data: bytes, comments: _Comments, directives: list[_Directive], families, everywhere: bool = False
+) -> Structure:
     """hazards.structure(data), built from the directives found, with the hits of `families` only.
 
     Each branch keeps the first hit of each token, which is all that
-    blockers and hazards report.
+    blockers and hazards report. Tokens are looked for only where an arch
+    decides, unless `everywhere` (file level included, in Structure.top).
     """
     found = (
         (d.start, d.end, d.keyword, lambda d=d: _condition(comments.masked(d.keyword_end, d.end)))
@@ -1397,8 +1415,19 @@ def _structure(data: bytes, comments: _Comments, directives: list[_Directive], f
     )
     branches, chains, segments = hazards.assemble(found, data, lambda a, b: _has_code(data, a, b, comments))
     shape = Structure(branches, chains)
-    _collect_hits(data, comments, shape, segments, families)
+    _collect_hits(data, comments, shape, segments, families, everywhere)
     return shape
+
+
+def file_structure(data: bytes) -> Structure:
+    """hazards.structure(data) the fast way, every family's first token per branch and at file level.
+
+    What kernel_paths reads a file a JIT module compiles with. Raises
+    SourceError when the bytes are not UTF-8.
+    """
+    decode(data)
+    comments = _Comments(data)
+    return _structure(data, comments, _directives(data, comments), hazards.TOKEN_FAMILIES, everywhere=True)
 
 
 def _condition(masked: bytes) -> str:
@@ -1431,26 +1460,6 @@ def _has_code(data: bytes, start: int, end: int, comments: _Comments) -> bool:
     return False
 
 
-def _literal_prefix(pattern: bytes) -> bytes:
-    """The literal bytes a regex starts with (after `\\b`), for a cheap search before the regex."""
-    out = bytearray()
-    i = 2 if pattern.startswith(rb"\b") else 0
-    while i < len(pattern):
-        c = pattern[i : i + 1]
-        if c == b"\\" and i + 1 < len(pattern) and pattern[i + 1 : i + 2] in b".:-_":
-            out += pattern[i + 1 : i + 2]
-            i += 2
-        elif c.isalnum() or c in b"_:":
-            out += c
-            i += 1
-        else:
-            break
-    # a quantifier after the last literal makes it optional
-    if i < len(pattern) and pattern[i : i + 1] in b"?*{" and out:
-        out = out[:-1]
-    return bytes(out)
-
-
 @dataclass(frozen=True)
 class _TokenPattern:
     family: hazards.TokenFamily
@@ -1479,7 +1488,7 @@ def _token_patterns() -> tuple[_TokenPattern, ...]:
         source = compiled.pattern
         boundary = source.startswith(rb"\b") and source[2:3].isalnum()
         pattern = re.compile(source[2:], compiled.flags) if boundary else compiled
-        prefix = _literal_prefix(pattern.pattern)
+        prefix = hazards.literal_prefix(pattern.pattern)
         assert prefix and not _top_level_alternation(pattern.pattern), f"{source!r}: needs one literal start"
         out.append(_TokenPattern(family, wrapper, pattern, boundary, "token" in compiled.groupindex, prefix))
     return tuple(out)
@@ -1514,19 +1523,20 @@ def _has_family_token(data: bytes) -> bool:
 _NAMED_REACH = 512
 
 
-def _collect_hits(data, comments, shape: Structure, segments, families) -> None:
+def _collect_hits(data, comments, shape: Structure, segments, families, everywhere: bool = False) -> None:
     """Put the first of each family token in the body of the innermost branch around it.
 
     Only bodies an arch decides (an arch-selected branch and everything
     nested in one) are searched: hazards and blockers look nowhere else.
+    With `everywhere`, every body is, and the file level too (Structure.top).
     """
     names = {family.name for family in families}
     starts = [segment[0] for segment in segments]
     branches = shape.branches
-    relevant = [shape.selecting(branch) is not None for branch in branches]
+    relevant = [everywhere or shape.selecting(branch) is not None for branch in branches]
     ranges: list[list[int]] = []
     for low, high, owner in segments:
-        if owner is not None and relevant[owner] and high > low:
+        if (everywhere if owner is None else relevant[owner]) and high > low:
             if ranges and ranges[-1][1] == low:
                 ranges[-1][1] = high
             else:
@@ -1560,7 +1570,7 @@ def _collect_hits(data, comments, shape: Structure, segments, families) -> None:
                     break
                 i = bisect.bisect_right(starts, match.start("token") if named else match.start()) - 1
                 low, high, owner = segments[i] if i >= 0 else (0, match.end(), None)
-                if owner is None or not relevant[owner] or high <= match.start():
+                if not (everywhere if owner is None else relevant[owner]) or high <= match.start():
                     pos = max(high, match.start() + 1)
                     continue
                 if named:
@@ -1582,9 +1592,10 @@ def _collect_hits(data, comments, shape: Structure, segments, families) -> None:
     lines = _Lines(data)
     line_of = {at: lines.at(at) for at in sorted({item[0] for item in found})}
     for at, family, token, wrapper, owner in found:
-        branches[owner].hits.append(Hit(family, token, line_of[at], wrapper))
+        (shape.top if owner is None else branches[owner].hits).append(Hit(family, token, line_of[at], wrapper))
     for branch in branches:
         branch.hits.sort(key=lambda hit: hit.line)
+    shape.top.sort(key=lambda hit: hit.line)
 
 
 def _includes(data: bytes) -> list[tuple[str, bool]]:
@@ -2082,24 +2093,17 @@ def _detect(root: Path) -> Layout | None:
 
 
 def _all_specific(root: Path, layout: Layout) -> bool:
-    context = root / posixpath.dirname(layout.jit) / "compilation_context.py"
-    try:
-        read = _read_regular(context)
-    except OSError:
-        return False
-    return read is not None and bool(_ALL_SPECIFIC_RE.search(read[0]))
+    """Whether the FlashInfer at `root` builds every major >= 9 as an `a` target (kernel_paths.all_specific)."""
+    return kernel_paths.all_specific(_TreeFiles(root).read, posixpath.dirname(layout.jit) or ".")
 
 
-class _Closures:
-    """Resolve JIT sources and follow their includes inside the tree, caching per file."""
+class _TreeFiles:
+    """The files of a tree, as a JIT closure sees them (hazards.Closures): which exist, their bytes, and what was looked at."""
 
-    def __init__(self, root: Path, layout: Layout) -> None:
+    def __init__(self, root: Path) -> None:
         self.root = root
-        self.layout = layout
         self._base = root.resolve()
-        self._includes: dict[str, list[tuple[str, bool]]] = {}  # read when a closure reaches the file
         self._exists: dict[str, bool] = {}
-        self._resolved: dict[tuple, str | None] = {}  # (including folder for "", path, dirs) -> file
         # every path looked at, with [size, mtime, inode] (None: no file): the result depends on them
         self.touched: dict[str, list[int] | None] = {}
 
@@ -2114,45 +2118,15 @@ class _Closures:
             self.touched[rel] = _stamp(path) if inside else None
         return self._exists[rel]
 
-    def place(self, root_name: str, path: str) -> str:
-        base = self.layout.csrc if root_name == "csrc" else self.layout.include
-        return posixpath.normpath(posixpath.join(base, path))
+    def read(self, rel: str) -> bytes:
+        read = _read_regular(self.root / rel) if self.exists(rel) else None
+        if read is None:
+            raise FileNotFoundError(rel)
+        return read[0]
 
-    def closure(self, spec: jit_specs.JitSpec) -> tuple[list[str], list[str]]:
-        """The files the spec compiles and includes, and the named sources that do not exist."""
-        dirs = [self.layout.include, self.layout.csrc] + [self.place(*d) for d in spec.include_dirs]
-        queue, missing = [], []
-        for source in spec.sources:
-            rel = self.place(*source)
-            (queue if self.exists(rel) else missing).append(rel)
-        seen = dict.fromkeys(queue)
-        key_dirs = tuple(dirs)
-        while queue:
-            current = queue.pop()
-            for path, quoted in self._read_includes(current):
-                here = posixpath.dirname(current) if quoted else None
-                key = (here, path, key_dirs)
-                if key not in self._resolved:
-                    self._resolved[key] = None
-                    for folder in ([here] if quoted else []) + dirs:
-                        rel = posixpath.normpath(posixpath.join(folder, path))
-                        if self.exists(rel):
-                            self._resolved[key] = rel
-                            break
-                rel = self._resolved[key]
-                if rel is not None and rel not in seen:
-                    seen[rel] = None
-                    queue.append(rel)
-        return list(seen), missing
 
-    def _read_includes(self, rel: str) -> list[tuple[str, bool]]:
-        if rel not in self._includes:
-            try:
-                read = _read_regular(self.root / rel)
-            except OSError:
-                read = None
-            self._includes[rel] = _includes(read[0]) if read is not None else []
-        return self._includes[rel]
+def _closures(files: _TreeFiles, layout: Layout) -> hazards.Closures:
+    return hazards.Closures(layout.csrc, layout.include, files.exists, files.read, layout.libraries, parse=_includes)
 
 
 @dataclass
@@ -2182,10 +2156,11 @@ class _Module:
         return hazards.jit_target(arch, all_specific=all_specific)
 
 
-def _modules(specs: list[tuple[str, jit_specs.JitSpec]], closures: _Closures, arch: Arch) -> list[_Module]:
+def _modules(specs: list[tuple[str, jit_specs.JitSpec]], closures: hazards.Closures, arch: Arch) -> list[_Module]:
     modules = []
     for file, spec in specs:
-        files, missing = closures.closure(spec)
+        found = closures.closure(spec, libraries=False)
+        files, missing = found.files, found.missing
         gate = spec.gate
         record = {
             "module": spec.module,
@@ -2345,6 +2320,83 @@ def _unsupported_record(rel: str, shape: Structure, entry: dict, arch: Arch) -> 
             f"`{condition}` {verb} {arch.name} (compiled as {entry['target'].name}) around {what}; "
             f"{wheres[0]}{more}. {hazards.describe((instructions or hits)[:1], arch)[0]}"
         ),
+    }
+
+
+def _python_gate_paths(
+    gates: list[dict], modules: list[_Module], paths: kernel_paths.Tree, arch: Arch
+) -> list[dict]:
+    """`unsupported-instruction` at each Python gate that admits `arch` and selects a JIT module compiling
+    instructions `arch` lacks (kernel_paths): an or-chain or capability test through the functions it
+    calls, a spec's supported_major_versions list or flag names through the spec (there only the tokens
+    outside arch guards: _unsupported reports those inside at the guard, when the spec admits `arch`)."""
+    out = []
+    for gate in gates:
+        if gate["kind"] not in ("python_arch_or", CAPABILITY_KIND) or arch.name not in gate["admits"]:
+            continue
+        try:
+            source = paths.read(gate["file"])
+        except OSError:
+            continue
+        found = kernel_paths.check(paths, gate["file"], source, gate["kind"], gate["line"], "", (arch,))
+        record = _python_gate_record(gate["file"], gate["line"], gate["text"], found, arch)
+        if record is not None:
+            out.append(record)
+    seen: set[tuple[str, int]] = set()
+    for module in modules:
+        gate = module.spec.gate
+        if gate is None or not gate.admits(arch) or (module.file, gate.line) in seen:
+            continue
+        seen.add((module.file, gate.line))
+        found = kernel_paths.check_specs(paths, [(module.file, module.spec)], (arch,))
+        # Tokens under an arch guard of the module's closure are _unsupported's, at the guard.
+        found.found = [finding for finding in found.found if not finding.guard]
+        found.undecided = []
+        record = _python_gate_record(module.file, gate.line, gate.text, found, arch)
+        if record is not None:
+            out.append(record)
+    return out
+
+
+def _python_gate_record(file: str, line: int, text: str, found, arch: Arch) -> dict | None:
+    hits = sorted(found.found or found.undecided, key=lambda f: (not f.certain, f.hit.wrapper))
+    if not hits:
+        return None
+    certain = [f for f in found.found if f.certain]
+    first = next(iter(certain), next((f for f in hits if not f.hit.wrapper), hits[0]))
+    found_tokens = list(dict.fromkeys(f.hit.token for f in hits))
+    instructions = [f for f in found.found if not f.hit.wrapper]
+    shown = ", ".join(found_tokens[:6]) + (f" and {len(found_tokens) - 6} more" if len(found_tokens) > 6 else "")
+    if certain:
+        what = f"{shown}, which ptxas rejects there"
+    elif instructions:
+        what = (
+            f"{shown}, which ptxas rejects there if emitted: the first is in a header outside any arch guard, "
+            "compiled only when a kernel calls it"
+        )
+    elif found.found:
+        what = (
+            f"{shown}: CuTe/CUTLASS names for instructions {arch.name} lacks, which fail to build or trap "
+            "at run time (CUTE_INVALID_CONTROL_PATH) when called"
+        )
+    else:
+        what = f"{shown} under `{first.guard}`, which codemod cannot decide for {first.target.name}"
+    modules = " and ".join(found.modules[:2]) + (f" (and {len(found.modules) - 2} more)" if len(found.modules) > 2 else "")
+    message = (
+        f"`{_one_line(text)}` admits {arch.name}, so {modules} is built for it (compiled as {first.target.name}); "
+        f"its sources use {what} (first at {first.where}). {hazards.describe([first.hit], arch)[0]}"
+    )
+    if found.unread:
+        message += f". Not followed: {'; '.join(found.unread[:2])}"
+    return {
+        "kind": "unsupported-instruction",
+        "file": file,
+        "line": line,
+        "module": first.module,
+        # Only an instruction the target surely emits is definite; wrapper names may compile to a trap.
+        "potential": not certain,
+        "tokens": found_tokens,
+        "message": message,
     }
 
 

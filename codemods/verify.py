@@ -264,7 +264,7 @@ def empty_kernels(
 
     The modules judged are those named in `modules` and those whose spec
     file or include closure holds a file of `changed` (paths relative to
-    `root`). This is scan's own analysis (scan._Closures, scan._modules,
+    `root`). This is scan's own analysis (scan._closures, scan._modules,
     scan._empty_kernels over what scan._analyse reads from the JIT spec
     files and the closure files), run on the tree as it is on disk, without
     listing the whole tree; [] where there is no FlashInfer JIT layout.
@@ -295,7 +295,7 @@ def empty_kernels(
     wanted, changed_files = set(modules), set(changed)
     chosen = [
         module
-        for module in scanner._modules(specs, scanner._Closures(root, layout), targets[0])
+        for module in scanner._modules(specs, scanner._closures(scanner._TreeFiles(root), layout), targets[0])
         if module.name in wanted or module.file in changed_files or module.files & changed_files
     ]
     structures = {}

@@ -92,6 +92,10 @@ def commit_message(plan: Plan, change: PlannedChange, prefix: str, base: str, ha
     if blockers:
         body += ["", "Widened with --force despite these blockers:"]
         body += [f"  {prefix}{change.file}:{gc.gate.line}: {blocker}" for gc, blocker in blockers]
+    unchecked = [(gc, w) for gc in changed for w in gc.warnings]
+    if unchecked:
+        body += ["", "Not fully checked (codemod could not follow these paths):"]
+        body += [f"  {prefix}{change.file}:{gc.gate.line}: {warning}" for gc, warning in unchecked]
     if plan.recipe.notes:
         body += ["", "Upstream notes:"] + [f"- {n}" for n in plan.recipe.notes]
     body += [
