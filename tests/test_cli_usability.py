@@ -52,17 +52,9 @@ def test_end_of_input_at_the_prompt_applies_nothing(cli, example_repo):
 
 
 def test_back_out_hint_names_the_package(cli, tmp_path, monkeypatch):
-    import shutil
+    from conftest import fake_site
 
-    from conftest import EXAMPLES
-
-    site = tmp_path / "site"
-    shutil.copytree(EXAMPLES / "flashinfer" / "flashinfer", site / "flashinfer")
-    shutil.copytree(EXAMPLES / "flashinfer" / "include", site / "flashinfer" / "data" / "include")
-    info = site / "flashinfer_python-0.6.3.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: flashinfer-python\nVersion: 0.6.3\n")
-    (info / "RECORD").write_text("")
+    site = fake_site(tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(site))
     result = cli("run", "sm120-enable", "--package", "flashinfer", "--python", sys.executable)
     assert result.exit_code == 0, result.output

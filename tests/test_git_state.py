@@ -314,20 +314,9 @@ def test_shadow_record_survives_a_git_repository_made_around_the_folder(cli, tmp
 
 def test_each_package_is_revertible_on_its_own(cli, tmp_path, monkeypatch):
     """FlashInfer reinstalled behind codemod's back does not block reverting SGLang, and --forget drops only FlashInfer's record."""
-    import shutil
+    from conftest import fake_site
 
-    from conftest import EXAMPLES
-
-    site = tmp_path / "site"
-    shutil.copytree(EXAMPLES / "flashinfer" / "flashinfer", site / "flashinfer")
-    shutil.copytree(EXAMPLES / "flashinfer" / "include", site / "flashinfer" / "data" / "include")
-    shutil.copytree(EXAMPLES / "sglang" / "python" / "sglang", site / "sglang")
-    (site / "sglang" / "__init__.py").write_text("")
-    for dist, version in (("flashinfer_python", "0.6.3"), ("sglang", "0.5.8")):
-        info = site / f"{dist}-{version}.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist.replace('_', '-')}\nVersion: {version}\n")
-        (info / "RECORD").write_text("")
+    site = fake_site(tmp_path, ("flashinfer", "sglang"))
     monkeypatch.setenv("PYTHONPATH", str(site))
     both = ("--package", "flashinfer", "--package", "sglang", "--python", sys.executable)
     pristine_sglang = tree_digest(site / "sglang")
