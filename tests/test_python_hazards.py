@@ -284,7 +284,7 @@ def test_missing_cutlass_is_potential_and_warns_without_refusing(cli, tmp_path):
 
     result = cli("run", RECIPE, "--repo", repo, "--format", "json")
     assert result.exit_code == 0, result.output
-    [gate] = json.loads(result.stdout)["changes"][0]["gates"]
+    [gate] = json.loads(result.stdout)["results"][0]["changes"][0]["gates"]
     assert gate["outcome"] == "changed" and gate["warnings"] == [warning.removeprefix("warning: ")]
     message = git(repo, "log", "-1", "--format=%B")
     assert "Not fully checked (codemod could not follow these paths):" in message and "cute/tensor.hpp" in message
