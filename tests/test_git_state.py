@@ -41,7 +41,7 @@ def test_concurrent_edit_is_kept_and_the_run_stops(example_repo, tmp_path, step,
     gate = tmp_path / "go"
     env = {**os.environ, **IDENTITY, "PYTHONPATH": str(ROOT), "CODEMOD_TEST_PAUSE_AT": f"{step}:{gate}"}
     run = subprocess.Popen(
-        [sys.executable, "-m", "codemods.cli", "run", "sm120-enable", "--repo", str(repo), "--only",
+        [sys.executable, str(ROOT / "tests" / "fault_runner.py"), "run", "sm120-enable", "--repo", str(repo), "--only",
          "flashinfer.trtllm-allreduce-guards", "--only", "flashinfer.trtllm-comm-jit"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
