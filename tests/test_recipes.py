@@ -94,3 +94,80 @@ def test_builtin_recipe_cases(cli):
 
     result = cli("recipe", "test", data_root() / "recipes" / "sm120-enable.toml")
     assert result.exit_code == 0, result.output
+
+
+MULTI = """\
+id = "cublaslt-sm80-up"
+summary = "several archs at once"
+arch = ["sm_80", "sm_90", "sm_110", "sm_120"]
+admit = "family"
+
+[[change]]
+id = "flashinfer.cublaslt-jit"
+project = "flashinfer"
+file = "{python}/jit/gemm/core.py"
+kind = "python_arch_list"
+function = "gen_mm_bf16_cublaslt_module"
+
+[[test]]
+change = "flashinfer.cublaslt-jit"
+before = '''
+def gen_mm_bf16_cublaslt_module():
+    return ctx.get_nvcc_flags_list(supported_major_versions=[10])
+'''
+after = '''
+def gen_mm_bf16_cublaslt_module():
+    return ctx.get_nvcc_flags_list(supported_major_versions=[8, 9, 10, 11, 12])
+'''
+"""
+
+
+def test_several_archs_widen_each_gate_once(cli, tmp_path):
+    from codemods.arch import DEFAULT_ARCHS
+    from codemods.recipes import load_recipe
+
+    path = tmp_path / "cublaslt-sm80-up.toml"
+    path.write_text(MULTI)
+    recipe = load_recipe(path)
+    assert [a.name for a in recipe.archs] == ["sm_80", "sm_90", "sm_110", "sm_120"]
+    assert [a.name for a in recipe.targets(DEFAULT_ARCHS)] == ["sm_80", "sm_86", "sm_89", "sm_90", "sm_110", "sm_120", "sm_121"]
+    path.write_text(MULTI.replace('admit = "family"', 'admit = "exact"'))
+    assert [a.name for a in load_recipe(path).targets(DEFAULT_ARCHS)] == ["sm_80", "sm_90", "sm_110", "sm_120"]
+    path.write_text(MULTI)
+    result = cli("recipe", "test", path)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.endswith("1 passed, 0 failed\n")
+
+
+@pytest.mark.parametrize(
+    "arch, message",
+    [
+        pytest.param("[]", "must be an arch name or a non-empty list", id="empty-list"),
+        pytest.param('["sm_90", "volta"]', "'volta' is not an arch name", id="bad-member"),
+        pytest.param('["sm_90", "sm_90"]', "sm_90 is named twice", id="duplicate"),
+        pytest.param("[90]", "must be an arch name or a non-empty list", id="not-strings"),
+    ],
+)
+def test_arch_list_validation(cli, tmp_path, arch, message):
+    path = tmp_path / "my-recipe.toml"
+    path.write_text(GOOD.replace('arch = "sm_120"', f"arch = {arch}"))
+    result = cli("list", "--recipes", tmp_path)
+    assert result.exit_code == 8, result.output
+    assert f"{path}:3: " in result.stderr and message in result.stderr
+
+
+def test_several_archs_plan_json_and_matrix(cli, example_repo, tmp_path):
+    import json
+
+    fi = example_repo("flashinfer")
+    path = tmp_path / "trtllm-many.toml"
+    path.write_text(GOOD.replace('arch = "sm_120"', 'arch = ["sm_110", "sm_120"]').replace("my-recipe", "trtllm-many"))
+    result = cli("run", path, "--repo", fi, "--dry-run", "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["archs"] == ["sm_110", "sm_120"]
+    assert data["targets"] == ["sm_110", "sm_120", "sm_121"]
+    [gate] = data["changes"][0]["gates"]
+    assert gate["after"] == "[9, 10, 11, 12]"
+    text = cli("run", path, "--repo", fi, "--dry-run")
+    assert "sm_110" in text.stderr.split("arch matrix")[1].splitlines()[1]
