@@ -466,7 +466,8 @@ def _check_selector(path: Path, text: str, change_id: str, module: ModuleType, k
     else:
         problem = "" if isinstance(value, str) else f"{key!r} must be a string"
     if problem:
-        raise _invalid(path, text, key, f"change {change_id!r}: {problem}", f'{key} = "..."' if key != "replace" else 'replace = [{from = "...", to = "..."}]')
+        hint = getattr(module, "SELECTOR_HINTS", {}).get(key) or (f'{key} = "..."' if key != "replace" else 'replace = [{from = "...", to = "..."}]')
+        raise _invalid(path, text, key, f"change {change_id!r}: {problem}", hint)
 
 
 def _check_relative(path: Path, text: str, file: str) -> None:

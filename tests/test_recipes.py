@@ -171,3 +171,70 @@ def test_several_archs_plan_json_and_matrix(cli, example_repo, tmp_path):
     assert gate["after"] == "[9, 10, 11, 12]"
     text = cli("run", path, "--repo", fi, "--dry-run")
     assert "sm_110" in text.stderr.split("arch matrix")[1].splitlines()[1]
+
+
+CALL_RECIPE = """\
+id = "nvfp4-attention-sm121"
+summary = "capability lists by call and position"
+arch = "sm_121"
+admit = "exact"
+
+[[change]]
+id = "flashinfer.nvfp4-attention-requirement"
+project = "flashinfer"
+file = "{python}/nvfp4_attention_sm120.py"
+kind = "python_arch_list"
+call = "supported_compute_capability"
+position = 0
+function = "_nvfp4_attention_requirement"
+
+[[test]]
+change = "flashinfer.nvfp4-attention-requirement"
+before = '''
+@supported_compute_capability([120])
+def _nvfp4_attention_requirement(q):
+    return True
+'''
+after = '''
+@supported_compute_capability([120, 121])
+def _nvfp4_attention_requirement(q):
+    return True
+'''
+
+[[test]]
+change = "flashinfer.nvfp4-attention-requirement"
+before = '''
+@supported_compute_capability(SM12X_CCS)
+def _nvfp4_attention_requirement(q):
+    return True
+'''
+outcome = "failed"
+"""
+
+
+def test_call_position_selectors_in_a_recipe(cli, tmp_path):
+    path = tmp_path / "nvfp4-attention-sm121.toml"
+    path.write_text(CALL_RECIPE)
+    result = cli("recipe", "test", path)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.endswith("2 passed, 0 failed\n")
+    path.write_text(CALL_RECIPE.replace("position = 0", 'position = "first"'))
+    result = cli("list", "--recipes", tmp_path)
+    assert result.exit_code == 8
+    assert f"{path}:12: " in result.stderr and "'position' must be a non-negative integer" in result.stderr
+    assert "hint: position = 1" in result.stderr
+
+
+def test_call_argument_that_is_no_list_is_refused_naming_file_and_line(cli, example_repo, tmp_path):
+    fi = example_repo("flashinfer")
+    target = fi / "flashinfer" / "nvfp4_attention_sm120.py"
+    target.write_text("SM12X_CCS = [120]\n\n\n@supported_compute_capability(SM12X_CCS)\ndef _nvfp4_attention_requirement(q):\n    return True\n")
+    git(fi, "add", "-A")
+    git(fi, "commit", "-qm", "nvfp4")
+    path = tmp_path / "nvfp4-attention-sm121.toml"
+    path.write_text(CALL_RECIPE)
+    result = cli("run", path, "--repo", fi)
+    assert result.exit_code == 3, result.output
+    assert "flashinfer/nvfp4_attention_sm120.py:4: cannot widen `SM12X_CCS`" in result.stderr
+    assert "is not a list literal" in result.stderr
+    assert git(fi, "status", "--porcelain") == ""
