@@ -870,7 +870,8 @@ def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target:
             continue
         start, end = _span_after(gc.gate, shifts)
         gc.after_text = after[start:end].decode("utf-8", errors="replace")
-        gc.admits_after = kind.admits(gc.after_text, universe)
+        extra = {"detail": gc.gate.detail} if "detail" in inspect.signature(kind.admits).parameters else {}
+        gc.admits_after = kind.admits(gc.after_text, universe, **extra)
         if not all(gc.admits_after.admits(a) for a in targets):
             pc.outcome, pc.reason = "failed", f"{pc.file}:{gc.gate.line}: the rewritten gate does not admit the target (internal check)"
             return

@@ -92,6 +92,7 @@ from codemods.lazy import LazyModule
 jit_specs = LazyModule("codemods.jit_specs")
 python_arch_list = LazyModule("codemods.gates.python_arch_list")
 python_arch_or = LazyModule("codemods.gates.python_arch_or")
+cpp_runtime_check = LazyModule("codemods.gates.cpp_runtime_check")
 
 C_SUFFIXES = (
     ".cu", ".cuh", ".h", ".hpp", ".inl", ".cpp", ".cc", ".cxx", ".c", ".hh", ".hxx", ".ipp", ".tcc", ".inc",
@@ -1054,7 +1055,7 @@ def _may_hold_gates(rel: str, data: bytes, in_jit: bool) -> bool:
             or bool(_python_kinds(data))
             or (in_jit and b"gen_jit_spec" in data)
         )
-    return _ARCH_TOKEN in data
+    return _ARCH_TOKEN in data or bool(_runtime_check_re().search(data))
 
 
 def _python_kinds(data: bytes) -> list:
@@ -1355,10 +1356,12 @@ def _analyse_c(rel: str, data: bytes, context: _Context) -> _FileScan:
     language = "cuda" if rel.endswith((".cu", ".cuh")) else "cpp"
     gates = _cuda_gates(data, comments, context.universe, language)
     out = _FileScan(rel, parsed=True)
+    checks = _runtime_checks(data, context.universe, language)
     if not gates:
+        out.gates = [_record(rel, gate, context.arch) for gate in checks]
         return out
     if not context.hazards:
-        out.gates = [_record(rel, gate, context.arch) for gate in gates]
+        out.gates = [_record(rel, gate, context.arch) for gate in sorted(gates + checks, key=lambda g: (g.line, g.start))]
         return out
     families = hazards.lacking(context.arch)
     shape = None
@@ -1367,14 +1370,32 @@ def _analyse_c(rel: str, data: bytes, context: _Context) -> _FileScan:
     if shape is not None and (context.layout or any(branch.hits for branch in shape.branches)):
         out.structure = shape
     arch = context.arch
-    for gate in gates:
+    for gate in sorted(gates + checks, key=lambda g: (g.line, g.start)):
         record = _record(rel, gate, arch)
-        if record["excludes_arch"]:
+        if record["excludes_arch"] and gate.kind == cuda_guard.KIND:
             blockers = _blockers(shape, gate, arch) if shape is not None else []
             record["widenable"] = not blockers
             record["blockers"] = blockers
         out.gates.append(record)
     return out
+
+
+@lru_cache(maxsize=1)
+def _runtime_check_re() -> re.Pattern:
+    """A comparison of a commonly named capability variable with a number, or a comparison macro over one."""
+    names = b"|".join(re.escape(n.encode()) for n in sorted(cpp_runtime_check.COMMON_NAMES, key=len, reverse=True))
+    ops = rb"(?:==|!=|<=|>=|<|>)"
+    return re.compile(
+        rb"\b(?:%s)\s*%s\s*\d|\d\s*%s\s*[\w.>-]*\b(?:%s)|_CHECK_(?:EQ|NE|GE|GT|LE|LT)\s*\(\s*[\w.>-]*\b(?:%s)\b"
+        % (names, ops, ops, names, names)
+    )
+
+
+def _runtime_checks(data: bytes, universe: tuple[Arch, ...], language: str) -> list[Gate]:
+    """cpp_runtime_check gates, parsed only in files whose bytes hold such a comparison."""
+    if not _runtime_check_re().search(data):
+        return []
+    return cpp_runtime_check.find(data, universe, language)
 
 
 def _blockers(shape: Structure, gate: Gate, arch: Arch) -> list[str]:
