@@ -703,7 +703,8 @@ def test_admits_text(text, admitted, unknown):
 
 # ---------------------------------------------------------------- equality chains, widened in their own style
 
-LONG_LINE = "static_assert(sizeof(float) == 4, \"the xqa kernels read fp32 scales as 4 bytes; this line is long on purpose, as mha.cu's are\");\n"
+# three lines of 120 columns: the file's column limit is 120, past the chains below
+LONG_LINE = "static_assert(sizeof(float) == 4, \"the xqa kernels read fp32 scales as 4 bytes; this line is long on purpose, as mha.cu's are\");\n" * 3
 
 
 @pytest.mark.parametrize(
@@ -842,3 +843,17 @@ def test_widened_chain_admits_exactly_old_plus_targets(values, targets):
     assert after.admits.admitted == gate.admits.admitted | set(targets)
     numbers = [int(n) for n in re.findall(rb"== (\d+)", widened)]
     assert numbers == sorted(numbers) and b">=" not in widened
+
+
+def test_column_limit_ignores_one_or_two_stray_long_lines():
+    # xqa/utils.cuh (FlashInfer 0.5.2): one 102-column line, many of 100; upstream broke its #elif at 100 (54101e953)
+    filler = "#define ROW(x) (x)" + " " * 81 + "\\\n"
+    source = (
+        "// " + "x" * 99 + "\n" + filler * 3 + "\n"
+        "#if __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 870\n"
+        "#elif __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030\n#endif\n"
+    ).encode()
+    widened = apply_edits(source, widen_all(source, (Arch.parse("sm_110"),)))
+    assert widened.endswith(
+        b"#elif __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030 || \\\n    __CUDA_ARCH__ == 1100\n#endif\n"
+    )
