@@ -347,7 +347,8 @@ def _notify(message: str) -> None:
 
 
 def _render_matrix(plan, universe, selected=None) -> None:
-    for line in report.matrix(plan, universe, selected):
+    columns = tuple(dict.fromkeys((*universe, *plan.targets)))  # every arch the recipe targets has a column
+    for line in report.matrix(plan, columns, selected):
         err.print(line, markup=False, overflow="ignore", crop=False)
 
 

@@ -125,7 +125,7 @@ class Change:
 class Recipe:
     id: str
     summary: str
-    arch: Arch
+    archs: tuple[Arch, ...]  # `arch = "sm_120"` or `arch = ["sm_80", "sm_90"]`, in the recipe's order
     admit: str  # "family" or "exact"
     notes: tuple[str, ...]
     changes: tuple[Change, ...]
@@ -133,12 +133,18 @@ class Recipe:
     tests: tuple["Case", ...] = ()
     upstream: tuple["Upstream", ...] = ()
 
+    @property
+    def arch(self) -> Arch:
+        """The first arch the recipe names."""
+        return self.archs[0]
+
     def targets(self, universe: tuple[Arch, ...]) -> tuple[Arch, ...]:
-        """The archs each gate must admit after the recipe."""
+        """The archs each gate must admit after the recipe: every named arch (and its family), each gate widened once."""
         if self.admit == "family":
-            members = family(self.arch, tuple(universe) + (self.arch,))
-            return tuple(dict.fromkeys(members))
-        return (self.arch,)
+            scope = tuple(universe) + self.archs
+            members = [member for arch in self.archs for member in family(arch, scope)]
+            return tuple(sorted(dict.fromkeys(members)))
+        return tuple(dict.fromkeys(self.archs))
 
 
 @dataclass(frozen=True)
@@ -189,15 +195,12 @@ def load_recipe(path: Path) -> Recipe:
     for key in data:
         if key not in _RECIPE_KEYS:
             raise _invalid(path, text, key, f"unknown key {key!r}", f"allowed keys: {', '.join(sorted(_RECIPE_KEYS))}")
-    for key in ("id", "summary", "arch"):
+    for key in ("id", "summary"):
         if not isinstance(data.get(key), str) or not data[key]:
             raise _invalid(path, text, key, f"{key!r} must be a non-empty string", f"add `{key} = \"...\"`")
     if not _ID_RE.match(data["id"]):
         raise _invalid(path, text, "id", f"recipe id {data['id']!r} must be kebab-case", "for example `sm120-enable`")
-    try:
-        arch = Arch.parse(data["arch"])
-    except ArchParseError as exc:
-        raise _invalid(path, text, "arch", str(exc), "write the arch like sm_120") from None
+    archs = _load_archs(path, text, data.get("arch"))
     admit = data.get("admit", "family")
     if admit not in ("family", "exact"):
         raise _invalid(path, text, "admit", f"admit must be 'family' or 'exact', not {admit!r}", "use admit = \"family\"")
@@ -222,7 +225,25 @@ def load_recipe(path: Path) -> Recipe:
                 )
     cases = _load_cases(path, text, data.get("test", []), {c.id: c for c in changes})
     upstream = _load_upstream(path, text, data.get("upstream", []))
-    return Recipe(data["id"], data["summary"], arch, admit, tuple(notes), tuple(changes), path, cases, upstream)
+    return Recipe(data["id"], data["summary"], archs, admit, tuple(notes), tuple(changes), path, cases, upstream)
+
+
+def _load_archs(path: Path, text: str, raw) -> tuple[Arch, ...]:
+    """`arch = "sm_120"` or a non-empty list of arch names, each given once."""
+    hint = 'arch = "sm_120" or arch = ["sm_80", "sm_90"]'
+    names = [raw] if isinstance(raw, str) else raw
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+        raise _invalid(path, text, "arch", "'arch' must be an arch name or a non-empty list of arch names", hint)
+    archs = []
+    for name in names:
+        try:
+            arch = Arch.parse(name)
+        except ArchParseError as exc:
+            raise _invalid(path, text, "arch", str(exc), "write each arch like sm_120") from None
+        if arch in archs:
+            raise _invalid(path, text, "arch", f"{arch.name} is named twice", hint)
+        archs.append(arch)
+    return tuple(archs)
 
 
 def _load_upstream(path: Path, text: str, raw) -> tuple[Upstream, ...]:
@@ -445,7 +466,8 @@ def _check_selector(path: Path, text: str, change_id: str, module: ModuleType, k
     else:
         problem = "" if isinstance(value, str) else f"{key!r} must be a string"
     if problem:
-        raise _invalid(path, text, key, f"change {change_id!r}: {problem}", f'{key} = "..."' if key != "replace" else 'replace = [{from = "...", to = "..."}]')
+        hint = getattr(module, "SELECTOR_HINTS", {}).get(key) or (f'{key} = "..."' if key != "replace" else 'replace = [{from = "...", to = "..."}]')
+        raise _invalid(path, text, key, f"change {change_id!r}: {problem}", hint)
 
 
 def _check_relative(path: Path, text: str, file: str) -> None:
@@ -855,7 +877,8 @@ def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target:
             continue
         start, end = _span_after(gc.gate, shifts)
         gc.after_text = after[start:end].decode("utf-8", errors="replace")
-        gc.admits_after = kind.admits(gc.after_text, universe)
+        extra = {"detail": gc.gate.detail} if "detail" in inspect.signature(kind.admits).parameters else {}
+        gc.admits_after = kind.admits(gc.after_text, universe, **extra)
         if not all(gc.admits_after.admits(a) for a in targets):
             pc.outcome, pc.reason = "failed", f"{pc.file}:{gc.gate.line}: the rewritten gate does not admit the target (internal check)"
             return

@@ -59,6 +59,7 @@ def plan_json(plan: Plan, prefix: str, dry_run: bool, changes: list[PlannedChang
         "project": plan.target.project.name,
         "layout": plan.target.layout.name,
         "version": plan.target.version() or None,
+        "archs": [a.name for a in plan.recipe.archs],
         "targets": [a.name for a in plan.targets],
         "dry_run": dry_run,
         "notes": list(plan.recipe.notes),

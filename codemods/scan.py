@@ -98,6 +98,7 @@ jit_specs = LazyModule("codemods.jit_specs")
 kernel_paths = LazyModule("codemods.kernel_paths")
 python_arch_list = LazyModule("codemods.gates.python_arch_list")
 python_arch_or = LazyModule("codemods.gates.python_arch_or")
+cpp_runtime_check = LazyModule("codemods.gates.cpp_runtime_check")
 
 C_SUFFIXES = (
     ".cu", ".cuh", ".h", ".hpp", ".inl", ".cpp", ".cc", ".cxx", ".c", ".hh", ".hxx", ".ipp", ".tcc", ".inc",
@@ -112,7 +113,8 @@ NOT_REGULAR = "not a regular file"  # the skip reason of a FIFO, socket or devic
 _ARCH_TOKEN = b"__CUDA_ARCH"
 # Cheap byte tests before a Python file is parsed: only what each kind's `find` could match.
 _PYTHON_PREFILTERS = (
-    (python_arch_list, re.compile(rb"supported_major_versions\s*=\s*[\[(]")),
+    # keyword lists, and the capability-list calls python_arch_list.KNOWN_CALLS names
+    (python_arch_list, re.compile(rb"supported_major_versions\s*=\s*[\[(]|\b(?:supported_compute_capability|_match_sm_version)\s*\(")),
     # a chain starts with a predicate (maybe called) and `or`: `is_sm100a_supported(device)\n or`
     (python_arch_or, re.compile(rb"is_sm\d{2,3}a?(?:_supported)?\b\s*(?:\((?:[^()]|\([^()]*\))*\))?\s*\)*\s*\bor\b")),
 )
@@ -124,7 +126,7 @@ def _named_or_re() -> re.Pattern:
     names = b"|".join(re.escape(n.encode()) for n in python_arch_or.NAMED_PREDICATES)
     return re.compile(rb"\b_?(?:%s)\b\s*(?:\([^()]*\))?\s*\)*\s*\bor\b|\bor\b\s*\(*\s*[\w.]*\b_?(?:%s)\b" % (names, names))
 
-_PREFILTER_LITERALS = (b"supported_major_versions", b"is_sm")
+_PREFILTER_LITERALS = ((b"supported_major_versions", b"supported_compute_capability", b"_match_sm_version"), (b"is_sm",))
 _CAPABILITY_TOKEN = b"get_device_capability"
 # A comparison with the call, or a name bound from it: nothing else can be a python_capability gate.
 _CAPABILITY_RE = re.compile(
@@ -1068,15 +1070,15 @@ def _may_hold_gates(rel: str, data: bytes, in_jit: bool) -> bool:
             or bool(_python_kinds(data))
             or (in_jit and b"gen_jit_spec" in data)
         )
-    return _ARCH_TOKEN in data
+    return _ARCH_TOKEN in data or bool(_runtime_check_re().search(data))
 
 
 def _python_kinds(data: bytes) -> list:
     """The Python gate kinds whose prefilter `data` passes (a literal test first: re is slow on a miss)."""
     kinds = [
         kind
-        for (kind, prefilter), literal in zip(_PYTHON_PREFILTERS, _PREFILTER_LITERALS)
-        if literal in data and prefilter.search(data)
+        for (kind, prefilter), literals in zip(_PYTHON_PREFILTERS, _PREFILTER_LITERALS)
+        if any(literal in data for literal in literals) and prefilter.search(data)
     ]
     if python_arch_or not in kinds and b"is_blackwell" in data and _named_or_re().search(data):
         kinds.append(python_arch_or)
@@ -1370,10 +1372,12 @@ def _analyse_c(rel: str, data: bytes, context: _Context) -> _FileScan:
     language = "cuda" if rel.endswith((".cu", ".cuh")) else "cpp"
     gates = _cuda_gates(data, comments, context.universe, language)
     out = _FileScan(rel, parsed=True)
+    checks = _runtime_checks(data, context.universe, language)
     if not gates:
+        out.gates = [_record(rel, gate, context.arch) for gate in checks]
         return out
     if not context.hazards:
-        out.gates = [_record(rel, gate, context.arch) for gate in gates]
+        out.gates = [_record(rel, gate, context.arch) for gate in sorted(gates + checks, key=lambda g: (g.line, g.start))]
         return out
     families = hazards.lacking(context.arch)
     shape = None
@@ -1382,14 +1386,32 @@ def _analyse_c(rel: str, data: bytes, context: _Context) -> _FileScan:
     if shape is not None and (context.layout or any(branch.hits for branch in shape.branches)):
         out.structure = shape
     arch = context.arch
-    for gate in gates:
+    for gate in sorted(gates + checks, key=lambda g: (g.line, g.start)):
         record = _record(rel, gate, arch)
-        if record["excludes_arch"]:
+        if record["excludes_arch"] and gate.kind == cuda_guard.KIND:
             blockers = _blockers(shape, gate, arch) if shape is not None else []
             record["widenable"] = not blockers
             record["blockers"] = blockers
         out.gates.append(record)
     return out
+
+
+@lru_cache(maxsize=1)
+def _runtime_check_re() -> re.Pattern:
+    """A comparison of a commonly named capability variable with a number, or a comparison macro over one."""
+    names = b"|".join(re.escape(n.encode()) for n in sorted(cpp_runtime_check.COMMON_NAMES, key=len, reverse=True))
+    ops = rb"(?:==|!=|<=|>=|<|>)"
+    return re.compile(
+        rb"\b(?:%s)\s*%s\s*\d|\d\s*%s\s*[\w.>-]*\b(?:%s)|_CHECK_(?:EQ|NE|GE|GT|LE|LT)\s*\(\s*[\w.>-]*\b(?:%s)\b"
+        % (names, ops, ops, names, names)
+    )
+
+
+def _runtime_checks(data: bytes, universe: tuple[Arch, ...], language: str) -> list[Gate]:
+    """cpp_runtime_check gates, parsed only in files whose bytes hold such a comparison."""
+    if not _runtime_check_re().search(data):
+        return []
+    return cpp_runtime_check.find(data, universe, language)
 
 
 def _blockers(shape: Structure, gate: Gate, arch: Arch) -> list[str]:
@@ -1756,6 +1778,12 @@ def _callee(call: ast.Call) -> str:
     return ""
 
 
+def _find_every(kind, data: bytes, universe: tuple[Arch, ...]) -> list[Gate]:
+    """Every gate of the kind that scan lists: a kind with a table of known shapes says so with `find_known`."""
+    known = getattr(kind, "find_known", None)
+    return known(data, universe) if known is not None else kind.find(data, universe)
+
+
 def _analyse_python(rel: str, data: bytes, context: _Context, in_jit: bool) -> _FileScan:
     decode(data)
     out = _FileScan(rel)
@@ -1778,7 +1806,7 @@ def _analyse_python(rel: str, data: bytes, context: _Context, in_jit: bool) -> _
             line = getattr(exc, "lineno", None)
             raise SourceError(f"not valid Python: line {line}: {getattr(exc, 'msg', exc)}") from None
         # ast may not know newer syntax libcst does; libcst decides (and says what is wrong).
-        gates = [gate for kind in kinds for gate in kind.find(data, context.universe)]
+        gates = [gate for kind in kinds for gate in _find_every(kind, data, context.universe)]
         out.gates = [_record(rel, gate, context.arch) for gate in gates]
         if want_specs:
             out.specs = jit_specs.find(data, context.universe)
@@ -1786,7 +1814,7 @@ def _analyse_python(rel: str, data: bytes, context: _Context, in_jit: bool) -> _
     text = _PythonText(data)
     gates: list[Gate] = []
     if python_arch_list in kinds:
-        listed = python_arch_list.find_in_tree(data, tree, context.universe)
+        listed = python_arch_list.find_in_tree(data, tree, context.universe, known=True)
         if listed is not None:  # else libcst decides, below
             gates += listed
             kinds = [kind for kind in kinds if kind is not python_arch_list]
@@ -1812,7 +1840,7 @@ def _analyse_python(rel: str, data: bytes, context: _Context, in_jit: bool) -> _
 
         pruned = _Pruned(text, tree, wanted)
         for kind in kinds:
-            gates += [pruned.gate(gate) for gate in kind.find(pruned.source, context.universe)]
+            gates += [pruned.gate(gate) for gate in _find_every(kind, pruned.source, context.universe)]
         if want_specs:
             out.specs = [pruned.spec(spec) for spec in jit_specs.find(pruned.source, context.universe)]
     if want_capability:
