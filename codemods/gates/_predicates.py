@@ -103,6 +103,7 @@ class _Reader:
         }
         self.values: dict[str, list[ast.AST]] = {}
         self.targets: dict[str, tuple[int, int]] = {}
+        self.attributes: list[tuple[str, str, int]] = []
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
@@ -110,6 +111,12 @@ class _Reader:
                         self.values.setdefault(target.id, []).append(node)
             elif isinstance(node, ast.Dict):
                 for key, value in zip(node.keys, node.values):
+                    if (
+                        isinstance(key, ast.Constant) and isinstance(key.value, str) and PREDICATE_NAME.match(key.value)
+                        and isinstance(value, ast.Constant) and isinstance(value.value, str)
+                        and PREDICATE_NAME.match(value.value)
+                    ):
+                        self.attributes.append((key.value, value.value, key.lineno))
                     if isinstance(key, ast.Constant) and isinstance(key.value, str) and _TARGET_KEY.match(key.value):
                         arch = _compute_target(value)
                         if arch is not None:
@@ -123,6 +130,11 @@ class _Reader:
             meaning = self.meaning(name)
             if meaning is not None:
                 out[name] = meaning
+        # A platform object's attributes named for predicates: {"is_sm90": "is_sm90_supported", ...}
+        for key, value, line in self.attributes:
+            meaning = out.get(value) or self.known.get(value)
+            if meaning is not None:
+                out["." + key] = Meaning(meaning.caps, f"{self.file}:{line}", meaning.reason)
         return out
 
     def meaning(self, name: str) -> Meaning | None:
@@ -279,6 +291,11 @@ class _Reader:
             return FREE
         if isinstance(node, ast.Call):
             return self._call(node, cap, env)
+        if isinstance(node, ast.Attribute) and PREDICATE_NAME.match(node.attr):
+            meaning = self.known.get("." + node.attr)
+            if meaning is None or not meaning.known:
+                raise _Unreadable(f"line {node.lineno}: the attribute `.{node.attr}` is not read")
+            return cap in meaning.caps
         if isinstance(node, ast.Subscript):
             value = self._value(node.value, cap, env)
             index = self._value(node.slice, cap, env)
