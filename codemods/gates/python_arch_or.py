@@ -64,7 +64,8 @@ from codemods.gates._python import PythonSource, admits_of_expression, parse, ti
 
 KIND = "python_arch_or"
 
-_PREDICATE_RE = re.compile(r"^(?P<head>_?is_sm)(?P<number>\d{2,3})(?P<tail>a?(?:_supported)?)$")
+# `has_smNNN` build flags are spelled here too, for python_arch_test; this kind's chains hold only `is_sm`.
+_PREDICATE_RE = re.compile(r"^(?P<head>_?(?:is|has)_sm)(?P<number>\d{2,3})(?P<tail>[af]?(?:_supported)?)$")
 
 
 # Predicates named for a product line rather than a number, with the majors
@@ -234,6 +235,8 @@ def _predicate(operand: cst.BaseExpression) -> _Predicate | None:
     else:
         return None
     match = _PREDICATE_RE.match(ident.value)
+    if match is not None and "has_" in match["head"]:
+        return None
     if match is None:
         named = NAMED_PREDICATES.get(ident.value.lstrip("_"))
         return None if named is None else _Predicate(operand, ident, form, None, named)

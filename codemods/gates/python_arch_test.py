@@ -10,8 +10,9 @@
 A predicate is spelled as python_arch_or's are (`is_smNN[a|f][_supported]`,
 a name, call or attribute), or is a build flag `has_smNNN[a|f]`; what it
 admits is what its definition says (`meanings`, see `_predicates`), never
-its name. `or`-chains of `is_sm` predicates are python_arch_or's; an
-`or`-chain holding a flag (`if has_sm120 or has_sm121:`) is this kind's.
+its name. An `or`-chain of predicates tested by an `if` (`if P or Q:`, `if not (P or
+Q):`) is this kind's too, so that what `widen` makes is found again (and
+left alone); python_arch_or finds such chains anywhere.
 
 `widen` adds the predicate of each target it does not admit yet, spelled like
 the last one (`is_sm121a_supported` beside `is_sm120a_supported`), with the
@@ -129,7 +130,7 @@ def widen(
         )
     spelled = [_spelled(parsed, template, n) for n in numbers]
     start, end = parsed.outer_span(template.operand)
-    if shape in ("or", "single"):
+    if shape in ("or", "single", "not_or"):
         text = b"".join(b" or " + s for s in spelled)
         parent = parsed.parent(node)
         if shape == "single" and _needs_parentheses(parsed, node, parent):
@@ -218,8 +219,7 @@ def _shapes(parsed: PythonSource):
             if any(p is None for p in predicates):
                 continue
             taken.update(id(n) for p in predicates for n in parsed.nodes(cst.CSTNode, within=p.operand))
-            if any(_FLAG_RE.match(p.ident.value) for p in predicates):
-                yield node, "or", predicates  # an is_sm-only chain is python_arch_or's
+            yield node, "or", predicates  # what `P` and `not (P)` widen into, so a second pass finds it
             continue
         if _is_and(node):
             if _is_and(parsed.parent(node)) and not node.lpar:
@@ -231,6 +231,12 @@ def _shapes(parsed: PythonSource):
                 yield node, "and_not", predicates
             continue
         if isinstance(node, cst.UnaryOperation):
+            inner = node.expression
+            if chains._is_or(inner) and all(_predicate(o) is not None for o in chains._operands(inner)):
+                predicates = [_predicate(o) for o in chains._operands(inner)]
+                taken.update(id(n) for n in parsed.nodes(cst.CSTNode, within=node))
+                yield node, "not_or", predicates
+                continue
             predicate = _negated(node)
             if predicate is not None:
                 taken.update(id(n) for n in parsed.nodes(cst.CSTNode, within=node))

@@ -211,7 +211,7 @@ def test_widen(before: str, after: str, archs: str, known: dict, selector: dict)
 @pytest.mark.parametrize(
     "source, known, selector",
     [
-        pytest.param("if is_sm100_supported() or is_sm120_supported():\n    x = 1\n", SGLANG, {}, id="or-chain-is-python_arch_or"),
+        pytest.param("if is_sm100_supported() or is_sm120_supported():\n    x = 1\n", SGLANG, {}, id="or-chain-already-admits"),
         pytest.param("ok = not is_sm90_supported()\n", SGLANG, {}, id="not-a-test"),
         pytest.param("f(is_sm100_supported())\n", SGLANG, {}, id="argument-not-a-test"),
         pytest.param("if is_sm120_supported():\n    x = 1\n", SGLANG, {}, id="already-admits-the-family"),
