@@ -23,6 +23,7 @@ from typing import Callable
 from codemods import errors, gates, hazards, kernel_paths
 from codemods.arch import DEFAULT_ARCHS, Arch, ArchParseError, ArchSet, family
 from codemods.gates import CannotWiden, Edit, Gate, NotFound, SourceError, apply_edits, line_of
+from codemods.gates import _predicates
 
 OUTCOMES = ("changed", "unchanged", "skipped", "failed")
 
@@ -88,6 +89,13 @@ class Project:
     name: str
     title: str
     layouts: tuple[Layout, ...]
+    # Where the project defines its arch predicates ({python}/utils.py), read for what each admits.
+    predicate_files: tuple[str, ...] = ()
+    # name -> archs it admits, for when the source cannot be read (recipe test); checked against releases.
+    predicates: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def predicate_table(self) -> dict:
+        return _predicates.table(dict(self.predicates), f"targets/projects/{self.name}.toml")
 
 
 @dataclass(frozen=True)
@@ -487,7 +495,11 @@ def load_project(path: Path) -> Project:
                 tuple(raw.get("version_files", ())), tuple(raw.get("include_dirs", ())),
             )
         )
-    return Project(data["name"], data.get("title", data["name"]), tuple(layouts))
+    predicates = tuple((name, tuple(archs)) for name, archs in data.get("predicates", {}).items())
+    return Project(
+        data["name"], data.get("title", data["name"]), tuple(layouts),
+        tuple(data.get("predicate_files", ())), predicates,
+    )
 
 
 def recipe_dirs(extra: list[Path] | None = None) -> list[Path]:
@@ -639,10 +651,33 @@ def _language(path: str) -> str:
     return "cuda" if path.endswith((".cu", ".cuh")) else "cpp"
 
 
-def _find(kind: ModuleType, source: bytes, file: str, universe, selector: dict) -> list[Gate]:
+def _find(kind: ModuleType, source: bytes, file: str, universe, selector: dict, meanings=None) -> list[Gate]:
     params = inspect.signature(kind.find).parameters
     extra = {"language": _language(file)} if "language" in params else {}
+    if "meanings" in params and meanings is not None:
+        extra["meanings"] = meanings
     return kind.find(source, universe, **extra, **selector)
+
+
+def _with_meanings(function: Callable, meanings) -> dict:
+    """`meanings=` for a kind function that reads predicates, else nothing."""
+    return {"meanings": meanings} if meanings is not None and "meanings" in inspect.signature(function).parameters else {}
+
+
+def meanings_for(project: Project, file: str, source: bytes, target: Target | None = None, read=None) -> dict:
+    """What each arch predicate `file` can use admits: the project's table, then the definitions in its
+    predicate files (through `read`), then those in `file` itself; the later wins."""
+    known = project.predicate_table()
+    if target is not None and read is not None:
+        for template in project.predicate_files:
+            rel = target.resolve(template)
+            try:
+                data = read(rel)
+            except OSError:
+                continue
+            known.update(_predicates.read(data, rel, known))
+    known.update(_predicates.read(source, file, known))
+    return known
 
 
 def _span_after(gate: Gate, shifts: tuple[list[Edit], list[int], list[int]]) -> tuple[int, int]:
@@ -818,8 +853,13 @@ def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target:
     if is_edit_kind(kind):
         _plan_rewrite(pc, kind)
         return
+    meanings = None
+    if "meanings" in inspect.signature(kind.find).parameters:
+        project = target.project if target is not None else projects().get(change.project)
+        if project is not None:
+            meanings = meanings_for(project, pc.file, source, target, read)
     try:
-        found = _find(kind, source, pc.file, universe, pc.selector if pc.selector is not None else change.selector)
+        found = _find(kind, source, pc.file, universe, pc.selector if pc.selector is not None else change.selector, meanings)
     except SourceError as exc:
         pc.outcome, pc.reason = "failed", f"{pc.file}: {exc}"
         return
@@ -829,6 +869,7 @@ def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target:
         pc.missed = True
         return
     edits: list[Edit] = []
+    symbol_missing = False
     for gate in found:
         if all(gate.admits.admits(a) for a in targets):
             pc.gates.append(GateChange(gate, "unchanged", gate.text, gate.admits, "already admits " + ", ".join(a.name for a in targets)))
@@ -844,8 +885,12 @@ def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target:
             )
             continue
         try:
-            gate_edits = kind.widen(source, gate, targets, universe)
+            gate_edits = kind.widen(source, gate, targets, universe, **_with_meanings(kind.widen, meanings))
         except CannotWiden as exc:
+            if change.requires_symbol and target is not None and not _symbol_available(change, target, source, read):
+                symbol_missing = True  # said below, the way every version without the predicate is refused
+                pc.gates.append(GateChange(gate, "changed"))
+                continue
             pc.gates.append(GateChange(gate, "failed", reason=str(exc), warnings=warnings))
             continue
         edits += gate_edits
@@ -855,10 +900,10 @@ def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target:
         pc.outcome = "failed"
         pc.reason = "; ".join(f"{pc.file}:{g.gate.line}: cannot widen `{g.gate.text.strip()}`: {g.reason}" for g in failed)
         return
-    if not edits:
+    if not edits and not symbol_missing:
         pc.outcome, pc.reason = "unchanged", "already enabled: every gate admits " + ", ".join(a.name for a in targets)
         return
-    if change.requires_symbol and target is not None and not _symbol_available(change, target, source, read):
+    if symbol_missing or change.requires_symbol and target is not None and not _symbol_available(change, target, source, read):
         pc.outcome = "failed"
         pc.reason = (
             f"{change.requires_symbol} is not defined in this {target.project.title} "
@@ -872,13 +917,15 @@ def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target:
         pc.outcome, pc.reason = "failed", f"{pc.file}: {exc}"
         return
     shifts = _shifts(edits)
+    if meanings is not None:  # the edits may define a predicate in this file (`_is_sm120_supported = ...`)
+        meanings = {**meanings, **_predicates.read(after, pc.file, meanings)}
     for gc in pc.gates:
         if gc.outcome != "changed":
             continue
         start, end = _span_after(gc.gate, shifts)
         gc.after_text = after[start:end].decode("utf-8", errors="replace")
         extra = {"detail": gc.gate.detail} if "detail" in inspect.signature(kind.admits).parameters else {}
-        gc.admits_after = kind.admits(gc.after_text, universe, **extra)
+        gc.admits_after = kind.admits(gc.after_text, universe, **extra, **_with_meanings(kind.admits, meanings))
         if not all(gc.admits_after.admits(a) for a in targets):
             pc.outcome, pc.reason = "failed", f"{pc.file}:{gc.gate.line}: the rewritten gate does not admit the target (internal check)"
             return
