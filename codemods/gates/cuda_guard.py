@@ -836,6 +836,24 @@ def _equality(node: _Node) -> _Number | None:
     return None
 
 
+@lru_cache(maxsize=8)
+def _file_style(source: bytes) -> tuple[int, bool, bytes, bytes, bytes]:
+    """Once per file (bytes cache their hash): column limit, how long `#if` lines continue, line ending."""
+    # The file's column limit: the length three of its lines reach, so that one or two stray long
+    # lines (a URL, a clang-format-off block) do not count; xqa/utils.cuh has one 102-column line
+    # and upstream still breaks its #elif at 100 (54101e953). A file of short lines may use 80.
+    lengths = sorted((len(line.rstrip(b"\r")) for line in source.split(b"\n")), reverse=True)
+    longest = max(80, lengths[2] if len(lengths) > 2 else 0)
+    match = _Lines._CONTINUED.search(source)
+    return (
+        longest,
+        bool(match and match.group("lead")),
+        match.group("before") if match and match.group("before") else b" ",
+        match.group("indent") if match else b"    ",
+        b"\r\n" if b"\r\n" in source else b"\n",
+    )
+
+
 class _Lines:
     """The file around a condition: its longest line, and how it continues long `#if` lines."""
 
@@ -844,16 +862,7 @@ class _Lines:
     def __init__(self, source: bytes, shift: int) -> None:
         self.source = source
         self.shift = shift  # add to an offset in the snippet to get one in the source
-        # The file's column limit: the length three of its lines reach, so that one or two stray long
-        # lines (a URL, a clang-format-off block) do not count; xqa/utils.cuh has one 102-column line
-        # and upstream still breaks its #elif at 100 (54101e953). A file of short lines may use 80.
-        lengths = sorted((len(line.rstrip(b"\r")) for line in source.split(b"\n")), reverse=True)
-        self.longest = max(80, lengths[2] if len(lengths) > 2 else 0)
-        match = self._CONTINUED.search(source)
-        self.operator_first = bool(match and match.group("lead"))
-        self.before_backslash = match.group("before") if match and match.group("before") else b" "
-        self.indent = match.group("indent") if match else b"    "
-        self.eol = b"\r\n" if b"\r\n" in source else b"\n"
+        self.longest, self.operator_first, self.before_backslash, self.indent, self.eol = _file_style(source)
 
     def column(self, offset: int) -> tuple[int, int]:
         """(length of the line holding `offset` in the source, its column) for a snippet offset."""
