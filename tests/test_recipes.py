@@ -164,7 +164,7 @@ def test_several_archs_plan_json_and_matrix(cli, example_repo, tmp_path):
     path.write_text(GOOD.replace('arch = "sm_120"', 'arch = ["sm_110", "sm_120"]').replace("my-recipe", "trtllm-many"))
     result = cli("run", path, "--repo", fi, "--dry-run", "--format", "json")
     assert result.exit_code == 0, result.output
-    data = json.loads(result.stdout)
+    data = json.loads(result.stdout)["results"][0]
     assert data["archs"] == ["sm_110", "sm_120"]
     assert data["targets"] == ["sm_110", "sm_120", "sm_121"]
     [gate] = data["changes"][0]["gates"]

@@ -238,8 +238,8 @@ class _Reader:
         for stmt in body:
             if isinstance(stmt, ast.Expr):
                 continue  # a docstring or a call for its effect
-            if isinstance(stmt, ast.Pass):
-                continue
+            if isinstance(stmt, (ast.Pass, ast.Import, ast.ImportFrom)):
+                continue  # `import torch` inside the function: binds a module, decides nothing
             if isinstance(stmt, ast.Return):
                 return FREE if stmt.value is None else self._value(stmt.value, cap, env)
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
