@@ -2679,7 +2679,10 @@ def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
             continue
         admitted = ", ".join(gate["admits"]) or "none"
         text = f"{gate['kind']} `{_one_line(gate['text'])}` excludes {result.arch.name} (admits {admitted})"
-        properties = {"kind": gate["kind"]}
+        properties = {"kind": gate["kind"], "classification": gate.get("classification"), "reason": gate.get("reason", "")}
+        if gate.get("owner"):
+            properties["owner"] = gate["owner"]
+        text += f"; {gate.get('classification')}: {gate.get('reason', '')}" if gate.get("reason") else ""
         if "widenable" in gate:
             properties["widenable"] = gate["widenable"]
             properties["blockers"] = gate["blockers"]
