@@ -2511,7 +2511,25 @@ def _module_lacking(paths: kernel_paths.Tree, specs: list[tuple[str, jit_specs.J
             found += [h for branch in shape.branches for h in branch.hits if h.family in names]
             hits += found
     instructions = [h for h in hits if not h.wrapper]
-    return hazards.describe(instructions or hits, arch)
+    found = hazards.describe(instructions or hits, arch)
+    return found or _arch_tags(paths, specs, arch, seen)
+
+
+# A CUTLASS 3.x kernel's ArchTag picks its collectives: Sm90 ones use wgmma, Sm100/103/110 ones tcgen05/UMMA.
+_ARCH_TAG_RE = re.compile(rb"\bcutlass::arch::Sm(90|100|101|103|110)\b")
+
+
+def _arch_tags(paths: kernel_paths.Tree, specs, arch: Arch, files: set[str]) -> list[str]:
+    """The CUTLASS ArchTags of another family in the modules' own files: their kernels are built from
+    collectives whose instructions `arch` lacks, even when only the CUTLASS headers hold the tokens."""
+    for rel in sorted(files):
+        data = paths.source(rel)
+        match = _ARCH_TAG_RE.search(data) if data is not None and b"cutlass::arch::Sm" in data else None
+        if match is not None and int(match.group(1)) // 10 != arch.major:
+            line = data.count(b"\n", 0, match.start()) + 1
+            return [f"{match.group().decode()} ({rel}:{line}): a CUTLASS kernel built from sm_{match.group(1).decode()} "
+                    f"collectives, whose instructions {arch.name} lacks"]
+    return []
 
 
 def _owners(gates: list[dict], modules: list[_Module]) -> None:
