@@ -75,7 +75,9 @@ def classify(excludes: bool | None, path: Path | None, lacking: list[str], edita
     """
     if excludes is False:
         return ADMITS, ""
-    if excludes is None or path is None or path.gets == UNDECIDED:
+    if excludes is None:
+        return UNKNOWN, "whether the gate admits the arch depends on macros or values codemod cannot evaluate"
+    if path is None or path.gets == UNDECIDED:
         return UNKNOWN, path.reason if path is not None else "codemod cannot decide the gate for this arch"
     if path.gets in _FINE:
         return COVERED, path.reason
