@@ -549,13 +549,16 @@ def scan(
     include_all: bool = typer.Option(False, "--all", help="Also scan binary files and files .gitignore excludes."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the per-file cache ($CODEMOD_HOME/scan-cache)."),
     gates_only: bool = typer.Option(False, "--gates-only", help="List the gates only: no widenability, no hazards (faster)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Text: print only the summary and the hazards."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Text: also list covered and admitting gates; print the scan statistics."),
 ) -> None:
-    """List every arch gate, whether it admits --arch, whether it can be widened, and real hazards.
+    """Audit a tree for --arch: what it gets nothing from (blockers, widenable), what needs a human, and hazards.
 
     Examples:
 
     \b
       codemod scan --repo ./flashinfer --arch sm_121
+      codemod scan --repo ./flashinfer --arch sm_121 --quiet
       codemod scan --repo . --arch sm_120 --format sarif > codemod.sarif
     """
     import contextlib
@@ -589,7 +592,8 @@ def scan(
         for root, result in results:
             if several:
                 _out(f"== {root}\n")
-            text = scanner.to_text(result)
+            color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+            text = scanner.to_text(result, verbose=verbose, quiet=quiet, color=color)
             _out(text if text.endswith("\n") else text + "\n")
     else:
         merged: dict = {}
@@ -615,7 +619,7 @@ def scan(
             _out(scanner.dumps(merged) + "\n")
         else:
             _out(json.dumps({k: v for k, v in merged.items() if v is not None}, indent=2) + "\n")
-    for root, result in results:
+    for root, result in results if verbose else ():
         stats = ", ".join(f"{k} {v}" for k, v in result.stats.items()) if isinstance(result.stats, dict) else str(result.stats)
         err.print(f"scanned {root}: {stats}", markup=False)
     if check and any(scanner.check(result) for _, result in results):

@@ -87,7 +87,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-from codemods import hazards
+from codemods import classify, hazards
 from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet, is_arch_macro
 from codemods.gates import Gate, SourceError, cuda_guard, decode
 from codemods.hazards import Branch, Hit, Structure
@@ -514,6 +514,8 @@ def _assemble(job: _Job) -> ScanResult:
         for rel in dict.fromkeys(rel for rel, _ in specs):
             paths.know_specs(rel, [spec for file, spec in specs if file == rel])
         result.hazards += _python_gate_paths(result.gates, modules, paths, arch)
+        _classify_jit_gates(result.gates, modules, paths, arch)
+        _owners(result.gates, modules)
         job.touched = tree.touched
     if hazards:
         result.hazards += _unsupported(modules, structures, arch, all_specific)
@@ -1104,8 +1106,17 @@ def _analyse(rel: str, data: bytes, context: _Context, in_jit: bool) -> _FileSca
         )
 
 
-def _record(rel: str, gate: Gate, arch: Arch) -> dict:
+def _record(rel: str, gate: Gate, arch: Arch, path: classify.Path | None = None, lacking: list[str] = ()) -> dict:
+    """A gate's record: what it admits, whether it excludes `arch`, and its classification (classify).
+
+    `path` is what `arch` gets where the gate excludes it (by kind when
+    None); `lacking` the instructions `arch` lacks in the code it guards.
+    """
     admits, unknown, excludes = _verdict(gate.admits, arch)
+    if path is None:
+        path = _default_path(gate, arch)
+    state = False if arch.name in admits else (None if arch.name in unknown else True)
+    classification, reason = classify.classify(state, path, list(lacking), gate.kind in classify.EDITABLE_KINDS)
     return {
         "file": rel,
         "line": gate.line,
@@ -1115,7 +1126,18 @@ def _record(rel: str, gate: Gate, arch: Arch) -> dict:
         "admits": list(admits),
         "unknown": list(unknown),
         "excludes_arch": excludes,
+        "classification": classification,
+        "reason": reason,
     }
+
+
+def _default_path(gate: Gate, arch: Arch) -> classify.Path:
+    """What `arch` gets where a gate excludes it, read from the gate alone (no #if structure at hand)."""
+    if gate.kind == cuda_guard.KIND:
+        return classify.Path(classify.UNDECIDED, "the #if group around it was not read (--gates-only, or CUDA text in a string)")
+    if gate.kind == "cpp_runtime_check":
+        return classify.runtime_path(str(gate.detail.get("in", "")), arch)
+    return classify.python_path(gate.kind, f"`{gate.context}`" if gate.context else "", arch)
 
 
 @lru_cache(maxsize=4096)
@@ -1348,6 +1370,14 @@ def _guard_admits(directive: str, text: str, universe: tuple[Arch, ...]) -> Arch
     return cuda_guard.admits(test, universe)
 
 
+@lru_cache(maxsize=8)
+def _with_older(universe: tuple[Arch, ...]) -> tuple[Arch, ...]:
+    """The universe and the GPUs before it (sm_70, sm_75): whether a guard is a fallback for older GPUs is read
+    from whether it admits them (`< 800` admits no arch of the default universe)."""
+    older = tuple(Arch.parse(name) for name in ("sm_70", "sm_75"))
+    return tuple(a for a in older if a not in universe) + universe
+
+
 def _cuda_gates(data: bytes, comments: _Comments, universe: tuple[Arch, ...], language: str) -> list[Gate]:
     lines = _Lines(data)
     gates = []
@@ -1383,18 +1413,29 @@ def _analyse_c(rel: str, data: bytes, context: _Context) -> _FileScan:
         out.gates = [_record(rel, gate, context.arch) for gate in sorted(gates + checks, key=lambda g: (g.line, g.start))]
         return out
     families = hazards.lacking(context.arch)
+    arch = context.arch
     shape = None
-    if context.layout or _has_family_token(data):
+    # The #if structure decides what an excluded arch gets (classify.guard_path): built where a guard excludes it.
+    excluding = any(gate.admits.admits(arch) is False for gate in gates)
+    if excluding or context.layout or _has_family_token(data):
         shape = _structure(data, comments, directives, families)
     if shape is not None and (context.layout or any(branch.hits for branch in shape.branches)):
         out.structure = shape
-    arch = context.arch
     for gate in sorted(gates + checks, key=lambda g: (g.line, g.start)):
-        record = _record(rel, gate, arch)
-        if record["excludes_arch"] and gate.kind == cuda_guard.KIND:
-            blockers = _blockers(shape, gate, arch) if shape is not None else []
-            record["widenable"] = not blockers
-            record["blockers"] = blockers
+        if gate.kind != cuda_guard.KIND or gate.admits.admits(arch) is not False or shape is None:
+            out.gates.append(_record(rel, gate, arch))
+            continue
+        branch = shape.at(gate.start) or shape.at_line(gate.line)
+        blockers = _blockers(shape, gate, arch)
+        path = None
+        if branch is not None:
+            probes = _with_older(context.universe)
+            found = _guard_admits(gate.detail["directive"], gate.text, probes)
+            admitted = tuple(a for a in probes if found.admits(a) is not False)
+            path = classify.guard_path(shape, branch, arch, data, admitted, probes)
+        record = _record(rel, gate, arch, path, blockers)
+        record["widenable"] = not blockers
+        record["blockers"] = blockers
         out.gates.append(record)
     return out
 
@@ -2389,6 +2430,128 @@ def _python_gate_paths(
     return out
 
 
+def _classify_jit_gates(gates: list[dict], modules: list[_Module], paths: kernel_paths.Tree, arch: Arch) -> None:
+    """Classify each Python gate that excludes `arch` by the JIT modules it keeps from it.
+
+    A spec's arch list keeps its module from `arch`; an API gate (a decorator,
+    an or-chain, a capability test) the modules its code path builds
+    (kernel_paths). Widening is a port, not an edit, when those modules'
+    sources use instructions `arch` lacks anywhere (under guards for other
+    archs too: widening would build them without that code). An API gate whose
+    modules cannot be followed is a blocker only when it admits an arch of
+    `arch`'s family (sm_120 for sm_121); otherwise unknown.
+    """
+    spec_gates: dict[tuple[str, int], list[_Module]] = {}
+    for module in modules:
+        gate = module.spec.gate
+        if gate is not None:
+            spec_gates.setdefault((module.file, gate.line), []).append(module)
+    for record in gates:
+        if not record["excludes_arch"] or not record["kind"].startswith("python_"):
+            continue
+        held = spec_gates.get((record["file"], record["line"]))
+        if held is not None:
+            specs = [(m.file, m.spec) for m in held]
+            names = " and ".join(dict.fromkeys(m.name for m in held))
+            what = f"{names} is not built for {arch.name}"
+        else:
+            try:
+                source = paths.read(record["file"])
+            except OSError:
+                continue
+            found = kernel_paths.check(
+                paths, record["file"], source, record["kind"], record["line"], record.get("symbol") or "", (arch,)
+            )
+            specs = [(f, s) for f, s in _selected_specs(paths, found.modules)]
+            what = f"`{record.get('symbol') or record['text']}` does not run on {arch.name}"
+            if specs:
+                what += f" (it builds {', '.join(found.modules[:2])})"
+        if not specs and held is None:
+            family = [a for a in record["admits"] if Arch.parse(a).major == arch.major]
+            if family:
+                path = classify.Path(classify.NOTHING, f"{what}, while it admits {', '.join(family)}")
+            else:
+                path = classify.Path(
+                    classify.UNDECIDED,
+                    f"{what}; it is written for {', '.join(record['admits']) or 'no arch'} and the kernels it runs "
+                    "are not followed",
+                )
+            lacking: list[str] = []
+        else:
+            path = classify.Path(classify.NOTHING, what)
+            lacking = _module_lacking(paths, specs, arch)
+        editable = record["kind"] in classify.EDITABLE_KINDS
+        record["classification"], record["reason"] = classify.classify(True, path, lacking, editable)
+
+
+def _selected_specs(paths: kernel_paths.Tree, names: list[str]) -> list[tuple[str, jit_specs.JitSpec]]:
+    """The specs named `names` among the files kernel_paths has read."""
+    wanted = set(names)
+    return [(rel, spec) for rel, specs in paths._specs.items() for spec in specs if spec.module in wanted]
+
+
+def _module_lacking(paths: kernel_paths.Tree, specs: list[tuple[str, jit_specs.JitSpec]], arch: Arch) -> list[str]:
+    """Instructions (or CuTe/CUTLASS names for them) `arch` lacks anywhere in the modules' own sources and headers."""
+    families = hazards.lacking(arch)
+    hits: list[Hit] = []
+    seen: set[str] = set()
+    for _, spec in specs:
+        if not spec.sources:
+            continue
+        closure = paths.closure(spec)
+        for rel in closure.files:
+            if rel in closure.library or rel in seen:
+                continue
+            seen.add(rel)
+            data = paths.source(rel)
+            if data is None or not hazards.may_hold(data, families):
+                continue
+            shape = paths._structure(rel, data)
+            if shape is None:
+                continue
+            names = {family.name for family in families}
+            found = [h for h in shape.top if h.family in names]
+            found += [h for branch in shape.branches for h in branch.hits if h.family in names]
+            hits += found
+    instructions = [h for h in hits if not h.wrapper]
+    found = hazards.describe(instructions or hits, arch)
+    return found or _arch_tags(paths, specs, arch, seen)
+
+
+# A CUTLASS 3.x kernel's ArchTag picks its collectives: Sm90 ones use wgmma, Sm100/103/110 ones tcgen05/UMMA.
+_ARCH_TAG_RE = re.compile(rb"\bcutlass::arch::Sm(90|100|101|103|110)\b")
+
+
+def _arch_tags(paths: kernel_paths.Tree, specs, arch: Arch, files: set[str]) -> list[str]:
+    """The CUTLASS ArchTags of another family in the modules' own files: their kernels are built from
+    collectives whose instructions `arch` lacks, even when only the CUTLASS headers hold the tokens."""
+    for rel in sorted(files):
+        data = paths.source(rel)
+        match = _ARCH_TAG_RE.search(data) if data is not None and b"cutlass::arch::Sm" in data else None
+        if match is not None and int(match.group(1)) // 10 != arch.major:
+            line = data.count(b"\n", 0, match.start()) + 1
+            return [f"{match.group().decode()} ({rel}:{line}): a CUTLASS kernel built from sm_{match.group(1).decode()} "
+                    f"collectives, whose instructions {arch.name} lacks"]
+    return []
+
+
+def _owners(gates: list[dict], modules: list[_Module]) -> None:
+    """`owner` of each gate that excludes the arch: the JIT module(s) compiling its file, or made by its spec."""
+    compiling: dict[str, list[str]] = {}
+    for module in modules:
+        for rel in module.files:
+            compiling.setdefault(rel, []).append(module.name)
+        gate = module.spec.gate
+        if gate is not None:
+            compiling.setdefault(f"{module.file}:{gate.line}", []).append(module.name)
+    for gate in gates:
+        if not gate["excludes_arch"]:
+            continue
+        names = list(dict.fromkeys(compiling.get(f"{gate['file']}:{gate['line']}") or compiling.get(gate["file"], [])))
+        if names:
+            gate["owner"] = names[0] + (f" (and {len(names) - 1} more)" if len(names) > 1 else "")
+
+
 def _python_gate_record(file: str, line: int, text: str, found, arch: Arch) -> dict | None:
     hits = sorted(found.found or found.undecided, key=lambda f: (not f.certain, f.hit.wrapper))
     if not hits:
@@ -2537,7 +2700,10 @@ def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
             continue
         admitted = ", ".join(gate["admits"]) or "none"
         text = f"{gate['kind']} `{_one_line(gate['text'])}` excludes {result.arch.name} (admits {admitted})"
-        properties = {"kind": gate["kind"]}
+        properties = {"kind": gate["kind"], "classification": gate.get("classification"), "reason": gate.get("reason", "")}
+        if gate.get("owner"):
+            properties["owner"] = gate["owner"]
+        text += f"; {gate.get('classification')}: {gate.get('reason', '')}" if gate.get("reason") else ""
         if "widenable" in gate:
             properties["widenable"] = gate["widenable"]
             properties["blockers"] = gate["blockers"]
@@ -2629,18 +2795,61 @@ def summary(result: ScanResult, top: int = 3) -> list[dict]:
     return out
 
 
-def to_text(result: ScanResult) -> str:
-    """A human summary (counts per gate kind, top files), then every hazard, then every gate."""
+# Group headings: what the user does with each group.
+GROUP_TITLES = {
+    classify.BLOCKER: ("blockers", "{arch} gets nothing here and codemod has no edit for these: change them by hand"),
+    classify.WIDENABLE: ("widenable", "{arch} gets nothing here; `codemod run RECIPE --dry-run` shows the widening"),
+    classify.NEEDS_HUMAN: (
+        "needs a human",
+        "{arch} takes a fallback here, or the code uses instructions it lacks: decide, or port",
+    ),
+    classify.UNKNOWN: ("unknown", "codemod cannot tell what {arch} gets here: read the code"),
+}
+_COLORS = {classify.BLOCKER: "31", classify.WIDENABLE: "33", classify.NEEDS_HUMAN: "35", classify.UNKNOWN: "36",
+           "hazards": "1;31", "specific": "1"}
+
+
+def sibling(arch: Arch, universe: tuple[Arch, ...]) -> Arch | None:
+    """The arch whose gates an arch-specific finding admits: sm_120 for sm_121 (the family's first member)."""
+    if arch.minor == 0:
+        return None
+    first = Arch(arch.major, 0)
+    return first if first in universe or first.plain in {a.plain for a in universe} else None
+
+
+def groups(result: ScanResult) -> dict[str, list[dict]]:
+    """The gates that exclude the arch, by classification, in file order (the four groups of the audit)."""
+    out: dict[str, list[dict]] = {name: [] for name in classify.GROUPS}
+    for gate in result.gates:
+        if gate.get("classification") in out:
+            out[gate["classification"]].append(gate)
+    return out
+
+
+def to_text(result: ScanResult, *, verbose: bool = False, quiet: bool = False, color: bool = False) -> str:
+    """The audit: a summary (groups, kinds), the hazards, then the gates that exclude the arch by what to do.
+
+    Gates specific to the arch (admitting its family's first member, e.g.
+    sm_120 but not sm_121) come first, in their own section. `verbose` also
+    lists the gates that exclude the arch harmlessly (covered) and those that
+    admit it; `quiet` prints the summary and the hazards only; `color` puts
+    ANSI colours on the headings.
+    """
+
+    def paint(text: str, key: str) -> str:
+        return f"\033[{_COLORS[key]}m{text}\033[0m" if color else text
+
     arch = result.arch.name
     excluding = [g for g in result.gates if g["excludes_arch"]]
-    guarded = [g for g in excluding if "widenable" in g]
-    blocked = [g for g in guarded if not g["widenable"]]
     files = len({g["file"] for g in result.gates})
     definite = [h for h in result.hazards if not h["potential"]]
-    lines = [
-        f"{len(result.gates)} gates in {files} files; {len(excluding)} exclude {arch}"
-        + (f" ({len(guarded) - len(blocked)} cuda guards widenable, {len(blocked)} blocked)" if guarded else ""),
-    ]
+    grouped = groups(result)
+    covered = [g for g in result.gates if g.get("classification") == classify.COVERED]
+    lines = [f"{len(result.gates)} gates in {files} files; {len(excluding)} exclude {arch}"]
+    for name, members in grouped.items():
+        title = GROUP_TITLES[name][0]
+        lines.append(f"  {paint(f'{len(members):>5} {title}', name)}")
+    lines.append(f"  {len(covered):>5} covered ({arch} takes other code there{'' if verbose else '; --verbose lists them'})")
     kinds = summary(result)
     if kinds:
         width = max(len(entry["kind"]) for entry in kinds)
@@ -2658,25 +2867,38 @@ def to_text(result: ScanResult) -> str:
     if result.skipped:
         lines.append(f"{len(result.skipped)} skipped")
     if result.hazards:
-        lines += ["", "hazards:"]
+        lines += ["", paint("hazards:", "hazards")]
         for hazard in result.hazards:
             tag = "potential " if hazard["potential"] else ""
             lines.append(f"  {hazard['file']}:{hazard['line']}: {tag}{hazard['kind']}: {hazard['message']}")
-    if excluding:
-        lines += ["", f"gates that exclude {arch}:"]
-        for gate in excluding:
-            state = ""
-            if "widenable" in gate:
-                state = (
-                    "  [widenable]"
-                    if gate["widenable"]
-                    else f"  [blocked: {', '.join(b.split(' (')[0] for b in gate['blockers'])}]"
-                )
-            lines.append(
-                f"  {gate['file']}:{gate['line']}: {gate['kind']} {_one_line(gate['text'])}{state}  {_admitted(gate)}"
-            )
+    if quiet:
+        return "\n".join(lines) + "\n"
+    first = sibling(result.arch, result.universe)
+    specific = {id(g) for g in excluding if first is not None and classify.differs(g, first.name)}
+    sections = []
+    if first is not None:
+        sections.append((f"specific to {arch} (they admit {first.name}, not {arch})", lambda g: id(g) in specific))
+        sections.append((None, lambda g: id(g) not in specific))
+    else:
+        sections.append((None, lambda g: True))
+    for heading, wanted in sections:
+        chosen = {name: [g for g in members if wanted(g)] for name, members in grouped.items()}
+        if heading is not None:
+            total = sum(len(m) for m in chosen.values())
+            lines += ["", paint(f"== {heading}: {total}", "specific")]
+        elif first is not None:
+            lines += ["", paint(f"== the rest", "specific")]
+        for name, members in chosen.items():
+            if not members:
+                continue
+            title, what = GROUP_TITLES[name]
+            lines += ["", paint(f"{title} ({len(members)}): {what.format(arch=arch)}", name)]
+            lines += [_entry(gate) for gate in members]
+    if verbose and covered:
+        lines += ["", f"covered ({len(covered)}): they exclude {arch}, which takes other code there"]
+        lines += [_entry(gate) for gate in covered]
     admitting = [g for g in result.gates if not g["excludes_arch"]]
-    if admitting:
+    if verbose and admitting:
         lines += ["", f"gates that admit {arch} (or may):"]
         for gate in admitting:
             lines.append(f"  {gate['file']}:{gate['line']}: {gate['kind']} {_one_line(gate['text'])}  {_admitted(gate)}")
@@ -2684,6 +2906,16 @@ def to_text(result: ScanResult) -> str:
         lines += ["", "skipped:"]
         lines += [f"  {item['file']}: {item['reason']}" for item in result.skipped]
     return "\n".join(lines) + "\n"
+
+
+def _entry(gate: dict) -> str:
+    """One gate of the audit: where (file:line, enclosing function, owning JIT module), what, and why."""
+    where = f"{gate['file']}:{gate['line']}"
+    if gate.get("symbol"):
+        where += f" in {gate['symbol']}"
+    if gate.get("owner"):
+        where += f" [{gate['owner']}]"
+    return f"  {where}: {gate['kind']} {_one_line(gate['text'])}  {_admitted(gate)}\n      {gate.get('reason', '')}"
 
 
 def _admitted(gate: dict) -> str:

@@ -64,3 +64,16 @@ def test_an_error_is_a_json_document_too(cli, args, code):
 def test_unknown_schema_is_bad_usage(cli):
     result = cli("schema", "nothing")
     assert result.exit_code == 2 and "choose one of" in result.stderr
+
+
+def test_scan_classification_is_in_the_schema(cli, example_repo):
+    repo = example_repo("flashinfer")
+    data = valid(cli, "scan", cli("scan", "--repo", repo, "--arch", "sm_121", "--format", "json").stdout)
+    assert data["gates"] and all(gate["classification"] in {"blocker", "widenable", "needs-human", "unknown", "covered", "admits"} for gate in data["gates"])
+    assert all((gate["classification"] == "admits") == (not gate["excludes_arch"]) or gate["classification"] == "unknown" for gate in data["gates"])
+    data["gates"][0]["classification"] = "fine"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, schema(cli, "scan"))
+    del data["gates"][0]["classification"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, schema(cli, "scan"))
