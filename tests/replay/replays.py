@@ -85,3 +85,12 @@ def replay(recipe, target, read_before: Callable[[str], bytes], read_upstream: C
         judged[file] = extra_lines(before, ours, read_upstream(file))
     line_for_line = all(o == "changed" for o, _ in outcomes.values()) and all(not a and not r for a, r in judged.values())
     return {"outcomes": outcomes, "extra": judged, "line_for_line": line_for_line}
+
+
+# Python-gate replays (python_arch_test, python_arch_or with predicates read from source), with the
+# release pair each is checked on in test_replay_real.py: (recipe, (dist, before, after)).
+PYTHON_REPLAYS = [
+    ("fi-fmha-v2-deepseek-sm121", ("flashinfer-python", "0.6.3", "0.6.4")),  # 9e5ec6a0c
+    ("fi-nvfp4-attention-aot-sm121", ("flashinfer-python", "0.6.15", "0.6.16")),  # 0f69698c7
+    ("sg-mxfp4-marlin-sm120", ("sglang", "0.5.12", "0.5.13")),
+]

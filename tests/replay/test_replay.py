@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from replays import BENCH_ONLY, RECIPES, RELEASES, replay  # noqa: E402
+from replays import BENCH_ONLY, PYTHON_REPLAYS, RECIPES, RELEASES, replay  # noqa: E402
 
 from conftest import fetch_wheel  # noqa: E402
 
@@ -36,7 +36,7 @@ def _reader(wheel: Path):
 
 def test_every_replay_recipe_is_listed_and_its_cases_pass(cli):
     files = sorted(RECIPES.glob("*.toml"))
-    assert {f.stem for f in files} == set(RELEASES) | set(BENCH_ONLY)
+    assert {f.stem for f in files} == set(RELEASES) | set(BENCH_ONLY) | {name for name, _ in PYTHON_REPLAYS}
     for file in files:
         result = cli("recipe", "test", file)
         assert result.exit_code == 0, (file.name, result.output)

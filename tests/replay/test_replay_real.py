@@ -11,13 +11,10 @@ from codemods.gates import _predicates
 
 HERE = Path(__file__).parent / "recipes"
 
-# recipe, (dist, before, after): the last release without the edit and the first with it
-REPLAYS = [
-    ("fi-fmha-v2-deepseek-sm121", ("flashinfer-python", "0.6.3", "0.6.4")),  # 9e5ec6a0c
-    ("fi-nvfp4-attention-aot-sm121", ("flashinfer-python", "0.6.15", "0.6.16")),  # 0f69698c7
-    ("sg-mxfp4-marlin-sm120", ("sglang", "0.5.12", "0.5.13")),
-]
+import sys
 
+sys.path.insert(0, str(Path(__file__).parent))
+from replays import PYTHON_REPLAYS as REPLAYS  # noqa: E402
 
 def _changed_lines(before: bytes, after: bytes) -> list[str]:
     import difflib
