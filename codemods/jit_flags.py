@@ -410,6 +410,8 @@ class _Interpreter:
                     return module.globals[name]
         if name in _BUILTINS:
             return _BUILTINS[name]
+        if name in ("getattr", "hasattr"):
+            return self._getattr if name == "getattr" else (lambda obj, attr: self._getattr(obj, attr, _MISSING) is not _MISSING)
         if name in _EXCEPTIONS:
             return _External(name)
         raise Unreadable(f"{self._rel(module.path)}: name {name} is not defined")
@@ -460,6 +462,8 @@ class _Interpreter:
         function = self.global_name(module, name)
         try:
             return self.call(function, list(args), dict(kwargs or {}))
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, ZeroDivisionError) as exc:
+            raise Unreadable(f"{self.where}: {type(exc).__name__}: {exc}") from None
         except _Raised as exc:
             if exc.value.kind == "RuntimeError":
                 raise NotBuilt(exc.value.message) from None
@@ -572,8 +576,11 @@ class _Interpreter:
             self._class_attrs(value.cls)
             member = value.cls.attrs.get(name, _MISSING)
             if isinstance(member, ast.FunctionDef):
+                decorators = {d.id for d in member.decorator_list if isinstance(d, ast.Name)}
+                if "staticmethod" in decorators:
+                    return _Function(member, value.cls.module)
                 function = _Function(member, value.cls.module, value)
-                if any(isinstance(d, ast.Name) and d.id == "property" for d in member.decorator_list):
+                if "property" in decorators:
                     return self._call_function(function, [], {})
                 return function
             if member is not _MISSING:
@@ -585,6 +592,8 @@ class _Interpreter:
             if member is _MISSING or isinstance(member, ast.FunctionDef):
                 raise Unreadable(f"{self.where}: {value.node.name}.{name} is not evaluated here")
             return member
+        if isinstance(value, _Path) and name in ("read_text", "exists", "is_file"):
+            return self._file_method(value, name)
         if isinstance(value, (_Path, _Version)):
             return getattr(value, name)
         if isinstance(value, _Exception):
@@ -593,6 +602,25 @@ class _Interpreter:
             if isinstance(value, kind) and name in names:
                 return getattr(value, name)
         raise Unreadable(f"{self.where}: .{name} of a {type(value).__name__} is not evaluated here")
+
+    def _getattr(self, value, name: str, *default):
+        try:
+            return self.attribute(value, name)
+        except (Unreadable, _Raised):
+            if not default:
+                raise
+            return default[0]
+
+    def _file_method(self, path: _Path, name: str):
+        """Reading a file of the project (CUTLASS's arch.h ...) goes through `read`."""
+
+        def read_text(*args, **kwargs) -> str:
+            text = self.read(path.text)
+            if text is None:
+                raise _Raised(_Exception("FileNotFoundError", path.text))
+            return text
+
+        return read_text if name == "read_text" else (lambda: self.read(path.text) is not None)
 
     # ---------------------------------------------------------- statements
 
@@ -887,4 +915,6 @@ def _handles(handler: ast.ExceptHandler, kind: str) -> bool:
     family = {kind, "Exception", "BaseException"}
     if kind == "ModuleNotFoundError":
         family.add("ImportError")
+    if kind == "FileNotFoundError":
+        family.add("OSError")
     return bool(wanted & family)
