@@ -598,8 +598,14 @@ def prove(
         closures = scanner._Closures(target.root, layout) if layout is not None else None
         for rel, spec in specs:
             files = closures.closure(spec)[0] if closures is not None else set()
-            if rel in tree_changed or set(files) & tree_changed:
+            if set(files) & tree_changed:
                 wanted.append(spec.module)
+            elif rel in tree_changed:
+                functions = {spec.function} | ({spec.gate.function} if spec.gate is not None else set())
+                before = changed.get(prefix + rel) or b""
+                after = (target.root / rel).read_bytes() if (target.root / rel).is_file() else b""
+                if any(_function_text(before, f) != _function_text(after, f) for f in functions):
+                    wanted.append(spec.module)
         wanted += [m for c in (recipe.changes if recipe else ()) if c.project == "flashinfer" for m in c.jit_modules]
         wanted = list(dict.fromkeys(wanted))
     if not wanted:
@@ -685,6 +691,18 @@ def _side(name: str, root: Path, python_dir: str) -> Side:
     if not (package / "data").is_dir() and backend.is_file():
         links = data_links(backend.read_text(errors="replace"))
     return Side(name, root, package, links)
+
+
+def _function_text(source: bytes, name: str) -> str | None:
+    """The code of the top-level function `name` (as ast dumps it: comments and layout do not count)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return ast.dump(node)
+    return None
 
 
 def _specs(root: Path) -> list:
