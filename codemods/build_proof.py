@@ -202,12 +202,13 @@ def promised(base: bytes, work: bytes, targets: tuple[Arch, ...], universe: tupl
         before, after = cuda_guard.find(base, archs), cuda_guard.find(work, archs)
     except SourceError:
         return []
-    if len(before) != len(after):
-        return []
+    lines = _line_map(base.splitlines(), work.splitlines())
+    by_line = {gate.line: gate for gate in before}
     shape = hazards.structure(work)
     found = []
-    for old, new in zip(before, after):
-        if not any(old.admits.admits(a) is False and new.admits.admits(a) for a in targets):
+    for new in after:
+        old = by_line.get(lines.get(new.line, -1))
+        if old is None or not any(old.admits.admits(a) is False and new.admits.admits(a) for a in targets):
             continue
         branch = shape.at(new.start)
         if branch is None:
@@ -218,6 +219,17 @@ def promised(base: bytes, work: bytes, targets: tuple[Arch, ...], universe: tupl
             if token in body:
                 found.append((new.line, opcode))
     return sorted(set(found))
+
+
+def _line_map(before: list[bytes], after: list[bytes]) -> dict[int, int]:
+    """1-based line of `after` -> the line of `before` it is (kept, or rewritten in place)."""
+    import difflib
+
+    out = {}
+    for tag, a0, a1, b0, b1 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
+        if tag == "equal" or (tag == "replace" and a1 - a0 == b1 - b0):
+            out.update({b0 + i + 1: a0 + i + 1 for i in range(b1 - b0)})
+    return out
 
 
 # ------------------------------------------------------------------ the proof
@@ -299,9 +311,12 @@ class Builder:
         if proc.returncode != 0:
             task.error = proc.stderr.decode("utf-8", "replace")
             return
-        text = proc.stdout
+        text = proc.stdout.decode("utf-8", "replace")
         if not any(f in ("-G", "-lineinfo", "-g") for f in task.flags):
-            text = _MARKER_RE.sub("", text.decode("utf-8", "replace")).encode()  # debug info off: positions do not reach the PTX
+            text = _MARKER_RE.sub("", text)  # debug info off: positions do not reach the PTX
+        for prefix in sorted({str(root), str(root.resolve())}, key=len, reverse=True):
+            text = text.replace(prefix + "/", "<root>/")  # __FILE__: the same code on the base and the work tree
+        text = text.encode()
         code_flags = _code_flags(task.flags)
         digest = hashlib.sha256()
         digest.update(json.dumps([_CACHE_VERSION, self.version, code_flags]).encode())
@@ -628,7 +643,7 @@ def prove(
     with tempfile.TemporaryDirectory(prefix="codemod-build-base-") as temp:
         sides = {"work": _side("work", target.root, python_dir)}
         if base_sha is not None:
-            overlay = Path(temp) / "base"
+            overlay = Path(temp) / "base" / repo.root.name  # the package folder keeps its name (absolute imports)
             verifier.shadow_tree(repo.root, overlay, {rel: data for rel, data in changed.items() if data is not None})
             sides["base"] = _side("base", overlay / prefix if prefix else overlay, python_dir)
         proofs, tasks, slots = [], [], []

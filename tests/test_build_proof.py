@@ -395,7 +395,10 @@ def test_no_nvcc_and_no_tvm_ffi_are_one_line_errors(cli, tree, tmp_path, monkeyp
     assert "TVM-FFI's headers (tvm/ffi/*.h, dlpack/dlpack.h) are missing: no apache-tvm-ffi package in" in result.stderr
     assert "pip install 'codemod[build]'" in result.stderr
 
-    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    tools = tmp_path / "tools"  # git, but no nvcc
+    tools.mkdir()
+    (tools / "git").symlink_to(shutil.which("git"))
+    monkeypatch.setenv("PATH", str(tools))
     result = cli("verify", "--build", "--repo", tree, *ARCHS)
     assert result.exit_code == 11
     assert result.stderr.splitlines()[0] == "error[build-needs]: verify --build: nvcc not found"
@@ -407,7 +410,7 @@ def test_unreadable_jit_code_is_refused_with_file_and_line(cli, tree):
     edit(tree / "flashinfer/jit/core.py", '    debug = os.environ.get("FLASHINFER_JIT_DEBUG", "0") == "1"\n', "    debug = os.urandom(1)[0] > 200\n")
     result = cli("verify", "--build", "--repo", tree, *ARCHS)
     assert result.exit_code == 13, result.output
-    assert "flashinfer/jit/core.py:21: calls os.urandom(), which this reader does not evaluate" in result.stderr
+    assert "flashinfer/jit/core.py:23: calls os.urandom(), which this reader does not evaluate" in result.stderr
 
 
 def test_module_names_an_unknown_module(cli, tree):
