@@ -314,6 +314,7 @@ class Builder:
         text = proc.stdout.decode("utf-8", "replace")
         if not any(f in ("-G", "-lineinfo", "-g") for f in task.flags):
             text = _MARKER_RE.sub("", text)  # debug info off: positions do not reach the PTX
+            text = "\n".join(line for line in text.splitlines() if line.strip())
         for prefix in sorted({str(root), str(root.resolve())}, key=len, reverse=True):
             text = text.replace(prefix + "/", "<root>/")  # __FILE__: the same code on the base and the work tree
         text = text.encode()
