@@ -327,7 +327,7 @@ def test_widened_guards_give_the_kernel_its_body_and_leave_sm_90_alone(cli, tree
     assert sm120["work"]["gencode"] == "arch=compute_120a,code=sm_120a"
     assert sm120["base"] == {"built": False, "reason": "No supported CUDA architectures found for major versions [9, 10].", "gencode": None, "sources": []}
 
-    assert data["compiled"] <= 1, "sm_90's preprocessed text is the same on both sides: one compile serves both"
+    assert data["compiled"] <= 2, "sm_90 and sm_120 at most: sm_90 is the same preprocessed text on both sides, one compile serves both"
     text = cli("verify", "--build", "--repo", tree, *ARCHS).stdout
     assert "the widened guards promise griddepcontrol.launch_dependents, griddepcontrol.wait (2 guard(s))" in text
     assert text.splitlines()[-1].startswith("passed: no kernel compiles empty on sm_120")
