@@ -282,7 +282,9 @@ class Builder:
         for label in labels:
             self.progress(label, 0, steps[label])
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
-            list(pool.map(lambda t: (self._key(t, roots[t.side]), step(t)), tasks))
+            # a base overlay links to the work tree's folders: either root may show up in either side's text
+            prefixes = sorted({p for root in roots.values() for p in (str(root), str(root.resolve()))}, key=len, reverse=True)
+            list(pool.map(lambda t: (self._key(t, prefixes), step(t)), tasks))
             for task in tasks:
                 if task.error:
                     raise self._failure(task, roots)
@@ -301,7 +303,7 @@ class Builder:
             step(task)
         return out
 
-    def _key(self, task: _Task, root: Path) -> None:
+    def _key(self, task: _Task, prefixes: list[str]) -> None:
         command = [self.nvcc, "-E", *task.flags, task.source]
         try:
             proc = subprocess.run(command, capture_output=True, timeout=_TIMEOUT_SECONDS)
@@ -315,7 +317,7 @@ class Builder:
         if not any(f in ("-G", "-lineinfo", "-g") for f in task.flags):
             text = _MARKER_RE.sub("", text)  # debug info off: positions do not reach the PTX
             text = "\n".join(line for line in text.splitlines() if line.strip())
-        for prefix in sorted({str(root), str(root.resolve())}, key=len, reverse=True):
+        for prefix in prefixes:
             text = text.replace(prefix + "/", "<root>/")  # __FILE__: the same code on the base and the work tree
         text = text.encode()
         code_flags = _code_flags(task.flags)
