@@ -494,7 +494,11 @@ def revert(
 @app.command()
 @boundary
 def verify(
-    repo: Path = typer.Option(..., "--repo", metavar="PATH", help="The project folder (checkout or installed package)."),
+    repo: Optional[Path] = typer.Option(None, "--repo", metavar="PATH", help="The project folder (checkout or installed package)."),
+    package: Optional[str] = typer.Option(None, "--package", metavar="NAME", help="An installed package (flashinfer), found with importlib.metadata."),
+    python: Optional[str] = typer.Option(None, "--python", metavar="PYTHON", help=_PYTHON_HELP + " Also where --build finds TVM-FFI's headers."),
+    build: bool = typer.Option(False, "--build", help="Compile the changed JIT modules to PTX (nvcc -ptx), base and work tree, and check every kernel has a body."),
+    module: list[str] = typer.Option([], "--module", metavar="NAME", help="With --build: the JIT module to build (default: those changed since the base; repeatable)."),
     recipe: Optional[str] = typer.Option(None, "--recipe", metavar="ID", help="The applied recipe whose base to compare with."),
     base: Optional[str] = typer.Option(None, "--base", metavar="REV", help="Compare the work tree with this revision instead."),
     arch: Optional[str] = typer.Option(None, "--arch", metavar="ARCH", help="Target arch (default: the recipe's), e.g. sm_120, 12.0, 120."),
@@ -509,11 +513,18 @@ def verify(
     module half-patched. Exit 1 when an arch FAILs, or when an arch is unknown because a guard deciding the
     change reads a macro of a missing third-party header (JSON `status`: verified, unknown or failed).
 
+    With --build: compile the changed JIT modules to PTX with FlashInfer's own flags, base and work tree,
+    per arch. Exit 0 when no kernel compiles empty on the target that has a body on a compared arch, the
+    instructions the widened guards promise are there, and every compared arch's PTX equals the base's;
+    exit 1 when not; 11 when nvcc or headers are missing, 12 on a compile error, 13 when FlashInfer's
+    JIT code cannot be read for the flags.
+
     Examples:
 
     \b
       codemod verify --repo ./flashinfer
       codemod verify --repo ./flashinfer --base v0.6.3 --arch sm_120 --include ~/cutlass/include
+      codemod verify --build --package flashinfer --arch sm_120 --module trtllm_comm
     """
     from codemods.arch import Arch
 
@@ -523,6 +534,15 @@ def verify(
             target_arch = Arch.parse(arch)
         except ArchParseError as exc:
             raise typer.BadParameter(str(exc), param_hint="--arch") from None
+    if (repo is None) == (package is None):
+        raise typer.BadParameter("give --repo PATH or --package NAME", param_hint="--repo")
+    if repo is None:
+        repo = packages_mod.folder(package, python)
+    if module and not build:
+        raise typer.BadParameter("--module needs --build", param_hint="--module")
+    if build:
+        _verify_build(repo, target_arch, _universe(archs), tuple(module), base, recipe, python, jobs, fmt)
+        return
     result, ctx = workflow.verify_repo(
         repo, recipe_id=recipe, base=base, arch=target_arch, universe=_universe(archs), jobs=jobs, includes=include
     )
@@ -534,6 +554,39 @@ def verify(
     for note in report.verify_notes(result, ctx):
         err.print(note, markup=False)
     if not result.ok:
+        raise typer.Exit(1)
+
+
+def _verify_build(repo, target_arch, universe, modules, base, recipe, python, jobs, fmt) -> None:
+    """`verify --build`: the build proof (codemods.build_proof), with a progress bar per arch and source."""
+    import contextlib
+
+    from codemods import build_proof
+
+    bar = None
+    if err.is_terminal:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True)
+    rows: dict[str, int] = {}
+
+    def progress(label: str, done: int, total: int) -> None:
+        if bar is None:
+            return
+        if label not in rows:
+            rows[label] = bar.add_task(label, total=total)
+        bar.update(rows[label], completed=done, total=total)
+
+    with bar if bar is not None else contextlib.nullcontext():
+        report = build_proof.prove(
+            repo, arch=target_arch, universe=universe, modules=modules, base=base, recipe_id=recipe, python=python,
+            jobs=jobs, progress=progress,
+        )
+    if fmt is Format.json:
+        _out(json.dumps(_document(build_proof.to_json(report)), indent=2) + "\n")
+    else:
+        _out("".join(line + "\n" for line in build_proof.to_text(report)))
+    if not report.ok:
         raise typer.Exit(1)
 
 
