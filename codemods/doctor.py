@@ -316,6 +316,7 @@ class _Block:
     tail: deque
     length: int = 0
     awaiting: bool = False  # the rule matched; the traceback may start on the next line
+    chained: bool = False  # "During handling of the above exception ...": part of the event already reported
 
 
 class Diagnosis:
@@ -353,6 +354,7 @@ class Diagnosis:
         self.time = ""
         self.recognised = 0
         self.head: list[str] = []
+        self.chain: tuple[str, LogRule] | None = None  # after a traceback's exception line: ("closed"|"marker", its rule)
 
     # -------------------------------------------------------------- feeding
 
@@ -383,6 +385,9 @@ class Diagnosis:
                 fatal.context.append(line)
             self.after = [(fatal, left - 1) for fatal, left in self.after if left > 1]
         if self.block is not None and self._continue_block(line, events):
+            self.recent.append(line)
+            return events
+        if self.chain is not None and self._chained(line):
             self.recent.append(line)
             return events
         rule, match = self._classify(line)
@@ -457,7 +462,7 @@ class Diagnosis:
 
     def _milestone(self, rule: LogRule, groups: dict, line: str, events: list[Event]) -> None:
         first = rule.id not in self.milestones
-        if rule.phase and self.phase != PHASE_SERVING:
+        if rule.phase and self.phase not in (PHASE_SERVING, rule.phase):
             self.phase, self.phase_began = rule.phase, self.time
         elif rule.marks == READY:
             self.phase, self.phase_began = PHASE_SERVING, self.time
@@ -560,12 +565,29 @@ class Diagnosis:
             return True
         return False  # another process's line in the middle: classified normally, block stays open
 
+    def _chained(self, line: str) -> bool:
+        """True when the line continues a chained exception of the traceback just closed (one event, not two)."""
+        state, rule = self.chain  # type: ignore[misc]
+        stripped = line.strip()
+        if not stripped:
+            return False
+        if stripped in _CHAINED:
+            self.chain = ("marker", rule)
+            return True
+        self.chain = None
+        if state == "marker" and stripped == _TRACEBACK:
+            self.block = _Block(rule, self.lineno, line, _source(line), deque(maxlen=BLOCK_TAIL), chained=True)
+            return True
+        return False
+
     def _close_block(self, message: str, events: list[Event]) -> None:
         block = self.block
         assert block is not None
         self.block = None
-        if block.rule.klass != "fatal":
+        if block.rule.klass != "fatal" or block.chained:
+            self.chain = ("closed", block.rule) if block.chained else None
             return
+        self.chain = ("closed", block.rule)
         cause = block.rule  # the rule that matched the exception line explains it, alone
         for rule in self.rules:
             if rule.klass == "fatal" and not rule.block and rule.search(message):
@@ -1183,7 +1205,8 @@ def report_text(r: Report) -> list[str]:
             out.append(f"  remedy: {f.remedy}")
             if f.command:
                 out.append(f"  run: {f.command}")
-            out.append(f"  note: {LAUNCHER_ADVICE}")
+            if r.benign.get("sglang-possible-solutions"):
+                out.append(f"  note: {LAUNCHER_ADVICE}")
         out.append("  context:")
         out += [f"    | {c[:300]}" for c in f.context]
         later = [s for s in r.fatal_signals if s is not f and s.line > f.line]
