@@ -373,11 +373,18 @@ class Diagnosis:
         self.lineno += 1
         events: list[Event] = []
         line = line.rstrip("\r\n")
-        if len(self.head) < 40:
+        if self.lineno <= 40:
             self.head.append(line)
-        stamp = _TIMESTAMP.match(line)
+        first = line[:1]
+        if first == "[" and line[5:6] == "-" and line[14:15] == ":" and line[11:12] in " T":  # "[2026-02-03 09:13:13": the fast path
+            stamp = line[1:20] if line[1:5].isdigit() else ""
+        elif first and first in "(0123456789":
+            m = _TIMESTAMP.match(line)
+            stamp = m.group(1) if m else ""
+        else:
+            stamp = ""
         if stamp:
-            self.time = stamp.group(1).replace("T", " ")
+            self.time = stamp.replace("T", " ")
             self.first_time = self.first_time or self.time
             self.recognised += 1
         if self.after:
