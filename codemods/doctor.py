@@ -532,7 +532,7 @@ class Diagnosis:
             if self.verdict == "crashed" and not self.crash_announced:
                 self.crash_announced = True
                 where = f"{fatal.source} " if fatal.source else ""
-                events.append(Event("crashed", fatal.line, f"crashed: {where}{fatal.message} ({fatal.rule})"))
+                events.append(Event("crashed", fatal.line, f"crashed: {where}{fatal.message} ({fatal.rule}){_when(fatal)}"))
 
     # -------------------------------------------------------------- traceback blocks
 
@@ -820,7 +820,9 @@ def follow(
 
     Stops also when `timeout` seconds have passed, and at the end of a pipe
     (path "-"). A file that is not there yet is waited for; a file that
-    shrinks (truncated, rotated by copy) is read again from its start.
+    shrinks (truncated, rotated by copy) is read again from its start; a file
+    renamed away with a new one at the path (rotated, as `tail -F` sees it) is
+    read to its end, then the new one is followed.
     """
     start = clock()
 
