@@ -736,6 +736,7 @@ def doctor(
             except KeyboardInterrupt:
                 stopped = "interrupted"
             report = diagnosis.report(str(log))
+            core.refuse_if_not_a_log(report)
             if not stopped and report.verdict == "starting" and str(log) != "-":
                 stopped = f"no final verdict after {timeout:g} s" if timeout is not None else "stopped"
         else:
