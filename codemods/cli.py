@@ -593,7 +593,9 @@ def _verify_build(repo, target_arch, universe, modules, base, recipe, python, jo
 @app.command()
 @boundary
 def scan(
-    repo: list[Path] = typer.Option(..., "--repo", metavar="PATH", help="A tree to scan (repeatable)."),
+    repo: list[Path] = typer.Option([], "--repo", metavar="PATH", help="A tree to scan (repeatable)."),
+    package: list[str] = typer.Option([], "--package", metavar="NAME", help=_PACKAGE_HELP),
+    python: Optional[str] = typer.Option(None, "--python", metavar="PYTHON", help=_PYTHON_HELP),
     arch: str = typer.Option("sm_120", "--arch", metavar="ARCH", help="The arch to check gates against, e.g. sm_120, 12.0, 120."),
     fmt: ScanFormat = typer.Option(ScanFormat.text, "--format", metavar="FORMAT", help="text, json or sarif."),
     check: bool = typer.Option(False, "--check", help="Exit 1 when a (non-potential) hazard is found: for CI and pre-commit."),
@@ -619,6 +621,7 @@ def scan(
     from codemods import scan as scanner
     from codemods.arch import Arch
 
+    repo = [root for root, _ in _targets(repo, package, python)]
     try:
         target = Arch.parse(arch)
     except ArchParseError as exc:
@@ -689,6 +692,8 @@ def doctor(
     max_regression: float = typer.Option(5.0, "--max-regression", metavar="PERCENT", min=0, help="Percent slower than --baseline that recommends a revert."),
     revert: bool = typer.Option(False, "--revert", help="When the A/B recommends it, back --recipe out of --repo."),
     repo: Optional[Path] = typer.Option(None, "--repo", metavar="PATH", help="The patched project folder (for --revert and the advice)."),
+    package: Optional[str] = typer.Option(None, "--package", metavar="NAME", help="The patched installed package, instead of --repo."),
+    python: Optional[str] = typer.Option(None, "--python", metavar="PYTHON", help=_PYTHON_HELP),
     recipe: str = typer.Option("sm120-enable", "--recipe", metavar="ID", help="The recipe the patched run was built with."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Tail a live log, print state changes, stop once ready or crashed."),
     timeout: Optional[float] = typer.Option(None, "--timeout", metavar="SECONDS", min=0, help="With --follow: give up after this many seconds (exit 1)."),
@@ -712,8 +717,12 @@ def doctor(
 
     if log is None and not preflight:
         raise typer.BadParameter("give a LOG file, or --preflight", param_hint="LOG")
+    if package is not None:
+        if repo is not None:
+            raise typer.BadParameter("give --repo PATH or --package NAME, not both", param_hint="--package")
+        repo = _targets([], [package], python)[0][0]
     if revert and (baseline is None or repo is None):
-        raise typer.BadParameter("--revert needs --baseline LOG and --repo PATH", param_hint="--revert")
+        raise typer.BadParameter("--revert needs --baseline LOG and --repo PATH (or --package NAME)", param_hint="--revert")
     book = core.load_rules(rules) if log is not None else []
     data: dict = {}
     text: list[str] = []

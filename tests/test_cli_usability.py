@@ -88,3 +88,20 @@ def test_shell_completion_offers_recipe_and_change_ids(tmp_path):
     script = subprocess.run([*run, "--show-completion", "bash"], env={**os.environ, "PYTHONPATH": str(ROOT)},
                             capture_output=True, text=True, timeout=60)
     assert script.returncode == 0 and "_codemod_completion" in script.stdout
+
+
+def test_scan_and_doctor_take_package_and_python(cli, tmp_path, monkeypatch):
+    import json
+
+    from conftest import EXAMPLES, fake_site
+
+    site = fake_site(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    scanned = cli("scan", "--package", "flashinfer", "--python", sys.executable, "--arch", "sm_120", "--format", "json")
+    assert scanned.exit_code == 0, scanned.output
+    assert any(g["file"] == "jit/comm.py" for g in json.loads(scanned.stdout)["gates"])
+    log = EXAMPLES / "logs" / "sglang-tp8-healthy.log"
+    both = cli("doctor", log, "--package", "flashinfer", "--repo", tmp_path, "--python", sys.executable)
+    assert both.exit_code == 2 and "not both" in both.output
+    ok = cli("doctor", log, "--package", "flashinfer", "--python", sys.executable)
+    assert ok.exit_code == 0, ok.output
