@@ -23,7 +23,8 @@ with a computed value (`== SM_VERSION`) cannot be read: both are refused
 (`CannotWiden`, naming the line and the reason).
 
 Selectors pick the comparison: `function` (the function around it),
-`assigns` (the body of the `if` it is in assigns that dotted target) and
+`assigns` (it is in the value assigned to that dotted target, or the body of
+the `if` it is in assigns that target) and
 `calls` (that body calls that function, or any of a list).
 """
 
@@ -411,17 +412,20 @@ def find(
     parents = _parents(tree)
     out = []
     for gate, node, _ in _found(text, tree.body, universe, computed=True, checked=True):
-        around, statement, up = "", None, node
+        around, statement, assigned, up = "", None, False, node
         while id(up) in parents:
             child, up = up, parents[id(up)]
             if statement is None and isinstance(up, (ast.If, ast.While)) and up.test is child:
                 statement = up
+            if assigns is not None and isinstance(up, (ast.Assign, ast.AnnAssign)) and up.value is child:
+                targets = up.targets if isinstance(up, ast.Assign) else [up.target]
+                assigned = assigned or any(_dotted(t) == assigns for t in targets)
             if isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 around = up.name
                 break
         if function is not None and around != function:
             continue
-        if assigns is not None and not (statement is not None and _body_assigns(statement.body, assigns)):
+        if assigns is not None and not (assigned or statement is not None and _body_assigns(statement.body, assigns)):
             continue
         if wanted and not (statement is not None and _body_calls(statement.body, wanted)):
             continue

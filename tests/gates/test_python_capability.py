@@ -210,3 +210,20 @@ def test_widening_admits_exactly_the_old_values_and_the_targets(side, op, chosen
     assert widen(after, again, tuple(targets)) == []  # idempotent
     negated = op in ("!=", "not in")
     assert (" not in " in after.decode()) == negated or not set(targets) - set(gate.admits.admitted)
+
+
+def test_assigns_also_picks_the_value_of_an_assignment():
+    source = dedent('''\
+        def _compute():
+            sm_version = get_device_sm()
+            return sm_version == 120
+
+        SCALE_UE8M0 = ENABLED and (
+            get_platform().is_sm100 or get_device_sm() == 120
+        )
+        OTHER = get_device_sm() == 90
+        ''')
+    assert [g.line for g in find(source.encode())] == [3, 6, 8]
+    assert [g.line for g in find(source.encode(), assigns="SCALE_UE8M0")] == [6]
+    after = _rewrite(source, "sm_121", assigns="SCALE_UE8M0")
+    assert after == source.replace("or get_device_sm() == 120", "or get_device_sm() in (120, 121)")
