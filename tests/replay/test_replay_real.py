@@ -17,6 +17,7 @@ REPLAYS = [
     ("fi-nvfp4-attention-aot-sm121", ("flashinfer-python", "0.6.15", "0.6.16")),  # 0f69698c7
     ("sg-mxfp4-marlin-sm120", ("sglang", "0.5.12", "0.5.13")),
     ("sg-deepgemm-ue8m0-sm121", ("sglang", "0.5.20", "0.5.21")),  # python_capability: get_device_sm() == 120
+    ("sg-bf16-gemv-sm12x", ("sglang", "0.5.22", "0.5.23")),  # python_capability: [0] != 9 -> not in (9, 12)
 ]
 
 
