@@ -2172,6 +2172,12 @@ def _python_gate_paths(
     return out
 
 
+# The Python kinds classified by the modules they keep from the arch. python_arch_test also selects modules
+# (kernel_paths.SELECTING_KINDS: a recipe widening it is checked), but aot.py's `if has_smXX:` blocks build
+# their own arch's modules; classifying those tests by module waits until the audit sample judges them.
+_CLASSIFIED_BY_MODULES = ("python_arch_or", "python_arch_list", CAPABILITY_KIND)
+
+
 def _classify_jit_gates(gates: list[dict], modules: list[_Module], paths: kernel_paths.Tree, arch: Arch) -> None:
     """Classify each Python gate that excludes `arch` by the JIT modules it keeps from it.
 
@@ -2201,8 +2207,12 @@ def _classify_jit_gates(gates: list[dict], modules: list[_Module], paths: kernel
                 source = paths.read(record["file"])
             except OSError:
                 continue
-            found = kernel_paths.check(
-                paths, record["file"], source, record["kind"], record["line"], record.get("symbol") or "", (arch,)
+            found = (
+                kernel_paths.check(
+                    paths, record["file"], source, record["kind"], record["line"], record.get("symbol") or "", (arch,)
+                )
+                if record["kind"] in _CLASSIFIED_BY_MODULES
+                else kernel_paths.PathCheck()
             )
             specs = [(f, s) for f, s in _selected_specs(paths, found.modules)]
             what = f"`{record.get('symbol') or record['text']}` does not run on {arch.name}"
