@@ -119,8 +119,10 @@ _PYTHON_PREFILTERS = (
     (python_arch_list, re.compile(rb"supported_major_versions\s*=\s*[\[(]|\b(?:supported_compute_capability|_match_sm_version)\s*\(")),
     # a chain starts with a predicate (maybe called) and `or`: `is_sm100a_supported(device)\n or`
     (python_arch_or, re.compile(rb"is_sm\d{2,3}a?(?:_supported)?\b\s*(?:\((?:[^()]|\([^()]*\))*\))?\s*\)*\s*\bor\b")),
-    # a predicate or flag right after `if`/`elif`/`while`/`assert`/`and`/`not`
-    (python_arch_test, re.compile(rb"\b(?:if|elif|while|assert|and|not)\s+\(?\s*[\w.()]*?\b_?(?:is|has)_sm\d{2,3}[af]?(?:_supported)?\b")),
+    # a predicate or flag right after `if`/`elif`/`while`/`assert`/`and`/`not`; python_arch_or.NAMED_PREDICATES too
+    (python_arch_test, re.compile(
+        rb"\b(?:if|elif|while|assert|and|not)\s+\(?\s*[\w.()]*?\b_?(?:(?:is|has)_sm\d{2,3}[af]?(?:_supported)?|is_blackwell(?:_supported)?)\b"
+    )),
 )
 
 
@@ -130,7 +132,7 @@ def _named_or_re() -> re.Pattern:
     names = b"|".join(re.escape(n.encode()) for n in python_arch_or.NAMED_PREDICATES)
     return re.compile(rb"\b_?(?:%s)\b\s*(?:\([^()]*\))?\s*\)*\s*\bor\b|\bor\b\s*\(*\s*[\w.]*\b_?(?:%s)\b" % (names, names))
 
-_PREFILTER_LITERALS = ((b"supported_major_versions", b"supported_compute_capability", b"_match_sm_version"), (b"is_sm",), (b"_sm",))
+_PREFILTER_LITERALS = ((b"supported_major_versions", b"supported_compute_capability", b"_match_sm_version"), (b"is_sm",), (b"_sm", b"is_blackwell"))
 _CAPABILITY_TOKEN = b"get_device_capability"
 # A comparison with the call, or a name bound from it: nothing else can be a python_capability gate.
 _CAPABILITY_RE = re.compile(
