@@ -42,7 +42,7 @@ from codemods.arch import Arch
 from codemods.gates import SourceError
 from codemods.hazards import Closures, Hit
 
-SELECTING_KINDS = ("python_arch_or", "python_arch_list", "python_capability")
+SELECTING_KINDS = ("python_arch_or", "python_arch_list", "python_capability", "python_arch_test")
 # The functions a gate's body calls that build or fetch a JIT module (FlashInfer's naming).
 _MODULE_CALL_RE = re.compile(r"^(?:gen|get)_\w+_module$")
 # FlashInfer up to 0.6.x builds every major >= 9 as an `a` target (compilation_context.py).

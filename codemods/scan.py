@@ -21,8 +21,9 @@ parses only the files whose bytes can hold a gate:
   bytes pass the kind's prefilter, found by the kind's own `find` on a copy
   of the file in which every statement that cannot hold one is blanked out
   (same offsets, same lines); `python_capability` comparisons of
-  `get_device_capability()` (scan only: `[0] >= 9`, `>= (9, 0)`, a
-  `major, minor = ...` unpacked from it); and `cuda_guard` lines inside
+  `get_device_capability()` or `get_device_sm()` (`[0] >= 9`, `>= (9, 0)`,
+  a `major, minor = ...` unpacked from it), read by that kind's module on
+  only the functions that name the call; and `cuda_guard` lines inside
   string literals (FlashInfer's generators write CUDA from Python).
 
 For each gate it reports what it admits and whether it excludes `arch`. A
@@ -81,7 +82,7 @@ import subprocess
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -89,7 +90,7 @@ from pathlib import Path
 
 from codemods import classify, hazards
 from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet, is_arch_macro
-from codemods.gates import Gate, SourceError, cuda_guard, decode
+from codemods.gates import Gate, SourceError, cuda_guard, decode, python_capability
 from codemods.hazards import Branch, Hit, Structure
 from codemods.lazy import LazyModule
 
@@ -108,7 +109,7 @@ C_SUFFIXES = (
 CUDA_SUFFIXES = C_SUFFIXES  # the old name
 PYTHON_SUFFIXES = (".py",)
 SKIP_DIRS = frozenset({".git", "__pycache__"})
-CAPABILITY_KIND = "python_capability"
+CAPABILITY_KIND = python_capability.KIND
 _BINARY_PROBE = 8192
 NOT_REGULAR = "not a regular file"  # the skip reason of a FIFO, socket or device in the tree
 _ARCH_TOKEN = b"__CUDA_ARCH"
@@ -118,8 +119,10 @@ _PYTHON_PREFILTERS = (
     (python_arch_list, re.compile(rb"supported_major_versions\s*=\s*[\[(]|\b(?:supported_compute_capability|_match_sm_version)\s*\(")),
     # a chain starts with a predicate (maybe called) and `or`: `is_sm100a_supported(device)\n or`
     (python_arch_or, re.compile(rb"is_sm\d{2,3}a?(?:_supported)?\b\s*(?:\((?:[^()]|\([^()]*\))*\))?\s*\)*\s*\bor\b")),
-    # a predicate or flag right after `if`/`elif`/`while`/`assert`/`and`/`not`
-    (python_arch_test, re.compile(rb"\b(?:if|elif|while|assert|and|not)\s+\(?\s*[\w.()]*?\b_?(?:is|has)_sm\d{2,3}[af]?(?:_supported)?\b")),
+    # a predicate or flag right after `if`/`elif`/`while`/`assert`/`and`/`not`; python_arch_or.NAMED_PREDICATES too
+    (python_arch_test, re.compile(
+        rb"\b(?:if|elif|while|assert|and|not)\s+\(?\s*[\w.()]*?\b_?(?:(?:is|has)_sm\d{2,3}[af]?(?:_supported)?|is_blackwell(?:_supported)?)\b"
+    )),
 )
 
 
@@ -129,13 +132,15 @@ def _named_or_re() -> re.Pattern:
     names = b"|".join(re.escape(n.encode()) for n in python_arch_or.NAMED_PREDICATES)
     return re.compile(rb"\b_?(?:%s)\b\s*(?:\([^()]*\))?\s*\)*\s*\bor\b|\bor\b\s*\(*\s*[\w.]*\b_?(?:%s)\b" % (names, names))
 
-_PREFILTER_LITERALS = ((b"supported_major_versions", b"supported_compute_capability", b"_match_sm_version"), (b"is_sm",), (b"_sm",))
+_PREFILTER_LITERALS = ((b"supported_major_versions", b"supported_compute_capability", b"_match_sm_version"), (b"is_sm",), (b"_sm", b"is_blackwell"))
 _CAPABILITY_TOKEN = b"get_device_capability"
 # A comparison with the call, or a name bound from it: nothing else can be a python_capability gate.
 _CAPABILITY_RE = re.compile(
     rb"get_device_capability\s*\((?:[^()]|\([^()]*\))*\)\s*(?:\[\s*[01]\s*\]\s*)?\)*\s*(?:[<>!=]=|[<>]|\bin\b|\bnot\b)"
     rb"|(?:[<>!=]=|[<>]|\bin)\s*[\w.]*get_device_capability|=\s*[\w.]*get_device_capability"
 )
+# SGLang's `get_device_sm()` (major * 10 + minor), compared or bound
+_SM_COMPARE_RE = re.compile(rb"\bget_device_sm\s*\(\s*\)\s*(?:[<>!=]=|[<>]|\bin\b|\bnot\b)|=\s*[\w.]*\bget_device_sm\s*\(")
 _CAPABILITY_CALL_RE = re.compile(_CAPABILITY_RE.pattern.split(b"|(?:")[0])
 _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
 _SPACE_BYTES = frozenset(b" \t\n\r\f\v")
@@ -1680,35 +1685,8 @@ def _includes(data: bytes) -> list[tuple[str, bool]]:
 
 # ---------------------------------------------------------------- Python files
 
-_COMPOUND = (
-    ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.FunctionDef,
-    ast.AsyncFunctionDef, ast.ClassDef, ast.Match, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
-)  # fmt: skip
-
-
-class _PythonText:
-    """Byte offsets of ast positions (ast columns are UTF-8 byte offsets)."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.bom = len(_BOM) if data.startswith(_BOM) else 0
-        self.starts = [0]
-        for line in data.splitlines(keepends=True):
-            self.starts.append(self.starts[-1] + len(line))
-
-    def offset(self, line: int, column: int) -> int:
-        return self.starts[line - 1] + column + (self.bom if line == 1 else 0)
-
-    def line(self, offset: int) -> int:
-        return bisect.bisect_right(self.starts, offset)
-
-    def span(self, node: ast.AST) -> tuple[int, int]:
-        start = self.offset(node.lineno, node.col_offset)
-        decorators = getattr(node, "decorator_list", None)
-        if decorators:
-            first = decorators[0]
-            start = self.data.rfind(b"@", 0, self.offset(first.lineno, first.col_offset))
-        return start, self.offset(node.end_lineno, node.end_col_offset)
+_COMPOUND = python_capability.COMPOUND
+_PythonText = python_capability.PythonText  # byte offsets of ast positions
 
 
 class _Pruned:
@@ -1813,15 +1791,6 @@ def _jit_names(text: _PythonText, tree: ast.Module) -> set[str]:
     return names
 
 
-def _callee(call: ast.Call) -> str:
-    func = call.func
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return ""
-
-
 def _find_every(kind, data: bytes, universe: tuple[Arch, ...]) -> list[Gate]:
     """Every gate of the kind that scan lists: a kind with a table of known shapes says so with `find_known`."""
     known = getattr(kind, "find_known", None)
@@ -1833,15 +1802,17 @@ def _analyse_python(rel: str, data: bytes, context: _Context, in_jit: bool) -> _
     out = _FileScan(rel)
     kinds = _python_kinds(data)
     want_specs = in_jit and b"gen_jit_spec" in data
-    want_capability = _CAPABILITY_TOKEN in data and _may_compare_capability(data)
+    want_capability = (_CAPABILITY_TOKEN in data and _may_compare_capability(data)) or bool(
+        b"get_device_sm" in data and _SM_COMPARE_RE.search(data)
+    )
     in_strings = _cuda_gates(data, _NoComments(), context.universe, "cuda") if _ARCH_TOKEN in data else []
     if not (kinds or want_specs or want_capability or in_strings):
         return out
     out.parsed = True
     if want_capability and not (kinds or want_specs or in_strings):
-        blocks = _capability_blocks(data)
+        blocks = python_capability.blocks(data)
         if blocks is not None:  # the functions around each call, parsed alone
-            out.gates = [_record(rel, gate, context.arch) for gate in _capability_gates(*blocks, context.universe)]
+            out.gates = [_record(rel, gate, context.arch) for gate in python_capability.gates(*blocks, context.universe)]
             return out
     try:
         tree = ast.parse(data)
@@ -1888,7 +1859,7 @@ def _analyse_python(rel: str, data: bytes, context: _Context, in_jit: bool) -> _
         if want_specs:
             out.specs = [pruned.spec(spec) for spec in jit_specs.find(pruned.source, context.universe)]
     if want_capability:
-        gates += _capability_gates(text, tree.body, context.universe)
+        gates += python_capability.gates(text, tree.body, context.universe)
     if in_strings:
         gates += _string_guards(text, tree, in_strings)
     gates.sort(key=lambda gate: (gate.line, gate.start))
@@ -1924,234 +1895,7 @@ class _NoComments(_Comments):
         self._pos = 1 << 62  # nothing to index
 
 
-# ---------------------------------------------------------------- capability comparisons (scan only)
-
-_COMPARE = {
-    ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
-    ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
-    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
-}  # fmt: skip
-_FLIPPED = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE, ast.Eq: ast.Eq, ast.NotEq: ast.NotEq}
-
-
-def _is_capability_call(node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and _callee(node).endswith("get_device_capability")
-
-
-def _literal(node: ast.AST):
-    """An int, a tuple of ints, or a tuple/list/set of those; None for anything else."""
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        items = [_literal(item) for item in node.elts]
-        return None if any(item is None for item in items) else tuple(items)
-    return None
-
-
-_PY_LEXEME_RE = re.compile(rb"""\'\'\'.*?\'\'\'|\"\"\".*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"|\#[^\n]*""", re.DOTALL)
-_NOT_A_START = (b")", b"]", b"}", b"else", b"elif", b"except", b"finally", b"#")
-
-
-def _capability_blocks(data: bytes) -> tuple[_PythonText, list[ast.stmt]] | None:
-    """The statements around each `get_device_capability`, parsed alone: the innermost function (or the
-    top-level statement) holding it, at its own line numbers and columns.
-
-    None when that cannot be done safely: a block does not parse alone, or a name is bound from the call
-    outside any function (its comparisons may be anywhere); the caller then parses the whole file.
-    A whole-module parse of a 5000-line SGLang file costs more than all the rest of its scan.
-    """
-    text = _PythonText(data)
-    lines = data.split(b"\n")
-    # multi-line strings (and comments): no statement starts inside one
-    hidden: list[tuple[int, int]] = []
-    for match in _PY_LEXEME_RE.finditer(data):
-        if match.group().startswith(b"#"):
-            if _CAPABILITY_TOKEN in match.group():
-                hidden.append((match.start(), match.end()))
-        elif b"\n" in match.group() or _CAPABILITY_TOKEN in match.group():
-            hidden.append((match.start(), match.end()))
-    hidden_starts = [span[0] for span in hidden]
-
-    def in_hidden(offset: int) -> bool:
-        i = bisect.bisect_right(hidden_starts, offset) - 1
-        return i >= 0 and offset < hidden[i][1]
-
-    def indent(number: int) -> int | None:
-        """The indentation of line `number` (1-based) when a statement may start there."""
-        line = lines[number - 1]
-        body = line.lstrip(b" \t")
-        if not body.strip() or body.startswith(_NOT_A_START) or in_hidden(text.starts[number - 1]):
-            return None
-        if number > 1 and lines[number - 2].rstrip(b"\r").endswith(b"\\"):
-            return None
-        return len(line) - len(body)
-
-    blocks: dict[int, tuple[int, int, int]] = {}  # first line -> (first line, last line, indentation)
-    for match in re.finditer(re.escape(_CAPABILITY_TOKEN), data):
-        if in_hidden(match.start()):
-            continue
-        number = text.line(match.start())
-        limit = indent(number)
-        limit = len(lines[number - 1]) if limit is None else limit + 1
-        start = None
-        for candidate in range(number, 0, -1):
-            level = indent(candidate)
-            if level is None or level >= limit:
-                continue
-            limit = level
-            head = lines[candidate - 1].lstrip()
-            if head.startswith((b"def ", b"async def ")) or level == 0:
-                start = candidate
-                break
-        if start is None:
-            return None
-        while start > 1 and lines[start - 2].lstrip().startswith(b"@"):
-            start -= 1  # its decorators
-        level = len(lines[start - 1]) - len(lines[start - 1].lstrip(b" \t"))
-        decorated = lines[start - 1].lstrip().startswith(b"@")
-        end = len(lines)
-        for candidate in range(number + 1, len(lines) + 1):
-            found = indent(candidate)
-            if found is not None and found <= level:
-                head = lines[candidate - 1].lstrip()
-                if decorated and head.startswith((b"@", b"def ", b"async def ", b"class ")):
-                    decorated = head.startswith(b"@")  # the decorated definition itself belongs to the block
-                    continue
-                end = candidate - 1
-                break
-        if start not in blocks or blocks[start][1] < end:
-            blocks[start] = (start, end, level)
-    body: list[ast.stmt] = []
-    covered = -1
-    for start, end, level in sorted(blocks.values()):
-        if start <= covered:
-            if end > covered:
-                return None  # overlapping blocks: let the whole file decide
-            continue
-        covered = end
-        piece = b"\n".join(lines[start - 1 : end])
-        prefix = b"\n" * (start - 1) if level == 0 else b"\n" * (start - 2) + b"if 1:\n"
-        try:
-            parsed = ast.parse(prefix + piece)
-        except (SyntaxError, ValueError):
-            return None
-        statements = parsed.body if level == 0 else parsed.body[0].body
-        if level == 0 and not isinstance(statements[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound: dict = {}
-            for node in ast.walk(parsed):
-                if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                    _bind(node.targets[0], node.value, 0, bound)
-            if bound:
-                return None  # a name bound at module level: compared anywhere
-        body += statements
-    return text, body
-
-
-def _capability_gates(text: _PythonText, body: list[ast.stmt], universe: tuple[Arch, ...]) -> list[Gate]:
-    """`get_device_capability()[0] >= 9`, `... >= (9, 0)`, `major >= 9` after `major, _ = ...()`.
-
-    What a comparison admits is decided per arch from its (major, minor);
-    only single comparisons with integer literals (or tuples of them) count.
-    Only statements that name the call (or a name bound from it) are walked.
-    """
-    bound: dict[tuple[int, str], int | None] = {}  # (scope, name) -> 0 major, 1 minor, None the pair
-    compares: dict[int, tuple[ast.Compare, int]] = {}
-    for node, scope in _nodes_in(text, body, lambda piece: _CAPABILITY_TOKEN in piece, 0):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            _bind(node.targets[0], node.value, scope, bound)
-        elif isinstance(node, ast.Compare):
-            compares[id(node)] = (node, scope)
-    if bound:
-        names = re.compile(rb"\b(?:%s)\b" % b"|".join(re.escape(name.encode()) for _, name in bound))
-        for node, scope in _nodes_in(text, body, lambda piece: bool(names.search(piece)), 0):
-            if isinstance(node, ast.Compare):
-                compares.setdefault(id(node), (node, scope))
-
-    def part(node: ast.AST, scope: int) -> int | None | str:
-        """0 or 1 for the major or minor, None for the (major, minor) pair, "" for anything else."""
-        if _is_capability_call(node):
-            return None
-        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value in (0, 1):
-            return node.slice.value if part(node.value, scope) is None else ""
-        if isinstance(node, ast.Name):
-            for where in (scope, 0):
-                if (where, node.id) in bound:
-                    return bound[(where, node.id)]
-        return ""
-
-    gates = []
-    for node, scope in compares.values():
-        if len(node.ops) != 1:
-            continue
-        left, op, right = node.left, type(node.ops[0]), node.comparators[0]
-        side, value = part(left, scope), _literal(right)
-        if (side == "" or value is None) and op in _FLIPPED:
-            side, value, op = part(right, scope), _literal(left), _FLIPPED[op]
-        if side == "" or value is None or op not in _COMPARE:
-            continue
-        admitted = set()
-        try:
-            for arch in universe:
-                have = (arch.major, arch.minor) if side is None else (arch.major, arch.minor)[side]
-                if _COMPARE[op](have, value):
-                    admitted.add(arch)
-        except TypeError:
-            continue  # a major compared with a pair
-        start, end = text.span(node)
-        gates.append(
-            Gate(
-                kind=CAPABILITY_KIND,
-                start=start,
-                end=end,
-                line=node.lineno,
-                text=text.data[start:end].decode("utf-8"),
-                admits=ArchSet(universe, frozenset(admitted)),
-            )
-        )
-    return gates
-
-
-_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
-
-
-def _nodes_in(text: _PythonText, body: list, test: Callable[[bytes], bool], scope: int) -> Iterator[tuple[ast.AST, int]]:
-    """Every node of the statements whose source passes `test`, with the id of the function around it (0: none)."""
-    for stmt in body:
-        if hasattr(stmt, "lineno"):  # a match_case has no position: look inside it
-            start, end = text.span(stmt)
-            if not test(text.data[start:end]):
-                continue
-        if not isinstance(stmt, (*_COMPOUND, ast.ExceptHandler, ast.match_case)):
-            for node in ast.walk(stmt):
-                yield node, scope
-            continue
-        inner = id(stmt) if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else scope
-        for name, value in ast.iter_fields(stmt):
-            if name in _BODIES:
-                continue
-            for item in value if isinstance(value, list) else [value]:
-                if isinstance(item, ast.AST):
-                    for node in ast.walk(item):
-                        yield node, scope
-        for name in _BODIES:
-            yield from _nodes_in(text, getattr(stmt, name, None) or [], test, inner)
-
-
-def _bind(target: ast.AST, value: ast.AST, scope: int, bound: dict) -> None:
-    if isinstance(target, ast.Name):
-        if _is_capability_call(value):
-            bound[(scope, target.id)] = None
-        elif (
-            isinstance(value, ast.Subscript)
-            and _is_capability_call(value.value)
-            and isinstance(value.slice, ast.Constant)
-            and value.slice.value in (0, 1)
-        ):
-            bound[(scope, target.id)] = value.slice.value
-    elif isinstance(target, ast.Tuple) and len(target.elts) == 2 and _is_capability_call(value):
-        for index, element in enumerate(target.elts):
-            if isinstance(element, ast.Name):
-                bound[(scope, element.id)] = index
+_nodes_in = python_capability.nodes_in
 
 
 # ---------------------------------------------------------------- JIT modules and their closures
@@ -2430,6 +2174,12 @@ def _python_gate_paths(
     return out
 
 
+# The Python kinds classified by the modules they keep from the arch. python_arch_test also selects modules
+# (kernel_paths.SELECTING_KINDS: a recipe widening it is checked), but aot.py's `if has_smXX:` blocks build
+# their own arch's modules; classifying those tests by module waits until the audit sample judges them.
+_CLASSIFIED_BY_MODULES = ("python_arch_or", "python_arch_list", CAPABILITY_KIND)
+
+
 def _classify_jit_gates(gates: list[dict], modules: list[_Module], paths: kernel_paths.Tree, arch: Arch) -> None:
     """Classify each Python gate that excludes `arch` by the JIT modules it keeps from it.
 
@@ -2459,8 +2209,12 @@ def _classify_jit_gates(gates: list[dict], modules: list[_Module], paths: kernel
                 source = paths.read(record["file"])
             except OSError:
                 continue
-            found = kernel_paths.check(
-                paths, record["file"], source, record["kind"], record["line"], record.get("symbol") or "", (arch,)
+            found = (
+                kernel_paths.check(
+                    paths, record["file"], source, record["kind"], record["line"], record.get("symbol") or "", (arch,)
+                )
+                if record["kind"] in _CLASSIFIED_BY_MODULES
+                else kernel_paths.PathCheck()
             )
             specs = [(f, s) for f, s in _selected_specs(paths, found.modules)]
             what = f"`{record.get('symbol') or record['text']}` does not run on {arch.name}"

@@ -457,3 +457,33 @@ def test_replaying_9f4fd04ac_on_flashinfer_063_is_refused(cli, real_unpacked, tm
     assert found, message
     assert found.group(1) in (repo / found.group(2)).read_text().splitlines()[int(found.group(3)) - 1]
     assert tree_digest(repo) == before
+
+
+@pytest.mark.parametrize(
+    ("kind", "chain"),
+    [
+        ("python_arch_test", "is_sm100a_supported(device)"),
+        ("python_capability", "torch.cuda.get_device_capability(device)[0] == 10"),
+    ],
+)
+def test_single_predicate_and_capability_tests_selecting_tcgen05_kernels_are_refused(cli, tmp_path, kind, chain):
+    """kernel_paths.SELECTING_KINDS: an `if` of one predicate or one comparison selects its body's module too."""
+    repo = fmha_tree(tmp_path / "fi", chain=chain)
+    before = tree_digest(repo)
+    recipe = tmp_path / "fmha-single.toml"
+    recipe.write_text(RECIPE.read_text().replace('kind = "python_arch_or"', f'kind = "{kind}"'))
+    result = cli("run", recipe, "--repo", repo, "--dry-run")
+    assert result.exit_code == 3, result.output
+    message = " ".join(result.stderr.split())
+    assert "flashinfer/prefill.py:9: cannot widen" in message and "not widenable" in message
+    assert f"tcgen05.mma (include/flashinfer/attention/blackwell/fmha_cutlass_sm100.cuh:{TCGEN05_LINE}" in message
+    assert "compiled by gen_fmha_cutlass_sm100a_module" in message and "(--force overrides)" in message
+    assert tree_digest(repo) == before
+
+    forced = cli("run", recipe, "--repo", repo, "--force")
+    assert forced.exit_code == 0, forced.output
+    widened = (repo / "flashinfer/prefill.py").read_text()
+    assert {
+        "python_arch_test": "is_sm100a_supported(device) or is_sm120a_supported(device)",
+        "python_capability": "torch.cuda.get_device_capability(device)[0] in (10, 12)",
+    }[kind] in widened

@@ -424,14 +424,14 @@ def test_check_needs_the_hazards(cli, tmp_path):
 def test_capability_blocks_agree_with_a_whole_parse(source):
     import ast
 
-    from codemods import scan as scanner
+    from codemods.gates import python_capability as reader  # scan's reader, moved there from scan.py
 
     data = source.encode()
-    full = scanner._capability_gates(scanner._PythonText(data), ast.parse(data).body, SM120_UNIVERSE)
-    blocks = scanner._capability_blocks(data)
+    full = reader.gates(reader.PythonText(data), ast.parse(data).body, SM120_UNIVERSE)
+    blocks = reader.blocks(data)
     assert full
     if blocks is not None:
-        part = scanner._capability_gates(*blocks, SM120_UNIVERSE)
+        part = reader.gates(*blocks, SM120_UNIVERSE)
         assert [(g.line, g.text, g.admits) for g in part] == [(g.line, g.text, g.admits) for g in full]
     else:
         assert "cap = " in source  # only a name bound outside functions needs the whole file

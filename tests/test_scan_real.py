@@ -16,7 +16,7 @@ import pytest
 from codemods import hazards, jit_specs
 from codemods import scan as scanner
 from codemods.arch import DEFAULT_ARCHS, Arch
-from codemods.gates import SourceError, cuda_guard, python_arch_list, python_arch_or
+from codemods.gates import SourceError, cuda_guard, python_arch_list, python_arch_or, python_capability
 
 pytestmark = pytest.mark.real
 SM120 = Arch.parse("sm_120")
@@ -144,10 +144,10 @@ def test_capability_blocks_give_what_a_whole_module_parse_gives(real_unpacked, p
     for rel, data in sources(real_unpacked[project], (".py",), scanner._CAPABILITY_TOKEN):
         if not scanner._CAPABILITY_RE.search(data):
             continue
-        full = scanner._capability_gates(scanner._PythonText(data), ast.parse(data).body, UNIVERSE)
-        blocks = scanner._capability_blocks(data)
+        full = python_capability.gates(python_capability.PythonText(data), ast.parse(data).body, UNIVERSE)
+        blocks = python_capability.blocks(data)
         if blocks is not None:
-            assert _gates(scanner._capability_gates(*blocks, UNIVERSE)) == _gates(full), rel
+            assert _gates(python_capability.gates(*blocks, UNIVERSE)) == _gates(full), rel
             checked += 1
     assert checked > 0
 

@@ -93,4 +93,7 @@ PYTHON_REPLAYS = [
     ("fi-fmha-v2-deepseek-sm121", ("flashinfer-python", "0.6.3", "0.6.4")),  # 9e5ec6a0c
     ("fi-nvfp4-attention-aot-sm121", ("flashinfer-python", "0.6.15", "0.6.16")),  # 0f69698c7
     ("sg-mxfp4-marlin-sm120", ("sglang", "0.5.12", "0.5.13")),
+    ("sg-deepgemm-ue8m0-sm121", ("sglang", "0.5.20", "0.5.21")),  # python_capability: get_device_sm() == 120
+    ("sg-bf16-gemv-sm12x", ("sglang", "0.5.22", "0.5.23")),  # python_capability: [0] != 9 -> not in (9, 12)
+    ("sg-mxfp4-marlin-moe-sm12x", ("sglang", "0.5.13", "0.5.14")),  # python_arch_test: not P -> not P and not Q
 ]

@@ -1,6 +1,7 @@
 """Replays of upstream gate edits: each recipe applied to the release before the edit gives the lines of
 the release that ships it, and nothing else. Also: the projects' predicate tables agree with the source."""
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,10 +12,9 @@ from codemods.gates import _predicates
 
 HERE = Path(__file__).parent / "recipes"
 
-import sys
-
 sys.path.insert(0, str(Path(__file__).parent))
 from replays import PYTHON_REPLAYS as REPLAYS  # noqa: E402
+
 
 def _changed_lines(before: bytes, after: bytes) -> list[str]:
     import difflib
