@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from conftest import init_repo, unpack_wheel  # noqa: E402
+from conftest import flashinfer_checkout, init_repo, unpack_wheel  # noqa: E402
 
 
 def main() -> None:
@@ -34,15 +33,7 @@ def main() -> None:
     args = parser.parse_args()
     wheel = unpack_wheel("flashinfer-python", "0.6.3")
     with tempfile.TemporaryDirectory(prefix="bench-build-proof-") as temp:
-        root = Path(temp) / "flashinfer"
-        shutil.copytree(wheel / "flashinfer", root / "flashinfer", ignore=shutil.ignore_patterns("data", "__pycache__"))
-        shutil.copytree(wheel / "flashinfer/data/include", root / "include")
-        shutil.copytree(wheel / "flashinfer/data/csrc", root / "csrc")
-        (root / "3rdparty").mkdir()
-        for name in ("cutlass", "spdlog"):
-            (root / "3rdparty" / name).symlink_to(wheel / "flashinfer/data" / name, target_is_directory=True)
-        shutil.copy(wheel / "build_backend.py", root / "build_backend.py")
-        init_repo(root)
+        root = init_repo(flashinfer_checkout(wheel, Path(temp) / "flashinfer", third_party=True))
         comm = root / "flashinfer/jit/comm.py"
         comm.write_text(comm.read_text().replace("supported_major_versions=[9, 10]\n    )\n    return gen_jit_spec(\n        \"trtllm_comm\"",
                                                  "supported_major_versions=[9, 10, 12]\n    )\n    return gen_jit_spec(\n        \"trtllm_comm\""))

@@ -2641,7 +2641,7 @@ def to_text(result: ScanResult, *, verbose: bool = False, quiet: bool = False, c
             total = sum(len(m) for m in chosen.values())
             lines += ["", paint(f"== {heading}: {total}", "specific")]
         elif first is not None:
-            lines += ["", paint(f"== the rest", "specific")]
+            lines += ["", paint("== the rest", "specific")]
         for name, members in chosen.items():
             if not members:
                 continue

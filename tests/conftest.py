@@ -222,3 +222,21 @@ def fake_site(tmp_path: Path, projects: tuple[str, ...] = ("flashinfer",)) -> Pa
         (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
         (dist / "RECORD").write_text("")
     return site
+
+
+def flashinfer_checkout(wheel: Path, root: Path, *, third_party: bool = False) -> Path:
+    """FlashInfer's upstream checkout layout made from an unpacked wheel (flashinfer/, include/, csrc/).
+
+    With `third_party`, 3rdparty/cutlass and 3rdparty/spdlog link to the wheel's bundled copies and
+    build_backend.py comes along (what a build needs); without, they are absent (a plain clone's files).
+    """
+    pkg = wheel / "flashinfer"
+    shutil.copytree(pkg, root / "flashinfer", ignore=shutil.ignore_patterns("data", "__pycache__"))
+    shutil.copytree(pkg / "data" / "include", root / "include")
+    shutil.copytree(pkg / "data" / "csrc", root / "csrc")
+    if third_party:
+        (root / "3rdparty").mkdir()
+        for name in ("cutlass", "spdlog"):
+            (root / "3rdparty" / name).symlink_to(pkg / "data" / name, target_is_directory=True)
+        shutil.copy(wheel / "build_backend.py", root / "build_backend.py")
+    return root

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, init_repo
+from conftest import flashinfer_checkout, init_repo
 
 pytestmark = [
     pytest.mark.real,
@@ -35,16 +35,7 @@ def build_cache(tmp_path_factory) -> Path:
 @pytest.fixture
 def checkout(real_unpacked, tmp_path, build_cache, monkeypatch) -> Path:
     monkeypatch.setenv("CODEMOD_BUILD_CACHE", str(build_cache))
-    wheel = real_unpacked["flashinfer"]
-    root = tmp_path / "flashinfer"
-    shutil.copytree(wheel / "flashinfer", root / "flashinfer", ignore=shutil.ignore_patterns("data", "__pycache__"))
-    shutil.copytree(wheel / "flashinfer/data/include", root / "include")
-    shutil.copytree(wheel / "flashinfer/data/csrc", root / "csrc")
-    (root / "3rdparty").mkdir()
-    for name in ("cutlass", "spdlog"):
-        (root / "3rdparty" / name).symlink_to(wheel / "flashinfer/data" / name, target_is_directory=True)
-    shutil.copy(wheel / "build_backend.py", root / "build_backend.py")
-    return init_repo(root)
+    return init_repo(flashinfer_checkout(real_unpacked["flashinfer"], tmp_path / "flashinfer", third_party=True))
 
 
 def widen_comm_by_hand(root: Path) -> None:

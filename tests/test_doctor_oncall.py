@@ -7,7 +7,6 @@ import json
 import os
 import threading
 import time
-from pathlib import Path
 
 import jsonschema
 import pytest

@@ -9,12 +9,11 @@ repositories, pushed to a bare repository and cloned without
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from conftest import git, plain_clone, tree_digest
+from conftest import flashinfer_checkout, git, plain_clone, tree_digest
 
 pytestmark = pytest.mark.real
 
@@ -22,20 +21,9 @@ JIT = "flashinfer.trtllm-comm-jit"
 NEW_GUARD = "#if (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900))"
 
 
-def _checkout_tree(unpacked: Path, dest: Path) -> Path:
-    pkg = unpacked / "flashinfer"
-    shutil.copytree(
-        pkg, dest / "flashinfer",
-        ignore=lambda d, n: [x for x in n if x == "__pycache__" or (Path(d) == pkg and x == "data")],
-    )
-    shutil.copytree(pkg / "data" / "include", dest / "include")
-    shutil.copytree(pkg / "data" / "csrc", dest / "csrc")
-    return dest
-
-
 @pytest.fixture
 def clone(real_unpacked, tmp_path) -> Path:
-    tree = _checkout_tree(real_unpacked["flashinfer"], tmp_path / "tree")
+    tree = flashinfer_checkout(real_unpacked["flashinfer"], tmp_path / "tree")
     return plain_clone(tmp_path / "git", tree, {"3rdparty/cutlass": None, "3rdparty/spdlog": None})
 
 

@@ -7,7 +7,6 @@ import shutil
 
 import pytest
 
-from conftest import git
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc (CUDA 13) is installed here and in CI")
 

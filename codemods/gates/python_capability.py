@@ -348,11 +348,10 @@ def blocks(data: bytes) -> tuple[PythonText, list[ast.stmt]] | None:
 
 
 def check_selector(name: str, value) -> str:
-    if name == "calls":
-        if isinstance(value, str) or (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
-            return ""
-        return "'calls' must be a function name or a list of them"
-    return "" if isinstance(value, str) else f"{name!r} must be a string"
+    """The same selectors as python_arch_test (function, assigns, calls), checked the same way."""
+    from codemods.gates import python_arch_test
+
+    return python_arch_test.check_selector(name, value)
 
 
 def _parse(source: bytes) -> tuple[PythonText, ast.Module]:

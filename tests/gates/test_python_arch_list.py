@@ -1,5 +1,4 @@
 import re
-from contextlib import suppress
 from textwrap import dedent
 
 import pytest

@@ -1,4 +1,3 @@
-from contextlib import suppress
 from textwrap import dedent
 
 import pytest

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codemods.arch import DEFAULT_ARCHS, Arch, parse_archs
+from codemods.arch import DEFAULT_ARCHS, parse_archs
 from codemods.gates import CannotWiden, apply_edits, python_arch_test
 from codemods.gates._predicates import read, table
 from codemods.gates.python_arch_test import find, widen
