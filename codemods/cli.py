@@ -564,6 +564,9 @@ def recipe_test(
             _out("".join(difflib.unified_diff(expected, result.got.splitlines(keepends=True), "expected", "got")))
     failed = sum(not r.ok for r in results)
     _out(f"{len(results) - failed} passed, {failed} failed\n")
+    deep = [r for r in results if r.too_deep]
+    if deep:
+        raise errors.PlanFailed(deep[0].too_deep, where=f"{file}: case {deep[0].case.name!r}", hint="nest it less deeply")
     if failed:
         raise typer.Exit(1)
 

@@ -22,7 +22,7 @@ from typing import Callable
 
 from codemods import errors, gates, hazards
 from codemods.arch import DEFAULT_ARCHS, Arch, ArchParseError, ArchSet, family
-from codemods.gates import CannotWiden, Edit, Gate, SourceError, apply_edits
+from codemods.gates import CannotWiden, Edit, Gate, SourceError, TooDeep, apply_edits
 
 OUTCOMES = ("changed", "unchanged", "skipped", "failed")
 
@@ -236,6 +236,7 @@ class CaseResult:
     ok: bool
     message: str
     got: str = ""
+    too_deep: str = ""  # why the case's source cannot be read at all (nested too deeply)
 
 
 def run_cases(recipe: Recipe, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> list[CaseResult]:
@@ -255,7 +256,7 @@ def run_cases(recipe: Recipe, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> lis
         got = pc.after.decode("utf-8", errors="replace")
         if pc.outcome != case.outcome:
             detail = f": {pc.reason}" if pc.reason else ""
-            results.append(CaseResult(case, False, f"expected {case.outcome}, got {pc.outcome}{detail}", got))
+            results.append(CaseResult(case, False, f"expected {case.outcome}, got {pc.outcome}{detail}", got, pc.reason if pc.too_deep else ""))
             continue
         if case.outcome == "changed" and got != case.after:
             results.append(CaseResult(case, False, "output differs from 'after'", got))
@@ -463,6 +464,7 @@ class PlannedChange:
     selector: dict | None = None  # the matched location's selectors (default: the change's)
     tried: list[str] = field(default_factory=list)  # candidates that did not hold the gate, and why
     missed: bool = False  # the file holds no gate the selectors pick (another candidate may)
+    too_deep: bool = False  # the file nests deeper than codemod reads
 
     @property
     def id(self) -> str:
@@ -672,6 +674,7 @@ def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target:
         found = _find(kind, source, pc.file, universe, pc.selector if pc.selector is not None else change.selector)
     except SourceError as exc:
         pc.outcome, pc.reason = "failed", f"{pc.file}: {exc}"
+        pc.too_deep = isinstance(exc, TooDeep)
         return
     found = [g for g in found if all(g.admits.admits(a) for a in change.admits)]
     if not found:

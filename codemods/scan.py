@@ -90,6 +90,7 @@ from codemods.lazy import LazyModule
 
 
 jit_specs = LazyModule("codemods.jit_specs")
+_python = LazyModule("codemods.gates._python")
 python_arch_list = LazyModule("codemods.gates.python_arch_list")
 python_arch_or = LazyModule("codemods.gates.python_arch_or")
 
@@ -1761,7 +1762,9 @@ def _analyse_python(rel: str, data: bytes, context: _Context, in_jit: bool) -> _
             return out
     try:
         tree = ast.parse(data)
-    except (SyntaxError, ValueError) as exc:
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        if _python.too_deep(exc):  # never handed to libcst, whose parser crashes on it
+            raise _python.nested_too_deeply(getattr(exc, "lineno", None)) from None
         if not kinds and not want_specs:
             line = getattr(exc, "lineno", None)
             raise SourceError(f"not valid Python: line {line}: {getattr(exc, 'msg', exc)}") from None
@@ -1949,7 +1952,7 @@ def _capability_blocks(data: bytes) -> tuple[_PythonText, list[ast.stmt]] | None
         prefix = b"\n" * (start - 1) if level == 0 else b"\n" * (start - 2) + b"if 1:\n"
         try:
             parsed = ast.parse(prefix + piece)
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         statements = parsed.body if level == 0 else parsed.body[0].body
         if level == 0 and not isinstance(statements[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

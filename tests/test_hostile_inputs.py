@@ -1,0 +1,140 @@
+"""Hostile input never crashes codemod, never hangs it, and never changes the tree.
+
+Cases that used to kill the process (SIGSEGV in libcst's native parser) or hang it run the
+CLI in a subprocess with a timeout, so a crash or a hang fails the test instead of pytest.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import IDENTITY, ROOT, git, tree_digest
+
+COMM = "flashinfer/jit/comm.py"
+HEADER = "include/flashinfer/comm/trtllm_allreduce.cuh"
+
+
+def codemod(*args, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The real CLI in its own process (a crash is a return code, a hang a timeout)."""
+    full_env = {**os.environ, **IDENTITY, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-c", "from codemods.cli import main; main()", *map(str, args)],
+        capture_output=True, text=True, env=full_env, timeout=timeout,
+    )
+
+
+def state(repo):
+    return tree_digest(repo), git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
+
+
+def commit(repo, rel, data: bytes):
+    (repo / rel).write_bytes(data)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", f"edit {rel}")
+
+
+def clean_refusal(output: str) -> None:
+    assert "internal error" not in output and "Traceback" not in output, output
+
+
+# ------------------------------------------------------------------ deep nesting in Python
+
+DEEP = {
+    "brackets-500": lambda: b"x = " + b"(" * 500 + b"1" + b")" * 500 + b"\n",
+    "brackets-2000": lambda: b"x = " + b"[" * 2000 + b"1" + b"]" * 2000 + b"\n",
+    "brackets-100000": lambda: b"x = " + b"(" * 100_000 + b"1" + b")" * 100_000 + b"\n",
+    "unary-100000": lambda: b"x = " + b"-" * 100_000 + b"1\n",
+    "or-chain-100000": lambda: b"x = " + b"a or " * 100_000 + b"a\n",
+    "calls-150": lambda: b"x = " + b"f(" * 150 + b"1" + b")" * 150 + b"\n",
+}
+
+
+@pytest.mark.parametrize("shape", DEEP)
+def test_deep_python_in_a_target_is_refused(example_repo, shape):
+    repo = example_repo("flashinfer")
+    commit(repo, COMM, (repo / COMM).read_bytes() + DEEP[shape]())
+    before = state(repo)
+    proc = codemod("run", "sm120-enable", "--repo", repo)
+    assert proc.returncode == 3, (proc.returncode, proc.stderr[-2000:])
+    assert f"{COMM}: nested too deeply" in proc.stderr
+    clean_refusal(proc.stderr)
+    assert state(repo) == before
+
+
+def test_deep_python_with_syntax_python_rejects_is_refused_by_its_brackets(example_repo):
+    """A file the running Python cannot parse (here a stray `$`) is measured by its brackets alone."""
+    repo = example_repo("flashinfer")
+    commit(repo, COMM, (repo / COMM).read_bytes() + b"x = $" + b"{" * 5000 + b"}" * 5000 + b"\n")
+    proc = codemod("run", "sm120-enable", "--repo", repo, "--dry-run")
+    assert proc.returncode == 3 and f"{COMM}: nested too deeply: line 38" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_nesting_real_code_uses_is_read(example_repo):
+    """Forty levels (real FlashInfer and SGLang files nest at most about fifty) are fine."""
+    repo = example_repo("flashinfer")
+    commit(repo, COMM, (repo / COMM).read_bytes() + b"x = " + b"f(" * 40 + b"1" + b")" * 40 + b"\n")
+    proc = codemod("run", "sm120-enable", "--repo", repo, "--dry-run")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "supported_major_versions=[9, 10, 12]" in proc.stdout
+
+
+DEEP_CASE = '''\
+id = "deep-case"
+summary = "a case nested too deeply"
+arch = "sm_120"
+
+[[change]]
+id = "flashinfer.jit"
+project = "flashinfer"
+file = "{python}/jit/comm.py"
+kind = "python_arch_list"
+function = "gen_module"
+
+[[test]]
+name = "deep"
+change = "flashinfer.jit"
+before = """
+def gen_module():
+    return f(supported_major_versions=[9, 10], x=NEST)
+"""
+after = """
+def gen_module():
+    return f(supported_major_versions=[9, 10, 12], x=NEST)
+"""
+'''
+
+
+@pytest.mark.parametrize("depth", [500, 2000, 100_000])
+def test_recipe_test_refuses_a_deep_case(tmp_path, depth):
+    recipe = tmp_path / "deep-case.toml"
+    recipe.write_text(DEEP_CASE.replace("NEST", "(" * depth + "1" + ")" * depth))
+    proc = codemod("recipe", "test", recipe)
+    assert proc.returncode == 3, (proc.returncode, proc.stderr[-2000:])
+    assert "case 'deep': " in proc.stderr and "nested too deeply" in proc.stderr
+    clean_refusal(proc.stderr)
+
+
+def test_scan_skips_deep_python(tmp_path):
+    tree = tmp_path / "tree"
+    (tree / "flashinfer/jit").mkdir(parents=True)
+    spec = b"def gen_module():\n    return gen_jit_spec('m', [], supported_major_versions=[9, 10])\n"
+    (tree / "flashinfer/jit/ok.py").write_bytes(spec)
+    (tree / "flashinfer/jit/deep.py").write_bytes(spec + b"x = " + b"(" * 2000 + b"1" + b")" * 2000 + b"\n")
+    (tree / "flashinfer/jit/deeper.py").write_bytes(spec + b"x = " + b"-" * 100_000 + b"1\n")
+    before = tree_digest(tree)
+    for jobs in ("1", "2"):
+        proc = codemod("scan", "--repo", tree, "--format", "json", "--jobs", jobs, "--no-cache")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        clean_refusal(proc.stderr)
+        import json
+
+        skipped = {entry["file"]: entry["reason"] for entry in json.loads(proc.stdout)["skipped"]}
+        assert skipped["flashinfer/jit/deep.py"].startswith("nested too deeply: line 3")
+        assert skipped["flashinfer/jit/deeper.py"].startswith("nested too deeply")
+        assert "flashinfer/jit/ok.py" not in skipped
+    assert tree_digest(tree) == before
