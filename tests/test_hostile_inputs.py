@@ -138,3 +138,62 @@ def test_scan_skips_deep_python(tmp_path):
         assert skipped["flashinfer/jit/deeper.py"].startswith("nested too deeply")
         assert "flashinfer/jit/ok.py" not in skipped
     assert tree_digest(tree) == before
+
+
+# ------------------------------------------------------------------ nested #if in a header
+
+NESTED_GUARD = b"#if __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200\n"
+NESTED_WIDENED = b"#if __CUDA_ARCH__ >= 900\n"
+
+
+def test_ten_thousand_nested_guards_are_all_widened(example_repo):
+    """Was cubic (a parent walk per guard): 2,000 levels took a minute, 10,000 never finished."""
+    repo = example_repo("flashinfer")
+    levels = 10_000
+    original = (repo / HEADER).read_bytes()
+    nest = NESTED_GUARD * levels + b"  cudaGridDependencySynchronize();\n" + b"#endif\n" * levels
+    commit(repo, HEADER, original + nest)
+    proc = codemod("run", "sm120-enable", "--repo", repo, "--format", "json", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    widened = original.replace(
+        b"\n#if (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && (__CUDA_ARCH__ < 1200))",
+        b"\n#if (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900))",
+    ) + NESTED_WIDENED * levels + b"  cudaGridDependencySynchronize();\n" + b"#endif\n" * levels
+    assert (repo / HEADER).read_bytes() == widened
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_guard_around_a_deep_ifdef_nest(example_repo):
+    """The hazard scan of a guard's body walks nested groups without recursion (was RecursionError)."""
+    repo = example_repo("flashinfer")
+    levels = 5_000
+    original = (repo / HEADER).read_bytes()
+    nest = b"#ifdef FOO\n" * levels + b"  cudaGridDependencySynchronize();\n" + b"#endif\n" * levels
+    commit(repo, HEADER, original + NESTED_GUARD + nest + b"#endif\n")
+    proc = codemod("run", "sm120-enable", "--repo", repo, "--dry-run", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    clean_refusal(proc.stderr)
+    line = original.count(b"\n") + 1
+    assert f"{HEADER}:{line}  __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200  ->  __CUDA_ARCH__ >= 900" in proc.stderr
+    assert "\n-#if __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200\n+#if __CUDA_ARCH__ >= 900\n #ifdef FOO\n" in proc.stdout
+    proc = codemod("scan", "--repo", repo, "--no-cache", "--jobs", "1", "--format", "json", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    import json
+
+    lines = {gate["line"] for gate in json.loads(proc.stdout)["gates"] if gate["file"] == HEADER}
+    assert line in lines
+
+
+def test_recipe_case_with_many_guards(tmp_path):
+    guards = 20_000
+    guard = "#if (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && (__CUDA_ARCH__ < 1200))\n"
+    before = (guard + "  cudaGridDependencySynchronize();\n#endif\n") * guards
+    after = before.replace(guard, "#if (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900))\n")
+    recipe = tmp_path / "many-guards.toml"
+    recipe.write_text(
+        'id = "many-guards"\nsummary = "many"\narch = "sm_120"\n\n[[change]]\nid = "flashinfer.guards"\n'
+        'project = "flashinfer"\nfile = "{include}/x.cuh"\nkind = "cuda_guard"\nadmits = ["sm_90", "sm_100"]\n\n'
+        f'[[test]]\nname = "many"\nchange = "flashinfer.guards"\nbefore = """\n{before}"""\nafter = """\n{after}"""\n'
+    )
+    proc = codemod("recipe", "test", recipe, timeout=600)
+    assert proc.returncode == 0 and proc.stdout.endswith("1 passed, 0 failed\n"), proc.stdout[-500:] + proc.stderr[-2000:]
