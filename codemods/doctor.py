@@ -35,6 +35,7 @@ import gzip
 import math
 import os
 import re
+import stat
 import subprocess
 import sys
 import time
@@ -45,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable, Iterator
 
-from codemods import errors
+from codemods import errors, files
 
 CLASSES = ("fatal", "benign", "milestone", "metric")
 BLOCKS = ("traceback",)
@@ -124,7 +125,8 @@ def load_rules(extra: Iterable[Path] = ()) -> list[LogRule]:
 
 def _read_text(path: Path, option: str = "--rules") -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        # never a FIFO or device (/dev/zero never ends); newlines read as read_text would
+        return files.read_regular(path).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except FileNotFoundError:
         raise errors.FileRefused("file does not exist", where=str(path), hint=f"check {option}") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -637,9 +639,27 @@ def _open(path: Path) -> BinaryIO:
     if str(path) == "-":
         return sys.stdin.buffer
     try:
+        # Opened without blocking and checked on the descriptor: a FIFO would block here and
+        # a device such as /dev/zero never ends; only regular files are logs.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            os.close(fd)
+            raise errors.FileRefused(
+                "not a regular file (a FIFO, socket or device is never read as a log)",
+                where=str(path),
+                hint="give the log file itself; a live stream can be piped to `codemod doctor -`",
+            )
+        if stat.S_ISDIR(mode):
+            os.close(fd)
+            raise IsADirectoryError(path)
+        os.set_blocking(fd, True)
+        stream = os.fdopen(fd, "rb")
         if path.suffix == ".gz":
-            return gzip.open(path, "rb")  # type: ignore[return-value]
-        return open(path, "rb")
+            unpacked = gzip.GzipFile(filename=str(path), mode="rb", fileobj=stream)
+            unpacked.myfileobj = stream  # closed with it
+            return unpacked  # type: ignore[return-value]
+        return stream
     except FileNotFoundError:
         raise errors.FileRefused("log file does not exist", where=str(path), hint="check the path, or use --follow to wait for it") from None
     except IsADirectoryError:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -30,11 +32,34 @@ def inside(root: Path, rel: str) -> Path:
     return path
 
 
+class NotRegularFile(OSError):
+    """A FIFO, socket or device where a source file was expected: never read (it may block or never end)."""
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of the regular file at `path`; NotRegularFile for anything else.
+
+    Opened without blocking and checked on the open descriptor, so a FIFO swapped
+    in after a check can neither hang the read nor slip past it.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(f"{path}: not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
+
+
 def reader(root: Path):
-    """A `read(rel) -> bytes` for planning that never follows a path out of root."""
+    """A `read(rel) -> bytes` for planning that never follows a path out of root, nor reads a FIFO or device."""
 
     def read(rel: str) -> bytes:
-        return inside(root, rel).read_bytes()
+        return read_regular(inside(root, rel))
 
     return read
 

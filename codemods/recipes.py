@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from types import ModuleType
 from typing import Callable
 
-from codemods import errors, gates, hazards
+from codemods import errors, files, gates, hazards
 from codemods.arch import DEFAULT_ARCHS, Arch, ArchParseError, ArchSet, family
 from codemods.gates import CannotWiden, Edit, Gate, SourceError, TooDeep, apply_edits
 
@@ -638,6 +638,10 @@ def _plan_locations(change: Change, target: Target, kind: ModuleType, universe, 
                 continue
             except IsADirectoryError:
                 tried.append(f"{file}: is a directory")
+                continue
+            except files.NotRegularFile:
+                tried.append(f"{file}: not a regular file")
+                anchors_absent = False  # it exists; codemod will not read a FIFO or a device
                 continue
             except PermissionError:
                 tried.append(f"{file}: permission denied")

@@ -197,3 +197,43 @@ def test_recipe_case_with_many_guards(tmp_path):
     )
     proc = codemod("recipe", "test", recipe, timeout=600)
     assert proc.returncode == 0 and proc.stdout.endswith("1 passed, 0 failed\n"), proc.stdout[-500:] + proc.stderr[-2000:]
+
+
+# ------------------------------------------------------------------ special files
+
+
+def test_fifo_as_a_run_target_is_not_read(example_repo):
+    """A FIFO where a target file should be: `run --dry-run` hung reading it."""
+    repo = example_repo("flashinfer")
+    (repo / COMM).unlink()
+    os.mkfifo(repo / COMM)
+    before = state(repo)
+    for extra in (["--dry-run"], []):
+        proc = codemod("run", "sm120-enable", "--repo", repo, *extra, timeout=60)
+        assert proc.returncode == 3, proc.stderr[-2000:]
+        assert f"{COMM}: not a regular file" in proc.stderr
+        clean_refusal(proc.stderr)
+        assert state(repo) == before
+
+
+@pytest.mark.parametrize("follow", [[], ["--follow", "--timeout", "5"]], ids=["read", "follow"])
+@pytest.mark.parametrize("special", ["/dev/zero", "fifo"])
+def test_doctor_refuses_a_special_file_as_a_log(tmp_path, special, follow):
+    """`doctor /dev/zero` ran forever; a FIFO blocked in open()."""
+    if special == "fifo":
+        special = tmp_path / "server.log"
+        os.mkfifo(special)
+    proc = codemod("doctor", special, *follow, timeout=60)
+    assert proc.returncode == 9, proc.stderr[-2000:]
+    assert f"{special}: not a regular file" in proc.stderr
+    clean_refusal(proc.stderr)
+
+
+@pytest.mark.parametrize("option", ["--rules", "--baseline", "--topo"])
+def test_doctor_refuses_a_device_as_an_input_file(option):
+    log = ROOT / "examples/logs/sglang-tp8-healthy.log"
+    extra = ["--preflight", "--tp", "8"] if option == "--topo" else []
+    proc = codemod("doctor", log, option, "/dev/zero", *extra, timeout=60)
+    assert proc.returncode == 9, proc.stderr[-2000:]
+    assert "/dev/zero" in proc.stderr and "not a regular file" in proc.stderr
+    clean_refusal(proc.stderr)
