@@ -11,8 +11,25 @@ from pathlib import Path
 from codemods import errors
 
 
+def resolved(path: Path, where: str = "") -> Path:
+    """`path.resolve()`, refusing a symlink loop (exit 9, naming the path) where Python raises RuntimeError."""
+    try:
+        return path.resolve()
+    except RuntimeError:
+        pass
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+    raise errors.FileRefused(
+        "is a symlink loop (or goes through one)",
+        where=where or str(path),
+        hint="point it at a real file or folder, or remove the symlink",
+    )
+
+
 def require_folder(path: Path) -> None:
-    """Refuse a --repo that does not exist or is a file."""
+    """Refuse a --repo that does not exist, is a file, or is a symlink loop."""
+    resolved(path)
     if not path.exists():
         raise errors.RepoState("path does not exist", where=str(path), hint="check --repo")
     if not path.is_dir():
@@ -21,8 +38,8 @@ def require_folder(path: Path) -> None:
 
 def inside(root: Path, rel: str) -> Path:
     """The real path of root/rel, refusing anything (a symlink included) that leads outside root."""
-    base = root.resolve()
-    path = (root / rel).resolve()
+    base = resolved(root)
+    path = resolved(root / rel, where=rel)
     if path != base and base not in path.parents:
         raise errors.FileRefused(
             f"resolves to {path}, outside the repository",

@@ -738,7 +738,10 @@ def _inside(path: Path, base: Path) -> bool:
     """A symlink counts only when it resolves to a file inside the tree."""
     if not path.is_symlink():
         return True
-    target = path.resolve()
+    try:
+        target = path.resolve()
+    except (RuntimeError, OSError):  # a symlink loop: no file at all
+        return False
     return base in target.parents and target.is_file()
 
 
@@ -2111,7 +2114,7 @@ class _Closures:
             inside = not posixpath.isabs(rel) and rel != ".." and not rel.startswith("../")
             path = self.root / rel
             if inside and path.is_symlink():
-                inside = self._base in path.resolve().parents
+                inside = _inside(path, self._base)
             self._exists[rel] = inside and path.is_file()
             self.touched[rel] = _stamp(path) if inside else None
         return self._exists[rel]

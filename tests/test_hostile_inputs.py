@@ -237,3 +237,49 @@ def test_doctor_refuses_a_device_as_an_input_file(option):
     assert proc.returncode == 9, proc.stderr[-2000:]
     assert "/dev/zero" in proc.stderr and "not a regular file" in proc.stderr
     clean_refusal(proc.stderr)
+
+
+# ------------------------------------------------------------------ symlink loops
+
+
+def make_loop(folder, a="loop-a", b="loop-b"):
+    (folder / a).symlink_to(b)
+    (folder / b).symlink_to(a)
+    return folder / a
+
+
+@pytest.mark.parametrize("extra", [[], ["--dry-run"]], ids=["run", "dry-run"])
+def test_symlink_loop_as_a_target_file(cli, example_repo, extra):
+    repo = example_repo("flashinfer")
+    (repo / COMM).unlink()
+    make_loop(repo / "flashinfer/jit")
+    (repo / COMM).symlink_to("loop-a")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "loop")
+    before = state(repo)
+    result = cli("run", "sm120-enable", "--repo", repo, *extra)
+    assert result.exit_code == 9, result.output
+    assert f"{COMM}: is a symlink loop" in result.stderr
+    clean_refusal(result.output)
+    assert state(repo) == before
+
+
+@pytest.mark.parametrize(
+    "command", [["run", "sm120-enable"], ["run", "sm120-enable", "--dry-run"], ["scan"], ["status"], ["revert", "sm120-enable"]]
+)
+def test_symlink_loop_as_repo(cli, tmp_path, command):
+    loop = make_loop(tmp_path)
+    result = cli(*command, "--repo", loop)
+    assert result.exit_code == 9, result.output
+    assert f"{loop}: is a symlink loop" in result.stderr
+    clean_refusal(result.output)
+
+
+def test_scan_passes_over_a_symlink_loop_in_the_tree(cli, example_repo):
+    repo = example_repo("flashinfer")
+    make_loop(repo / "include/flashinfer", "a.cuh", "b.cuh")
+    before = tree_digest(repo)
+    result = cli("scan", "--repo", repo, "--no-cache")
+    assert result.exit_code == 0, result.output
+    assert "include/flashinfer/comm/trtllm_allreduce.cuh:23" in result.stdout
+    assert tree_digest(repo) == before
