@@ -283,3 +283,30 @@ def test_scan_passes_over_a_symlink_loop_in_the_tree(cli, example_repo):
     assert result.exit_code == 0, result.output
     assert "include/flashinfer/comm/trtllm_allreduce.cuh:23" in result.stdout
     assert tree_digest(repo) == before
+
+
+# ------------------------------------------------------------------ a broken --python
+
+FAKE_PYTHONS = {
+    "garbage": ("echo 'Welcome to my shell'", "'Welcome to my shell'"),
+    "json-list": ("echo '[1, 2]'", "'[1, 2]'"),
+    "json-wrong-types": ("echo '{\"name\": 1, \"root\": 2, \"version\": 3}'", "'{\"name\": 1"),
+    "json-missing-keys": ("echo '{}'", "'{}'"),
+    "binary": ("printf '\\377\\376\\000\\001bin'", "\\x00\\x01bin'"),
+    "endless-line": ("head -c 300000 /dev/zero | tr '\\0' x", "(300,000 characters)"),
+    "fails": ("echo 'Segmentation fault' >&2; exit 139", "failed: 'Segmentation fault'"),
+    "fails-silently": ("exit 4", "failed: 'exit status 4'"),
+}
+
+
+@pytest.mark.parametrize("fake", FAKE_PYTHONS)
+def test_broken_python_is_refused_with_what_it_printed(cli, tmp_path, fake):
+    script, shown = FAKE_PYTHONS[fake]
+    python = tmp_path / "python"
+    python.write_text(f"#!/bin/sh\n{script}\n")
+    python.chmod(0o755)
+    result = cli("run", "sm120-enable", "--package", "flashinfer", "--python", python, "--dry-run")
+    assert result.exit_code == 5, result.output
+    assert f"--python: {python}" in result.stderr and shown in result.stderr
+    assert max(len(line) for line in result.stderr.splitlines()) < 400  # a bounded excerpt
+    clean_refusal(result.output)
