@@ -42,7 +42,7 @@ import time
 import tomllib
 from array import array
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable, Iterator
 
@@ -236,6 +236,7 @@ class Throughput:
     samples: int
     warmup_dropped: int
     sources: list[str]
+    not_finite: int = 0  # values that overflowed to inf (or were nan): left out, or one would make the median nan
 
 
 @dataclass
@@ -316,6 +317,7 @@ class Diagnosis:
         self.tallies: dict[str, int] = {}
         self.groups: dict[tuple, SkipGroup] = {}
         self.series: dict[str, dict[str, Samples]] = {}  # metric -> source -> samples
+        self.not_finite: dict[str, int] = {}  # metric -> values left out as inf or nan
         self.series_ready: dict[str, dict[str, int]] = {}  # samples each source had logged at the first ready line
         self.crash_announced = False
 
@@ -439,6 +441,9 @@ class Diagnosis:
             value = float(match.group("value"))
         except (TypeError, ValueError):
             return
+        if not math.isfinite(value):  # "1e999" reads as inf: the A/B median would be nan ("keep the patch")
+            self.not_finite[rule.metric] = self.not_finite.get(rule.metric, 0) + 1
+            return
         named = match.group("source") if "source" in rule.pattern.groupindex else None
         source = (" ".join(named.split()) if named is not None else _source(line)) or "-"
         per_source = self.series.get(rule.metric)
@@ -544,7 +549,7 @@ class Diagnosis:
         missing = sorted(set(range(expected)) - self.ranks) if expected and (self.ranks or self.world_sizes) else []
         fatal = self.fatal_after_ready or (self.fatal_before_ready if self.ready_line is None else None)
         metrics = {
-            name: t for name, per_source in self.series.items()
+            name: replace(t, not_finite=self.not_finite.get(name, 0)) for name, per_source in self.series.items()
             if (t := steady_state(per_source, self.series_ready.get(name, {}))) is not None
         }
         groups = sorted(self.groups.values(), key=lambda g: (-g.count, g.rule))
@@ -976,7 +981,7 @@ def throughput_json(t: Throughput | None) -> dict | None:
     if t is None:
         return None
     return {"median": t.median, "p10": t.p10, "p90": t.p90, "samples": t.samples,
-            "warmup_dropped": t.warmup_dropped, "sources": t.sources}
+            "warmup_dropped": t.warmup_dropped, "sources": t.sources, "not_finite": t.not_finite}
 
 
 def report_json(r: Report) -> dict:
@@ -1071,6 +1076,7 @@ def report_text(r: Report) -> list[str]:
         out.append(
             f"throughput: median {_tok(t.median)} tok/s (p10 {_tok(t.p10)}, p90 {_tok(t.p90)}) over {t.samples} decode sample(s)"
             f" from {', '.join(t.sources)}; {t.warmup_dropped} warm-up sample(s) left out"
+            + (f"; {t.not_finite} value(s) that are not finite numbers (inf, nan) ignored" if t.not_finite else "")
         )
     else:
         out.append("throughput: no `Decode batch ... gen throughput` lines")

@@ -310,3 +310,35 @@ def test_broken_python_is_refused_with_what_it_printed(cli, tmp_path, fake):
     assert f"--python: {python}" in result.stderr and shown in result.stderr
     assert max(len(line) for line in result.stderr.splitlines()) < 400  # a bounded excerpt
     clean_refusal(result.output)
+
+
+# ------------------------------------------------------------------ non-finite throughput
+
+
+def test_doctor_ignores_throughput_that_overflows_to_inf(cli, tmp_path):
+    """400 digits parse as inf: the A/B median became nan, and doctor said to keep the patch."""
+    import re
+
+    logs = ROOT / "examples/logs"
+    patched = (logs / "sglang-tp8-sm120-patched.log").read_text()
+    count = iter(range(10**6))
+    huge = "9" * 400
+    hostile = re.sub(
+        r"gen throughput \(token/s\): [\d.]+",
+        lambda m: f"gen throughput (token/s): {huge}" if next(count) % 2 else m.group(),
+        patched,
+    )
+    log = tmp_path / "patched.log"
+    log.write_text(hostile)
+    clean = cli("doctor", logs / "sglang-tp8-sm120-patched.log", "--baseline", logs / "sglang-tp8-sm120-baseline.log")
+    result = cli("doctor", log, "--baseline", logs / "sglang-tp8-sm120-baseline.log")
+    clean_refusal(result.output)
+    assert " nan " not in result.stdout and " inf " not in result.stdout
+    assert "value(s) that are not finite numbers (inf, nan) ignored" in result.stdout
+    assert "A/B: the patched run is SLOWER" in clean.stdout
+    assert "A/B: the patched run is SLOWER" in result.stdout, result.stdout
+    assert result.exit_code == clean.exit_code == 1, result.output
+    data = cli("doctor", log, "--format", "json")
+    import json
+
+    assert json.loads(data.stdout)["throughput"]["not_finite"] == 25
