@@ -342,3 +342,77 @@ def test_doctor_ignores_throughput_that_overflows_to_inf(cli, tmp_path):
     import json
 
     assert json.loads(data.stdout)["throughput"]["not_finite"] == 25
+
+
+# ------------------------------------------------------------------ recipe path templates
+
+RECIPE = """\
+id = "my-recipe"
+summary = "test recipe"
+arch = "sm_120"
+
+[[change]]
+id = "flashinfer.jit"
+project = "flashinfer"
+file = "FILE"
+kind = "python_arch_list"
+function = "gen_trtllm_comm_module"
+
+[[change]]
+id = "sglang.gate"
+project = "sglang"
+kind = "python_arch_or"
+requires_symbol = "is_sm120_supported"
+symbol_files = ["SYMBOLS"]
+  [[change.at]]
+  file = "AT"
+  function = "apply_flashinfer_allreduce_fusion"
+"""
+
+TAIL = '  function = "apply_flashinfer_allreduce_fusion"\n'
+BAD_TEMPLATES = ["{0}/x.py", "{python/x.py", "{python:>99999999999}", "{python.__class__}", "{}/x.py", "{{python}}/x.py", "{pythonx}/a.py", "python}/a.py", "{include!r}"]
+LINES = {"FILE": 8, "SYMBOLS": 17, "AT": 19}
+
+
+@pytest.mark.parametrize("slot", LINES)
+@pytest.mark.parametrize("template", BAD_TEMPLATES)
+def test_bad_placeholder_is_refused_at_load(cli, example_repo, tmp_path, slot, template):
+    repo = example_repo("flashinfer")
+    fill = {"FILE": "{python}/jit/comm.py", "SYMBOLS": "{python}/srt/utils/common.py", "AT": "{python}/srt/layers/communicator.py"}
+    fill[slot] = template
+    text = RECIPE
+    for key, value in fill.items():
+        text = text.replace(key, value)
+    path = tmp_path / "my-recipe.toml"
+    path.write_text(text)
+    before = state(repo)
+    for args in (["run", path, "--repo", repo, "--dry-run"], ["list", "--recipes", tmp_path]):
+        result = cli(*args)
+        assert result.exit_code == 8, result.output
+        assert f"{path}:{LINES[slot]}: path {template!r}" in result.stderr, result.stderr
+        clean_refusal(result.output)
+    assert state(repo) == before
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (('symbol_files = ["SYMBOLS"]', "symbol_files = 3"), "'symbol_files' must be a list of strings"),
+        (('symbol_files = ["SYMBOLS"]', 'symbol_files = "abc"'), "'symbol_files' must be a list of strings"),
+        (('requires_symbol = "is_sm120_supported"', "requires_symbol = 12"), "'requires_symbol' must be a string"),
+        (('kind = "python_arch_list"', 'kind = "python_arch_list"\njit_modules = [1]'), "'jit_modules' must be a list of strings"),
+        (('kind = "python_arch_list"', 'kind = "python_arch_list"\ntitle = 5'), "'title' must be a string"),
+        ((TAIL, TAIL + '[[test]]\nchange = "flashinfer.jit"\nbefore = "x"\nafter = 3\n'), "'after' must be a string"),
+        ((TAIL, TAIL + '[[test]]\nchange = ["x"]\nbefore = "x"\n'), "is not in this recipe"),
+    ],
+)
+def test_wrong_types_in_a_recipe(cli, tmp_path, edit, message):
+    text = RECIPE.replace(*edit)
+    for key, value in {"FILE": "{python}/jit/comm.py", "SYMBOLS": "{python}/a.py", "AT": "{python}/b.py"}.items():
+        text = text.replace(key, value)
+    path = tmp_path / "my-recipe.toml"
+    path.write_text(text)
+    result = cli("list", "--recipes", tmp_path)
+    assert result.exit_code == 8, result.output
+    assert message in result.stderr and f"{path}:" in result.stderr
+    clean_refusal(result.output)
