@@ -416,3 +416,98 @@ def test_wrong_types_in_a_recipe(cli, tmp_path, edit, message):
     assert result.exit_code == 8, result.output
     assert message in result.stderr and f"{path}:" in result.stderr
     clean_refusal(result.output)
+
+
+# ------------------------------------------------------------------ permissions and odd paths
+
+
+@pytest.fixture
+def immutable():
+    """chattr +i a folder (root ignores mode bits, not the immutable flag); undone after the test."""
+    made = []
+
+    def make(folder):
+        folder.mkdir(parents=True, exist_ok=True)
+        if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
+            pytest.skip("chattr +i is not available here")
+        made.append(folder)
+        return folder
+
+    yield make
+    for folder in made:
+        subprocess.run(["chattr", "-i", str(folder)], capture_output=True)
+
+
+def refused_run(cli, repo, where, *extra):
+    before = state(repo) if (repo / ".git").exists() else (tree_digest(repo), "")
+    result = cli("run", "sm120-enable", "--repo", repo, *extra)
+    assert result.exit_code == 9, result.output
+    assert f"error[file-refused]: {where}: " in result.stderr and "hint: " in result.stderr
+    clean_refusal(result.output)
+    after = state(repo) if (repo / ".git").exists() else (tree_digest(repo), "")
+    assert after == before
+    return result
+
+
+def test_git_codemod_is_a_file(cli, example_repo):
+    repo = example_repo("flashinfer")
+    (repo / ".git/codemod").write_text("not a folder\n")
+    refused_run(cli, repo, repo / ".git/codemod")
+    assert cli("revert", "sm120-enable", "--repo", repo).exit_code == 9
+    assert (repo / ".git/codemod").read_text() == "not a folder\n"
+
+
+def test_git_codemod_is_immutable(cli, example_repo, immutable):
+    repo = example_repo("flashinfer")
+    immutable(repo / ".git/codemod")
+    refused_run(cli, repo, repo / ".git/codemod")
+
+
+def plain_folder(tmp_path, name="site-packages"):
+    """The example tree outside git, as an installed package is."""
+    import shutil
+
+    from conftest import EXAMPLES
+
+    dest = tmp_path / name
+    shutil.copytree(EXAMPLES / "flashinfer", dest)
+    return dest
+
+
+@pytest.mark.parametrize("kind", ["file", "under-a-file"])
+def test_codemod_home_is_a_file(cli, tmp_path, monkeypatch, kind):
+    home = tmp_path / "home-file"
+    home.write_text("x")
+    if kind == "under-a-file":
+        home = home / "codemod"
+    monkeypatch.setenv("CODEMOD_HOME", str(home))
+    folder = plain_folder(tmp_path)
+    before = tree_digest(folder)
+    result = cli("run", "sm120-enable", "--repo", folder)
+    assert result.exit_code == 9, result.output
+    assert f"error[file-refused]: {home}" in result.stderr and "CODEMOD_HOME" in result.stderr
+    clean_refusal(result.output)
+    assert tree_digest(folder) == before and (tmp_path / "home-file").read_text() == "x"
+
+
+def test_codemod_home_is_immutable(cli, tmp_path, monkeypatch, immutable):
+    home = immutable(tmp_path / "home")
+    monkeypatch.setenv("CODEMOD_HOME", str(home))
+    folder = plain_folder(tmp_path)
+    before = tree_digest(folder)
+    result = cli("run", "sm120-enable", "--repo", folder)
+    assert result.exit_code == 9, result.output
+    assert f"error[file-refused]: {home}" in result.stderr and "CODEMOD_HOME" in result.stderr
+    clean_refusal(result.output)
+    assert tree_digest(folder) == before
+
+
+def test_newline_in_a_folder_outside_git(cli, tmp_path):
+    folder = plain_folder(tmp_path, "site\npackages")
+    before = tree_digest(folder)
+    result = cli("run", "sm120-enable", "--repo", folder)
+    assert result.exit_code == 9, result.output
+    assert "the path has a line break" in result.stderr
+    clean_refusal(result.output)
+    assert tree_digest(folder) == before
+    assert cli("run", "sm120-enable", "--repo", folder, "--dry-run").exit_code == 0
