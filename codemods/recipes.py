@@ -148,9 +148,12 @@ def _invalid(path: Path, text: str, key: str, message: str, hint: str, occurrenc
 def load_recipe(path: Path) -> Recipe:
     """Parse and validate one recipe file; errors name the file, the line and the fix."""
     try:
-        text = path.read_text(encoding="utf-8")
+        # never a FIFO or device (it would block or never end); newlines read as read_text would
+        text = files.read_regular(path).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    except files.NotRegularFile:
+        raise errors.RecipeInvalid("cannot read recipe: not a regular file", where=str(path)) from None
     except OSError as exc:
-        raise errors.RecipeInvalid(f"cannot read recipe: {exc.strerror}", where=str(path)) from None
+        raise errors.RecipeInvalid(f"cannot read recipe: {exc.strerror or exc}", where=str(path)) from None
     except UnicodeDecodeError:
         raise errors.RecipeInvalid("recipe is not UTF-8", where=str(path)) from None
     try:
