@@ -14,9 +14,11 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from codemods import errors
 from codemods.arch import DEFAULT_ARCHS, ArchParseError, parse_archs
+from codemods import files
 from codemods.files import require_folder
 from codemods.lazy import LazyModule
 
@@ -28,7 +30,8 @@ report = LazyModule("codemods.report")
 workflow = LazyModule("codemods.workflow")
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
     help="Find and rewrite GPU-architecture gates in ML inference stacks, on a git branch you can back out.",
@@ -64,24 +67,56 @@ def _print_diff(diff: str) -> None:
         _out(diff)
 
 
-def _report_error(exc: errors.CodemodError) -> None:
+SCHEMA_VERSION = 1  # of every --format json document; codemods/schemas/ holds one JSON Schema per command
+
+
+def _document(data: dict) -> dict:
+    """A --format json document: schema_version first, then the command's data."""
+    return {"schema_version": SCHEMA_VERSION, **data}
+
+
+def _report_error(exc: errors.CodemodError, as_json: bool = False) -> None:
     err.print(f"error[{exc.code}]: {exc}", markup=False)
     if exc.hint:
         err.print(f"  hint: {exc.hint}", markup=False)
+    if as_json:  # scripts get the same error as one document on stdout
+        error = {"kind": exc.code, "message": str(exc), "hint": exc.hint, "exit_code": exc.exit_code}
+        _out(json.dumps(_document({"error": error}), indent=2) + "\n")
 
 
 def boundary(command):
-    """Turn a CodemodError into its message on stderr and its exit code."""
+    """Turn a CodemodError into its message on stderr (and a JSON document under --format json) and its exit code."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
         except errors.CodemodError as exc:
-            _report_error(exc)
+            fmt = kwargs.get("fmt")
+            _report_error(exc, as_json=getattr(fmt, "value", fmt) == "json")
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper
+
+
+def _complete_recipe(incomplete: str) -> list[str]:
+    """Shell completion: recipe ids (built-in and $CODEMOD_RECIPES)."""
+    try:
+        return [rid for rid in recipes.available_recipes() if rid.startswith(incomplete)]
+    except Exception:  # completion must never print a traceback into the shell
+        return []
+
+
+def _complete_change(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion: the change ids of the recipe already on the command line."""
+    try:
+        line = os.environ.get("COMP_WORDS") or os.environ.get("_TYPER_COMPLETE_ARGS") or ""
+        known = recipes.available_recipes()
+        words = [ctx.params.get("recipe") or "", *line.split()]
+        named = next((w for w in words if w in known or w.endswith(".toml")), "")
+        return [c.id for c in recipes.find_recipe(named).changes if c.id.startswith(incomplete)]
+    except Exception:  # completion must never print a traceback into the shell
+        return []
 
 
 def _universe(archs: Optional[str]):
@@ -93,17 +128,38 @@ def _universe(archs: Optional[str]):
         raise typer.BadParameter(str(exc), param_hint="--archs") from None
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            _out(f"codemod {version('codemod')}\n")
+        except PackageNotFoundError:
+            _out("codemod (not installed: running from a source tree)\n")
+        raise typer.Exit()
+
+
 @app.callback()
-def _main(debug: bool = typer.Option(False, "--debug", help="Show tracebacks for internal errors.")) -> None:
-    _state["debug"] = debug or bool(os.environ.get("CODEMOD_DEBUG"))
+def _main(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for internal errors (also accepted after the command)."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    _state["debug"] = debug or _state["debug"] or bool(os.environ.get("CODEMOD_DEBUG"))
 
 
 @app.command("list")
 @boundary
 def list_(
-    recipes_dir: list[Path] = typer.Option([], "--recipes", help="Extra folder of recipe .toml files (also $CODEMOD_RECIPES)."),
+    recipes_dir: list[Path] = typer.Option([], "--recipes", metavar="DIR", help="Extra folder of recipe .toml files (also $CODEMOD_RECIPES)."),
 ) -> None:
-    """List the recipes, one line each."""
+    """List the recipes, one line each.
+
+    Examples:
+
+    \b
+      codemod list
+      codemod list --recipes ./my-recipes
+    """
     for recipe in recipes.available_recipes(recipes_dir).values():
         projects = ", ".join(sorted({c.project for c in recipe.changes}))
         _out(f"{recipe.id:<18} {recipe.summary}  [{projects}; {len(recipe.changes)} changes]\n")
@@ -111,8 +167,10 @@ def list_(
 
 def _targets(repos: list[Path], packages: list[str], python: Optional[str]) -> list[tuple[Path, Optional[str]]]:
     roots = [(path, None) for path in repos] + [
-        (packages_mod.locate(name, python)[0], packages_mod.project_of(name)) for name in packages
+        (packages_mod.folder(name, python), packages_mod.project_of(name)) for name in packages
     ]
+    for root, project in roots[len(repos):]:
+        _by_package[str(root)] = project or ""
     if not roots:
         raise typer.BadParameter("give --repo PATH or --package NAME (repeatable)")
     return roots
@@ -126,27 +184,39 @@ _PYTHON_HELP = "The Python whose installed packages --package means (default: th
 @app.command()
 @boundary
 def run(
-    recipe: str = typer.Argument(..., help="Recipe id (see `codemod list`) or a recipe .toml file."),
-    repo: list[Path] = typer.Option([], "--repo", help=_REPO_HELP),
-    package: list[str] = typer.Option([], "--package", help=_PACKAGE_HELP),
-    python: Optional[str] = typer.Option(None, "--python", help=_PYTHON_HELP),
+    recipe: str = typer.Argument(..., metavar="RECIPE", autocompletion=_complete_recipe, help="Recipe id (see `codemod list`) or a recipe .toml file."),
+    repo: list[Path] = typer.Option([], "--repo", metavar="PATH", help=_REPO_HELP),
+    package: list[str] = typer.Option([], "--package", metavar="NAME", help=_PACKAGE_HELP),
+    python: Optional[str] = typer.Option(None, "--python", metavar="PYTHON", help=_PYTHON_HELP),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the diff; write nothing (no file, branch or ref)."),
-    patch: Optional[Path] = typer.Option(None, "--patch", help="Also write the diff to this file."),
-    only: list[str] = typer.Option([], "--only", help="Apply only this change id (repeatable)."),
-    skip: list[str] = typer.Option([], "--skip", help="Leave out this change id (repeatable)."),
+    patch: Optional[Path] = typer.Option(None, "--patch", metavar="FILE", help="Also write the diff to this file."),
+    only: list[str] = typer.Option([], "--only", metavar="ID", autocompletion=_complete_change, help="Apply only this change id (repeatable)."),
+    skip: list[str] = typer.Option([], "--skip", metavar="ID", autocompletion=_complete_change, help="Leave out this change id (repeatable)."),
     interactive: bool = typer.Option(False, "--interactive", "-i", help="Show each change and ask y/n/a/q."),
-    branch: Optional[str] = typer.Option(None, "--branch", help="Name of the branch to create (default codemod/<recipe>); required on a detached HEAD."),
+    branch: Optional[str] = typer.Option(None, "--branch", metavar="NAME", help="Name of the branch to create (default codemod/<recipe>); required on a detached HEAD."),
     clear_jit_cache: bool = typer.Option(False, "--clear-jit-cache", help="Remove FlashInfer's cached builds of the JIT modules the recipe changes."),
     force: bool = typer.Option(False, "--force", help="Widen CUDA guards even around instructions the arch lacks (recorded in the commit)."),
-    fmt: Format = typer.Option(Format.text, "--format", help="text, or json for scripts."),
-    archs: Optional[str] = typer.Option(None, "--archs", help="Arch columns for the matrix, e.g. sm_90,sm_100,sm_120."),
-    recipes_dir: list[Path] = typer.Option([], "--recipes", help="Extra folder of recipe .toml files."),
+    fmt: Format = typer.Option(Format.text, "--format", metavar="FORMAT", help="text, or json for scripts."),
+    archs: Optional[str] = typer.Option(None, "--archs", metavar="ARCHS", help="Arch columns for the matrix, e.g. sm_90,sm_100,sm_120."),
+    recipes_dir: list[Path] = typer.Option([], "--recipes", metavar="DIR", help="Extra folder of recipe .toml files."),
 ) -> None:
-    """Plan a recipe for each repo, show it, and (unless --dry-run) apply it on a branch, one commit per change."""
+    """Plan a recipe for each repo, show it, and (unless --dry-run) apply it on a branch, one commit per change.
+
+    Examples:
+
+    \b
+      codemod run sm120-enable --repo ./flashinfer --dry-run
+      codemod run sm120-enable --package flashinfer --package sglang --clear-jit-cache
+    """
     universe = _universe(archs)
+    if patch is not None:
+        files.check_output(patch)
     chosen = recipes.find_recipe(recipe, recipes_dir)
     roots = _targets(repo, package, python)
     choose = _ask_each if interactive else None
+    if fmt is Format.text:  # upgrading comes first, before any patching and before the notes
+        for line in _upstream_advice(chosen, roots):
+            err.print(f"[bold]first option:[/] {line}", markup=True, highlight=False)
     if dry_run and fmt is Format.text:
         for note in chosen.notes:
             err.print(f"[bold]note:[/] {note}")
@@ -156,7 +226,15 @@ def run(
     )
     diff = "".join(report.plan_diff(r.plan, r.prefix, r.selected) for r in results)
     if patch is not None:
-        patch.write_text(diff, encoding="utf-8", errors="surrogateescape")
+        try:
+            patch.write_text(diff, encoding="utf-8", errors="surrogateescape")
+        except OSError as exc:
+            applied = any(r.status == "applied" for r in results)
+            raise errors.FileRefused(
+                f"cannot write the patch: {exc.strerror or exc}" + ("; the recipe itself was applied" if applied else ""),
+                where=str(patch),
+                hint="the diff is on the codemod branch too: `git diff BASE codemod/RECIPE`" if applied else "nothing was written",
+            ) from None
     caches = [
         _jit_cache(r.plan.jit_modules(), r.plan.target, clear_jit_cache and r.status in ("applied", "dry-run"), dry_run)
         for r in results
@@ -166,6 +244,7 @@ def run(
         for result, cache in zip(results, caches):
             data = report.plan_json(result.plan, result.prefix, dry_run, None)
             data.update(
+                upstream_advice=recipes.upstream_advice(chosen, result.plan.target),
                 status=result.status, branch=result.branch or None, selected=[c.id for c in result.selected],
                 commits=[{"sha": sha, "change": cid} for sha, cid in result.commits], jit_cache=cache,
                 forced=result.forced,
@@ -175,12 +254,25 @@ def run(
                 },
             )
             out.append(data)
-        _out(json.dumps(out[0] if len(out) == 1 else {"results": out}, indent=2) + "\n")
+        _out(json.dumps(_document({"results": out}), indent=2) + "\n")
         return
     if dry_run:
         _print_diff(diff)
     for (root, _), result, cache in zip(roots, results, caches):
         _render_result(chosen, root, result, universe, cache)
+
+
+def _upstream_advice(chosen, roots: list[tuple[Path, Optional[str]]]) -> list[str]:
+    """The recipe's upgrade advice for each tree whose project it can recognise (run reports the others)."""
+    out = []
+    for root, project in roots:
+        try:
+            target = recipes.detect(root.resolve(), [project] if project else sorted({c.project for c in chosen.changes}))
+        except (errors.CodemodError, OSError):
+            continue
+        where = f" ({root})" if len(roots) > 1 else ""
+        out += [escape(line) + where for line in recipes.upstream_advice(chosen, target)]
+    return out
 
 
 def _jit_cache(modules: list[str], target, clear: bool, dry_run: bool) -> dict | None:
@@ -221,7 +313,16 @@ def _render_result(chosen, root: Path, result, universe, cache) -> None:
         err.print(f"[bold]warning:[/] half-patch applied with --force: {reason}; `codemod verify` will fail this tree")
     _render_cache(cache)
     if result.status == "applied":
-        err.print(f"this is an experiment: benchmark it; to back it out: codemod revert {chosen.id} --repo {root}")
+        err.print(f"this is an experiment: benchmark it; to back it out: codemod revert {chosen.id} {_where_option(root, result)}")
+
+
+def _where_option(root: Path, result) -> str:
+    """How the user named this target: --package NAME for an installed package, else --repo PATH."""
+    project = result.plan.target.project.name
+    return f"--package {project}" if _by_package.get(str(root)) == project else f"--repo {root}"
+
+
+_by_package: dict[str, str] = {}  # folder -> project, for the targets named with --package
 
 
 def _render_cache(cache) -> None:
@@ -246,7 +347,8 @@ def _notify(message: str) -> None:
 
 
 def _render_matrix(plan, universe, selected=None) -> None:
-    for line in report.matrix(plan, universe, selected):
+    columns = tuple(dict.fromkeys((*universe, *plan.targets)))  # every arch the recipe targets has a column
+    for line in report.matrix(plan, columns, selected):
         err.print(line, markup=False, overflow="ignore", crop=False)
 
 
@@ -254,31 +356,48 @@ def _ask_each(changes):
     accepted = []
     take_all = False
     for change in changes:
-        if take_all:
+        off = change.change.default == "off"
+        if take_all and not off:  # [a]ll means the recipe's default changes; one that is off by default is still asked
             accepted.append(change)
             continue
-        err.print(f"[bold]{change.id}[/]: {change.change.title}")
+        label = " [dim](off by default)[/]" if off else ""
+        err.print(f"[bold]{escape(change.id)}[/]: {escape(change.change.title)}{label}")
+        if off and change.change.why:
+            err.print(escape(change.change.why))
         _print_diff(report.unified_diff(change.file, change.before, change.after, change.edits))
         answer = ""
         while answer not in ("y", "n", "a", "q"):
-            answer = typer.prompt("apply this change? [y]es [n]o [a]ll [q]uit", err=True).strip().lower()[:1]
+            try:
+                answer = typer.prompt("apply this change? [y]es [n]o [a]ll [q]uit", err=True).strip().lower()[:1]
+            except typer.Abort:  # end of input (or Ctrl-C): stop without applying anything
+                raise errors.BadUsage(
+                    "no answer at the --interactive prompt (end of input); nothing was applied",
+                    hint="answer y/n/a/q for each change, or use --only/--skip in scripts",
+                ) from None
         if answer == "q":
             break
         if answer in ("y", "a"):
             accepted.append(change)
-        take_all = answer == "a"
+        take_all = take_all or answer == "a"
     return accepted
 
 
 @app.command()
 @boundary
 def status(
-    repo: list[Path] = typer.Option([], "--repo", help=_REPO_HELP),
-    package: list[str] = typer.Option([], "--package", help=_PACKAGE_HELP),
-    python: Optional[str] = typer.Option(None, "--python", help=_PYTHON_HELP),
-    fmt: Format = typer.Option(Format.text, "--format"),
+    repo: list[Path] = typer.Option([], "--repo", metavar="PATH", help=_REPO_HELP),
+    package: list[str] = typer.Option([], "--package", metavar="NAME", help=_PACKAGE_HELP),
+    python: Optional[str] = typer.Option(None, "--python", metavar="PYTHON", help=_PYTHON_HELP),
+    fmt: Format = typer.Option(Format.text, "--format", metavar="FORMAT", help="text, or json for scripts."),
 ) -> None:
-    """Which recipes are applied, on which branch, from which base, with which commits."""
+    """Which recipes are applied, on which branch, from which base, with which commits.
+
+    Examples:
+
+    \b
+      codemod status --repo ./flashinfer
+      codemod status --package flashinfer --package sglang --format json
+    """
     out = []
     seen = set()
     for root, _ in _targets(repo, package, python):
@@ -318,26 +437,42 @@ def status(
         if drift:
             _out(f"  warning: changed outside codemod (package reinstalled or upgraded?): {', '.join(drift)}\n")
     if fmt is Format.json:
-        _out(json.dumps(out[0] if len(out) == 1 else {"results": out}, indent=2) + "\n")
+        _out(json.dumps(_document({"results": out}), indent=2) + "\n")
 
 
 @app.command()
 @boundary
 def revert(
-    recipe: str = typer.Argument(..., help="The recipe id to back out."),
-    repo: list[Path] = typer.Option([], "--repo", help=_REPO_HELP),
-    package: list[str] = typer.Option([], "--package", help=_PACKAGE_HELP),
-    python: Optional[str] = typer.Option(None, "--python", help=_PYTHON_HELP),
+    recipe: str = typer.Argument(..., metavar="RECIPE", autocompletion=_complete_recipe, help="The recipe id to back out."),
+    repo: list[Path] = typer.Option([], "--repo", metavar="PATH", help=_REPO_HELP),
+    package: list[str] = typer.Option([], "--package", metavar="NAME", help=_PACKAGE_HELP),
+    python: Optional[str] = typer.Option(None, "--python", metavar="PYTHON", help=_PYTHON_HELP),
     keep_commits: bool = typer.Option(False, "--keep-commits", help="Keep your commits on the codemod branch; undo only codemod's with git revert."),
     forget: bool = typer.Option(False, "--forget", help="Installed packages only: drop codemod's record without touching the files."),
     clear_jit_cache: bool = typer.Option(False, "--clear-jit-cache", help="Remove FlashInfer's cached builds of the JIT modules the recipe changed."),
-    recipes_dir: list[Path] = typer.Option([], "--recipes", help="Extra folder of recipe .toml files."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Check and say what the revert would do (and which JIT builds it would remove); write nothing."),
+    recipes_dir: list[Path] = typer.Option([], "--recipes", metavar="DIR", help="Extra folder of recipe .toml files."),
 ) -> None:
-    """Back a recipe out: check out the recorded base and delete the codemod branch."""
+    """Back a recipe out: check out the recorded base and delete the codemod branch.
+
+    Examples:
+
+    \b
+      codemod revert sm120-enable --repo ./flashinfer --dry-run
+      codemod revert sm120-enable --package flashinfer --clear-jit-cache
+    """
     spots = _targets(repo, package, python)
-    for root, result in workflow.revert_many(recipe, spots, keep_commits=keep_commits, forget=forget, notify=_notify):
+    reverted = workflow.revert_many(recipe, spots, keep_commits=keep_commits, forget=forget, notify=_notify, dry_run=dry_run)
+    for root, result in reverted:
         r = result.record
-        if result.mode == "recovered":
+        if result.mode == "would-forget":
+            err.print(f"would forget codemod's record of {root}; no file would be touched; nothing written")
+        elif result.mode == "would-revert-commits":
+            err.print(f"would revert {len(result.reverted)} codemod commit(s) on {r.branch} with git revert, keeping your {len(r.foreign)}; nothing written")
+        elif result.mode == "would-delete-branch":
+            where = f"check out {result.checked_out}, " if result.checked_out else ""
+            err.print(f"would revert {recipe} in {root}: {where}delete branch {r.branch} ({len(result.reverted)} commit(s)); nothing written")
+        elif result.mode == "recovered":
             err.print(f"reverted {recipe} in {root}: the interrupted operation was put back to its base")
         elif result.mode == "forgotten":
             err.print(f"forgot codemod's record of {root}; no file was touched")
@@ -353,21 +488,44 @@ def revert(
         except errors.CodemodError:
             continue
         modules = list(dict.fromkeys(m for c in chosen.changes if c.project == target.project.name for m in c.jit_modules))
-        _render_cache(_jit_cache(modules, target, clear_jit_cache, False))
+        _render_cache(_jit_cache(modules, target, clear_jit_cache, dry_run))
 
 
 @app.command()
 @boundary
 def verify(
-    repo: Path = typer.Option(..., "--repo", help="The project folder (checkout or installed package)."),
-    recipe: Optional[str] = typer.Option(None, "--recipe", help="The applied recipe whose base to compare with."),
-    base: Optional[str] = typer.Option(None, "--base", help="Compare the work tree with this revision instead."),
-    arch: Optional[str] = typer.Option(None, "--arch", help="Target arch (default: the recipe's), e.g. sm_120, 12.0, 120."),
-    archs: Optional[str] = typer.Option(None, "--archs", help="Archs to preprocess, e.g. sm_80,sm_90,sm_100,sm_120."),
-    jobs: int = typer.Option(0, "--jobs", help="Parallel nvcc runs (default: one per CPU)."),
-    fmt: Format = typer.Option(Format.text, "--format", help="text, or json for scripts."),
+    repo: Optional[Path] = typer.Option(None, "--repo", metavar="PATH", help="The project folder (checkout or installed package)."),
+    package: Optional[str] = typer.Option(None, "--package", metavar="NAME", help="An installed package (flashinfer), found with importlib.metadata."),
+    python: Optional[str] = typer.Option(None, "--python", metavar="PYTHON", help=_PYTHON_HELP + " Also where --build finds TVM-FFI's headers."),
+    build: bool = typer.Option(False, "--build", help="Compile the changed JIT modules to PTX (nvcc -ptx), base and work tree, and check every kernel has a body."),
+    module: list[str] = typer.Option([], "--module", metavar="NAME", help="With --build: the JIT module to build (default: those changed since the base; repeatable)."),
+    recipe: Optional[str] = typer.Option(None, "--recipe", metavar="ID", help="The applied recipe whose base to compare with."),
+    base: Optional[str] = typer.Option(None, "--base", metavar="REV", help="Compare the work tree with this revision instead."),
+    arch: Optional[str] = typer.Option(None, "--arch", metavar="ARCH", help="Target arch (default: the recipe's), e.g. sm_120, 12.0, 120."),
+    archs: Optional[str] = typer.Option(None, "--archs", metavar="ARCHS", help="Archs to preprocess, e.g. sm_80,sm_90,sm_100,sm_120."),
+    jobs: int = typer.Option(0, "--jobs", metavar="N", help="Parallel nvcc runs (default: one per CPU)."),
+    include: list[Path] = typer.Option([], "--include", metavar="DIR", help="A folder of third-party headers the tree lacks, e.g. cutlass/include (repeatable)."),
+    fmt: Format = typer.Option(Format.text, "--format", metavar="FORMAT", help="text, or json for scripts."),
 ) -> None:
-    """Prove a rewrite: nvcc -E every changed CUDA file per arch, base vs work tree; exit 0 only if non-target archs are identical."""
+    """Prove a rewrite: nvcc -E every changed CUDA file per arch, base vs work tree.
+
+    Exit 0 only when verified: non-target archs identical, targets gained exactly the planned regions, no JIT
+    module half-patched. Exit 1 when an arch FAILs, or when an arch is unknown because a guard deciding the
+    change reads a macro of a missing third-party header (JSON `status`: verified, unknown or failed).
+
+    With --build: compile the changed JIT modules to PTX with FlashInfer's own flags, base and work tree,
+    per arch. Exit 0 when no kernel compiles empty on the target that has a body on a compared arch, the
+    instructions the widened guards promise are there, and every compared arch's PTX equals the base's;
+    exit 1 when not; 11 when nvcc or headers are missing, 12 on a compile error, 13 when FlashInfer's
+    JIT code cannot be read for the flags.
+
+    Examples:
+
+    \b
+      codemod verify --repo ./flashinfer
+      codemod verify --repo ./flashinfer --base v0.6.3 --arch sm_120 --include ~/cutlass/include
+      codemod verify --build --package flashinfer --arch sm_120 --module trtllm_comm
+    """
     from codemods.arch import Arch
 
     target_arch = None
@@ -376,35 +534,94 @@ def verify(
             target_arch = Arch.parse(arch)
         except ArchParseError as exc:
             raise typer.BadParameter(str(exc), param_hint="--arch") from None
-    result, ctx = workflow.verify_repo(repo, recipe_id=recipe, base=base, arch=target_arch, universe=_universe(archs), jobs=jobs)
+    if (repo is None) == (package is None):
+        raise typer.BadParameter("give --repo PATH or --package NAME", param_hint="--repo")
+    if repo is None:
+        repo = packages_mod.folder(package, python)
+    if module and not build:
+        raise typer.BadParameter("--module needs --build", param_hint="--module")
+    if build:
+        _verify_build(repo, target_arch, _universe(archs), tuple(module), base, recipe, python, jobs, fmt)
+        return
+    result, ctx = workflow.verify_repo(
+        repo, recipe_id=recipe, base=base, arch=target_arch, universe=_universe(archs), jobs=jobs, includes=include
+    )
     if fmt is Format.json:
-        _out(json.dumps(report.verify_json(result, ctx), indent=2) + "\n")
+        _out(json.dumps(_document(report.verify_json(result, ctx)), indent=2) + "\n")
     else:
         for line in report.verify_lines(result, ctx):
             _out(line + "\n")
+    for note in report.verify_notes(result, ctx):
+        err.print(note, markup=False)
     if not result.ok:
+        raise typer.Exit(1)
+
+
+def _verify_build(repo, target_arch, universe, modules, base, recipe, python, jobs, fmt) -> None:
+    """`verify --build`: the build proof (codemods.build_proof), with a progress bar per arch and source."""
+    import contextlib
+
+    from codemods import build_proof
+
+    bar = None
+    if err.is_terminal:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True)
+    rows: dict[str, int] = {}
+
+    def progress(label: str, done: int, total: int) -> None:
+        if bar is None:
+            return
+        if label not in rows:
+            rows[label] = bar.add_task(label, total=total)
+        bar.update(rows[label], completed=done, total=total)
+
+    with bar if bar is not None else contextlib.nullcontext():
+        report = build_proof.prove(
+            repo, arch=target_arch, universe=universe, modules=modules, base=base, recipe_id=recipe, python=python,
+            jobs=jobs, progress=progress,
+        )
+    if fmt is Format.json:
+        _out(json.dumps(_document(build_proof.to_json(report)), indent=2) + "\n")
+    else:
+        _out("".join(line + "\n" for line in build_proof.to_text(report)))
+    if not report.ok:
         raise typer.Exit(1)
 
 
 @app.command()
 @boundary
 def scan(
-    repo: list[Path] = typer.Option(..., "--repo", help="A tree to scan (repeatable)."),
-    arch: str = typer.Option("sm_120", "--arch", help="The arch to check gates against, e.g. sm_120, 12.0, 120."),
-    fmt: ScanFormat = typer.Option(ScanFormat.text, "--format", help="text, json or sarif."),
+    repo: list[Path] = typer.Option([], "--repo", metavar="PATH", help="A tree to scan (repeatable)."),
+    package: list[str] = typer.Option([], "--package", metavar="NAME", help=_PACKAGE_HELP),
+    python: Optional[str] = typer.Option(None, "--python", metavar="PYTHON", help=_PYTHON_HELP),
+    arch: str = typer.Option("sm_120", "--arch", metavar="ARCH", help="The arch to check gates against, e.g. sm_120, 12.0, 120."),
+    fmt: ScanFormat = typer.Option(ScanFormat.text, "--format", metavar="FORMAT", help="text, json or sarif."),
     check: bool = typer.Option(False, "--check", help="Exit 1 when a (non-potential) hazard is found: for CI and pre-commit."),
-    jobs: int = typer.Option(0, "--jobs", help="Parallel workers (default: one per CPU)."),
-    archs: Optional[str] = typer.Option(None, "--archs", help="Arch universe for the admits lists."),
+    jobs: int = typer.Option(0, "--jobs", metavar="N", help="Parallel workers (default: one per CPU)."),
+    archs: Optional[str] = typer.Option(None, "--archs", metavar="ARCHS", help="Arch universe for the admits lists."),
     include_all: bool = typer.Option(False, "--all", help="Also scan binary files and files .gitignore excludes."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the per-file cache ($CODEMOD_HOME/scan-cache)."),
     gates_only: bool = typer.Option(False, "--gates-only", help="List the gates only: no widenability, no hazards (faster)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Text: print only the summary and the hazards."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Text: also list covered and admitting gates; print the scan statistics."),
 ) -> None:
-    """List every arch gate, whether it admits --arch, whether it can be widened, and real hazards."""
+    """Audit a tree for --arch: what it gets nothing from (blockers, widenable), what needs a human, and hazards.
+
+    Examples:
+
+    \b
+      codemod scan --repo ./flashinfer --arch sm_121
+      codemod scan --repo ./flashinfer --arch sm_121 --quiet
+      codemod scan --repo . --arch sm_120 --format sarif > codemod.sarif
+    """
     import contextlib
 
     from codemods import scan as scanner
     from codemods.arch import Arch
 
+    repo = [root for root, _ in _targets(repo, package, python)]
     try:
         target = Arch.parse(arch)
     except ArchParseError as exc:
@@ -431,12 +648,18 @@ def scan(
         for root, result in results:
             if several:
                 _out(f"== {root}\n")
-            text = scanner.to_text(result)
+            color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+            text = scanner.to_text(result, verbose=verbose, quiet=quiet, color=color)
             _out(text if text.endswith("\n") else text + "\n")
     else:
         merged: dict = {}
         for root, result in results:
-            data = scanner.to_json(result) if fmt is ScanFormat.json else scanner.to_sarif(result)
+            if fmt is ScanFormat.json:
+                data = scanner.to_json(result)
+            else:
+                from codemods.repo import provenance
+
+                data = scanner.to_sarif(result, provenance(Path(root)))
             if fmt is ScanFormat.sarif:
                 merged.setdefault("$schema", data.get("$schema"))
                 merged.setdefault("version", data["version"])
@@ -448,11 +671,11 @@ def scan(
                         item["repo"] = str(root)
                     merged.setdefault(key, []).append(item)
         if fmt is ScanFormat.json:
-            merged = {key: merged.get(key, []) for key in ("gates", "skipped", "hazards")}
+            merged = _document({key: merged.get(key, []) for key in ("gates", "skipped", "hazards")})
             _out(scanner.dumps(merged) + "\n")
         else:
             _out(json.dumps({k: v for k, v in merged.items() if v is not None}, indent=2) + "\n")
-    for root, result in results:
+    for root, result in results if verbose else ():
         stats = ", ".join(f"{k} {v}" for k, v in result.stats.items()) if isinstance(result.stats, dict) else str(result.stats)
         err.print(f"scanned {root}: {stats}", markup=False)
     if check and any(scanner.check(result) for _, result in results):
@@ -463,31 +686,43 @@ def scan(
 @boundary
 def doctor(
     log: Optional[Path] = typer.Argument(None, help="An SGLang server log (plain or .gz; - reads stdin)."),
-    baseline: Optional[Path] = typer.Option(None, "--baseline", help="The unpatched run's log: compare verdicts and throughput (A/B)."),
-    tp: Optional[int] = typer.Option(None, "--tp", min=1, help="Expected tensor-parallel size (default: the world_size the log reports)."),
-    fmt: Format = typer.Option(Format.text, "--format", help="text, or json for scripts."),
-    max_regression: float = typer.Option(5.0, "--max-regression", min=0, help="Percent slower than --baseline that recommends a revert."),
+    baseline: Optional[Path] = typer.Option(None, "--baseline", metavar="LOG", help="The unpatched run's log: compare verdicts and throughput (A/B)."),
+    tp: Optional[int] = typer.Option(None, "--tp", metavar="N", min=1, help="Expected tensor-parallel size (default: the world_size the log reports)."),
+    fmt: Format = typer.Option(Format.text, "--format", metavar="FORMAT", help="text, or json for scripts."),
+    max_regression: float = typer.Option(5.0, "--max-regression", metavar="PERCENT", min=0, help="Percent slower than --baseline that recommends a revert."),
     revert: bool = typer.Option(False, "--revert", help="When the A/B recommends it, back --recipe out of --repo."),
-    repo: Optional[Path] = typer.Option(None, "--repo", help="The patched project folder (for --revert and the advice)."),
-    recipe: str = typer.Option("sm120-enable", "--recipe", help="The recipe the patched run was built with."),
+    repo: Optional[Path] = typer.Option(None, "--repo", metavar="PATH", help="The patched project folder (for --revert and the advice)."),
+    package: Optional[str] = typer.Option(None, "--package", metavar="NAME", help="The patched installed package, instead of --repo."),
+    python: Optional[str] = typer.Option(None, "--python", metavar="PYTHON", help=_PYTHON_HELP),
+    recipe: str = typer.Option("sm120-enable", "--recipe", metavar="ID", help="The recipe the patched run was built with."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Tail a live log, print state changes, stop once ready or crashed."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=0, help="With --follow: give up after this many seconds (exit 1)."),
-    rules: list[Path] = typer.Option([], "--rules", help="Extra rules file (TOML, tried before the built-in ones; repeatable)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", metavar="SECONDS", min=0, help="With --follow: give up after this many seconds (exit 1)."),
+    rules: list[Path] = typer.Option([], "--rules", metavar="FILE", help="Extra rules file (TOML, tried before the built-in ones; repeatable)."),
     preflight: bool = typer.Option(False, "--preflight", help="Check that the GPUs have P2P, which FlashInfer's allreduce fusion needs."),
-    topo: list[Path] = typer.Option([], "--topo", help="Saved `nvidia-smi topo -m` / `topo -p2p r` output for --preflight (repeatable)."),
+    topo: list[Path] = typer.Option([], "--topo", metavar="FILE", help="Saved `nvidia-smi topo -m` / `topo -p2p r` output for --preflight (repeatable)."),
 ) -> None:
     """Read an SGLang server log: ready, starting or crashed (and why), fusion ranks, autotuner skips, throughput.
 
     Exit 0 when nothing is wrong (ready, or still starting); 1 when the server crashed, the patched run
     is more than --max-regression slower than --baseline, --preflight finds GPUs without P2P, or
     --follow --timeout ran out before a final verdict; 130 on Ctrl-C.
+
+    Examples:
+
+    \b
+      codemod doctor server.log --tp 8
+      codemod doctor patched.log --baseline before.log --revert --repo ./flashinfer
     """
     from codemods import doctor as core
 
     if log is None and not preflight:
         raise typer.BadParameter("give a LOG file, or --preflight", param_hint="LOG")
+    if package is not None:
+        if repo is not None:
+            raise typer.BadParameter("give --repo PATH or --package NAME, not both", param_hint="--package")
+        repo = _targets([], [package], python)[0][0]
     if revert and (baseline is None or repo is None):
-        raise typer.BadParameter("--revert needs --baseline LOG and --repo PATH", param_hint="--revert")
+        raise typer.BadParameter("--revert needs --baseline LOG and --repo PATH (or --package NAME)", param_hint="--revert")
     book = core.load_rules(rules) if log is not None else []
     data: dict = {}
     text: list[str] = []
@@ -510,6 +745,7 @@ def doctor(
             except KeyboardInterrupt:
                 stopped = "interrupted"
             report = diagnosis.report(str(log))
+            core.refuse_if_not_a_log(report)
             if not stopped and report.verdict == "starting" and str(log) != "-":
                 stopped = f"no final verdict after {timeout:g} s" if timeout is not None else "stopped"
         else:
@@ -523,7 +759,7 @@ def doctor(
             data["comparison"] = core.comparison_json(comparison)
             text += core.comparison_text(comparison, base, recipe, str(repo) if repo else None)
     if fmt is Format.json:
-        _out(json.dumps(data, indent=2) + "\n")
+        _out(json.dumps(_document(data), indent=2) + "\n")
     else:
         _out("".join(line + "\n" for line in text))
     if stopped:
@@ -549,9 +785,15 @@ app.add_typer(recipe_app, name="recipe")
 @boundary
 def recipe_test(
     file: Path = typer.Argument(..., help="A recipe .toml file with [[test]] cases."),
-    archs: Optional[str] = typer.Option(None, "--archs", help="Arch universe, e.g. sm_90,sm_100,sm_120."),
+    archs: Optional[str] = typer.Option(None, "--archs", metavar="ARCHS", help="Arch universe, e.g. sm_90,sm_100,sm_120."),
 ) -> None:
-    """Run the before/after cases embedded in a recipe; exit 1 if any fails."""
+    """Run the before/after cases embedded in a recipe; exit 1 if any fails.
+
+    Examples:
+
+    \b
+      codemod recipe test targets/recipes/sm120-enable.toml
+    """
     chosen = recipes.load_recipe(file)
     if not chosen.tests:
         raise errors.RecipeInvalid("has no [[test]] cases", where=str(file), hint="add [[test]] tables with change, before and after")
@@ -571,7 +813,32 @@ def recipe_test(
         raise typer.Exit(1)
 
 
+_SCHEMAS = ("run", "status", "scan", "verify", "doctor", "error")
+
+
+@app.command()
+@boundary
+def schema(
+    command: str = typer.Argument(..., help=f"One of: {', '.join(_SCHEMAS)} (error: what any command prints on failure)."),
+) -> None:
+    """Print the JSON Schema of a command's --format json output.
+
+    Examples:
+
+    \b
+      codemod schema run > run.schema.json
+    """
+    if command not in _SCHEMAS:
+        raise errors.BadUsage(f"no schema for {command!r}", hint=f"choose one of: {', '.join(_SCHEMAS)}")
+    from importlib.resources import files as resources
+
+    _out(resources("codemods").joinpath("schemas").joinpath(f"{command}.schema.json").read_text(encoding="utf-8"))
+
+
 def main() -> None:
+    if "--debug" in sys.argv[2:]:  # accepted after the command too: `codemod run ... --debug`
+        sys.argv = [sys.argv[0], *(a for a in sys.argv[1:] if a != "--debug")]
+        _state["debug"] = True
     try:
         app()
     except errors.CodemodError as exc:

@@ -14,6 +14,13 @@ keeps words inside it from counting as events.
              with (?P<rank>) and (?P<world_size>) records which ranks came up
   metric     a number to summarise, (?P<value>), per rank (the line's
              "[time DP1 TP4]" prefix, or a (?P<source>) group)
+  phase      a start-up phase begins (`phase = "weight loading"`); a milestone
+             may carry `phase` too, and the ready line begins "serving"
+
+A fatal line is placed in time and phase by the log's own timestamps (the last
+"[YYYY-MM-DD HH:MM:SS" seen). A fatal rule may carry `cause`, `remedy` and
+`command`: a known failure, with what to do about it. A file none of whose
+lines has SGLang's timestamp or matches a rule is refused (not a server log).
 
 The verdict: *ready* when the ready line was seen and no fatal line came after
 the last one; *crashed* when a fatal line came after it, or before it with no
@@ -48,7 +55,12 @@ from typing import BinaryIO, Callable, Iterable, Iterator
 
 from codemods import errors, files
 
-CLASSES = ("fatal", "benign", "milestone", "metric")
+CLASSES = ("fatal", "benign", "milestone", "metric", "phase")
+RULE_EXTRAS = ("phase", "cause", "remedy", "command")  # optional rule keys, in LogRule's order
+PHASE_START = "start-up"  # before the first phase milestone
+PHASE_SERVING = "serving"  # after the ready line
+# "[2026-02-03 09:13:13 TP6] ..." (SGLang), "2026-02-03 09:13:10,300 - INFO - ..." (FlashInfer's logger), after an optional "(Actor pid=1) "
+_TIMESTAMP = re.compile(r"^(?:\([^)]*\)\s*)?\[?(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)")
 BLOCKS = ("traceback",)
 READY = "ready"
 FUSION_WORKSPACE = "fusion-workspace"
@@ -94,6 +106,10 @@ class LogRule:
     metric: str = ""  # metric: the series the (?P<value>) group feeds
     tally: str = ""  # benign: a report counter these lines add to (autotuner_skips)
     needles: tuple[str, ...] = ()  # literal text one of which every match contains: a fast pre-check
+    phase: str = ""  # milestone: the start-up phase that begins on this line
+    cause: str = ""  # fatal: a known failure's cause, remedy and the codemod command that fixes it
+    remedy: str = ""
+    command: str = ""
 
     def search(self, line: str) -> re.Match | None:
         if self.needles and not any(n in line for n in self.needles):
@@ -148,7 +164,7 @@ def parse_rules(text: str, origin: str = "<rules>") -> list[LogRule]:
         klass = table["class"]
         if klass not in CLASSES:
             raise errors.RecipeInvalid(f"class {klass!r} is not one of {', '.join(CLASSES)}", where=where)
-        unknown = set(table) - {"id", "class", "pattern", "explanation", "block", "marks", "metric", "tally"}
+        unknown = set(table) - {"id", "class", "pattern", "explanation", "block", "marks", "metric", "tally", *RULE_EXTRAS}
         if unknown:
             raise errors.RecipeInvalid(f"unknown key(s): {', '.join(sorted(unknown))}", where=where)
         try:
@@ -161,11 +177,14 @@ def parse_rules(text: str, origin: str = "<rules>") -> list[LogRule]:
         metric = table.get("metric", "")
         if klass == "metric" and (not metric or "value" not in pattern.groupindex):
             raise errors.RecipeInvalid("a metric rule needs `metric = NAME` and a (?P<value>...) group", where=where)
+        if klass == "phase" and not table.get("phase"):
+            raise errors.RecipeInvalid("a phase rule needs `phase = NAME` (the start-up phase its line begins)", where=where)
         if klass == "milestone" and table.get("marks") == FUSION_WORKSPACE and "rank" not in pattern.groupindex:
             raise errors.RecipeInvalid(f"a {FUSION_WORKSPACE} milestone needs a (?P<rank>...) group", where=where)
         out.append(LogRule(
             table["id"], klass, pattern, " ".join(table["explanation"].split()), origin, block,
             table.get("marks", ""), metric, table.get("tally", ""), _needles(table["pattern"]),
+            *(" ".join(str(table.get(k, "")).split()) for k in RULE_EXTRAS),
         ))
     if not out:
         raise errors.RecipeInvalid("has no [[rule]] tables", where=origin, hint="see targets/doctor/sglang.toml for the format")
@@ -226,6 +245,13 @@ class Fatal:
     context: list[str] = field(default_factory=list)
     source: str = ""  # the rank prefix of the line, e.g. "TP6"
     first_line: int = 0  # where the event began (a traceback's first line); line is its message
+    matched_rule: str = ""  # the rule that matched the message (a traceback's exception line), when not `rule`
+    time: str = ""  # the log's last timestamp at this line
+    phase: str = ""  # start-up, weight loading, ..., serving
+    phase_began: str = ""  # the timestamp of the phase's first line
+    cause: str = ""
+    remedy: str = ""
+    command: str = ""
 
 
 @dataclass
@@ -268,6 +294,11 @@ class Report:
     throughput: Throughput | None
     metrics: dict[str, Throughput]
     source: str = ""
+    phase: str = PHASE_START  # where the log ended
+    first_time: str = ""  # the log's first and last timestamps
+    last_time: str = ""
+    recognised: int = 0  # lines with an SGLang timestamp or a rule match: 0 means not a server log
+    head: list[str] = field(default_factory=list)  # the first lines, to say what a file that is not a log looks like
 
 
 @dataclass
@@ -288,6 +319,7 @@ class _Block:
     tail: deque
     length: int = 0
     awaiting: bool = False  # the rule matched; the traceback may start on the next line
+    chained: bool = False  # "During handling of the above exception ...": part of the event already reported
 
 
 class Diagnosis:
@@ -320,6 +352,13 @@ class Diagnosis:
         self.not_finite: dict[str, int] = {}  # metric -> values left out as inf or nan
         self.series_ready: dict[str, dict[str, int]] = {}  # samples each source had logged at the first ready line
         self.crash_announced = False
+        self.phase = PHASE_START
+        self.phase_began = ""
+        self.first_time = ""
+        self.time = ""
+        self.recognised = 0
+        self.head: list[str] = []
+        self.chain: tuple[str, LogRule] | None = None  # after a traceback's exception line: ("closed"|"marker", its rule)
 
     # -------------------------------------------------------------- feeding
 
@@ -338,6 +377,20 @@ class Diagnosis:
         self.lineno += 1
         events: list[Event] = []
         line = line.rstrip("\r\n")
+        if self.lineno <= 40:
+            self.head.append(line)
+        first = line[:1]
+        if first == "[" and line[5:6] == "-" and line[14:15] == ":" and line[11:12] in " T":  # "[2026-02-03 09:13:13": the fast path
+            stamp = line[1:20] if line[1:5].isdigit() else ""
+        elif first and first in "(0123456789":
+            m = _TIMESTAMP.match(line)
+            stamp = m.group(1) if m else ""
+        else:
+            stamp = ""
+        if stamp:
+            self.time = stamp.replace("T", " ")
+            self.first_time = self.first_time or self.time
+            self.recognised += 1
         if self.after:
             for fatal, _ in self.after:
                 fatal.context.append(line)
@@ -345,8 +398,13 @@ class Diagnosis:
         if self.block is not None and self._continue_block(line, events):
             self.recent.append(line)
             return events
+        if self.chain is not None and self._chained(line):
+            self.recent.append(line)
+            return events
         rule, match = self._classify(line)
         if rule is not None:
+            if not stamp:
+                self.recognised += 1
             self._apply(rule, match, line, events)
         self.recent.append(line)
         return events
@@ -368,6 +426,10 @@ class Diagnosis:
         return None, None
 
     def _apply(self, rule: LogRule, match: re.Match, line: str, events: list[Event]) -> None:
+        if rule.klass == "phase":
+            if self.phase != PHASE_SERVING:
+                self.phase, self.phase_began = rule.phase, self.time
+            return
         if rule.klass == "metric":
             self._metric(rule, match, line)
             return
@@ -385,7 +447,8 @@ class Diagnosis:
         elif rule.klass == "milestone":
             self._milestone(rule, groups, line, events)
         else:
-            self._fatal(Fatal(self.lineno, rule.id, line.strip(), rule.explanation, [*self.recent, line], _source(line)), events)
+            self._fatal(Fatal(self.lineno, rule.id, line.strip(), rule.explanation, [*self.recent, line], _source(line),
+                              cause=rule.cause, remedy=rule.remedy, command=rule.command), events)
 
     def _benign(self, rule: LogRule, groups: dict, line: str, events: list[Event]) -> None:
         first = rule.id not in self.benign
@@ -410,6 +473,10 @@ class Diagnosis:
 
     def _milestone(self, rule: LogRule, groups: dict, line: str, events: list[Event]) -> None:
         first = rule.id not in self.milestones
+        if rule.phase and self.phase not in (PHASE_SERVING, rule.phase):
+            self.phase, self.phase_began = rule.phase, self.time
+        elif rule.marks == READY:
+            self.phase, self.phase_began = PHASE_SERVING, self.time
         self.milestones.setdefault(rule.id, self.lineno)
         if rule.marks == READY:
             self.ready_line = self.lineno
@@ -457,6 +524,7 @@ class Diagnosis:
         samples.add(value)
 
     def _fatal(self, fatal: Fatal, events: list[Event]) -> None:
+        fatal.time, fatal.phase, fatal.phase_began = self.time, self.phase, self.phase_began
         self.signal_count += 1
         if len(self.signals) < MAX_SIGNALS:
             self.signals.append(fatal)
@@ -471,7 +539,7 @@ class Diagnosis:
             if self.verdict == "crashed" and not self.crash_announced:
                 self.crash_announced = True
                 where = f"{fatal.source} " if fatal.source else ""
-                events.append(Event("crashed", fatal.line, f"crashed: {where}{fatal.message} ({fatal.rule})"))
+                events.append(Event("crashed", fatal.line, f"crashed: {where}{fatal.message} ({fatal.rule}){_when(fatal)}"))
 
     # -------------------------------------------------------------- traceback blocks
 
@@ -488,7 +556,8 @@ class Diagnosis:
             self.block = None  # no traceback follows: the matched line is the event
             if block.rule.klass == "fatal":
                 first = Fatal(block.start, block.rule.id, block.first.strip(), block.rule.explanation,
-                              [*self.recent], block.source)
+                              [*self.recent], block.source, cause=block.rule.cause, remedy=block.rule.remedy,
+                              command=block.rule.command)
                 self._fatal(first, events)
             return False
         block.length += 1
@@ -510,19 +579,38 @@ class Diagnosis:
             return True
         return False  # another process's line in the middle: classified normally, block stays open
 
+    def _chained(self, line: str) -> bool:
+        """True when the line continues a chained exception of the traceback just closed (one event, not two)."""
+        state, rule = self.chain  # type: ignore[misc]
+        stripped = line.strip()
+        if not stripped:
+            return False
+        if stripped in _CHAINED:
+            self.chain = ("marker", rule)
+            return True
+        self.chain = None
+        if state == "marker" and stripped == _TRACEBACK:
+            self.block = _Block(rule, self.lineno, line, _source(line), deque(maxlen=BLOCK_TAIL), chained=True)
+            return True
+        return False
+
     def _close_block(self, message: str, events: list[Event]) -> None:
         block = self.block
         assert block is not None
         self.block = None
-        if block.rule.klass != "fatal":
+        if block.rule.klass != "fatal" or block.chained:
+            self.chain = ("closed", block.rule) if block.chained else None
             return
-        explanation = block.rule.explanation
+        self.chain = ("closed", block.rule)
+        cause = block.rule  # the rule that matched the exception line explains it, alone
         for rule in self.rules:
             if rule.klass == "fatal" and not rule.block and rule.search(message):
-                explanation = f"{rule.explanation} ({rule.id}) {explanation}"
+                cause = rule
                 break
         context = [block.first] + (["..."] if block.length > len(block.tail) else []) + list(block.tail)
-        self._fatal(Fatal(self.lineno, block.rule.id, message, explanation, context, block.source, block.start), events)
+        self._fatal(Fatal(self.lineno, block.rule.id, message, cause.explanation, context, block.source, block.start,
+                          cause.id if cause is not block.rule else "", cause=cause.cause, remedy=cause.remedy,
+                          command=cause.command), events)
 
     def finish(self) -> list[Event]:
         """The log ended: close an open traceback on its last line."""
@@ -560,7 +648,7 @@ class Diagnosis:
             fatal=fatal,
             fatal_signals=list(self.signals),
             fatal_lines=self.signal_count,
-            fatal_before_ready=self.fatal_before_ready if self.ready_line is not None else None,
+            fatal_before_ready=self.fatal_before_ready,
             milestones=dict(self.milestones),
             ranks_initialized=sorted(self.ranks),
             world_size=max(self.world_sizes) if self.world_sizes else None,
@@ -573,6 +661,11 @@ class Diagnosis:
             throughput=metrics.get(THROUGHPUT),
             metrics=metrics,
             source=source,
+            phase=self.phase,
+            first_time=self.first_time,
+            last_time=self.time,
+            recognised=self.recognised,
+            head=list(self.head),
         )
 
 
@@ -705,7 +798,37 @@ def diagnose(lines: Iterable[str], rules: list[LogRule], tp: int | None = None, 
 
 
 def diagnose_file(path: Path, rules: list[LogRule], tp: int | None = None) -> Report:
-    return diagnose(log_lines(path), rules, tp, str(path))
+    report = diagnose(log_lines(path), rules, tp, str(path))
+    refuse_if_not_a_log(report)
+    return report
+
+
+def looks_like(head: list[str]) -> str:
+    """What a file that is not a server log looks like, from its first lines."""
+    text = "\n".join(head)
+    links, p2p = parse_topology(text)
+    if p2p and not links:
+        return "`nvidia-smi topo -p2p r` output (a GPU peer-to-peer matrix); give it to `codemod doctor --preflight --topo FILE`"
+    if links or p2p:
+        return "`nvidia-smi topo -m` output (a GPU topology matrix); give it to `codemod doctor --preflight --topo FILE`"
+    if "NVIDIA-SMI" in text and "Driver Version" in text:
+        return "`nvidia-smi` output, not a server log"
+    first = next((line.strip() for line in head if line.strip()), "")
+    if first[:1] in "{[" and first:
+        return "a JSON document, not a server log"
+    if any("\0" in line for line in head):
+        return "a binary file, not a server log"
+    return "text without SGLang's `[YYYY-MM-DD HH:MM:SS]` timestamps or any message doctor knows"
+
+
+def refuse_if_not_a_log(report: Report) -> None:
+    """A file with lines, none of which is SGLang-shaped, is not judged (its verdict would be a meaningless `starting`)."""
+    if report.recognised or not any(line.strip() for line in report.head):
+        return
+    raise errors.BadUsage(
+        f"not an SGLang server log: it looks like {looks_like(report.head)}", where=report.source or "-",
+        hint="give doctor the server's output (`python -m sglang.launch_server ... 2>&1 | tee server.log`)",
+    )
 
 
 def follow(
@@ -722,7 +845,9 @@ def follow(
 
     Stops also when `timeout` seconds have passed, and at the end of a pipe
     (path "-"). A file that is not there yet is waited for; a file that
-    shrinks (truncated, rotated by copy) is read again from its start.
+    shrinks (truncated, rotated by copy) is read again from its start; a file
+    renamed away with a new one at the path (rotated, as `tail -F` sees it) is
+    read to its end, then the new one is followed.
     """
     start = clock()
 
@@ -774,12 +899,34 @@ def follow(
                     on_wait(f"{path} shrank; reading it again from the start")
                     stream.seek(0)
                     pending = b""
+                elif os.fstat(stream.fileno()).st_size > stream.tell() and _replaced(path, stream):
+                    continue  # rotated, but the old file grew after the last read: read it to its end first
+                elif _replaced(path, stream):  # rotated (renamed, a new file at the path)
+                    on_wait(f"{path} was rotated; following the new file")
+                    if pending:
+                        yield from diagnosis.feed(_decode(pending))
+                        pending = b""
+                        if diagnosis.final:
+                            return
+                    stream.close()
+                    stream = _open(path)
+                    continue
             except (OSError, ValueError):
                 pass
             sleep(poll)
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
+
+
+def _replaced(path: Path, stream: BinaryIO) -> bool:
+    """The path now names another file than the open one (as `tail -F` checks); False while nothing is there."""
+    try:
+        now = os.stat(path)
+    except OSError:
+        return False
+    was = os.fstat(stream.fileno())
+    return (now.st_ino, now.st_dev) != (was.st_ino, was.st_dev)
 
 
 # ------------------------------------------------------------------ A/B
@@ -973,8 +1120,10 @@ def healthy(report: Report | None, comparison: Comparison | None = None, check: 
 def fatal_json(f: Fatal | None) -> dict | None:
     if f is None:
         return None
-    return {"line": f.line, "first_line": f.first_line or f.line, "rule": f.rule, "source": f.source or None, "message": f.message,
-            "explanation": f.explanation, "context": f.context}
+    return {"line": f.line, "first_line": f.first_line or f.line, "rule": f.rule, "matched_rule": f.matched_rule or f.rule,
+            "source": f.source or None, "message": f.message, "explanation": f.explanation, "context": f.context,
+            "time": f.time or None, "phase": f.phase or None, "phase_began": f.phase_began or None,
+            "known_failure": {"cause": f.cause, "remedy": f.remedy, "command": f.command or None} if f.cause else None}
 
 
 def throughput_json(t: Throughput | None) -> dict | None:
@@ -994,6 +1143,11 @@ def report_json(r: Report) -> dict:
         "fatal_signals": [{"line": f.line, "rule": f.rule, "source": f.source or None, "message": f.message} for f in r.fatal_signals],
         "fatal_lines": r.fatal_lines,
         "fatal_before_ready": fatal_json(r.fatal_before_ready),
+        "crashed_before_ready": None if r.verdict != "crashed" else r.ready_line is None,
+        "phase": r.phase,
+        "first_time": r.first_time or None,
+        "last_time": r.last_time or None,
+        "tp_mismatch": tp_mismatch(r),
         "milestones": r.milestones,
         "ranks_initialized": r.ranks_initialized,
         "ranks_missing": r.ranks_missing,
@@ -1029,6 +1183,39 @@ def preflight_json(p: Preflight) -> dict:
     }
 
 
+def tp_mismatch(r: Report) -> str | None:
+    """--tp N against a log whose ranks or world_size say another TP size."""
+    expected = r.expected_world_size
+    if not expected or r.configured_tp is None and not r.world_size and not r.ranks_initialized:
+        return None
+    seen = r.world_size or (max(r.ranks_initialized) + 1 if r.ranks_initialized else 0) or r.configured_tp
+    beyond = [k for k in r.ranks_initialized if k >= expected]
+    if seen and seen != expected or beyond:
+        size = seen or max(beyond) + 1
+        return f"--tp {expected}, but the log is from a TP {size} server ({len(r.ranks_initialized)} rank(s) initialized, ranks {r.ranks_initialized})"
+    return None
+
+
+def _when(f: Fatal) -> str:
+    """ "at 2026-02-03 09:13:13, during CUDA graph capture (began 09:13:12)", from the log's own timestamps."""
+    at = f" at {f.time}" if f.time else ""
+    began = ""
+    if f.phase_began and f.phase_began != f.time:
+        began = f" (began {f.phase_began[11:] if f.phase_began[:10] == f.time[:10] else f.phase_began}"
+        try:
+            from datetime import datetime
+
+            seconds = (datetime.fromisoformat(f.time) - datetime.fromisoformat(f.phase_began)).total_seconds()
+            began += f", {seconds:g} s before)"
+        except ValueError:
+            began += ")"
+    return f"{at}, during {f.phase}{began}" if f.phase else at
+
+
+LAUNCHER_ADVICE = ("SGLang's own \"Possible solutions\" list (lower --mem-fraction-static, --cuda-graph-max-bs, "
+                   "disable torch compile or CUDA graphs) is for running out of memory during capture; it does not help here")
+
+
 def _tok(x: float) -> str:
     return f"{x:,.1f}"
 
@@ -1038,13 +1225,22 @@ def report_text(r: Report) -> list[str]:
     if r.verdict == "ready":
         out.append(f"verdict: ready (line {r.ready_line}: the server is fired up and ready to roll)")
     elif r.verdict == "starting":
-        out.append(f"verdict: starting (no ready line and no fatal error in {r.lines} lines; the log ends mid-startup)")
+        last = f" at {r.last_time}" if r.last_time else ""
+        out.append(f"verdict: starting (no ready line and no fatal error in {r.lines} lines; the log ends mid-startup{last}, during {r.phase})")
     else:
         f = r.fatal
         assert f is not None
         where = f" in {f.source}" if f.source else ""
-        out.append(f"verdict: crashed (line {f.line}{where}: {f.message})")
-        out.append(f"  why: {f.explanation}")
+        after = "after the ready line" if r.ready_line is not None else "before the ready line"
+        out.append(f"verdict: crashed (line {f.line}{where}: {f.message}){_when(f)}, {after}")
+        out.append(f"  why: ({f.matched_rule or f.rule}) {f.explanation}")
+        if f.cause:
+            out.append(f"  cause: {f.cause}")
+            out.append(f"  remedy: {f.remedy}")
+            if f.command:
+                out.append(f"  run: {f.command}")
+            if r.benign.get("sglang-possible-solutions"):
+                out.append(f"  note: {LAUNCHER_ADVICE}")
         out.append("  context:")
         out += [f"    | {c[:300]}" for c in f.context]
         later = [s for s in r.fatal_signals if s is not f and s.line > f.line]
@@ -1053,9 +1249,13 @@ def report_text(r: Report) -> list[str]:
             out.append(f"  then {more} more fatal line(s), e.g. line {later[0].line} ({later[0].rule}): {later[0].message[:160]}")
     if r.fatal_before_ready:
         f = r.fatal_before_ready
-        out.append(f"note: a fatal line before the ready line (line {f.line}, {f.rule}): {f.message[:200]}; the server still came up")
+        if r.ready_line is not None:
+            out.append(f"note: a fatal line before the ready line (line {f.line}, {f.rule}{_when(f)}): {f.message[:200]}; the server still came up")
     expected = r.expected_world_size
-    if r.ranks_initialized or r.world_size:
+    mismatch = tp_mismatch(r)
+    if mismatch:
+        out.append(f"allreduce fusion: {mismatch}; check --tp")
+    elif r.ranks_initialized or r.world_size:
         n = len(r.ranks_initialized)
         line = f"allreduce fusion: {n}/{expected} rank(s) initialized the FlashInfer workspace {r.ranks_initialized}"
         if r.ranks_missing:

@@ -16,6 +16,9 @@ Exit codes (stable, documented in the README):
   8  recipe file invalid
   9  file system refused (permissions, path outside the repo)
  10  another codemod holds this repository's lock
+ 11  verify --build: a tool or header the build needs is missing (nvcc, TVM-FFI, CUTLASS, spdlog)
+ 12  verify --build: nvcc rejected a source (the first compiler error, with its file and line)
+ 13  verify --build: FlashInfer's JIT code could not be read for the nvcc flags
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ def _kind(code: str, exit_code: int, default_hint: str):
     return make
 
 
+BadUsage = _kind("bad-usage", 2, "see `codemod COMMAND --help`")
 PlanFailed = _kind(
     "plan-failed",
     3,
@@ -63,9 +67,13 @@ RevertRefused = _kind("revert-refused", 7, "")
 RecipeInvalid = _kind("recipe-invalid", 8, "fix the recipe file and run again")
 FileRefused = _kind("file-refused", 9, "")
 Busy = _kind("busy", 10, "wait for it to finish, then run again; a lock whose process is gone is taken over automatically")
+BuildNeeds = _kind("build-needs", 11, "")
+CompileFailed = _kind("compile-failed", 12, "a source that does not compile for the arch would fail in FlashInfer's JIT too; fix it or revert the change")
+JitUnreadable = _kind("jit-unreadable", 13, "the JIT code does something codemod does not evaluate; please report it with the FlashInfer version")
 UnknownRecipe = _kind("unknown-recipe", 8, "`codemod list` shows the recipes you can run")
 
 CATALOGUE = {
     k.code: k
-    for k in (Busy, PlanFailed, DirtyTree, RepoState, UnknownProject, RevertRefused, RecipeInvalid, FileRefused, UnknownRecipe)
+    for k in (BadUsage, Busy, PlanFailed, DirtyTree, RepoState, UnknownProject, RevertRefused, RecipeInvalid, FileRefused, UnknownRecipe,
+              BuildNeeds, CompileFailed, JitUnreadable)
 }

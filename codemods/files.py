@@ -31,9 +31,30 @@ def require_folder(path: Path) -> None:
     """Refuse a --repo that does not exist, is a file, or is a symlink loop."""
     resolved(path)
     if not path.exists():
-        raise errors.RepoState("path does not exist", where=str(path), hint="check --repo")
+        raise errors.UnknownProject("no tree at --repo: path does not exist", where=str(path), hint="check --repo")
     if not path.is_dir():
         raise errors.RepoState("is a file, not a folder", where=str(path), hint="point --repo at the project's folder")
+
+
+def check_output(path: Path) -> None:
+    """Refuse, before anything is applied, an output file (--patch) that cannot be written."""
+    import stat
+
+    parent = path.parent if str(path.parent) else Path(".")
+    problem = ""
+    try:
+        if not parent.is_dir():
+            problem = f"its folder {parent} does not exist"
+        elif path.is_dir():
+            problem = "is a directory"
+        elif path.exists() and not stat.S_ISREG(path.stat().st_mode):
+            problem = "is not a regular file"
+        elif not os.access(path if path.exists() else parent, os.W_OK):
+            problem = "is not writable"
+    except OSError as exc:
+        problem = exc.strerror or str(exc)
+    if problem:
+        raise errors.FileRefused(problem, where=str(path), hint="give --patch a writable file path; nothing was applied")
 
 
 def inside(root: Path, rel: str) -> Path:

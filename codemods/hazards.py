@@ -20,6 +20,7 @@ before widening `gate` to `arch`. Nothing here reads files.
 from __future__ import annotations
 
 import bisect
+import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -91,6 +92,46 @@ _COMPILED = tuple(
 _FAMILY = {family.name: family for family in TOKEN_FAMILIES}
 
 
+def literal_prefix(pattern: bytes) -> bytes:
+    """The literal bytes a regex starts with (after `\\b`), for a cheap search before the regex."""
+    out = bytearray()
+    i = 2 if pattern.startswith(rb"\b") else 0
+    while i < len(pattern):
+        c = pattern[i : i + 1]
+        if c == b"\\" and i + 1 < len(pattern) and pattern[i + 1 : i + 2] in b".:-_":
+            out += pattern[i + 1 : i + 2]
+            i += 2
+        elif c.isalnum() or c in b"_:":
+            out += c
+            i += 1
+        else:
+            break
+    # a quantifier after the last literal makes it optional
+    if i < len(pattern) and pattern[i : i + 1] in b"?*{" and out:
+        out = out[:-1]
+    return bytes(out)
+
+
+_PREFIXED = tuple((family, wrapper, pattern, literal_prefix(pattern.pattern)) for family, wrapper, pattern in _COMPILED)
+
+
+def may_hold(data: bytes, families: tuple[TokenFamily, ...], *, instructions: bool = False) -> bool:
+    """Whether `data` may hold a token of `families` (a byte search for each pattern's literal start).
+
+    With `instructions`, wrapper names do not count.
+    """
+    names = {family.name for family in families}
+    return any(
+        family.name in names and prefix in data and not (instructions and wrapper)
+        for family, wrapper, _, prefix in _PREFIXED
+    )
+
+
+def family_reason(name: str) -> str:
+    """Why the family's tokens break a build (its row of TOKEN_FAMILIES)."""
+    return _FAMILY[name].reason
+
+
 def lacking(arch: Arch) -> tuple[TokenFamily, ...]:
     """The token families `arch` lacks."""
     return tuple(family for family in TOKEN_FAMILIES if family.lacked_by(arch))
@@ -139,8 +180,13 @@ def mask_comments(source: bytes) -> bytes:
 
 def includes(source: bytes) -> list[tuple[str, bool]]:
     """Every `#include`, as (path, quoted): `"x.h"` is quoted, `<x.h>` is not. Commented-out ones are left out."""
-    found = []
-    for match in _INCLUDE_RE.finditer(mask_comments(source)):
+    last = None
+    for last in _INCLUDE_RE.finditer(source):
+        pass
+    if last is None:
+        return []
+    found = []  # comments are masked only up to the last candidate: includes sit near the top
+    for match in _INCLUDE_RE.finditer(mask_comments(source[: last.end()])):
         quoted, angled = match.groups()
         found.append(((quoted or angled).decode("utf-8", "replace").strip(), quoted is not None))
     return found
@@ -197,9 +243,10 @@ _DEFINED_CUDA_ARCH_RE = re.compile(r"\bdefined\s*(?:\(\s*__CUDA_ARCH__\s*\)|__CU
 class Structure:
     """The conditional groups of one file and per-arch verdicts over them."""
 
-    def __init__(self, branches: list[Branch], chains: list[list[int]]) -> None:
+    def __init__(self, branches: list[Branch], chains: list[list[int]], top: list[Hit] | None = None) -> None:
         self.branches = branches
         self.chains = chains
+        self.top = top if top is not None else []  # family tokens outside every conditional group
         self._starts = [branch.start for branch in branches]
         self._own: dict[tuple[int, Arch], bool | None] = {}
         self._code: dict[int, bool] = {}
@@ -345,8 +392,8 @@ def structure(source: bytes) -> Structure:
             yield start, end, match.group(1).decode(), lambda head=match.end(), end=end: _condition(masked[head:end])
 
     branches, chains, segments = assemble(directives(), masked, lambda a, b: _has_code(masked, a, b))
-    _collect_hits(masked, branches, segments)
-    return Structure(branches, chains)
+    top = _collect_hits(masked, branches, segments)
+    return Structure(branches, chains, top)
 
 
 def _condition(text: bytes) -> str:
@@ -445,11 +492,18 @@ def _logical_end(masked: bytes, pos: int) -> int:
         return newline + 1
 
 
-def _collect_hits(masked: bytes, branches: list[Branch], segments: list[tuple[int, int, int | None]]) -> None:
-    """Put each family token in the body of the innermost branch around it (tokens in directives do not count)."""
+def _collect_hits(masked: bytes, branches: list[Branch], segments: list[tuple[int, int, int | None]]) -> list[Hit]:
+    """Put each family token in the body of the innermost branch around it; return those outside every branch.
+
+    Tokens in directives do not count. A pattern whose literal start is not
+    in the file is not run (most files hold no token of most families).
+    """
     starts = [segment[0] for segment in segments]
     line_starts: list[int] | None = None
-    for family, wrapper, pattern in _COMPILED:
+    top: list[Hit] = []
+    for family, wrapper, pattern, prefix in _PREFIXED:
+        if prefix not in masked:
+            continue
         named = "token" in pattern.groupindex
         for match in pattern.finditer(masked):
             at = match.start("token") if named else match.start()
@@ -457,14 +511,17 @@ def _collect_hits(masked: bytes, branches: list[Branch], segments: list[tuple[in
             if i < 0:
                 continue
             _, seg_end, owner = segments[i]
-            if owner is None or at >= seg_end:
-                continue
+            if at >= seg_end:
+                continue  # inside a directive
             if line_starts is None:
                 line_starts = [0] + [m.end() for m in re.finditer(rb"\n", masked)]
             token = (match.group("token") if named else match.group()).decode("utf-8", "replace")
-            branches[owner].hits.append(Hit(family.name, token, bisect.bisect_right(line_starts, at), wrapper))
+            hit = Hit(family.name, token, bisect.bisect_right(line_starts, at), wrapper)
+            (top if owner is None else branches[owner].hits).append(hit)
     for branch in branches:
         branch.hits.sort(key=lambda hit: hit.line)
+    top.sort(key=lambda hit: hit.line)
+    return top
 
 
 def blockers_for(source: bytes, gate: Gate, arch: Arch) -> list[str]:
@@ -495,3 +552,164 @@ def describe(hits: list[Hit], arch: Arch) -> list[str]:
 def tokens(hits: list[Hit]) -> list[str]:
     """The distinct tokens of `hits`, in order of first appearance."""
     return list(dict.fromkeys(hit.token for hit in hits))
+
+
+# ---------------------------------------------------------------- what a target compiles
+
+# CUTLASS/CuTe feature switches (cute/arch/config.hpp, cutlass/arch/config.h) are defined only for the
+# targets that have the instructions they guard; elsewhere the #else is CUTE_INVALID_CONTROL_PATH, whose
+# message names the instruction (ARCH_FACTS §3C). A group such a switch opens is the library choosing
+# per arch itself: none of its branches counts.
+FEATURE_SWITCH_RE = re.compile(r"\b(?:CUTE|CUTLASS)_ARCH_\w*ENABLED\b")
+
+
+def _switched(shape: Structure, branch: Branch) -> bool:
+    """Whether the branch's group is opened by a CUTLASS/CuTe feature switch (or its negation)."""
+    opening = shape.group(branch)[0]
+    return bool(FEATURE_SWITCH_RE.search(opening.condition))
+
+
+def compiled(
+    shape: Structure, target: Arch, families: tuple[TokenFamily, ...], *, definitions: bool = False
+) -> tuple[list[tuple[Hit, Branch | None]], list[tuple[Hit, Branch]]]:
+    """Family tokens of a whole file that `target` compiles: (surely, and under a guard that may or may not admit it).
+
+    Each sure token comes with the innermost guard that tells archs apart and
+    admits `target` around it (None: no arch guard, e.g. at file level); each
+    undecided one with the guard that cannot be decided. A branch `target`
+    does not take is skipped with everything in it, and so is every branch of
+    a group a CUTLASS/CuTe feature switch opens. A branch whose condition
+    names no arch macro (an include guard, `#ifndef ONLY_SOFTMAX`) is taken as
+    compiled; one that tells archs apart but cannot be decided for `target`
+    (other macros too) makes its tokens undecided. With `definitions` (a
+    library such as CUTLASS, whose headers define the wrappers rather than use
+    them) wrapper names do not count, only instructions.
+    """
+    names = {family.name for family in families}
+
+    def wanted(hits: list[Hit]) -> list[Hit]:
+        return [hit for hit in hits if hit.family in names and not (definitions and hit.wrapper)]
+
+    sure: list[tuple[Hit, Branch | None]] = [(hit, None) for hit in wanted(shape.top)]
+    unsure: list[tuple[Hit, Branch]] = []
+
+    def walk(branch: Branch, guard: Branch | None, undecided: bool) -> None:
+        taken = shape.taken(branch, target)
+        if taken is False or _switched(shape, branch):
+            return
+        if shape.arch_selected(branch) and not undecided:
+            guard, undecided = branch, taken is None
+        if undecided:
+            unsure.extend((hit, guard) for hit in wanted(branch.hits))
+        else:
+            sure.extend((hit, guard) for hit in wanted(branch.hits))
+        for child in branch.children:
+            for member in shape.group(shape.branches[child]):
+                walk(member, guard, undecided)
+
+    for branch in shape.branches:
+        if branch.parent is None:
+            walk(branch, None, False)
+    sure.sort(key=lambda pair: pair[0].line)
+    unsure.sort(key=lambda pair: pair[0].line)
+    return sure, unsure
+
+
+# ---------------------------------------------------------------- include closures
+
+
+@dataclass
+class Closure:
+    """The files one JIT spec compiles, and what could not be followed."""
+
+    files: list[str]  # its sources and every file they include inside the tree, sources first
+    missing: list[str]  # named sources that are not in the tree
+    unresolved: list[tuple[str, str]]  # (including file, include) of FOLLOWED_INCLUDES found nowhere
+    library: set[str] = field(default_factory=set)  # files found only through a library dir (CUTLASS)
+
+
+# First components of includes a closure must follow: FlashInfer's own headers and CUTLASS/CuTe,
+# where the arch-specific atoms and instructions live. Others (<cuda_runtime.h>, <vector>, <torch/...>)
+# are the toolkit's or the system's.
+FOLLOWED_INCLUDES = ("flashinfer", "cutlass", "cute")
+
+
+class Closures:
+    """Resolve JIT spec sources and follow their `#include`s inside a tree, caching per file.
+
+    `exists(rel)` says whether a tree-relative path is a file of the tree,
+    `read(rel)` gives its bytes (OSError when it cannot). Quoted includes are
+    looked up in the including file's folder first, then, like angled ones,
+    in the include root, the csrc folder, the spec's include dirs and the
+    library dirs (CUTLASS's include folders). No I/O of its own.
+    """
+
+    def __init__(
+        self,
+        csrc: str,
+        include: str,
+        exists: Callable[[str], bool],
+        read: Callable[[str], bytes],
+        libraries: tuple[str, ...] = (),
+        parse: Callable[[bytes], list[tuple[str, bool]]] = includes,
+    ) -> None:
+        self.csrc, self.include, self.libraries = csrc, include, tuple(libraries)
+        self.exists = exists
+        self._read, self._parse = read, parse
+        self._includes: dict[str, list[tuple[str, bool]]] = {}
+        self._resolved: dict[tuple, str | None] = {}  # (including folder for "", path, dirs) -> file
+
+    def place(self, root_name: str, path: str) -> str:
+        base = self.csrc if root_name == "csrc" else self.include
+        return posixpath.normpath(posixpath.join(base, path))
+
+    def closure(self, spec, *, libraries: bool = True) -> Closure:
+        """The files `spec` (a jit_specs.JitSpec) compiles and includes, and what could not be followed.
+
+        Without `libraries`, includes are not looked up in the library dirs.
+        """
+        dirs = [self.include, self.csrc] + [self.place(*d) for d in spec.include_dirs]
+        all_dirs = dirs + list(self.libraries if libraries else ())
+        queue, missing = [], []
+        for source in spec.sources:
+            rel = self.place(*source)
+            (queue if self.exists(rel) else missing).append(rel)
+        seen = dict.fromkeys(queue)
+        unresolved: dict[tuple[str, str], None] = {}
+        library: set[str] = set()
+        key_dirs = tuple(all_dirs)
+        while queue:
+            current = queue.pop()
+            for path, quoted in self.includes_of(current):
+                here = posixpath.dirname(current) if quoted else None
+                key = (here, path, key_dirs)
+                if key not in self._resolved:
+                    self._resolved[key] = None
+                    for folder in ([here] if quoted else []) + all_dirs:
+                        rel = posixpath.normpath(posixpath.join(folder, path))
+                        if self.exists(rel):
+                            self._resolved[key] = rel
+                            break
+                rel = self._resolved[key]
+                if rel is None:
+                    if path.split("/", 1)[0] in FOLLOWED_INCLUDES:
+                        unresolved.setdefault((current, path))
+                    continue
+                if rel not in seen:
+                    seen[rel] = None
+                    queue.append(rel)
+                    if any(_under(rel, folder) for folder in self.libraries):
+                        library.add(rel)
+        return Closure(list(seen), missing, list(unresolved), library)
+
+    def includes_of(self, rel: str) -> list[tuple[str, bool]]:
+        if rel not in self._includes:
+            try:
+                self._includes[rel] = self._parse(self._read(rel))
+            except OSError:
+                self._includes[rel] = []
+        return self._includes[rel]
+
+
+def _under(rel: str, folder: str) -> bool:
+    return rel == folder or rel.startswith(folder.rstrip("/") + "/")

@@ -12,10 +12,9 @@ never in the work tree.
   operation it names was interrupted, and `status` says at which step;
   `run` and `revert` first put the repo back to the recorded base.
 
-`checkpoint(step)` marks a step boundary. Tests set CODEMOD_TEST_KILL_AT to a
-step name (optionally `name#n` for its n-th occurrence) to SIGKILL the
-process exactly there, or CODEMOD_TEST_PAUSE_AT=`name:path` to wait there
-until `path` exists.
+`checkpoint(step)` marks a step boundary. It does nothing unless a hook is
+installed; only the tests' fault runner (tests/fault_runner.py) installs one,
+to kill or pause the process exactly at a boundary.
 """
 
 from __future__ import annotations
@@ -23,36 +22,21 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import signal
 import socket
-import sys
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
 from codemods import errors
 
-_hits: dict[str, int] = {}
+_hook: Callable[[str], None] | None = None  # set only by the tests' fault runner
 
 
 def checkpoint(step: str) -> None:
     """A step boundary: where a test may kill or pause this process."""
-    _hits[step] = _hits.get(step, 0) + 1
-    kill = os.environ.get("CODEMOD_TEST_KILL_AT")
-    if kill:
-        name, _, nth = kill.partition("#")
-        if name == step and _hits[step] == int(nth or 1):
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.kill(os.getpid(), signal.SIGKILL)
-    pause = os.environ.get("CODEMOD_TEST_PAUSE_AT")
-    if pause:
-        name, _, path = pause.partition(":")
-        if name == step:
-            Path(path + ".reached").write_text(str(os.getpid()))
-            deadline = time.monotonic() + 60
-            while not Path(path).exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
+    if _hook is not None:
+        _hook(step)
 
 
 @contextmanager

@@ -98,3 +98,14 @@ def project_of(name: str) -> str | None:
         if name == project or name in dists:
             return project
     return None
+
+
+def folder(name: str, python: str | None = None) -> Path:
+    """The installed package's own folder (site-packages/flashinfer), so each package keeps its own record.
+
+    Falls back to the site-packages folder when the import folder is not there.
+    """
+    root = locate(name, python)[0]
+    project = project_of(name)
+    inside = root / project if project else None
+    return inside if inside is not None and inside.is_dir() else root

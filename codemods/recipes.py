@@ -20,9 +20,10 @@ from pathlib import Path, PurePosixPath
 from types import ModuleType
 from typing import Callable
 
-from codemods import errors, files, gates, hazards
+from codemods import errors, files, gates, hazards, kernel_paths
 from codemods.arch import DEFAULT_ARCHS, Arch, ArchParseError, ArchSet, family
-from codemods.gates import CannotWiden, Edit, Gate, SourceError, TooDeep, apply_edits
+from codemods.gates import CannotWiden, Edit, Gate, NotFound, SourceError, TooDeep, apply_edits, line_of
+from codemods.gates import _predicates
 
 OUTCOMES = ("changed", "unchanged", "skipped", "failed")
 
@@ -42,10 +43,24 @@ def gate_kinds() -> dict[str, ModuleType]:
     return kinds
 
 
+def is_edit_kind(module: ModuleType) -> bool:
+    """An edit kind rewrites code the same on every arch (`rewrite`) instead of widening gates (`find`/`widen`)."""
+    return bool(getattr(module, "EDIT_KIND", False))
+
+
+def _entry(module: ModuleType) -> Callable:
+    return module.rewrite if is_edit_kind(module) else module.find
+
+
 def selector_keys(module: ModuleType) -> set[str]:
-    """A kind's selectors are the keyword-only parameters of its `find`."""
-    params = inspect.signature(module.find).parameters.values()
+    """A kind's selectors are the keyword-only parameters of its `find` (or an edit kind's `rewrite`)."""
+    params = inspect.signature(_entry(module)).parameters.values()
     return {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+
+def required_selectors(module: ModuleType) -> set[str]:
+    params = inspect.signature(_entry(module)).parameters.values()
+    return {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is inspect.Parameter.empty}
 
 
 # ---------------------------------------------------------------- data files
@@ -74,6 +89,13 @@ class Project:
     name: str
     title: str
     layouts: tuple[Layout, ...]
+    # Where the project defines its arch predicates ({python}/utils.py), read for what each admits.
+    predicate_files: tuple[str, ...] = ()
+    # name -> archs it admits, for when the source cannot be read (recipe test); checked against releases.
+    predicates: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def predicate_table(self) -> dict:
+        return _predicates.table(dict(self.predicates), f"targets/projects/{self.name}.toml")
 
 
 @dataclass(frozen=True)
@@ -100,6 +122,7 @@ class Change:
     at: tuple[Location, ...] = ()  # candidates tried in order; the first that holds the gate wins
     optional: str = ""  # "absent": no candidate file/function exists -> skipped, not failed
     needs: tuple[str, ...] = ()  # changes that must be applied with this one (its JIT spec needs their guards)
+    default: str = "on"  # "off": planned only when named with --only, or offered by --interactive
 
     @property
     def locations(self) -> tuple[Location, ...]:
@@ -110,26 +133,44 @@ class Change:
 class Recipe:
     id: str
     summary: str
-    arch: Arch
+    archs: tuple[Arch, ...]  # `arch = "sm_120"` or `arch = ["sm_80", "sm_90"]`, in the recipe's order
     admit: str  # "family" or "exact"
     notes: tuple[str, ...]
     changes: tuple[Change, ...]
     path: Path
     tests: tuple["Case", ...] = ()
+    upstream: tuple["Upstream", ...] = ()
+
+    @property
+    def arch(self) -> Arch:
+        """The first arch the recipe names."""
+        return self.archs[0]
 
     def targets(self, universe: tuple[Arch, ...]) -> tuple[Arch, ...]:
-        """The archs each gate must admit after the recipe."""
+        """The archs each gate must admit after the recipe: every named arch (and its family), each gate widened once."""
         if self.admit == "family":
-            members = family(self.arch, tuple(universe) + (self.arch,))
-            return tuple(dict.fromkeys(members))
-        return (self.arch,)
+            scope = tuple(universe) + self.archs
+            members = [member for arch in self.archs for member in family(arch, scope)]
+            return tuple(sorted(dict.fromkeys(members)))
+        return tuple(dict.fromkeys(self.archs))
 
 
-_RECIPE_KEYS = {"id", "summary", "arch", "admit", "notes", "change", "test"}
+@dataclass(frozen=True)
+class Upstream:
+    """A project release that ships the recipe's changes (and maybe more): upgrading beats patching."""
+
+    project: str
+    fixed_in: str  # the first release that has it, e.g. "0.6.17"
+    pr: str = ""  # e.g. "#3903"
+    ships: str = ""  # what that release has, in a few words
+
+
+_RECIPE_KEYS = {"id", "summary", "arch", "admit", "notes", "change", "test", "upstream"}
+_UPSTREAM_KEYS = {"project", "fixed_in", "pr", "ships"}
 _TEST_KEYS = {"name", "change", "file", "before", "after", "outcome"}
 _CHANGE_KEYS = {
     "id", "project", "file", "kind", "title", "why", "admits", "jit_modules",
-    "requires_symbol", "symbol_files", "at", "optional", "needs",
+    "requires_symbol", "symbol_files", "at", "optional", "needs", "default",
 }
 _ID_RE = re.compile(r"^[a-z0-9]+(?:[.-][a-z0-9]+)*$")
 
@@ -165,15 +206,12 @@ def load_recipe(path: Path) -> Recipe:
     for key in data:
         if key not in _RECIPE_KEYS:
             raise _invalid(path, text, key, f"unknown key {key!r}", f"allowed keys: {', '.join(sorted(_RECIPE_KEYS))}")
-    for key in ("id", "summary", "arch"):
+    for key in ("id", "summary"):
         if not isinstance(data.get(key), str) or not data[key]:
             raise _invalid(path, text, key, f"{key!r} must be a non-empty string", f"add `{key} = \"...\"`")
     if not _ID_RE.match(data["id"]):
         raise _invalid(path, text, "id", f"recipe id {data['id']!r} must be kebab-case", "for example `sm120-enable`")
-    try:
-        arch = Arch.parse(data["arch"])
-    except ArchParseError as exc:
-        raise _invalid(path, text, "arch", str(exc), "write the arch like sm_120") from None
+    archs = _load_archs(path, text, data.get("arch"))
     admit = data.get("admit", "family")
     if admit not in ("family", "exact"):
         raise _invalid(path, text, "admit", f"admit must be 'family' or 'exact', not {admit!r}", "use admit = \"family\"")
@@ -197,7 +235,93 @@ def load_recipe(path: Path) -> Recipe:
                     f"changes: {', '.join(sorted(ids - {change.id}))}",
                 )
     cases = _load_cases(path, text, data.get("test", []), {c.id: c for c in changes})
-    return Recipe(data["id"], data["summary"], arch, admit, tuple(notes), tuple(changes), path, cases)
+    upstream = _load_upstream(path, text, data.get("upstream", []))
+    return Recipe(data["id"], data["summary"], archs, admit, tuple(notes), tuple(changes), path, cases, upstream)
+
+
+def _load_archs(path: Path, text: str, raw) -> tuple[Arch, ...]:
+    """`arch = "sm_120"` or a non-empty list of arch names, each given once."""
+    hint = 'arch = "sm_120" or arch = ["sm_80", "sm_90"]'
+    names = [raw] if isinstance(raw, str) else raw
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+        raise _invalid(path, text, "arch", "'arch' must be an arch name or a non-empty list of arch names", hint)
+    archs = []
+    for name in names:
+        try:
+            arch = Arch.parse(name)
+        except ArchParseError as exc:
+            raise _invalid(path, text, "arch", str(exc), "write each arch like sm_120") from None
+        if arch in archs:
+            raise _invalid(path, text, "arch", f"{arch.name} is named twice", hint)
+        archs.append(arch)
+    return tuple(archs)
+
+
+def _load_upstream(path: Path, text: str, raw) -> tuple[Upstream, ...]:
+    tables = [raw] if isinstance(raw, dict) else raw
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise _invalid(path, text, "[[upstream]]", "upstream must be a table or an array of tables", "write it as [[upstream]]")
+    out = []
+    for n, table in enumerate(tables):
+        for key, value in table.items():
+            if key not in _UPSTREAM_KEYS:
+                raise _invalid(path, text, key, f"upstream #{n + 1}: unknown key {key!r}", f"allowed keys: {', '.join(sorted(_UPSTREAM_KEYS))}")
+            if not isinstance(value, str):
+                raise _invalid(path, text, key, f"upstream #{n + 1}: {key!r} must be a string", f'{key} = "..."')
+        for key in ("project", "fixed_in"):
+            if not table.get(key):
+                raise _invalid(path, text, "[[upstream]]", f"upstream #{n + 1}: {key!r} is required", 'project = "flashinfer", fixed_in = "0.6.17"')
+        if _release(table["fixed_in"]) is None:
+            raise _invalid(path, text, "fixed_in", f"upstream #{n + 1}: fixed_in {table['fixed_in']!r} is not a version", 'fixed_in = "0.6.17"')
+        out.append(Upstream(table["project"], table["fixed_in"], table.get("pr", ""), table.get("ships", "")))
+    return tuple(out)
+
+
+def _release(version: str) -> tuple[tuple[int, ...], bool] | None:
+    """(release numbers, is a pre-release) of a PEP 440-ish version; None when it has no numbers."""
+    match = re.match(r"^\s*v?(\d+(?:\.\d+)*)(.*)$", version)
+    if match is None:
+        return None
+    rest = match.group(2).lower()
+    return tuple(int(n) for n in match.group(1).split(".")), bool(re.match(r"^[._-]?(?:a|b|c|rc|alpha|beta|pre|preview|dev)(?:[._-]?\d|$)", rest))
+
+
+def _older(version: str, than: str) -> bool | None:
+    """Whether `version` is older than release `than`; None when `version` cannot be read."""
+    mine, theirs = _release(version), _release(than)
+    if mine is None or theirs is None:
+        return None
+    width = max(len(mine[0]), len(theirs[0]))
+    a, b = mine[0] + (0,) * (width - len(mine[0])), theirs[0] + (0,) * (width - len(theirs[0]))
+    return a < b or (a == b and mine[1] and not theirs[1])
+
+
+def upstream_advice(recipe: Recipe, target: "Target") -> list[str]:
+    """What to say before the notes: upgrade instead of patching, when the project's release is older than the fix."""
+    out = []
+    for up in recipe.upstream:
+        if up.project != target.project.name:
+            continue
+        version = target.version()
+        older = _older(version, up.fixed_in) if version else None
+        if older is False:
+            continue
+        pr = f" (PR {up.pr})" if up.pr else ""
+        ships = f": {up.ships}" if up.ships else ""
+        title = target.project.title
+        unknown = f"its version {version!r} cannot be compared" if version else "its version is unknown here: no version file"
+        if older:
+            out.append(
+                f"upgrade {title} to {up.fixed_in} or later: this tree is {title} {version}, and {up.fixed_in}+ ships "
+                f"this recipe's {title} changes upstream{pr}{ships}. Patch this tree only if you cannot upgrade."
+            )
+        else:
+            out.append(
+                f"if this {title} is older than {up.fixed_in} ({unknown}), upgrade it to "
+                f"{up.fixed_in} or later, which ships this recipe's {title} changes upstream{pr}{ships}. "
+                "Patch this tree only if you cannot upgrade."
+            )
+    return out
 
 
 @dataclass(frozen=True)
@@ -290,7 +414,8 @@ def _load_change(path, text, n, raw, kinds, seen) -> Change:
     kind = raw["kind"]
     if kind not in kinds:
         raise _invalid(path, text, "kind", f"unknown gate kind {kind!r}", f"known kinds: {', '.join(sorted(kinds))}", n)
-    allowed = _CHANGE_KEYS | selector_keys(kinds[kind])
+    module = kinds[kind]
+    allowed = _CHANGE_KEYS | selector_keys(module)
     for key in raw:
         if key not in allowed:
             raise _invalid(
@@ -302,15 +427,16 @@ def _load_change(path, text, n, raw, kinds, seen) -> Change:
     seen.add(raw["id"])
     _check_relative(path, text, raw["file"])
     admits = ()
+    if "admits" in raw and is_edit_kind(module):
+        raise _invalid(path, text, "admits", f"change {raw['id']!r}: {kind} is an edit kind; it admits no arch", "drop `admits`")
     if "admits" in raw:
         try:
             admits = tuple(Arch.parse(a) for a in raw["admits"])
         except (ArchParseError, TypeError) as exc:
             raise _invalid(path, text, "admits", f"change {raw['id']!r}: {exc}", 'admits = ["sm_90", "sm_100"]') from None
-    selector = {k: raw[k] for k in selector_keys(kinds[kind]) if k in raw}
+    selector = {k: raw[k] for k in selector_keys(module) if k in raw}
     for key, value in selector.items():
-        if not isinstance(value, str):
-            raise _invalid(path, text, key, f"change {raw['id']!r}: {key!r} must be a string", f'{key} = "..."')
+        _check_selector(path, text, raw["id"], module, key, value)
     for key in ("title", "why", "requires_symbol"):
         if not isinstance(raw.get(key, ""), str):
             raise _invalid(path, text, key, f"change {raw['id']!r}: {key!r} must be a string", f'{key} = "..."', n)
@@ -327,8 +453,10 @@ def _load_change(path, text, n, raw, kinds, seen) -> Change:
         for key, value in candidate.items():
             if key not in allowed_at:
                 raise _invalid(path, text, key, f"change {raw['id']!r}: unknown key {key!r} in [[change.at]] #{i + 1}", f"allowed keys: {', '.join(sorted(allowed_at))}")
-            if not isinstance(value, str):
+            if key == "file" and not isinstance(value, str):
                 raise _invalid(path, text, key, f"change {raw['id']!r}: {key!r} must be a string", f'{key} = "..."')
+            if key != "file":
+                _check_selector(path, text, raw["id"], module, key, value)
         if "file" not in candidate:
             raise _invalid(path, text, "[[change.at]]", f"change {raw['id']!r}: [[change.at]] #{i + 1} needs a file", 'file = "{python}/..."')
         _check_relative(path, text, candidate["file"])
@@ -339,13 +467,31 @@ def _load_change(path, text, n, raw, kinds, seen) -> Change:
     optional = raw.get("optional", "")
     if optional not in ("", "absent"):
         raise _invalid(path, text, "optional", f"change {raw['id']!r}: optional must be \"absent\"", 'optional = "absent"')
+    default = raw.get("default", "on")
+    if default not in ("on", "off"):
+        raise _invalid(path, text, "default", f"change {raw['id']!r}: default must be \"on\" or \"off\"", 'default = "off"')
+    for location in at or [Location(raw["file"], selector)]:
+        missing = sorted(required_selectors(module) - set(location.selector))
+        if missing:
+            raise _invalid(path, text, "kind", f"change {raw['id']!r}: kind {kind} needs {', '.join(missing)}", f'add `{missing[0]} = ...`', n)
     return Change(
         id=raw["id"], project=raw["project"], file=raw["file"], kind=kind,
         title=raw.get("title", raw["id"]), why=raw.get("why", ""), selector=selector,
         admits=admits, jit_modules=tuple(raw.get("jit_modules", ())),
         requires_symbol=raw.get("requires_symbol", ""), symbol_files=symbol_files,
-        at=tuple(at), optional=optional, needs=tuple(needs),
+        at=tuple(at), optional=optional, needs=tuple(needs), default=default,
     )
+
+
+def _check_selector(path: Path, text: str, change_id: str, module: ModuleType, key: str, value) -> None:
+    """A selector is a string unless its kind says otherwise (check_selector)."""
+    if hasattr(module, "check_selector"):
+        problem = module.check_selector(key, value)
+    else:
+        problem = "" if isinstance(value, str) else f"{key!r} must be a string"
+    if problem:
+        hint = getattr(module, "SELECTOR_HINTS", {}).get(key) or (f'{key} = "..."' if key != "replace" else 'replace = [{from = "...", to = "..."}]')
+        raise _invalid(path, text, key, f"change {change_id!r}: {problem}", hint)
 
 
 # The placeholders a project layout defines; a path template may use them whole and nothing else
@@ -389,7 +535,11 @@ def load_project(path: Path) -> Project:
                 tuple(raw.get("version_files", ())), tuple(raw.get("include_dirs", ())),
             )
         )
-    return Project(data["name"], data.get("title", data["name"]), tuple(layouts))
+    predicates = tuple((name, tuple(archs)) for name, archs in data.get("predicates", {}).items())
+    return Project(
+        data["name"], data.get("title", data["name"]), tuple(layouts),
+        tuple(data.get("predicate_files", ())), predicates,
+    )
 
 
 def recipe_dirs(extra: list[Path] | None = None) -> list[Path]:
@@ -492,6 +642,7 @@ class GateChange:
     admits_after: ArchSet | None = None
     reason: str = ""
     forced: list[str] = field(default_factory=list)  # blockers overridden with --force
+    warnings: list[str] = field(default_factory=list)  # potential blockers: what codemod could not follow
 
 
 @dataclass
@@ -508,6 +659,7 @@ class PlannedChange:
     tried: list[str] = field(default_factory=list)  # candidates that did not hold the gate, and why
     missed: bool = False  # the file holds no gate the selectors pick (another candidate may)
     too_deep: bool = False  # the file nests deeper than codemod reads
+    rewrites: list[tuple[int, str, str]] = field(default_factory=list)  # edit kinds: (line, before, after) per edited line
 
     @property
     def id(self) -> str:
@@ -544,10 +696,33 @@ def _language(path: str) -> str:
     return "cuda" if path.endswith((".cu", ".cuh")) else "cpp"
 
 
-def _find(kind: ModuleType, source: bytes, file: str, universe, selector: dict) -> list[Gate]:
+def _find(kind: ModuleType, source: bytes, file: str, universe, selector: dict, meanings=None) -> list[Gate]:
     params = inspect.signature(kind.find).parameters
     extra = {"language": _language(file)} if "language" in params else {}
+    if "meanings" in params and meanings is not None:
+        extra["meanings"] = meanings
     return kind.find(source, universe, **extra, **selector)
+
+
+def _with_meanings(function: Callable, meanings) -> dict:
+    """`meanings=` for a kind function that reads predicates, else nothing."""
+    return {"meanings": meanings} if meanings is not None and "meanings" in inspect.signature(function).parameters else {}
+
+
+def meanings_for(project: Project, file: str, source: bytes, target: Target | None = None, read=None) -> dict:
+    """What each arch predicate `file` can use admits: the project's table, then the definitions in its
+    predicate files (through `read`), then those in `file` itself; the later wins."""
+    known = project.predicate_table()
+    if target is not None and read is not None:
+        for template in project.predicate_files:
+            rel = target.resolve(template)
+            try:
+                data = read(rel)
+            except OSError:
+                continue
+            known.update(_predicates.read(data, rel, known))
+    known.update(_predicates.read(source, file, known))
+    return known
 
 
 def _span_after(gate: Gate, shifts: tuple[list[Edit], list[int], list[int]]) -> tuple[int, int]:
@@ -593,11 +768,14 @@ def plan(
     skip: list[str] | None = None,
     read: Callable[[str], bytes] | None = None,
     force: bool = False,
+    offer_off: bool = False,
 ) -> Plan:
     """Plan every change of the recipe for the project at target.root. Reads, never writes.
 
     A CUDA guard around instructions a target arch lacks (hazards.blockers_for)
     is not widened unless `force`; forced gates keep their blockers in `GateChange.forced`.
+    A change with `default = "off"` is planned only when `only` names it, or
+    with `offer_off` (--interactive asks about it).
     """
     kinds = gate_kinds()
     targets = recipe.targets(universe)
@@ -619,6 +797,8 @@ def plan(
     every = relevant
     if only:
         relevant = [c for c in relevant if c.id in only]
+    elif not offer_off:
+        relevant = [c for c in relevant if c.default != "off"]
     if skip:
         relevant = [c for c in relevant if c.id not in skip]
     wanted = {n for c in relevant for n in c.needs}
@@ -628,6 +808,8 @@ def plan(
     planned = []
     for change in relevant:
         pc = _plan_locations(change, target, kinds[change.kind], universe, targets, current, read, force)
+        if pc.outcome == "failed" and change.default == "off" and not only:  # offered, not asked for: no reason to stop
+            pc.outcome, pc.reason = "skipped", f"off by default, and cannot be made here: {pc.reason}"
         planned.append(pc)
         if pc.outcome == "changed":
             current[pc.file] = pc.after
@@ -717,8 +899,16 @@ def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target:
     if b"\0" in source[:8192]:
         pc.outcome, pc.reason = "failed", f"{pc.file}: looks like a binary file (NUL bytes), not source"
         return
+    if is_edit_kind(kind):
+        _plan_rewrite(pc, kind)
+        return
+    meanings = None
+    if "meanings" in inspect.signature(kind.find).parameters:
+        project = target.project if target is not None else projects().get(change.project)
+        if project is not None:
+            meanings = meanings_for(project, pc.file, source, target, read)
     try:
-        found = _find(kind, source, pc.file, universe, pc.selector if pc.selector is not None else change.selector)
+        found = _find(kind, source, pc.file, universe, pc.selector if pc.selector is not None else change.selector, meanings)
     except SourceError as exc:
         pc.outcome, pc.reason = "failed", f"{pc.file}: {exc}"
         pc.too_deep = isinstance(exc, TooDeep)
@@ -729,30 +919,41 @@ def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target:
         pc.missed = True
         return
     edits: list[Edit] = []
+    symbol_missing = False
     for gate in found:
         if all(gate.admits.admits(a) for a in targets):
             pc.gates.append(GateChange(gate, "unchanged", gate.text, gate.admits, "already admits " + ", ".join(a.name for a in targets)))
             continue
         blockers = _blockers(source, gate, targets)
+        paths = _kernel_paths(pc.file, source, gate, targets, target, read)
+        warnings = paths.warnings() if paths is not None else []
+        if paths is not None:
+            blockers += paths.blockers()
         if blockers and not force:
-            pc.gates.append(GateChange(gate, "failed", reason="not widenable: " + "; ".join(blockers) + " (--force overrides)"))
+            pc.gates.append(
+                GateChange(gate, "failed", reason="not widenable: " + "; ".join(blockers) + " (--force overrides)", warnings=warnings)
+            )
             continue
         try:
-            gate_edits = kind.widen(source, gate, targets, universe)
+            gate_edits = kind.widen(source, gate, targets, universe, **_with_meanings(kind.widen, meanings))
         except CannotWiden as exc:
-            pc.gates.append(GateChange(gate, "failed", reason=str(exc)))
+            if change.requires_symbol and target is not None and not _symbol_available(change, target, source, read):
+                symbol_missing = True  # said below, the way every version without the predicate is refused
+                pc.gates.append(GateChange(gate, "changed"))
+                continue
+            pc.gates.append(GateChange(gate, "failed", reason=str(exc), warnings=warnings))
             continue
         edits += gate_edits
-        pc.gates.append(GateChange(gate, "changed", forced=blockers))
+        pc.gates.append(GateChange(gate, "changed", forced=blockers, warnings=warnings))
     failed = [g for g in pc.gates if g.outcome == "failed"]
     if failed:
         pc.outcome = "failed"
         pc.reason = "; ".join(f"{pc.file}:{g.gate.line}: cannot widen `{g.gate.text.strip()}`: {g.reason}" for g in failed)
         return
-    if not edits:
+    if not edits and not symbol_missing:
         pc.outcome, pc.reason = "unchanged", "already enabled: every gate admits " + ", ".join(a.name for a in targets)
         return
-    if change.requires_symbol and target is not None and not _symbol_available(change, target, source, read):
+    if symbol_missing or change.requires_symbol and target is not None and not _symbol_available(change, target, source, read):
         pc.outcome = "failed"
         pc.reason = (
             f"{change.requires_symbol} is not defined in this {target.project.title} "
@@ -766,18 +967,98 @@ def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target:
         pc.outcome, pc.reason = "failed", f"{pc.file}: {exc}"
         return
     shifts = _shifts(edits)
+    if meanings is not None:  # the edits may define a predicate in this file (`_is_sm120_supported = ...`)
+        meanings = {**meanings, **_predicates.read(after, pc.file, meanings)}
     for gc in pc.gates:
         if gc.outcome != "changed":
             continue
         start, end = _span_after(gc.gate, shifts)
         gc.after_text = after[start:end].decode("utf-8", errors="replace")
-        gc.admits_after = kind.admits(gc.after_text, universe)
+        extra = {"detail": gc.gate.detail} if "detail" in inspect.signature(kind.admits).parameters else {}
+        gc.admits_after = kind.admits(gc.after_text, universe, **extra, **_with_meanings(kind.admits, meanings))
         if not all(gc.admits_after.admits(a) for a in targets):
             pc.outcome, pc.reason = "failed", f"{pc.file}:{gc.gate.line}: the rewritten gate does not admit the target (internal check)"
             return
     pc.after = after
     pc.edits = sorted(set(edits))
     pc.outcome = "changed"
+
+
+def _rewrite(kind: ModuleType, source: bytes, file: str, selector: dict) -> list[Edit]:
+    params = inspect.signature(kind.rewrite).parameters
+    extra = {"language": _language(file)} if "language" in params else {}
+    return kind.rewrite(source, **extra, **selector)
+
+
+def _plan_rewrite(pc: PlannedChange, kind: ModuleType) -> None:
+    """An edit kind's change: its edits, or unchanged when already made, or a miss naming what is not there."""
+    source = pc.before
+    try:
+        edits = _rewrite(kind, source, pc.file, pc.selector if pc.selector is not None else pc.change.selector)
+    except SourceError as exc:
+        pc.outcome, pc.reason = "failed", f"{pc.file}: {exc}"
+        return
+    except NotFound as exc:
+        pc.outcome, pc.reason, pc.missed = "failed", f"{pc.file}: {exc}", True
+        return
+    if not edits:
+        pc.outcome, pc.reason = "unchanged", f"already made: {pc.file} has the replacement and not the original"
+        return
+    try:
+        pc.after = apply_edits(source, edits)
+    except ValueError as exc:
+        pc.outcome, pc.reason = "failed", f"{pc.file}: {exc}"
+        return
+    pc.edits = sorted(set(edits))
+    pc.rewrites = _edited_lines(source, pc.edits)
+    pc.outcome = "changed"
+
+
+def _edited_lines(source: bytes, edits: list[Edit]) -> list[tuple[int, str, str]]:
+    """Each source line an edit touches, before and after (edits sorted, non-overlapping)."""
+    out: list[tuple[int, str, str]] = []
+    i = 0
+    while i < len(edits):
+        start = source.rfind(b"\n", 0, edits[i].start) + 1
+        end = source.find(b"\n", edits[i].end)
+        end = len(source) if end < 0 else end
+        group = [edits[i]]
+        while i + 1 < len(edits) and edits[i + 1].start <= end:
+            i += 1
+            group.append(edits[i])
+            end = source.find(b"\n", edits[i].end)
+            end = len(source) if end < 0 else end
+        i += 1
+        after = apply_edits(source[start:end], [Edit(e.start - start, e.end - start, e.text) for e in group])
+        out.append((line_of(source, start), source[start:end].decode("utf-8", "replace").strip(), after.decode("utf-8", "replace").strip()))
+    return out
+
+
+def intended_rewrites(recipe: Recipe, target: Target, file: str, base: bytes, work: bytes) -> tuple[bytes, list[tuple[str, list[int]]]]:
+    """`base` with the recipe's edit-kind changes to `file` made, for those `work` already has; and (change id, base lines) of each.
+
+    `verify` compares the work tree with this instead of the bare base, so a
+    host-side fix the recipe planned is not taken for an unexplained change.
+    """
+    kinds = gate_kinds()
+    made = []
+    for change in recipe.changes:
+        kind = kinds.get(change.kind)
+        if kind is None or not is_edit_kind(kind) or change.project != target.project.name:
+            continue
+        for location in change.locations:
+            if target.resolve(location.file) != file:
+                continue
+            try:
+                edits = _rewrite(kind, base, file, location.selector)
+                done = not _rewrite(kind, work, file, location.selector)
+            except (NotFound, SourceError):
+                continue
+            if edits and done:
+                made.append((change.id, sorted({line_of(base, e.start) for e in edits})))
+                base = apply_edits(base, edits)
+            break
+    return base, made
 
 
 def _blockers(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[str]:
@@ -790,6 +1071,23 @@ def _blockers(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[str]
             if blocker not in found:
                 found.append(blocker)
     return found
+
+
+def _kernel_paths(file: str, source: bytes, gate: Gate, targets: tuple[Arch, ...], target: Target | None, read):
+    """What widening a Python gate that selects a JIT module makes the targets compile (kernel_paths.check).
+
+    None for a CUDA guard, without a tree to read (recipe test), or in a
+    project whose layout names no csrc and include folders (no JIT specs).
+    """
+    if gate.kind not in kernel_paths.SELECTING_KINDS or target is None or read is None:
+        return None
+    places = target.layout.places
+    if not {"python", "csrc", "include"} <= places.keys():
+        return None
+    csrc, include = target.resolve("{csrc}"), target.resolve("{include}")
+    libraries = tuple(d for d in target.layout.include_dirs if d not in (csrc, include))
+    tree = kernel_paths.tree(read, target.resolve("{python}"), csrc, include, libraries)
+    return kernel_paths.check(tree, file, source, gate.kind, gate.line, gate.context, targets)
 
 
 def _symbol_available(change: Change, target: Target, source: bytes, read) -> bool:

@@ -125,6 +125,8 @@ def open_repo(path: Path, *, create_shadow: bool = False) -> "Repo":
     itself: nothing is written into the folder but the patched files.
     """
     require_folder(path)
+    if ShadowRepo.recorded(path):  # patched outside git; a repository made around it later changes nothing
+        return ShadowRepo.open(path, create=False)
     found = _enclosing(path)
     if found is not None and found.bare:
         raise errors.RepoState("is a bare repository; there is no work tree to patch", where=str(path), hint="clone it and point --repo at the clone")
@@ -135,6 +137,8 @@ def open_repo(path: Path, *, create_shadow: bool = False) -> "Repo":
 
 def refuse_unusable(path: Path) -> None:
     """Refuse early what no recipe can use: a bare repository, or a repository with no commits."""
+    if ShadowRepo.recorded(path):
+        return
     found = _enclosing(path)
     if found is None or _ignored_safe(found, path):
         return
@@ -420,9 +424,19 @@ class ShadowRepo(Repo):
 
     @classmethod
     def wanted(cls, path: Path) -> bool:
-        """True when path is not in a git work tree, or is ignored by the one around it."""
+        """True when codemod keeps a record for path already, or path is not in a git work tree, or is ignored there."""
+        if cls.recorded(path):
+            return True
         found = _enclosing(path)
         return found is None or (not found.bare and _ignored(found, path))
+
+    @classmethod
+    def recorded(cls, path: Path) -> bool:
+        """codemod has a shadow repository for this folder (keyed by its real path)."""
+        try:
+            return cls.location(path).joinpath("git").is_dir()
+        except (OSError, RuntimeError):
+            return False
 
     def forget(self) -> None:
         """Drop codemod's record of this folder; the folder itself is not touched."""
@@ -493,3 +507,27 @@ class ShadowRepo(Repo):
 
     def tracked_files(self) -> list[str]:
         return [p for p in self.g.ls_files("-z").split("\0") if p]
+
+
+def provenance(path: Path) -> dict | None:
+    """Where path sits in git, for reports: the work tree's top folder, and its remote, commit and branch.
+
+    None outside git. Reads only; never fails a command (an unreadable repository gives None).
+    """
+    try:
+        found = git.Repo(path, search_parent_directories=True)
+        if found.bare or found.working_tree_dir is None:
+            return None
+        info: dict = {"root": str(Path(found.working_tree_dir).resolve())}
+        try:
+            info["revision"] = found.head.commit.hexsha
+        except ValueError:
+            return info
+        info["branch"] = None if found.head.is_detached else found.active_branch.name
+        remote = next(iter(found.remotes), None)
+        if remote is not None:
+            url = next(iter(remote.urls), "")
+            info["remote"] = re.sub(r"//[^/@]+@", "//", url)  # never print credentials
+        return info
+    except (git.GitError, OSError, ValueError):
+        return None

@@ -47,6 +47,7 @@ def gate_rows(plan: Plan, changes: list[PlannedChange] | None = None) -> list[di
                         key=[a.name for a in plan.universe].index,
                     ),
                     "reason": gc.reason or None,
+                    "warnings": list(gc.warnings),
                 }
             )
     return rows
@@ -58,6 +59,7 @@ def plan_json(plan: Plan, prefix: str, dry_run: bool, changes: list[PlannedChang
         "project": plan.target.project.name,
         "layout": plan.target.layout.name,
         "version": plan.target.version() or None,
+        "archs": [a.name for a in plan.recipe.archs],
         "targets": [a.name for a in plan.targets],
         "dry_run": dry_run,
         "notes": list(plan.recipe.notes),
@@ -70,6 +72,7 @@ def plan_json(plan: Plan, prefix: str, dry_run: bool, changes: list[PlannedChang
                 "outcome": c.outcome,
                 "reason": c.reason or None,
                 "gates": gate_rows(plan, [c]),
+                "rewrites": [{"line": line, "before": before, "after": after} for line, before, after in c.rewrites],
             }
             for c in (changes if changes is not None else plan.changes)
         ],
@@ -90,8 +93,10 @@ def summary_lines(plan: Plan, prefix: str = "", selected: list[PlannedChange] | 
             lines.append("          not selected")
             continue
         lines.append(f"{change.outcome:<9} {change.id}: {change.change.title}")
-        if change.outcome in ("failed", "skipped") and not change.gates:
+        if (change.outcome in ("failed", "skipped") or not change.rewrites) and not change.gates and change.reason:
             lines.append(f"          {change.reason}")
+        for line, before, after in change.rewrites:
+            lines.append(f"  {prefix}{change.file}:{line}  {before}  ->  {after}")
         for gc in change.gates:
             before = " ".join(gc.gate.text.split())
             if gc.outcome == "changed":
@@ -99,6 +104,7 @@ def summary_lines(plan: Plan, prefix: str = "", selected: list[PlannedChange] | 
                 lines.append(f"  {prefix}{change.file}:{gc.gate.line}  {before}  ->  {after}")
             else:
                 lines.append(f"  {prefix}{change.file}:{gc.gate.line}  {before}  ({gc.outcome}: {gc.reason})")
+            lines += [f"          warning: {warning}" for warning in gc.warnings]
         if change.outcome == "failed" and change.gates and change.reason:
             lines.append(f"          {change.reason}")
     return lines
@@ -162,21 +168,88 @@ def verify_lines(result, ctx) -> list[str]:
         lines.append("  nvcc not found: fell back to codemod's own guard evaluator (guard conditions only, no real preprocessing)")
     for file in result.files:
         lines.append(f"  file: {file}")
+    if result.stand_ins:
+        lines.append(f"  stand-ins (empty, the same on base and work tree): {', '.join(result.stand_ins)}")
+    for change_id, file, at in getattr(ctx, "intended", []):
+        lines.append(
+            f"  intended host-side change ({change_id}), on every arch: {file}:{','.join(map(str, at))}; "
+            "the base is compared with it made"
+        )
     for r in result.results:
-        verdict = "ok  " if r.ok else "FAIL"
+        verdict = {"ok": "ok  ", "FAIL": "FAIL", "unknown": "unknown"}[r.verdict]
         head = f"{verdict} {r.arch:<8} {r.status}"
         if r.target:
-            head += f" (target: expected {r.expected} region(s), gained {len(r.gained)}, lost {len(r.lost)})"
+            if r.expected is None:
+                wanted = "no count expected (a changed guard cannot be evaluated on it)"
+            elif r.expected == 0:
+                wanted = "no region expected (no guard of the changed files was widened for it)"
+            else:
+                wanted = f"expected {r.expected} region(s)"
+            head += f" (target: {wanted}, gained {len(r.gained)}, lost {len(r.lost)})"
         if r.detail:
             head += f": {r.detail}"
+        if r.verdict == "unknown":
+            head += "; unknown: a guard deciding the change reads macros a stood-in header may define"
         lines.append(head)
         for region in r.gained:
             lines.append(f"       + {region.file}:{region.line}  {' '.join(region.text.split())}")
         for region in r.lost:
             lines.append(f"       - {region.file}:{region.line}  {' '.join(region.text.split())}")
-    lines.append("verified: every other arch is byte-identical and the targets gained exactly the planned regions"
-                 if result.ok else "NOT verified: see the FAIL lines above")
+        for doubt in r.unknown:
+            lines.append(f"       ? {doubt.file}:{doubt.line}  {doubt.guard}  (reads {', '.join(doubt.macros)})")
+        for kernel in r.empty_kernels:
+            lines.append(f"       ! {kernel.file}:{kernel.line}  {kernel.guard}  (drops code {kernel.module} needs)")
+    if result.status == "verified":
+        lines.append("verified: every other arch is byte-identical and the targets gained exactly the planned regions"
+                     + (" (with empty stand-ins for the missing third-party headers)" if result.stand_ins else ""))
+    elif result.status == "unknown":
+        lines.append("NOT verified: unknown, the lines marked ? read macros that the missing third-party headers may define")
+    else:
+        lines.append("NOT verified: see the FAIL lines above")
     return lines
+
+
+def verify_notes(result, ctx) -> list[str]:
+    """What stderr says once per run: where the third-party headers came from, half-patched modules, what to do."""
+    headers, notes = ctx.headers, []
+    if headers.kind == "include":
+        notes.append(f"note: third-party headers from --include: {', '.join(headers.folders)}")
+    elif headers.kind == "installed":
+        notes.append(f"note: third-party headers from the installed {headers.installed}: {', '.join(headers.folders)}")
+    if headers.missing and result.method == "nvcc":
+        if result.stand_ins:
+            notes.append(
+                f"note: {', '.join(headers.missing)} missing: preprocessed with empty stand-ins (the same on the base and "
+                f"the work tree) for {len(result.stand_ins)} header(s): {', '.join(result.stand_ins)}"
+            )
+        elif headers.kind == "none" and result.files:
+            notes.append(f"note: {', '.join(headers.missing)} missing; no header of them was needed")
+        if result.stand_ins or any(r.verdict == "unknown" for r in result.results):
+            if headers.submodules:
+                notes.append(
+                    f"hint: for a proof with the real headers: git -C {ctx.repo.root} submodule update --init "
+                    + " ".join(headers.submodules) + " (or pass --include DIR)"
+                )
+            else:
+                notes.append("hint: for a proof with the real headers, pass --include DIR for each missing include folder")
+    kernels = [k for r in result.results for k in r.empty_kernels]
+    if kernels:
+        modules = ", ".join(dict.fromkeys(f"{k.module} ({k.spec})" for k in kernels))
+        archs = ", ".join(dict.fromkeys(k.arch for k in kernels))
+        guards = len({(k.file, k.line) for k in kernels})
+        notes.append(
+            f"error: half-patched: the JIT gate of {modules} admits {archs}, but {guards} guard(s) of its sources "
+            "(the ! lines) compile code out there: the kernels would run without it and return garbage"
+        )
+        if ctx.recipe:
+            notes.append(
+                f"hint: apply the guards too: `codemod revert {ctx.recipe} --repo {ctx.repo.root}`, then "
+                f"`codemod run {ctx.recipe} --repo {ctx.repo.root}` with all its changes (no --only/--skip); "
+                "or keep only the revert"
+            )
+        else:
+            notes.append("hint: widen those guards together with the JIT gate (`codemod run RECIPE` does both), or undo the JIT gate change")
+    return notes
 
 
 def verify_json(result, ctx) -> dict[str, Any]:
@@ -191,13 +264,28 @@ def verify_json(result, ctx) -> dict[str, Any]:
         "base": ctx.base_sha,
         "targets": [a.name for a in ctx.targets],
         "files": result.files,
+        "intended": [{"change": c, "file": f, "lines": at} for c, f, at in getattr(ctx, "intended", [])],
         "flags": result.flags,
         "preprocessed": result.preprocessed,
         "cached": result.cached,
+        "status": result.status,
+        "headers": {
+            "source": ctx.headers.kind,
+            "folders": ctx.headers.folders,
+            "installed": ctx.headers.installed or None,
+            "missing": ctx.headers.missing,
+            "submodules": ctx.headers.submodules,
+            "stand_ins": result.stand_ins,
+        },
         "archs": [
             {
-                "arch": r.arch, "status": r.status, "ok": r.ok, "target": r.target, "expected": r.expected,
-                "gained": [region(g) for g in r.gained], "lost": [region(g) for g in r.lost], "detail": r.detail or None,
+                "arch": r.arch, "status": r.status, "verdict": r.verdict, "ok": r.ok, "target": r.target,
+                "expected": r.expected, "gained": [region(g) for g in r.gained], "lost": [region(g) for g in r.lost],
+                "unknown": [{"file": d.file, "line": d.line, "guard": d.guard, "macros": list(d.macros)} for d in r.unknown],
+                "empty_kernels": [
+                    {"module": k.module, "file": k.file, "line": k.line, "message": k.message} for k in r.empty_kernels
+                ],
+                "detail": r.detail or None,
             }
             for r in result.results
         ],

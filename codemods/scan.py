@@ -56,7 +56,12 @@ the csrc folder and the spec's extra include dirs), and reports:
   is gated away from `arch`; `potential` when the file is in no spec's
   closure or only in specs without a gate, when the branch also depends
   on other macros, or when only CuTe/CUTLASS wrapper names are found
-  (they may compile to a trap instead).
+  (they may compile to a trap instead). Also at a Python gate that admits
+  `arch` and selects a JIT module (an or-chain or capability test through
+  the `gen_*_module` it calls; a spec's arch list through the spec) whose
+  closure, CUTLASS included, holds such tokens in code `arch`'s target
+  compiles (kernel_paths); definite only for an instruction in one of the
+  spec's sources or under an arch guard that admits the target.
 
 `check(result)` is True when any hazard is not potential.
 """
@@ -82,7 +87,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-from codemods import hazards
+from codemods import classify, hazards
 from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet, is_arch_macro
 from codemods.gates import Gate, SourceError, cuda_guard, decode
 from codemods.hazards import Branch, Hit, Structure
@@ -91,8 +96,11 @@ from codemods.lazy import LazyModule
 
 jit_specs = LazyModule("codemods.jit_specs")
 _python = LazyModule("codemods.gates._python")
+kernel_paths = LazyModule("codemods.kernel_paths")
 python_arch_list = LazyModule("codemods.gates.python_arch_list")
 python_arch_or = LazyModule("codemods.gates.python_arch_or")
+cpp_runtime_check = LazyModule("codemods.gates.cpp_runtime_check")
+python_arch_test = LazyModule("codemods.gates.python_arch_test")
 
 C_SUFFIXES = (
     ".cu", ".cuh", ".h", ".hpp", ".inl", ".cpp", ".cc", ".cxx", ".c", ".hh", ".hxx", ".ipp", ".tcc", ".inc",
@@ -107,9 +115,12 @@ NOT_REGULAR = "not a regular file"  # the skip reason of a FIFO, socket or devic
 _ARCH_TOKEN = b"__CUDA_ARCH"
 # Cheap byte tests before a Python file is parsed: only what each kind's `find` could match.
 _PYTHON_PREFILTERS = (
-    (python_arch_list, re.compile(rb"supported_major_versions\s*=\s*[\[(]")),
+    # keyword lists, and the capability-list calls python_arch_list.KNOWN_CALLS names
+    (python_arch_list, re.compile(rb"supported_major_versions\s*=\s*[\[(]|\b(?:supported_compute_capability|_match_sm_version)\s*\(")),
     # a chain starts with a predicate (maybe called) and `or`: `is_sm100a_supported(device)\n or`
     (python_arch_or, re.compile(rb"is_sm\d{2,3}a?(?:_supported)?\b\s*(?:\((?:[^()]|\([^()]*\))*\))?\s*\)*\s*\bor\b")),
+    # a predicate or flag right after `if`/`elif`/`while`/`assert`/`and`/`not`
+    (python_arch_test, re.compile(rb"\b(?:if|elif|while|assert|and|not)\s+\(?\s*[\w.()]*?\b_?(?:is|has)_sm\d{2,3}[af]?(?:_supported)?\b")),
 )
 
 
@@ -119,7 +130,7 @@ def _named_or_re() -> re.Pattern:
     names = b"|".join(re.escape(n.encode()) for n in python_arch_or.NAMED_PREDICATES)
     return re.compile(rb"\b_?(?:%s)\b\s*(?:\([^()]*\))?\s*\)*\s*\bor\b|\bor\b\s*\(*\s*[\w.]*\b_?(?:%s)\b" % (names, names))
 
-_PREFILTER_LITERALS = (b"supported_major_versions", b"is_sm")
+_PREFILTER_LITERALS = ((b"supported_major_versions", b"supported_compute_capability", b"_match_sm_version"), (b"is_sm",), (b"_sm",))
 _CAPABILITY_TOKEN = b"get_device_capability"
 # A comparison with the call, or a name bound from it: nothing else can be a python_capability gate.
 _CAPABILITY_RE = re.compile(
@@ -185,8 +196,9 @@ RULES = {
         "error",
         "A guard admits the arch around instructions it lacks",
         "A guard the arch's compile target takes holds instructions or wrapper names ptxas rejects on that "
-        "arch (wgmma, tcgen05/TMEM, 2-SM TMA, block-scaled mma.sync). Narrow the guard, or keep the module's "
-        "JIT gate from building it for this arch.",
+        "arch (wgmma, tcgen05/TMEM, 2-SM TMA, block-scaled mma.sync), or a Python gate admits the arch and "
+        "selects a JIT module whose sources hold them. Narrow the guard, or keep the module's JIT gate from "
+        "building it for this arch.",
     ),
 }
 
@@ -199,16 +211,18 @@ class Layout:
     jit: str
     csrc: str
     include: str
+    libraries: tuple[str, ...] = ()  # CUTLASS's include folders (empty on a clone without submodules)
 
 
 # The layouts of targets/projects/flashinfer.toml: git checkout, installed wheel, the package folder.
 LAYOUTS = (
-    Layout("checkout", "flashinfer/jit", "csrc", "include"),
-    Layout("wheel", "flashinfer/jit", "flashinfer/data/csrc", "flashinfer/data/include"),
-    Layout("package", "jit", "data/csrc", "data/include"),
+    Layout("checkout", "flashinfer/jit", "csrc", "include", ("3rdparty/cutlass/include", "3rdparty/cutlass/tools/util/include")),
+    Layout(
+        "wheel", "flashinfer/jit", "flashinfer/data/csrc", "flashinfer/data/include",
+        ("flashinfer/data/cutlass/include", "flashinfer/data/cutlass/tools/util/include"),
+    ),
+    Layout("package", "jit", "data/csrc", "data/include", ("data/cutlass/include", "data/cutlass/tools/util/include")),
 )
-# FlashInfer up to 0.6.x builds every major >= 9 as an `a` target (compilation_context.py).
-_ALL_SPECIFIC_RE = re.compile(rb"""str\(minor\)\s*\+\s*["']a["']""")
 
 
 @dataclass
@@ -490,12 +504,20 @@ def _assemble(job: _Job) -> ScanResult:
     modules: list[_Module] = []
     all_specific = False
     if layout is not None and hazards:
-        all_specific = _all_specific(root, layout)
-        closures = _Closures(root, layout)
+        tree = _TreeFiles(root)
+        python = posixpath.dirname(layout.jit) or "."
+        all_specific = kernel_paths.all_specific(tree.read, python)
+        closures = _closures(tree, layout)
         modules = _modules(specs, closures, arch)
-        job.touched = closures.touched
         result.modules = [module.record for module in modules]
         result.hazards = _empty_kernels(modules, structures, arch, universe, all_specific)
+        paths = kernel_paths.Tree(python, closures, tree.read, all_specific)
+        for rel in dict.fromkeys(rel for rel, _ in specs):
+            paths.know_specs(rel, [spec for file, spec in specs if file == rel])
+        result.hazards += _python_gate_paths(result.gates, modules, paths, arch)
+        _classify_jit_gates(result.gates, modules, paths, arch)
+        _owners(result.gates, modules)
+        job.touched = tree.touched
     if hazards:
         result.hazards += _unsupported(modules, structures, arch, all_specific)
     result.gates.sort(key=lambda g: (g["file"], g["line"]))
@@ -1057,15 +1079,15 @@ def _may_hold_gates(rel: str, data: bytes, in_jit: bool) -> bool:
             or bool(_python_kinds(data))
             or (in_jit and b"gen_jit_spec" in data)
         )
-    return _ARCH_TOKEN in data
+    return _ARCH_TOKEN in data or bool(_runtime_check_re().search(data))
 
 
 def _python_kinds(data: bytes) -> list:
     """The Python gate kinds whose prefilter `data` passes (a literal test first: re is slow on a miss)."""
     kinds = [
         kind
-        for (kind, prefilter), literal in zip(_PYTHON_PREFILTERS, _PREFILTER_LITERALS)
-        if literal in data and prefilter.search(data)
+        for (kind, prefilter), literals in zip(_PYTHON_PREFILTERS, _PREFILTER_LITERALS)
+        if any(literal in data for literal in literals) and prefilter.search(data)
     ]
     if python_arch_or not in kinds and b"is_blackwell" in data and _named_or_re().search(data):
         kinds.append(python_arch_or)
@@ -1088,17 +1110,38 @@ def _analyse(rel: str, data: bytes, context: _Context, in_jit: bool) -> _FileSca
         )
 
 
-def _record(rel: str, gate: Gate, arch: Arch) -> dict:
+def _record(rel: str, gate: Gate, arch: Arch, path: classify.Path | None = None, lacking: list[str] = ()) -> dict:
+    """A gate's record: what it admits, whether it excludes `arch`, and its classification (classify).
+
+    `path` is what `arch` gets where the gate excludes it (by kind when
+    None); `lacking` the instructions `arch` lacks in the code it guards.
+    """
     admits, unknown, excludes = _verdict(gate.admits, arch)
+    if path is None:
+        path = _default_path(gate, arch)
+    state = False if arch.name in admits else (None if arch.name in unknown else True)
+    classification, reason = classify.classify(state, path, list(lacking), gate.kind in classify.EDITABLE_KINDS)
     return {
         "file": rel,
         "line": gate.line,
         "kind": gate.kind,
         "text": gate.text,
+        "symbol": gate.context,
         "admits": list(admits),
         "unknown": list(unknown),
         "excludes_arch": excludes,
+        "classification": classification,
+        "reason": reason,
     }
+
+
+def _default_path(gate: Gate, arch: Arch) -> classify.Path:
+    """What `arch` gets where a gate excludes it, read from the gate alone (no #if structure at hand)."""
+    if gate.kind == cuda_guard.KIND:
+        return classify.Path(classify.UNDECIDED, "the #if group around it was not read (--gates-only, or CUDA text in a string)")
+    if gate.kind == "cpp_runtime_check":
+        return classify.runtime_path(str(gate.detail.get("in", "")), arch)
+    return classify.python_path(gate.kind, f"`{gate.context}`" if gate.context else "", arch)
 
 
 @lru_cache(maxsize=4096)
@@ -1331,6 +1374,14 @@ def _guard_admits(directive: str, text: str, universe: tuple[Arch, ...]) -> Arch
     return cuda_guard.admits(test, universe)
 
 
+@lru_cache(maxsize=8)
+def _with_older(universe: tuple[Arch, ...]) -> tuple[Arch, ...]:
+    """The universe and the GPUs before it (sm_70, sm_75): whether a guard is a fallback for older GPUs is read
+    from whether it admits them (`< 800` admits no arch of the default universe)."""
+    older = tuple(Arch.parse(name) for name in ("sm_70", "sm_75"))
+    return tuple(a for a in older if a not in universe) + universe
+
+
 def _cuda_gates(data: bytes, comments: _Comments, universe: tuple[Arch, ...], language: str) -> list[Gate]:
     lines = _Lines(data)
     gates = []
@@ -1358,26 +1409,57 @@ def _analyse_c(rel: str, data: bytes, context: _Context) -> _FileScan:
     language = "cuda" if rel.endswith((".cu", ".cuh")) else "cpp"
     gates = _cuda_gates(data, comments, context.universe, language)
     out = _FileScan(rel, parsed=True)
+    checks = _runtime_checks(data, context.universe, language)
     if not gates:
+        out.gates = [_record(rel, gate, context.arch) for gate in checks]
         return out
     if not context.hazards:
-        out.gates = [_record(rel, gate, context.arch) for gate in gates]
+        out.gates = [_record(rel, gate, context.arch) for gate in sorted(gates + checks, key=lambda g: (g.line, g.start))]
         return out
     families = hazards.lacking(context.arch)
+    arch = context.arch
     shape = None
-    if context.layout or _has_family_token(data):
+    # The #if structure decides what an excluded arch gets (classify.guard_path): built where a guard excludes it.
+    excluding = any(gate.admits.admits(arch) is False for gate in gates)
+    if excluding or context.layout or _has_family_token(data):
         shape = _structure(data, comments, directives, families)
     if shape is not None and (context.layout or any(branch.hits for branch in shape.branches)):
         out.structure = shape
-    arch = context.arch
-    for gate in gates:
-        record = _record(rel, gate, arch)
-        if record["excludes_arch"]:
-            blockers = _blockers(shape, gate, arch) if shape is not None else []
-            record["widenable"] = not blockers
-            record["blockers"] = blockers
+    for gate in sorted(gates + checks, key=lambda g: (g.line, g.start)):
+        if gate.kind != cuda_guard.KIND or gate.admits.admits(arch) is not False or shape is None:
+            out.gates.append(_record(rel, gate, arch))
+            continue
+        branch = shape.at(gate.start) or shape.at_line(gate.line)
+        blockers = _blockers(shape, gate, arch)
+        path = None
+        if branch is not None:
+            probes = _with_older(context.universe)
+            found = _guard_admits(gate.detail["directive"], gate.text, probes)
+            admitted = tuple(a for a in probes if found.admits(a) is not False)
+            path = classify.guard_path(shape, branch, arch, data, admitted, probes)
+        record = _record(rel, gate, arch, path, blockers)
+        record["widenable"] = not blockers
+        record["blockers"] = blockers
         out.gates.append(record)
     return out
+
+
+@lru_cache(maxsize=1)
+def _runtime_check_re() -> re.Pattern:
+    """A comparison of a commonly named capability variable with a number, or a comparison macro over one."""
+    names = b"|".join(re.escape(n.encode()) for n in sorted(cpp_runtime_check.COMMON_NAMES, key=len, reverse=True))
+    ops = rb"(?:==|!=|<=|>=|<|>)"
+    return re.compile(
+        rb"\b(?:%s)\s*%s\s*\d|\d\s*%s\s*[\w.>-]*\b(?:%s)|_CHECK_(?:EQ|NE|GE|GT|LE|LT)\s*\(\s*[\w.>-]*\b(?:%s)\b"
+        % (names, ops, ops, names, names)
+    )
+
+
+def _runtime_checks(data: bytes, universe: tuple[Arch, ...], language: str) -> list[Gate]:
+    """cpp_runtime_check gates, parsed only in files whose bytes hold such a comparison."""
+    if not _runtime_check_re().search(data):
+        return []
+    return cpp_runtime_check.find(data, universe, language)
 
 
 def _blockers(shape: Structure, gate: Gate, arch: Arch) -> list[str]:
@@ -1388,11 +1470,14 @@ def _blockers(shape: Structure, gate: Gate, arch: Arch) -> list[str]:
     return hazards.describe(shape.region_hits(branch, arch, hazards.lacking(arch)), arch)
 
 
-def _structure(data: bytes, comments: _Comments, directives: list[_Directive], families) -> Structure:
+def _structure(
+    data: bytes, comments: _Comments, directives: list[_Directive], families, everywhere: bool = False
+) -> Structure:
     """hazards.structure(data), built from the directives found, with the hits of `families` only.
 
     Each branch keeps the first hit of each token, which is all that
-    blockers and hazards report.
+    blockers and hazards report. Tokens are looked for only where an arch
+    decides, unless `everywhere` (file level included, in Structure.top).
     """
     found = (
         (d.start, d.end, d.keyword, lambda d=d: _condition(comments.masked(d.keyword_end, d.end)))
@@ -1400,8 +1485,19 @@ def _structure(data: bytes, comments: _Comments, directives: list[_Directive], f
     )
     branches, chains, segments = hazards.assemble(found, data, lambda a, b: _has_code(data, a, b, comments))
     shape = Structure(branches, chains)
-    _collect_hits(data, comments, shape, segments, families)
+    _collect_hits(data, comments, shape, segments, families, everywhere)
     return shape
+
+
+def file_structure(data: bytes) -> Structure:
+    """hazards.structure(data) the fast way, every family's first token per branch and at file level.
+
+    What kernel_paths reads a file a JIT module compiles with. Raises
+    SourceError when the bytes are not UTF-8.
+    """
+    decode(data)
+    comments = _Comments(data)
+    return _structure(data, comments, _directives(data, comments), hazards.TOKEN_FAMILIES, everywhere=True)
 
 
 def _condition(masked: bytes) -> str:
@@ -1434,26 +1530,6 @@ def _has_code(data: bytes, start: int, end: int, comments: _Comments) -> bool:
     return False
 
 
-def _literal_prefix(pattern: bytes) -> bytes:
-    """The literal bytes a regex starts with (after `\\b`), for a cheap search before the regex."""
-    out = bytearray()
-    i = 2 if pattern.startswith(rb"\b") else 0
-    while i < len(pattern):
-        c = pattern[i : i + 1]
-        if c == b"\\" and i + 1 < len(pattern) and pattern[i + 1 : i + 2] in b".:-_":
-            out += pattern[i + 1 : i + 2]
-            i += 2
-        elif c.isalnum() or c in b"_:":
-            out += c
-            i += 1
-        else:
-            break
-    # a quantifier after the last literal makes it optional
-    if i < len(pattern) and pattern[i : i + 1] in b"?*{" and out:
-        out = out[:-1]
-    return bytes(out)
-
-
 @dataclass(frozen=True)
 class _TokenPattern:
     family: hazards.TokenFamily
@@ -1482,7 +1558,7 @@ def _token_patterns() -> tuple[_TokenPattern, ...]:
         source = compiled.pattern
         boundary = source.startswith(rb"\b") and source[2:3].isalnum()
         pattern = re.compile(source[2:], compiled.flags) if boundary else compiled
-        prefix = _literal_prefix(pattern.pattern)
+        prefix = hazards.literal_prefix(pattern.pattern)
         assert prefix and not _top_level_alternation(pattern.pattern), f"{source!r}: needs one literal start"
         out.append(_TokenPattern(family, wrapper, pattern, boundary, "token" in compiled.groupindex, prefix))
     return tuple(out)
@@ -1517,19 +1593,20 @@ def _has_family_token(data: bytes) -> bool:
 _NAMED_REACH = 512
 
 
-def _collect_hits(data, comments, shape: Structure, segments, families) -> None:
+def _collect_hits(data, comments, shape: Structure, segments, families, everywhere: bool = False) -> None:
     """Put the first of each family token in the body of the innermost branch around it.
 
     Only bodies an arch decides (an arch-selected branch and everything
     nested in one) are searched: hazards and blockers look nowhere else.
+    With `everywhere`, every body is, and the file level too (Structure.top).
     """
     names = {family.name for family in families}
     starts = [segment[0] for segment in segments]
     branches = shape.branches
-    relevant = [shape.selecting(branch) is not None for branch in branches]
+    relevant = [everywhere or shape.selecting(branch) is not None for branch in branches]
     ranges: list[list[int]] = []
     for low, high, owner in segments:
-        if owner is not None and relevant[owner] and high > low:
+        if (everywhere if owner is None else relevant[owner]) and high > low:
             if ranges and ranges[-1][1] == low:
                 ranges[-1][1] = high
             else:
@@ -1563,7 +1640,7 @@ def _collect_hits(data, comments, shape: Structure, segments, families) -> None:
                     break
                 i = bisect.bisect_right(starts, match.start("token") if named else match.start()) - 1
                 low, high, owner = segments[i] if i >= 0 else (0, match.end(), None)
-                if owner is None or not relevant[owner] or high <= match.start():
+                if not (everywhere if owner is None else relevant[owner]) or high <= match.start():
                     pos = max(high, match.start() + 1)
                     continue
                 if named:
@@ -1585,9 +1662,10 @@ def _collect_hits(data, comments, shape: Structure, segments, families) -> None:
     lines = _Lines(data)
     line_of = {at: lines.at(at) for at in sorted({item[0] for item in found})}
     for at, family, token, wrapper, owner in found:
-        branches[owner].hits.append(Hit(family, token, line_of[at], wrapper))
+        (shape.top if owner is None else branches[owner].hits).append(Hit(family, token, line_of[at], wrapper))
     for branch in branches:
         branch.hits.sort(key=lambda hit: hit.line)
+    shape.top.sort(key=lambda hit: hit.line)
 
 
 def _includes(data: bytes) -> list[tuple[str, bool]]:
@@ -1748,6 +1826,12 @@ def _callee(call: ast.Call) -> str:
     return ""
 
 
+def _find_every(kind, data: bytes, universe: tuple[Arch, ...]) -> list[Gate]:
+    """Every gate of the kind that scan lists: a kind with a table of known shapes says so with `find_known`."""
+    known = getattr(kind, "find_known", None)
+    return known(data, universe) if known is not None else kind.find(data, universe)
+
+
 def _analyse_python(rel: str, data: bytes, context: _Context, in_jit: bool) -> _FileScan:
     decode(data)
     out = _FileScan(rel)
@@ -1772,7 +1856,7 @@ def _analyse_python(rel: str, data: bytes, context: _Context, in_jit: bool) -> _
             line = getattr(exc, "lineno", None)
             raise SourceError(f"not valid Python: line {line}: {getattr(exc, 'msg', exc)}") from None
         # ast may not know newer syntax libcst does; libcst decides (and says what is wrong).
-        gates = [gate for kind in kinds for gate in kind.find(data, context.universe)]
+        gates = [gate for kind in kinds for gate in _find_every(kind, data, context.universe)]
         out.gates = [_record(rel, gate, context.arch) for gate in gates]
         if want_specs:
             out.specs = jit_specs.find(data, context.universe)
@@ -1780,7 +1864,7 @@ def _analyse_python(rel: str, data: bytes, context: _Context, in_jit: bool) -> _
     text = _PythonText(data)
     gates: list[Gate] = []
     if python_arch_list in kinds:
-        listed = python_arch_list.find_in_tree(data, tree, context.universe)
+        listed = python_arch_list.find_in_tree(data, tree, context.universe, known=True)
         if listed is not None:  # else libcst decides, below
             gates += listed
             kinds = [kind for kind in kinds if kind is not python_arch_list]
@@ -1806,7 +1890,7 @@ def _analyse_python(rel: str, data: bytes, context: _Context, in_jit: bool) -> _
 
         pruned = _Pruned(text, tree, wanted)
         for kind in kinds:
-            gates += [pruned.gate(gate) for gate in kind.find(pruned.source, context.universe)]
+            gates += [pruned.gate(gate) for gate in _find_every(kind, pruned.source, context.universe)]
         if want_specs:
             out.specs = [pruned.spec(spec) for spec in jit_specs.find(pruned.source, context.universe)]
     if want_capability:
@@ -2087,24 +2171,17 @@ def _detect(root: Path) -> Layout | None:
 
 
 def _all_specific(root: Path, layout: Layout) -> bool:
-    context = root / posixpath.dirname(layout.jit) / "compilation_context.py"
-    try:
-        read = _read_regular(context)
-    except OSError:
-        return False
-    return read is not None and bool(_ALL_SPECIFIC_RE.search(read[0]))
+    """Whether the FlashInfer at `root` builds every major >= 9 as an `a` target (kernel_paths.all_specific)."""
+    return kernel_paths.all_specific(_TreeFiles(root).read, posixpath.dirname(layout.jit) or ".")
 
 
-class _Closures:
-    """Resolve JIT sources and follow their includes inside the tree, caching per file."""
+class _TreeFiles:
+    """The files of a tree, as a JIT closure sees them (hazards.Closures): which exist, their bytes, and what was looked at."""
 
-    def __init__(self, root: Path, layout: Layout) -> None:
+    def __init__(self, root: Path) -> None:
         self.root = root
-        self.layout = layout
         self._base = root.resolve()
-        self._includes: dict[str, list[tuple[str, bool]]] = {}  # read when a closure reaches the file
         self._exists: dict[str, bool] = {}
-        self._resolved: dict[tuple, str | None] = {}  # (including folder for "", path, dirs) -> file
         # every path looked at, with [size, mtime, inode] (None: no file): the result depends on them
         self.touched: dict[str, list[int] | None] = {}
 
@@ -2119,45 +2196,15 @@ class _Closures:
             self.touched[rel] = _stamp(path) if inside else None
         return self._exists[rel]
 
-    def place(self, root_name: str, path: str) -> str:
-        base = self.layout.csrc if root_name == "csrc" else self.layout.include
-        return posixpath.normpath(posixpath.join(base, path))
+    def read(self, rel: str) -> bytes:
+        read = _read_regular(self.root / rel) if self.exists(rel) else None
+        if read is None:
+            raise FileNotFoundError(rel)
+        return read[0]
 
-    def closure(self, spec: jit_specs.JitSpec) -> tuple[list[str], list[str]]:
-        """The files the spec compiles and includes, and the named sources that do not exist."""
-        dirs = [self.layout.include, self.layout.csrc] + [self.place(*d) for d in spec.include_dirs]
-        queue, missing = [], []
-        for source in spec.sources:
-            rel = self.place(*source)
-            (queue if self.exists(rel) else missing).append(rel)
-        seen = dict.fromkeys(queue)
-        key_dirs = tuple(dirs)
-        while queue:
-            current = queue.pop()
-            for path, quoted in self._read_includes(current):
-                here = posixpath.dirname(current) if quoted else None
-                key = (here, path, key_dirs)
-                if key not in self._resolved:
-                    self._resolved[key] = None
-                    for folder in ([here] if quoted else []) + dirs:
-                        rel = posixpath.normpath(posixpath.join(folder, path))
-                        if self.exists(rel):
-                            self._resolved[key] = rel
-                            break
-                rel = self._resolved[key]
-                if rel is not None and rel not in seen:
-                    seen[rel] = None
-                    queue.append(rel)
-        return list(seen), missing
 
-    def _read_includes(self, rel: str) -> list[tuple[str, bool]]:
-        if rel not in self._includes:
-            try:
-                read = _read_regular(self.root / rel)
-            except OSError:
-                read = None
-            self._includes[rel] = _includes(read[0]) if read is not None else []
-        return self._includes[rel]
+def _closures(files: _TreeFiles, layout: Layout) -> hazards.Closures:
+    return hazards.Closures(layout.csrc, layout.include, files.exists, files.read, layout.libraries, parse=_includes)
 
 
 @dataclass
@@ -2187,10 +2234,11 @@ class _Module:
         return hazards.jit_target(arch, all_specific=all_specific)
 
 
-def _modules(specs: list[tuple[str, jit_specs.JitSpec]], closures: _Closures, arch: Arch) -> list[_Module]:
+def _modules(specs: list[tuple[str, jit_specs.JitSpec]], closures: hazards.Closures, arch: Arch) -> list[_Module]:
     modules = []
     for file, spec in specs:
-        files, missing = closures.closure(spec)
+        found = closures.closure(spec, libraries=False)
+        files, missing = found.files, found.missing
         gate = spec.gate
         record = {
             "module": spec.module,
@@ -2353,6 +2401,205 @@ def _unsupported_record(rel: str, shape: Structure, entry: dict, arch: Arch) -> 
     }
 
 
+def _python_gate_paths(
+    gates: list[dict], modules: list[_Module], paths: kernel_paths.Tree, arch: Arch
+) -> list[dict]:
+    """`unsupported-instruction` at each Python gate that admits `arch` and selects a JIT module compiling
+    instructions `arch` lacks (kernel_paths): an or-chain or capability test through the functions it
+    calls, a spec's supported_major_versions list or flag names through the spec (there only the tokens
+    outside arch guards: _unsupported reports those inside at the guard, when the spec admits `arch`)."""
+    out = []
+    for gate in gates:
+        if gate["kind"] not in ("python_arch_or", CAPABILITY_KIND) or arch.name not in gate["admits"]:
+            continue
+        try:
+            source = paths.read(gate["file"])
+        except OSError:
+            continue
+        found = kernel_paths.check(paths, gate["file"], source, gate["kind"], gate["line"], "", (arch,))
+        record = _python_gate_record(gate["file"], gate["line"], gate["text"], found, arch)
+        if record is not None:
+            out.append(record)
+    seen: set[tuple[str, int]] = set()
+    for module in modules:
+        gate = module.spec.gate
+        if gate is None or not gate.admits(arch) or (module.file, gate.line) in seen:
+            continue
+        seen.add((module.file, gate.line))
+        found = kernel_paths.check_specs(paths, [(module.file, module.spec)], (arch,))
+        # Tokens under an arch guard of the module's closure are _unsupported's, at the guard.
+        found.found = [finding for finding in found.found if not finding.guard]
+        found.undecided = []
+        record = _python_gate_record(module.file, gate.line, gate.text, found, arch)
+        if record is not None:
+            out.append(record)
+    return out
+
+
+def _classify_jit_gates(gates: list[dict], modules: list[_Module], paths: kernel_paths.Tree, arch: Arch) -> None:
+    """Classify each Python gate that excludes `arch` by the JIT modules it keeps from it.
+
+    A spec's arch list keeps its module from `arch`; an API gate (a decorator,
+    an or-chain, a capability test) the modules its code path builds
+    (kernel_paths). Widening is a port, not an edit, when those modules'
+    sources use instructions `arch` lacks anywhere (under guards for other
+    archs too: widening would build them without that code). An API gate whose
+    modules cannot be followed is a blocker only when it admits an arch of
+    `arch`'s family (sm_120 for sm_121); otherwise unknown.
+    """
+    spec_gates: dict[tuple[str, int], list[_Module]] = {}
+    for module in modules:
+        gate = module.spec.gate
+        if gate is not None:
+            spec_gates.setdefault((module.file, gate.line), []).append(module)
+    for record in gates:
+        if not record["excludes_arch"] or not record["kind"].startswith("python_"):
+            continue
+        held = spec_gates.get((record["file"], record["line"]))
+        if held is not None:
+            specs = [(m.file, m.spec) for m in held]
+            names = " and ".join(dict.fromkeys(m.name for m in held))
+            what = f"{names} is not built for {arch.name}"
+        else:
+            try:
+                source = paths.read(record["file"])
+            except OSError:
+                continue
+            found = kernel_paths.check(
+                paths, record["file"], source, record["kind"], record["line"], record.get("symbol") or "", (arch,)
+            )
+            specs = [(f, s) for f, s in _selected_specs(paths, found.modules)]
+            what = f"`{record.get('symbol') or record['text']}` does not run on {arch.name}"
+            if specs:
+                what += f" (it builds {', '.join(found.modules[:2])})"
+        if not specs and held is None:
+            family = [a for a in record["admits"] if Arch.parse(a).major == arch.major]
+            if family:
+                path = classify.Path(classify.NOTHING, f"{what}, while it admits {', '.join(family)}")
+            else:
+                path = classify.Path(
+                    classify.UNDECIDED,
+                    f"{what}; it is written for {', '.join(record['admits']) or 'no arch'} and the kernels it runs "
+                    "are not followed",
+                )
+            lacking: list[str] = []
+        else:
+            path = classify.Path(classify.NOTHING, what)
+            lacking = _module_lacking(paths, specs, arch)
+        editable = record["kind"] in classify.EDITABLE_KINDS
+        record["classification"], record["reason"] = classify.classify(True, path, lacking, editable)
+
+
+def _selected_specs(paths: kernel_paths.Tree, names: list[str]) -> list[tuple[str, jit_specs.JitSpec]]:
+    """The specs named `names` among the files kernel_paths has read."""
+    wanted = set(names)
+    return [(rel, spec) for rel, specs in paths._specs.items() for spec in specs if spec.module in wanted]
+
+
+def _module_lacking(paths: kernel_paths.Tree, specs: list[tuple[str, jit_specs.JitSpec]], arch: Arch) -> list[str]:
+    """Instructions (or CuTe/CUTLASS names for them) `arch` lacks anywhere in the modules' own sources and headers."""
+    families = hazards.lacking(arch)
+    hits: list[Hit] = []
+    seen: set[str] = set()
+    for _, spec in specs:
+        if not spec.sources:
+            continue
+        closure = paths.closure(spec)
+        for rel in closure.files:
+            if rel in closure.library or rel in seen:
+                continue
+            seen.add(rel)
+            data = paths.source(rel)
+            if data is None or not hazards.may_hold(data, families):
+                continue
+            shape = paths._structure(rel, data)
+            if shape is None:
+                continue
+            names = {family.name for family in families}
+            found = [h for h in shape.top if h.family in names]
+            found += [h for branch in shape.branches for h in branch.hits if h.family in names]
+            hits += found
+    instructions = [h for h in hits if not h.wrapper]
+    found = hazards.describe(instructions or hits, arch)
+    return found or _arch_tags(paths, specs, arch, seen)
+
+
+# A CUTLASS 3.x kernel's ArchTag picks its collectives: Sm90 ones use wgmma, Sm100/103/110 ones tcgen05/UMMA.
+_ARCH_TAG_RE = re.compile(rb"\bcutlass::arch::Sm(90|100|101|103|110)\b")
+
+
+def _arch_tags(paths: kernel_paths.Tree, specs, arch: Arch, files: set[str]) -> list[str]:
+    """The CUTLASS ArchTags of another family in the modules' own files: their kernels are built from
+    collectives whose instructions `arch` lacks, even when only the CUTLASS headers hold the tokens."""
+    for rel in sorted(files):
+        data = paths.source(rel)
+        match = _ARCH_TAG_RE.search(data) if data is not None and b"cutlass::arch::Sm" in data else None
+        if match is not None and int(match.group(1)) // 10 != arch.major:
+            line = data.count(b"\n", 0, match.start()) + 1
+            return [f"{match.group().decode()} ({rel}:{line}): a CUTLASS kernel built from sm_{match.group(1).decode()} "
+                    f"collectives, whose instructions {arch.name} lacks"]
+    return []
+
+
+def _owners(gates: list[dict], modules: list[_Module]) -> None:
+    """`owner` of each gate that excludes the arch: the JIT module(s) compiling its file, or made by its spec."""
+    compiling: dict[str, list[str]] = {}
+    for module in modules:
+        for rel in module.files:
+            compiling.setdefault(rel, []).append(module.name)
+        gate = module.spec.gate
+        if gate is not None:
+            compiling.setdefault(f"{module.file}:{gate.line}", []).append(module.name)
+    for gate in gates:
+        if not gate["excludes_arch"]:
+            continue
+        names = list(dict.fromkeys(compiling.get(f"{gate['file']}:{gate['line']}") or compiling.get(gate["file"], [])))
+        if names:
+            gate["owner"] = names[0] + (f" (and {len(names) - 1} more)" if len(names) > 1 else "")
+
+
+def _python_gate_record(file: str, line: int, text: str, found, arch: Arch) -> dict | None:
+    hits = sorted(found.found or found.undecided, key=lambda f: (not f.certain, f.hit.wrapper))
+    if not hits:
+        return None
+    certain = [f for f in found.found if f.certain]
+    first = next(iter(certain), next((f for f in hits if not f.hit.wrapper), hits[0]))
+    found_tokens = list(dict.fromkeys(f.hit.token for f in hits))
+    instructions = [f for f in found.found if not f.hit.wrapper]
+    shown = ", ".join(found_tokens[:6]) + (f" and {len(found_tokens) - 6} more" if len(found_tokens) > 6 else "")
+    if certain:
+        what = f"{shown}, which ptxas rejects there"
+    elif instructions:
+        what = (
+            f"{shown}, which ptxas rejects there if emitted: the first is in a header outside any arch guard, "
+            "compiled only when a kernel calls it"
+        )
+    elif found.found:
+        what = (
+            f"{shown}: CuTe/CUTLASS names for instructions {arch.name} lacks, which fail to build or trap "
+            "at run time (CUTE_INVALID_CONTROL_PATH) when called"
+        )
+    else:
+        what = f"{shown} under `{first.guard}`, which codemod cannot decide for {first.target.name}"
+    modules = " and ".join(found.modules[:2]) + (f" (and {len(found.modules) - 2} more)" if len(found.modules) > 2 else "")
+    message = (
+        f"`{_one_line(text)}` admits {arch.name}, so {modules} is built for it (compiled as {first.target.name}); "
+        f"its sources use {what} (first at {first.where}). {hazards.describe([first.hit], arch)[0]}"
+    )
+    if found.unread:
+        message += f". Not followed: {'; '.join(found.unread[:2])}"
+    return {
+        "kind": "unsupported-instruction",
+        "file": file,
+        "line": line,
+        "module": first.module,
+        # Only an instruction the target surely emits is definite; wrapper names may compile to a trap.
+        "potential": not certain,
+        "tokens": found_tokens,
+        "message": message,
+    }
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -2391,58 +2638,113 @@ def _tool_version() -> str | None:
         return None
 
 
-def to_sarif(result: ScanResult) -> dict:
-    """The scan as a SARIF 2.1.0 log: one run, rules gate-excludes-arch, empty-kernel, unsupported-instruction."""
+# What a reader of each rule does about a result (SARIF `help`, required by GitHub code scanning).
+RULE_HELP = {
+    "gate-excludes-arch": (
+        "GateExcludesArch",
+        "If the feature should run on this GPU, widen the gate with a recipe (`codemod run RECIPE --dry-run` "
+        "shows the edit); if the guarded code uses instructions the arch lacks (widenable: false), leave it.",
+    ),
+    "empty-kernel": (
+        "EmptyKernel",
+        "Widen the guard together with the JIT gate (`codemod run RECIPE` applies both), or narrow the JIT "
+        "gate back; `codemod verify` fails a tree in this state.",
+    ),
+    "unsupported-instruction": (
+        "UnsupportedInstruction",
+        "Narrow the guard (or the Python gate that selects the module) so the arch does not compile these "
+        "instructions, or keep the module's JIT gate from building it for this arch.",
+    ),
+}
+INFORMATION_URI = "https://pypi.org/project/codemod/"
+
+
+def _fingerprint(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
+    """The scan as a SARIF 2.1.0 log GitHub code scanning accepts: rules gate-excludes-arch, empty-kernel, unsupported-instruction.
+
+    `provenance` (from repo.provenance: the repository's top folder, and its
+    remote, commit and branch when known) makes every URI relative to the
+    repository root, even when the scanned tree is a subfolder. Each result
+    carries a partial fingerprint that survives line shifts: the rule, the
+    file, the enclosing symbol and the normalized gate text (and which of the
+    identical ones it is).
+    """
     rule_ids = list(RULES)
     driver: dict = {
         "name": "codemod",
+        "informationUri": INFORMATION_URI,
         "rules": [
             {
                 "id": rule,
+                "name": RULE_HELP[rule][0],
                 "shortDescription": {"text": short},
                 "fullDescription": {"text": full},
+                "help": {"text": f"{full} {RULE_HELP[rule][1]}", "markdown": f"**{short}.** {full}\n\n**What to do:** {RULE_HELP[rule][1]}"},
                 "defaultConfiguration": {"level": level},
             }
             for rule, (level, short, full) in RULES.items()
         ],
     }
-    version = _tool_version()
-    if version:
-        driver["version"] = version
+    driver["version"] = _tool_version() or "0+unknown"
+    root = Path(result.root).resolve()
+    top = Path(provenance["root"]) if provenance else root
+    prefix = root.relative_to(top).as_posix() if root != top and top in root.parents else ""
+    prefix = prefix + "/" if prefix else ""
+    seen: dict[str, int] = {}
+
+    def fingerprint(rule: str, where: dict, text: str) -> dict:
+        key = _fingerprint(rule, prefix + where["file"], where.get("symbol") or "", " ".join(text.split()))
+        seen[key] = seen.get(key, 0) + 1
+        return {"codemodGate/v1": f"{key}:{seen[key]}"}
     results = []
     for gate in result.gates:
         if not gate["excludes_arch"]:
             continue
         admitted = ", ".join(gate["admits"]) or "none"
         text = f"{gate['kind']} `{_one_line(gate['text'])}` excludes {result.arch.name} (admits {admitted})"
-        properties = {"kind": gate["kind"]}
+        properties = {"kind": gate["kind"], "classification": gate.get("classification"), "reason": gate.get("reason", "")}
+        if gate.get("owner"):
+            properties["owner"] = gate["owner"]
+        text += f"; {gate.get('classification')}: {gate.get('reason', '')}" if gate.get("reason") else ""
         if "widenable" in gate:
             properties["widenable"] = gate["widenable"]
             properties["blockers"] = gate["blockers"]
             text += "; widenable" if gate["widenable"] else f"; not widenable: {'; '.join(gate['blockers'])}"
-        results.append(_sarif_result("gate-excludes-arch", rule_ids, "note", text, gate, properties))
+        results.append(_sarif_result("gate-excludes-arch", rule_ids, "note", text, gate, properties, prefix,
+                                     fingerprint("gate-excludes-arch", gate, gate["text"])))
     for hazard in result.hazards:
         level = "warning" if hazard["potential"] else "error"
         properties = {"potential": hazard["potential"], "module": hazard.get("module")}
         if "tokens" in hazard:
             properties["tokens"] = hazard["tokens"]
-        results.append(_sarif_result(hazard["kind"], rule_ids, level, hazard["message"], hazard, properties))
+        stable = re.sub(r"\b(?:line )?\d+\b", "#", hazard["message"])  # line numbers move; the finding does not
+        results.append(_sarif_result(hazard["kind"], rule_ids, level, hazard["message"], hazard, properties, prefix,
+                                     fingerprint(hazard["kind"], hazard, stable)))
+    run: dict = {
+        "tool": {"driver": driver},
+        "originalUriBaseIds": {"SRCROOT": {"uri": top.as_uri() + "/"}},
+        "results": results,
+        "invocations": [_sarif_invocation(result.skipped, prefix)],
+        "properties": {"arch": result.arch.name},
+    }
+    if provenance and provenance.get("revision"):
+        vcs = {"repositoryUri": provenance.get("remote") or top.as_uri(), "revisionId": provenance["revision"],
+               "mappedTo": {"uriBaseId": "SRCROOT"}}
+        if provenance.get("branch"):
+            vcs["branch"] = provenance["branch"]
+        run["versionControlProvenance"] = [vcs]
     return {
         "$schema": "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json",
         "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {"driver": driver},
-                "originalUriBaseIds": {"SRCROOT": {"uri": Path(result.root).resolve().as_uri() + "/"}},
-                "results": results,
-                "invocations": [_sarif_invocation(result.skipped)],
-                "properties": {"arch": result.arch.name},
-            }
-        ],
+        "runs": [run],
     }
 
 
-def _sarif_invocation(skipped: list[dict]) -> dict:
+def _sarif_invocation(skipped: list[dict], prefix: str = "") -> dict:
     """The run's invocation: each file or folder skipped is a notification (with its reason), so it is not missed."""
     invocation: dict = {"executionSuccessful": True}
     if skipped:
@@ -2453,7 +2755,7 @@ def _sarif_invocation(skipped: list[dict]) -> dict:
                 "locations": [
                     {
                         "physicalLocation": {
-                            "artifactLocation": {"uri": urllib.parse.quote(item["file"]), "uriBaseId": "SRCROOT"}
+                            "artifactLocation": {"uri": urllib.parse.quote(prefix + item["file"]), "uriBaseId": "SRCROOT"}
                         }
                     }
                 ],
@@ -2463,16 +2765,18 @@ def _sarif_invocation(skipped: list[dict]) -> dict:
     return invocation
 
 
-def _sarif_result(rule: str, rule_ids: list[str], level: str, text: str, where: dict, properties: dict) -> dict:
+def _sarif_result(rule: str, rule_ids: list[str], level: str, text: str, where: dict, properties: dict,
+                  prefix: str = "", fingerprints: dict | None = None) -> dict:
     return {
         "ruleId": rule,
         "ruleIndex": rule_ids.index(rule),
         "level": level,
         "message": {"text": text},
+        "partialFingerprints": fingerprints or {},
         "locations": [
             {
                 "physicalLocation": {
-                    "artifactLocation": {"uri": urllib.parse.quote(where["file"]), "uriBaseId": "SRCROOT"},
+                    "artifactLocation": {"uri": urllib.parse.quote(prefix + where["file"]), "uriBaseId": "SRCROOT"},
                     "region": {"startLine": where["line"]},
                 }
             }
@@ -2497,18 +2801,61 @@ def summary(result: ScanResult, top: int = 3) -> list[dict]:
     return out
 
 
-def to_text(result: ScanResult) -> str:
-    """A human summary (counts per gate kind, top files), then every hazard, then every gate."""
+# Group headings: what the user does with each group.
+GROUP_TITLES = {
+    classify.BLOCKER: ("blockers", "{arch} gets nothing here and codemod has no edit for these: change them by hand"),
+    classify.WIDENABLE: ("widenable", "{arch} gets nothing here; `codemod run RECIPE --dry-run` shows the widening"),
+    classify.NEEDS_HUMAN: (
+        "needs a human",
+        "{arch} takes a fallback here, or the code uses instructions it lacks: decide, or port",
+    ),
+    classify.UNKNOWN: ("unknown", "codemod cannot tell what {arch} gets here: read the code"),
+}
+_COLORS = {classify.BLOCKER: "31", classify.WIDENABLE: "33", classify.NEEDS_HUMAN: "35", classify.UNKNOWN: "36",
+           "hazards": "1;31", "specific": "1"}
+
+
+def sibling(arch: Arch, universe: tuple[Arch, ...]) -> Arch | None:
+    """The arch whose gates an arch-specific finding admits: sm_120 for sm_121 (the family's first member)."""
+    if arch.minor == 0:
+        return None
+    first = Arch(arch.major, 0)
+    return first if first in universe or first.plain in {a.plain for a in universe} else None
+
+
+def groups(result: ScanResult) -> dict[str, list[dict]]:
+    """The gates that exclude the arch, by classification, in file order (the four groups of the audit)."""
+    out: dict[str, list[dict]] = {name: [] for name in classify.GROUPS}
+    for gate in result.gates:
+        if gate.get("classification") in out:
+            out[gate["classification"]].append(gate)
+    return out
+
+
+def to_text(result: ScanResult, *, verbose: bool = False, quiet: bool = False, color: bool = False) -> str:
+    """The audit: a summary (groups, kinds), the hazards, then the gates that exclude the arch by what to do.
+
+    Gates specific to the arch (admitting its family's first member, e.g.
+    sm_120 but not sm_121) come first, in their own section. `verbose` also
+    lists the gates that exclude the arch harmlessly (covered) and those that
+    admit it; `quiet` prints the summary and the hazards only; `color` puts
+    ANSI colours on the headings.
+    """
+
+    def paint(text: str, key: str) -> str:
+        return f"\033[{_COLORS[key]}m{text}\033[0m" if color else text
+
     arch = result.arch.name
     excluding = [g for g in result.gates if g["excludes_arch"]]
-    guarded = [g for g in excluding if "widenable" in g]
-    blocked = [g for g in guarded if not g["widenable"]]
     files = len({g["file"] for g in result.gates})
     definite = [h for h in result.hazards if not h["potential"]]
-    lines = [
-        f"{len(result.gates)} gates in {files} files; {len(excluding)} exclude {arch}"
-        + (f" ({len(guarded) - len(blocked)} cuda guards widenable, {len(blocked)} blocked)" if guarded else ""),
-    ]
+    grouped = groups(result)
+    covered = [g for g in result.gates if g.get("classification") == classify.COVERED]
+    lines = [f"{len(result.gates)} gates in {files} files; {len(excluding)} exclude {arch}"]
+    for name, members in grouped.items():
+        title = GROUP_TITLES[name][0]
+        lines.append(f"  {paint(f'{len(members):>5} {title}', name)}")
+    lines.append(f"  {len(covered):>5} covered ({arch} takes other code there{'' if verbose else '; --verbose lists them'})")
     kinds = summary(result)
     if kinds:
         width = max(len(entry["kind"]) for entry in kinds)
@@ -2526,25 +2873,38 @@ def to_text(result: ScanResult) -> str:
     if result.skipped:
         lines.append(f"{len(result.skipped)} skipped")
     if result.hazards:
-        lines += ["", "hazards:"]
+        lines += ["", paint("hazards:", "hazards")]
         for hazard in result.hazards:
             tag = "potential " if hazard["potential"] else ""
             lines.append(f"  {hazard['file']}:{hazard['line']}: {tag}{hazard['kind']}: {hazard['message']}")
-    if excluding:
-        lines += ["", f"gates that exclude {arch}:"]
-        for gate in excluding:
-            state = ""
-            if "widenable" in gate:
-                state = (
-                    "  [widenable]"
-                    if gate["widenable"]
-                    else f"  [blocked: {', '.join(b.split(' (')[0] for b in gate['blockers'])}]"
-                )
-            lines.append(
-                f"  {gate['file']}:{gate['line']}: {gate['kind']} {_one_line(gate['text'])}{state}  {_admitted(gate)}"
-            )
+    if quiet:
+        return "\n".join(lines) + "\n"
+    first = sibling(result.arch, result.universe)
+    specific = {id(g) for g in excluding if first is not None and classify.differs(g, first.name)}
+    sections = []
+    if first is not None:
+        sections.append((f"specific to {arch} (they admit {first.name}, not {arch})", lambda g: id(g) in specific))
+        sections.append((None, lambda g: id(g) not in specific))
+    else:
+        sections.append((None, lambda g: True))
+    for heading, wanted in sections:
+        chosen = {name: [g for g in members if wanted(g)] for name, members in grouped.items()}
+        if heading is not None:
+            total = sum(len(m) for m in chosen.values())
+            lines += ["", paint(f"== {heading}: {total}", "specific")]
+        elif first is not None:
+            lines += ["", paint(f"== the rest", "specific")]
+        for name, members in chosen.items():
+            if not members:
+                continue
+            title, what = GROUP_TITLES[name]
+            lines += ["", paint(f"{title} ({len(members)}): {what.format(arch=arch)}", name)]
+            lines += [_entry(gate) for gate in members]
+    if verbose and covered:
+        lines += ["", f"covered ({len(covered)}): they exclude {arch}, which takes other code there"]
+        lines += [_entry(gate) for gate in covered]
     admitting = [g for g in result.gates if not g["excludes_arch"]]
-    if admitting:
+    if verbose and admitting:
         lines += ["", f"gates that admit {arch} (or may):"]
         for gate in admitting:
             lines.append(f"  {gate['file']}:{gate['line']}: {gate['kind']} {_one_line(gate['text'])}  {_admitted(gate)}")
@@ -2552,6 +2912,16 @@ def to_text(result: ScanResult) -> str:
         lines += ["", "skipped:"]
         lines += [f"  {item['file']}: {item['reason']}" for item in result.skipped]
     return "\n".join(lines) + "\n"
+
+
+def _entry(gate: dict) -> str:
+    """One gate of the audit: where (file:line, enclosing function, owning JIT module), what, and why."""
+    where = f"{gate['file']}:{gate['line']}"
+    if gate.get("symbol"):
+        where += f" in {gate['symbol']}"
+    if gate.get("owner"):
+        where += f" [{gate['owner']}]"
+    return f"  {where}: {gate['kind']} {_one_line(gate['text'])}  {_admitted(gate)}\n      {gate.get('reason', '')}"
 
 
 def _admitted(gate: dict) -> str:

@@ -23,6 +23,24 @@ the contents of the changed files, the arch, the flags and the nvcc version;
 a cache entry also records the hashes of the unchanged files it read and is
 not used when one of them changed.
 
+Third-party headers (CUTLASS, spdlog) are missing from a plain clone whose
+submodules are not initialised. Folders given in `extra_includes` are
+searched after the tree's own include roots; when `stand_ins` is set, a
+header nvcc still cannot find gets an empty stand-in, the same one for the
+base and the work tree, provided its name is a path of two or more parts
+whose first part names nothing in the tree's include roots (nor next to the
+including file): `spdlog/spdlog.h` may be stood in, `flashinfer/x.h`,
+`../x.h` or `x.h` may not. A guard that decides whether changed lines
+compile on an arch and reads a macro that neither the compiler (reserved
+names, the arch macros, `-D` flags) nor any header the preprocessor read
+defines could take another branch with the real headers: that arch is
+`unknown`, never ok.
+
+`empty_kernels` is `codemod scan`'s `empty-kernel` analysis over the JIT
+specs of a FlashInfer tree, restricted to some modules: a module whose gate
+admits a target while a guard in its sources compiles code out there. A
+tree in that state (a JIT gate widened without its guards) fails.
+
 This module runs subprocesses and writes temp files; it never runs git and
 never prints.
 """
@@ -46,7 +64,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codemods.arch import Arch
+from codemods.arch import Arch, is_arch_macro
 from codemods.gates import Gate, SourceError, cuda_guard
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".inl")
@@ -71,6 +89,29 @@ class Region:
     body: str = field(default="", repr=False, compare=False)  # the whole body
 
 
+@dataclass(frozen=True)
+class Doubt:
+    """A guard deciding changed lines that reads macros no header read defines (a stand-in may hide them)."""
+
+    file: str
+    line: int
+    guard: str  # the directive and its condition, e.g. `#ifdef CUTLASS_ARCH_MMA_SM90_SUPPORTED`
+    macros: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class EmptyKernel:
+    """`codemod scan`'s empty-kernel hazard on one target: a JIT module built for it whose guard drops code."""
+
+    arch: str
+    module: str
+    spec: str  # where the module's JIT gate admits the arch, `flashinfer/jit/comm.py:61`
+    file: str  # the guard's file, repo-relative
+    line: int
+    guard: str  # the guard's directive and condition
+    message: str  # scan's message
+
+
 @dataclass
 class ArchResult:
     arch: str
@@ -79,8 +120,19 @@ class ArchResult:
     gained: list[Region] = field(default_factory=list)
     lost: list[Region] = field(default_factory=list)
     detail: str = ""
-    expected: int | None = None
+    expected: int | None = None  # regions a target must gain; None: no count is known
     ok: bool = False
+    unknown: list[Doubt] = field(default_factory=list)
+    empty_kernels: list[EmptyKernel] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        """ok, FAIL, or unknown: the comparison may differ with the real third-party headers."""
+        if self.ok:
+            return "ok"
+        if self.status == "failed" or self.empty_kernels or not self.unknown:
+            return "FAIL"
+        return "unknown"
 
 
 @dataclass
@@ -93,6 +145,14 @@ class VerifyReport:
     flags: list[str] = field(default_factory=list)  # nvcc flags besides -E, -x cu, -gencode and -I
     preprocessed: int = 0  # nvcc runs made
     cached: int = 0  # base outputs taken from the cache
+    stand_ins: list[str] = field(default_factory=list)  # headers preprocessed as empty files, e.g. spdlog/spdlog.h
+
+    @property
+    def status(self) -> str:
+        """verified, unknown (nothing failed, some arch depends on stood-in headers) or failed."""
+        if self.ok:
+            return "verified"
+        return "unknown" if all(r.verdict in ("ok", "unknown") for r in self.results) else "failed"
 
 
 def is_cuda_source(path: str) -> bool:
@@ -110,15 +170,21 @@ def verify(
     cache_dir: Path | None = None,
     nvcc: str | None = "nvcc",
     flags: tuple[str, ...] = DEFAULT_FLAGS,
+    extra_includes: tuple[str, ...] = (),
+    stand_ins: bool = False,
+    half_patched: tuple[EmptyKernel, ...] = (),
 ) -> VerifyReport:
     """Compare the preprocessed base and work versions of `changed` on every arch of `archs`.
 
     `root` is the work tree on disk (it holds the work contents); `changed`
     maps repo-relative paths to (base bytes, work bytes), and files without a
     CUDA/C++ suffix are ignored. `include_dirs` are repo-relative include
-    roots, searched in order. `expected` gives, per target arch name, how many
-    regions it must gain. `jobs` is the number of parallel nvcc runs (0: one
-    per CPU). Falls back to the evaluator when `nvcc` is None or not found.
+    roots, searched in order, then the absolute folders `extra_includes`.
+    `stand_ins` lets a missing third-party header be an empty file (see the
+    module docstring). `expected` gives, per target arch name, how many
+    regions it must gain. `half_patched` (from `empty_kernels()`) fail
+    their arch. `jobs` is the number of parallel nvcc runs (0: one per CPU).
+    Falls back to the evaluator when `nvcc` is None or not found.
     """
     started = time.perf_counter()
     files = sorted(path for path in changed if is_cuda_source(path))
@@ -140,10 +206,13 @@ def verify(
             version=version,
             flags=tuple(flags),
             cache_dir=cache_dir,
+            extra_includes=tuple(str(Path(d).absolute()) for d in extra_includes),
+            stand_ins=stand_ins,
         )
         verdicts = preprocessor.run(archs, structures, jobs or os.cpu_count() or 1)
         method, preprocessed, cached = "nvcc", preprocessor.preprocessed, preprocessor.cached
-    results = [_judge(arch, verdicts[arch], arch in targets, expected) for arch in archs]
+    used = preprocessor.stand_ins if method == "nvcc" else []
+    results = [_judge(arch, verdicts[arch], arch in targets, expected, half_patched) for arch in archs]
     return VerifyReport(
         results=results,
         method=method,
@@ -153,6 +222,7 @@ def verify(
         flags=list(flags) if method == "nvcc" else [],
         preprocessed=preprocessed,
         cached=cached,
+        stand_ins=sorted(used),
     )
 
 
@@ -180,6 +250,71 @@ def shadow_tree(source: Path, dest: Path, files: dict[str, bytes]) -> None:
         (dest / rel).write_bytes(data)
 
 
+# ------------------------------------------------------------------ half-patched trees
+
+
+def empty_kernels(
+    root: Path,
+    targets: tuple[Arch, ...],
+    universe: tuple[Arch, ...],
+    modules: tuple[str, ...] = (),
+    changed: tuple[str, ...] = (),
+) -> list[EmptyKernel]:
+    """`codemod scan`'s empty-kernel hazards on `targets`, for some JIT modules of the FlashInfer tree at `root`.
+
+    The modules judged are those named in `modules` and those whose spec
+    file or include closure holds a file of `changed` (paths relative to
+    `root`). This is scan's own analysis (scan._closures, scan._modules,
+    scan._empty_kernels over what scan._analyse reads from the JIT spec
+    files and the closure files), run on the tree as it is on disk, without
+    listing the whole tree; [] where there is no FlashInfer JIT layout.
+    """
+    from codemods import scan as scanner
+
+    root = Path(root)
+    layout = scanner._detect(root)
+    if layout is None or not targets:
+        return []
+    universe = tuple(dict.fromkeys((*universe, *targets)))
+    context = scanner._Context(
+        root=str(root), arch=targets[0], universe=universe, jit=layout.jit, layout=True,
+        include_all=False, hazards=True, cache=None, key="",
+    )  # fmt: skip
+
+    def analyse(rel: str, in_jit: bool):
+        try:
+            data = (root / rel).read_bytes()
+        except OSError:
+            return scanner._FileScan(rel)
+        return scanner._analyse(rel, data, context, in_jit)
+
+    specs = []
+    for file in sorted((root / layout.jit).rglob("*.py")):
+        rel = file.relative_to(root).as_posix()
+        specs += [(rel, spec) for spec in analyse(rel, True).specs]
+    wanted, changed_files = set(modules), set(changed)
+    chosen = [
+        module
+        for module in scanner._modules(specs, scanner._closures(scanner._TreeFiles(root), layout), targets[0])
+        if module.name in wanted or module.file in changed_files or module.files & changed_files
+    ]
+    structures = {}
+    for rel in sorted(set().union(*(module.files for module in chosen))):
+        shape = analyse(rel, False).structure
+        if shape is not None:
+            structures[rel] = shape
+    all_specific = scanner._all_specific(root, layout)
+    found = []
+    for arch in targets:
+        for hazard in scanner._empty_kernels(chosen, structures, arch, universe, all_specific):
+            module = next(m for m in chosen if m.name == hazard["module"] and m.admits(arch))
+            branch = structures[hazard["file"]].at_line(hazard["line"])
+            guard = f"{branch.directive} {branch.condition}" if branch is not None else ""
+            spec = f"{module.file}:{module.spec.gate.line}"
+            found.append(EmptyKernel(arch.name, module.name, spec, hazard["file"], hazard["line"], guard, hazard["message"]))
+    return found
+
+
 # ------------------------------------------------------------------ #if structure
 
 
@@ -196,6 +331,7 @@ class _Branch:
     directive: str
     parent: int  # index of the enclosing branch, -1 at file scope
     previous: int  # index of the branch before it in its chain, -1 for the `#if`
+    condition: str = ""  # the text after the directive, comments dropped ("" for #else)
 
 
 def _branches(text: str) -> list[_Branch] | None:
@@ -230,10 +366,13 @@ def _branches(text: str) -> list[_Branch] | None:
             continue
         directive = match.group(1)
         line = first + 1
+        condition = " ".join(_COMMENT_RE.sub(" ", code[match.end() :]).split())
         if directive.startswith("if"):
             parent = chains[-1][-1] if chains else -1
             chains.append([len(opened)])
-            opened.append(dict(line=line, body=number + 1, directive=directive, parent=parent, previous=-1))
+            opened.append(
+                dict(line=line, body=number + 1, directive=directive, parent=parent, previous=-1, condition=condition)
+            )
             continue
         if not chains:
             return None
@@ -243,11 +382,16 @@ def _branches(text: str) -> list[_Branch] | None:
             chains.pop()
             continue
         parent = opened[chain[0]]["parent"]
-        opened.append(dict(line=line, body=number + 1, directive=directive, parent=parent, previous=chain[-1]))
+        opened.append(
+            dict(line=line, body=number + 1, directive=directive, parent=parent, previous=chain[-1], condition=condition)
+        )
         chain.append(len(opened) - 1)
     if chains:
         return None
     return [_Branch(**branch) for branch in opened]
+
+
+_COMMENT_RE = re.compile(r"/\*.*?(?:\*/|$)|//.*$")
 
 
 def _opens_comment(code: str) -> bool:
@@ -317,6 +461,20 @@ class _FileSide:
         inside = [i for i in among if self.branches[i].body <= line < self.branches[i].end]
         return max(inside, key=lambda i: self.branches[i].body, default=None)
 
+    def deciding(self, lines: set[int]) -> list[int]:
+        """The branches whose conditions decide whether any of `lines` is compiled.
+
+        Those holding a line (from their directive to the next directive of
+        their chain) and, for each, the branches before it in its chain.
+        """
+        found: set[int] = set()
+        for index, branch in enumerate(self.branches or []):
+            if any(branch.line <= line < branch.end for line in lines):
+                while index != -1 and index not in found:
+                    found.add(index)
+                    index = self.branches[index].previous
+        return sorted(found)
+
 
 @dataclass
 class _FilePair:
@@ -324,6 +482,7 @@ class _FilePair:
     base: _FileSide
     work: _FileSide
     _flips: dict = field(default_factory=dict)
+    _lines: tuple[set[int], set[int]] | None = None
 
     @classmethod
     def read(cls, path: str, base: bytes, work: bytes, universe: tuple[Arch, ...]) -> "_FilePair":
@@ -339,6 +498,18 @@ class _FilePair:
         if _skeleton(self.base) != _skeleton(self.work):
             return f"{self.path}: changes outside arch guards; the evaluator judges guard conditions only"
         return ""
+
+    def changed_lines(self) -> tuple[set[int], set[int]]:
+        """1-based lines only the base has, and lines only the work version has."""
+        if self._lines is None:
+            matcher = difflib.SequenceMatcher(None, self.base.lines, self.work.lines, autojunk=False)
+            base, work = set(), set()
+            for op, i1, i2, j1, j2 in matcher.get_opcodes():
+                if op != "equal":
+                    base.update(range(i1 + 1, i2 + 1))
+                    work.update(range(j1 + 1, j2 + 1))
+            self._lines = (base, work)
+        return self._lines
 
     def flips(self, arch: Arch) -> tuple[set[int], set[int], str]:
         """Branch indices gained and lost on `arch`, and why they cannot be told ("" when they can)."""
@@ -377,6 +548,7 @@ class _Verdict:
     gained: list[Region] = field(default_factory=list)
     lost: list[Region] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    doubts: list[Doubt] = field(default_factory=list)
 
 
 def _evaluate(structures: dict[str, _FilePair], arch: Arch) -> _Verdict:
@@ -391,7 +563,27 @@ def _evaluate(structures: dict[str, _FilePair], arch: Arch) -> _Verdict:
     return verdict
 
 
-def _judge(arch: Arch, verdict: _Verdict, target: bool, expected: dict[str, int] | None) -> ArchResult:
+def _judge(
+    arch: Arch, verdict: _Verdict, target: bool, expected: dict[str, int] | None, half_patched=()
+) -> ArchResult:
+    result = _compared(arch, verdict, target, expected)
+    result.empty_kernels = [kernel for kernel in half_patched if kernel.arch == arch.name]
+    if result.empty_kernels:
+        modules = ", ".join(dict.fromkeys(f"{k.module} ({k.spec})" for k in result.empty_kernels))
+        half = (
+            f"half-patched: {modules} built for {arch.name} while {len(result.empty_kernels)} guard(s) of its "
+            "sources compile code out there (empty kernels)"
+        )
+        result.detail = f"{result.detail}; {half}" if not result.ok else half
+        result.ok = False
+    result.unknown = list(verdict.doubts)
+    if result.unknown:
+        result.ok = False
+    return result
+
+
+def _compared(arch: Arch, verdict: _Verdict, target: bool, expected: dict[str, int] | None) -> ArchResult:
+    """The arch's result from the preprocessor comparison alone."""
     want = (expected or {}).get(arch.name) if target else None
     result = ArchResult(arch.name, "identical", target, verdict.gained, verdict.lost, expected=want)
     if verdict.errors:
@@ -420,6 +612,90 @@ def _judge(arch: Arch, verdict: _Verdict, target: bool, expected: dict[str, int]
 def _where(regions: list[Region]) -> str:
     return ", ".join(f"{region.file}:{region.line}" for region in regions)
 
+
+# ------------------------------------------------------------------ guards a stand-in may decide
+
+
+_DEFINE_RE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.M)
+_IDENT_RE = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
+_HAS_INCLUDE_RE = re.compile(r"__has_include(?:_next)?\s*\(\s*(?:<[^>]*>|\"[^\"]*\")\s*\)")
+
+
+def _reserved(name: str) -> bool:
+    """A name reserved to the compiler and its library (`__CUDACC__`, `_MSC_VER`): no third-party header defines it."""
+    return name.startswith("__") or (name[:1] == "_" and name[1:2].isupper())
+
+
+def _expression(branch: _Branch) -> str:
+    if branch.directive in ("ifdef", "elifdef"):
+        return f"defined({branch.condition})"
+    if branch.directive in ("ifndef", "elifndef"):
+        return f"!defined({branch.condition})"
+    return branch.condition
+
+
+class _Doubts:
+    """The guards deciding a file's changed lines on an arch that read macros a stood-in header may define.
+
+    A macro is explained when it is reserved, an arch macro, given with -D,
+    or #defined in a file the preprocessor read other than a stand-in; a
+    guard whose value on the arch the arch macros settle is no doubt either.
+    When only guard conditions changed and none flips on the arch, no macro
+    can make the two sides differ there.
+    """
+
+    def __init__(self, preprocessor: "_Preprocessor", structures: dict[str, _FilePair]) -> None:
+        self.preprocessor = preprocessor
+        self.structures = structures
+        self.given = {flag[2:].split("=")[0] for flag in preprocessor.flags if flag.startswith("-D")}
+        self._defined: set[str] | None = None
+
+    def of(self, path: str, arch: Arch) -> list[Doubt]:
+        pair = self.structures[path]
+        gained, lost, problem = pair.flips(arch)
+        if not (problem or gained or lost):
+            return []
+        found: dict[tuple[int, str], Doubt] = {}
+        base_lines, work_lines = pair.changed_lines()
+        for side, lines in ((pair.work, work_lines), (pair.base, base_lines)):
+            for index in side.deciding(lines) if side.branches is not None else []:
+                branch = side.branches[index]
+                names = self._unexplained(branch.condition) if branch.directive != "else" else ()
+                if not names or cuda_guard.evaluate(_expression(branch), arch.macros()) is not None:
+                    continue
+                guard = f"#{branch.directive} {branch.condition}"
+                if not any(doubt.guard == guard for doubt in found.values()):
+                    found[(branch.line, guard)] = Doubt(path, branch.line, guard, names)
+        return [found[key] for key in sorted(found)]
+
+    def _unexplained(self, condition: str) -> tuple[str, ...]:
+        names = {
+            name
+            for name in _IDENT_RE.findall(_HAS_INCLUDE_RE.sub("1", condition))
+            if name != "defined" and not _reserved(name) and not is_arch_macro(name) and name not in self.given
+        }
+        return tuple(sorted(names - self.defined())) if names else ()
+
+    def defined(self) -> set[str]:
+        """Every macro #defined in the files the preprocessor read, stand-ins aside, and in the changed files."""
+        if self._defined is None:
+            pre, names = self.preprocessor, set()
+            contents = [data for pair in pre.sources.values() for data in pair]
+            for path in sorted(pre.read):
+                if path.startswith(ROOT_TOKEN + "/"):
+                    file = pre.root / _relative(path)
+                elif os.path.isabs(path):
+                    file = Path(path)
+                else:
+                    continue  # <tmp>: the stand-ins and units; <built-in>, <command-line>
+                try:
+                    contents.append(file.read_bytes())
+                except OSError:
+                    continue
+            for data in contents:
+                names.update(match.decode("ascii") for match in _DEFINE_RE.findall(data))
+            self._defined = names
+        return self._defined
 
 # ------------------------------------------------------------------ nvcc
 
@@ -560,6 +836,15 @@ def _gencode(arch: Arch) -> str:
     return f"arch=compute_{arch.code}{arch.variant},code=sm_{arch.code}{arch.variant}"
 
 
+_MISSING_RE = re.compile(
+    r"^(?P<includer>[^\n]*?):\d+(?::\d+)?: fatal error: (?P<header>[^\n:]+): No such file or directory", re.M
+)
+_FILE_MARKER_RE = re.compile(r'^#(?:line)? \d+ "((?:[^"\\]|\\.)*)"', re.M)
+_ENTER_MARKER_RE = re.compile(r'\n# 1 "((?:[^"\\]|\\.)*)" 1')  # gcc's marker for entering an included file
+_MAX_STAND_INS = 200
+_SAME_STAND_INS_ROUNDS = 4
+
+
 class _Failed(Exception):
     """nvcc could not preprocess one side; the message is its first error line."""
 
@@ -567,7 +852,7 @@ class _Failed(Exception):
 class _Preprocessor:
     """Runs nvcc -E for every (changed file, arch, side) and turns the outputs into verdicts."""
 
-    def __init__(self, root, sources, include_dirs, nvcc, version, flags, cache_dir):
+    def __init__(self, root, sources, include_dirs, nvcc, version, flags, cache_dir, extra_includes=(), stand_ins=False):
         self.root = root
         self.sources = sources
         self.include_dirs = include_dirs
@@ -575,6 +860,10 @@ class _Preprocessor:
         self.version = version
         self.flags = flags
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self.extra_includes = tuple(extra_includes)
+        self.allow_stand_ins = stand_ins
+        self.stand_ins: list[str] = []  # in the order they were made; only ever appended to
+        self.read: set[str] = set()  # tokenized paths of the headers the preprocessor read (when stand-ins may be made)
         self.preprocessed = 0
         self.cached = 0
         self._hashes: dict[str, str | None] = {}
@@ -586,6 +875,7 @@ class _Preprocessor:
                     "base": {path: hashlib.sha256(base).hexdigest() for path, (base, _) in sorted(sources.items())},
                     "flags": list(flags),
                     "include_dirs": include_dirs,
+                    "extra_includes": list(self.extra_includes),
                     "nvcc": version,
                 }
             ).encode()
@@ -600,10 +890,15 @@ class _Preprocessor:
             pairs |= {(str(Path(prefix).resolve()), token) for prefix, token in pairs}
             self.tokens = sorted(pairs, key=lambda pair: -len(pair[0]))
             self.units = {path: self._unit(temp, index, path) for index, path in enumerate(self.sources)}
+            self.stand_in_dir = temp / "stand-ins"
             # One task per (file, arch) runs both sides, so only two outputs per worker are alive at once.
             tasks = [(path, arch) for arch in archs for path in self.sources]
+            compared = []
+            if self.allow_stand_ins and tasks:
+                # The first task finds the missing headers alone, so the workers do not all find them at once.
+                compared.append(self._compare(*tasks[0], structures))
             with ThreadPoolExecutor(max_workers=jobs) as pool:
-                compared = list(pool.map(lambda task: self._compare(*task, structures), tasks))
+                compared += pool.map(lambda task: self._compare(*task, structures), tasks[len(compared) :])
         verdicts = {arch: _Verdict() for arch in archs}
         seen: dict[Arch, set[tuple]] = {arch: set() for arch in archs}
         for (_, arch), (gained, lost, errors) in zip(tasks, compared):
@@ -615,15 +910,26 @@ class _Preprocessor:
                     if key not in seen[arch]:
                         seen[arch].add(key)
                         regions.append(region)
+        if self.stand_ins:
+            doubts = _Doubts(self, structures)
+            for arch, verdict in verdicts.items():
+                verdict.doubts = [doubt for path in structures for doubt in doubts.of(path, arch)]
         return verdicts
 
     def _compare(self, path: str, arch: Arch, structures) -> tuple[list[Region], list[Region], list[str]]:
-        texts, errors = {}, {}
-        for side in ("base", "work"):
-            try:
-                texts[side] = self._preprocess(path, arch, side)
-            except _Failed as exc:
-                errors[side] = str(exc)
+        texts, errors, made_with = {}, {}, {}
+        sides = ["base", "work"]
+        for _ in range(_SAME_STAND_INS_ROUNDS):
+            for side in sides:
+                try:
+                    texts[side], made_with[side] = self._preprocess(path, arch, side)
+                    errors.pop(side, None)
+                except _Failed as exc:
+                    errors[side] = str(exc)
+            # Both sides must see the same stand-ins: redo the one made before the other's were added.
+            if errors or made_with["base"] == made_with["work"]:
+                break
+            sides = [min(made_with, key=made_with.get)]
         if len(set(errors.values())) == 1 and len(errors) == 2:
             return [], [], [f"{path}: {errors['base']}"]
         if errors:
@@ -653,32 +959,91 @@ class _Preprocessor:
     def _command(self, unit: Path, arch: Arch, side: str) -> list[str]:
         roots = [self.overlay, self.root] if side == "base" else [self.root]
         includes = [f"-I{(base / d) if d else base}" for base in roots for d in self.include_dirs]
+        includes += [f"-I{folder}" for folder in self.extra_includes]
+        if self.allow_stand_ins:
+            includes.append(f"-I{self.stand_in_dir}")
         return [self.nvcc, "-E", "-x", "cu", *self.flags, "-gencode", _gencode(arch), *includes, str(unit)]
 
-    def _preprocess(self, path: str, arch: Arch, side: str) -> str:
-        """nvcc's output for one side with absolute prefixes replaced; raises _Failed."""
-        key = hashlib.sha256(f"{self._base_key}\0{path}\0{arch.name}".encode()).hexdigest()
-        if side == "base":
-            text = self._load(key)
-            if text is not None:
-                with self._lock:
-                    self.cached += 1
-                return text
-        command = self._command(self.units[path][side], arch, side)
-        with self._lock:
-            self.preprocessed += 1
-        try:
-            proc = subprocess.run(command, capture_output=True, timeout=_TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
-            raise _Failed(f"nvcc -E took longer than {_TIMEOUT_SECONDS} s") from None
-        except OSError as exc:
-            raise _Failed(f"cannot run nvcc: {exc}") from None
-        if proc.returncode != 0:
-            raise _Failed(_first_error(self._tokenize(proc.stderr.decode("utf-8", "replace")), proc.returncode))
+    def _preprocess(self, path: str, arch: Arch, side: str) -> tuple[str, int]:
+        """nvcc's output for one side with absolute prefixes replaced, and how many stand-ins it was made with.
+
+        A missing header that may be stood in gets its empty stand-in and the
+        run is made again; raises _Failed on any other error.
+        """
+        while True:
+            with self._lock:
+                made_with = len(self.stand_ins)
+                known = sorted(self.stand_ins)
+            key = hashlib.sha256(f"{self._base_key}\0{path}\0{arch.name}\0{known}".encode()).hexdigest()
+            if side == "base":
+                text = self._load(key)
+                if text is not None:
+                    with self._lock:
+                        self.cached += 1
+                    self._note_read(text)
+                    return text, made_with
+            command = self._command(self.units[path][side], arch, side)
+            with self._lock:
+                self.preprocessed += 1
+            try:
+                proc = subprocess.run(command, capture_output=True, timeout=_TIMEOUT_SECONDS)
+            except subprocess.TimeoutExpired:
+                raise _Failed(f"nvcc -E took longer than {_TIMEOUT_SECONDS} s") from None
+            except OSError as exc:
+                raise _Failed(f"cannot run nvcc: {exc}") from None
+            if proc.returncode == 0:
+                break
+            stderr = self._tokenize(proc.stderr.decode("utf-8", "replace"))
+            if not self._stand_in(stderr):
+                raise _Failed(_first_error(stderr, proc.returncode))
         text = self._tokenize(proc.stdout.decode("utf-8", "replace"))
         if side == "base":
             self._store(key, text)
-        return text
+        self._note_read(text)
+        return text, made_with
+
+    # ------------------------------------------------------------ stand-ins
+
+    def _stand_in(self, stderr: str) -> bool:
+        """Make the empty stand-in for the header nvcc could not find; False when it may not be stood in."""
+        missing = _MISSING_RE.search(stderr)
+        if not self.allow_stand_ins or missing is None:
+            return False
+        header, includer = missing.group("header"), missing.group("includer")
+        if not self._may_stand_in(header, includer):
+            return False
+        with self._lock:
+            if header not in self.stand_ins:
+                if len(self.stand_ins) >= _MAX_STAND_INS:
+                    return False
+                stand_in = self.stand_in_dir / header
+                stand_in.parent.mkdir(parents=True, exist_ok=True)
+                stand_in.write_bytes(b"")
+                self.stand_ins.append(header)
+        return True  # made now, or by another run after this one started: run again
+
+    def _may_stand_in(self, header: str, includer: str) -> bool:
+        """Whether `header` may be a missing third-party header: `lib/x.h` where `lib` names nothing found.
+
+        Nothing of the tree's include roots, of the folders given, or next to
+        the including file: a header missing from those is a real failure.
+        """
+        parts = header.split("/")
+        if len(parts) < 2 or header.startswith("/") or any(part in ("", ".", "..") for part in parts):
+            return False
+        folders = [self.root / d if d else self.root for d in self.include_dirs]
+        folders += [Path(folder) for folder in self.extra_includes]
+        if includer.startswith(ROOT_TOKEN + "/"):
+            folders.append(self.root / posixpath.dirname(_relative(includer)))
+        return not any((folder / parts[0]).exists() for folder in folders)
+
+    def _note_read(self, text: str) -> None:
+        """Remember the headers an output was read from (for the macros they define)."""
+        if not self.allow_stand_ins:
+            return
+        found = set(_ENTER_MARKER_RE.findall(text))
+        with self._lock:
+            self.read |= found
 
     def _tokenize(self, text: str) -> str:
         for prefix, token in self.tokens:
@@ -748,7 +1113,7 @@ class _Preprocessor:
         if self.cache_dir is None:
             return
         files: set[str] = set()
-        for match in re.finditer(r'^#(?:line)? \d+ "((?:[^"\\]|\\.)*)"', text, re.M):
+        for match in _FILE_MARKER_RE.finditer(text):
             if match.group(1).startswith(ROOT_TOKEN + "/"):
                 files.add(_relative(match.group(1)))
         depends = {rel: self._hash(rel) for rel in sorted(files - set(self.sources))}

@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 from codemods import errors, files, journal, recipes
 from codemods.files import require_folder, resolved
 from codemods.arch import DEFAULT_ARCHS, Arch
+from codemods.gates import SourceError
 from codemods.recipes import Plan, PlannedChange, Recipe
 from codemods.repo import (
-    TRAILER_BASE, TRAILER_CHANGE, TRAILER_FORCED, TRAILER_RECIPE, Applied, Repo, ShadowRepo, branch_name, open_repo, refuse_unusable,
+    TRAILER_BASE, TRAILER_CHANGE, TRAILER_FORCED, TRAILER_RECIPE, Applied, Repo, ShadowRepo, bad_branch_name, branch_name, open_repo,
+    refuse_unusable,
 )
 
 
@@ -40,7 +43,7 @@ class RunResult:
 
 def prepare(recipe: Recipe, repo_path: Path, universe: tuple[Arch, ...] = DEFAULT_ARCHS,
             only: list[str] | None = None, skip: list[str] | None = None, project: str | None = None,
-            force: bool = False):
+            force: bool = False, offer_off: bool = False):
     """Recognise the project at repo_path and plan the recipe. Writes nothing, creates nothing.
 
     Returns (repo or None, plan, prefix): the repo is None when the folder is
@@ -51,7 +54,7 @@ def prepare(recipe: Recipe, repo_path: Path, universe: tuple[Arch, ...] = DEFAUL
     names = [project] if project else sorted({c.project for c in recipe.changes})
     target = recipes.detect(repo_path.resolve(), names)
     repo = None if ShadowRepo.wanted(repo_path) and not ShadowRepo.location(repo_path).joinpath("git").is_dir() else open_repo(repo_path)
-    plan = recipes.plan(recipe, target, universe, only, skip, read=files.reader(target.root), force=force)
+    plan = recipes.plan(recipe, target, universe, only, skip, read=files.reader(target.root), force=force, offer_off=offer_off)
     prefix = ""
     if repo is not None:
         rel = repo.rel(target.root)
@@ -75,8 +78,12 @@ def commit_message(plan: Plan, change: PlannedChange, prefix: str, base: str, ha
     body = [f"codemod({plan.recipe.id}): {change.change.title}", ""]
     if change.change.why:
         body += [change.change.why, ""]
-    body.append(f"Gates widened to admit {targets}:")
+    if change.rewrites:
+        body.append("Replaced (host code, the same on every arch):")
+        body += [f"  {prefix}{change.file}:{line}  {before}  ->  {after}" for line, before, after in change.rewrites]
     changed = [gc for gc in change.gates if gc.outcome == "changed"]
+    if changed or not change.rewrites:
+        body.append(f"Gates widened to admit {targets}:")
     for gc in changed[:_LISTED_GATES]:
         body.append(f"  {prefix}{change.file}:{gc.gate.line}  {' '.join(gc.gate.text.split())}  ->  {' '.join(gc.after_text.split())}")
     if len(changed) > _LISTED_GATES:
@@ -85,6 +92,10 @@ def commit_message(plan: Plan, change: PlannedChange, prefix: str, base: str, ha
     if blockers:
         body += ["", "Widened with --force despite these blockers:"]
         body += [f"  {prefix}{change.file}:{gc.gate.line}: {blocker}" for gc, blocker in blockers]
+    unchecked = [(gc, w) for gc in changed for w in gc.warnings]
+    if unchecked:
+        body += ["", "Not fully checked (codemod could not follow these paths):"]
+        body += [f"  {prefix}{change.file}:{gc.gate.line}: {warning}" for gc, warning in unchecked]
     if plan.recipe.notes:
         body += ["", "Upstream notes:"] + [f"- {n}" for n in plan.recipe.notes]
     body += [
@@ -131,6 +142,7 @@ def run_many(
     each repository's lock from before planning to the end, and first puts
     back any run that was interrupted there.
     """
+    check_names(recipe, branch)
     if dry_run:
         return _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, force, notify)
     with ExitStack() as stack:
@@ -146,7 +158,8 @@ def run_many(
 
 
 def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, force=False, notify=lambda m: None) -> list[RunResult]:
-    prepared = [(path, *prepare(recipe, path, universe, only, skip, project, force)) for path, project in map(_spot, spots)]
+    offer_off = choose is not None and not only  # --interactive also asks about changes that are off by default
+    prepared = [(path, *prepare(recipe, path, universe, only, skip, project, force, offer_off)) for path, project in map(_spot, spots)]
     failed = [plan for _, _, plan, _ in prepared if plan.failed]
     if failed:
         raise failed_error(failed)
@@ -195,6 +208,24 @@ def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, fo
     return results
 
 
+def check_names(recipe: Recipe, branch: str | None = None) -> None:
+    """Refuse, before anything is read or written, a branch name git would not accept.
+
+    The recipe id names the branch (codemod/<id>): a bad one is the recipe's
+    fault (exit 8); a bad --branch is bad usage (exit 2).
+    """
+    problem = bad_branch_name(branch_name(recipe.id))
+    if problem:
+        raise errors.RecipeInvalid(
+            f"recipe id {recipe.id!r} cannot name the branch {branch_name(recipe.id)}: {problem}",
+            where=str(recipe.path), hint="rename the recipe (its id names the branch codemod/<id>)",
+        )
+    if branch is not None:
+        problem = bad_branch_name(branch)
+        if problem:
+            raise errors.BadUsage(f"--branch {branch!r}: {problem}", hint="for example --branch codemod/sm120-enable-try2")
+
+
 def _refuse_half_patches(result: RunResult, force: bool) -> None:
     """Stop (exit 3, nothing written) when the selection leaves out a change a selected one needs; --force records it."""
     problems = recipes.half_patches(result.plan, result.selected)
@@ -230,6 +261,7 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
     with, so an interrupted run can be put back exactly (recover_interrupted).
     """
     started: list[tuple[Repo, str, list[str]]] = []  # (repo, base to go back to, files written)
+    foreign: dict[Path, bytes] = {}  # files another process wrote while we worked: their bytes are kept
     try:
         for repo, results in groups:
             chosen = [r for r in results if r.selected]
@@ -250,18 +282,27 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
             written: list[str] = []
             started.append((repo, head_branch or head_sha, written))
             _step(repo, entry, "branch-created")
+            on_disk: dict[str, bytes] = {}  # what codemod read or wrote last, per file
             for result in chosen:
                 result.base, result.branch = base, name
                 for change in result.selected:
                     path = files.inside(repo.root, f"{result.prefix}{change.file}")
                     rel = repo.rel(path)  # a symlink inside the repo: commit the file it points to
+                    content = _content_for(result.plan, change, result.selected)
+                    _unchanged_since_read(repo, path, rel, on_disk.get(rel, change.before), foreign)
                     written.append(rel)
-                    files.write_atomic(path, _content_for(result.plan, change, result.selected))
+                    files.write_atomic(path, content)
                     _step(repo, entry, f"written:{change.id}")
                     sha = repo.commit([rel], commit_message(result.plan, change, result.prefix, base, result.forced))
                     result.commits.append((sha, change.id))
+                    if repo.show(sha, rel) != content:
+                        _unchanged_since_read(repo, path, rel, content, foreign, committed=True)
+                    _unchanged_since_read(repo, path, rel, content, foreign)
+                    on_disk[rel] = content
                     _step(repo, entry, f"committed:{change.id}")
                 result.status = "applied"
+            for rel, content in on_disk.items():  # nothing written behind codemod's back while it went on
+                _unchanged_since_read(repo, repo.root / rel, rel, content, foreign)
         for repo, _, _ in started:
             journal.clear(repo.state_dir)
             journal.checkpoint("journal-cleared")
@@ -269,6 +310,8 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
         for repo, back_to, written in reversed(started):
             if _roll_back(repo, written, back_to, name):
                 journal.clear(repo.state_dir)  # else the journal stays: the next command puts the repo back
+        for path, data in foreign.items():
+            files.write_atomic(path, data)  # the other process's bytes, uncommitted, on the base branch
         for _, results in groups:
             for result in results:
                 if result.status == "applied":
@@ -403,6 +446,25 @@ def _content_for(plan: Plan, change: PlannedChange, selected: list[PlannedChange
     return content if content is not None else change.after
 
 
+def _unchanged_since_read(repo: Repo, path: Path, rel: str, expected: bytes, foreign: dict, committed: bool = False) -> None:
+    """Stop (exit 5) when another process changed `rel` since codemod read or wrote it; its bytes are kept."""
+    try:
+        now = path.read_bytes()
+    except OSError:
+        now = None
+    if now == expected and not committed:
+        return
+    if now is not None:
+        foreign[path] = now
+    raise errors.RepoState(
+        f"{rel} changed while codemod was working on it (another process wrote to it); "
+        "codemod stopped, undid its branch and commits, and did not overwrite it",
+        where=str(repo.root),
+        hint=f"{rel} keeps the bytes it has now, uncommitted (see `git diff`); "
+        "when it is done, commit or stash, then run again",
+    )
+
+
 def _roll_back(repo: Repo, written: list[str], base: str, name: str) -> bool:
     """Put the repo back at base; False when that failed (the journal then keeps the run for recovery)."""
     try:
@@ -431,8 +493,18 @@ def status(repo_path: Path) -> tuple[Repo, list[Applied], list[str], dict | None
 
 
 def revert(recipe_id: str, repo_path: Path, *, keep_commits: bool = False, forget: bool = False,
-           notify: Callable[[str], None] = lambda message: None) -> RevertResult:
+           notify: Callable[[str], None] = lambda message: None, dry_run: bool = False) -> RevertResult:
     state = state_dir_for(repo_path)
+    if dry_run:  # every check of a real revert, no lock, no journal, nothing written
+        if state is None:
+            open_repo(repo_path)
+        entry = journal.read(state)
+        if entry:
+            raise errors.RevertRefused(
+                f"an interrupted `{entry.get('op')} {entry.get('recipe')}` is recorded here",
+                where=str(repo_path), hint="run the revert without --dry-run: it puts that operation back first",
+            )
+        return _revert_locked(recipe_id, repo_path, keep_commits, forget, state, dry_run=True)
     if state is None:
         open_repo(repo_path)  # raises the precise error
     with journal.locked(state, f"revert {recipe_id}") as stale:
@@ -447,12 +519,15 @@ def revert(recipe_id: str, repo_path: Path, *, keep_commits: bool = False, forge
         return _revert_locked(recipe_id, repo_path, keep_commits, forget, state)
 
 
-def _revert_locked(recipe_id: str, repo_path: Path, keep_commits: bool, forget: bool, state: Path) -> RevertResult:
+def _revert_locked(recipe_id: str, repo_path: Path, keep_commits: bool, forget: bool, state: Path,
+                   dry_run: bool = False) -> RevertResult:
     repo = open_repo(repo_path)
     if forget:
         if not repo.shadow:
             raise errors.RevertRefused("--forget only applies to folders outside git (installed packages)", where=str(repo.root))
         records = [r for r in repo.applied() if r.recipe == recipe_id]
+        if dry_run:
+            return RevertResult(records[0] if records else Applied(recipe_id, "", "", ""), "would-forget")
         repo.forget()
         return RevertResult(records[0] if records else Applied(recipe_id, "", "", ""), "forgotten")
     repo.refuse_busy()
@@ -490,6 +565,11 @@ def _revert_locked(recipe_id: str, repo_path: Path, keep_commits: bool, forget: 
             where=str(repo.root),
             hint="commit or stash them first; revert never discards your edits",
         )
+    if dry_run:
+        base_exists = bool(record.base_ref) and repo.branch_exists(record.base_ref)
+        checked_out = "" if keep_commits or not record.current else (record.base_ref if base_exists else record.base_sha)
+        return RevertResult(record, "would-revert-commits" if keep_commits else "would-delete-branch",
+                            checked_out=checked_out, reverted=[c.sha for c in record.commits])
     if keep_commits:
         if not record.current:
             repo.checkout(record.branch)
@@ -526,12 +606,25 @@ def revert_many(recipe_id: str, spots: list[Spot], **options) -> list[tuple[Path
 
 
 @dataclass
+class HeaderSource:
+    """Where verify finds the third-party headers (CUTLASS, spdlog) the layout's include roots should hold."""
+
+    kind: str  # "tree" (every root is there), "include" (--include), "installed" (an installed package's), "none"
+    folders: list[str] = field(default_factory=list)  # absolute folders searched after the tree's own roots
+    missing: list[str] = field(default_factory=list)  # repo-relative include roots that do not exist
+    installed: str = ""  # "flashinfer-python 0.6.3 at /site-packages", for kind "installed"
+    submodules: list[str] = field(default_factory=list)  # submodules not initialised that hold missing roots
+
+
+@dataclass
 class VerifyContext:
     repo: Repo
     recipe: str
     base_sha: str
     targets: tuple[Arch, ...]
     expected: dict[str, int]
+    headers: HeaderSource = field(default_factory=lambda: HeaderSource("tree"))
+    intended: list[tuple[str, str, list[int]]] = field(default_factory=list)  # (change id, file, base lines) compared as made
 
 
 def verify_repo(
@@ -544,8 +637,16 @@ def verify_repo(
     jobs: int = 0,
     nvcc: str | None = "nvcc",
     recipes_dirs: list[Path] | None = None,
+    includes: list[Path] | None = None,
 ):
-    """Preprocess every CUDA file changed since the base, per arch, before and after (codemods.verify)."""
+    """Preprocess every CUDA file changed since the base, per arch, before and after (codemods.verify).
+
+    Third-party headers missing from the tree come from `includes`, else
+    from an installed package of the same project and version, else are
+    stood in by empty files (the same on both sides). A JIT module the
+    change touches (or the recipe names) that is built for a target while a
+    guard of its sources drops code there fails its target (half-patched).
+    """
     from codemods import verify as verifier
     from codemods.arch import family
     from codemods.gates import cuda_guard
@@ -565,38 +666,132 @@ def verify_repo(
             where=str(repo.root),
             hint="apply one with `codemod run`, or pass --base REV to compare the work tree with any revision",
         )
+    recipe = None
+    if recipe_name:
+        try:
+            recipe = recipes.find_recipe(recipe_name, recipes_dirs)
+        except errors.CodemodError:
+            if arch is None:
+                raise errors.UnknownRecipe(f"recipe {recipe_name} is not known here", hint="pass --arch sm_120 to name the target") from None
     if arch is not None:
         targets = tuple(dict.fromkeys(family(arch, tuple(universe) + (arch,))))
-    elif recipe_name:
-        try:
-            targets = recipes.find_recipe(recipe_name, recipes_dirs).targets(universe)
-        except errors.CodemodError:
-            raise errors.UnknownRecipe(f"recipe {recipe_name} is not known here", hint="pass --arch sm_120 to name the target") from None
+    elif recipe is not None:
+        targets = recipe.targets(universe)
     else:
         raise errors.RepoState("cannot tell the target arch", where=str(repo.root), hint="pass --arch sm_120")
     target = recipes.detect(repo_path.resolve())
     prefix = repo.rel(target.root)
     prefix = "" if prefix == "." else prefix + "/"
     include_dirs = [f"{prefix}{d}" for d in target.layout.include_dirs if (target.root / d).is_dir()]
+    headers = _third_party_headers(repo, target, prefix, includes or [])
     changed: dict[str, tuple[bytes, bytes]] = {}
-    expected: dict[str, int] = {}
-    for rel in repo.changed_since(base_sha):
+    expected: dict[str, int] = {a.name: 0 for a in targets}
+    uncounted: set[str] = set()  # targets whose gained regions cannot be counted from the guards
+    intended: list[tuple[str, str, list[int]]] = []
+    touched = repo.changed_since(base_sha)
+    for rel in touched:
         if not verifier.is_cuda_source(rel):
             continue
         path = repo.root / rel
         before = repo.show(base_sha, rel) or b""
         after = path.read_bytes() if path.is_file() else b""
+        if before and after and rel.startswith(prefix):
+            before, made = _intended(recipe_name, recipes_dirs, target, rel[len(prefix):], before, after)
+            intended += [(change_id, rel, lines) for change_id, lines in made]
+            if made and before == after:
+                continue  # nothing but the intended change: the same bytes preprocess the same on every arch
         changed[rel] = (before, after)
-        gates_before = cuda_guard.find(before, tuple(universe) + targets) if before else []
-        gates_after = cuda_guard.find(after, tuple(universe) + targets) if after else []
-        if len(gates_before) == len(gates_after):
-            for old, new in zip(gates_before, gates_after):
-                for a in targets:
-                    if old.admits.admits(a) is False and new.admits.admits(a):
-                        expected[a.name] = expected.get(a.name, 0) + 1
+        try:
+            gates_before = cuda_guard.find(before, tuple(universe) + targets) if before else []
+            gates_after = cuda_guard.find(after, tuple(universe) + targets) if after else []
+        except SourceError:
+            uncounted.update(expected)
+            continue
+        if len(gates_before) != len(gates_after):
+            uncounted.update(expected)
+            continue
+        for old, new in zip(gates_before, gates_after):
+            for a in targets:
+                was, now = old.admits.admits(a), new.admits.admits(a)
+                if old.text != new.text and (was is None or now is None):
+                    uncounted.add(a.name)
+                elif was is False and now:
+                    expected[a.name] += 1
+    for name in uncounted:
+        expected.pop(name, None)
+    modules = tuple(
+        m for c in (recipe.changes if recipe is not None else ()) if c.project == target.project.name for m in c.jit_modules
+    )
+    kernels = verifier.empty_kernels(
+        target.root, targets, tuple(universe), modules, tuple(rel[len(prefix):] for rel in touched if rel.startswith(prefix))
+    )
     archs = tuple(dict.fromkeys(tuple(universe) + targets))
     report = verifier.verify(
         repo.root, changed, archs, targets, include_dirs, expected=expected, jobs=jobs,
         cache_dir=codemod_home() / "verify-cache", nvcc=nvcc,
+        extra_includes=tuple(headers.folders), stand_ins=bool(headers.missing),
+        half_patched=tuple(replace(k, file=prefix + k.file, spec=prefix + k.spec) for k in kernels),
     )
-    return report, VerifyContext(repo, recipe_name, base_sha, targets, expected)
+    return report, VerifyContext(repo, recipe_name, base_sha, targets, expected, headers, intended)
+
+
+def _third_party_headers(repo: Repo, target: recipes.Target, prefix: str, includes: list[Path]) -> HeaderSource:
+    """The layout's third-party include roots the tree lacks, and the folders that stand in for them."""
+    missing = [d for d in _third_party_dirs(target) if not (target.root / d).is_dir()]
+    for folder in includes:
+        if not folder.is_dir():
+            raise errors.RepoState("is not a folder", where=f"--include {folder}", hint="pass the folder that holds the headers, e.g. .../cutlass/include")
+    source = HeaderSource("tree", missing=[prefix + d for d in missing])
+    if includes:
+        source.kind, source.folders = "include", [str(folder.resolve()) for folder in includes]
+    elif missing:
+        source.kind = "none"
+        installed = _installed_headers(target)
+        if installed is not None:
+            source.kind, (source.installed, source.folders) = "installed", installed
+    if missing:
+        source.submodules = _submodules_holding(repo, source.missing)
+    return source
+
+
+def _third_party_dirs(target: recipes.Target) -> list[str]:
+    """The layout's include roots other than the project's own include and csrc folders."""
+    own = {target.layout.places.get("include"), target.layout.places.get("csrc")}
+    return [d for d in target.layout.include_dirs if d not in own]
+
+
+def _installed_headers(target: recipes.Target) -> tuple[str, list[str]] | None:
+    """The third-party include folders of this interpreter's installed package of the same project and version."""
+    from codemods import packages
+
+    version = target.version()
+    if not version:
+        return None
+    try:
+        site, dist, installed_version = packages.locate(target.project.name)
+        installed = recipes.detect(site, [target.project.name])
+    except errors.CodemodError:
+        return None
+    if installed_version != version or installed.root.resolve() == target.root.resolve():
+        return None
+    folders = [str((installed.root / d).resolve()) for d in _third_party_dirs(installed) if (installed.root / d).is_dir()]
+    return (f"{dist} {installed_version} at {installed.root}", folders) if folders else None
+
+
+def _submodules_holding(repo: Repo, roots: list[str]) -> list[str]:
+    """The submodule paths of .gitmodules under which the (repo-relative) roots lie."""
+    try:
+        text = (repo.root / ".gitmodules").read_text(errors="replace")
+    except OSError:
+        return []
+    paths = [match.strip() for match in re.findall(r"^\s*path\s*=\s*(.+)$", text, re.M)]
+    return [p for p in paths if any(root == p or root.startswith(p.rstrip("/") + "/") for root in roots)]
+
+
+def _intended(recipe_name: str, recipes_dirs, target, file: str, base: bytes, work: bytes):
+    """The base with the recipe's host-side (edit-kind) changes that the work tree has, and which they are."""
+    try:
+        recipe = recipes.find_recipe(recipe_name, recipes_dirs) if recipe_name else None
+    except errors.CodemodError:
+        recipe = None
+    return recipes.intended_rewrites(recipe, target, file, base, work) if recipe is not None else (base, [])

@@ -200,3 +200,25 @@ def plain_clone(
     if initialise:
         git(clone, "-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init")
     return clone
+
+
+# ------------------------------------------------------------------ installed packages
+
+
+def fake_site(tmp_path: Path, projects: tuple[str, ...] = ("flashinfer",)) -> Path:
+    """A site-packages folder holding the example trees as their wheels would install them (with dist-info)."""
+    site = tmp_path / "site"
+    if "flashinfer" in projects:
+        shutil.copytree(EXAMPLES / "flashinfer" / "flashinfer", site / "flashinfer")
+        shutil.copytree(EXAMPLES / "flashinfer" / "include", site / "flashinfer" / "data" / "include")
+    if "sglang" in projects:
+        shutil.copytree(EXAMPLES / "sglang" / "python" / "sglang", site / "sglang")
+        (site / "sglang" / "__init__.py").write_text("")
+    versions = {"flashinfer": ("flashinfer_python", "flashinfer-python", "0.6.3"), "sglang": ("sglang", "sglang", "0.5.8")}
+    for project in projects:
+        stem, name, version = versions[project]
+        dist = site / f"{stem}-{version}.dist-info"
+        dist.mkdir()
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        (dist / "RECORD").write_text("")
+    return site

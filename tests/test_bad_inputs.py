@@ -180,6 +180,7 @@ def test_bom_and_crlf_are_kept(cli, example_repo):
     assert (repo / COMM).read_bytes() == comm and (repo / HEADER).read_bytes() == header
 
 
+@pytest.mark.slow
 def test_50mb_generated_header_in_bounded_memory(example_repo):
     """The real header's guards at 50 MB: planned correctly, peak RSS of the process well under 1 GB."""
     repo = example_repo("flashinfer")

@@ -72,7 +72,7 @@ def test_run_commits_each_change_on_branch_and_revert_restores_bytes(cli, exampl
     assert len(git(repo, "log", "--format=%H", "main..HEAD").split()) == 2
 
     status = cli("status", "--repo", repo, "--format", "json")
-    applied = json.loads(status.stdout)["applied"]
+    applied = json.loads(status.stdout)["results"][0]["applied"]
     assert [a["recipe"] for a in applied] == ["sm120-enable"] and applied[0]["base"]["sha"] == base_sha
     assert [c["change"] for c in applied[0]["commits"]] == ["flashinfer.trtllm-comm-jit", "flashinfer.trtllm-allreduce-guards"]
 
@@ -200,7 +200,7 @@ def test_json_output(cli, example_repo):
     repo = example_repo("flashinfer")
     result = cli("run", "sm120-enable", "--repo", repo, "--dry-run", "--format", "json")
     assert result.exit_code == 0, result.output
-    data = json.loads(result.stdout)
+    data = json.loads(result.stdout)["results"][0]
     assert data["status"] == "dry-run" and data["targets"] == ["sm_120", "sm_121"]
     guards = [g for c in data["changes"] for g in c["gates"] if g["gate_kind"] == "cuda_guard" and g["outcome"] == "changed"]
     assert len(guards) == 4
@@ -214,7 +214,7 @@ def test_json_output(cli, example_repo):
 @pytest.mark.parametrize(
     "args, code, message",
     [
-        pytest.param(["run", "sm120-enable", "--repo", "{tmp}/nope"], 5, "path does not exist", id="missing-path"),
+        pytest.param(["run", "sm120-enable", "--repo", "{tmp}/nope"], 6, "no tree at --repo", id="missing-path"),
         pytest.param(["run", "sm120-enable", "--repo", "{tmp}"], 6, "no FlashInfer or SGLang tree found", id="not-a-project"),
         pytest.param(["run", "no-such-recipe", "--repo", "{tmp}"], 8, "no recipe named 'no-such-recipe'", id="unknown-recipe"),
         pytest.param(["revert", "sm120-enable", "--repo", "{repo}"], 7, "is not applied here", id="revert-not-applied"),
@@ -249,7 +249,7 @@ def test_folder_outside_git_uses_shadow_repo(cli, tmp_path, isolated_homes):
     assert set(patched) == set(pristine), "nothing but the patched files is written into the folder"
 
     status = cli("status", "--repo", tree, "--format", "json")
-    data = json.loads(status.stdout)
+    data = json.loads(status.stdout)["results"][0]
     assert data["shadow"] is True and data["applied"][0]["recipe"] == "sm120-enable"
 
     assert cli("run", "sm120-enable", "--repo", tree).exit_code == 0

@@ -1,8 +1,9 @@
 """Kill run and revert at every step boundary (SIGKILL), then recover both ways; never lose a byte.
 
-CODEMOD_TEST_KILL_AT=<step>[#n] makes the process SIGKILL itself at that step
-boundary (codemods/journal.py). Each case hashes the tree before, after
-recovery by a second `run`, and after `revert`.
+codemod runs under tests/fault_runner.py, which SIGKILLs it at the step named
+by CODEMOD_TEST_KILL_AT=<step>[#n]. Each case hashes the tree before, after
+recovery by a second `run`, and after `revert`. One case per (layout, step,
+recovery): they are marked `slow` and run in CI.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ RUN_STEPS_GIT = [
     "written#1", "committed#1", "written#2", "committed#2", "journal-cleared",
 ]
 RUN_STEPS_SHADOW = ["shadow-ready", "base-recorded"] + RUN_STEPS_GIT[1:]
+FAULT_RUNNER = ROOT / "tests" / "fault_runner.py"
+RUN_CASES = [(False, step) for step in RUN_STEPS_GIT] + [(True, step) for step in RUN_STEPS_SHADOW]
 REVERT_STEPS = ["revert-journal-written", "base-checked-out", "branch-deleted", "revert-journal-cleared"]
 
 
@@ -34,7 +37,7 @@ def codemod(*args, kill_at=None, pause_at=None, env_extra=None):
     if pause_at:
         env["CODEMOD_TEST_PAUSE_AT"] = pause_at
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "codemods.cli", *map(str, args)], env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, str(FAULT_RUNNER), *map(str, args)], env=env, capture_output=True, text=True, timeout=120)
 
 
 def make_tree(tmp_path, shadow: bool):
@@ -45,7 +48,7 @@ def make_tree(tmp_path, shadow: bool):
     return tree
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def patched_digest(tmp_path_factory):
     """The tree digest after an uninterrupted run (the target of every recovery)."""
     tree = make_tree(tmp_path_factory.mktemp("reference"), shadow=True)
@@ -53,67 +56,65 @@ def patched_digest(tmp_path_factory):
     return tree_digest(tree)
 
 
-@pytest.mark.parametrize("shadow", [False, True], ids=["git-checkout", "installed-package"])
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "shadow, step", RUN_CASES, ids=[f"{'installed-package' if sh else 'git-checkout'}-{st}" for sh, st in RUN_CASES]
+)
 @pytest.mark.parametrize("then", ["run-again", "revert"])
-def test_run_killed_at_every_step(tmp_path, patched_digest, shadow, then):
-    steps = RUN_STEPS_SHADOW if shadow else RUN_STEPS_GIT
-    for step in steps:
-        case = tmp_path / step.replace("#", "-")
-        case.mkdir()
-        tree = make_tree(case, shadow)
-        pristine = tree_digest(tree)
-        killed = codemod("run", "sm120-enable", "--repo", tree, kill_at=step)
-        assert killed.returncode == -signal.SIGKILL, (step, killed.stderr)
+def test_run_killed_at_every_step(tmp_path, patched_digest, shadow, step, then):
+    tree = make_tree(tmp_path, shadow)
+    pristine = tree_digest(tree)
+    killed = codemod("run", "sm120-enable", "--repo", tree, kill_at=step)
+    assert killed.returncode == -signal.SIGKILL, (step, killed.stderr)
 
-        status = codemod("status", "--repo", tree)
-        if step not in ("repo-ready", "shadow-ready", "base-recorded", "journal-cleared"):
-            assert "interrupted: `run sm120-enable`" in status.stdout, (step, status.stdout, status.stderr)
+    status = codemod("status", "--repo", tree)
+    if step not in ("repo-ready", "shadow-ready", "base-recorded", "journal-cleared"):
+        assert "interrupted: `run sm120-enable`" in status.stdout, (step, status.stdout, status.stderr)
 
-        if then == "run-again":
-            again = codemod("run", "sm120-enable", "--repo", tree)
-            assert again.returncode == 0, (step, again.stderr)
-            assert tree_digest(tree) == patched_digest, step
-            assert codemod("status", "--repo", tree).stdout.startswith("sm120-enable: applied"), step
-        back = codemod("revert", "sm120-enable", "--repo", tree)
-        if then == "revert" and step in ("repo-ready", "shadow-ready", "base-recorded"):
-            assert back.returncode == 7 and "is not applied" in back.stderr, (step, back.stderr)
-        else:
-            assert back.returncode == 0, (step, back.stderr)
-        assert tree_digest(tree) == pristine, step
-        assert "codemod/" not in codemod("status", "--repo", tree).stdout
-        if not shadow:
-            assert git(tree, "branch", "--format=%(refname:short)").split() == ["main"], step
-            assert git(tree, "status", "--porcelain") == "", step
-        else:
-            assert not (tree / ".git").exists()
-        assert not list(tree.rglob("*.codemod-tmp")), step
-
-
-@pytest.mark.parametrize("shadow", [False, True], ids=["git-checkout", "installed-package"])
-def test_revert_killed_at_every_step(tmp_path, shadow):
-    for step in REVERT_STEPS:
-        case = tmp_path / step
-        case.mkdir()
-        tree = make_tree(case, shadow)
-        pristine = tree_digest(tree)
-        assert codemod("run", "sm120-enable", "--repo", tree).returncode == 0
-        killed = codemod("revert", "sm120-enable", "--repo", tree, kill_at=step)
-        assert killed.returncode == -signal.SIGKILL, (step, killed.stderr)
-        finish = codemod("revert", "sm120-enable", "--repo", tree)
-        if step == "revert-journal-cleared":
-            assert finish.returncode == 7, (step, finish.stderr)  # it had finished
-        else:
-            assert finish.returncode == 0, (step, finish.stderr)
-        assert tree_digest(tree) == pristine, step
+    if then == "run-again":
         again = codemod("run", "sm120-enable", "--repo", tree)
         assert again.returncode == 0, (step, again.stderr)
+        assert tree_digest(tree) == patched_digest, step
+        assert codemod("status", "--repo", tree).stdout.startswith("sm120-enable: applied"), step
+    back = codemod("revert", "sm120-enable", "--repo", tree)
+    if then == "revert" and step in ("repo-ready", "shadow-ready", "base-recorded"):
+        assert back.returncode == 7 and "is not applied" in back.stderr, (step, back.stderr)
+    else:
+        assert back.returncode == 0, (step, back.stderr)
+    assert tree_digest(tree) == pristine, step
+    assert "codemod/" not in codemod("status", "--repo", tree).stdout
+    if not shadow:
+        assert git(tree, "branch", "--format=%(refname:short)").split() == ["main"], step
+        assert git(tree, "status", "--porcelain") == "", step
+    else:
+        assert not (tree / ".git").exists()
+    assert not list(tree.rglob("*.codemod-tmp")), step
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", REVERT_STEPS)
+@pytest.mark.parametrize("shadow", [False, True], ids=["git-checkout", "installed-package"])
+def test_revert_killed_at_every_step(tmp_path, shadow, step):
+    tree = make_tree(tmp_path, shadow)
+    pristine = tree_digest(tree)
+    assert codemod("run", "sm120-enable", "--repo", tree).returncode == 0
+    killed = codemod("revert", "sm120-enable", "--repo", tree, kill_at=step)
+    assert killed.returncode == -signal.SIGKILL, (step, killed.stderr)
+    finish = codemod("revert", "sm120-enable", "--repo", tree)
+    if step == "revert-journal-cleared":
+        assert finish.returncode == 7, (step, finish.stderr)  # it had finished
+    else:
+        assert finish.returncode == 0, (step, finish.stderr)
+    assert tree_digest(tree) == pristine, step
+    again = codemod("run", "sm120-enable", "--repo", tree)
+    assert again.returncode == 0, (step, again.stderr)
 
 
 def test_second_concurrent_run_refused_and_first_completes(tmp_path):
     tree = make_tree(tmp_path, shadow=False)
     gate = tmp_path / "release"
     env = {**os.environ, **IDENTITY, "PYTHONPATH": str(ROOT), "CODEMOD_TEST_PAUSE_AT": f"branch-created:{gate}"}
-    first = subprocess.Popen([sys.executable, "-m", "codemods.cli", "run", "sm120-enable", "--repo", str(tree)],
+    first = subprocess.Popen([sys.executable, str(FAULT_RUNNER), "run", "sm120-enable", "--repo", str(tree)],
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while not (tmp_path / "release.reached").exists():

@@ -84,7 +84,10 @@ def test_crash_names_the_first_cause_not_the_sigquit_echo(rules):
     fatal = report.fatal
     assert fatal.rule == "subprocess-exception" and fatal.source == "TP6"
     assert fatal.message == "RuntimeError: CUDA error: an illegal memory access was encountered"
-    assert "(cuda-illegal-address)" in fatal.explanation, "the exception line refines the explanation"
+    # the exception line's own rule explains it, alone (issue 16: not two explanations joined)
+    by_id = {r.id: r for r in rules}
+    assert fatal.matched_rule == "cuda-illegal-address"
+    assert fatal.explanation == by_id["cuda-illegal-address"].explanation
     assert fatal.context[0].endswith("Scheduler hit an exception: Traceback (most recent call last):")
     assert any("trtllm_lamport_initialize_all" in line for line in fatal.context)
     assert "For debugging consider passing CUDA_LAUNCH_BLOCKING=1" in fatal.context, "lines after the cause"

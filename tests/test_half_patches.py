@@ -24,7 +24,7 @@ def refs(repo) -> str:
         pytest.param(["--only", JIT], None, id="only-the-jit-gate"),
         pytest.param(["--only", JIT, "--dry-run"], None, id="only-the-jit-gate-dry-run"),
         pytest.param(["--skip", GUARDS], None, id="skip-the-guards"),
-        pytest.param(["--interactive"], "y\nn\n", id="interactive-yes-then-no"),
+        pytest.param(["--interactive"], "y\nn\nn\n", id="interactive-yes-then-no"),
         pytest.param(["--interactive"], "y\nq\n", id="interactive-yes-then-quit"),
     ],
 )
@@ -71,7 +71,7 @@ def test_jit_gate_alone_is_fine_when_the_guards_already_admit_the_arch(cli, exam
 
 def test_summary_and_matrix_show_only_what_was_applied(cli, example_repo):
     repo = example_repo("flashinfer")
-    result = cli("run", "sm120-enable", "--repo", repo, "--interactive", input="n\ny\n")
+    result = cli("run", "sm120-enable", "--repo", repo, "--interactive", input="n\ny\nn\n")
     assert result.exit_code == 0, result.output
     assert f"skipped   {JIT}" in result.stderr and f"changed   {GUARDS}" in result.stderr
     matrix = result.stderr.split("arch matrix", 1)[1]
@@ -98,7 +98,7 @@ def test_dry_run_says_the_real_run_will_refuse_a_dirty_target(cli, example_repo)
     dry = cli("run", "sm120-enable", "--repo", repo, "--dry-run")
     assert dry.exit_code == 0, dry.output
     assert "the real run will refuse (exit 4)" in dry.stderr and COMM in dry.stderr
-    data = json.loads(cli("run", "sm120-enable", "--repo", repo, "--dry-run", "--format", "json").stdout)
+    data = json.loads(cli("run", "sm120-enable", "--repo", repo, "--dry-run", "--format", "json").stdout)["results"][0]
     assert data["would_refuse"]["exit_code"] == 4 and data["would_refuse"]["kind"] == "dirty-tree"
     real = cli("run", "sm120-enable", "--repo", repo)
     assert real.exit_code == 4
@@ -107,5 +107,5 @@ def test_dry_run_says_the_real_run_will_refuse_a_dirty_target(cli, example_repo)
 
 def test_clean_dry_run_predicts_no_refusal(cli, example_repo):
     repo = example_repo("flashinfer")
-    data = json.loads(cli("run", "sm120-enable", "--repo", repo, "--dry-run", "--format", "json").stdout)
+    data = json.loads(cli("run", "sm120-enable", "--repo", repo, "--dry-run", "--format", "json").stdout)["results"][0]
     assert data["would_refuse"] is None

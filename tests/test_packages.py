@@ -2,28 +2,15 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from conftest import EXAMPLES, fetch_wheel, tree_digest
+from conftest import fake_site, fetch_wheel, tree_digest
 
 COMM = "flashinfer/jit/comm.py"
 HEADER = "flashinfer/data/include/flashinfer/comm/trtllm_allreduce.cuh"
-
-
-def fake_site(tmp_path):
-    """A site-packages folder holding the example FlashInfer as a wheel would install it."""
-    site = tmp_path / "site"
-    shutil.copytree(EXAMPLES / "flashinfer" / "flashinfer", site / "flashinfer")
-    shutil.copytree(EXAMPLES / "flashinfer" / "include", site / "flashinfer" / "data" / "include")
-    dist = site / "flashinfer_python-0.6.3.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: flashinfer-python\nVersion: 0.6.3\n")
-    (dist / "RECORD").write_text("")
-    return site
 
 
 def test_package_via_python(cli, tmp_path, monkeypatch):

@@ -94,3 +94,147 @@ def test_builtin_recipe_cases(cli):
 
     result = cli("recipe", "test", data_root() / "recipes" / "sm120-enable.toml")
     assert result.exit_code == 0, result.output
+
+
+MULTI = """\
+id = "cublaslt-sm80-up"
+summary = "several archs at once"
+arch = ["sm_80", "sm_90", "sm_110", "sm_120"]
+admit = "family"
+
+[[change]]
+id = "flashinfer.cublaslt-jit"
+project = "flashinfer"
+file = "{python}/jit/gemm/core.py"
+kind = "python_arch_list"
+function = "gen_mm_bf16_cublaslt_module"
+
+[[test]]
+change = "flashinfer.cublaslt-jit"
+before = '''
+def gen_mm_bf16_cublaslt_module():
+    return ctx.get_nvcc_flags_list(supported_major_versions=[10])
+'''
+after = '''
+def gen_mm_bf16_cublaslt_module():
+    return ctx.get_nvcc_flags_list(supported_major_versions=[8, 9, 10, 11, 12])
+'''
+"""
+
+
+def test_several_archs_widen_each_gate_once(cli, tmp_path):
+    from codemods.arch import DEFAULT_ARCHS
+    from codemods.recipes import load_recipe
+
+    path = tmp_path / "cublaslt-sm80-up.toml"
+    path.write_text(MULTI)
+    recipe = load_recipe(path)
+    assert [a.name for a in recipe.archs] == ["sm_80", "sm_90", "sm_110", "sm_120"]
+    assert [a.name for a in recipe.targets(DEFAULT_ARCHS)] == ["sm_80", "sm_86", "sm_89", "sm_90", "sm_110", "sm_120", "sm_121"]
+    path.write_text(MULTI.replace('admit = "family"', 'admit = "exact"'))
+    assert [a.name for a in load_recipe(path).targets(DEFAULT_ARCHS)] == ["sm_80", "sm_90", "sm_110", "sm_120"]
+    path.write_text(MULTI)
+    result = cli("recipe", "test", path)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.endswith("1 passed, 0 failed\n")
+
+
+@pytest.mark.parametrize(
+    "arch, message",
+    [
+        pytest.param("[]", "must be an arch name or a non-empty list", id="empty-list"),
+        pytest.param('["sm_90", "volta"]', "'volta' is not an arch name", id="bad-member"),
+        pytest.param('["sm_90", "sm_90"]', "sm_90 is named twice", id="duplicate"),
+        pytest.param("[90]", "must be an arch name or a non-empty list", id="not-strings"),
+    ],
+)
+def test_arch_list_validation(cli, tmp_path, arch, message):
+    path = tmp_path / "my-recipe.toml"
+    path.write_text(GOOD.replace('arch = "sm_120"', f"arch = {arch}"))
+    result = cli("list", "--recipes", tmp_path)
+    assert result.exit_code == 8, result.output
+    assert f"{path}:3: " in result.stderr and message in result.stderr
+
+
+def test_several_archs_plan_json_and_matrix(cli, example_repo, tmp_path):
+    import json
+
+    fi = example_repo("flashinfer")
+    path = tmp_path / "trtllm-many.toml"
+    path.write_text(GOOD.replace('arch = "sm_120"', 'arch = ["sm_110", "sm_120"]').replace("my-recipe", "trtllm-many"))
+    result = cli("run", path, "--repo", fi, "--dry-run", "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)["results"][0]
+    assert data["archs"] == ["sm_110", "sm_120"]
+    assert data["targets"] == ["sm_110", "sm_120", "sm_121"]
+    [gate] = data["changes"][0]["gates"]
+    assert gate["after"] == "[9, 10, 11, 12]"
+    text = cli("run", path, "--repo", fi, "--dry-run")
+    assert "sm_110" in text.stderr.split("arch matrix")[1].splitlines()[1]
+
+
+CALL_RECIPE = """\
+id = "nvfp4-attention-sm121"
+summary = "capability lists by call and position"
+arch = "sm_121"
+admit = "exact"
+
+[[change]]
+id = "flashinfer.nvfp4-attention-requirement"
+project = "flashinfer"
+file = "{python}/nvfp4_attention_sm120.py"
+kind = "python_arch_list"
+call = "supported_compute_capability"
+position = 0
+function = "_nvfp4_attention_requirement"
+
+[[test]]
+change = "flashinfer.nvfp4-attention-requirement"
+before = '''
+@supported_compute_capability([120])
+def _nvfp4_attention_requirement(q):
+    return True
+'''
+after = '''
+@supported_compute_capability([120, 121])
+def _nvfp4_attention_requirement(q):
+    return True
+'''
+
+[[test]]
+change = "flashinfer.nvfp4-attention-requirement"
+before = '''
+@supported_compute_capability(SM12X_CCS)
+def _nvfp4_attention_requirement(q):
+    return True
+'''
+outcome = "failed"
+"""
+
+
+def test_call_position_selectors_in_a_recipe(cli, tmp_path):
+    path = tmp_path / "nvfp4-attention-sm121.toml"
+    path.write_text(CALL_RECIPE)
+    result = cli("recipe", "test", path)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.endswith("2 passed, 0 failed\n")
+    path.write_text(CALL_RECIPE.replace("position = 0", 'position = "first"'))
+    result = cli("list", "--recipes", tmp_path)
+    assert result.exit_code == 8
+    assert f"{path}:12: " in result.stderr and "'position' must be a non-negative integer" in result.stderr
+    assert "hint: position = 1" in result.stderr
+
+
+def test_call_argument_that_is_no_list_is_refused_naming_file_and_line(cli, example_repo, tmp_path):
+    fi = example_repo("flashinfer")
+    target = fi / "flashinfer" / "nvfp4_attention_sm120.py"
+    target.write_text("SM12X_CCS = [120]\n\n\n@supported_compute_capability(SM12X_CCS)\ndef _nvfp4_attention_requirement(q):\n    return True\n")
+    git(fi, "add", "-A")
+    git(fi, "commit", "-qm", "nvfp4")
+    path = tmp_path / "nvfp4-attention-sm121.toml"
+    path.write_text(CALL_RECIPE)
+    result = cli("run", path, "--repo", fi)
+    assert result.exit_code == 3, result.output
+    assert "flashinfer/nvfp4_attention_sm120.py:4: cannot widen `SM12X_CCS`" in result.stderr
+    assert "is not a list literal" in result.stderr
+    assert git(fi, "status", "--porcelain") == ""

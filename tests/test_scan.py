@@ -505,12 +505,15 @@ def test_json_shape(tmp_path):
     out = to_json(scan(flashinfer(tmp_path, majors="[9, 10, 12]"), SM120))
     assert list(out) == ["gates", "skipped", "hazards"]
     json.dumps(out)  # plain data
-    keys = {"file", "line", "kind", "text", "admits", "unknown", "excludes_arch"}
+    keys = {"file", "line", "kind", "text", "symbol", "admits", "unknown", "excludes_arch", "classification", "reason"}
     for gate in out["gates"]:
         expected = keys | (
             {"widenable", "blockers"} if gate["excludes_arch"] and gate["kind"] == "cuda_guard" else set()
         )
+        # Every excluding gate of this tree is in a file trtllm_comm compiles: its owner.
+        expected |= {"owner"} if gate["excludes_arch"] else set()
         assert set(gate) == expected
+        assert gate.get("owner") in (None, "trtllm_comm")
     assert {tuple(sorted(h)) for h in out["hazards"]} == {
         ("file", "kind", "line", "message", "module", "potential"),
     }
@@ -519,9 +522,12 @@ def test_json_shape(tmp_path):
         "line": 1,
         "kind": "cuda_guard",
         "text": "__CUDA_ARCH__ >= 900",
+        "symbol": "",
         "admits": ["sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"],
         "unknown": [],
         "excludes_arch": False,
+        "classification": "admits",
+        "reason": "",
     }
 
 
@@ -567,9 +573,18 @@ def test_text_report_lists_hazards_and_excluding_gates(tmp_path):
     text = to_text(scan(flashinfer(tmp_path, majors="[9, 10, 12]"), SM120))
     assert "2 hazards for sm_120: 2 definite, 0 potential" in text
     assert f"  {HEADER}:6: empty-kernel: trtllm_comm is built for sm_120" in text
+    # issue 18: the bf16 fallback for older GPUs (`< 800`) is not widenable (sm_120 takes the implementation);
+    # the allreduce guards that leave sm_120 nothing are, each with its owner and why.
+    assert "include/flashinfer/utils.cuh:2" not in text
     assert (
-        "include/flashinfer/utils.cuh:2: cuda_guard defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800  [widenable]" in text
+        "  include/flashinfer/comm/trtllm_allreduce.cuh:6 [trtllm_comm]: cuda_guard (defined(__CUDA_ARCH__) && "
+        "(__CUDA_ARCH__ >= 900) && (__CUDA_ARCH__ < 1200))  (admits sm_90, sm_100, sm_103, sm_110)\n"
+        "      no branch of this #if group gives sm_120 code" in text
     )
+    assert "\nwidenable (2): sm_120 gets nothing here" in text
+    verbose = to_text(scan(flashinfer(tmp_path, majors="[9, 10, 12]"), SM120), verbose=True)
+    assert "include/flashinfer/utils.cuh:2 [trtllm_comm]: cuda_guard defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800" in verbose
+    assert "the guard is a fallback for older archs (sm_70, sm_75)" in verbose
 
 
 # ---------------------------------------------------------------- real FlashInfer 0.6.3

@@ -42,7 +42,7 @@ def test_check_catches_partial_patch_and_passes_after_recipe(cli, example_repo):
 def test_json_shape(cli, example_repo):
     repo = example_repo("flashinfer")
     data = json.loads(cli("scan", "--repo", repo, "--format", "json").stdout)
-    assert set(data) == {"gates", "skipped", "hazards"}
+    assert set(data) == {"schema_version", "gates", "skipped", "hazards"}
     gate = next(g for g in data["gates"] if g["kind"] == "cuda_guard" and g["excludes_arch"])
     assert {"file", "line", "kind", "text", "admits", "unknown", "excludes_arch", "widenable", "blockers"} <= set(gate)
     assert gate["admits"] == ["sm_90", "sm_100", "sm_103", "sm_110"] and gate["widenable"] is True

@@ -360,7 +360,7 @@ KERNEL = """
 # ---------------------------------------------------------------- the CLI: JSON shape, several repos
 
 
-KEYS = {"file", "line", "kind", "text", "admits", "unknown", "excludes_arch"}
+KEYS = {"file", "line", "kind", "text", "symbol", "admits", "unknown", "excludes_arch", "classification", "reason"}
 
 
 def test_json_shape_with_two_repos(cli, tmp_path):
@@ -372,12 +372,12 @@ def test_json_shape_with_two_repos(cli, tmp_path):
     result = cli("scan", "--repo", first, "--repo", second, "--format", "json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert list(data) == ["gates", "skipped", "hazards"]
+    assert list(data) == ["schema_version", "gates", "skipped", "hazards"]
     one, two = data["gates"]
     assert one == {
-        "file": "k.cu", "line": 1, "kind": "cuda_guard", "text": "__CUDA_ARCH__ >= 900",
+        "file": "k.cu", "line": 1, "kind": "cuda_guard", "text": "__CUDA_ARCH__ >= 900", "symbol": "",
         "admits": ["sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"], "unknown": [],
-        "excludes_arch": False, "repo": str(first),
+        "excludes_arch": False, "classification": "admits", "reason": "", "repo": str(first),
     }  # fmt: skip
     assert set(two) == KEYS | {"repo", "widenable", "blockers"} and two["repo"] == str(second)
     assert data["skipped"] == [{"file": "bad.cuh", "reason": "not UTF-8 (byte 21: b'\\xff')", "repo": str(second)}]
@@ -393,7 +393,10 @@ def test_text_summary_per_kind_and_no_progress_bar_off_a_terminal(cli, tmp_path)
     total = sum(len(lines) for lines in expected.values())
     assert result.stdout.startswith(f"{total} gates in {len(expected)} files; ")
     assert re.search(rf"^  cuda_guard +{total} gates, +\d+ exclude sm_120  in {len(expected)} files; most in ", result.stdout, re.M)
-    assert "scanning" not in result.stderr and "scanned " in result.stderr
+    # issue 16: the statistics line only with --verbose
+    assert "scanning" not in result.stderr and "scanned " not in result.stderr
+    verbose = cli("scan", "--repo", root, "--gates-only", "--verbose")
+    assert verbose.exit_code == 0 and "scanned " in verbose.stderr
 
 
 def test_check_needs_the_hazards(cli, tmp_path):

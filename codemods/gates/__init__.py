@@ -10,6 +10,20 @@ Each module in this package is one gate kind. It exposes:
   when the gate already admits them (idempotent). Raises `CannotWiden` when
   the gate cannot be rewritten safely (unknown macro, computed list ...).
 
+A module may instead be an *edit kind*: a fixed rewrite that admits no arch
+(a host-side fix that belongs with a recipe). It exposes `KIND`,
+`EDIT_KIND = True` and:
+
+- `rewrite(source: bytes, **selector) -> list[Edit]`: the smallest edits that
+  make the rewrite. Returns `[]` when the source already has it (idempotent).
+  Raises `NotFound` when the selectors match nothing, in neither the old nor
+  the new form (the message names what is missing).
+- optionally `check_selector(name, value) -> str`: why a recipe's selector
+  value is unusable ("" when it is fine); selectors are strings otherwise.
+
+Either way the selectors are the keyword-only parameters of `find` or
+`rewrite`; a `language` parameter gets "cuda" or "cpp" from the file name.
+
 No module here does I/O, reads the clock or the environment.
 """
 
@@ -45,6 +59,10 @@ class Gate:
 
 class CannotWiden(Exception):
     """The gate cannot be rewritten safely; the message says why."""
+
+
+class NotFound(Exception):
+    """An edit kind's selectors match nothing in the source; the message says what is missing."""
 
 
 class SourceError(Exception):
@@ -104,6 +122,7 @@ __all__ = [
     "CannotWiden",
     "Edit",
     "Gate",
+    "NotFound",
     "SourceError",
     "TooDeep",
     "apply_edits",

@@ -855,6 +855,7 @@ def widen(
         )
     expected = before.admitted | frozenset(targets)
     candidates = (
+        _extend_chain(guard, before, targets, _Lines(source, gate.start - head)),
         _drop_conjuncts(guard, before, targets),
         _add_disjunct(guard, condition, before, targets, scope),
     )
@@ -888,6 +889,130 @@ def _why_unknown(gate: Gate, guard: _Guard | None, before: ArchSet | None) -> st
     if not before.unknown:
         return f"line {gate.line}: tree-sitter cannot parse `{condition}` where it stands; widen it by hand"
     return f"line {gate.line}: cannot evaluate `{condition}` on every arch; widen it by hand"
+
+
+def _disjuncts(node: _Node) -> list[_Node]:
+    """The operands of a top-level `a || b || c` chain, left to right."""
+    if isinstance(node, _Binary) and node.op == "||":
+        return [*_disjuncts(node.left), node.right]
+    return [node]
+
+
+def _equality(node: _Node) -> _Number | None:
+    """The number of `__CUDA_ARCH__ == N` (or `N == __CUDA_ARCH__`, in parentheses or not), else None."""
+    while isinstance(node, _Group):
+        node = node.inner
+    if not (isinstance(node, _Binary) and node.op == "=="):
+        return None
+    for macro, number in ((node.left, node.right), (node.right, node.left)):
+        if isinstance(macro, _Macro) and macro.name == "__CUDA_ARCH__" and isinstance(number, _Number):
+            return number
+    return None
+
+
+@lru_cache(maxsize=8)
+def _file_style(source: bytes) -> tuple[int, bool, bytes, bytes, bytes]:
+    """Once per file (bytes cache their hash): column limit, how long `#if` lines continue, line ending."""
+    # The file's column limit: the length three of its lines reach, so that one or two stray long
+    # lines (a URL, a clang-format-off block) do not count; xqa/utils.cuh has one 102-column line
+    # and upstream still breaks its #elif at 100 (54101e953). A file of short lines may use 80.
+    lengths = sorted((len(line.rstrip(b"\r")) for line in source.split(b"\n")), reverse=True)
+    longest = max(80, lengths[2] if len(lengths) > 2 else 0)
+    match = _Lines._CONTINUED.search(source)
+    return (
+        longest,
+        bool(match and match.group("lead")),
+        match.group("before") if match and match.group("before") else b" ",
+        match.group("indent") if match else b"    ",
+        b"\r\n" if b"\r\n" in source else b"\n",
+    )
+
+
+class _Lines:
+    """The file around a condition: its longest line, and how it continues long `#if` lines."""
+
+    _CONTINUED = re.compile(rb"^[ \t]*#[ \t]*(?:if|elif)\b.*?(?P<before>[ \t]*)\\\r?\n(?P<indent>[ \t]*)(?P<lead>\|\||\bor\b)?", re.M)
+
+    def __init__(self, source: bytes, shift: int) -> None:
+        self.source = source
+        self.shift = shift  # add to an offset in the snippet to get one in the source
+        self.longest, self.operator_first, self.before_backslash, self.indent, self.eol = _file_style(source)
+
+    def column(self, offset: int) -> tuple[int, int]:
+        """(length of the line holding `offset` in the source, its column) for a snippet offset."""
+        at = offset + self.shift
+        start = self.source.rfind(b"\n", 0, at) + 1
+        end = self.source.find(b"\n", at)
+        end = len(self.source) if end < 0 else end
+        return len(self.source[start:end].rstrip(b"\r")), at - start
+
+
+def _extend_chain(guard: _Guard, before: ArchSet, targets: tuple[Arch, ...], lines: _Lines) -> list[Edit]:
+    """`A == 860 || A == 890 || A == 1200` gains `|| A == 1210`: one more equality per missing value, where it sorts.
+
+    Only for a condition that is such a chain (two equalities or more, in
+    parentheses or not). Each new term copies its neighbour's text with the
+    number changed, joined by the chain's own operator (`||` or `or`). A line
+    that would grow past the file's column limit (the length three of its
+    lines reach, 80 at least) is continued with a backslash, as the file
+    continues its other long `#if` lines.
+    """
+    top = guard.expression
+    while isinstance(top, _Group):
+        top = top.inner
+    terms = _disjuncts(top)
+    numbers = [_equality(term) for term in terms]
+    if len(terms) < 2 or any(number is None for number in numbers):
+        return []
+    values = [number.value[0] for number in numbers]
+    wanted = sorted({target.cuda_arch for target in targets if not before.admits(target)} - set(values))
+    if not wanted:
+        return []
+    source = lines.source
+    word = any(t.alternative and t.text == "||" for t in guard.tokens)
+    operator_text = b"or" if word else b"||"
+    inserts: dict[int, list[int]] = {}  # index of the term to insert after (-1: before the first) -> values
+    for value in wanted:
+        after = max((i for i, listed in enumerate(values) if listed < value), default=-1)
+        inserts.setdefault(after, []).append(value)
+    edits = []
+    for after, added in inserts.items():
+        reference = terms[max(after, 0)]
+        number = numbers[max(after, 0)]
+        ref_start, ref_end = reference.start + lines.shift, reference.end + lines.shift
+        texts = [
+            source[ref_start : number.start + lines.shift] + str(value).encode() + source[number.end + lines.shift : ref_end]
+            for value in added
+        ]
+        if after >= 0:
+            at = reference.end
+            edits.append(Edit(at, at, _joined(lines, at, operator_text, texts, prefix=True)))
+        else:
+            at = reference.start
+            edits.append(Edit(at, at, _joined(lines, at, operator_text, texts, prefix=False)))
+    return edits
+
+
+def _joined(lines: _Lines, at: int, operator_text: bytes, texts: list[bytes], prefix: bool) -> bytes:
+    """`|| t1 || t2` to insert at snippet offset `at` (or `t1 || t2 || ` before a term), continued where too long."""
+    length, column = lines.column(at)
+    out = b""
+    width = column  # where the text being written starts on its line
+    rest = length - column  # what follows the insertion point on the original line
+    pieces = [(b" " + operator_text + b" ", text) for text in texts] if prefix else [(b"", text + b" " + operator_text + b" ") for text in texts]
+    for joiner, text in pieces:
+        piece = joiner + text
+        if width + len(piece) + rest > lines.longest and width > 0:
+            if lines.operator_first:
+                out += lines.before_backslash + b"\\" + lines.eol + lines.indent + joiner.lstrip() + text
+                width = len(lines.indent) + len(joiner.lstrip() + text)
+            else:
+                out += joiner.rstrip() + lines.before_backslash + b"\\" + lines.eol + lines.indent + text
+                width = len(lines.indent) + len(text)
+            continue
+        out += piece
+        width += len(piece)
+    return out
 
 
 def _conjuncts(node: _Node) -> list[_Node]:

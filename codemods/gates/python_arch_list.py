@@ -1,20 +1,46 @@
-"""Python lists of major compute-capability versions passed as a keyword.
+"""Python lists of GPU archs: a keyword's list, or a call's argument (decorators too).
 
-FlashInfer compiles each JIT module only for the majors its spec lists:
+FlashInfer compiles each JIT module only for the majors its spec lists, and
+checks devices against lists of compute capabilities:
 
     nvcc_flags = current_compilation_context.get_nvcc_flags_list(
         supported_major_versions=[9, 10]
     )
 
-A gate is the list (or tuple) given to that keyword. It admits every arch of
-the universe whose major is listed. A list that is not all integer literals (a
-name, a comprehension, a `*spread`) admits unknown and is never rewritten.
+    @supported_compute_capability([100, 103])
+    def _cublaslt_mm_bf16_requirement(...): ...
 
-`widen` inserts the missing majors where they sort, in the list's own style:
-`[9, 10]` becomes `[9, 10, 12]`, `(9, 10)` becomes `(9, 10, 12)`, and a list
-written one element per line gets a new line with the same indentation and
-line ending. The brackets, the separators, a trailing comma and any comment in
-or around the list stay byte for byte.
+    if _match_sm_version(a.device, ["100", "103", "110"]): ...
+
+A gate is one such list (or tuple). By default it is the list given to the
+`supported_major_versions` keyword of any call; a recipe picks others with
+`call` (the callee's name: `supported_compute_capability`, or the last name of
+`ctx.flags`) plus `position` (0-based positional argument) or `keyword`.
+With `call` alone every list given to the call is a gate. `scan` also knows
+the capability-list calls in `KNOWN_CALLS`.
+
+The list's values decide its style and what it admits:
+
+- majors, integers below 20 (`[9, 10]`): every arch of each major;
+- full capabilities, integers from 20 (`[90, 120]`, major * 10 + minor):
+  those archs, whichever variant;
+- strings (`["100", "103"]`, `["sm_100a"]`, `["12.0a"]`): capabilities (or
+  majors, `["9", "10"]`) spelled with one prefix, one form (`120` or `12.0`)
+  and a suffix.
+
+A list that is not all literals of one style (a name, a comprehension, a
+`*spread`, `[9, 100]`, concatenated strings) admits unknown and is never
+rewritten; a call's argument that is not a list at all (`CCS`) is such a
+gate too, so a recipe that selects it is refused with the reason.
+
+`widen` inserts what the list lacks where it sorts, in the list's own style:
+`[9, 10]` gains the major `12`; `[120]` gains `121`; `["100", "103"]` gains
+`"120", "121"` with the same quotes; `["9.0a", "10.0a"]` gains `"12.0a"`. A
+list written one element per line gets a new line with the same indentation
+and line ending. The brackets, the separators, a trailing comma and any
+comment in or around the list stay byte for byte. An empty list has no style
+to follow (unless it is `supported_major_versions`), nor has a string list
+whose entries carry different suffixes: both are refused.
 """
 
 from __future__ import annotations
@@ -22,14 +48,210 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+from dataclasses import dataclass
 
 import libcst as cst
 
 from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate
-from codemods.gates._python import LONE_CR, TRIVIA, PythonSource, admits_of_expression, parse
+from codemods.gates._python import LONE_CR, TRIVIA, PythonSource, parse
 
 KIND = "python_arch_list"
+
+MAJORS_KEYWORD = "supported_major_versions"
+# Calls whose argument at this position is a list of compute capabilities (FlashInfer): what `scan` lists.
+KNOWN_CALLS = {"supported_compute_capability": 0, "_match_sm_version": 1}
+
+# One string entry: a prefix, a capability (`120`) or `major.minor` (`12.0`), a variant suffix.
+_ENTRY_RE = re.compile(r"^(?P<prefix>(?:sm|compute)_?|)(?:(?P<major>\d{1,2})\.(?P<minor>\d)|(?P<code>\d{1,3}))(?P<suffix>[af]?)$")
+# A string literal libcst and ast read alike: one token, no escapes, no prefix but r/u.
+_STRING_RE = re.compile(r"""^[rRuU]?(?:'([^'\\\n]*)'|"([^"\\\n]*)")$""")
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """Which arguments are gates: a keyword of any call, or a call's argument by position or keyword."""
+
+    keyword: str | None = None
+    call: str | None = None
+    position: int | None = None
+
+    def matches(self, callee: str | None, keyword: str | None, index: int | None) -> bool:
+        """`index`: the argument's position among the positional ones (None for a keyword or after a *spread)."""
+        if self.call is not None and callee != self.call:
+            return False
+        if self.position is not None:
+            return keyword is None and index == self.position
+        if self.keyword is not None:
+            return keyword == self.keyword
+        return True
+
+    def literal_only(self) -> bool:
+        """Without a position or keyword, only list literals are gates; a selected argument is a gate whatever it is."""
+        return self.call is None or (self.position is None and self.keyword is None)
+
+
+def _shapes(keyword: str | None, call: str | None, position: int | None) -> tuple[_Shape, ...]:
+    if call is None and position is None:
+        return (_Shape(keyword=keyword or MAJORS_KEYWORD),)
+    return (_Shape(keyword=keyword, call=call, position=position),)
+
+
+KNOWN_SHAPES = (_Shape(keyword=MAJORS_KEYWORD),) + tuple(
+    _Shape(call=name, position=position) for name, position in KNOWN_CALLS.items()
+)
+
+
+SELECTOR_HINTS = {"position": "position = 1   # the second positional argument"}
+
+
+def check_selector(name: str, value) -> str:
+    """`position` is a non-negative integer; the other selectors are strings."""
+    if name == "position":
+        return "" if type(value) is int and value >= 0 else "'position' must be a non-negative integer (0 is the first argument)"
+    return "" if isinstance(value, str) and value else f"{name!r} must be a string"
+
+
+# ---------------------------------------------------------------- values and styles
+
+
+@dataclass(frozen=True)
+class _Style:
+    """How a list spells its entries."""
+
+    kind: str  # "majors", "capabilities" or "strings"
+    majors_only: bool = False  # strings: `"9"`, `"10"`
+    prefix: str = ""
+    dotted: bool = False  # strings: `12.0` rather than `120`
+    suffix: str = ""
+    quote: str = '"'
+
+    def spell(self, major: int, minor: int | None) -> str:
+        if self.kind == "majors":
+            return str(major)
+        if self.kind == "capabilities":
+            return str(major * 10 + minor)
+        if self.majors_only:
+            body = str(major)
+        else:
+            body = f"{major}.{minor}" if self.dotted else str(major * 10 + minor)
+        return f"{self.quote}{self.prefix}{body}{self.suffix}{self.quote}"
+
+
+_Value = tuple[int, "int | None"]  # (major, minor); minor None for a whole major
+
+
+@dataclass(frozen=True)
+class _Listed:
+    """A list's entries read: its style (None when mixed or empty) and values, or unreadable."""
+
+    values: tuple[_Value, ...] | None  # None: some entry is not a literal of the style
+    style: _Style | None
+
+
+def _read(entries: list, majors_default: bool) -> _Listed:
+    """Entries as ints, `(raw string text)` tuples, or None for anything else."""
+    if any(entry is None for entry in entries):
+        return _Listed(None, None)
+    if not entries:
+        return _Listed((), _Style("majors") if majors_default else None)
+    if all(type(entry) is int for entry in entries):
+        if all(0 < entry < 20 for entry in entries):
+            return _Listed(tuple((entry, None) for entry in entries), _Style("majors"))
+        if all(20 <= entry < 200 for entry in entries):
+            return _Listed(tuple(divmod(entry, 10) for entry in entries), _Style("capabilities"))
+        return _Listed(None, None)
+    if not all(isinstance(entry, tuple) for entry in entries):
+        return _Listed(None, None)
+    matches = []
+    for quote, text in entries:
+        match = _ENTRY_RE.match(text)
+        if match is None:
+            return _Listed(None, None)
+        matches.append((quote, match))
+    prefixes = {m.group("prefix") for _, m in matches}
+    dotted = {m.group("major") is not None for _, m in matches}
+    if len(prefixes) != 1 or len(dotted) != 1:
+        return _Listed(None, None)
+    values = []
+    for _, m in matches:
+        if m.group("major") is not None:
+            values.append((int(m.group("major")), int(m.group("minor"))))
+        else:
+            code = int(m.group("code"))
+            values.append((code, None) if code < 20 else divmod(code, 10))
+    if len({minor is None for _, minor in values}) != 1 or (values[0][1] is None and any(m.group("suffix") for _, m in matches)):
+        return _Listed(None, None)
+    suffixes = {m.group("suffix") for _, m in matches}
+    quotes = [quote for quote, _ in matches]
+    style = _Style(
+        "strings",
+        majors_only=values[0][1] is None,
+        prefix=prefixes.pop(),
+        dotted=dotted.pop(),
+        suffix=next(iter(suffixes)) if len(suffixes) == 1 else "",
+        quote=max(set(quotes), key=quotes.count),
+    )
+    return _Listed(tuple(values), style if len(suffixes) == 1 else None)
+
+
+def _admits(listed: _Listed, universe: tuple[Arch, ...]) -> ArchSet:
+    if listed.values is None:
+        return ArchSet(universe, frozenset(), frozenset(universe))
+    return ArchSet(universe, frozenset(a for a in universe if _admitted(listed.values, a)))
+
+
+def _admitted(values: tuple[_Value, ...], arch: Arch) -> bool:
+    return any(major == arch.major and minor in (None, arch.minor) for major, minor in values)
+
+
+def _majors_detail(listed: _Listed) -> list[int] | None:
+    """What jit_specs reads: the listed majors, None unless the list is integer majors."""
+    if listed.values is None or listed.style is None or listed.style.kind != "majors":
+        return None if listed.values != () else []
+    return [major for major, _ in listed.values]
+
+
+def _string_entry(text: str) -> tuple[str, str] | None:
+    match = _STRING_RE.match(text)
+    if match is None:
+        return None
+    body = match.group(1) if match.group(1) is not None else match.group(2)
+    return (text[-1], body)
+
+
+def _cst_entries(node: cst.BaseExpression) -> list | None:
+    """A list's or tuple's entries as `_read` takes them; None when `node` is no list literal."""
+    if not isinstance(node, (cst.List, cst.Tuple)):
+        return None
+    entries = []
+    for element in node.elements:
+        value = element.value if isinstance(element, cst.Element) else None
+        if isinstance(value, cst.Integer):
+            entries.append(value.evaluated_value)
+        elif isinstance(value, cst.SimpleString):
+            entries.append(_string_entry(value.value))
+        else:
+            entries.append(None)
+    return entries
+
+
+def _ast_entries(source: bytes, node: ast.AST, offset) -> list | None:
+    if not isinstance(node, (ast.List, ast.Tuple)):
+        return None
+    entries = []
+    for element in node.elts:
+        if isinstance(element, ast.Constant) and type(element.value) is int:
+            entries.append(element.value)
+        elif isinstance(element, ast.Constant) and type(element.value) is str:
+            start, end = offset(element.lineno, element.col_offset), offset(element.end_lineno, element.end_col_offset)
+            entries.append(_string_entry(source[start:end].decode("utf-8")))
+        else:
+            entries.append(None)
+    return entries
+
+
+# ---------------------------------------------------------------- finding
 
 
 def find(
@@ -37,25 +259,95 @@ def find(
     universe: tuple[Arch, ...] = DEFAULT_ARCHS,
     *,
     function: str | None = None,
-    keyword: str = "supported_major_versions",
+    keyword: str | None = None,
+    call: str | None = None,
+    position: int | None = None,
 ) -> list[Gate]:
-    """Every `keyword=[...]` (or `keyword=(...)`) call argument, in source order.
+    """Every list the selectors pick, in source order.
 
-    With `function`, only arguments whose innermost enclosing function or
-    method has that name.
+    Without `call` and `position`: lists given to `keyword` (default
+    `supported_major_versions`) in any call. With `call`: that call's argument
+    at `position`, or its `keyword` argument, or else every list it is given.
+    With `function`, only those whose innermost enclosing function or method
+    (or the function a decorator decorates) has that name.
     """
-    parsed = parse(source)
+    return _find(parse(source), universe, _shapes(keyword, call, position), function)
+
+
+def find_known(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> list[Gate]:
+    """Every gate of the shapes `scan` lists: `supported_major_versions` lists and the KNOWN_CALLS arguments."""
+    return _find(parse(source), universe, KNOWN_SHAPES, None)
+
+
+def _callee(node: cst.CSTNode | None) -> str | None:
+    if not isinstance(node, cst.Call):
+        return None
+    func = node.func
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return ""
+
+
+def _find(parsed: PythonSource, universe, shapes: tuple[_Shape, ...], function: str | None) -> list[Gate]:
     gates = []
     for arg in parsed.nodes(cst.Arg):
-        if arg.keyword is None or arg.keyword.value != keyword:
-            continue
-        if not isinstance(arg.value, (cst.List, cst.Tuple)):
-            continue
-        context = parsed.enclosing_function(arg)
-        if function is not None and context != function:
-            continue
-        gates.append(_gate(parsed, arg.value, keyword, context, universe))
+        parent = parsed.parent(arg)
+        callee = _callee(parent)
+        keyword = arg.keyword.value if arg.keyword is not None else None
+        index = _position_of(parent, arg) if keyword is None else None
+        for shape in shapes:
+            if not shape.matches(callee, keyword, index):
+                continue
+            if shape.literal_only() and not isinstance(arg.value, (cst.List, cst.Tuple)):
+                continue
+            if keyword is None and shape.call is None:
+                continue
+            context = parsed.enclosing_function(arg)
+            if function is None or context == function:
+                gates.append(_gate(parsed, arg.value, shape, callee, keyword, index, context, universe))
+            break
     return gates
+
+
+def _position_of(parent: cst.CSTNode | None, arg: cst.Arg) -> int | None:
+    """The 0-based index of a positional argument; None after a `*spread` (its place is not known) or for one."""
+    if not isinstance(parent, cst.Call):
+        return None
+    index = 0
+    for other in parent.args:
+        if other.star:
+            return None
+        if other is arg:
+            return index
+        if other.keyword is None:
+            index += 1
+    return None
+
+
+def _detail(shape: _Shape, callee, keyword, index, listed: _Listed) -> dict:
+    detail = {"keyword": keyword, "majors": _majors_detail(listed)}
+    if shape.call is not None:
+        detail.update(call=callee, position=index)
+    detail["style"] = listed.style.kind if listed.style is not None else None
+    return detail
+
+
+def _gate(parsed: PythonSource, node: cst.BaseExpression, shape: _Shape, callee, keyword, index, context: str, universe) -> Gate:
+    start, end = parsed.outer_span(node)
+    entries = _cst_entries(node)
+    listed = _read(entries, keyword == MAJORS_KEYWORD) if entries is not None else _Listed(None, None)
+    return Gate(
+        kind=KIND,
+        start=start,
+        end=end,
+        line=parsed.line(start),
+        text=parsed.text(start, end),
+        admits=_admits(listed, universe),
+        context=context,
+        detail=_detail(shape, callee, keyword, index, listed),
+    )
 
 
 def find_in_tree(
@@ -63,18 +355,21 @@ def find_in_tree(
     tree: ast.Module,
     universe: tuple[Arch, ...] = DEFAULT_ARCHS,
     *,
-    keyword: str = "supported_major_versions",
+    keyword: str = MAJORS_KEYWORD,
+    known: bool = False,
 ) -> list[Gate] | None:
-    """`find(source)` from a stdlib `ast` parse of the same bytes, several times faster than libcst.
+    """`find(source, keyword=keyword)` (or `find_known` with `known`) from a stdlib `ast` parse of the same bytes.
 
-    ast columns are UTF-8 byte offsets in their line, so with the line
-    starts (after a BOM on line 1) they give libcst's byte spans; the text
-    keeps the parentheses written around a list (`=([9, 10])`), as libcst's
-    outer span does. None when it cannot vouch to agree with `find` (a line
-    ended by a lone CR, a list inside an f-string, anything but parentheses
-    between `=` and the list): the caller then calls `find`.
+    Several times faster than libcst. ast columns are UTF-8 byte offsets in
+    their line, so with the line starts (after a BOM on line 1) they give
+    libcst's byte spans; the text keeps the parentheses written around a list
+    (`=([9, 10])`), as libcst's outer span does. None when it cannot vouch to
+    agree with `find` (a line ended by a lone CR, a list inside an f-string,
+    anything but parentheses between `=` and the list): the caller then calls `find`.
     """
-    if keyword.encode() not in source:
+    shapes = KNOWN_SHAPES if known else (_Shape(keyword=keyword),)
+    needles = [(shape.call or shape.keyword).encode() for shape in shapes]
+    if not any(needle in source for needle in needles):
         return []
     if b"\r" in source and LONE_CR.search(source):
         return None
@@ -84,26 +379,56 @@ def find_in_tree(
     def offset(line: int, column: int) -> int:
         return starts[line - 1] + column
 
-    found: list[tuple[ast.keyword, str, bool]] = []  # (keyword, innermost function, inside an f-string)
+    # (value, where to read on from toward it, its keyword or None, callee, position, the shape, function, in an f-string)
+    found: list[tuple] = []
+
+    def consider(value, at, keyword_name, callee, index, function, in_fstring) -> None:
+        for shape in shapes:
+            if not shape.matches(callee, keyword_name, index):
+                continue
+            if shape.literal_only() and not isinstance(value, (ast.List, ast.Tuple)):
+                continue
+            if keyword_name is None and shape.call is None:
+                continue
+            found.append((value, at, keyword_name, callee, index, shape, function, in_fstring))
+            return
 
     def visit(node: ast.AST, function: str, in_fstring: bool) -> None:
+        if isinstance(node, ast.Call):
+            func = node.func
+            callee = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            index: int | None = 0
+            at: int | None = offset(func.end_lineno, func.end_col_offset)
+            at = TRIVIA.match(source, at).end()
+            at = at + 1 if source[at : at + 1] == b"(" else None
+            for arg in node.args:
+                if isinstance(arg, ast.Starred):
+                    index = None
+                    continue
+                if index is not None and index > 0:
+                    at = _after_comma(source, at)
+                consider(arg, at, None, callee, index, function, in_fstring)
+                if index is not None:
+                    index += 1
+                    at = offset(arg.end_lineno, arg.end_col_offset)
+            for kw in node.keywords:
+                if kw.arg is not None:
+                    consider(kw.value, _after_equals(source, offset(kw.lineno, kw.col_offset), kw.arg), kw.arg, callee, None, function, in_fstring)
+        elif isinstance(node, ast.ClassDef):
+            for kw in node.keywords:
+                if kw.arg is not None:
+                    consider(kw.value, _after_equals(source, offset(kw.lineno, kw.col_offset), kw.arg), kw.arg, None, None, function, in_fstring)
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.keyword) and child.arg == keyword and isinstance(child.value, (ast.List, ast.Tuple)):
-                found.append((child, function, in_fstring))
             inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
             visit(child, inner, in_fstring or isinstance(child, ast.JoinedStr))
 
     visit(tree, "", False)
     gates = []
-    for node, function, in_fstring in found:
-        if in_fstring:
+    for value, at, keyword_name, callee, index, shape, function, in_fstring in found:
+        if in_fstring or at is None:
             return None  # before Python 3.12, positions inside f-strings are computed after the fact
-        value = node.value
-        at = TRIVIA.match(source, offset(node.lineno, node.col_offset) + len(keyword)).end()
-        if source[at : at + 1] != b"=":
-            return None
         start, end = offset(value.lineno, value.col_offset), offset(value.end_lineno, value.end_col_offset)
-        at, outer, opened = at + 1, start, 0
+        outer, opened = start, 0
         while (at := TRIVIA.match(source, at).end()) < start:
             if source[at : at + 1] != b"(":
                 return None
@@ -117,11 +442,8 @@ def find_in_tree(
             if source[end : end + 1] != b")":
                 return None
             end += 1
-        majors = _literal_majors(value)
-        if majors is None:
-            admits = ArchSet(universe, frozenset(), frozenset(universe))
-        else:
-            admits = ArchSet(universe, frozenset(a for a in universe if a.major in majors))
+        entries = _ast_entries(source, value, offset)
+        listed = _read(entries, keyword_name == MAJORS_KEYWORD) if entries is not None else _Listed(None, None)
         gates.append(
             Gate(
                 kind=KIND,
@@ -129,23 +451,31 @@ def find_in_tree(
                 end=end,
                 line=bisect.bisect_right(starts, outer),
                 text=source[outer:end].decode("utf-8"),
-                admits=admits,
+                admits=_admits(listed, universe),
                 context=function,
-                detail={"keyword": keyword, "majors": majors},
+                detail=_detail(shape, callee, keyword_name, index, listed),
             )
         )
     gates.sort(key=lambda gate: gate.start)
     return gates
 
 
-def _literal_majors(node: ast.List | ast.Tuple) -> list[int] | None:
-    """`_majors` over an ast list: None when any element is not an integer literal."""
-    majors = []
-    for element in node.elts:
-        if not (isinstance(element, ast.Constant) and type(element.value) is int):
-            return None
-        majors.append(element.value)
-    return majors
+def _after_equals(source: bytes, at: int, keyword: str) -> int | None:
+    """Just past the `=` of `keyword=` written at `at`; None when something else stands there."""
+    at = TRIVIA.match(source, at + len(keyword)).end()
+    return at + 1 if source[at : at + 1] == b"=" else None
+
+
+def _after_comma(source: bytes, at: int | None) -> int | None:
+    """Just past the `,` after the previous argument (which ends at `at`, maybe inside parentheses)."""
+    if at is None:
+        return None
+    while True:
+        at = TRIVIA.match(source, at).end()
+        if source[at : at + 1] == b")":
+            at += 1
+            continue
+        return at + 1 if source[at : at + 1] == b"," else None
 
 
 def widen(
@@ -154,75 +484,61 @@ def widen(
     targets: tuple[Arch, ...],
     universe: tuple[Arch, ...] = DEFAULT_ARCHS,
 ) -> list[Edit]:
-    """Edits that add the majors of `targets` the list lacks; `[]` if it has them all."""
+    """Edits that add the values of `targets` the list lacks, in its style; `[]` if it has them all."""
     parsed = parse(source)
     node = _locate(parsed, gate)
-    majors = _majors(node)
-    if majors is None:
-        raise CannotWiden(
-            f"line {gate.line}: {gate.text} is not a list of integer literals; widen it by hand"
-        )
-    missing = sorted({arch.major for arch in targets} - set(majors))
+    entries = _cst_entries(node) if isinstance(node, (cst.List, cst.Tuple)) else None
+    where = f"line {gate.line}: {gate.text}"
+    if entries is None:
+        raise CannotWiden(f"{where} is not a list literal (a name or a computed value); widen it by hand")
+    listed = _read(entries, gate.detail.get("keyword") == MAJORS_KEYWORD)
+    if listed.values is None:
+        raise CannotWiden(f"{where} is not a list of integer literals or arch strings in one style; widen it by hand")
+    style = listed.style
+    if style is None:
+        why = "is empty, so it shows no style to follow" if not entries else "mixes suffixes, so a new entry's is not known"
+        raise CannotWiden(f"{where} {why}; widen it by hand")
+    if style.kind == "majors" or style.majors_only:
+        wanted = sorted({(arch.major, None) for arch in targets})
+    else:
+        wanted = sorted({(arch.major, arch.minor) for arch in targets})
+    missing = [value for value in wanted if not any(_covers(listed_value, value) for listed_value in listed.values)]
     if not missing:
         return []
+    keys = [_key(value) for value in listed.values]
     elements = list(node.elements)
     if not elements:
-        return [_fill_empty(parsed, node, missing)]
+        return [_fill_empty(parsed, node, [style.spell(*value) for value in missing])]
     insert = _insert_lines if _one_per_line(parsed, node) else _insert_inline
     edits: list[Edit] = []
-    for position in sorted({_position(majors, major) for major in missing}):
-        added = [major for major in missing if _position(majors, major) == position]
-        edits.extend(insert(parsed, elements, position, added))
+    positions: dict[int, list[str]] = {}
+    for value in missing:
+        positions.setdefault(_position(keys, _key(value)), []).append(style.spell(*value))
+    for position in sorted(positions):
+        edits.extend(insert(parsed, elements, position, positions[position]))
     return edits
 
 
-def _gate(
-    parsed: PythonSource,
-    node: cst.List | cst.Tuple,
-    keyword: str,
-    context: str,
-    universe: tuple[Arch, ...],
-) -> Gate:
-    start, end = parsed.outer_span(node)
-    majors = _majors(node)
-    if majors is None:
-        admits = ArchSet(universe, frozenset(), frozenset(universe))
-    else:
-        admits = ArchSet(universe, frozenset(a for a in universe if a.major in majors))
-    return Gate(
-        kind=KIND,
-        start=start,
-        end=end,
-        line=parsed.line(start),
-        text=parsed.text(start, end),
-        admits=admits,
-        context=context,
-        detail={"keyword": keyword, "majors": majors},
-    )
+def _covers(listed: _Value, wanted: _Value) -> bool:
+    return listed[0] == wanted[0] and listed[1] in (None, wanted[1])
 
 
-def _locate(parsed: PythonSource, gate: Gate) -> cst.List | cst.Tuple:
-    for node in parsed.nodes((cst.List, cst.Tuple)):
-        if parsed.outer_span(node) == (gate.start, gate.end):
-            return node
+def _key(value: _Value) -> tuple[int, int]:
+    return (value[0], -1 if value[1] is None else value[1])
+
+
+def _locate(parsed: PythonSource, gate: Gate) -> cst.BaseExpression:
+    for arg in parsed.nodes(cst.Arg):
+        if parsed.outer_span(arg.value) == (gate.start, gate.end):
+            return arg.value
     raise CannotWiden(
         f"line {gate.line}: {gate.text} is no longer at this place; find the gates again"
     )
 
 
-def _majors(node: cst.List | cst.Tuple) -> list[int] | None:
-    """The listed majors, or None when any element is not an integer literal."""
-    majors = []
-    for element in node.elements:
-        if not isinstance(element, cst.Element) or not isinstance(element.value, cst.Integer):
-            return None
-        majors.append(element.value.evaluated_value)
-    return majors
-
-
-def _position(majors: list[int], major: int) -> int:
-    """Index of the first listed major above `major` (ascending insert), or the end."""
-    return next((i for i, listed in enumerate(majors) if listed > major), len(majors))
+def _position(keys: list[tuple[int, int]], key: tuple[int, int]) -> int:
+    """Index of the first listed value above `key` (ascending insert), or the end."""
+    return next((i for i, listed in enumerate(keys) if listed > key), len(keys))
 
 
 def _one_per_line(parsed: PythonSource, node: cst.List | cst.Tuple) -> bool:
@@ -232,17 +548,17 @@ def _one_per_line(parsed: PythonSource, node: cst.List | cst.Tuple) -> bool:
     )
 
 
-def _fill_empty(parsed: PythonSource, node: cst.List | cst.Tuple, majors: list[int]) -> Edit:
+def _fill_empty(parsed: PythonSource, node: cst.List | cst.Tuple, added: list[str]) -> Edit:
     opening = node.lbracket if isinstance(node, cst.List) else node.lpar[0]
     at = parsed.span(opening)[0] + 1
-    text = ", ".join(str(major) for major in majors)
-    if isinstance(node, cst.Tuple) and len(majors) == 1:
+    text = ", ".join(added)
+    if isinstance(node, cst.Tuple) and len(added) == 1:
         text += ","
     return Edit(at, at, text.encode())
 
 
 def _insert_inline(
-    parsed: PythonSource, elements: list[cst.Element], position: int, majors: list[int]
+    parsed: PythonSource, elements: list[cst.Element], position: int, texts: list[str]
 ) -> list[Edit]:
     """`[9, 10]` -> `[9, 10, 12]`, reusing the separator the list already has."""
     separator = b", "
@@ -252,7 +568,7 @@ def _insert_inline(
         ]
         if b"\n" not in between and b"#" not in between:
             separator = between
-    added = [str(major).encode() for major in majors]
+    added = [text.encode() for text in texts]
     if position < len(elements):
         at = parsed.outer_span(elements[position].value)[0]
         return [Edit(at, at, b"".join(text + separator for text in added))]
@@ -261,14 +577,14 @@ def _insert_inline(
 
 
 def _insert_lines(
-    parsed: PythonSource, elements: list[cst.Element], position: int, majors: list[int]
+    parsed: PythonSource, elements: list[cst.Element], position: int, texts: list[str]
 ) -> list[Edit]:
-    """A list written one element per line gets one new line per major."""
+    """A list written one element per line gets one new line per entry."""
     reference = elements[min(position, len(elements) - 1)]
     value_start, value_end = parsed.outer_span(reference.value)
     indent = parsed.indent(value_start)
     eol = parsed.eol(value_end)
-    added = [str(major).encode() for major in majors]
+    added = [text.encode() for text in texts]
     if position < len(elements):
         at = parsed.line_start(value_start)
         return [Edit(at, at, b"".join(indent + text + b"," + eol for text in added))]
@@ -295,10 +611,15 @@ def _insert_lines(
 
 
 def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> ArchSet:
-    """The archs a list of majors, given as text (`[9, 10, 12]`), admits."""
+    """The archs a list, given as text (`[9, 10, 12]`, `["100", "103"]`), admits; read as `find` reads it."""
 
-    def majors(node: cst.BaseExpression) -> set[int] | None:
-        listed = _majors(node) if isinstance(node, (cst.List, cst.Tuple)) else None
-        return None if listed is None else set(listed)
+    def values(node: cst.BaseExpression):
+        entries = _cst_entries(node)
+        listed = _read(entries, True) if entries is not None else _Listed(None, None)
+        return listed.values
 
-    return admits_of_expression(text, universe, majors)
+    try:
+        listed_values = values(cst.parse_expression(text))
+    except cst.ParserSyntaxError:
+        listed_values = None
+    return _admits(_Listed(listed_values, None), universe)

@@ -14,11 +14,19 @@ whose operands are all arch predicates: a name (`_is_sm90_supported`), a call
 (`is_sm100_supported()`), an attribute (`get_platform().is_sm90`) or a call of
 one (`x.is_sm100_supported()`), spelled `is_smNN`, `is_smNN_supported` or
 FlashInfer's `is_smNNa_supported`, with or without a leading underscore.
-Predicate NN (or NNN) admits every arch of major
-NN // 10, as SGLang's `is_smNN_supported` checks the device's major only. A
-chain with any other operand is not a gate and is left alone.
+What a predicate admits is what its definition says (`meanings`, read by
+`_predicates` from the project's source: FlashInfer's `is_sm120a_supported`
+admits SM120 only, SGLang's `is_sm120_supported` every SM12x). A predicate
+whose definition was not read is unknown: the chain is reported with the
+archs it cannot decide and is never widened. Without `meanings` (a direct
+call that knows no project) predicate NN (or NNN) admits every arch of major
+NN // 10. A chain with any other operand is not a gate and is left alone.
 
-`widen` appends ` or <predicate>` after the last operand, spelled like it:
+`widen` appends ` or <predicate>` after the last operand, spelled like it,
+for each target the chain does not admit yet: the predicate numbered like the
+target (`is_sm121a_supported` for sm_121), else like its major
+(`is_sm120_supported`), whichever `meanings` says admits it; one that would
+also admit an arch neither admitted nor asked for is not used.
 `(is_sm90_supported() or is_sm100_supported())` becomes
 `(is_sm90_supported() or is_sm100_supported() or is_sm120_supported())`. The
 parentheses and line breaks the author wrote stay where they are. So that the
@@ -47,13 +55,17 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from collections.abc import Mapping
+
 from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, edit_between
+from codemods.gates._predicates import Meaning
 from codemods.gates._python import PythonSource, admits_of_expression, parse, tidy_insertion
 
 KIND = "python_arch_or"
 
-_PREDICATE_RE = re.compile(r"^(?P<head>_?is_sm)(?P<number>\d{2,3})(?P<tail>a?(?:_supported)?)$")
+# `has_smNNN` build flags are spelled here too, for python_arch_test; this kind's chains hold only `is_sm`.
+_PREDICATE_RE = re.compile(r"^(?P<head>_?(?:is|has)_sm)(?P<number>\d{2,3})(?P<tail>[af]?(?:_supported)?)$")
 
 
 # Predicates named for a product line rather than a number, with the majors
@@ -70,7 +82,18 @@ class _Predicate:
     ident: cst.Name  # the name that carries the number
     form: str  # "name", "call", "attribute" or "attribute_call"
     number: int | None  # None for a named predicate (is_blackwell_supported)
-    majors: frozenset[int]
+    majors: frozenset[int]  # what the name says; used only without meanings
+
+    def meaning(self, meanings: Mapping[str, Meaning] | None) -> Meaning:
+        """What the predicate admits: its definition's meaning, or the name's rule without meanings."""
+        if meanings is None:
+            return Meaning(frozenset((m, n) for m in self.majors for n in range(10)))
+        # An attribute (`get_platform().is_sm90`) is looked up as `.is_sm90`: the platform's own table.
+        key = ("." if self.form.startswith("attribute") else "") + self.ident.value
+        found = meanings.get(key)
+        if found is None:
+            return Meaning(None, reason=f"no definition of `{key}` was read")
+        return found
 
 
 @dataclass(frozen=True)
@@ -82,6 +105,7 @@ class _Plan:
 def find(
     source: bytes,
     universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+    meanings: Mapping[str, Meaning] | None = None,
     *,
     function: str | None = None,
     assigns: str | None = None,
@@ -107,8 +131,14 @@ def find(
         if assigns is not None and not _tests_if_assigning(parsed, node, assigns):
             continue
         start, end = parsed.outer_span(node)
-        majors = frozenset().union(*(predicate.majors for predicate in predicates))
         forms = {predicate.form for predicate in predicates}
+        detail = {
+            "form": forms.pop() if len(forms) == 1 else "mixed",
+            "predicates": [predicate.ident.value for predicate in predicates],
+        }
+        admits, unknown = admits_of(predicates, universe, meanings)
+        if unknown:
+            detail["unknown"] = unknown
         gates.append(
             Gate(
                 kind=KIND,
@@ -116,15 +146,33 @@ def find(
                 end=end,
                 line=parsed.line(start),
                 text=parsed.text(start, end),
-                admits=ArchSet(universe, frozenset(a for a in universe if a.major in majors)),
+                admits=admits,
                 context=context,
-                detail={
-                    "form": forms.pop() if len(forms) == 1 else "mixed",
-                    "predicates": [predicate.ident.value for predicate in predicates],
-                },
+                detail=detail,
             )
         )
     return gates
+
+
+def admits_of(
+    predicates: list[_Predicate], universe: tuple[Arch, ...], meanings: Mapping[str, Meaning] | None
+) -> tuple[ArchSet, list[str]]:
+    """The archs some predicate admits; with an unknown one, the rest of the universe is unknown.
+
+    The second value says, per unknown predicate, why (`is_sm130_supported: no definition ... was read`).
+    """
+    admitted: set[Arch] = set()
+    unknown: list[str] = []
+    for predicate in predicates:
+        meaning = predicate.meaning(meanings)
+        if meaning.known:
+            admitted |= meaning.admitted(universe)
+        else:
+            where = f" ({meaning.where})" if meaning.where else ""
+            unknown.append(f"`{predicate.ident.value}`{where}: {meaning.reason}")
+    if unknown:
+        return ArchSet(universe, frozenset(admitted), frozenset(universe) - admitted), unknown
+    return ArchSet(universe, frozenset(admitted)), unknown
 
 
 def widen(
@@ -132,6 +180,7 @@ def widen(
     gate: Gate,
     targets: tuple[Arch, ...],
     universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+    meanings: Mapping[str, Meaning] | None = None,
 ) -> list[Edit]:
     """Edits that make the chain admit the majors of `targets`; `[]` if it does already.
 
@@ -140,7 +189,7 @@ def widen(
     none overlapping. Two gates of one file may need the same supporting
     edit; it comes out as the same `Edit`, which `apply_edits` applies once.
     """
-    return _plan(source, gate, targets).edits
+    return _plan(source, gate, targets, universe, meanings).edits
 
 
 def missing_symbols(
@@ -148,6 +197,7 @@ def missing_symbols(
     gate: Gate,
     targets: tuple[Arch, ...],
     universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+    meanings: Mapping[str, Meaning] | None = None,
 ) -> list[str]:
     """Symbols the widened chain takes from other modules, which this file cannot vouch for.
 
@@ -161,7 +211,7 @@ def missing_symbols(
     Names this file already defines or imports are not listed. `[]` when the
     gate already admits the targets; raises `CannotWiden` when `widen` would.
     """
-    return _plan(source, gate, targets).symbols
+    return _plan(source, gate, targets, universe, meanings).symbols
 
 
 def _is_or(node: cst.CSTNode | None) -> bool:
@@ -185,6 +235,8 @@ def _predicate(operand: cst.BaseExpression) -> _Predicate | None:
     else:
         return None
     match = _PREDICATE_RE.match(ident.value)
+    if match is not None and "has_" in match["head"]:
+        return None
     if match is None:
         named = NAMED_PREDICATES.get(ident.value.lstrip("_"))
         return None if named is None else _Predicate(operand, ident, form, None, named)
@@ -248,7 +300,69 @@ def _locate(parsed: PythonSource, gate: Gate) -> cst.BooleanOperation:
     )
 
 
-def _plan(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> _Plan:
+def new_predicates(
+    predicates: list[_Predicate],
+    gate: Gate,
+    targets: tuple[Arch, ...],
+    universe: tuple[Arch, ...],
+    meanings: Mapping[str, Meaning] | None,
+) -> tuple[_Predicate | None, list[int]]:
+    """The predicate to spell new ones like, and the numbers of those that make the gate admit `targets`.
+
+    `(None, [])` when the gate admits them already. Raises CannotWiden when a
+    predicate's meaning is unknown, or no predicate spelled like the last one
+    admits a target without admitting more than was asked.
+    """
+    admits, unknown = admits_of(predicates, universe, meanings)
+    if unknown:
+        raise CannotWiden(
+            f"line {gate.line}: what {'; '.join(unknown)} admits is unknown, so the gate is not widened"
+        )
+    missing = [a for a in targets if a not in admits.admitted]
+    if not missing:
+        return None, []
+    numbered = [p for p in predicates if p.number is not None]
+    if not numbered:
+        raise CannotWiden(f"line {gate.line}: {gate.text} names no is_smNN predicate to spell a new one like")
+    template = numbered[-1]
+    if meanings is None:
+        return template, sorted({a.major * 10 for a in missing})
+    wanted = admits.admitted | set(targets)
+    covered = set(admits.admitted)
+    numbers: list[int] = []
+    for arch in missing:
+        if arch in covered:
+            continue
+        tried = []
+        for number in dict.fromkeys((arch.code, arch.major * 10)):
+            name = _renamed(template.ident.value, number)
+            meaning = meanings.get(("." if template.form.startswith("attribute") else "") + name)
+            if meaning is None and template.form == "name" and name.startswith("_"):
+                # `_is_sm120_supported` is to be defined by copying its sibling's definition,
+                # which calls `is_sm120_supported()`: it admits what that admits
+                meaning = meanings.get(name[1:])
+            if meaning is None or not meaning.known or arch not in meaning.admitted(universe):
+                tried.append(f"`{name}` " + ("is not defined" if meaning is None else "does not admit it" if meaning.known else f"is unknown ({meaning.reason})"))
+                continue
+            extra = meaning.admitted(universe) - wanted
+            if extra:
+                tried.append(f"`{name}` would also admit {', '.join(sorted(a.name for a in extra))}")
+                continue
+            numbers.append(number)
+            covered |= meaning.admitted(universe)
+            break
+        else:
+            raise CannotWiden(f"line {gate.line}: no predicate admits {arch.name} here: " + "; ".join(tried))
+    return template, numbers
+
+
+def _plan(
+    source: bytes,
+    gate: Gate,
+    targets: tuple[Arch, ...],
+    universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+    meanings: Mapping[str, Meaning] | None = None,
+) -> _Plan:
     parsed = parse(source)
     chain = _locate(parsed, gate)
     predicates = _predicates(chain)
@@ -256,16 +370,24 @@ def _plan(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> _Plan:
         raise CannotWiden(
             f"line {gate.line}: {gate.text} has an operand that is not an arch predicate"
         )
-    missing = sorted({arch.major for arch in targets} - frozenset().union(*(p.majors for p in predicates)))
-    if not missing:
+    template, numbers = new_predicates(predicates, gate, targets, universe, meanings)
+    if template is None:
         return _Plan([], [])
-    numbers = [major * 10 for major in missing]
-    numbered = [p for p in predicates if p.number is not None]
-    if not numbered:
-        raise CannotWiden(f"line {gate.line}: {gate.text} names no is_smNN predicate to spell a new one like")
-    template = numbered[-1]
-    predicates = numbered
+    predicates = [p for p in predicates if p.number is not None]
     edits = [_append(parsed, template, numbers)]
+    return supporting(parsed, chain, predicates, template, numbers, edits, gate)
+
+
+def supporting(
+    parsed: PythonSource,
+    chain: cst.CSTNode,
+    predicates: list[_Predicate],
+    template: _Predicate,
+    numbers: list[int],
+    edits: list[Edit],
+    gate: Gate,
+) -> _Plan:
+    """The gate's `edits` plus what the new predicates need: a copied definition, an import."""
     symbols: list[str] = []
     needed: list[tuple[str, list[str], cst.CSTNode]] = []  # (name to bind, its siblings, a node where it is used)
     if template.form == "name":
@@ -565,11 +687,22 @@ def _check_disjoint(edits: list[Edit], gate: Gate) -> None:
 
 
 
-def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> ArchSet:
+def admits(
+    text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS, meanings: Mapping[str, Meaning] | None = None
+) -> ArchSet:
     """The archs an `or` chain of predicates, given as text, admits."""
+    if meanings is None:
 
-    def majors(node: cst.BaseExpression) -> set[int] | None:
-        predicates = _predicates(node) if _is_or(node) else None
-        return None if predicates is None else set().union(*(p.majors for p in predicates))
+        def majors(node: cst.BaseExpression) -> set[int] | None:
+            predicates = _predicates(node) if _is_or(node) else None
+            return None if predicates is None else set().union(*(p.majors for p in predicates))
 
-    return admits_of_expression(text, universe, majors)
+        return admits_of_expression(text, universe, majors)
+    try:
+        node = cst.parse_expression(text)
+    except cst.ParserSyntaxError:
+        node = None
+    predicates = _predicates(node) if _is_or(node) else None
+    if predicates is None:
+        return ArchSet(universe, frozenset(), frozenset(universe))
+    return admits_of(predicates, universe, meanings)[0]

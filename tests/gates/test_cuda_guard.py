@@ -200,10 +200,11 @@ def has_syntax_error(source: bytes) -> bool:
             #endif
             """,
             """
-            #if (__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000) || (__CUDA_ARCH__ >= 1200 && __CUDA_ARCH__ < 1300)
+            #if (__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1200 || \\
+                __CUDA_ARCH__ == 1210)
             #endif
             """,
-            id="parenthesized-condition-not-wrapped-again",
+            id="parenthesized-equality-chain-extended-inside-and-continued-past-80-columns",
         ),
         pytest.param(
             """
@@ -698,3 +699,161 @@ def test_admits_text(text, admitted, unknown):
     result = admits(text, DEFAULT_ARCHS)
     assert result.names() == admitted and result.unknown_names() == unknown
 
+
+
+# ---------------------------------------------------------------- equality chains, widened in their own style
+
+# three lines of 120 columns: the file's column limit is 120, past the chains below
+LONG_LINE = "static_assert(sizeof(float) == 4, \"the xqa kernels read fp32 scales as 4 bytes; this line is long on purpose, as mha.cu's are\");\n" * 3
+
+
+@pytest.mark.parametrize(
+    ("before", "targets", "after"),
+    [
+        pytest.param(
+            LONG_LINE + "#if __CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ == 1200\n#endif\n",
+            "sm_120,sm_121",
+            LONG_LINE + "#if __CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ == 1200 || __CUDA_ARCH__ == 1210\n#endif\n",
+            id="xqa-chain-5854494a0-family",
+        ),
+        pytest.param(
+            LONG_LINE + "#if __CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ == 1200\n#endif\n",
+            "sm_121",
+            LONG_LINE + "#if __CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ == 1200 || __CUDA_ARCH__ == 1210\n#endif\n",
+            id="xqa-chain-exact",
+        ),
+        pytest.param(
+            LONG_LINE + "#if __CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890\n#endif\n",
+            "sm_120,sm_121",
+            LONG_LINE + "#if __CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ == 1200 || __CUDA_ARCH__ == 1210\n#endif\n",
+            id="family-adds-every-member-the-chain-can-name",
+        ),
+        pytest.param(
+            LONG_LINE + "#if XQA_SMALL\n#elif __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 900 || \\\n"
+            "    __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030\n#endif\n",
+            "sm_89",
+            LONG_LINE + "#if XQA_SMALL\n#elif __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ == 900 || \\\n"
+            "    __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030\n#endif\n",
+            id="inserted-where-it-sorts-across-a-continuation",
+        ),
+        pytest.param(
+            "#if (__CUDA_ARCH__ == 860) || (__CUDA_ARCH__ == 890)\n#endif\n",
+            "sm_90",
+            "#if (__CUDA_ARCH__ == 860) || (__CUDA_ARCH__ == 890) || (__CUDA_ARCH__ == 900)\n#endif\n",
+            id="parenthesized-terms-copied",
+        ),
+        pytest.param(
+            "#if 1000 == __CUDA_ARCH__ || 1030 == __CUDA_ARCH__\n#endif\n",
+            "sm_90",
+            "#if 900 == __CUDA_ARCH__ || 1000 == __CUDA_ARCH__ || 1030 == __CUDA_ARCH__\n#endif\n",
+            id="number-first-and-inserted-before-the-first",
+        ),
+        pytest.param(
+            "#if __CUDA_ARCH__ == 900 or __CUDA_ARCH__ == 1000\n#endif\n",
+            "sm_120",
+            "#if __CUDA_ARCH__ == 900 or __CUDA_ARCH__ == 1000 or __CUDA_ARCH__ == 1200\n#endif\n",
+            id="alternative-token-or-kept",
+        ),
+        pytest.param(
+            "#if __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ == 1200\n#endif\n",
+            "sm_121",
+            "#if __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ == 1200 || \\\n"
+            "    __CUDA_ARCH__ == 1210\n#endif\n",
+            id="past-the-longest-line-continued-default-style",
+        ),
+        pytest.param(
+            "#if defined(X) \\\n    || defined(Y)\n#endif\n"
+            "#if __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ == 1200\n#endif\n",
+            "sm_121",
+            "#if defined(X) \\\n    || defined(Y)\n#endif\n"
+            "#if __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ == 1200 \\\n"
+            "    || __CUDA_ARCH__ == 1210\n#endif\n",
+            id="continued-the-way-the-file-continues-operator-first",
+        ),
+        pytest.param(
+            "#if __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ == 1200\r\n#endif\r\n",
+            "sm_121",
+            "#if __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ == 1200 || \\\r\n"
+            "    __CUDA_ARCH__ == 1210\r\n#endif\r\n",
+            id="continuation-keeps-crlf",
+        ),
+    ],
+)
+def test_widen_equality_chain(before, targets, after):
+    source = before.encode()
+    wanted = tuple(Arch.parse(name) for name in targets.split(","))
+    widened = apply_edits(source, widen_all(source, wanted))
+    assert widened.decode() == after
+    assert widen_all(widened, wanted) == []
+    assert b">=" not in widened, "a chain never becomes a range"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param("#if __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1200 || __CUDA_ARCH__ == 1210\n#endif\n", id="already-admitted"),
+        pytest.param("// #if __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000\nconst char* s = \"#if __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000\";\n", id="comment-and-string"),
+        pytest.param("#if __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || XQA_FORCE == 1\n#endif\n", id="unknown-macro-in-the-chain"),
+    ],
+)
+def test_noop_equality_chain(source):
+    data = source.encode()
+    assert apply_edits(data, widen_all_quiet(data)) == data
+
+
+def widen_all_quiet(source: bytes) -> list:
+    from codemods.gates.cuda_guard import CannotWiden
+
+    edits = []
+    for gate in find(source, DEFAULT_ARCHS):
+        try:
+            edits += widen(source, gate, SM12X, DEFAULT_ARCHS)
+        except CannotWiden:
+            pass
+    return edits
+
+
+def test_equality_chain_with_an_unknown_macro_is_refused_naming_it():
+    from codemods.gates.cuda_guard import CannotWiden
+
+    source = b"\n#if __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || XQA_FORCE == 1\n#endif\n"
+    [gate] = find(source, DEFAULT_ARCHS)
+    with pytest.raises(CannotWiden, match=r"^line 2: .*depends on XQA_FORCE"):
+        widen(source, gate, SM12X, DEFAULT_ARCHS)
+
+
+def test_arch_specific_target_the_chain_cannot_name_falls_back():
+    source = b"#if __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000\n#endif\n"
+    wanted = (Arch.parse("sm_120a"),)
+    widened = apply_edits(source, widen_all(source, wanted, UNIVERSE))
+    [gate] = find(widened, UNIVERSE)
+    assert gate.admits.admitted == {Arch.parse(n) for n in ("sm_90", "sm_90a", "sm_100", "sm_100a", "sm_100f", "sm_120a")}
+    assert b"__CUDA_ARCH__ == 1200" not in widened  # it would admit plain sm_120 too
+
+
+@given(
+    values=st.lists(st.sampled_from([a.cuda_arch for a in DEFAULT_ARCHS]), min_size=2, max_size=5, unique=True).map(sorted),
+    targets=st.lists(st.sampled_from(DEFAULT_ARCHS), min_size=1, max_size=3),
+)
+def test_widened_chain_admits_exactly_old_plus_targets(values, targets):
+    source = ("#if " + " || ".join(f"__CUDA_ARCH__ == {v}" for v in values) + "\n#endif\n").encode()
+    [gate] = find(source, DEFAULT_ARCHS)
+    widened = apply_edits(source, widen(source, gate, tuple(targets), DEFAULT_ARCHS))
+    [after] = find(widened, DEFAULT_ARCHS)
+    assert after.admits.admitted == gate.admits.admitted | set(targets)
+    numbers = [int(n) for n in re.findall(rb"== (\d+)", widened)]
+    assert numbers == sorted(numbers) and b">=" not in widened
+
+
+def test_column_limit_ignores_one_or_two_stray_long_lines():
+    # xqa/utils.cuh (FlashInfer 0.5.2): one 102-column line, many of 100; upstream broke its #elif at 100 (54101e953)
+    filler = "#define ROW(x) (x)" + " " * 81 + "\\\n"
+    source = (
+        "// " + "x" * 99 + "\n" + filler * 3 + "\n"
+        "#if __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 870\n"
+        "#elif __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030\n#endif\n"
+    ).encode()
+    widened = apply_edits(source, widen_all(source, (Arch.parse("sm_110"),)))
+    assert widened.endswith(
+        b"#elif __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030 || \\\n    __CUDA_ARCH__ == 1100\n#endif\n"
+    )

@@ -1,3 +1,4 @@
+import re
 from contextlib import suppress
 from textwrap import dedent
 
@@ -337,7 +338,7 @@ def test_gate() -> None:
     assert gate.kind == KIND
     assert (gate.line, gate.context, gate.text) == (3, "gen_trtllm_comm_module", "[9, 10]")
     assert gate.admits.names() == ["sm_90", "sm_100", "sm_103"]
-    assert gate.detail == {"keyword": "supported_major_versions", "majors": [9, 10]}
+    assert gate.detail == {"keyword": "supported_major_versions", "majors": [9, 10], "style": "majors"}
 
 
 @pytest.mark.parametrize(
@@ -472,3 +473,280 @@ def test_find_in_tree_declines_what_it_cannot_vouch_for(source: str) -> None:
     data = source.encode()
     assert python_arch_list.find_in_tree(data, ast.parse(data)) is None
     assert len(find(data)) == 1
+
+
+# ---------------------------------------------------------------- call arguments: capability lists by position
+
+
+CC = {"call": "supported_compute_capability", "position": 0}
+MATCH = {"call": "_match_sm_version", "position": 1}
+
+
+@pytest.mark.parametrize(
+    "before, after, archs, selector",
+    [
+        pytest.param(
+            """\
+            @supported_compute_capability([120])
+            def _nvfp4_attention_requirement(q, k, v):
+                return True
+            """,
+            """\
+            @supported_compute_capability([120, 121])
+            def _nvfp4_attention_requirement(q, k, v):
+                return True
+            """,
+            "sm_120,sm_121",
+            {**CC, "function": "_nvfp4_attention_requirement"},
+            id="decorator-capabilities-0f69698c7",
+        ),
+        pytest.param(
+            """\
+            # cuBLASLt supports BF16 GEMM on SM80+.
+            @supported_compute_capability([100, 103])
+            def _cublaslt_mm_bf16_requirement(a, b):
+                return True
+            """,
+            """\
+            # cuBLASLt supports BF16 GEMM on SM80+.
+            @supported_compute_capability([80, 86, 87, 89, 90, 100, 103, 110, 120, 121])
+            def _cublaslt_mm_bf16_requirement(a, b):
+                return True
+            """,
+            "sm_80,sm_86,sm_87,sm_89,sm_90,sm_110,sm_120,sm_121",
+            {**CC, "function": "_cublaslt_mm_bf16_requirement"},
+            id="several-archs-before-and-after-27e035e2a",
+        ),
+        pytest.param(
+            """\
+            def _cutlass_gemm_fp8_requirement(a, b):
+                if not _match_sm_version(a.device, ["100", "103", "110"]):
+                    raise ValueError("unsupported")
+            """,
+            """\
+            def _cutlass_gemm_fp8_requirement(a, b):
+                if not _match_sm_version(a.device, ["100", "103", "110", "120", "121"]):
+                    raise ValueError("unsupported")
+            """,
+            "sm_120,sm_121",
+            {**MATCH, "function": "_cutlass_gemm_fp8_requirement"},
+            id="string-capabilities-90abf04e4",
+        ),
+        pytest.param(
+            "ok = _match_sm_version(dev, ['100'])\n",
+            "ok = _match_sm_version(dev, ['100', '120', '121'])\n",
+            "sm_120,sm_121",
+            MATCH,
+            id="single-quotes-kept",
+        ),
+        pytest.param(
+            'targets = arch_list(["sm_90a", "sm_100a"])\n',
+            'targets = arch_list(["sm_90a", "sm_100a", "sm_120a"])\n',
+            "sm_120",
+            {"call": "arch_list", "position": 0},
+            id="prefix-and-suffix",
+        ),
+        pytest.param(
+            'targets = arch_list(("9.0a", "10.0a"))\n',
+            'targets = arch_list(("9.0a", "10.0a", "12.0a", "12.1a"))\n',
+            "sm_120,sm_121",
+            {"call": "arch_list", "position": 0},
+            id="dotted-with-suffix",
+        ),
+        pytest.param(
+            'ok = majors_in(dev, ["9", "10"])\n',
+            'ok = majors_in(dev, ["9", "10", "12"])\n',
+            "sm_120,sm_121",
+            {"call": "majors_in", "position": 1},
+            id="majors-as-strings",
+        ),
+        pytest.param(
+            "check(dev, archs=[90, 100])\n",
+            "check(dev, archs=[90, 100, 120])\n",
+            "sm_120",
+            {"call": "check", "keyword": "archs"},
+            id="call-and-keyword",
+        ),
+        pytest.param(
+            "@utils.supported_compute_capability([90, 120])\ndef f():\n    pass\n",
+            "@utils.supported_compute_capability([90, 100, 120])\ndef f():\n    pass\n",
+            "sm_100",
+            CC,
+            id="attribute-callee-insert-in-the-middle",
+        ),
+        pytest.param(
+            """\
+            @supported_compute_capability(
+                [
+                    100,
+                    103,
+                ]
+            )
+            def f():
+                pass
+            """,
+            """\
+            @supported_compute_capability(
+                [
+                    100,
+                    103,
+                    120,
+                    121,
+                ]
+            )
+            def f():
+                pass
+            """,
+            "sm_120,sm_121",
+            CC,
+            id="one-per-line",
+        ),
+        pytest.param(
+            "@supported_compute_capability([100, 103])\ndef a():\n    pass\n\n\n@supported_compute_capability([100, 103])\ndef b():\n    pass\n",
+            "@supported_compute_capability([100, 103])\ndef a():\n    pass\n\n\n@supported_compute_capability([100, 103, 120, 121])\ndef b():\n    pass\n",
+            "sm_120,sm_121",
+            {**CC, "function": "b"},
+            id="decorator-of-the-selected-function-only",
+        ),
+        pytest.param(
+            "ok = _match_sm_version(dev, ['100'], strict=[9])\n",
+            "ok = _match_sm_version(dev, ['100', '120', '121'], strict=[9, 12])\n",
+            "sm_120,sm_121",
+            {"call": "_match_sm_version"},
+            id="call-alone-every-list",
+        ),
+    ],
+)
+def test_widen_call_argument(before: str, after: str, archs: str, selector: dict) -> None:
+    from codemods.arch import Arch as A
+
+    targets = tuple(A.parse(a) for a in archs.split(","))
+    source = dedent(before).encode()
+    universe = tuple(dict.fromkeys(DEFAULT_ARCHS + targets))
+    assert find(source, universe, **selector), "the case must have a gate"
+    edits = []
+    for gate in find(source, universe, **selector):
+        edits += widen(source, gate, targets, universe)
+    widened = apply_edits(source, edits)
+    assert widened == dedent(after).encode()
+    assert all(widen(widened, gate, targets, universe) == [] for gate in find(widened, universe, **selector))
+    for gate in find(widened, universe, **selector):
+        assert all(gate.admits.admits(t) for t in targets)
+
+
+@pytest.mark.parametrize(
+    "source, selector",
+    [
+        pytest.param("@supported_compute_capability([120, 121])\ndef f():\n    pass\n", CC, id="already-admitted"),
+        pytest.param("@supported_compute_capability([80, 86, 89, 90, 100, 103, 110, 120, 121])\ndef f():\n    pass\n", CC, id="already-admitted-among-others"),
+        pytest.param("@other_decorator([100])\ndef f():\n    pass\n", CC, id="other-call"),
+        pytest.param("ok = _match_sm_version(dev, ['100'])\n", {"call": "_match_sm_version", "position": 0}, id="other-position"),
+        pytest.param('"""@supported_compute_capability([100])"""\n# supported_compute_capability([100])\n', CC, id="docstring-and-comment"),
+        pytest.param("@supported_compute_capability([100])\ndef g():\n    pass\n", {**CC, "function": "f"}, id="other-function"),
+        pytest.param("ok = _match_sm_version(dev, *lists, ['100'])\n", MATCH, id="position-unknown-after-spread"),
+    ],
+)
+def test_noop_call_argument(source: str, selector: dict) -> None:
+    data = dedent(source).encode()
+    assert _rewrite(data, parse_archs("sm_120,sm_121"), **selector) == data
+
+
+@pytest.mark.parametrize(
+    "source, selector, reason",
+    [
+        pytest.param("@supported_compute_capability(_ALL_CCS)\ndef f():\n    pass\n", CC, "is not a list literal", id="a-name"),
+        pytest.param("@supported_compute_capability([cc for cc in CCS])\ndef f():\n    pass\n", CC, "is not a list literal", id="comprehension"),
+        pytest.param("ok = _match_sm_version(dev, [*BASE, '100'])\n", MATCH, "not a list of integer literals or arch strings", id="spread-inside"),
+        pytest.param("ok = _match_sm_version(dev, ['90', '90a'])\n", MATCH, "mixes suffixes", id="mixed-suffixes"),
+        pytest.param("@supported_compute_capability([9, 100])\ndef f():\n    pass\n", CC, "not a list of integer literals or arch strings", id="majors-and-capabilities"),
+        pytest.param("@supported_compute_capability([])\ndef f():\n    pass\n", CC, "is empty", id="empty-has-no-style"),
+        pytest.param("ok = _match_sm_version(dev, ['1' '00'])\n", MATCH, "not a list of integer literals or arch strings", id="concatenated-string"),
+        pytest.param("ok = _match_sm_version(dev, ['sm_100', '120'])\n", MATCH, "not a list of integer literals or arch strings", id="two-spellings"),
+    ],
+)
+def test_call_argument_refused_with_reason(source: str, selector: dict, reason: str) -> None:
+    data = source.encode()
+    [gate] = find(data, **selector)
+    assert gate.line >= 1
+    with pytest.raises(CannotWiden, match=reason) as caught:
+        widen(data, gate, parse_archs("sm_120,sm_121"))
+    assert str(caught.value).startswith(f"line {gate.line}: ")
+
+
+def test_call_gate_detail_and_admits() -> None:
+    source = b"def f(a):\n    return _match_sm_version(a.device, ['100', '103'])\n"
+    [gate] = find(source, **MATCH)
+    assert (gate.line, gate.context, gate.text) == (2, "f", "['100', '103']")
+    assert gate.admits.names() == ["sm_100", "sm_103"]
+    assert gate.detail == {"keyword": None, "majors": None, "call": "_match_sm_version", "position": 1, "style": "strings"}
+    assert python_arch_list.admits("['100', '103']").names() == ["sm_100", "sm_103"]
+    assert python_arch_list.admits("[120, 121]").names() == ["sm_120", "sm_121"]
+    assert python_arch_list.admits('["12.0a"]').names() == ["sm_120"]
+
+
+def test_known_calls_are_what_scan_lists() -> None:
+    source = dedent(
+        """\
+        @supported_compute_capability([100, 103])
+        def req(a):
+            return _match_sm_version(a.device, ["120"]) and flags(supported_major_versions=[10])
+        """
+    ).encode()
+    assert [(g.text, g.detail.get("call")) for g in python_arch_list.find_known(source)] == [
+        ("[100, 103]", "supported_compute_capability"),
+        ('["120"]', "_match_sm_version"),
+        ("[10]", None),
+    ]
+
+
+_CAPABILITIES = [a for a in DEFAULT_ARCHS + (Arch(8, 7), Arch(10, 7))]
+
+
+@given(
+    listed=st.lists(st.sampled_from(_CAPABILITIES), max_size=5, unique=True).map(sorted),
+    targets=st.lists(st.sampled_from(_CAPABILITIES), min_size=1, max_size=4),
+    spelling=st.sampled_from(["int", "string", "sm", "dotted-a"]),
+)
+def test_widened_capability_list_admits_old_set_plus_targets(listed, targets, spelling) -> None:
+    universe = tuple(dict.fromkeys(DEFAULT_ARCHS + tuple(_CAPABILITIES)))
+    if not listed:
+        listed = [Arch(10, 0)]
+    spell = {
+        "int": lambda a: str(a.code),
+        "string": lambda a: f'"{a.code}"',
+        "sm": lambda a: f'"sm_{a.code}"',
+        "dotted-a": lambda a: f'"{a.major}.{a.minor}a"',
+    }[spelling]
+    source = f"@supported_compute_capability([{', '.join(spell(a) for a in listed)}])\ndef f():\n    pass\n".encode()
+    [gate] = find(source, universe, **CC)
+    widened = apply_edits(source, widen(source, gate, tuple(targets), universe))
+    [after] = find(widened, universe, **CC)
+    assert after.admits.admitted == gate.admits.admitted | {a for a in universe if a.plain in {t.plain for t in targets}}
+    assert after.admits.admitted == {a for a in universe if a.plain in set(listed) | {t.plain for t in targets}}
+    assert widen(widened, after, tuple(targets), universe) == []
+    values = [int(x) for x in re.findall(r"\d+", after.text.replace(".", ""))]
+    assert values == sorted(values), "entries stay in ascending order"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param("@supported_compute_capability([100, 103])\ndef f():\n    pass\n", id="decorator"),
+        pytest.param("@fi.supported_compute_capability(\n    [100,  # b\n     103]\n)\nasync def f():\n    pass\n", id="attribute-multiline"),
+        pytest.param("def f(a):\n    return _match_sm_version(a.device, ['100', \"103\"])\n", id="strings"),
+        pytest.param("def f(a):\n    return _match_sm_version((a.device), (['100']))\n", id="parenthesized-arguments"),
+        pytest.param("def f(a):\n    return _match_sm_version(a.device, CCS)\n", id="a-name-at-the-position"),
+        pytest.param("def f(a):\n    return _match_sm_version(a.device, ['1' '00', 'x'])\n", id="concatenated"),
+        pytest.param("def f(a):\n    return _match_sm_version(*args, ['100'])\n", id="after-a-spread"),
+        pytest.param("@supported_compute_capability(CCS + [120])\ndef f():\n    pass\n", id="computed"),
+        pytest.param("x = _match_sm_version(d, ['100'], extra=[1]) + f(supported_major_versions=(9,))\n", id="mixed-with-keyword"),
+        pytest.param("def f(a):\n    return _match_sm_version(a.device, [(100), 0x64])\n", id="parenthesized-and-hex-entries"),
+    ],
+)
+def test_find_in_tree_known_agrees_with_find_known(source: str) -> None:
+    import ast
+
+    data = source.encode()
+    fast = python_arch_list.find_in_tree(data, ast.parse(data), known=True)
+    assert fast is not None
+    assert _gates(fast) == _gates(python_arch_list.find_known(data))

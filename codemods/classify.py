@@ -1,0 +1,269 @@
+"""What an arch gets where a gate excludes it, and what the user does about it.
+
+A gate that excludes an arch is a problem only when the arch then gets
+nothing there. `scan` gives every gate record a `classification`:
+
+- `blocker`: the arch gets nothing (no branch of the `#if`/`#elif`/`#else`
+  group with code, an `#error`, a stub; a JIT module not built, an API that
+  refuses it) and codemod has no edit for this gate: change it by hand.
+- `widenable`: the arch gets nothing, the guarded code uses nothing the arch
+  lacks, and codemod's edit for the gate kind widens it (`codemod run`).
+- `needs-human`: the arch takes another branch with code (a slower or
+  older fallback: widening would change which implementation it runs), or
+  the guarded code uses instructions the arch lacks (a port, not a widening).
+- `unknown`: codemod cannot tell (a condition over other macros, a run-time
+  dispatch it does not follow).
+- `covered`: the gate excludes the arch, and that is fine: it takes the real
+  implementation (`#if __CUDA_ARCH__ < 800` bf16 fallbacks), a default for a
+  tuning macro, or the gate only splits the host pass from the device pass,
+  or an enclosing branch the arch does not take decides.
+- `admits`: the gate admits the arch.
+
+`guard_path` reads what the arch takes in a conditional group (one
+`hazards.Structure`, the one scan builds); Python gates describe their own
+path (`python_path`; the polarity readers replace it). `classify` turns a
+path, the instructions the arch lacks in the guarded code and whether the
+kind has an edit into one classification and a reason. No I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from codemods.arch import Arch
+from codemods.hazards import FEATURE_SWITCH_RE, Branch, Structure
+
+BLOCKER = "blocker"
+WIDENABLE = "widenable"
+NEEDS_HUMAN = "needs-human"
+UNKNOWN = "unknown"
+COVERED = "covered"
+ADMITS = "admits"
+# The groups of the audit, in the order the user acts on them.
+GROUPS = (BLOCKER, WIDENABLE, NEEDS_HUMAN, UNKNOWN)
+CLASSIFICATIONS = (*GROUPS, COVERED, ADMITS)
+
+# Gate kinds `codemod run` can widen.
+EDITABLE_KINDS = frozenset({"cuda_guard", "python_arch_list", "python_arch_or", "cpp_runtime_check"})
+
+# What the arch gets where the gate excludes it.
+NOTHING, ERROR, STUB = "nothing", "error", "stub"  # the arch gets nothing
+FALLBACK = "fallback"  # another branch with code, written for other archs
+IMPLEMENTATION, DEFAULT, HOST, OUTER = "implementation", "default", "host", "outer"  # fine
+UNDECIDED = "unknown"
+_GETS_NOTHING = (NOTHING, ERROR, STUB)
+_FINE = (IMPLEMENTATION, DEFAULT, HOST, OUTER)
+
+
+@dataclass(frozen=True)
+class Path:
+    """What the arch gets where a gate excludes it: `gets` (see above), and why, in one sentence."""
+
+    gets: str
+    reason: str
+    line: int | None = None  # the branch it takes instead, when there is one
+
+
+def classify(excludes: bool | None, path: Path | None, lacking: list[str], editable: bool) -> tuple[str, str]:
+    """(classification, reason) of one gate.
+
+    `excludes`: whether the gate excludes the arch (None: unknown); `path`:
+    what the arch gets there; `lacking`: instructions the arch lacks in the
+    code the gate guards (one line each); `editable`: whether codemod has an
+    edit for the gate.
+    """
+    if excludes is False:
+        return ADMITS, ""
+    if excludes is None:
+        return UNKNOWN, "whether the gate admits the arch depends on macros or values codemod cannot evaluate"
+    if path is None or path.gets == UNDECIDED:
+        return UNKNOWN, path.reason if path is not None else "codemod cannot decide the gate for this arch"
+    if path.gets in _FINE:
+        return COVERED, path.reason
+    if lacking:
+        shown = "; ".join(lacking[:2]) + (f" (and {len(lacking) - 2} more)" if len(lacking) > 2 else "")
+        return NEEDS_HUMAN, f"the guarded code uses instructions the arch lacks: {shown}"
+    if path.gets == FALLBACK:
+        return NEEDS_HUMAN, path.reason
+    if editable:
+        return WIDENABLE, path.reason
+    return BLOCKER, path.reason + "; codemod has no edit for this gate"
+
+
+# ---------------------------------------------------------------- C, C++ and CUDA guards
+
+_DEFINE_RE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
+_INCLUDE_RE = re.compile(rb"^[ \t]*#[ \t]*include\b", re.MULTILINE)
+_RETURN_RE = re.compile(rb"\breturn\b")
+_ERROR_RE = re.compile(rb"^[ \t]*#[ \t]*error\b", re.MULTILINE)
+_DIRECTIVE_RE = re.compile(rb"^[ \t]*#(?:[^\n]*\\\r?\n)*[^\n]*", re.MULTILINE)
+# Statements that do no work: what a stub body is made of.
+_STUB_RE = re.compile(
+    rb"""return\s*(?:0|false|nullptr|\{\s*\})?\s*;
+    |(?:__trap|__brkpt|__builtin_trap|__builtin_unreachable|abort|assert|static_assert|printf
+       |CUTE_INVALID_CONTROL_PATH|CUTLASS_NOT_IMPLEMENTED|FLASHINFER_ERROR|TLLM_THROW)\s*\((?:[^;]|\\;)*?\)\s*;
+    |asm\s*(?:volatile\s*)?\(\s*"(?:trap|brkpt|exit);"\s*\)\s*;
+    |\(\s*void\s*\)\s*[A-Za-z_]\w*\s*;
+    |[{};]""",
+    re.VERBOSE,
+)
+_COMMENT_RE = re.compile(rb"""/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""", re.DOTALL)
+
+
+def _masked(source: bytes) -> bytes:
+    """Comments blanked (strings kept: `asm("trap;")` is read from them), offsets unchanged."""
+
+    def blank(match: re.Match) -> bytes:
+        text = match.group()
+        if text[:1] in (b'"', b"'"):
+            return text
+        return re.sub(rb"[^\n]", b" ", text)
+
+    return _COMMENT_RE.sub(blank, source)
+
+
+def _own_text(shape: Structure, branch: Branch, masked: bytes) -> bytes:
+    """The branch's body without the conditional groups nested in it."""
+    spans = []
+    for child in branch.children:
+        members = shape.group(shape.branches[child])
+        spans.append((members[0].start, members[-1].body_end))
+    out, pos = [], branch.body_start
+    for start, end in sorted(spans):
+        out.append(masked[pos:start])
+        pos = max(pos, end)
+    out.append(masked[pos : branch.body_end])
+    return b"".join(out)
+
+
+def _stub(shape: Structure, branch: Branch, masked: bytes) -> bool:
+    """Whether the body does no work: only `return;`, a trap, an assert, `(void)x;` (no nested code)."""
+    if any(shape.has_code(m) for c in branch.children for m in shape.group(shape.branches[c])):
+        return False
+    code = _DIRECTIVE_RE.sub(b"", _own_text(shape, branch, masked))
+    return not _STUB_RE.sub(b"", code).strip()
+
+
+def _defines(text: bytes) -> set[bytes]:
+    return set(_DEFINE_RE.findall(text))
+
+
+def _described(branch: Branch) -> str:
+    return "#else" if branch.directive == "#else" else f"`{branch.directive} {branch.condition}`"
+
+
+def guard_path(
+    shape: Structure, branch: Branch, arch: Arch, source: bytes, admitted: tuple[Arch, ...], universe: tuple[Arch, ...]
+) -> Path:
+    """What `arch` gets where the guard `branch` (whose condition excludes it) is not taken.
+
+    `source` is the file's bytes, `admitted` the archs of `universe` the
+    guard admits. The arch gets nothing when no branch of the group it takes
+    holds code, or the branch it takes is an `#error` or a stub. It is fine
+    when it takes an earlier branch of its own, when the guard only sets a
+    macro that has a default (or is a library's feature switch), or keeps code
+    for older GPUs only (`< 800` fallbacks: widening would put the arch on
+    them). It takes a fallback when another branch with code serves it
+    while the guard is for other (newer or sibling) archs.
+    """
+    name = arch.name
+    outer = branch.parent
+    while outer is not None:
+        enclosing = shape.branches[outer]
+        if shape.taken(enclosing, arch) is False:
+            return Path(OUTER, f"inside {_described(enclosing)} (line {enclosing.line}), which {name} does not take",
+                        enclosing.line)
+        outer = enclosing.parent
+    if not branch.names_arch:
+        return Path(HOST, "the condition tells the host pass from the device pass, not one arch from another")
+    masked = _masked(source)
+    group = shape.group(branch)
+    chosen: Branch | None = None
+    for member in group:
+        taken = shape.taken(member, arch)
+        if taken is None:
+            return Path(UNDECIDED, f"which branch {name} takes depends on {_described(member)} (line {member.line})")
+        if taken:
+            chosen = member
+            break
+    own = _own_text(shape, branch, masked)
+    code = shape.has_code(branch)
+    defined = _defines(own)
+    if chosen is not None and chosen.position < branch.position:
+        return Path(IMPLEMENTATION, f"{name} takes its own branch of the group, {_described(chosen)} (line {chosen.line})",
+                    chosen.line)
+    if not code and not _INCLUDE_RE.search(own):
+        if not defined:
+            return Path(DEFAULT, "the guarded branch holds no code")
+        names = ", ".join(sorted(n.decode() for n in defined))
+        elsewhere = _defines(masked[: branch.body_start] + masked[branch.body_end :])
+        if defined <= elsewhere:
+            return Path(DEFAULT, f"the guard only sets {names}, which has a default elsewhere in the file")
+        if all(FEATURE_SWITCH_RE.fullmatch(n.decode()) for n in defined):
+            return Path(DEFAULT, f"the guard sets the library's own per-arch feature switch {names}")
+        return Path(FALLBACK, f"the guard only sets {names}: on {name} it stays undefined, and code that tests it "
+                              "takes its other path")
+    if _legacy(admitted, arch, universe):
+        where = f"; {name} takes the implementation at line {chosen.line}" if chosen is not None else ""
+        return Path(IMPLEMENTATION, f"the guard is a fallback for older archs ({', '.join(a.name for a in admitted)}){where}",
+                    chosen.line if chosen is not None else None)
+    if chosen is None:
+        if _RETURN_RE.search(own) and _code_follows(masked, group[-1].body_end):
+            return Path(FALLBACK, f"an early-return fast path: {name} runs the code after the #if group instead")
+        return Path(NOTHING, f"no branch of this #if group gives {name} code")
+    if _ERROR_RE.search(_own_text(shape, chosen, masked)):
+        return Path(ERROR, f"{name} takes {_described(chosen)} (line {chosen.line}), an #error", chosen.line)
+    if not shape.has_code(chosen) or _stub(shape, chosen, masked):
+        return Path(STUB, f"{name} takes {_described(chosen)} (line {chosen.line}), which does no work", chosen.line)
+    return Path(
+        FALLBACK,
+        f"{name} takes {_described(chosen)} (line {chosen.line}) instead; widening would change which "
+        "implementation it runs",
+        chosen.line,
+    )
+
+
+def _code_follows(masked: bytes, endif: int) -> bool:
+    """Whether code follows the group's `#endif` (at `endif`) in the same block, rather than its closing `}`."""
+    after = masked.find(b"\n", endif)
+    rest = _DIRECTIVE_RE.sub(b"", masked[after + 1 : after + 4096] if after >= 0 else b"").lstrip()
+    return bool(rest) and not rest.startswith(b"}")
+
+
+def _legacy(admitted: tuple[Arch, ...], arch: Arch, universe: tuple[Arch, ...]) -> bool:
+    """Whether a guard keeps code for older GPUs only: every arch it admits is of an older major, and it is an
+    upper bound reaching the oldest arch (`< 800`, `<= 900`) or admits nothing from Hopper on (`== 800`).
+    A range such as `>= 900 && < 1200` is a feature path, not a fallback."""
+    if not admitted or any(a.major >= arch.major for a in admitted):
+        return False
+    oldest = min(universe, key=lambda a: (a.major, a.minor)) if universe else None
+    return (oldest is not None and oldest in admitted) or max(a.major for a in admitted) < 9
+
+
+# ---------------------------------------------------------------- Python and run-time gates
+
+
+def python_path(kind: str, detail: str, arch: Arch) -> Path:
+    """What `arch` gets where a Python gate excludes it: the module or API the gate guards does not run.
+
+    `detail` names what the gate guards (a JIT module, a decorated API, a
+    branch). The polarity readers (issue 18 item 1) pass a path of their own.
+    """
+    return Path(NOTHING, f"{detail or 'the guarded code'} does not run on {arch.name}")
+
+
+def runtime_path(holder: str, arch: Arch) -> Path:
+    """What `arch` gets where a cpp_runtime_check excludes it: a failed check macro is an error;
+    an `if`/`while`/`?:` is a dispatch whose other arms codemod does not follow."""
+    if holder in ("if", "while", "?:"):
+        return Path(UNDECIDED, f"a run-time dispatch (`{holder}`): which arm {arch.name} takes is not followed")
+    if "CHECK" not in holder.upper():
+        return Path(UNDECIDED, f"`{holder}` fails on {arch.name} if reached; whether it is reached is not followed")
+    return Path(ERROR, f"{holder} fails on {arch.name}")
+
+
+def differs(gate: dict, sibling: str) -> bool:
+    """Whether a gate record admits the sibling arch `sibling` (e.g. sm_120) while it excludes the scanned one:
+    an arch-specific finding (`--arch sm_121`: gates that admit sm_120 but not sm_121)."""
+    return sibling in gate.get("admits", ())

@@ -1,0 +1,627 @@
+"""C++ host-side checks of the device's compute capability, found with tree-sitter.
+
+Host code decides at run time whether a kernel may run on the device:
+
+    if (sm_version == 120) return (int)tile_config_sm120;
+    TVM_FFI_ICHECK(props.major == 12 && props.minor == 0) << "needs 12.0";
+    TVM_FFI_ICHECK_EQ(major, 10) << "needs SM100";
+
+A gate of this kind is the part of a condition (an `if`, `while` or `?:`
+condition, the first argument of a check macro named `...CHECK`, or `assert`)
+made only of comparisons of a capability variable with an integer literal,
+joined by `&&`, `||`, `!` (or `and`, `or`, `not`) and parentheses; or a whole
+comparison macro `..._CHECK_EQ(a, b)` (`_NE`, `_GE`, `_GT`, `_LE`, `_LT`).
+
+What a variable holds is never guessed from an arbitrary name: the recipe
+declares it (`names = {"getSMVersion()" = "sm"}`), or its last name is one of
+the common ones in `COMMON_NAMES`. Meanings: `sm` (major * 10 + minor, 120 on
+SM120), `major`, `minor`, `cuda_arch` (major * 100 + minor * 10). A selected
+check (by `variable` or `macro`) whose variable has no known meaning, or that
+compares with something other than an integer literal, admits unknown and is
+refused with the reason.
+
+`widen` rewrites the gate in its own style and keeps every other byte:
+
+- an equality or a chain of them gains one equality per missing value, where
+  it sorts (`sm_version == 120` -> `sm_version == 120 || sm_version == 121`),
+  in parentheses when it stands inside `&&` or after `!`;
+- in a conjunction, the one equality a target fails becomes a parenthesized
+  chain (`props.major == 12 && props.minor == 0` ->
+  `props.major == 12 && (props.minor == 0 || props.minor == 1)`);
+- otherwise the conjuncts a target fails are dropped (`sm >= 90 && sm < 120`
+  -> `sm >= 90`);
+- a comparison macro becomes its condition macro with a chain
+  (`TVM_FFI_ICHECK_EQ(major, 10)` -> `TVM_FFI_ICHECK(major == 10 || major == 12)`).
+
+Each result must admit exactly the old archs plus the targets; it is parsed
+and evaluated again to make sure, else the gate is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import tree_sitter
+
+from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet
+from codemods.gates import CannotWiden, Edit, Gate, SourceError, decode, edit_between, line_of
+from codemods.gates.cpp_replace import _definitions, _mask_macros, _name_of
+from codemods.gates.cuda_guard import _grammar  # the one place grammars are built
+
+KIND = "cpp_runtime_check"
+
+MEANINGS = ("sm", "major", "minor", "cuda_arch")
+# Last names (after `.` or `->`, or a call's name with `()`) whose meaning is recognised without a declaration.
+COMMON_NAMES = {
+    "sm_version": "sm", "smVersion": "sm", "sm": "sm", "mSM": "sm", "getSMVersion()": "sm", "get_sm_version()": "sm",
+    "major": "major", "cc_major": "major", "sm_major": "major",
+    "minor": "minor", "cc_minor": "minor", "sm_minor": "minor",
+}  # fmt: skip
+_COMPARISONS = {"==", "!=", "<", "<=", ">", ">=", "not_eq"}
+_LOGICAL = {"&&": "&&", "and": "&&", "||": "||", "or": "||"}
+_CONDITION_MACRO = re.compile(r"^(?:[A-Z][A-Z0-9_]*_)?I?CHECK$|^assert$")
+_COMPARISON_MACRO = re.compile(r"^(?P<base>(?:[A-Z][A-Z0-9_]*_)?I?CHECK)_(?P<op>EQ|NE|GE|GT|LE|LT)$")
+_MACRO_OPS = {"EQ": "==", "NE": "!=", "GE": ">=", "GT": ">", "LE": "<=", "LT": "<"}
+_VARIABLE_TYPES = {"identifier", "field_expression", "qualified_identifier", "call_expression"}
+_WRAP_HEAD = b"void __codemod_check__() { (void)("
+_WRAP_TAIL = b"); }\n"
+
+SELECTOR_HINTS = {"names": 'names = {"getSMVersion()" = "sm", "props.major" = "major"}'}
+
+
+def check_selector(name: str, value) -> str:
+    """`names` maps a variable's text to one of MEANINGS; the other selectors are strings."""
+    if name != "names":
+        return "" if isinstance(value, str) and value else f"{name!r} must be a string"
+    if not isinstance(value, dict) or not value:
+        return "'names' must be a table of variable = meaning"
+    for variable, meaning in value.items():
+        if meaning not in MEANINGS:
+            return f"names: {variable!r} = {meaning!r}; a meaning is one of {', '.join(MEANINGS)}"
+    return ""
+
+
+# ---------------------------------------------------------------- reading conditions
+
+
+def _spelled(node: tree_sitter.Node) -> str:
+    return "".join((node.text or b"").decode("utf-8", "replace").split())
+
+
+@dataclass(frozen=True)
+class _Atom:
+    """`variable op number` (either side first), with what the variable means (None: not known)."""
+
+    variable: str
+    meaning: str | None
+    op: str  # as if the variable were on the left
+    number: int
+    variable_node: tree_sitter.Node | None
+    number_node: tree_sitter.Node | None
+
+
+_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def _literal(node: tree_sitter.Node) -> int | None:
+    if node.type != "number_literal":
+        return None
+    text = (node.text or b"").decode().rstrip("uUlL")
+    try:
+        return int(text, 0) if not re.fullmatch(r"0\d+", text) else int(text, 8)
+    except ValueError:
+        return None
+
+
+def _meaning(variable: str, names: dict[str, str]) -> str | None:
+    if variable in names:
+        return names[variable]
+    last = re.split(r"\.|->|::", variable)[-1]
+    return COMMON_NAMES.get(last)
+
+
+def _atom(node: tree_sitter.Node, names: dict[str, str]) -> _Atom | None:
+    """The comparison `node` is, when one side is a variable and the other an integer literal."""
+    if node.type != "binary_expression":
+        return None
+    op = node.child_by_field_name("operator")
+    op_text = (op.text or b"").decode() if op is not None else ""
+    op_text = "!=" if op_text == "not_eq" else op_text
+    if op_text not in _FLIPPED:
+        return None
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    if left is None or right is None:
+        return None
+    for variable, number, flipped in ((left, right, False), (right, left, True)):
+        value = _literal(number)
+        if value is not None and variable.type in _VARIABLE_TYPES:
+            text = _spelled(variable)
+            return _Atom(text, _meaning(text, names), _FLIPPED[op_text] if flipped else op_text, value, variable, number)
+    return None
+
+
+def _value(meaning: str, arch: Arch) -> int:
+    return {"sm": arch.code, "major": arch.major, "minor": arch.minor, "cuda_arch": arch.cuda_arch}[meaning]
+
+
+_OPS = {
+    "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+}  # fmt: skip
+
+
+def _strip(node: tree_sitter.Node) -> tree_sitter.Node:
+    while node.type == "parenthesized_expression" and node.named_child_count == 1:
+        node = node.named_children[0]
+    return node
+
+
+def _logical(node: tree_sitter.Node) -> str | None:
+    if node.type != "binary_expression":
+        return None
+    op = node.child_by_field_name("operator")
+    return _LOGICAL.get((op.text or b"").decode()) if op is not None else None
+
+
+def _not(node: tree_sitter.Node) -> bool:
+    op = node.child_by_field_name("operator") if node.type == "unary_expression" else None
+    return op is not None and (op.text or b"") in (b"!", b"not")
+
+
+def _evaluate(node: tree_sitter.Node, arch: Arch, names: dict[str, str]) -> bool | None:
+    """True, False, or None (unknown) for a pure condition on `arch`."""
+    node = _strip(node)
+    logical = _logical(node)
+    if logical is not None:
+        left = _evaluate(node.child_by_field_name("left"), arch, names)
+        right = _evaluate(node.child_by_field_name("right"), arch, names)
+        settles = logical == "||"
+        if left is settles or right is settles:
+            return settles
+        return None if left is None or right is None else not settles
+    if _not(node):
+        inner = _evaluate(node.child_by_field_name("argument"), arch, names)
+        return None if inner is None else not inner
+    if node.type == "call_expression":
+        macro = _macro(node)
+        if macro is not None:
+            return _evaluate_macro(node, macro, arch, names)
+    atom = _atom(node, names)
+    if atom is None or atom.meaning is None:
+        return None
+    return _OPS[atom.op](_value(atom.meaning, arch), atom.number)
+
+
+def _macro(node: tree_sitter.Node) -> str | None:
+    function = node.child_by_field_name("function")
+    return (function.text or b"").decode() if function is not None and function.type == "identifier" else None
+
+
+def _arguments(node: tree_sitter.Node) -> list[tree_sitter.Node]:
+    arguments = node.child_by_field_name("arguments")
+    return list(arguments.named_children) if arguments is not None else []
+
+
+def _evaluate_macro(node: tree_sitter.Node, macro: str, arch: Arch, names: dict[str, str]) -> bool | None:
+    args = _arguments(node)
+    if _CONDITION_MACRO.match(macro) and args:
+        return _evaluate(args[0], arch, names)
+    match = _COMPARISON_MACRO.match(macro)
+    if match and len(args) == 2:
+        atom = _macro_atom(node, names)
+        if atom is not None and atom.meaning is not None:
+            return _OPS[atom.op](_value(atom.meaning, arch), atom.number)
+    return None
+
+
+def _macro_atom(node: tree_sitter.Node, names: dict[str, str]) -> _Atom | None:
+    match = _COMPARISON_MACRO.match(_macro(node) or "")
+    args = _arguments(node)
+    if match is None or len(args) != 2:
+        return None
+    op = _MACRO_OPS[match.group("op")]
+    for variable, number, flipped in ((args[0], args[1], False), (args[1], args[0], True)):
+        value = _literal(number)
+        if value is not None and variable.type in _VARIABLE_TYPES:
+            text = _spelled(variable)
+            return _Atom(text, _meaning(text, names), _FLIPPED[op] if flipped else op, value, variable, number)
+    return None
+
+
+def _pure(node: tree_sitter.Node, names: dict[str, str], selected) -> bool | None:
+    """Whether `node` is made only of capability comparisons; None when it holds none at all."""
+    node = _strip(node)
+    logical = _logical(node)
+    if logical is not None:
+        left = _pure(node.child_by_field_name("left"), names, selected)
+        right = _pure(node.child_by_field_name("right"), names, selected)
+        return bool(left and right)
+    if _not(node):
+        return _pure(node.child_by_field_name("argument"), names, selected)
+    atom = _atom(node, names)
+    return atom is not None and selected(atom)
+
+
+def _gates_in(node: tree_sitter.Node, names, selected, out: list) -> None:
+    """The maximal pure parts of a condition."""
+    if _pure(node, names, selected):
+        out.append(node)
+        return
+    inner = _strip(node)
+    if _logical(inner) is not None:
+        _gates_in(inner.child_by_field_name("left"), names, selected, out)
+        _gates_in(inner.child_by_field_name("right"), names, selected, out)
+    elif _not(inner):
+        _gates_in(inner.child_by_field_name("argument"), names, selected, out)
+
+
+def _unreadable(condition: tree_sitter.Node, names: dict[str, str], wanted: str | None) -> bool:
+    """Whether a comparison in `condition` reads a capability variable but is no `variable op literal`."""
+    stack = [condition]
+    while stack:
+        node = stack.pop()
+        op = node.child_by_field_name("operator") if node.type == "binary_expression" else None
+        if op is not None and (op.text or b"").decode() in _FLIPPED | {"not_eq": "!="} and _atom(node, names) is None:
+            if _reads_capability(node, names, wanted):
+                return True
+        stack.extend(node.children)
+    return False
+
+
+def _reads_capability(node: tree_sitter.Node, names: dict[str, str], wanted: str | None) -> bool:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type in _VARIABLE_TYPES:
+            text = _spelled(current)
+            if text == wanted or (wanted is None and _meaning(text, names) is not None):
+                return True
+        stack.extend(current.children)
+    return False
+
+
+def _conditions(body: tree_sitter.Node, macro: str | None) -> list[tuple[tree_sitter.Node, str]]:
+    """(condition or comparison-macro call, what holds it) in a function body, in source order."""
+    found = []
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if node.type in ("if_statement", "while_statement") and macro is None:
+            clause = node.child_by_field_name("condition")
+            value = clause.child_by_field_name("value") if clause is not None else None
+            if value is not None and value.type != "declaration":
+                found.append((value, node.type.split("_")[0]))
+        elif node.type == "conditional_expression" and macro is None:
+            condition = node.child_by_field_name("condition")
+            if condition is not None:
+                found.append((condition, "?:"))
+        elif node.type == "call_expression":
+            name = _macro(node)
+            if name is not None and (macro is None or name == macro):
+                args = _arguments(node)
+                if _COMPARISON_MACRO.match(name) and len(args) == 2:
+                    found.append((node, name))
+                elif _CONDITION_MACRO.match(name) and args:
+                    found.append((args[0], name))
+        stack.extend(reversed(node.children))
+    return found
+
+
+def _parse(source: bytes, language: str) -> tree_sitter.Tree:
+    decode(source)
+    parser, _ = _grammar(language)
+    return parser.parse(_mask_macros(source))
+
+
+def find(
+    source: bytes,
+    universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+    language: str = "cuda",
+    *,
+    function: str | None = None,
+    variable: str | None = None,
+    macro: str | None = None,
+    names: dict | None = None,
+) -> list[Gate]:
+    """Every capability check in the functions of `source` (or in `function`), in source order.
+
+    With `variable`, only checks comparing that variable (as written,
+    whitespace aside), whatever it means; without, only checks whose
+    variables have a known meaning. With `macro`, only the checks of that
+    macro (`TVM_FFI_ICHECK`, `TVM_FFI_ICHECK_EQ`).
+    """
+    names = dict(names or {})
+    tree = _parse(source, language)
+    if function is not None:
+        bodies = list(_definitions(tree.root_node, function))
+    else:
+        bodies = list(_all_bodies(tree.root_node))
+    wanted = "".join(variable.split()) if variable else None
+
+    def selected(atom: _Atom) -> bool:
+        return atom.variable == wanted if wanted is not None else atom.meaning is not None
+
+    gates = []
+    for body in bodies:
+        for condition, holder in _conditions(body, macro):
+            if condition.type == "call_expression":
+                atom = _macro_atom(condition, names)
+                parts = [condition] if atom is not None and selected(atom) else []
+            elif _unreadable(condition, names, wanted):
+                parts = [condition]  # it reads a capability in a way codemod cannot evaluate: unknown, refused
+            else:
+                parts = []
+                _gates_in(condition, names, selected, parts)
+            for part in parts:
+                gates.append(_gate(source, part, holder, names, universe, _context(body)))
+    gates.sort(key=lambda gate: gate.start)
+    return gates
+
+
+def _all_bodies(root: tree_sitter.Node):
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "function_definition":
+            body = node.child_by_field_name("body")
+            if body is not None:
+                yield body
+            continue
+        stack.extend(reversed(node.children))
+
+
+def _context(body: tree_sitter.Node) -> str:
+    return _name_of(body.parent) if body.parent is not None else ""
+
+
+def _variables(node: tree_sitter.Node, names) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        atom = _atom(current, names) if current.type == "binary_expression" else None
+        if current.type == "call_expression":
+            atom = _macro_atom(current, names) or atom
+        if atom is not None:
+            out[atom.variable] = atom.meaning
+        stack.extend(current.children)
+    return out
+
+
+def _admits_node(node: tree_sitter.Node, names, universe) -> ArchSet:
+    verdicts = {arch: _evaluate(node, arch, names) for arch in universe}
+    return ArchSet(
+        tuple(universe),
+        frozenset(a for a, v in verdicts.items() if v),
+        frozenset(a for a, v in verdicts.items() if v is None),
+    )
+
+
+def _gate(source: bytes, node: tree_sitter.Node, holder: str, names, universe, context: str) -> Gate:
+    variables = _variables(node, names)
+    known = {v: m for v, m in variables.items() if m is not None}
+    return Gate(
+        kind=KIND,
+        start=node.start_byte,
+        end=node.end_byte,
+        line=line_of(source, node.start_byte),
+        text=source[node.start_byte : node.end_byte].decode("utf-8"),
+        admits=_admits_node(node, names, universe),
+        context=context,
+        detail={"in": holder, "names": known, "unknown": sorted(v for v, m in variables.items() if m is None)},
+    )
+
+
+# ---------------------------------------------------------------- widening
+
+
+def _snippet(text: str, language: str = "cpp") -> tree_sitter.Node | None:
+    """The expression `text` parsed on its own, or None when it is not one expression."""
+    parser, _ = _grammar(language)
+    data = text.encode("utf-8")
+    tree = parser.parse(_WRAP_HEAD + data + _WRAP_TAIL)
+    if tree.root_node.has_error:
+        return None
+    node = tree.root_node.descendant_for_byte_range(len(_WRAP_HEAD), len(_WRAP_HEAD) + len(data))
+    while node is not None and (node.start_byte, node.end_byte) != (len(_WRAP_HEAD), len(_WRAP_HEAD) + len(data)):
+        node = node.parent
+    return node
+
+
+def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS, detail: dict | None = None) -> ArchSet:
+    """What a check, given as text, admits; `detail` carries the meanings `find` used."""
+    names = dict((detail or {}).get("names", {}))
+    node = _snippet(text)
+    if node is None:
+        return ArchSet(universe, frozenset(), frozenset(universe))
+    return _admits_node(node, names, universe)
+
+
+def widen(
+    source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...] = DEFAULT_ARCHS
+) -> list[Edit]:
+    """The smallest edit of the gate's text after which it admits exactly its archs plus `targets`."""
+    if source[gate.start : gate.end].decode("utf-8", "replace") != gate.text:
+        raise CannotWiden(f"line {gate.line}: the source no longer has this check; find the gates again")
+    names = dict(gate.detail.get("names", {}))
+    scope = tuple(dict.fromkeys((*universe, *targets)))
+    node = _snippet(gate.text) if gate.text.isascii() else None
+    where = f"line {gate.line}: `{' '.join(gate.text.split())}`"
+    if node is None:
+        raise CannotWiden(f"{where} does not parse as one expression; widen it by hand")
+    before = _admits_node(node, names, scope)
+    if before.unknown:
+        unknown = gate.detail.get("unknown") or []
+        why = (
+            f"what {', '.join(unknown)} holds is not known; declare it in the recipe, e.g. names = {{\"{unknown[0]}\" = \"sm\"}}"
+            if unknown
+            else "it compares with something other than an integer literal"
+        )
+        raise CannotWiden(f"{where}: {why}; widen it by hand otherwise")
+    if all(before.admits(t) for t in targets):
+        return []
+    expected = before.admitted | frozenset(targets)
+    missing = [t for t in targets if not before.admits(t)]
+    inside = _context_of(source, gate)
+    for candidate in (_extend_chain, _widen_conjunct, _drop_conjuncts, _macro_chain):
+        text = candidate(gate.text, node, names, missing, inside)
+        if text is None:
+            continue
+        rewritten = _snippet(text)
+        if rewritten is None:
+            continue
+        after = _admits_node(rewritten, names, scope)
+        if not after.unknown and after.admitted == expected:
+            edit = edit_between(gate.text.encode(), text.encode())
+            return [Edit(edit.start + gate.start, edit.end + gate.start, edit.text)] if edit else []
+    wanted = ",".join(t.name for t in targets)
+    raise CannotWiden(f"{where}: no rewrite admits exactly its archs plus {wanted}; widen it by hand")
+
+
+def _context_of(source: bytes, gate: Gate) -> str:
+    """`&&` or `!` when the gate is an operand of one (so an added `||` needs parentheses), else ""."""
+    before = source[: gate.start].rstrip()
+    after = source[gate.end :].lstrip()
+    if before.endswith((b"&&", b"!")) or re.search(rb"\b(?:and|not)$", before) or after.startswith(b"&&") or re.match(rb"and\b", after):
+        return "&&"
+    return ""
+
+
+def _span(node: tree_sitter.Node) -> tuple[int, int]:
+    return node.start_byte - len(_WRAP_HEAD), node.end_byte - len(_WRAP_HEAD)
+
+
+def _chain_terms(node: tree_sitter.Node, names) -> tuple[list[tree_sitter.Node], list[_Atom], str] | None:
+    """The equality terms of `a == 1 || a == 2` (one variable, known meaning) and the chain's `||` spelling."""
+    terms: list[tree_sitter.Node] = []
+    spelling = "||"
+
+    def walk(current: tree_sitter.Node) -> bool:
+        nonlocal spelling
+        inner = _strip(current)
+        if _logical(inner) == "||":
+            spelling = (inner.child_by_field_name("operator").text or b"||").decode()
+            return walk(inner.child_by_field_name("left")) and walk(inner.child_by_field_name("right"))
+        terms.append(current)
+        return True
+
+    walk(node)
+    atoms = [_atom(_strip(term), names) for term in terms]
+    if any(a is None or a.op != "==" or a.meaning is None for a in atoms):
+        return None
+    if len({a.variable for a in atoms}) != 1:
+        return None
+    return terms, atoms, spelling
+
+
+def _new_terms(text: str, terms, atoms: list[_Atom], values: list[int]) -> list[tuple[int, str]]:
+    """(index of the term to insert after, -1 before the first; the new term's text) per missing value."""
+    out = []
+    numbers = [a.number for a in atoms]
+    for value in values:
+        after = max((i for i, n in enumerate(numbers) if n < value), default=-1)
+        reference, atom = terms[max(after, 0)], atoms[max(after, 0)]
+        start, end = _span(reference)
+        n_start, n_end = _span(atom.number_node)
+        out.append((after, text[start:n_start] + str(value) + text[n_end:end]))
+    return out
+
+
+def _extend_chain(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
+    chain = _chain_terms(node, names)
+    if chain is None:
+        return None
+    terms, atoms, spelling = chain
+    meaning = atoms[0].meaning
+    values = sorted({_value(meaning, t) for t in missing} - {a.number for a in atoms})
+    if not values:
+        return None
+    return _insert(text, terms, atoms, values, spelling, wrap=inside == "&&" and len(terms) == 1)
+
+
+def _insert(text: str, terms, atoms, values, spelling: str, wrap: bool) -> str:
+    grouped: dict[int, list[str]] = {}
+    for after, term in _new_terms(text, terms, atoms, values):
+        grouped.setdefault(after, []).append(term)
+    edits = []
+    for after, added in grouped.items():
+        if after >= 0:
+            edits.append((_span(terms[after])[1], "".join(f" {spelling} {term}" for term in added)))
+        else:
+            edits.append((_span(terms[0])[0], "".join(f"{term} {spelling} " for term in added)))
+    out = text
+    for at, piece in sorted(edits, key=lambda e: e[0], reverse=True):
+        out = out[:at] + piece + out[at:]
+    if wrap:
+        start, end = _span(terms[0])[0], _span(terms[-1])[1] + len(out) - len(text)
+        out = out[:start] + "(" + out[start:end] + ")" + out[end:]
+    return out
+
+
+def _conjuncts(node: tree_sitter.Node) -> list[tree_sitter.Node]:
+    inner = _strip(node)
+    if _logical(inner) == "&&":
+        return [*_conjuncts(inner.child_by_field_name("left")), inner.child_by_field_name("right")]
+    return [node]
+
+
+def _failing(conjuncts, names, missing: list[Arch]) -> list[int]:
+    return [i for i, c in enumerate(conjuncts) if any(_evaluate(c, t, names) is False for t in missing)]
+
+
+def _widen_conjunct(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
+    conjuncts = _conjuncts(node)
+    if len(conjuncts) < 2:
+        return None
+    failing = _failing(conjuncts, names, missing)
+    if len(failing) != 1:
+        return None
+    term = conjuncts[failing[0]]
+    chain = _chain_terms(term, names)
+    if chain is None:
+        return None
+    terms, atoms, spelling = chain
+    values = sorted({_value(atoms[0].meaning, t) for t in missing} - {a.number for a in atoms})
+    if not values:
+        return None
+    bare = _strip(term) is term and len(terms) == 1
+    return _insert(text, terms, atoms, values, spelling, wrap=bare)
+
+
+def _drop_conjuncts(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
+    conjuncts = _conjuncts(node)
+    failing = set(_failing(conjuncts, names, missing))
+    if not failing or len(failing) == len(conjuncts):
+        return None
+    out = text
+    cuts = []
+    kept_before = False
+    for i, conjunct in enumerate(conjuncts):
+        if i not in failing:
+            kept_before = True
+        elif kept_before:
+            cuts.append((_span(conjuncts[i - 1])[1], _span(conjunct)[1]))
+        else:
+            cuts.append((_span(conjunct)[0], _span(conjuncts[i + 1])[0]))
+    for start, end in sorted(cuts, reverse=True):
+        out = out[:start] + out[end:]
+    return out
+
+
+def _macro_chain(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
+    """`X_CHECK_EQ(major, 10)` -> `X_CHECK(major == 10 || major == 12)`."""
+    if node.type != "call_expression":
+        return None
+    match = _COMPARISON_MACRO.match(_macro(node) or "")
+    atom = _macro_atom(node, names)
+    if match is None or atom is None or atom.op != "==" or atom.meaning is None:
+        return None
+    values = sorted({atom.number} | {_value(atom.meaning, t) for t in missing})
+    variable_text = text[slice(*_span(atom.variable_node))]
+    chain = " || ".join(f"{variable_text} == {value}" for value in values)
+    function = node.child_by_field_name("function")
+    arguments = node.child_by_field_name("arguments")
+    start, _ = _span(function)
+    a_start, a_end = _span(arguments)
+    return text[:start] + match.group("base") + "(" + chain + ")" + text[a_end:]

@@ -1,0 +1,349 @@
+"""Arch predicates tested alone by an `if`, `elif`, `while` or `assert`: single, negated and flags.
+
+    if is_sm100_supported():                     # single
+    assert is_sm90_supported(), "needs SM90"     # single, in an assert
+    if not is_sm120a_supported(query.device):    # negated
+    if not has_sm90 and not has_sm100:           # a chain of negated predicates
+    if has_sm120:                                # a build flag (FlashInfer's aot.py)
+    if cond and is_sm100_supported():            # one operand of the test's `and`
+
+A predicate is spelled as python_arch_or's are (`is_smNN[a|f][_supported]`,
+a name, call or attribute), or is a build flag `has_smNNN[a|f]`; what it
+admits is what its definition says (`meanings`, see `_predicates`), never
+its name. An `or`-chain of predicates tested by an `if` (`if P or Q:`, `if not (P or
+Q):`) is this kind's too, so that what `widen` makes is found again (and
+left alone); python_arch_or finds such chains anywhere.
+
+`widen` adds the predicate of each target it does not admit yet, spelled like
+the last one (`is_sm121a_supported` beside `is_sm120a_supported`), with the
+import or definition it needs (as python_arch_or does):
+
+- single: `P` becomes `P or Q`, parenthesized when it is one operand of an
+  `and` (`cond and (P or Q)`);
+- negated: `not P` becomes `not (P or Q)` or `not P and not Q`: the form the
+  file already uses for negated predicates; in a file with neither, a
+  predicate called with arguments (FlashInfer's `is_sm120a_supported(device)`,
+  9e5ec6a0c) gets the parentheses and one without (SGLang's
+  `is_sm90_supported()`) the `and not`;
+- a negated chain gains ` and not Q`, an `or` chain ` or Q`.
+
+Selectors pick the `if`: `function` (the function around it), `assigns` (its
+body assigns that dotted target) and `calls` (its body calls that function,
+or any of a list). With `calls`, a body that also runs statements calling
+none of them is not widened: upstream split such blocks (c25bd1486 moved
+`gen_fp4_quantization_sm121_module` out of `if has_sm121:`), so the gate
+fails as "needs a human", naming those lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet
+from codemods.gates import CannotWiden, Edit, Gate
+from codemods.gates import python_arch_or as chains
+from codemods.gates._predicates import Meaning
+from codemods.gates._python import PythonSource, parse
+
+KIND = "python_arch_test"
+
+_FLAG_RE = re.compile(r"^_?has_sm\d{2,3}[af]?$")
+_TESTED = (cst.If, cst.While, cst.Assert, cst.IfExp)
+
+
+def check_selector(name: str, value) -> str:
+    if name == "calls":
+        if isinstance(value, str) or (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
+            return ""
+        return "'calls' must be a function name or a list of them"
+    return "" if isinstance(value, str) else f"{name!r} must be a string"
+
+
+def find(
+    source: bytes,
+    universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+    meanings: Mapping[str, Meaning] | None = None,
+    *,
+    function: str | None = None,
+    assigns: str | None = None,
+    calls: str | list[str] | None = None,
+) -> list[Gate]:
+    """Every predicate test (single, negated, negated chain, flag chain), in source order."""
+    parsed = parse(source)
+    wanted = [calls] if isinstance(calls, str) else list(calls or [])
+    gates = []
+    for node, shape, predicates in _shapes(parsed):
+        statement = _tested_by(parsed, node)
+        if statement is None:
+            continue
+        context = parsed.enclosing_function(node)
+        if function is not None and context != function:
+            continue
+        if assigns is not None and not (isinstance(statement, cst.If) and chains._assigns(statement.body, assigns)):
+            continue
+        detail: dict = {
+            "shape": shape,
+            "predicates": [p.ident.value for p in predicates],
+            "form": predicates[-1].form,
+        }
+        if wanted:
+            if not isinstance(statement, cst.If) or not _calls(statement.body, wanted):
+                continue
+            others = _other_statements(parsed, statement.body, wanted)
+            if others:
+                detail["needs_human"] = others
+        start, end = parsed.outer_span(node)
+        admits, unknown = chains.admits_of(predicates, universe, meanings)
+        if unknown:
+            detail["unknown"] = unknown
+        gates.append(
+            Gate(
+                kind=KIND, start=start, end=end, line=parsed.line(start), text=parsed.text(start, end),
+                admits=admits, context=context, detail=detail,
+            )
+        )
+    return gates
+
+
+def widen(
+    source: bytes,
+    gate: Gate,
+    targets: tuple[Arch, ...],
+    universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+    meanings: Mapping[str, Meaning] | None = None,
+) -> list[Edit]:
+    """Edits that make the test admit `targets` too; `[]` if it does already."""
+    parsed = parse(source)
+    node, shape, predicates = _locate(parsed, gate)
+    template, numbers = chains.new_predicates(predicates, gate, targets, universe, meanings)
+    if template is None:
+        return []
+    if gate.detail.get("needs_human"):
+        lines = "; ".join(gate.detail["needs_human"])
+        raise CannotWiden(
+            f"needs a human: the block of line {gate.line} also runs {lines}, which the recipe does not name; "
+            "split the block (upstream did) or name those calls too"
+        )
+    spelled = [_spelled(parsed, template, n) for n in numbers]
+    start, end = parsed.outer_span(template.operand)
+    if shape in ("or", "single", "not_or"):
+        text = b"".join(b" or " + s for s in spelled)
+        parent = parsed.parent(node)
+        if shape == "single" and _needs_parentheses(parsed, node, parent):
+            edits = [Edit(start, start, b"("), Edit(end, end, text + b")")]
+        else:
+            edits = [Edit(end, end, text)]
+    elif shape == "and_not":
+        edits = [Edit(end, end, b"".join(b" and not " + s for s in spelled))]
+    else:  # "not": `not P`
+        if _negation_style(parsed, template) == "parentheses":
+            text = b"".join(b" or " + s for s in spelled)
+            edits = [Edit(start, start, b"("), Edit(end, end, text + b")")]
+        else:
+            at = parsed.outer_span(node)[1]
+            edits = [Edit(at, at, b"".join(b" and not " + s for s in spelled))]
+    return chains.supporting(parsed, node, predicates, template, numbers, edits, gate).edits
+
+
+def admits(
+    text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS, meanings: Mapping[str, Meaning] | None = None
+) -> ArchSet:
+    """The archs a predicate test, given as text, admits (those its predicates admit)."""
+    try:
+        node = cst.parse_expression(text)
+    except cst.ParserSyntaxError:
+        return ArchSet(universe, frozenset(), frozenset(universe))
+    predicates = _read(node)
+    if predicates is None:
+        return ArchSet(universe, frozenset(), frozenset(universe))
+    return chains.admits_of(predicates, universe, meanings)[0]
+
+
+# ---------------------------------------------------------------- shapes
+
+
+def _predicate(node: cst.BaseExpression):
+    found = chains._predicate(node)
+    if found is not None:
+        return found
+    if isinstance(node, cst.Name) and _FLAG_RE.match(node.value):
+        number = int(chains._PREDICATE_RE.match(node.value)["number"])
+        return chains._Predicate(node, node, "name", number, frozenset({number // 10}))
+    return None
+
+
+def _negated(node: cst.BaseExpression):
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        return _predicate(node.expression)
+    return None
+
+
+def _is_and(node) -> bool:
+    return isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And)
+
+
+def _and_operands(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if _is_and(node) and not node.lpar:
+        return _and_operands(node.left) + _and_operands(node.right)
+    return [node]
+
+
+def _read(node: cst.BaseExpression):
+    """The predicates of a test in one of this kind's shapes (after widening included), else None."""
+    while isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        node = node.expression
+    if chains._is_or(node):
+        predicates = [_predicate(o) for o in chains._operands(node)]
+        return None if any(p is None for p in predicates) else predicates
+    if _is_and(node):
+        predicates = [_negated(o) for o in _and_operands(node)]
+        return None if any(p is None for p in predicates) else predicates
+    single = _predicate(node)
+    return None if single is None else [single]
+
+
+def _shapes(parsed: PythonSource):
+    """(node, shape, predicates) for every candidate, in source order; the test position is checked later."""
+    taken: set[int] = set()
+    for node in parsed.nodes((cst.BooleanOperation, cst.UnaryOperation, cst.Name, cst.Call, cst.Attribute)):
+        if id(node) in taken:
+            continue
+        if chains._is_or(node):
+            if chains._is_or(parsed.parent(node)):
+                continue
+            predicates = [_predicate(o) for o in chains._operands(node)]
+            if any(p is None for p in predicates):
+                continue
+            taken.update(id(n) for p in predicates for n in parsed.nodes(cst.CSTNode, within=p.operand))
+            yield node, "or", predicates  # what `P` and `not (P)` widen into, so a second pass finds it
+            continue
+        if _is_and(node):
+            if _is_and(parsed.parent(node)) and not node.lpar:
+                continue
+            operands = _and_operands(node)
+            predicates = [_negated(o) for o in operands]
+            if len(operands) >= 2 and all(p is not None for p in predicates):
+                taken.update(id(n) for o in operands for n in parsed.nodes(cst.CSTNode, within=o))
+                yield node, "and_not", predicates
+            continue
+        if isinstance(node, cst.UnaryOperation):
+            inner = node.expression
+            if chains._is_or(inner) and all(_predicate(o) is not None for o in chains._operands(inner)):
+                predicates = [_predicate(o) for o in chains._operands(inner)]
+                taken.update(id(n) for n in parsed.nodes(cst.CSTNode, within=node))
+                yield node, "not_or", predicates
+                continue
+            predicate = _negated(node)
+            if predicate is not None:
+                taken.update(id(n) for n in parsed.nodes(cst.CSTNode, within=node))
+                yield node, "not", [predicate]
+            continue
+        predicate = _predicate(node)
+        if predicate is not None and not (isinstance(node, cst.Attribute) and isinstance(parsed.parent(node), cst.Call)):
+            taken.update(id(n) for n in parsed.nodes(cst.CSTNode, within=node))
+            yield node, "single", [predicate]
+
+
+def _tested_by(parsed: PythonSource, node: cst.CSTNode) -> cst.CSTNode | None:
+    """The if/elif/while/assert/conditional whose test is `node`, or an operand of that test's `and`."""
+    child, parent = node, parsed.parent(node)
+    while _is_and(parent):
+        child, parent = parent, parsed.parent(parent)
+    if isinstance(parent, _TESTED) and parent.test is child:
+        return parent
+    return None
+
+
+def _needs_parentheses(parsed: PythonSource, node: cst.CSTNode, parent) -> bool:
+    """`P or Q` needs parentheses unless it is the whole test."""
+    return not (isinstance(parent, _TESTED) and parent.test is node)
+
+
+def _locate(parsed: PythonSource, gate: Gate):
+    for node, shape, predicates in _shapes(parsed):
+        if parsed.outer_span(node) == (gate.start, gate.end):
+            return node, shape, predicates
+    raise CannotWiden(f"line {gate.line}: {gate.text} is no longer at this place; find the gates again")
+
+
+def _spelled(parsed: PythonSource, template, number: int) -> bytes:
+    start, end = parsed.span(template.operand)
+    ident_start, ident_end = parsed.span(template.ident)
+    return (
+        parsed.source[start:ident_start]
+        + chains._renamed(template.ident.value, number).encode()
+        + parsed.source[ident_end:end]
+    )
+
+
+def _negation_style(parsed: PythonSource, template) -> str:
+    """How this file negates several predicates: `not (A or B)` ("parentheses") or `not A and not B`."""
+    grouped = any(
+        isinstance(node, cst.UnaryOperation)
+        and isinstance(node.operator, cst.Not)
+        and chains._is_or(node.expression)
+        and all(_predicate(o) is not None for o in chains._operands(node.expression))
+        for node in parsed.nodes(cst.UnaryOperation)
+    )
+    spread = any(
+        _is_and(node) and len(ops := _and_operands(node)) >= 2 and all(_negated(o) is not None for o in ops)
+        for node in parsed.nodes(cst.BooleanOperation)
+    )
+    if grouped != spread:
+        return "parentheses" if grouped else "and_not"
+    called_with_arguments = isinstance(template.operand, cst.Call) and bool(template.operand.args)
+    return "parentheses" if called_with_arguments else "and_not"
+
+
+# ---------------------------------------------------------------- the `calls` selector
+
+
+def _called(node: cst.CSTNode) -> set[str]:
+    names = set()
+    for call in _walk(node, cst.Call):
+        func = call.func
+        if isinstance(func, cst.Name):
+            names.add(func.value)
+        elif isinstance(func, cst.Attribute):
+            names.add(func.attr.value)
+            full = get_full_name_for_node(func)
+            if full:
+                names.add(full)
+    return names
+
+
+def _walk(node: cst.CSTNode, kind: type) -> list:
+    found: list = []
+
+    class _Visitor(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if isinstance(n, kind):
+                found.append(n)
+            return True
+
+    node.visit(_Visitor())
+    return found
+
+
+def _statements(body: cst.BaseSuite) -> list[cst.CSTNode]:
+    return list(body.body)
+
+
+def _calls(body: cst.BaseSuite, wanted: list[str]) -> bool:
+    return bool(_called(body) & set(wanted))
+
+
+def _other_statements(parsed: PythonSource, body: cst.BaseSuite, wanted: list[str]) -> list[str]:
+    """`line N (text)` for each statement of the body that calls none of `wanted`."""
+    out = []
+    for statement in _statements(body):
+        if _called(statement) & set(wanted):
+            continue
+        start, end = parsed.span(statement)
+        text = parsed.text(start, end).strip().splitlines()[0]
+        out.append(f"line {parsed.line(start)} (`{text}`)")
+    return out

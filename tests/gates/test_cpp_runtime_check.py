@@ -1,0 +1,235 @@
+"""cpp_runtime_check: host-side capability checks in C++, widened in their own style."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from codemods.arch import DEFAULT_ARCHS, Arch, parse_archs
+from codemods.gates import CannotWiden, SourceError, apply_edits
+from codemods.gates.cpp_runtime_check import KIND, admits, check_selector, find, widen
+
+SM12X = "sm_120,sm_121"
+
+
+def widen_all(source: bytes, targets, **selector) -> bytes:
+    universe = tuple(dict.fromkeys(DEFAULT_ARCHS + targets))
+    edits = []
+    for gate in find(source, universe, "cpp", **selector):
+        edits += widen(source, gate, targets, universe)
+    return apply_edits(source, edits)
+
+
+@pytest.mark.parametrize(
+    "before, after, archs, selector",
+    [
+        pytest.param(
+            """\
+            int CutlassGemmConfig::getTileConfigAsInt() const {
+              if (sm_version == 120) return (int)tile_config_sm120;
+              if (sm_version >= 100) return (int)tile_config_sm100;
+              return 0;
+            }
+            """,
+            """\
+            int CutlassGemmConfig::getTileConfigAsInt() const {
+              if (sm_version == 120 || sm_version == 121) return (int)tile_config_sm120;
+              if (sm_version >= 100) return (int)tile_config_sm100;
+              return 0;
+            }
+            """,
+            SM12X,
+            {"function": "getTileConfigAsInt"},
+            id="sm-version-equality-dd417a502",
+        ),
+        pytest.param(
+            """\
+            void fwd(TensorView q) {
+              TVM_FFI_ICHECK(props.major == 12 && props.minor == 0)
+                  << "NVFP4 attention SM120 kernel requires compute capability 12.0";
+            }
+            """,
+            """\
+            void fwd(TensorView q) {
+              TVM_FFI_ICHECK(props.major == 12 && (props.minor == 0 || props.minor == 1))
+                  << "NVFP4 attention SM120 kernel requires compute capability 12.0";
+            }
+            """,
+            SM12X,
+            {"function": "fwd", "macro": "TVM_FFI_ICHECK"},
+            id="major-and-minor-0f69698c7",
+        ),
+        pytest.param(
+            """\
+            void run(int major) {
+              TVM_FFI_ICHECK_EQ(major, 10) << "needs SM100";
+            }
+            """,
+            """\
+            void run(int major) {
+              TVM_FFI_ICHECK(major == 10 || major == 12) << "needs SM100";
+            }
+            """,
+            SM12X,
+            {},
+            id="comparison-macro-becomes-a-chain",
+        ),
+        pytest.param(
+            "void f() {\n  if (sm >= 90 && sm < 120 && use_pdl) launch();\n}\n",
+            "void f() {\n  if (sm >= 90 && use_pdl) launch();\n}\n",
+            SM12X,
+            {},
+            id="upper-bound-dropped-other-conjunct-kept",
+        ),
+        pytest.param(
+            "void f() {\n  if (use_fp8 && sm_version == 120) launch();\n}\n",
+            "void f() {\n  if (use_fp8 && (sm_version == 120 || sm_version == 121)) launch();\n}\n",
+            SM12X,
+            {},
+            id="inside-and-gets-parentheses",
+        ),
+        pytest.param(
+            "void f() {\n  if (sm_version == 90 || sm_version == 120) a();\n}\n",
+            "void f() {\n  if (sm_version == 90 || sm_version == 100 || sm_version == 120) a();\n}\n",
+            "sm_100",
+            {},
+            id="chain-insert-where-it-sorts",
+        ),
+        pytest.param(
+            "void f() {\n  if (sm_version == 110) a();\n}\n",
+            "void f() {\n  if (sm_version == 110 || sm_version == 120 || sm_version == 121) a();\n}\n",
+            SM12X,
+            {},
+            id="several-values-in-order",
+        ),
+        pytest.param(
+            "void f() {\n  if (getSMVersion() == 120 or getSMVersion() == 100) a();\n}\n",
+            "void f() {\n  if (getSMVersion() == 120 or getSMVersion() == 100 or getSMVersion() == 121) a();\n}\n",
+            "sm_121",
+            {},
+            id="call-variable-and-or-spelling",
+        ),
+        pytest.param(
+            "void f() {\n  if (dev.arch == 120) a();\n}\n",
+            "void f() {\n  if (dev.arch == 120 || dev.arch == 121) a();\n}\n",
+            SM12X,
+            {"names": {"dev.arch": "sm"}},
+            id="meaning-declared-in-the-recipe",
+        ),
+        pytest.param(
+            "void f() {\n  bool ok = !(major != 10);\n  int t = major == 12 ? 1 : 0;\n}\n",
+            "void f() {\n  bool ok = !(major != 10);\n  int t = major == 12 ? 1 : 0;\n}\n",
+            SM12X,
+            {},
+            id="ternary-already-admits-and-a-plain-expression-is-no-check",
+        ),
+    ],
+)
+def test_widen(before: str, after: str, archs: str, selector: dict) -> None:
+    targets = parse_archs(archs)
+    source = textwrap.dedent(before).encode()
+    widened = widen_all(source, targets, **selector)
+    assert widened.decode() == textwrap.dedent(after)
+    assert widen_all(widened, targets, **selector) == widened
+    for gate in find(widened, tuple(dict.fromkeys(DEFAULT_ARCHS + targets)), "cpp", **selector):
+        assert all(gate.admits.admits(t) for t in targets)
+
+
+@pytest.mark.parametrize(
+    "source, selector",
+    [
+        pytest.param("void f() {\n  if (sm_version == 120 || sm_version == 121) a();\n}\n", {}, id="already-admitted"),
+        pytest.param("void f() {\n  // if (sm_version == 120) a();\n  log(\"sm_version == 120\");\n}\n", {}, id="comment-and-string"),
+        pytest.param("void f() {\n  if (count == 120) a();\n}\n", {}, id="unknown-name-is-no-gate"),
+        pytest.param("void g() {\n  if (sm_version == 120) a();\n}\n", {"function": "f"}, id="other-function"),
+        pytest.param("#define GUARD(x) if (sm_version == 120) x\nvoid f() {}\n", {}, id="macro-body-is-not-in-a-function"),
+        pytest.param("void f() {\n  TVM_FFI_ICHECK(sm_version == 120);\n}\n", {"macro": "OTHER_CHECK"}, id="other-macro"),
+        pytest.param("void f() {\n  if (sm_version >= 90) a();\n}\n", {}, id="open-range-already-admits"),
+    ],
+)
+def test_noop(source: str, selector: dict) -> None:
+    data = source.encode()
+    assert widen_all(data, parse_archs(SM12X), **selector) == data
+
+
+@pytest.mark.parametrize(
+    "source, selector, reason",
+    [
+        pytest.param("void f() {\n  if (arch_id == 120) a();\n}\n", {"variable": "arch_id"},
+                     r'what arch_id holds is not known; declare it in the recipe, e.g. names = \{"arch_id" = "sm"\}', id="unknown-meaning"),
+        pytest.param("void f() {\n  if (sm_version == kSm120 || sm_version == 100) a();\n}\n", {"variable": "sm_version"},
+                     "it compares with something other than an integer literal", id="compared-with-a-name"),
+        pytest.param("void f() {\n  if (sm_version % 10 == 0 && sm_version == 120) a();\n}\n", {},
+                     "it compares with something other than an integer literal", id="computed-comparison"),
+        pytest.param("void f() {\n  TVM_FFI_ICHECK(props.major == 12 && props.minor == 0);\n}\n", {},
+                     "no rewrite admits exactly its archs plus sm_120,sm_121,sm_100", id="other-major-than-the-check-names"),
+        pytest.param("void f() {\n  if (use_fp8 && sm_version == kSm120) a();\n}\n", {},
+                     "it compares with something other than an integer literal", id="compared-with-a-name-inside-and"),
+    ],
+)
+def test_refused_with_line_and_reason(source: str, selector: dict, reason: str) -> None:
+    data = source.encode()
+    gates = find(data, DEFAULT_ARCHS, "cpp", **selector)
+    assert gates
+    gate = gates[0]
+    with pytest.raises(CannotWiden, match=reason) as caught:
+        widen(data, gate, parse_archs(SM12X + ",sm_100"))
+    assert str(caught.value).startswith(f"line {gate.line}: ")
+
+
+def test_gate_and_admits() -> None:
+    source = b"void fwd() {\n  TVM_FFI_ICHECK(props.major == 12 && props.minor == 0) << \"x\";\n}\n"
+    [gate] = find(source, DEFAULT_ARCHS, "cpp")
+    assert gate.kind == KIND and (gate.line, gate.context) == (2, "fwd")
+    assert gate.text == "props.major == 12 && props.minor == 0"
+    assert gate.admits.names() == ["sm_120"]
+    assert gate.detail == {"in": "TVM_FFI_ICHECK", "names": {"props.major": "major", "props.minor": "minor"}, "unknown": []}
+    assert admits("sm_version == 120 || sm_version == 121").names() == ["sm_120", "sm_121"]
+    assert admits("arch == 120", detail={"names": {"arch": "sm"}}).names() == ["sm_120"]
+    assert admits("arch == 120").unknown
+
+
+def test_selector_checks() -> None:
+    assert check_selector("names", {"x": "sm"}) == ""
+    assert "one of sm, major, minor, cuda_arch" in check_selector("names", {"x": "capability"})
+    assert check_selector("function", 3) == "'function' must be a string"
+
+
+def test_not_utf8() -> None:
+    with pytest.raises(SourceError, match="not UTF-8"):
+        find(b"void f() { if (sm == 120) a(); } // \xff\n")
+
+
+_ARCHS = DEFAULT_ARCHS + (Arch(8, 7), Arch(10, 7))
+
+
+@given(
+    values=st.lists(st.sampled_from(sorted({a.code for a in _ARCHS})), min_size=1, max_size=4, unique=True).map(sorted),
+    targets=st.lists(st.sampled_from(_ARCHS), min_size=1, max_size=3),
+)
+def test_widened_check_admits_exactly_old_plus_targets(values, targets) -> None:
+    universe = tuple(dict.fromkeys(_ARCHS))
+    source = ("void f() {\n  if (" + " || ".join(f"sm_version == {v}" for v in values) + ") a();\n}\n").encode()
+    [gate] = find(source, universe, "cpp")
+    widened = apply_edits(source, widen(source, gate, tuple(targets), universe))
+    [after] = find(widened, universe, "cpp")
+    assert after.admits.admitted == gate.admits.admitted | set(targets)
+    assert widen(widened, after, tuple(targets), universe) == []
+
+
+@given(
+    minors=st.lists(st.integers(0, 3), min_size=1, max_size=2, unique=True).map(sorted),
+    target=st.sampled_from([Arch(12, 0), Arch(12, 1), Arch(12, 2), Arch(12, 3)]),
+)
+def test_major_minor_check_admits_exactly_old_plus_target(minors, target) -> None:
+    universe = tuple(dict.fromkeys(_ARCHS + (Arch(12, 2), Arch(12, 3))))
+    minor = " || ".join(f"props.minor == {m}" for m in minors)
+    minor = f"({minor})" if len(minors) > 1 else minor
+    source = f"void f() {{\n  TVM_FFI_ICHECK(props.major == 12 && {minor});\n}}\n".encode()
+    [gate] = find(source, universe, "cpp")
+    widened = apply_edits(source, widen(source, gate, (target,), universe))
+    [after] = find(widened, universe, "cpp")
+    assert after.admits.admitted == gate.admits.admitted | {target}

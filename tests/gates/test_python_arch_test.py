@@ -1,0 +1,292 @@
+"""python_arch_test: single, negated and flag predicate tests, widened in the file's style."""
+
+from textwrap import dedent, indent
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codemods.arch import DEFAULT_ARCHS, Arch, parse_archs
+from codemods.gates import CannotWiden, apply_edits, python_arch_test
+from codemods.gates._predicates import read, table
+from codemods.gates.python_arch_test import find, widen
+
+# What the projects' predicates admit, as their sources say (FlashInfer: exact minor; SGLang: the major).
+FLASHINFER = table(
+    {"is_sm100a_supported": ["sm_10x"], "is_sm110a_supported": ["sm_11x"],
+     "is_sm120a_supported": ["sm_120"], "is_sm121a_supported": ["sm_121"]},
+    "flashinfer.toml",
+)  # fmt: skip
+SGLANG = table(
+    {"is_sm80_supported": ["sm_8x"], "is_sm90_supported": ["sm_9x"], "is_sm100_supported": ["sm_10x"],
+     "is_sm120_supported": ["sm_12x"]},
+    "sglang.toml",
+)  # fmt: skip
+SM12X = "sm_120,sm_121"
+
+AOT_FLAGS = """\
+def gen_all_modules(sm_capabilities):
+    has_sm100 = sm_capabilities.get("sm100", False)
+    has_sm120 = sm_capabilities.get("sm120", False)
+    has_sm121 = sm_capabilities.get("sm121", False)
+    jit_specs = []
+{body}
+    return jit_specs
+
+
+def detect_sm_capabilities():
+    return {{
+        "sm100": has_sm("compute_100", "12.8"),
+        "sm120": has_sm("compute_120", "12.8"),
+        "sm121": has_sm("compute_121", "12.9"),
+    }}
+"""
+
+
+def _aot(body: str) -> str:
+    return AOT_FLAGS.format(body=indent(dedent(body).strip("\n"), "    "))
+
+
+def _meanings(source: bytes, known: dict) -> dict:
+    return {**known, **read(source, "x.py", known)}
+
+
+def _rewrite(source: bytes, archs: str, known: dict, **selector) -> bytes:
+    meanings = _meanings(source, known)
+    edits = []
+    for gate in find(source, DEFAULT_ARCHS, meanings, **selector):
+        edits += widen(source, gate, parse_archs(archs), DEFAULT_ARCHS, meanings)
+    return apply_edits(source, edits)
+
+
+@pytest.mark.parametrize(
+    "before, after, archs, known, selector",
+    [
+        pytest.param(
+            """\
+            from .utils import is_sm120a_supported
+
+            def fmha_v2_prefill_deepseek(query):
+                if not is_sm120a_supported(query.device):
+                    raise ValueError("fmha_v2_prefill_deepseek is only supported on SM120 GPUs.")
+            """,
+            """\
+            from .utils import is_sm120a_supported, is_sm121a_supported
+
+            def fmha_v2_prefill_deepseek(query):
+                if not (is_sm120a_supported(query.device) or is_sm121a_supported(query.device)):
+                    raise ValueError("fmha_v2_prefill_deepseek is only supported on SM120 GPUs.")
+            """,
+            SM12X, FLASHINFER, {"function": "fmha_v2_prefill_deepseek"},
+            id="negated-device-predicate-gets-parentheses-9e5ec6a0c",
+        ),
+        pytest.param(
+            """\
+            from sglang.srt.utils.common import is_sm90_supported
+
+            class M:
+                def process_weights_after_loading(self, layer):
+                    if not is_sm90_supported():
+                        raise RuntimeError("needs Hopper/SM90 or above.")
+            """,
+            """\
+            from sglang.srt.utils.common import is_sm90_supported, is_sm120_supported
+
+            class M:
+                def process_weights_after_loading(self, layer):
+                    if not is_sm90_supported() and not is_sm120_supported():
+                        raise RuntimeError("needs Hopper/SM90 or above.")
+            """,
+            SM12X, SGLANG, {},
+            id="negated-bare-predicate-de-morgan-sglang-0.5.13",
+        ),
+        pytest.param(
+            """\
+            from sglang.srt.utils import is_sm100_supported
+
+            def quantize(x):
+                if is_sm100_supported():
+                    return fast(x)
+                return slow(x)
+            """,
+            """\
+            from sglang.srt.utils import is_sm100_supported, is_sm120_supported
+
+            def quantize(x):
+                if is_sm100_supported() or is_sm120_supported():
+                    return fast(x)
+                return slow(x)
+            """,
+            SM12X, SGLANG, {}, id="single-predicate",
+        ),
+        pytest.param(
+            """\
+            def quantize(x):
+                from sglang.srt.utils import is_sm90_supported
+
+                assert is_sm90_supported(), "NVFP4 KV cache quantize requires SM90+ GPU"
+            """,
+            """\
+            def quantize(x):
+                from sglang.srt.utils import is_sm90_supported, is_sm120_supported
+
+                assert is_sm90_supported() or is_sm120_supported(), "NVFP4 KV cache quantize requires SM90+ GPU"
+            """,
+            SM12X, SGLANG, {}, id="assert-with-local-import",
+        ),
+        pytest.param(
+            """\
+            from m import is_sm100_supported
+
+            def pick(ready):
+                if ready and is_sm100_supported():
+                    return 1
+            """,
+            """\
+            from m import is_sm100_supported, is_sm120_supported
+
+            def pick(ready):
+                if ready and (is_sm100_supported() or is_sm120_supported()):
+                    return 1
+            """,
+            SM12X, SGLANG, {}, id="operand-of-and-gets-parentheses",
+        ),
+        pytest.param(
+            """\
+            from m import is_sm80_supported, is_sm90_supported
+
+            def a():
+                if not (is_sm80_supported() or is_sm90_supported()):
+                    return None
+
+            def b():
+                if not is_sm90_supported():
+                    raise RuntimeError("x")
+            """,
+            """\
+            from m import is_sm80_supported, is_sm90_supported, is_sm120_supported
+
+            def a():
+                if not (is_sm80_supported() or is_sm90_supported()):
+                    return None
+
+            def b():
+                if not (is_sm90_supported() or is_sm120_supported()):
+                    raise RuntimeError("x")
+            """,
+            SM12X, SGLANG, {"function": "b"}, id="negation-in-the-files-own-style",
+        ),
+        pytest.param(
+            _aot("""\
+            if has_sm120:
+                jit_specs.append(gen_nvfp4_attention_sm120_module())
+            """),
+            _aot("""\
+            if has_sm120 or has_sm121:
+                jit_specs.append(gen_nvfp4_attention_sm120_module())
+            """),
+            SM12X, {}, {"calls": "gen_nvfp4_attention_sm120_module"}, id="aot-flag-by-calls-0f69698c7",
+        ),
+        pytest.param(
+            _aot("""\
+            if not has_sm100 and not has_sm120:
+                return jit_specs
+            """),
+            _aot("""\
+            if not has_sm100 and not has_sm120 and not has_sm121:
+                return jit_specs
+            """),
+            SM12X, {}, {}, id="negated-flag-chain",
+        ),
+    ],
+)
+def test_widen(before: str, after: str, archs: str, known: dict, selector: dict) -> None:
+    source = dedent(before).encode()
+    assert find(source, DEFAULT_ARCHS, _meanings(source, known), **selector), "the case must have a gate"
+    widened = _rewrite(source, archs, known, **selector)
+    assert widened.decode() == dedent(after)
+    assert _rewrite(widened, archs, known, **selector) == widened
+
+
+@pytest.mark.parametrize(
+    "source, known, selector",
+    [
+        pytest.param("if is_sm100_supported() or is_sm120_supported():\n    x = 1\n", SGLANG, {}, id="or-chain-already-admits"),
+        pytest.param("ok = not is_sm90_supported()\n", SGLANG, {}, id="not-a-test"),
+        pytest.param("f(is_sm100_supported())\n", SGLANG, {}, id="argument-not-a-test"),
+        pytest.param("if is_sm120_supported():\n    x = 1\n", SGLANG, {}, id="already-admits-the-family"),
+        pytest.param("if is_sm120a_supported(d) or is_sm121a_supported(d):\n    x = 1\n", FLASHINFER, {}, id="already-admitted"),
+        pytest.param("# if is_sm100_supported():\nhelp = 'if is_sm100_supported():'\n", SGLANG, {}, id="comment-and-string"),
+        pytest.param(
+            _aot("""\
+            if has_sm120:
+                jit_specs.append(gen_nvfp4_attention_sm120_module())
+            """),
+            {}, {"calls": "gen_other_module"}, id="calls-selects-another-block",
+        ),
+        pytest.param("def f():\n    if is_sm100_supported():\n        x = 1\n", SGLANG, {"function": "g"}, id="other-function"),
+    ],
+)
+def test_noop(source: str, known: dict, selector: dict) -> None:
+    data = dedent(source).encode()
+    assert _rewrite(data, SM12X, known, **selector) == data
+
+
+def test_split_block_needs_a_human() -> None:
+    source = _aot("""\
+    if has_sm120:
+        jit_specs.append(gen_fp4_quantization_sm120_module())
+        jit_specs.append(gen_gemm_sm120_module())
+    """).encode()
+    meanings = _meanings(source, {})
+    [gate] = find(source, DEFAULT_ARCHS, meanings, calls=["gen_gemm_sm120_module"])
+    with pytest.raises(CannotWiden, match=r"needs a human: .*line 7 \(`jit_specs.append\(gen_fp4_quantization_sm120_module\(\)\)`\)"):
+        widen(source, gate, parse_archs(SM12X), DEFAULT_ARCHS, meanings)
+
+
+def test_unknown_predicate_is_refused_with_where_and_why() -> None:
+    source = b"from .utils import is_sm130a_supported\n\nif not is_sm130a_supported(d):\n    raise ValueError\n"
+    [gate] = find(source, DEFAULT_ARCHS, FLASHINFER)
+    assert gate.admits.unknown  # never a guess from the name
+    assert "is_sm130a_supported" in gate.detail["unknown"][0]
+    with pytest.raises(CannotWiden, match="line 3: what `is_sm130a_supported`: no definition .* is unknown"):
+        widen(source, gate, parse_archs(SM12X), DEFAULT_ARCHS, FLASHINFER)
+
+
+def test_flashinfer_sm120a_admits_sm120_only() -> None:
+    source = b"if is_sm120a_supported(d):\n    x = 1\n"
+    [gate] = find(source, DEFAULT_ARCHS, FLASHINFER)
+    assert gate.admits.names() == ["sm_120"]
+
+
+def test_registered_and_selectors() -> None:
+    from codemods.recipes import gate_kinds, selector_keys
+
+    assert gate_kinds()["python_arch_test"] is python_arch_test
+    assert selector_keys(python_arch_test) == {"function", "assigns", "calls"}
+
+
+NUMBERS = {80: ["sm_8x"], 90: ["sm_9x"], 100: ["sm_10x"], 110: ["sm_11x"], 120: ["sm_12x"]}
+
+
+@settings(deadline=None, max_examples=40)
+@given(
+    number=st.sampled_from(sorted(NUMBERS)),
+    negated=st.booleans(),
+    majors=st.sets(st.sampled_from([8, 9, 10, 11, 12]), min_size=1, max_size=3),
+)
+def test_widened_test_admits_old_set_plus_targets(number: int, negated: bool, majors: set[int]) -> None:
+    # whole families: these predicates admit a major, so a single minor cannot be admitted alone
+    targets = [a for a in DEFAULT_ARCHS if a.major in majors]
+    known = table({f"is_sm{n}_supported": archs for n, archs in NUMBERS.items()}, "t")
+    names = ", ".join(f"is_sm{n}_supported" for n in NUMBERS if n == number)
+    test = ("not " if negated else "") + f"is_sm{number}_supported()"
+    source = f"from m import {names}\n\nif {test}:\n    x = 1\n".encode()
+    [gate] = find(source, DEFAULT_ARCHS, known)
+    widened = apply_edits(source, widen(source, gate, tuple(targets), DEFAULT_ARCHS, known))
+    [after] = find(widened, DEFAULT_ARCHS, known) or [None]
+    if after is None:  # widened into an or-chain: python_arch_or's shape
+        from codemods.gates import python_arch_or
+
+        [after] = python_arch_or.find(widened, DEFAULT_ARCHS, known)
+    assert after.admits.admitted == gate.admits.admitted | set(targets)
