@@ -267,7 +267,7 @@ def _upstream_advice(chosen, roots: list[tuple[Path, Optional[str]]]) -> list[st
     out = []
     for root, project in roots:
         try:
-            target = recipes.detect(root.resolve(), [project] if project else sorted({c.project for c in chosen.changes}))
+            target = recipes.detect(files.resolved(root), [project] if project else sorted({c.project for c in chosen.changes}))
         except (errors.CodemodError, OSError):
             continue
         where = f" ({root})" if len(roots) > 1 else ""
@@ -484,7 +484,7 @@ def revert(
     for root, project in spots:
         try:
             chosen = recipes.find_recipe(recipe, recipes_dir)
-            target = recipes.detect(root.resolve(), [project] if project else sorted({c.project for c in chosen.changes}))
+            target = recipes.detect(files.resolved(root), [project] if project else sorted({c.project for c in chosen.changes}))
         except errors.CodemodError:
             continue
         modules = list(dict.fromkeys(m for c in chosen.changes if c.project == target.project.name for m in c.jit_modules))

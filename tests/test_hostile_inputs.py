@@ -511,3 +511,16 @@ def test_newline_in_a_folder_outside_git(cli, tmp_path):
     clean_refusal(result.output)
     assert tree_digest(folder) == before
     assert cli("run", "sm120-enable", "--repo", folder, "--dry-run").exit_code == 0
+
+
+def test_deep_python_in_a_file_the_plan_only_reads(cli, example_repo):
+    """SGLang's predicate module, read for what its is_smXX_supported mean (MemoryError from Python's parser)."""
+    repo = example_repo("sglang")
+    common = "python/sglang/srt/utils/common.py"
+    commit(repo, common, (repo / common).read_bytes() + b"x = " + b"-" * 100_000 + b"1\n")
+    before = state(repo)
+    result = cli("run", "sm120-enable", "--repo", repo, "--dry-run")
+    assert result.exit_code in (0, 3), result.output
+    clean_refusal(result.output)
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert state(repo) == before
