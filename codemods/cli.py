@@ -267,7 +267,7 @@ def _upstream_advice(chosen, roots: list[tuple[Path, Optional[str]]]) -> list[st
     out = []
     for root, project in roots:
         try:
-            target = recipes.detect(root.resolve(), [project] if project else sorted({c.project for c in chosen.changes}))
+            target = recipes.detect(files.resolved(root), [project] if project else sorted({c.project for c in chosen.changes}))
         except (errors.CodemodError, OSError):
             continue
         where = f" ({root})" if len(roots) > 1 else ""
@@ -484,7 +484,7 @@ def revert(
     for root, project in spots:
         try:
             chosen = recipes.find_recipe(recipe, recipes_dir)
-            target = recipes.detect(root.resolve(), [project] if project else sorted({c.project for c in chosen.changes}))
+            target = recipes.detect(files.resolved(root), [project] if project else sorted({c.project for c in chosen.changes}))
         except errors.CodemodError:
             continue
         modules = list(dict.fromkeys(m for c in chosen.changes if c.project == target.project.name for m in c.jit_modules))
@@ -806,6 +806,9 @@ def recipe_test(
             _out("".join(difflib.unified_diff(expected, result.got.splitlines(keepends=True), "expected", "got")))
     failed = sum(not r.ok for r in results)
     _out(f"{len(results) - failed} passed, {failed} failed\n")
+    deep = [r for r in results if r.too_deep]
+    if deep:
+        raise errors.PlanFailed(deep[0].too_deep, where=f"{file}: case {deep[0].case.name!r}", hint="nest it less deeply")
     if failed:
         raise typer.Exit(1)
 

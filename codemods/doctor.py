@@ -42,17 +42,18 @@ import gzip
 import math
 import os
 import re
+import stat
 import subprocess
 import sys
 import time
 import tomllib
 from array import array
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable, Iterator
 
-from codemods import errors
+from codemods import errors, files
 
 CLASSES = ("fatal", "benign", "milestone", "metric", "phase")
 RULE_EXTRAS = ("phase", "cause", "remedy", "command")  # optional rule keys, in LogRule's order
@@ -140,7 +141,8 @@ def load_rules(extra: Iterable[Path] = ()) -> list[LogRule]:
 
 def _read_text(path: Path, option: str = "--rules") -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        # never a FIFO or device (/dev/zero never ends); newlines read as read_text would
+        return files.read_regular(path).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except FileNotFoundError:
         raise errors.FileRefused("file does not exist", where=str(path), hint=f"check {option}") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -260,6 +262,7 @@ class Throughput:
     samples: int
     warmup_dropped: int
     sources: list[str]
+    not_finite: int = 0  # values that overflowed to inf (or were nan): left out, or one would make the median nan
 
 
 @dataclass
@@ -346,6 +349,7 @@ class Diagnosis:
         self.tallies: dict[str, int] = {}
         self.groups: dict[tuple, SkipGroup] = {}
         self.series: dict[str, dict[str, Samples]] = {}  # metric -> source -> samples
+        self.not_finite: dict[str, int] = {}  # metric -> values left out as inf or nan
         self.series_ready: dict[str, dict[str, int]] = {}  # samples each source had logged at the first ready line
         self.crash_announced = False
         self.phase = PHASE_START
@@ -504,6 +508,9 @@ class Diagnosis:
             value = float(match.group("value"))
         except (TypeError, ValueError):
             return
+        if not math.isfinite(value):  # "1e999" reads as inf: the A/B median would be nan ("keep the patch")
+            self.not_finite[rule.metric] = self.not_finite.get(rule.metric, 0) + 1
+            return
         named = match.group("source") if "source" in rule.pattern.groupindex else None
         source = (" ".join(named.split()) if named is not None else _source(line)) or "-"
         per_source = self.series.get(rule.metric)
@@ -630,7 +637,7 @@ class Diagnosis:
         missing = sorted(set(range(expected)) - self.ranks) if expected and (self.ranks or self.world_sizes) else []
         fatal = self.fatal_after_ready or (self.fatal_before_ready if self.ready_line is None else None)
         metrics = {
-            name: t for name, per_source in self.series.items()
+            name: replace(t, not_finite=self.not_finite.get(name, 0)) for name, per_source in self.series.items()
             if (t := steady_state(per_source, self.series_ready.get(name, {}))) is not None
         }
         groups = sorted(self.groups.values(), key=lambda g: (-g.count, g.rule))
@@ -730,9 +737,27 @@ def _open(path: Path) -> BinaryIO:
     if str(path) == "-":
         return sys.stdin.buffer
     try:
+        # Opened without blocking and checked on the descriptor: a FIFO would block here and
+        # a device such as /dev/zero never ends; only regular files are logs.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            os.close(fd)
+            raise errors.FileRefused(
+                "not a regular file (a FIFO, socket or device is never read as a log)",
+                where=str(path),
+                hint="give the log file itself; a live stream can be piped to `codemod doctor -`",
+            )
+        if stat.S_ISDIR(mode):
+            os.close(fd)
+            raise IsADirectoryError(path)
+        os.set_blocking(fd, True)
+        stream = os.fdopen(fd, "rb")
         if path.suffix == ".gz":
-            return gzip.open(path, "rb")  # type: ignore[return-value]
-        return open(path, "rb")
+            unpacked = gzip.GzipFile(filename=str(path), mode="rb", fileobj=stream)
+            unpacked.myfileobj = stream  # closed with it
+            return unpacked  # type: ignore[return-value]
+        return stream
     except FileNotFoundError:
         raise errors.FileRefused("log file does not exist", where=str(path), hint="check the path, or use --follow to wait for it") from None
     except IsADirectoryError:
@@ -1105,7 +1130,7 @@ def throughput_json(t: Throughput | None) -> dict | None:
     if t is None:
         return None
     return {"median": t.median, "p10": t.p10, "p90": t.p90, "samples": t.samples,
-            "warmup_dropped": t.warmup_dropped, "sources": t.sources}
+            "warmup_dropped": t.warmup_dropped, "sources": t.sources, "not_finite": t.not_finite}
 
 
 def report_json(r: Report) -> dict:
@@ -1251,6 +1276,7 @@ def report_text(r: Report) -> list[str]:
         out.append(
             f"throughput: median {_tok(t.median)} tok/s (p10 {_tok(t.p10)}, p90 {_tok(t.p90)}) over {t.samples} decode sample(s)"
             f" from {', '.join(t.sources)}; {t.warmup_dropped} warm-up sample(s) left out"
+            + (f"; {t.not_finite} value(s) that are not finite numbers (inf, nan) ignored" if t.not_finite else "")
         )
     else:
         out.append("throughput: no `Decode batch ... gen throughput` lines")

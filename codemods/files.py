@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
 from codemods import errors
 
 
+def resolved(path: Path, where: str = "") -> Path:
+    """`path.resolve()`, refusing a symlink loop (exit 9, naming the path) where Python raises RuntimeError."""
+    try:
+        return path.resolve()
+    except RuntimeError:
+        pass
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+    raise errors.FileRefused(
+        "is a symlink loop (or goes through one)",
+        where=where or str(path),
+        hint="point it at a real file or folder, or remove the symlink",
+    )
+
+
 def require_folder(path: Path) -> None:
-    """Refuse a --repo that does not exist or is a file."""
+    """Refuse a --repo that does not exist, is a file, or is a symlink loop."""
+    resolved(path)
     if not path.exists():
         raise errors.UnknownProject("no tree at --repo: path does not exist", where=str(path), hint="check --repo")
     if not path.is_dir():
@@ -40,8 +59,8 @@ def check_output(path: Path) -> None:
 
 def inside(root: Path, rel: str) -> Path:
     """The real path of root/rel, refusing anything (a symlink included) that leads outside root."""
-    base = root.resolve()
-    path = (root / rel).resolve()
+    base = resolved(root)
+    path = resolved(root / rel, where=rel)
     if path != base and base not in path.parents:
         raise errors.FileRefused(
             f"resolves to {path}, outside the repository",
@@ -51,11 +70,34 @@ def inside(root: Path, rel: str) -> Path:
     return path
 
 
+class NotRegularFile(OSError):
+    """A FIFO, socket or device where a source file was expected: never read (it may block or never end)."""
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of the regular file at `path`; NotRegularFile for anything else.
+
+    Opened without blocking and checked on the open descriptor, so a FIFO swapped
+    in after a check can neither hang the read nor slip past it.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(f"{path}: not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
+
+
 def reader(root: Path):
-    """A `read(rel) -> bytes` for planning that never follows a path out of root."""
+    """A `read(rel) -> bytes` for planning that never follows a path out of root, nor reads a FIFO or device."""
 
     def read(rel: str) -> bytes:
-        return inside(root, rel).read_bytes()
+        return read_regular(inside(root, rel))
 
     return read
 

@@ -250,6 +250,7 @@ class Structure:
         self._starts = [branch.start for branch in branches]
         self._own: dict[tuple[int, Arch], bool | None] = {}
         self._code: dict[int, bool] = {}
+        self._selecting: dict[int, int | None] = {}
 
     def at(self, offset: int) -> Branch | None:
         """The branch whose directive line holds byte `offset`."""
@@ -299,10 +300,24 @@ class Structure:
 
     def has_code(self, branch: Branch) -> bool:
         """Whether the body, nested groups included, holds any line of code."""
-        if branch.index not in self._code:
-            self._code[branch.index] = branch.own_code or any(
-                self.has_code(member) for child in branch.children for member in self.group(self.branches[child])
-            )
+        pending = [branch]  # a stack, not recursion: groups may nest thousands deep
+        while pending:
+            current = pending[-1]
+            if current.index in self._code:
+                pending.pop()
+                continue
+            members = [member for child in current.children for member in self.group(self.branches[child])]
+            if current.own_code:
+                self._code[current.index] = True
+            elif any(self._code.get(member.index) for member in members):
+                self._code[current.index] = True
+            else:
+                unknown = [member for member in members if member.index not in self._code]
+                if unknown:
+                    pending += unknown
+                    continue
+                self._code[current.index] = False
+            pending.pop()
         return self._code[branch.index]
 
     def arch_selected(self, branch: Branch) -> bool:
@@ -316,21 +331,34 @@ class Structure:
     def region_hits(self, branch: Branch, arch: Arch, families: tuple[TokenFamily, ...]) -> list[Hit]:
         """Family tokens compiled on `arch` when `branch` is taken: its body minus nested branches `arch` skips."""
         names = {family.name for family in families}
-        found = [hit for hit in branch.hits if hit.family in names]
-        for child in branch.children:
-            for member in self.group(self.branches[child]):
-                if self.taken(member, arch) is not False:
-                    found += self.region_hits(member, arch, families)
+        found: list[Hit] = []
+        pending = [branch]  # a stack, not recursion: groups may nest thousands deep
+        while pending:
+            current = pending.pop()
+            found += [hit for hit in current.hits if hit.family in names]
+            for child in current.children:
+                pending += [member for member in self.group(self.branches[child]) if self.taken(member, arch) is not False]
         return sorted(found, key=lambda hit: hit.line)
 
     def selecting(self, branch: Branch) -> Branch | None:
         """The innermost arch-selected branch among `branch` and the branches around it."""
+        # Remembered per branch: asked for every branch, a walk up each costs the depth (quadratic in nested #ifs).
+        path = []
         current: Branch | None = branch
-        while current is not None:
+        while current is not None and current.index not in self._selecting:
+            path.append(current.index)
             if self.arch_selected(current):
-                return current
+                break
             current = None if current.parent is None else self.branches[current.parent]
-        return None
+        if current is None:
+            found = None
+        elif current.index in self._selecting:
+            found = self._selecting[current.index]
+        else:
+            found = current.index
+        for index in path:
+            self._selecting[index] = found
+        return None if found is None else self.branches[found]
 
 
 @lru_cache(maxsize=4096)

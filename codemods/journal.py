@@ -42,9 +42,12 @@ def checkpoint(step: str) -> None:
 @contextmanager
 def locked(state_dir: Path, command: str):
     """Hold the repository's codemod lock for the duration; refuse if another live codemod holds it."""
-    state_dir.mkdir(parents=True, exist_ok=True)
     path = state_dir / "lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise unwritable(state_dir, exc) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -107,12 +110,25 @@ def _well_formed(entry) -> bool:
 
 
 def write(state_dir: Path, entry: dict) -> None:
-    state_dir.mkdir(parents=True, exist_ok=True)
     tmp = state_dir / f"journal.json.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(entry, indent=1), encoding="utf-8")
-    with open(tmp, "rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(tmp, state_dir / "journal.json")
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(entry, indent=1), encoding="utf-8")
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, state_dir / "journal.json")
+    except OSError as exc:
+        raise unwritable(state_dir, exc) from None
+
+
+def unwritable(state_dir: Path, exc: OSError) -> errors.CodemodError:
+    """The refusal (exit 9) when codemod cannot keep its lock and journal in `state_dir`."""
+    return errors.FileRefused(
+        f"codemod cannot keep its lock and journal here: {exc.strerror or exc}",
+        where=str(state_dir),
+        hint="it must be a writable folder (a file of that name, a read-only or immutable folder is refused); "
+        "fix that (or set CODEMOD_HOME for installed packages), then run again",
+    )
 
 
 def clear(state_dir: Path) -> None:

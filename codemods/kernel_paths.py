@@ -78,7 +78,7 @@ class Tree:
             self._parsed_from[rel] = data
             try:
                 self._parsed[rel] = None if data is None else ast.parse(data)
-            except (SyntaxError, ValueError, RecursionError):
+            except (SyntaxError, ValueError, RecursionError, MemoryError):  # MemoryError: the parser's depth limit
                 self._parsed[rel] = None
         return self._parsed[rel]
 

@@ -33,6 +33,16 @@ for name in sys.argv[1:]:
 """
 
 
+_PYTHON_HINT = "pass the python of the environment that runs your server"
+
+
+def _excerpt(text: str, limit: int = 200) -> str:
+    """At most `limit` characters of what a program printed, quoted, control characters escaped."""
+    text = text.strip()
+    cut = text[:limit]
+    return repr(cut) + (f" ... ({len(text):,} characters)" if len(text) > limit else "")
+
+
 def distributions_for(name: str) -> tuple[str, ...]:
     for project, dists in DISTRIBUTIONS.items():
         if name == project or name in dists:
@@ -53,14 +63,27 @@ def locate(name: str, python: str | None = None) -> tuple[Path, str, str]:
         where = "this interpreter"
     else:
         try:
-            proc = subprocess.run([python, "-c", _PROBE, *dists], capture_output=True, text=True, timeout=60)
+            proc = subprocess.run(
+                [python, "-c", _PROBE, *dists], capture_output=True, text=True, errors="replace", timeout=60
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise errors.RepoState(f"cannot run {python}: {exc}", where="--python", hint="pass the python of the environment that runs your server") from None
+            raise errors.RepoState(f"cannot run {python}: {exc}", where="--python", hint=_PYTHON_HINT) from None
         if proc.returncode != 0:
-            raise errors.RepoState(f"{python} failed: {proc.stderr.strip().splitlines()[-1:]}", where="--python")
+            last = proc.stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+            raise errors.RepoState(f"{python} failed: {_excerpt(last[0])}", where="--python", hint=_PYTHON_HINT)
         if proc.stdout.strip():
-            found = json.loads(proc.stdout.strip().splitlines()[-1])
-            return Path(found["root"]).resolve(), found["name"], found["version"]
+            try:
+                found = json.loads(proc.stdout.strip().splitlines()[-1])
+                root, name, version = found["root"], found["name"], found["version"]
+                if not all(isinstance(value, str) for value in (root, name, version)):
+                    raise TypeError
+                return Path(root).resolve(), name, version
+            except (ValueError, KeyError, TypeError, RuntimeError):
+                raise errors.RepoState(
+                    f"{python} is not a Python that answers codemod's probe; it printed {_excerpt(proc.stdout)}",
+                    where="--python",
+                    hint=_PYTHON_HINT,
+                ) from None
         where = python
     raise errors.UnknownProject(
         f"no installed distribution {' or '.join(dists)} in {where}",

@@ -20,9 +20,9 @@ from pathlib import Path, PurePosixPath
 from types import ModuleType
 from typing import Callable
 
-from codemods import errors, gates, hazards, kernel_paths
+from codemods import errors, files, gates, hazards, kernel_paths
 from codemods.arch import DEFAULT_ARCHS, Arch, ArchParseError, ArchSet, family
-from codemods.gates import CannotWiden, Edit, Gate, NotFound, SourceError, apply_edits, line_of
+from codemods.gates import CannotWiden, Edit, Gate, NotFound, SourceError, TooDeep, apply_edits, line_of
 from codemods.gates import _predicates
 
 OUTCOMES = ("changed", "unchanged", "skipped", "failed")
@@ -189,9 +189,12 @@ def _invalid(path: Path, text: str, key: str, message: str, hint: str, occurrenc
 def load_recipe(path: Path) -> Recipe:
     """Parse and validate one recipe file; errors name the file, the line and the fix."""
     try:
-        text = path.read_text(encoding="utf-8")
+        # never a FIFO or device (it would block or never end); newlines read as read_text would
+        text = files.read_regular(path).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    except files.NotRegularFile:
+        raise errors.RecipeInvalid("cannot read recipe: not a regular file", where=str(path)) from None
     except OSError as exc:
-        raise errors.RecipeInvalid(f"cannot read recipe: {exc.strerror}", where=str(path)) from None
+        raise errors.RecipeInvalid(f"cannot read recipe: {exc.strerror or exc}", where=str(path)) from None
     except UnicodeDecodeError:
         raise errors.RecipeInvalid("recipe is not UTF-8", where=str(path)) from None
     try:
@@ -338,14 +341,19 @@ def _load_cases(path: Path, text: str, raw_cases, changes: dict) -> tuple[Case, 
         raise _invalid(path, text, "[[test]]", "test must be an array of tables", "write each case as [[test]]")
     cases = []
     for n, raw in enumerate(raw_cases):
+        if not isinstance(raw, dict):
+            raise _invalid(path, text, "test", f"test #{n + 1} must be a [[test]] table", "write each case as [[test]]")
         for key in raw:
             if key not in _TEST_KEYS:
                 raise _invalid(path, text, key, f"test #{n + 1}: unknown key {key!r}", f"allowed keys: {', '.join(sorted(_TEST_KEYS))}")
-        if raw.get("change") not in changes:
+        if not isinstance(raw.get("change"), str) or raw["change"] not in changes:
             raise _invalid(path, text, "change", f"test #{n + 1}: change {raw.get('change')!r} is not in this recipe", f"one of: {', '.join(changes)}", len(changes) + n)
         if not isinstance(raw.get("before"), str):
             raise _invalid(path, text, "before", f"test #{n + 1}: 'before' must be a string", "write before as a multi-line string")
         after = raw.get("after")
+        for key in ("after", "name", "file"):
+            if raw.get(key) is not None and not isinstance(raw[key], str):
+                raise _invalid(path, text, key, f"test #{n + 1}: {key!r} must be a string", f'{key} = "..."')
         outcome = raw.get("outcome", "changed" if after is not None and after != raw["before"] else "unchanged")
         if outcome not in ("changed", "unchanged", "failed"):
             raise _invalid(path, text, "outcome", f"test #{n + 1}: outcome must be changed, unchanged or failed", 'outcome = "unchanged"')
@@ -360,6 +368,7 @@ class CaseResult:
     ok: bool
     message: str
     got: str = ""
+    too_deep: str = ""  # why the case's source cannot be read at all (nested too deeply)
 
 
 def run_cases(recipe: Recipe, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> list[CaseResult]:
@@ -379,7 +388,7 @@ def run_cases(recipe: Recipe, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> lis
         got = pc.after.decode("utf-8", errors="replace")
         if pc.outcome != case.outcome:
             detail = f": {pc.reason}" if pc.reason else ""
-            results.append(CaseResult(case, False, f"expected {case.outcome}, got {pc.outcome}{detail}", got))
+            results.append(CaseResult(case, False, f"expected {case.outcome}, got {pc.outcome}{detail}", got, pc.reason if pc.too_deep else ""))
             continue
         if case.outcome == "changed" and got != case.after:
             results.append(CaseResult(case, False, "output differs from 'after'", got))
@@ -428,9 +437,16 @@ def _load_change(path, text, n, raw, kinds, seen) -> Change:
     selector = {k: raw[k] for k in selector_keys(module) if k in raw}
     for key, value in selector.items():
         _check_selector(path, text, raw["id"], module, key, value)
+    for key in ("title", "why", "requires_symbol"):
+        if not isinstance(raw.get(key, ""), str):
+            raise _invalid(path, text, key, f"change {raw['id']!r}: {key!r} must be a string", f'{key} = "..."', n)
+    for key in ("symbol_files", "jit_modules"):
+        value = raw.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(x, str) and x for x in value):
+            raise _invalid(path, text, key, f"change {raw['id']!r}: {key!r} must be a list of strings", f'{key} = ["..."]', n)
     symbol_files = tuple(raw.get("symbol_files", ()))
     for f in symbol_files:
-        _check_relative(path, text, f)
+        _check_relative(path, text, f, "symbol_files")
     at = []
     for i, candidate in enumerate(raw.get("at", [])):
         allowed_at = {"file"} | selector_keys(kinds[kind])
@@ -478,10 +494,34 @@ def _check_selector(path: Path, text: str, change_id: str, module: ModuleType, k
         raise _invalid(path, text, key, f"change {change_id!r}: {problem}", hint)
 
 
-def _check_relative(path: Path, text: str, file: str) -> None:
+# The placeholders a project layout defines; a path template may use them whole and nothing else
+# (they are substituted as text, never through str.format, which a data file could steer).
+PLACEHOLDERS = ("python", "include", "csrc")
+_PLACEHOLDER_RE = re.compile(r"\{(python|include|csrc)\}")
+
+
+def _check_relative(path: Path, text: str, file: str, key: str = "file") -> None:
+    if not isinstance(file, str) or not file:
+        raise _invalid(path, text, key, f"{key} must be a non-empty string (a path), not {file!r}", f'{key} = "{{python}}/..."')
+    line = _line_of_value(text, file)
+    where = f"{path}:{line}" if line else ""
+    leftover = _PLACEHOLDER_RE.sub("", file)
+    if "{" in leftover or "}" in leftover:
+        message = f"path {file!r}: a path may use only the placeholders {{python}}, {{include}} and {{csrc}}, whole"
+        hint = 'for example file = "{python}/jit/comm.py"'
+        raise errors.RecipeInvalid(message, where=where, hint=hint) if where else _invalid(path, text, key, message, hint)
     pure = PurePosixPath(file)
     if pure.is_absolute() or ".." in pure.parts or file.startswith("~"):
         raise _invalid(path, text, "file", f"path {file!r} leaves the repository", "paths are relative to --repo and cannot use '..' or start with '/'")
+
+
+def _line_of_value(text: str, value: str) -> int:
+    """The line of the first string literal in `text` that spells `value` as written (0: not found)."""
+    for quoted in (f'"{value}"', f"'{value}'"):
+        at = text.find(quoted)
+        if at >= 0:
+            return text.count("\n", 0, at) + 1
+    return 0
 
 
 def load_project(path: Path) -> Project:
@@ -547,14 +587,18 @@ class Target:
     root: Path
 
     def resolve(self, template: str) -> str:
-        """Fill {python}/{include}/... and normalise to a POSIX path relative to root."""
-        try:
-            filled = template.format(**self.layout.places)
-        except KeyError as exc:
-            raise errors.RecipeInvalid(
-                f"placeholder {exc} is not defined for {self.project.name} ({self.layout.name} layout)",
-                where=template,
-            ) from None
+        """Fill {python}/{include}/{csrc} (as text) and normalise to a POSIX path relative to root."""
+
+        def place(match: re.Match) -> str:
+            name = match.group(1)
+            if name not in self.layout.places:
+                raise errors.RecipeInvalid(
+                    f"placeholder {{{name}}} is not defined for {self.project.name} ({self.layout.name} layout)",
+                    where=template,
+                )
+            return self.layout.places[name]
+
+        filled = _PLACEHOLDER_RE.sub(place, template)
         return os.path.normpath(filled).replace(os.sep, "/")
 
     def version(self) -> str:
@@ -614,6 +658,7 @@ class PlannedChange:
     selector: dict | None = None  # the matched location's selectors (default: the change's)
     tried: list[str] = field(default_factory=list)  # candidates that did not hold the gate, and why
     missed: bool = False  # the file holds no gate the selectors pick (another candidate may)
+    too_deep: bool = False  # the file nests deeper than codemod reads
     rewrites: list[tuple[int, str, str]] = field(default_factory=list)  # edit kinds: (line, before, after) per edited line
 
     @property
@@ -819,6 +864,10 @@ def _plan_locations(change: Change, target: Target, kind: ModuleType, universe, 
             except IsADirectoryError:
                 tried.append(f"{file}: is a directory")
                 continue
+            except files.NotRegularFile:
+                tried.append(f"{file}: not a regular file")
+                anchors_absent = False  # it exists; codemod will not read a FIFO or a device
+                continue
             except PermissionError:
                 tried.append(f"{file}: permission denied")
                 anchors_absent = False  # it exists; we just cannot read it
@@ -862,6 +911,7 @@ def _plan_change(pc: PlannedChange, kind: ModuleType, universe, targets, target:
         found = _find(kind, source, pc.file, universe, pc.selector if pc.selector is not None else change.selector, meanings)
     except SourceError as exc:
         pc.outcome, pc.reason = "failed", f"{pc.file}: {exc}"
+        pc.too_deep = isinstance(exc, TooDeep)
         return
     found = [g for g in found if all(g.admits.admits(a) for a in change.admits)]
     if not found:

@@ -459,17 +459,30 @@ class ShadowRepo(Repo):
                     where=str(path),
                     hint="nothing is applied here; `codemod run RECIPE --repo PATH` records the pristine files first",
                 )
-            home.mkdir(parents=True, exist_ok=True)
-            tmp = home / f"git.tmp.{os.getpid()}"
-            git.Git().init("-q", "-b", "main", "--bare", str(tmp))
-            probe = git.Repo(tmp)
-            with probe.config_writer() as cw:
-                cw.set_value("core", "bare", "false")
-                cw.set_value("core", "worktree", str(root))
-                cw.set_value("status", "showUntrackedFiles", "no")
-                cw.set_value("gc", "auto", "0")
-            (home / "root.txt").write_text(str(root) + "\n", encoding="utf-8")
-            os.replace(tmp, gitdir)
+            if "\n" in str(root) or "\r" in str(root):  # root.txt and git's config hold it on one line
+                raise errors.FileRefused(
+                    "the path has a line break, which codemod cannot record",
+                    where=repr(str(path)),
+                    hint="rename the folder, or reach it through a symlink whose path has no line break",
+                )
+            try:
+                home.mkdir(parents=True, exist_ok=True)
+                tmp = home / f"git.tmp.{os.getpid()}"
+                git.Git().init("-q", "-b", "main", "--bare", str(tmp))
+                probe = git.Repo(tmp)
+                with probe.config_writer() as cw:
+                    cw.set_value("core", "bare", "false")
+                    cw.set_value("core", "worktree", str(root))
+                    cw.set_value("status", "showUntrackedFiles", "no")
+                    cw.set_value("gc", "auto", "0")
+                (home / "root.txt").write_text(str(root) + "\n", encoding="utf-8")
+                os.replace(tmp, gitdir)
+            except (OSError, git.GitCommandError) as exc:
+                raise errors.FileRefused(
+                    f"cannot keep codemod's record of this folder under $CODEMOD_HOME: {(getattr(exc, 'strerror', None) or str(exc)).strip().splitlines()[0]}",
+                    where=str(codemod_home()),
+                    hint="set CODEMOD_HOME to a writable folder (default ~/.cache/codemod), then run again",
+                ) from None
         return cls(git.Repo(gitdir), root, home)
 
     @property

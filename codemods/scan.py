@@ -96,6 +96,7 @@ from codemods.lazy import LazyModule
 
 
 jit_specs = LazyModule("codemods.jit_specs")
+_python = LazyModule("codemods.gates._python")
 kernel_paths = LazyModule("codemods.kernel_paths")
 python_arch_list = LazyModule("codemods.gates.python_arch_list")
 python_arch_or = LazyModule("codemods.gates.python_arch_or")
@@ -764,7 +765,10 @@ def _inside(path: Path, base: Path) -> bool:
     """A symlink counts only when it resolves to a file inside the tree."""
     if not path.is_symlink():
         return True
-    target = path.resolve()
+    try:
+        target = path.resolve()
+    except (RuntimeError, OSError):  # a symlink loop: no file at all
+        return False
     return base in target.parents and target.is_file()
 
 
@@ -1816,7 +1820,9 @@ def _analyse_python(rel: str, data: bytes, context: _Context, in_jit: bool) -> _
             return out
     try:
         tree = ast.parse(data)
-    except (SyntaxError, ValueError) as exc:
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        if _python.too_deep(exc):  # never handed to libcst, whose parser crashes on it
+            raise _python.nested_too_deeply(getattr(exc, "lineno", None)) from None
         if not kinds and not want_specs:
             line = getattr(exc, "lineno", None)
             raise SourceError(f"not valid Python: line {line}: {getattr(exc, 'msg', exc)}") from None
@@ -1929,7 +1935,7 @@ class _TreeFiles:
             inside = not posixpath.isabs(rel) and rel != ".." and not rel.startswith("../")
             path = self.root / rel
             if inside and path.is_symlink():
-                inside = self._base in path.resolve().parents
+                inside = _inside(path, self._base)
             self._exists[rel] = inside and path.is_file()
             self.touched[rel] = _stamp(path) if inside else None
         return self._exists[rel]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from codemods import errors, files, journal, recipes
-from codemods.files import require_folder
+from codemods.files import require_folder, resolved
 from codemods.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import SourceError
 from codemods.recipes import Plan, PlannedChange, Recipe
@@ -146,7 +146,7 @@ def run_many(
     if dry_run:
         return _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, force, notify)
     with ExitStack() as stack:
-        for path in dict.fromkeys(path.resolve() for path, _ in map(_spot, spots)):
+        for path in dict.fromkeys(resolved(path) for path, _ in map(_spot, spots)):
             state = state_dir_for(path)
             if state is None:
                 continue

@@ -69,6 +69,10 @@ class SourceError(Exception):
     """The source cannot be decoded or parsed; the message says why."""
 
 
+class TooDeep(SourceError):
+    """The source nests deeper than codemod reads (libcst's parser would crash on it)."""
+
+
 def apply_edits(source: bytes, edits: list[Edit]) -> bytes:
     """Splice non-overlapping edits into `source` in one pass."""
     out = []
@@ -120,6 +124,7 @@ __all__ = [
     "Gate",
     "NotFound",
     "SourceError",
+    "TooDeep",
     "apply_edits",
     "decode",
     "edit_between",

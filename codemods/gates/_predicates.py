@@ -89,9 +89,9 @@ def read(source: bytes, file: str = "", known: Mapping[str, Meaning] | None = No
     """The meaning of every predicate this file defines, by name; {} when it does not parse."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+        return _Reader(tree, file, known or {}).meanings()
+    except (SyntaxError, ValueError, MemoryError, RecursionError):  # MemoryError: Python's parser on deep nesting
         return {}
-    return _Reader(tree, file, known or {}).meanings()
 
 
 class _Reader:

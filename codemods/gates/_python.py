@@ -8,6 +8,7 @@ CRLF line endings, a BOM) is kept as it was.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import re
 import symtable
@@ -18,19 +19,71 @@ import libcst as cst
 from libcst.metadata import Assignment, ByteSpanPositionProvider, MetadataWrapper, Scope, ScopeProvider
 
 from codemods.arch import Arch, ArchSet
-from codemods.gates import Edit, SourceError, decode, line_of
+from codemods.gates import Edit, SourceError, TooDeep, decode, line_of
 
 _BOM = "\ufeff"
 # What may stand between two tokens inside brackets: blanks, line breaks, continuations, comments.
 TRIVIA = re.compile(rb"(?:[ \t\f\r\n]+|\\\r?\n|#[^\r\n]*)*")
 # A carriage return that ends a line on its own: Python's tokenizer counts a line there, libcst does not.
 LONE_CR = re.compile(rb"\r(?!\n)")
+# Deeper than this, libcst's tree walks run out of Python stack, and far deeper its native parser
+# crashes the process (SIGSEGV). CPython refuses more than 200 nested brackets; the Python files
+# of FlashInfer 0.5.3-0.6.17 and SGLang 0.5.13 nest at most 46 levels (measured as check_depth does).
+MAX_DEPTH = 64
+# Brackets outside comments and string literals, for source Python's own parser rejects.
+_BRACKETS = re.compile(
+    r"#[^\r\n]*|'''.*?(?:'''|\Z)|\"\"\".*?(?:\"\"\"|\Z)|'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\"|([(\[{])|[)\]}]",
+    re.DOTALL,
+)
 
 
 @lru_cache(maxsize=8)
 def parse(source: bytes) -> PythonSource:
     """The parsed source, shared by `find` and `widen` calls on the same bytes."""
     return PythonSource(source)
+
+
+def too_deep(exc: BaseException) -> bool:
+    """Whether Python's parser gave up on the source for its nesting rather than its syntax."""
+    if isinstance(exc, (RecursionError, MemoryError)):  # MemoryError: the parser's own stack limit
+        return True
+    return isinstance(exc, SyntaxError) and "too many nested" in str(exc.msg)
+
+
+def nested_too_deeply(line: int | None = None) -> TooDeep:
+    where = f": line {line}" if line else ""
+    return TooDeep(f"nested too deeply{where} (codemod reads at most {MAX_DEPTH} levels)")
+
+
+def check_depth(text: str) -> None:
+    """Raise TooDeep when `text` nests deeper than MAX_DEPTH, before libcst ever sees it.
+
+    Python's own parser measures it (in linear time, and deep input is an error there, not a
+    crash); source it rejects for other reasons is measured by its brackets alone.
+    """
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        if too_deep(exc):
+            raise nested_too_deeply(getattr(exc, "lineno", None)) from None
+        depth = 0
+        for match in _BRACKETS.finditer(text):
+            if match.group(1):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise nested_too_deeply(text.count("\n", 0, match.start()) + 1) from None
+            elif match.group(0) in ")]}":
+                depth = max(depth - 1, 0)
+        return
+    stack = [(node, 1) for node in tree.body]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise nested_too_deeply(getattr(node, "lineno", None))
+        if isinstance(node, ast.BoolOp):  # `a or b or c` is one node in ast, a nested pair per `or` in libcst
+            stack.extend((child, depth + len(node.values)) for child in node.values)
+        else:
+            stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
 class PythonSource:
@@ -40,13 +93,16 @@ class PythonSource:
         text = decode(source)
         # libcst drops a leading BOM from its tree, so its offsets start after it.
         self.bom = len(_BOM.encode()) if text.startswith(_BOM) else 0
+        check_depth(text[1:] if self.bom else text)
         try:
             self.module = cst.parse_module(text[1:] if self.bom else text)
+            self._wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+            self._spans = self._wrapper.resolve(ByteSpanPositionProvider)
         except cst.ParserSyntaxError as exc:
             raise SourceError(f"not valid Python: line {exc.raw_line}: {exc.message}") from None
+        except RecursionError:
+            raise nested_too_deeply() from None
         self.source = source
-        self._wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-        self._spans = self._wrapper.resolve(ByteSpanPositionProvider)
         self._scopes = None
         self._symbols: symtable.SymbolTable | None = None
         self._globals: set[str] | None = None
@@ -54,7 +110,10 @@ class PythonSource:
         # ParentNodeProvider alone takes three times as long on a 5000-line file.
         self._parents: dict[cst.CSTNode, cst.CSTNode] = {}
         self._order: list[cst.CSTNode] = []
-        self.module.visit(_Walk(self._parents, self._order))
+        try:
+            self.module.visit(_Walk(self._parents, self._order))
+        except RecursionError:
+            raise nested_too_deeply() from None
 
     def span(self, node: cst.CSTNode) -> tuple[int, int]:
         """Byte span of `node`, without the parentheses around it."""
@@ -117,7 +176,10 @@ class PythonSource:
         if within is None:
             return [node for node in self._order if isinstance(node, kind)]
         found: list[cst.CSTNode] = []
-        within.visit(_Walk({}, found))
+        try:
+            within.visit(_Walk({}, found))
+        except RecursionError:
+            raise nested_too_deeply() from None
         return [node for node in found if isinstance(node, kind)]
 
     def scope(self, node: cst.CSTNode) -> Scope:
@@ -129,7 +191,10 @@ class PythonSource:
         cannot be matched to (lambdas, comprehensions).
         """
         if self._scopes is None:
-            self._scopes = self._wrapper.resolve(ScopeProvider)
+            try:
+                self._scopes = self._wrapper.resolve(ScopeProvider)
+            except RecursionError:
+                raise nested_too_deeply() from None
         return self._scopes[node]
 
     def bound(self, node: cst.CSTNode, name: str) -> bool:

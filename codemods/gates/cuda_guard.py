@@ -65,6 +65,24 @@ def _keywords(tree: tree_sitter.Tree, language: str) -> list[tree_sitter.Node]:
     return sorted(captures.get("keyword", []), key=lambda node: node.start_byte)
 
 
+@cache
+def _directive_query(language: str) -> tree_sitter.Query:
+    return tree_sitter.Query(
+        tree_sitter.Language(_GRAMMARS[language]()),
+        # single-node patterns: one with a child pattern keeps a state open per enclosing #if (quadratic)
+        "[(preproc_if) (preproc_elif) (preproc_ifdef) (preproc_elifdef)] @directive",
+    )
+
+
+def _directives(tree: tree_sitter.Tree, language: str) -> dict[int, tree_sitter.Node]:
+    """The directive nodes (`preproc_if` ...) by offset: a directive starts where its keyword does.
+
+    A keyword tree-sitter could not place in a directive (inside an ERROR) has none.
+    """
+    captures = tree_sitter.QueryCursor(_directive_query(language)).captures(tree.root_node)
+    return {node.start_byte: node for node in captures.get("directive", [])}
+
+
 _TOKEN_RE = re.compile(
     rb"""
       (?P<space>[ \t\f\v\r]+ | \\[ \t]*\r?\n | /\*.*?\*/ | //(?:\\\r?\n|[^\n])* )
@@ -490,6 +508,9 @@ def _truth(node: _Node, macros: dict[str, int]) -> bool | None:
     return None if value is None else value[0] != 0
 
 
+_ADMITS: dict[tuple, ArchSet] = {}
+
+
 @dataclass(frozen=True)
 class _Guard:
     directive: str  # "#if", "#elif", "#ifdef" ...
@@ -509,12 +530,21 @@ class _Guard:
         return None if self.expression is None else _truth(self.expression, macros)
 
     def admits(self, universe: tuple[Arch, ...]) -> ArchSet:
-        verdicts = {arch: self.truth(arch.macros()) for arch in universe}
-        return ArchSet(
-            universe=tuple(universe),
-            admitted=frozenset(arch for arch, verdict in verdicts.items() if verdict),
-            unknown=frozenset(arch for arch, verdict in verdicts.items() if verdict is None),
-        )
+        # The verdicts depend on the tokens' texts only, and a header repeats its guards:
+        # evaluating each once keeps a file of 200,000 guards linear in its guards, not in its arch checks.
+        key = (self.directive, tuple(t.text for t in self.tokens), self.expression is None, tuple(universe))
+        found = _ADMITS.get(key)
+        if found is None:
+            verdicts = {arch: self.truth(arch.macros()) for arch in universe}
+            found = ArchSet(
+                universe=tuple(universe),
+                admitted=frozenset(arch for arch, verdict in verdicts.items() if verdict),
+                unknown=frozenset(arch for arch, verdict in verdicts.items() if verdict is None),
+            )
+            if len(_ADMITS) >= 4096:
+                _ADMITS.clear()
+            _ADMITS[key] = found
+        return found
 
     def unknown_names(self) -> list[str]:
         names = (t.text for t in self.tokens if t.kind == "ident" and t.text != "defined")
@@ -526,9 +556,14 @@ def _one_line(text: str) -> str:
     return " ".join(re.sub(r"\\[ \t]*\r?\n", " ", text).split())
 
 
-def _has_syntax_error(tree: tree_sitter.Tree, start: int, end: int) -> bool:
-    """Whether tree-sitter parsed the condition at `[start, end)` as an ERROR or with ERROR/MISSING inside."""
-    covering = tree.root_node.descendant_for_byte_range(start, end)
+def _has_syntax_error(tree: tree_sitter.Tree, start: int, end: int, near: tree_sitter.Node | None = None) -> bool:
+    """Whether tree-sitter parsed the condition at `[start, end)` as an ERROR or with ERROR/MISSING inside.
+
+    `near` is a node that may span the condition (its directive): the search for the
+    node covering it starts there, not at the root, which in nested `#if`s costs the depth.
+    """
+    top = near if near is not None and near.start_byte <= start and end <= near.end_byte else tree.root_node
+    covering = top.descendant_for_byte_range(start, end)
     if covering is None or covering.is_error:
         return True
     pending = [covering]
@@ -562,9 +597,14 @@ def _starts_logical_line(source: bytes, offset: int) -> bool:
 
 
 def _read_guard(
-    source: bytes, tree: tree_sitter.Tree, keyword: tree_sitter.Node, *, arch_macros_only: bool = False
+    source: bytes,
+    tree: tree_sitter.Tree,
+    keyword: tree_sitter.Node,
+    *,
+    arch_macros_only: bool = False,
+    directive: tree_sitter.Node | None = None,
 ) -> _Guard | None:
-    """The guard of the directive that starts with `keyword`.
+    """The guard of the directive that starts with `keyword` (`directive`: its node, when known).
 
     None when the keyword does not start a logical line (so it is no
     directive), when the directive has no condition, or, with
@@ -587,7 +627,7 @@ def _read_guard(
     if (
         expression is not None
         and not parser_alone
-        and _has_syntax_error(tree, tokens[0].start, tokens[-1].end)
+        and _has_syntax_error(tree, tokens[0].start, tokens[-1].end, directive)
     ):
         expression = None
     return _Guard(keyword.type, tokens, expression, stop)
@@ -612,6 +652,7 @@ _SNIPPET_HEADS = {
 }  # fmt: skip
 
 
+@lru_cache(maxsize=1024)
 def _snippet_guard(directive: str, condition: bytes, language: str) -> tuple[_Guard | None, int]:
     """Parse `condition` on its own as a `directive` line; return the guard and the condition's offset.
 
@@ -630,11 +671,40 @@ def _snippet_guard(directive: str, condition: bytes, language: str) -> tuple[_Gu
     return guard, len(head)
 
 
-def _enclosing_function(node: tree_sitter.Node) -> str:
-    """The name of the function whose body holds `node`, or "" at file scope."""
-    while node is not None and node.type != "function_definition":
-        node = node.parent
-    declarator = node.child_by_field_name("declarator") if node is not None else None
+def _enclosing_functions(tree: tree_sitter.Tree, nodes: list[tree_sitter.Node], language: str) -> list[str]:
+    """For each of `nodes` (in source order), the name of the innermost function holding it, or "" at file scope.
+
+    One sweep over the function definitions: walking up from each node instead
+    costs the depth of the tree per step (tree-sitter finds a parent from the
+    root), cubic in the depth of nested `#if`s.
+    """
+    functions = _function_query(language)
+    found = tree_sitter.QueryCursor(functions).captures(tree.root_node).get("function", [])
+    pending = sorted(found, key=lambda node: (node.start_byte, -node.end_byte))
+    open_: list[tuple[int, tree_sitter.Node]] = []  # enclosing definitions, outermost first
+    names = []
+    index = 0
+    for node in nodes:
+        while index < len(pending) and pending[index].start_byte <= node.start_byte:
+            definition = pending[index]
+            while open_ and open_[-1][0] <= definition.start_byte:
+                open_.pop()
+            open_.append((definition.end_byte, definition))
+            index += 1
+        while open_ and open_[-1][0] <= node.start_byte:
+            open_.pop()
+        names.append(_function_name(open_[-1][1]) if open_ else "")
+    return names
+
+
+@cache
+def _function_query(language: str) -> tree_sitter.Query:
+    return tree_sitter.Query(tree_sitter.Language(_GRAMMARS[language]()), "(function_definition) @function")
+
+
+def _function_name(node: tree_sitter.Node) -> str:
+    """The name a function definition declares ("" when tree-sitter gives none)."""
+    declarator = node.child_by_field_name("declarator")
     while declarator is not None and declarator.type != "function_declarator":
         declarator = declarator.child_by_field_name("declarator")
     name = declarator.child_by_field_name("declarator") if declarator is not None else None
@@ -692,10 +762,13 @@ def _find_parsed(source: bytes, universe: tuple[Arch, ...], language: str) -> li
     parser, _ = _grammar(language)
     tree = parser.parse(source)
     gates = []
+    keywords = []
+    directives = _directives(tree, language)
     for keyword in _keywords(tree, language):
-        guard = _read_guard(source, tree, keyword, arch_macros_only=True)
+        guard = _read_guard(source, tree, keyword, arch_macros_only=True, directive=directives.get(keyword.start_byte))
         if guard is None:
             continue
+        keywords.append(keyword)
         gates.append(
             Gate(
                 kind=KIND,
@@ -704,11 +777,12 @@ def _find_parsed(source: bytes, universe: tuple[Arch, ...], language: str) -> li
                 line=keyword.start_point.row + 1,
                 text=source[guard.start : guard.end].decode("utf-8"),
                 admits=guard.admits(universe),
-                context=_enclosing_function(keyword),
+                context="",
                 detail={"directive": guard.directive, "language": language},
             )
         )
-    return gates
+    functions = _enclosing_functions(tree, keywords, language)
+    return [replace(gate, context=function) if function else gate for gate, function in zip(gates, functions)]
 
 
 # Above this size a file is parsed in pieces cut at line ends outside comments

@@ -329,7 +329,7 @@ def blocks(data: bytes) -> tuple[PythonText, list[ast.stmt]] | None:
         prefix = b"\n" * (start - 1) if level == 0 else b"\n" * (start - 2) + b"if 1:\n"
         try:
             parsed = ast.parse(prefix + piece)
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         statements = parsed.body if level == 0 else parsed.body[0].body
         if level == 0 and not isinstance(statements[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -355,9 +355,13 @@ def check_selector(name: str, value) -> str:
 
 
 def _parse(source: bytes) -> tuple[PythonText, ast.Module]:
+    from codemods.gates import _python
+
     try:
         return PythonText(source), ast.parse(source)
-    except (SyntaxError, ValueError) as exc:
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        if _python.too_deep(exc):
+            raise _python.nested_too_deeply(getattr(exc, "lineno", None)) from None
         raise SourceError(f"not valid Python: line {getattr(exc, 'lineno', None)}: {getattr(exc, 'msg', exc)}") from None
 
 
