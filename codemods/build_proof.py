@@ -615,7 +615,7 @@ def prove(
         layout = scanner._detect(target.root)
         closures = scanner._closures(scanner._TreeFiles(target.root), layout) if layout is not None else None
         for rel, spec in specs:
-            files = closures.closure(spec)[0] if closures is not None else set()
+            files = closures.closure(spec).files if closures is not None else set()
             if set(files) & tree_changed:
                 wanted.append(spec.module)
             elif rel in tree_changed:
