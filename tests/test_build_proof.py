@@ -311,6 +311,9 @@ def test_widened_guards_give_the_kernel_its_body_and_leave_sm_90_alone(cli, tree
 
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
+    import jsonschema
+
+    jsonschema.validate(data, json.loads(cli("schema", "verify").stdout))  # `codemod schema verify` covers --build
     (module,) = data["modules"]
     assert module["ok"] and module["empty"] == {} and module["missing"] == {}
     assert module["promised"] == [
