@@ -613,7 +613,7 @@ def prove(
     wanted = list(modules)
     if not wanted:
         layout = scanner._detect(target.root)
-        closures = scanner._closures(scanner._TreeFiles(target.root), layout) if layout is not None else None
+        closures = scanner.tree_closures(target.root, layout) if layout is not None else None
         for rel, spec in specs:
             files = closures.closure(spec).files if closures is not None else set()
             if set(files) & tree_changed:

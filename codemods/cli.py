@@ -169,8 +169,6 @@ def _targets(repos: list[Path], packages: list[str], python: Optional[str]) -> l
     roots = [(path, None) for path in repos] + [
         (packages_mod.folder(name, python), packages_mod.project_of(name)) for name in packages
     ]
-    for root, project in roots[len(repos):]:
-        _by_package[str(root)] = project or ""
     if not roots:
         raise typer.BadParameter("give --repo PATH or --package NAME (repeatable)")
     return roots
@@ -247,7 +245,7 @@ def run(
                 upstream_advice=recipes.upstream_advice(chosen, result.plan.target),
                 status=result.status, branch=result.branch or None, selected=[c.id for c in result.selected],
                 commits=[{"sha": sha, "change": cid} for sha, cid in result.commits], jit_cache=cache,
-                forced=result.forced,
+                forced=[workflow.describe_half_patch(p) for p in result.forced],
                 would_refuse=None if result.would_refuse is None else {
                     "kind": result.would_refuse.code, "exit_code": result.would_refuse.exit_code,
                     "message": str(result.would_refuse), "hint": result.would_refuse.hint,
@@ -258,8 +256,8 @@ def run(
         return
     if dry_run:
         _print_diff(diff)
-    for (root, _), result, cache in zip(roots, results, caches):
-        _render_result(chosen, root, result, universe, cache)
+    for (root, package), result, cache in zip(roots, results, caches):
+        _render_result(chosen, root, package, result, universe, cache)
 
 
 def _upstream_advice(chosen, roots: list[tuple[Path, Optional[str]]]) -> list[str]:
@@ -289,7 +287,7 @@ def _jit_cache(modules: list[str], target, clear: bool, dry_run: bool) -> dict |
     }
 
 
-def _render_result(chosen, root: Path, result, universe, cache) -> None:
+def _render_result(chosen, root: Path, package: Optional[str], result, universe, cache) -> None:
     plan, prefix = result.plan, result.prefix
     shown = result.selected if result.status in ("dry-run", "applied", "nothing-selected") else None
     for line in report.summary_lines(plan, prefix, shown):
@@ -309,20 +307,13 @@ def _render_result(chosen, root: Path, result, universe, cache) -> None:
         err.print(f"applied {len(result.commits)} change(s) to {project} on branch {result.branch} (base {result.base.split('@')[0]})")
         for sha, cid in result.commits:
             err.print(f"  {sha[:10]}  {cid}")
-    for reason in result.forced:
+    for reason in map(workflow.describe_half_patch, result.forced):
         err.print(f"[bold]warning:[/] half-patch applied with --force: {reason}; `codemod verify` will fail this tree")
     _render_cache(cache)
     if result.status == "applied":
-        err.print(f"this is an experiment: benchmark it; to back it out: codemod revert {chosen.id} {_where_option(root, result)}")
-
-
-def _where_option(root: Path, result) -> str:
-    """How the user named this target: --package NAME for an installed package, else --repo PATH."""
-    project = result.plan.target.project.name
-    return f"--package {project}" if _by_package.get(str(root)) == project else f"--repo {root}"
-
-
-_by_package: dict[str, str] = {}  # folder -> project, for the targets named with --package
+        # how the user named this target: _targets gives a project only for --package
+        where = f"--package {package}" if package else f"--repo {root}"
+        err.print(f"this is an experiment: benchmark it; to back it out: codemod revert {chosen.id} {where}")
 
 
 def _render_cache(cache) -> None:

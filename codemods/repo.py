@@ -515,8 +515,8 @@ def provenance(path: Path) -> dict | None:
     None outside git. Reads only; never fails a command (an unreadable repository gives None).
     """
     try:
-        found = git.Repo(path, search_parent_directories=True)
-        if found.bare or found.working_tree_dir is None:
+        found = _enclosing(path)
+        if found is None or found.bare or found.working_tree_dir is None:
             return None
         info: dict = {"root": str(Path(found.working_tree_dir).resolve())}
         try:
@@ -529,5 +529,5 @@ def provenance(path: Path) -> dict | None:
             url = next(iter(remote.urls), "")
             info["remote"] = re.sub(r"//[^/@]+@", "//", url)  # never print credentials
         return info
-    except (git.GitError, OSError, ValueError):
+    except (errors.CodemodError, git.GitError, OSError, ValueError):
         return None

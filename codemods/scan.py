@@ -1947,6 +1947,11 @@ class _TreeFiles:
         return read[0]
 
 
+def tree_closures(root: Path, layout: Layout) -> hazards.Closures:
+    """The JIT include closures of the tree at root, read as scan reads it (verify and the build proof use it)."""
+    return _closures(_TreeFiles(root), layout)
+
+
 def _closures(files: _TreeFiles, layout: Layout) -> hazards.Closures:
     return hazards.Closures(layout.csrc, layout.include, files.exists, files.read, layout.libraries, parse=_includes)
 

@@ -295,7 +295,7 @@ def empty_kernels(
     wanted, changed_files = set(modules), set(changed)
     chosen = [
         module
-        for module in scanner._modules(specs, scanner._closures(scanner._TreeFiles(root), layout), targets[0])
+        for module in scanner._modules(specs, scanner.tree_closures(root, layout), targets[0])
         if module.name in wanted or module.file in changed_files or module.files & changed_files
     ]
     structures = {}

@@ -37,7 +37,7 @@ class RunResult:
     branch: str = ""
     base: str = ""
     commits: list[tuple[str, str]] = field(default_factory=list)  # (sha, change id)
-    forced: list[str] = field(default_factory=list)  # half-patches applied anyway with --force
+    forced: list[tuple[str, str, str]] = field(default_factory=list)  # half-patches applied with --force (recipes.half_patches)
     would_refuse: errors.CodemodError | None = None  # dry run: why the real run would stop before writing
 
 
@@ -73,7 +73,7 @@ def failed_error(plans: list[Plan]) -> errors.CodemodError:
 _LISTED_GATES = 40
 
 
-def commit_message(plan: Plan, change: PlannedChange, prefix: str, base: str, half_patches: list[str] | None = None) -> str:
+def commit_message(plan: Plan, change: PlannedChange, prefix: str, base: str, half_patches=()) -> str:
     targets = ", ".join(a.name for a in plan.targets)
     body = [f"codemod({plan.recipe.id}): {change.change.title}", ""]
     if change.change.why:
@@ -104,7 +104,7 @@ def commit_message(plan: Plan, change: PlannedChange, prefix: str, base: str, ha
         f"{TRAILER_CHANGE}: {change.id}",
         f"{TRAILER_BASE}: {base}",
     ]
-    body += [f"{TRAILER_FORCED}: {reason}" for reason in half_patches or () if reason.startswith(change.id + " ")]
+    body += [f"{TRAILER_FORCED}: {describe_half_patch(p)}" for p in half_patches if p[0] == change.id]
     if blockers:
         body.append(f"{TRAILER_FORCED}: {change.id} widened gates around instructions {', '.join(a.name for a in plan.targets)} lack")
     return "\n".join(body) + "\n"
@@ -226,15 +226,20 @@ def check_names(recipe: Recipe, branch: str | None = None) -> None:
             raise errors.BadUsage(f"--branch {branch!r}: {problem}", hint="for example --branch codemod/sm120-enable-try2")
 
 
+def describe_half_patch(problem: tuple[str, str, str]) -> str:
+    change, needed, state = problem
+    return f"{change} needs {needed}, which {state}"
+
+
 def _refuse_half_patches(result: RunResult, force: bool) -> None:
     """Stop (exit 3, nothing written) when the selection leaves out a change a selected one needs; --force records it."""
     problems = recipes.half_patches(result.plan, result.selected)
     if not problems:
         return
-    lines = [f"{change} needs {needed}, which {state}" for change, needed, state in problems]
     if force:
-        result.forced = lines
+        result.forced = problems
         return
+    lines = [describe_half_patch(p) for p in problems]
     missing = sorted({needed for _, needed, _ in problems})
     raise errors.PlanFailed(
         "this selection would leave a half-patch (a JIT spec admitting an arch whose kernel guards still drop it "
@@ -295,9 +300,8 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
                     _step(repo, entry, f"written:{change.id}")
                     sha = repo.commit([rel], commit_message(result.plan, change, result.prefix, base, result.forced))
                     result.commits.append((sha, change.id))
-                    if repo.show(sha, rel) != content:
-                        _unchanged_since_read(repo, path, rel, content, foreign, committed=True)
-                    _unchanged_since_read(repo, path, rel, content, foreign)
+                    if repo.show(sha, rel) != content:  # git committed bytes another process wrote meanwhile
+                        _stop_for_foreign_write(repo, path, rel, foreign)
                     on_disk[rel] = content
                     _step(repo, entry, f"committed:{change.id}")
                 result.status = "applied"
@@ -446,16 +450,22 @@ def _content_for(plan: Plan, change: PlannedChange, selected: list[PlannedChange
     return content if content is not None else change.after
 
 
-def _unchanged_since_read(repo: Repo, path: Path, rel: str, expected: bytes, foreign: dict, committed: bool = False) -> None:
-    """Stop (exit 5) when another process changed `rel` since codemod read or wrote it; its bytes are kept."""
+def _unchanged_since_read(repo: Repo, path: Path, rel: str, expected: bytes, foreign: dict) -> None:
+    """Stop (exit 5) when another process changed `rel` since codemod read or wrote it."""
     try:
-        now = path.read_bytes()
+        same = path.read_bytes() == expected
     except OSError:
-        now = None
-    if now == expected and not committed:
-        return
-    if now is not None:
-        foreign[path] = now
+        same = False
+    if not same:
+        _stop_for_foreign_write(repo, path, rel, foreign)
+
+
+def _stop_for_foreign_write(repo: Repo, path: Path, rel: str, foreign: dict) -> None:
+    """Raise exit 5; the bytes on disk now are kept (put back after the rollback) in `foreign`."""
+    try:
+        foreign[path] = path.read_bytes()
+    except OSError:
+        pass
     raise errors.RepoState(
         f"{rel} changed while codemod was working on it (another process wrote to it); "
         "codemod stopped, undid its branch and commits, and did not overwrite it",
