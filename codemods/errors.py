@@ -23,57 +23,107 @@ Exit codes (stable, documented in the README):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import ClassVar
 
 
-@dataclass
 class CodemodError(Exception):
-    message: str
-    where: str = ""
-    hint: str = ""
-    exit_code: int = 1
-    code: str = "internal"
+    """The base of every error a user sees; one subclass per kind, its exit code on the class."""
+
+    exit_code: ClassVar[int] = 1
+    code: ClassVar[str] = "internal"
+    default_hint: ClassVar[str] = ""
+
+    def __init__(self, message: str, where: str = "", hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.where = where
+        self.hint = hint or self.default_hint
 
     def __str__(self) -> str:
         return f"{self.where}: {self.message}" if self.where else self.message
 
+    def __reduce__(self):
+        return (type(self), (self.message, self.where, self.hint))
 
-def _kind(code: str, exit_code: int, default_hint: str):
-    def make(message: str, where: str = "", hint: str = "") -> CodemodError:
-        return CodemodError(message, where, hint or default_hint, exit_code, code)
-
-    make.exit_code = exit_code  # type: ignore[attr-defined]
-    make.code = code  # type: ignore[attr-defined]
-    return make
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, where={self.where!r})"
 
 
-BadUsage = _kind("bad-usage", 2, "see `codemod COMMAND --help`")
-PlanFailed = _kind(
-    "plan-failed",
-    3,
-    "nothing was written; check the project version with `codemod run --dry-run`, "
-    "or skip the change with --skip ID",
-)
-DirtyTree = _kind(
-    "dirty-tree", 4, "commit or stash them, then run again"
-)
-RepoState = _kind("repo-state", 5, "")
-UnknownProject = _kind(
-    "unknown-project",
-    6,
-    "point --repo at a FlashInfer or SGLang git checkout, or at site-packages of an installed wheel",
-)
-RevertRefused = _kind("revert-refused", 7, "")
-RecipeInvalid = _kind("recipe-invalid", 8, "fix the recipe file and run again")
-FileRefused = _kind("file-refused", 9, "")
-Busy = _kind("busy", 10, "wait for it to finish, then run again; a lock whose process is gone is taken over automatically")
-BuildNeeds = _kind("build-needs", 11, "")
-CompileFailed = _kind("compile-failed", 12, "a source that does not compile for the arch would fail in FlashInfer's JIT too; fix it or revert the change")
-JitUnreadable = _kind("jit-unreadable", 13, "the JIT code does something codemod does not evaluate; please report it with the FlashInfer version")
-UnknownRecipe = _kind("unknown-recipe", 8, "`codemod list` shows the recipes you can run")
+class BadUsage(CodemodError):
+    exit_code = 2
+    code = "bad-usage"
+    default_hint = "see `codemod COMMAND --help`"
 
-CATALOGUE = {
-    k.code: k
-    for k in (BadUsage, Busy, PlanFailed, DirtyTree, RepoState, UnknownProject, RevertRefused, RecipeInvalid, FileRefused, UnknownRecipe,
-              BuildNeeds, CompileFailed, JitUnreadable)
-}
+
+class PlanFailed(CodemodError):
+    exit_code = 3
+    code = "plan-failed"
+    default_hint = (
+        "nothing was written; check the project version with `codemod run --dry-run`, "
+        "or skip the change with --skip ID"
+    )
+
+
+class UnknownProject(CodemodError):
+    exit_code = 6
+    code = "unknown-project"
+    default_hint = "point --repo at a FlashInfer or SGLang git checkout, or at site-packages of an installed wheel"
+
+
+class DirtyTree(CodemodError):
+    exit_code = 4
+    code = "dirty-tree"
+    default_hint = "commit or stash them, then run again"
+
+
+class RepoState(CodemodError):
+    exit_code = 5
+    code = "repo-state"
+
+
+class RevertRefused(CodemodError):
+    exit_code = 7
+    code = "revert-refused"
+
+
+class RecipeInvalid(CodemodError):
+    exit_code = 8
+    code = "recipe-invalid"
+    default_hint = "fix the recipe file and run again"
+
+
+class FileRefused(CodemodError):
+    exit_code = 9
+    code = "file-refused"
+
+
+class Busy(CodemodError):
+    exit_code = 10
+    code = "busy"
+    default_hint = "wait for it to finish, then run again; a lock whose process is gone is taken over automatically"
+
+
+class BuildNeeds(CodemodError):
+    exit_code = 11
+    code = "build-needs"
+
+
+class CompileFailed(CodemodError):
+    exit_code = 12
+    code = "compile-failed"
+    default_hint = "a source that does not compile for the arch would fail in FlashInfer's JIT too; fix it or revert the change"
+
+
+class JitUnreadable(CodemodError):
+    exit_code = 13
+    code = "jit-unreadable"
+    default_hint = "the JIT code does something codemod does not evaluate; please report it with the FlashInfer version"
+
+
+class UnknownRecipe(CodemodError):
+    exit_code = 8
+    code = "unknown-recipe"
+    default_hint = "`codemod list` shows the recipes you can run"
+
+
+CATALOGUE: dict[str, type[CodemodError]] = {kind.code: kind for kind in CodemodError.__subclasses__()}
