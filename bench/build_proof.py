@@ -38,7 +38,7 @@ def main() -> None:
         comm.write_text(comm.read_text().replace("supported_major_versions=[9, 10]\n    )\n    return gen_jit_spec(\n        \"trtllm_comm\"",
                                                  "supported_major_versions=[9, 10, 12]\n    )\n    return gen_jit_spec(\n        \"trtllm_comm\""))
         env = {**os.environ, "CODEMOD_HOME": str(Path(temp) / "home"), "CODEMOD_BUILD_CACHE": str(Path(temp) / "cache")}
-        command = [sys.executable, "-c", "from codemods.cli import main; main()", "verify", "--build", "--repo", str(root),
+        command = [sys.executable, "-c", "from codemods.cli.app import main; main()", "verify", "--build", "--repo", str(root),
                    "--arch", "sm_120", "--archs", "sm_90,sm_120", "--format", "json", "--jobs", str(args.jobs)]
         for label in ("cold", "warm"):
             started = time.monotonic()

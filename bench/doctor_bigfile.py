@@ -87,7 +87,7 @@ def run_doctor(log: Path) -> tuple[float, float, dict, int]:
     """Wall seconds, CPU seconds, parsed JSON, peak RSS (KiB) of one `codemod doctor` child."""
     code = (
         "import resource, sys\n"
-        "from codemods.cli import main\n"
+        "from codemods.cli.app import main\n"
         "try:\n    main()\n"
         "finally:\n"
         "    u = resource.getrusage(resource.RUSAGE_SELF)\n"

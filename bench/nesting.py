@@ -81,7 +81,7 @@ def measure(label: str, *args: str) -> None:
         "print(proc.returncode, f'{wall:.2f}', f'{usage.ru_utime + usage.ru_stime:.2f}', usage.ru_maxrss // 1024)\n"
         "sys.stderr.write(proc.stderr[-500:] if proc.returncode else '')\n"
     )
-    command = [sys.executable, "-c", "from codemods.cli import main; main()", *args]
+    command = [sys.executable, "-c", "from codemods.cli.app import main; main()", *args]
     out = subprocess.run([sys.executable, "-c", script, *command], env=ENV, capture_output=True, text=True)
     code, wall, cpu, rss = out.stdout.split()
     print(f"| {label} | {code} | {wall} | {cpu} | {rss} |", flush=True)

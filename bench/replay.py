@@ -45,7 +45,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
-    from codemods import recipes
+    from codemods.recipes import model as recipes
 
     project = recipes.projects()["flashinfer"]
     layout = next(layout for layout in project.layouts if layout.name == "checkout")

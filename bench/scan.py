@@ -210,7 +210,7 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="codemod-bench-home-"))
     env["CODEMOD_HOME"] = str(home)
     repos = [arg for folder in folders for arg in ("--repo", str(folder))]
-    scan = [sys.executable, "-m", "codemods.cli", "scan", *repos, "--arch", args.arch, "--format", "json", "--jobs", str(args.jobs)]
+    scan = [sys.executable, "-m", "codemods.cli.app", "scan", *repos, "--arch", args.arch, "--format", "json", "--jobs", str(args.jobs)]
     out = home / "scan.json"
 
     rows: dict[str, dict] = {}

@@ -98,7 +98,7 @@ def example_repo(tmp_path):
 @pytest.fixture
 def cli():
     """Invoke the real typer app; returns the click Result (exit_code, stdout, stderr)."""
-    from codemods.cli import app
+    from codemods.cli.app import app
 
     runner = CliRunner()
 

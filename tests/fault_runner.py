@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from codemods import journal  # noqa: E402
-from codemods.cli import main  # noqa: E402
+from codemods.apply import journal  # noqa: E402
+from codemods.cli.app import main  # noqa: E402
 
 _hits: dict[str, int] = {}
 

@@ -10,8 +10,8 @@ import textwrap
 
 import pytest
 
-from codemods.arch import Arch
-from codemods.scan import scan, to_text
+from codemods.core.arch import Arch
+from codemods.audit.scan import scan, to_text
 
 SM121 = Arch.parse("sm_121")
 

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from codemods.diffs import unified_diff
+from codemods.render.diff import unified_diff
 from codemods.gates import Edit, apply_edits
 
 LINES = [b"alpha\n", b"#if X\n", b"  call();\n", b"#endif\n", b"\n", b"beta\r\n", b"gamma"]

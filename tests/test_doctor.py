@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from codemods import doctor
+from codemods.doctor import diagnosis as doctor
 from tests.conftest import EXAMPLES, git
 
 LOGS = EXAMPLES / "logs"

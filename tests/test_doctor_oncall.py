@@ -11,7 +11,7 @@ import time
 import jsonschema
 import pytest
 
-from codemods import doctor
+from codemods.doctor import diagnosis as doctor
 from tests.conftest import EXAMPLES
 
 LOGS = EXAMPLES / "logs"

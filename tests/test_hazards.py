@@ -6,8 +6,8 @@ from textwrap import dedent
 
 import pytest
 
-from codemods.arch import Arch
-from codemods.hazards import TOKEN_FAMILIES, includes, jit_target, lacking, structure
+from codemods.core.arch import Arch
+from codemods.cpp.hazards import TOKEN_FAMILIES, includes, jit_target, lacking, structure
 
 SM90A, SM100A, SM120, SM120F, SM121A = (Arch.parse(n) for n in ("sm_90a", "sm_100a", "sm_120", "sm_120f", "sm_121a"))
 

@@ -50,7 +50,7 @@ def world(tmp_path_factory):
 
 
 def invoke(*args):
-    from codemods.cli import app
+    from codemods.cli.app import app
 
     result = CliRunner().invoke(app, [str(a) for a in args])
     return result
@@ -261,7 +261,7 @@ def test_crash_sizes_in_a_subprocess(tmp_path, depth, command):
     before = snapshot(tree)
     env = {**os.environ, **IDENTITY, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
-        [sys.executable, "-c", "from codemods.cli import main; main()", *command, "--repo", str(tree)],
+        [sys.executable, "-c", "from codemods.cli.app import main; main()", *command, "--repo", str(tree)],
         capture_output=True, text=True, env=env, timeout=300,
     )
     assert proc.returncode in CATALOGUED, (proc.returncode, proc.stderr[-2000:])

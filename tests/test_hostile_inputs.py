@@ -23,7 +23,7 @@ def codemod(*args, timeout: float = 120, env: dict | None = None) -> subprocess.
     """The real CLI in its own process (a crash is a return code, a hang a timeout)."""
     full_env = {**os.environ, **IDENTITY, "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.run(
-        [sys.executable, "-c", "from codemods.cli import main; main()", *map(str, args)],
+        [sys.executable, "-c", "from codemods.cli.app import main; main()", *map(str, args)],
         capture_output=True, text=True, env=full_env, timeout=timeout,
     )
 

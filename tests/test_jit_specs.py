@@ -6,10 +6,10 @@ from textwrap import dedent
 
 import pytest
 
-from codemods import jit_specs
-from codemods.arch import DEFAULT_ARCHS, Arch
+from codemods.jit import specs as jit_specs
+from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates._python import parse
-from codemods.jit_specs import _AstIndex, _Unsupported, find
+from codemods.jit.specs import _AstIndex, _Unsupported, find
 
 SM120 = Arch.parse("sm_120")
 

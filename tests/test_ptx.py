@@ -1,10 +1,10 @@
-"""codemods.ptx on small hand-written PTX: entries, empty bodies, griddepcontrol counts, comments."""
+"""codemods.prove.ptx on small hand-written PTX: entries, empty bodies, griddepcontrol counts, comments."""
 
 from __future__ import annotations
 
 import textwrap
 
-from codemods import ptx
+from codemods.prove import ptx
 
 HEADER = """\
 //

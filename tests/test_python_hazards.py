@@ -20,9 +20,9 @@ from textwrap import dedent
 import pytest
 
 from conftest import git, init_repo, tree_digest
-from codemods import hazards
-from codemods.arch import Arch
-from codemods.scan import check, scan, to_json, to_sarif, to_text
+from codemods.cpp import hazards
+from codemods.core.arch import Arch
+from codemods.audit.scan import check, scan, to_json, to_sarif, to_text
 
 SM120 = Arch.parse("sm_120")
 RECIPE = Path(__file__).parent / "data" / "fmha-sm120.toml"

@@ -11,8 +11,8 @@ from textwrap import dedent
 
 import pytest
 
-from codemods.arch import Arch
-from codemods.scan import check, scan, to_json, to_sarif, to_text
+from codemods.core.arch import Arch
+from codemods.audit.scan import check, scan, to_json, to_sarif, to_text
 
 SM120 = Arch.parse("sm_120")
 SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
@@ -432,7 +432,7 @@ def test_blockers_ignore_nested_branches_the_arch_still_skips(tmp_path):
 
 def test_blockers_for_is_callable_per_gate():
     from codemods.gates import cuda_guard
-    from codemods.hazards import blockers_for
+    from codemods.cpp.hazards import blockers_for
 
     source = b'#if __CUDA_ARCH__ == 1200\n  asm("mma.sync.aligned.kind::f8f6f4.m16n8k32 ...;");\n#endif\n'
     [gate] = cuda_guard.find(source)
@@ -696,7 +696,7 @@ def test_includes_never_leave_the_tree(tmp_path):
     ],
 )
 def test_python_prefilters_let_every_gate_through(tmp_path, source):
-    from codemods.scan import _PYTHON_PREFILTERS
+    from codemods.audit.scan import _PYTHON_PREFILTERS
 
     found = [kind for kind, prefilter in _PYTHON_PREFILTERS if kind.find(source.encode())]
     assert found and all(prefilter.search(source.encode()) for kind, prefilter in _PYTHON_PREFILTERS if kind in found)

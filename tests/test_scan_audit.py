@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from codemods.arch import Arch
-from codemods.scan import groups, scan, to_text
+from codemods.core.arch import Arch
+from codemods.audit.scan import groups, scan, to_text
 from conftest import unpack_wheel
 
 pytestmark = pytest.mark.real

@@ -21,8 +21,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from codemods.arch import Arch
-from codemods.scan import scan, to_json
+from codemods.core.arch import Arch
+from codemods.audit.scan import scan, to_json
 from conftest import EXAMPLES, ROOT, git, init_repo
 
 SM120 = Arch.parse("sm_120")
@@ -209,7 +209,7 @@ def run_scan(root: Path, *args: str) -> subprocess.CompletedProcess:
     """The CLI in a subprocess: a scan that blocks on a FIFO fails the test after 60 s instead of hanging it."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     return subprocess.run(
-        [sys.executable, "-c", "from codemods.cli import main; main()", "scan", "--repo", str(root), *args],
+        [sys.executable, "-c", "from codemods.cli.app import main; main()", "scan", "--repo", str(root), *args],
         capture_output=True, text=True, timeout=60, env=env,
     )  # fmt: skip
 

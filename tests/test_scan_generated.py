@@ -22,8 +22,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codemods.arch import Arch
-from codemods.scan import scan, to_json
+from codemods.core.arch import Arch
+from codemods.audit.scan import scan, to_json
 from conftest import git
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -452,7 +452,7 @@ _CAPABILITY_PIECES = [
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(st.sampled_from(_CAPABILITY_PIECES), max_size=14))
 def test_capability_prefilter_never_misses_what_the_regex_finds(pieces):
-    from codemods import scan as scanner
+    from codemods.audit import scan as scanner
 
     data = b"".join(pieces)
     if scanner._CAPABILITY_RE.search(data):
@@ -525,7 +525,7 @@ def test_a_header_outside_the_listing_that_a_jit_source_includes_voids_the_snaps
 
 
 def test_several_trees_share_one_pool_and_each_gets_its_own_result(tmp_path):
-    from codemods.scan import scan_many
+    from codemods.audit.scan import scan_many
 
     roots = []
     for n, files in enumerate((120, 3, 90)):

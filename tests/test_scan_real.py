@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from codemods import hazards, jit_specs
-from codemods import scan as scanner
-from codemods.arch import DEFAULT_ARCHS, Arch
+from codemods.cpp import hazards
+from codemods.jit import specs as jit_specs
+from codemods.audit import scan as scanner
+from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import SourceError, cuda_guard, python_arch_list, python_arch_or, python_capability
 
 pytestmark = pytest.mark.real

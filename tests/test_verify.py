@@ -15,8 +15,8 @@ from textwrap import dedent
 
 import pytest
 
-from codemods.arch import DEFAULT_ARCHS, parse_archs
-from codemods.verify import shadow_tree, verify
+from codemods.core.arch import DEFAULT_ARCHS, parse_archs
+from codemods.prove.preprocess import shadow_tree, verify
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 

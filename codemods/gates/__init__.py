@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from codemods.arch import Arch, ArchSet
+from codemods.core.arch import Arch, ArchSet
 
 
 @dataclass(frozen=True, order=True)

@@ -35,7 +35,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from codemods.arch import Arch, ArchSet
+from codemods.core.arch import Arch, ArchSet
 
 # Every compute capability a predicate is evaluated on.
 DOMAIN: tuple[tuple[int, int], ...] = tuple((major, minor) for major in range(1, 16) for minor in range(10))

@@ -18,7 +18,7 @@ from functools import lru_cache
 import libcst as cst
 from libcst.metadata import Assignment, ByteSpanPositionProvider, MetadataWrapper, Scope, ScopeProvider
 
-from codemods.arch import Arch, ArchSet
+from codemods.core.arch import Arch, ArchSet
 from codemods.gates import Edit, SourceError, TooDeep, decode, line_of
 
 _BOM = "\ufeff"

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet
+from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, decode, edit_between, line_of
 from codemods.gates.cpp_replace import _definitions, _mask_macros, _name_of
 from codemods.gates.cuda_guard import _grammar  # the one place grammars are built

@@ -36,7 +36,7 @@ import tree_sitter
 import tree_sitter_cpp
 import tree_sitter_cuda
 
-from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet, is_arch_macro
+from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet, is_arch_macro
 from codemods.gates import CannotWiden, Edit, Gate, SourceError, apply_edits, decode
 
 KIND = "cuda_guard"

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet
+from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate
 from codemods.gates._python import LONE_CR, TRIVIA, PythonSource, parse
 

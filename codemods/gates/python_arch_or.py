@@ -57,7 +57,7 @@ from libcst.helpers import get_full_name_for_node
 
 from collections.abc import Mapping
 
-from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet
+from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, edit_between
 from codemods.gates._predicates import Meaning
 from codemods.gates._python import PythonSource, admits_of_expression, parse, tidy_insertion

@@ -43,7 +43,7 @@ from collections.abc import Mapping
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet
+from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate
 from codemods.gates import python_arch_or as chains
 from codemods.gates._predicates import Meaning

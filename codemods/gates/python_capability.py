@@ -35,7 +35,7 @@ import bisect
 import re
 from collections.abc import Callable, Iterator
 
-from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet
+from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, SourceError
 
 KIND = "python_capability"

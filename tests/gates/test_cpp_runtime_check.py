@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codemods.arch import DEFAULT_ARCHS, Arch, parse_archs
+from codemods.core.arch import DEFAULT_ARCHS, Arch, parse_archs
 from codemods.gates import CannotWiden, SourceError, apply_edits
 from codemods.gates.cpp_runtime_check import KIND, admits, check_selector, find, widen
 

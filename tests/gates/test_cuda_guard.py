@@ -15,7 +15,7 @@ import tree_sitter_cuda
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codemods.arch import DEFAULT_ARCHS, Arch
+from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import CannotWiden, SourceError, apply_edits
 from codemods.gates.cuda_guard import KIND, evaluate, find, widen
 

@@ -7,7 +7,7 @@ from conftest import crlf, rewrite
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codemods.arch import DEFAULT_ARCHS, Arch, parse_archs
+from codemods.core.arch import DEFAULT_ARCHS, Arch, parse_archs
 from codemods.gates import CannotWiden, SourceError, apply_edits
 from codemods.gates import python_arch_list
 from codemods.gates.python_arch_list import KIND, find, widen
@@ -408,7 +408,7 @@ def test_edit_is_the_inserted_element_only() -> None:
     ],
 )
 def test_admits_text(text, admitted, unknown):
-    from codemods.arch import DEFAULT_ARCHS
+    from codemods.core.arch import DEFAULT_ARCHS
     from codemods.gates.python_arch_list import admits
 
     result = admits(text, DEFAULT_ARCHS)
@@ -617,7 +617,7 @@ MATCH = {"call": "_match_sm_version", "position": 1}
     ],
 )
 def test_widen_call_argument(before: str, after: str, archs: str, selector: dict) -> None:
-    from codemods.arch import Arch as A
+    from codemods.core.arch import Arch as A
 
     targets = tuple(A.parse(a) for a in archs.split(","))
     source = dedent(before).encode()

@@ -6,7 +6,7 @@ from conftest import crlf, rewrite
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codemods.arch import DEFAULT_ARCHS, Arch, parse_archs
+from codemods.core.arch import DEFAULT_ARCHS, Arch, parse_archs
 from codemods.gates import CannotWiden, apply_edits
 from codemods.gates import python_arch_or
 from codemods.gates.python_arch_or import KIND, find, missing_symbols, widen
@@ -625,7 +625,7 @@ def test_import_on_one_line_is_extended_after_the_sibling() -> None:
     ],
 )
 def test_admits_text(text, admitted, unknown):
-    from codemods.arch import DEFAULT_ARCHS
+    from codemods.core.arch import DEFAULT_ARCHS
     from codemods.gates.python_arch_or import admits
 
     result = admits(text, DEFAULT_ARCHS)

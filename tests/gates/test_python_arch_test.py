@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codemods.arch import DEFAULT_ARCHS, parse_archs
+from codemods.core.arch import DEFAULT_ARCHS, parse_archs
 from codemods.gates import CannotWiden, apply_edits, python_arch_test
 from codemods.gates._predicates import read, table
 from codemods.gates.python_arch_test import find, widen
@@ -260,7 +260,7 @@ def test_flashinfer_sm120a_admits_sm120_only() -> None:
 
 
 def test_registered_and_selectors() -> None:
-    from codemods.recipes import gate_kinds, selector_keys
+    from codemods.recipes.model import gate_kinds, selector_keys
 
     assert gate_kinds()["python_arch_test"] is python_arch_test
     assert selector_keys(python_arch_test) == {"function", "assigns", "calls"}

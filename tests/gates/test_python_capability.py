@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codemods.arch import DEFAULT_ARCHS, Arch, parse_archs
+from codemods.core.arch import DEFAULT_ARCHS, Arch, parse_archs
 from codemods.gates import CannotWiden, apply_edits
 from codemods.gates.python_capability import admits, find, widen
 
@@ -117,7 +117,7 @@ def test_refusals_name_the_line_and_the_reason(source, reason):
 
 
 def test_scan_reads_the_same_comparisons(tmp_path):
-    from codemods.scan import scan
+    from codemods.audit.scan import scan
 
     (tmp_path / "m.py").write_text(SGLANG_SM + HOPPER_ONLY)
     gates = scan(tmp_path, Arch.parse("sm_121")).gates
@@ -167,7 +167,7 @@ outcome = "failed"
 
 
 def test_recipe_test_runs_the_kind(tmp_path, cli):
-    from codemods import recipes
+    from codemods.recipes import model as recipes
 
     path = tmp_path / "fp4-sm121.toml"
     path.write_text(RECIPE)

@@ -71,7 +71,7 @@ def extra_lines(before: bytes, ours: bytes, upstream: bytes) -> tuple[list[str],
 
 def replay(recipe, target, read_before: Callable[[str], bytes], read_upstream: Callable[[str], bytes]) -> dict:
     """Plan `recipe` on the earlier tree and judge each file it changes against upstream's."""
-    from codemods import recipes
+    from codemods.recipes import model as recipes
 
     plan = recipes.plan(recipe, target, read=read_before)
     outcomes = {c.id: (c.outcome, c.reason) for c in plan.changes}

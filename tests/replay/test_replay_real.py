@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REAL_RELEASES, unpack_wheel
-from codemods import recipes
+from codemods.recipes import model as recipes
 from codemods.gates import _predicates
 
 HERE = Path(__file__).parent / "recipes"

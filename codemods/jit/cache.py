@@ -13,7 +13,7 @@ import re
 import shutil
 from pathlib import Path
 
-from codemods import errors
+from codemods.core import errors
 
 _NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
 

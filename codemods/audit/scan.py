@@ -88,16 +88,17 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-from codemods import classify, hazards
-from codemods.arch import DEFAULT_ARCHS, Arch, ArchSet, is_arch_macro
+from codemods.audit import classify
+from codemods.cpp import hazards
+from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet, is_arch_macro
 from codemods.gates import Gate, SourceError, cuda_guard, decode, python_capability
-from codemods.hazards import Branch, Hit, Structure
-from codemods.lazy import LazyModule
+from codemods.cpp.hazards import Branch, Hit, Structure
+from codemods.core.lazy import LazyModule
 
 
-jit_specs = LazyModule("codemods.jit_specs")
+jit_specs = LazyModule("codemods.jit.specs")
 _python = LazyModule("codemods.gates._python")
-kernel_paths = LazyModule("codemods.kernel_paths")
+kernel_paths = LazyModule("codemods.audit.kernel_paths")
 python_arch_list = LazyModule("codemods.gates.python_arch_list")
 python_arch_or = LazyModule("codemods.gates.python_arch_or")
 cpp_runtime_check = LazyModule("codemods.gates.cpp_runtime_check")
@@ -814,13 +815,11 @@ def _chunks(todo: list[tuple[str, int]], workers: int) -> list[list[str]]:
 
 @lru_cache(maxsize=1)
 def _code_fingerprint() -> str:
-    """A hash of the modules that decide a file's result: any change to them is a new cache."""
-    package = Path(__file__).parent
+    """A hash of every module of the package: any change to the code is a new cache (no hand-kept list)."""
+    package = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256(str(CACHE_VERSION).encode())
-    for path in sorted([*package.glob("*.py"), *(package / "gates").glob("*.py")]):
-        if path.name in ("cli.py", "__main__.py"):
-            continue
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:32]
 
 

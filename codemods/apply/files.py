@@ -8,7 +8,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from codemods import errors
+from codemods.core import errors
 
 
 def resolved(path: Path, where: str = "") -> Path:

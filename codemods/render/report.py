@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from codemods import diffs
-from codemods.arch import Arch, ArchSet
-from codemods.recipes import Plan, PlannedChange
-from codemods.repo import Applied
+from codemods.render import diff as diffs
+from codemods.core.arch import Arch, ArchSet
+from codemods.recipes.model import Plan, PlannedChange
+from codemods.apply.repo import Applied
 
 
 def unified_diff(rel: str, before: bytes, after: bytes, edits=None) -> str:

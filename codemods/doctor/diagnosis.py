@@ -53,7 +53,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable, Iterator
 
-from codemods import errors, files
+from codemods.core import errors
+from codemods.apply import files
 
 CLASSES = ("fatal", "benign", "milestone", "metric", "phase")
 RULE_EXTRAS = ("phase", "cause", "remedy", "command")  # optional rule keys, in LogRule's order
@@ -118,7 +119,7 @@ class LogRule:
 
 
 def builtin_rules_path() -> Path:
-    from codemods.recipes import data_root
+    from codemods.recipes.model import data_root
 
     return data_root() / "doctor" / "sglang.toml"
 

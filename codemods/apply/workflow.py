@@ -17,12 +17,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from codemods import errors, files, journal, recipes
-from codemods.files import require_folder, resolved
-from codemods.arch import DEFAULT_ARCHS, Arch
+from codemods.core import errors
+from codemods.apply import files
+from codemods.apply import journal
+from codemods.recipes import model as recipes
+from codemods.apply.files import require_folder, resolved
+from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import SourceError
-from codemods.recipes import Plan, PlannedChange, Recipe
-from codemods.repo import (
+from codemods.recipes.model import Plan, PlannedChange, Recipe
+from codemods.apply.repo import (
     TRAILER_BASE, TRAILER_CHANGE, TRAILER_FORCED, TRAILER_RECIPE, Applied, Repo, ShadowRepo, bad_branch_name, branch_name, open_repo,
     refuse_unusable,
 )
@@ -649,7 +652,7 @@ def verify_repo(
     recipes_dirs: list[Path] | None = None,
     includes: list[Path] | None = None,
 ):
-    """Preprocess every CUDA file changed since the base, per arch, before and after (codemods.verify).
+    """Preprocess every CUDA file changed since the base, per arch, before and after (codemods.prove.preprocess).
 
     Third-party headers missing from the tree come from `includes`, else
     from an installed package of the same project and version, else are
@@ -657,10 +660,10 @@ def verify_repo(
     change touches (or the recipe names) that is built for a target while a
     guard of its sources drops code there fails its target (half-patched).
     """
-    from codemods import verify as verifier
-    from codemods.arch import family
+    from codemods.prove import preprocess as verifier
+    from codemods.core.arch import family
     from codemods.gates import cuda_guard
-    from codemods.repo import codemod_home
+    from codemods.apply.repo import codemod_home
 
     repo = open_repo(repo_path)
     records = [r for r in repo.applied() if recipe_id in (None, r.recipe)]
@@ -772,7 +775,7 @@ def _third_party_dirs(target: recipes.Target) -> list[str]:
 
 def _installed_headers(target: recipes.Target) -> tuple[str, list[str]] | None:
     """The third-party include folders of this interpreter's installed package of the same project and version."""
-    from codemods import packages
+    from codemods.apply import packages
 
     version = target.version()
     if not version:

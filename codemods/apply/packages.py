@@ -12,7 +12,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from codemods import errors
+from codemods.core import errors
 
 # project name -> distribution names that install it (first found wins)
 DISTRIBUTIONS = {

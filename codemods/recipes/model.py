@@ -20,8 +20,12 @@ from pathlib import Path, PurePosixPath
 from types import ModuleType
 from typing import Callable
 
-from codemods import errors, files, gates, hazards, kernel_paths
-from codemods.arch import DEFAULT_ARCHS, Arch, ArchParseError, ArchSet, family
+from codemods import gates
+from codemods.core import errors
+from codemods.apply import files
+from codemods.cpp import hazards
+from codemods.audit import kernel_paths
+from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchParseError, ArchSet, family
 from codemods.gates import CannotWiden, Edit, Gate, NotFound, SourceError, TooDeep, apply_edits, line_of
 from codemods.gates import _predicates
 
@@ -68,8 +72,8 @@ def required_selectors(module: ModuleType) -> set[str]:
 
 def data_root() -> Path:
     """targets/ as installed inside the package, or beside it in a source checkout."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "targets", here.parent / "targets"):
+    package = Path(__file__).resolve().parents[1]
+    for candidate in (package / "targets", package.parent / "targets"):
         if candidate.is_dir():
             return candidate
     raise errors.RecipeInvalid("the built-in targets/ data is missing from this install", hint="reinstall codemod")

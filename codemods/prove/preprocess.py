@@ -64,7 +64,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codemods.arch import Arch, is_arch_macro
+from codemods.core.arch import Arch, is_arch_macro
 from codemods.gates import Gate, SourceError, cuda_guard
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".inl")
@@ -269,7 +269,7 @@ def empty_kernels(
     files and the closure files), run on the tree as it is on disk, without
     listing the whole tree; [] where there is no FlashInfer JIT layout.
     """
-    from codemods import scan as scanner
+    from codemods.audit import scan as scanner
 
     root = Path(root)
     layout = scanner._detect(root)

@@ -31,8 +31,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from codemods.arch import Arch
-from codemods.hazards import FEATURE_SWITCH_RE, Branch, Structure
+from codemods.core.arch import Arch
+from codemods.cpp.hazards import FEATURE_SWITCH_RE, Branch, Structure
 
 BLOCKER = "blocker"
 WIDENABLE = "widenable"

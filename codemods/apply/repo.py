@@ -17,8 +17,8 @@ from pathlib import Path
 
 import git
 
-from codemods import errors
-from codemods.files import require_folder
+from codemods.core import errors
+from codemods.apply.files import require_folder
 
 TRAILER_RECIPE = "Codemod-Recipe"
 TRAILER_CHANGE = "Codemod-Change"

@@ -37,10 +37,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from codemods import errors, hazards, jit_specs
-from codemods.arch import Arch
+from codemods.core import errors
+from codemods.cpp import hazards
+from codemods.jit import specs as jit_specs
+from codemods.core.arch import Arch
 from codemods.gates import SourceError
-from codemods.hazards import Closures, Hit
+from codemods.cpp.hazards import Closures, Hit
 
 SELECTING_KINDS = ("python_arch_or", "python_arch_list", "python_capability", "python_arch_test")
 # The functions a gate's body calls that build or fetch a JIT module (FlashInfer's naming).
@@ -85,7 +87,7 @@ class Tree:
     def _structure(self, rel: str, data: bytes) -> hazards.Structure | None:
         """The file's #if structure with every token (scan.file_structure); None when it is not UTF-8."""
         if rel not in self._structures:
-            from codemods.scan import file_structure  # scan imports this module; the fast reader lives there
+            from codemods.audit.scan import file_structure  # scan imports this module; the fast reader lives there
 
             try:
                 self._structures[rel] = file_structure(data)

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
-from codemods import errors
+from codemods.core import errors
 
 _hook: Callable[[str], None] | None = None  # set only by the tests' fault runner
 

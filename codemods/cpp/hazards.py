@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from codemods.arch import Arch, is_arch_macro
+from codemods.core.arch import Arch, is_arch_macro
 from codemods.gates import Gate, cuda_guard
 
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from codemods.arch import DEFAULT_ARCHS, Arch
+from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import decode, python_arch_list
 from codemods.gates._python import LONE_CR, TRIVIA, PythonSource, parse
 

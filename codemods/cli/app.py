@@ -16,18 +16,18 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from codemods import errors
-from codemods.arch import DEFAULT_ARCHS, ArchParseError, parse_archs
-from codemods import files
-from codemods.files import require_folder
-from codemods.lazy import LazyModule
+from codemods.core import errors
+from codemods.core.arch import DEFAULT_ARCHS, ArchParseError, parse_archs
+from codemods.apply import files
+from codemods.apply.files import require_folder
+from codemods.core.lazy import LazyModule
 
 # imported on first use: `codemod scan` needs none of them, and they pull in libcst and GitPython
-jit_cache = LazyModule("codemods.jit_cache")
-packages_mod = LazyModule("codemods.packages")
-recipes = LazyModule("codemods.recipes")
-report = LazyModule("codemods.report")
-workflow = LazyModule("codemods.workflow")
+jit_cache = LazyModule("codemods.jit.cache")
+packages_mod = LazyModule("codemods.apply.packages")
+recipes = LazyModule("codemods.recipes.model")
+report = LazyModule("codemods.render.report")
+workflow = LazyModule("codemods.apply.workflow")
 
 app = typer.Typer(
     add_completion=True,
@@ -517,7 +517,7 @@ def verify(
       codemod verify --repo ./flashinfer --base v0.6.3 --arch sm_120 --include ~/cutlass/include
       codemod verify --build --package flashinfer --arch sm_120 --module trtllm_comm
     """
-    from codemods.arch import Arch
+    from codemods.core.arch import Arch
 
     target_arch = None
     if arch:
@@ -549,10 +549,10 @@ def verify(
 
 
 def _verify_build(repo, target_arch, universe, modules, base, recipe, python, jobs, fmt) -> None:
-    """`verify --build`: the build proof (codemods.build_proof), with a progress bar per arch and source."""
+    """`verify --build`: the build proof (codemods.prove.build), with a progress bar per arch and source."""
     import contextlib
 
-    from codemods import build_proof
+    from codemods.prove import build as build_proof
 
     bar = None
     if err.is_terminal:
@@ -609,8 +609,8 @@ def scan(
     """
     import contextlib
 
-    from codemods import scan as scanner
-    from codemods.arch import Arch
+    from codemods.audit import scan as scanner
+    from codemods.core.arch import Arch
 
     repo = [root for root, _ in _targets(repo, package, python)]
     try:
@@ -648,7 +648,7 @@ def scan(
             if fmt is ScanFormat.json:
                 data = scanner.to_json(result)
             else:
-                from codemods.repo import provenance
+                from codemods.apply.repo import provenance
 
                 data = scanner.to_sarif(result, provenance(Path(root)))
             if fmt is ScanFormat.sarif:
@@ -704,7 +704,7 @@ def doctor(
       codemod doctor server.log --tp 8
       codemod doctor patched.log --baseline before.log --revert --repo ./flashinfer
     """
-    from codemods import doctor as core
+    from codemods.doctor import diagnosis as core
 
     if log is None and not preflight:
         raise typer.BadParameter("give a LOG file, or --preflight", param_hint="LOG")

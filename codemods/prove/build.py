@@ -4,13 +4,13 @@ For each JIT module whose spec or sources changed since the base (or each
 `--module`), on each target arch and each compared arch, on the base and on
 the work tree:
 
-1. the nvcc flags are those FlashInfer's own JIT would use (codemods.jit_flags
+1. the nvcc flags are those FlashInfer's own JIT would use (codemods.jit.flags
    evaluates its Python code); where the JIT refuses the arch (the module's
    gate excludes it) the module is "not built" there, as it would be on a GPU;
 2. each source is preprocessed (`nvcc -E`), and compiled (`nvcc -ptx`) unless
    the cache under $CODEMOD_BUILD_CACHE (default $CODEMOD_HOME/build-cache)
    holds a compile of the same preprocessed text with the same flags;
-3. the PTX is read (codemods.ptx): per kernel its instruction count, whether
+3. the PTX is read (codemods.prove.ptx): per kernel its instruction count, whether
    the body is `ret;` alone, and the PDL instructions it holds.
 
 It fails when a target arch builds a kernel empty that has a body on a
@@ -39,8 +39,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codemods import errors, jit_flags, ptx
-from codemods.arch import Arch
+from codemods.core import errors
+from codemods.jit import flags as jit_flags
+from codemods.prove import ptx
+from codemods.core.arch import Arch
 
 _CACHE_VERSION = 1
 _TIMEOUT_SECONDS = 3600
@@ -194,7 +196,7 @@ def data_links(build_backend: str) -> dict[str, str]:
 
 def promised(base: bytes, work: bytes, targets: tuple[Arch, ...], universe: tuple[Arch, ...]) -> list[tuple[int, str]]:
     """(line, PTX opcode) of each promise token in the body of a guard the change widened to a target."""
-    from codemods import hazards
+    from codemods.cpp import hazards
     from codemods.gates import SourceError, cuda_guard
 
     archs = tuple(dict.fromkeys((*universe, *targets)))
@@ -413,7 +415,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 def cache_root() -> Path:
-    from codemods.repo import codemod_home
+    from codemods.apply.repo import codemod_home
 
     return Path(os.environ.get("CODEMOD_BUILD_CACHE") or codemod_home() / "build-cache")
 
@@ -562,11 +564,11 @@ def prove(
     recipes_dirs: list[Path] | None = None,
 ) -> BuildReport:
     """Build the changed (or named) JIT modules of the FlashInfer tree at `path`, base and work tree, per arch."""
-    from codemods import recipes
-    from codemods import scan as scanner
-    from codemods import verify as verifier
-    from codemods.arch import family
-    from codemods.repo import ShadowRepo, open_repo
+    from codemods.recipes import model as recipes
+    from codemods.audit import scan as scanner
+    from codemods.prove import preprocess as verifier
+    from codemods.core.arch import family
+    from codemods.apply.repo import ShadowRepo, open_repo
 
     started = time.monotonic()
     path = Path(path)
@@ -696,7 +698,7 @@ def prove(
 
 
 def scanner_enclosing_git(path: Path) -> bool:
-    from codemods.repo import _enclosing, _ignored
+    from codemods.apply.repo import _enclosing, _ignored
 
     found = _enclosing(path)
     return found is not None and not found.bare and not _ignored(found, path)
@@ -725,8 +727,8 @@ def _function_text(source: bytes, name: str) -> str | None:
 
 def _specs(root: Path) -> list:
     """(file, jit_specs.JitSpec) of every spec in the tree's JIT folder."""
-    from codemods import jit_specs
-    from codemods import scan as scanner
+    from codemods.jit import specs as jit_specs
+    from codemods.audit import scan as scanner
     from codemods.gates import SourceError
 
     layout = scanner._detect(root)

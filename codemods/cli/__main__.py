@@ -1,0 +1,3 @@
+from codemods.cli.app import main
+
+main()
