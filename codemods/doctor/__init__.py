@@ -15,12 +15,12 @@ The names below are the package's API; text and JSON output is codemods.render.d
 from codemods.doctor.checkup import Checkup, checkup, healthy
 from codemods.doctor.compare import Comparison, compare
 from codemods.doctor.diagnosis import Diagnosis, diagnose, diagnose_file, refuse_if_not_a_log
-from codemods.doctor.tail import follow
 from codemods.doctor.logfile import MAX_LINE, log_lines
-from codemods.doctor.topology import Preflight, parse_topology, preflight
 from codemods.doctor.report import Event, Fatal, Report
 from codemods.doctor.rules import LogRule, load_rules, parse_rules
+from codemods.doctor.tail import follow
 from codemods.doctor.throughput import Samples, Throughput, steady_state
+from codemods.doctor.topology import Preflight, parse_topology, preflight
 
 __all__ = [
     "MAX_LINE", "Checkup", "Comparison", "Diagnosis", "Event", "Fatal", "LogRule", "Preflight", "Report", "Samples",

@@ -9,16 +9,17 @@ report printed).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from codemods.doctor.compare import Comparison, compare
 from codemods.doctor.diagnosis import Diagnosis, diagnose_file, refuse_if_not_a_log
-from codemods.doctor.tail import follow as follow_log
-from codemods.doctor.topology import Preflight, preflight, read_live_topology, read_topology_files
 from codemods.doctor.report import Event, Report
 from codemods.doctor.rules import load_rules
+from codemods.doctor.tail import follow as follow_log
+from codemods.doctor.topology import Preflight, preflight, read_live_topology, read_topology_files
 
 INTERRUPTED = "interrupted"  # Ctrl-C while following
 

@@ -16,16 +16,16 @@ from __future__ import annotations
 import math
 import re
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable
 
 from codemods.core import errors
 from codemods.doctor.logfile import log_lines
-from codemods.doctor.topology import parse_topology
 from codemods.doctor.report import PHASE_SERVING, PHASE_START, Event, Fatal, Report, SkipGroup, when
 from codemods.doctor.rules import AUTOTUNER_SKIPS, READY, THROUGHPUT, LogRule
 from codemods.doctor.throughput import Samples, steady_state
+from codemods.doctor.topology import parse_topology
 
 # "[2026-02-03 09:13:13 TP6] ..." (SGLang), "2026-02-03 09:13:10,300 - INFO - ..." (FlashInfer's logger), after an optional "(Actor pid=1) "
 _TIMESTAMP = re.compile(r"^(?:\([^)]*\)\s*)?\[?(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)")
@@ -140,15 +140,16 @@ class Diagnosis:
         if self.chain is not None and self._chained(line):
             self.recent.append(line)
             return events
-        rule, match = self._classify(line)
-        if rule is not None:
+        found = self._classify(line)
+        if found is not None:
+            rule, match = found
             if not stamp:
                 self.recognised += 1
             self._apply(rule, match, line, events)
         self.recent.append(line)
         return events
 
-    def _classify(self, line: str) -> tuple[LogRule | None, re.Match | None]:
+    def _classify(self, line: str) -> tuple[LogRule, re.Match] | None:
         for needle, several, search, rule in self._checks:  # runs for every line: kept flat
             if needle is not None:
                 if needle not in line:
@@ -162,7 +163,7 @@ class Diagnosis:
             match = search(line)
             if match:
                 return rule, match
-        return None, None
+        return None
 
     def _apply(self, rule: LogRule, match: re.Match, line: str, events: list[Event]) -> None:
         if rule.klass == "phase":
@@ -267,7 +268,7 @@ class Diagnosis:
         self.signal_count += 1
         if len(self.signals) < MAX_SIGNALS:
             self.signals.append(fatal)
-        decided = False
+        decided: Fatal | None = None
         if self.ready_line is not None:
             if self.fatal_after_ready is None:
                 self.fatal_after_ready = decided = fatal

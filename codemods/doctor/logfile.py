@@ -11,8 +11,9 @@ import gzip
 import os
 import stat
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 from codemods.apply import files
 from codemods.core import errors
@@ -43,7 +44,7 @@ def open_log(path: Path) -> BinaryIO:
         stream = os.fdopen(fd, "rb")
         if path.suffix == ".gz":
             unpacked = gzip.GzipFile(filename=str(path), mode="rb", fileobj=stream)
-            unpacked.myfileobj = stream  # closed with it
+            unpacked.myfileobj = stream  # type: ignore[assignment]  # closed with it
             return unpacked  # type: ignore[return-value]
         return stream
     except FileNotFoundError:

@@ -12,14 +12,13 @@ with the same results, only slower.
 from __future__ import annotations
 
 import re
-from typing import Union
 
 MIN_LENGTH = 3  # shorter needles would not make the pre-check cheaper than the search
 
 # A pattern read as a sequence of items: a literal character (str), something that is not a
 # literal character (None: a class, `.`, an anchor, a repeated item), or a group (a list of
 # alternatives, each a sequence).
-Item = Union[str, None, list]
+Item = str | None | list
 
 _SPECIAL_ESCAPES = {"a": "\a", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 _NOT_LITERAL_ESCAPES = frozenset("AZbBdDsSwW")
@@ -112,7 +111,7 @@ def _char_class(pattern: str, pos: int) -> tuple[Item, int]:
     start = pos + 1
     negated = pattern.startswith("^", start)
     pos = start + negated
-    tokens = []
+    tokens: list[str] = []
     while True:
         token = pattern[pos:pos + 2] if pattern[pos] == "\\" else pattern[pos]
         if token == "]" and tokens:
@@ -139,10 +138,10 @@ def _group(pattern: str, pos: int) -> tuple[Item, int]:
     flags = _FLAGS.match(pattern, pos)
     if flags is None:  # (?P=name), (?(1)yes|no)
         raise _Unknown(pattern)
-    added, removed, end = flags.group(1), flags.group(2) or "", flags.group(3)
+    added, removed, closer = flags.group(1), flags.group(2) or "", flags.group(3)
     if "x" in added + removed:
         raise _Unknown(pattern)
-    if end == ")":
+    if closer == ")":
         return "", flags.end()  # global flags, at the start: already in re.compile's flags
     group, after = _group_body(pattern, flags.end())
     return (None if "i" in added else group), after

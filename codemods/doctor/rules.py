@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from codemods.core import errors
 from codemods.doctor import needles
@@ -86,16 +86,6 @@ def load_rules(extra: Iterable[Path] = ()) -> list[LogRule]:
                 seen.add(rule.id)
                 rules.append(rule)
     return rules
-
-
-def _read_text(path: Path, option: str = "--rules") -> str:
-    try:
-        # never a FIFO or device (/dev/zero never ends); newlines read as read_text would
-        return files.read_regular(path).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-    except FileNotFoundError:
-        raise errors.FileRefused("file does not exist", where=str(path), hint=f"check {option}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise errors.FileRefused(f"cannot read the file: {exc}", where=str(path), hint=f"check {option}") from None
 
 
 def parse_rules(text: str, origin: str = "<rules>") -> list[LogRule]:

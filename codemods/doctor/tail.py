@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO
 
 from codemods.doctor.diagnosis import Diagnosis
 from codemods.doctor.logfile import MAX_LINE, decode, open_log

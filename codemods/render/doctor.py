@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from codemods.doctor.checkup import Checkup
 from codemods.doctor.compare import Comparison
-from codemods.doctor.topology import LINK_KINDS, P2P_STATUS, Preflight
 from codemods.doctor.report import Event, Fatal, Report, tp_mismatch, when
 from codemods.doctor.throughput import Throughput
+from codemods.doctor.topology import LINK_KINDS, P2P_STATUS, Preflight
 
 
 def checkup_json(c: Checkup) -> dict:
@@ -124,7 +124,7 @@ LAUNCHER_ADVICE = ("SGLang's own \"Possible solutions\" list (lower --mem-fracti
                    "disable torch compile or CUDA graphs) is for running out of memory during capture; it does not help here")
 
 
-def _tok(x: float) -> str:
+def _tok(x: float | None) -> str:
     return f"{x:,.1f}"
 
 
