@@ -1,4 +1,8 @@
-"""GPU topology for the preflight: whether the GPUs can reach each other peer-to-peer, from `nvidia-smi topo` matrices (FlashInfer's allreduce fusion needs it)."""
+"""GPU topology for --preflight: whether every GPU pair has P2P, read from `nvidia-smi topo` matrices.
+
+FlashInfer's allreduce fusion maps each rank's workspace into the others and
+reads it with peer loads, so it needs P2P between every pair of GPUs.
+"""
 
 from __future__ import annotations
 
