@@ -43,6 +43,20 @@ def parse(source: bytes) -> PythonSource:
     return PythonSource(source)
 
 
+def defines(source: bytes, name: str) -> bool:
+    """Whether the module binds `name` at its top level: a def, a class, an assignment or an import (not `*`).
+
+    Python's own symbol table answers it, without libcst; False for a file that does not parse.
+    """
+    try:
+        text = decode(source)
+        table = symtable.symtable(text[1:] if text.startswith(_BOM) else text, "<source>", "exec")
+        symbol = table.lookup(name)
+    except (SourceError, SyntaxError, ValueError, KeyError, RecursionError, MemoryError):
+        return False
+    return symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace()
+
+
 def too_deep(exc: BaseException) -> bool:
     """Whether Python's parser gave up on the source for its nesting rather than its syntax."""
     if isinstance(exc, (RecursionError, MemoryError)):  # MemoryError: the parser's own stack limit
