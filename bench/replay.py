@@ -45,11 +45,12 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
-    from codemods.recipes import model as recipes
+    from codemods.recipes import load as recipes
+    from codemods.recipes.model import ProjectTree
 
     project = recipes.projects()["flashinfer"]
     layout = next(layout for layout in project.layouts if layout.name == "checkout")
-    target = recipes.Target(project, layout, args.clone)
+    target = ProjectTree(project, layout, args.clone)
     chosen = {**({k: v[0] for k, v in RELEASES.items()} if args.all else {}), **BENCH_ONLY}
     rows = []
     for recipe_id, commit in sorted(chosen.items()):

@@ -20,11 +20,14 @@ from typing import Callable
 from codemods.core import errors
 from codemods.apply import files
 from codemods.apply import journal
-from codemods.recipes import model as recipes
+from codemods.recipes import load as recipes
 from codemods.apply.files import require_folder, resolved
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import SourceError
-from codemods.recipes.model import Plan, PlannedChange, Recipe
+from codemods.plan import planner
+from codemods.plan.changes import Plan, PlannedChange, half_patches
+from codemods.plan.rewrites import intended_rewrites
+from codemods.recipes.model import ProjectTree, Recipe
 from codemods.apply.repo import (
     TRAILER_BASE, TRAILER_CHANGE, TRAILER_FORCED, TRAILER_RECIPE, Applied, Repo, ShadowRepo, bad_branch_name, branch_name, open_repo,
     refuse_unusable,
@@ -40,7 +43,7 @@ class RunResult:
     branch: str = ""
     base: str = ""
     commits: list[tuple[str, str]] = field(default_factory=list)  # (sha, change id)
-    forced: list[tuple[str, str, str]] = field(default_factory=list)  # half-patches applied with --force (recipes.half_patches)
+    forced: list[tuple[str, str, str]] = field(default_factory=list)  # half-patches applied with --force (plan.changes.half_patches)
     would_refuse: errors.CodemodError | None = None  # dry run: why the real run would stop before writing
 
 
@@ -57,7 +60,7 @@ def prepare(recipe: Recipe, repo_path: Path, universe: tuple[Arch, ...] = DEFAUL
     names = [project] if project else sorted({c.project for c in recipe.changes})
     target = recipes.detect(repo_path.resolve(), names)
     repo = None if ShadowRepo.wanted(repo_path) and not ShadowRepo.location(repo_path).joinpath("git").is_dir() else open_repo(repo_path)
-    plan = recipes.plan(recipe, target, universe, only, skip, read=files.reader(target.root), force=force, offer_off=offer_off)
+    plan = planner.plan(recipe, target, universe, only, skip, read=files.reader(target.root), force=force, offer_off=offer_off)
     prefix = ""
     if repo is not None:
         rel = repo.rel(target.root)
@@ -66,10 +69,10 @@ def prepare(recipe: Recipe, repo_path: Path, universe: tuple[Arch, ...] = DEFAUL
 
 
 def failed_error(plans: list[Plan]) -> errors.CodemodError:
-    lines = [f"{plan.target.root}: {c.id}: {c.reason}" if len(plans) > 1 else f"{c.id}: {c.reason}" for plan in plans for c in plan.failed]
+    lines = [f"{plan.tree.root}: {c.id}: {c.reason}" if len(plans) > 1 else f"{c.id}: {c.reason}" for plan in plans for c in plan.failed]
     return errors.PlanFailed(
         f"{len(lines)} change(s) of {plans[0].recipe.id} cannot be planned:\n  " + "\n  ".join(lines),
-        where=str(plans[0].target.root) if len(plans) == 1 else "",
+        where=str(plans[0].tree.root) if len(plans) == 1 else "",
     )
 
 
@@ -193,7 +196,7 @@ def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, fo
         journal.checkpoint("shadow-ready" if repo.shadow else "repo-ready")
         repo = groups.get(repo.key, (repo, []))[0]
         if repo.shadow:
-            repo.ensure_base(plan.files(), f"pristine files of {plan.target.project.title} {plan.target.version()}".strip())
+            repo.ensure_base(plan.files(), f"pristine files of {plan.tree.project.title} {plan.tree.version()}".strip())
             journal.checkpoint("base-recorded")
         _check(repo, plan, prefix, recipe, path, branch)
         result = RunResult(plan, prefix, [], "pending")
@@ -236,7 +239,7 @@ def describe_half_patch(problem: tuple[str, str, str]) -> str:
 
 def _refuse_half_patches(result: RunResult, force: bool) -> None:
     """Stop (exit 3, nothing written) when the selection leaves out a change a selected one needs; --force records it."""
-    problems = recipes.half_patches(result.plan, result.selected)
+    problems = half_patches(result.plan, result.selected)
     if not problems:
         return
     if force:
@@ -247,7 +250,7 @@ def _refuse_half_patches(result: RunResult, force: bool) -> None:
     raise errors.PlanFailed(
         "this selection would leave a half-patch (a JIT spec admitting an arch whose kernel guards still drop it "
         "compiles empty kernels that return garbage):\n  " + "\n  ".join(lines),
-        where=str(result.plan.target.root),
+        where=str(result.plan.tree.root),
         hint=f"select {' and '.join(missing)} too (--only), or pass --force to apply it anyway (recorded in the commit); nothing was written",
     )
 
@@ -748,7 +751,7 @@ def verify_repo(
     return report, VerifyContext(repo, recipe_name, base_sha, targets, expected, headers, intended)
 
 
-def _third_party_headers(repo: Repo, target: recipes.Target, prefix: str, includes: list[Path]) -> HeaderSource:
+def _third_party_headers(repo: Repo, target: ProjectTree, prefix: str, includes: list[Path]) -> HeaderSource:
     """The layout's third-party include roots the tree lacks, and the folders that stand in for them."""
     missing = [d for d in _third_party_dirs(target) if not (target.root / d).is_dir()]
     for folder in includes:
@@ -767,13 +770,13 @@ def _third_party_headers(repo: Repo, target: recipes.Target, prefix: str, includ
     return source
 
 
-def _third_party_dirs(target: recipes.Target) -> list[str]:
+def _third_party_dirs(target: ProjectTree) -> list[str]:
     """The layout's include roots other than the project's own include and csrc folders."""
     own = {target.layout.places.get("include"), target.layout.places.get("csrc")}
     return [d for d in target.layout.include_dirs if d not in own]
 
 
-def _installed_headers(target: recipes.Target) -> tuple[str, list[str]] | None:
+def _installed_headers(target: ProjectTree) -> tuple[str, list[str]] | None:
     """The third-party include folders of this interpreter's installed package of the same project and version."""
     from codemods.apply import packages
 
@@ -807,4 +810,4 @@ def _intended(recipe_name: str, recipes_dirs, target, file: str, base: bytes, wo
         recipe = recipes.find_recipe(recipe_name, recipes_dirs) if recipe_name else None
     except errors.CodemodError:
         recipe = None
-    return recipes.intended_rewrites(recipe, target, file, base, work) if recipe is not None else (base, [])
+    return intended_rewrites(recipe, target, file, base, work) if recipe is not None else (base, [])

@@ -25,7 +25,9 @@ from codemods.core.lazy import LazyModule
 # imported on first use: `codemod scan` needs none of them, and they pull in libcst and GitPython
 jit_cache = LazyModule("codemods.jit.cache")
 packages_mod = LazyModule("codemods.apply.packages")
-recipes = LazyModule("codemods.recipes.model")
+recipes = LazyModule("codemods.recipes.load")
+recipe_model = LazyModule("codemods.recipes.model")
+recipe_cases = LazyModule("codemods.recipes.cases")
 report = LazyModule("codemods.render.report")
 workflow = LazyModule("codemods.apply.workflow")
 
@@ -234,7 +236,7 @@ def run(
                 hint="the diff is on the codemod branch too: `git diff BASE codemod/RECIPE`" if applied else "nothing was written",
             ) from None
     caches = [
-        _jit_cache(r.plan.jit_modules(), r.plan.target, clear_jit_cache and r.status in ("applied", "dry-run"), dry_run)
+        _jit_cache(r.plan.jit_modules(), r.plan.tree, clear_jit_cache and r.status in ("applied", "dry-run"), dry_run)
         for r in results
     ]
     if fmt is Format.json:
@@ -242,7 +244,7 @@ def run(
         for result, cache in zip(results, caches):
             data = report.plan_json(result.plan, result.prefix, dry_run, None)
             data.update(
-                upstream_advice=recipes.upstream_advice(chosen, result.plan.target),
+                upstream_advice=recipe_model.upstream_advice(chosen, result.plan.tree),
                 status=result.status, branch=result.branch or None, selected=[c.id for c in result.selected],
                 commits=[{"sha": sha, "change": cid} for sha, cid in result.commits], jit_cache=cache,
                 forced=[workflow.describe_half_patch(p) for p in result.forced],
@@ -269,7 +271,7 @@ def _upstream_advice(chosen, roots: list[tuple[Path, Optional[str]]]) -> list[st
         except (errors.CodemodError, OSError):
             continue
         where = f" ({root})" if len(roots) > 1 else ""
-        out += [escape(line) + where for line in recipes.upstream_advice(chosen, target)]
+        out += [escape(line) + where for line in recipe_model.upstream_advice(chosen, target)]
     return out
 
 
@@ -294,7 +296,7 @@ def _render_result(chosen, root: Path, package: Optional[str], result, universe,
         err.print(line, markup=False)
     if result.status in ("dry-run", "applied"):
         _render_matrix(plan, universe, shown)
-    project = f"{plan.target.project.title} {plan.target.version() or ''}".strip()
+    project = f"{plan.tree.project.title} {plan.tree.version() or ''}".strip()
     if result.status == "already-enabled":
         err.print(f"already enabled: {project} at {root} already admits {', '.join(a.name for a in plan.targets)}; nothing to do, no branch made")
     elif result.status == "already-applied":
@@ -761,7 +763,7 @@ def recipe_test(
     chosen = recipes.load_recipe(file)
     if not chosen.tests:
         raise errors.RecipeInvalid("has no [[test]] cases", where=str(file), hint="add [[test]] tables with change, before and after")
-    results = recipes.run_cases(chosen, _universe(archs))
+    results = recipe_cases.run_cases(chosen, _universe(archs))
     for result in results:
         mark = "ok  " if result.ok else "FAIL"
         _out(f"{mark} {result.case.name}: {result.message}\n")

@@ -564,7 +564,7 @@ def prove(
     recipes_dirs: list[Path] | None = None,
 ) -> BuildReport:
     """Build the changed (or named) JIT modules of the FlashInfer tree at `path`, base and work tree, per arch."""
-    from codemods.recipes import model as recipes
+    from codemods.recipes import load as recipes
     from codemods.audit import scan as scanner
     from codemods.prove import preprocess as verifier
     from codemods.core.arch import family

@@ -6,7 +6,7 @@ from typing import Any
 
 from codemods.render import diff as diffs
 from codemods.core.arch import Arch, ArchSet
-from codemods.recipes.model import Plan, PlannedChange
+from codemods.plan.changes import Plan, PlannedChange
 from codemods.apply.repo import Applied
 
 
@@ -56,9 +56,9 @@ def gate_rows(plan: Plan, changes: list[PlannedChange] | None = None) -> list[di
 def plan_json(plan: Plan, prefix: str, dry_run: bool, changes: list[PlannedChange] | None = None) -> dict[str, Any]:
     return {
         "recipe": plan.recipe.id,
-        "project": plan.target.project.name,
-        "layout": plan.target.layout.name,
-        "version": plan.target.version() or None,
+        "project": plan.tree.project.name,
+        "layout": plan.tree.layout.name,
+        "version": plan.tree.version() or None,
         "archs": [a.name for a in plan.recipe.archs],
         "targets": [a.name for a in plan.targets],
         "dry_run": dry_run,

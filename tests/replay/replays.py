@@ -71,9 +71,9 @@ def extra_lines(before: bytes, ours: bytes, upstream: bytes) -> tuple[list[str],
 
 def replay(recipe, target, read_before: Callable[[str], bytes], read_upstream: Callable[[str], bytes]) -> dict:
     """Plan `recipe` on the earlier tree and judge each file it changes against upstream's."""
-    from codemods.recipes import model as recipes
+    from codemods.plan import planner
 
-    plan = recipes.plan(recipe, target, read=read_before)
+    plan = planner.plan(recipe, target, read=read_before)
     outcomes = {c.id: (c.outcome, c.reason) for c in plan.changes}
     files: dict[str, tuple[bytes, bytes]] = {}
     for change in plan.changes:

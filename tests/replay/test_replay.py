@@ -15,11 +15,12 @@ from conftest import fetch_wheel  # noqa: E402
 
 
 def _wheel_target(wheel: Path):
-    from codemods.recipes import model as recipes
+    from codemods.recipes import load as recipes
+    from codemods.recipes.model import ProjectTree
 
     project = recipes.projects()["flashinfer"]
     layout = next(layout for layout in project.layouts if layout.name == "wheel")
-    return recipes.Target(project, layout, wheel)
+    return ProjectTree(project, layout, wheel)
 
 
 def _reader(wheel: Path):
@@ -45,7 +46,7 @@ def test_every_replay_recipe_is_listed_and_its_cases_pass(cli):
 @pytest.mark.real
 @pytest.mark.parametrize("recipe_id", sorted(RELEASES))
 def test_replay_on_release_pair(recipe_id):
-    from codemods.recipes.model import load_recipe
+    from codemods.recipes.load import load_recipe
 
     commit, before, after = RELEASES[recipe_id]
     earlier = fetch_wheel("flashinfer-python", before)

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REAL_RELEASES, unpack_wheel
-from codemods.recipes import model as recipes
+from codemods.recipes import load as recipes
+from codemods.plan import planner
 from codemods.gates import _predicates
 
 HERE = Path(__file__).parent / "recipes"
@@ -30,7 +31,7 @@ def test_replay_line_for_line(name: str, release: tuple[str, str, str]) -> None:
     earlier, later = unpack_wheel(dist, old), unpack_wheel(dist, new)
     recipe = recipes.load_recipe(HERE / f"{name}.toml")
     target = recipes.detect(earlier)
-    plan = recipes.plan(recipe, target, read=lambda rel: (earlier / rel).read_bytes())
+    plan = planner.plan(recipe, target, read=lambda rel: (earlier / rel).read_bytes())
     assert not plan.failed, [c.reason for c in plan.failed]
     assert plan.changed, "the recipe must change the earlier release"
     for pc in plan.changed:
