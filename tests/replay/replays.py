@@ -1,46 +1,83 @@
-"""Upstream gate edits replayed by recipes under tests/replay/recipes, and how a replay is judged.
+"""Upstream gate edits replayed by recipes under tests/replay/recipes: the one list, and how a replay is judged.
 
-Each recipe was written from the README alone, for one FlashInfer commit that
-only widened gates (plus comments, messages and unrelated code around them).
-`RELEASES` names the last PyPI release without the commit and the first with
-it, for the `real` tests; `BENCH_ONLY` are the commits with no such pair
-(the release is not on PyPI as a py3-none-any wheel, or no release holds the
-commit yet), replayed by bench/replay.py against a local clone.
+A replay is one upstream edit that only changes which archs a check admits
+(FlashInfer commits, SGLang release diffs), and a recipe for it written from
+the README alone. Where PyPI has the last release without the edit and the
+first with it, tests/replay/test_replay.py applies the recipe to the earlier
+wheel and judges it against the later one (`real`, runs in CI); the rest
+(`releases=None`) are replayed by bench/replay.py against a local FlashInfer
+clone, parent commit against commit. `replay()` is the one judgement: every
+gate the recipe selects changes, and each changed file comes out line for
+line with upstream's, no extra edits. `fails` says which shape codemod lacks
+for a replay that does not come out line for line (kept in the list and in
+the score: bench/replay.py prints it for every replay).
 """
 
 from __future__ import annotations
 
 import difflib
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 RECIPES = Path(__file__).parent / "recipes"
 
-# recipe id: (upstream commit, release before, first release with it)
-RELEASES = {
-    "nvfp4-attention-sm121": ("0f69698c7", "0.6.15", "0.6.16"),
-    "cublaslt-bf16-sm80-up": ("27e035e2a", "0.6.14", "0.6.15"),
-    "sm121-sm120-guards": ("dd417a502", "0.6.4", "0.6.5"),
-    "router-gemm-sm103": ("2234bf76f", "0.6.7", "0.6.8"),
-    "mxfp8-gemm-sm120": ("fe0539318", "0.6.7", "0.6.8"),
-    "cudnn-bf16-sm87-up": ("4b02655f1", "0.6.10", "0.6.11"),
-    "bmm-fp8-sm110": ("002087cfd", "0.6.3", "0.6.4"),
-    "cudnn-bmm-bf16-sm80-up": ("f6717ff6b", "0.6.11", "0.6.12"),
-    "cudnn-bmm-mxfp8-sm110-up": ("f6717ff6b", "0.6.11", "0.6.12"),
-    "cudnn-bf16-sm80": ("e7f630c80", "0.6.7", "0.6.8"),
-    "xqa-sm110": ("54101e953", "0.5.2", "0.5.3"),
-}
-BENCH_ONLY = {
-    "b12x-fp4-gemm-sm121": "06cb1b764",  # 0.6.8 has no b12x backend yet; 0.6.9 is the first with both
-    "cute-dsl-moe-sm120": "eb52e19ec",  # 0.6.9 also holds 8a9970b45, which narrowed these lists again
-    "cutlass-fp8-gemm-sm120": "90abf04e4",  # 0.3.0 / 0.3.1: no py3-none-any wheel on PyPI
-    "xqa-sm121": "5854494a0",  # 0.4.1: no py3-none-any wheel on PyPI
-    "mm-fp4-sm121": "a5ff03391",  # 0.4.1 likewise
-    "svdquant-sm107": "a6dfe70b7",  # after v0.6.17, the last release tag of the clone
-    "cute-dsl-sm107": "f09227492",  # likewise
-}
-NAMED = {"nvfp4-attention-sm121", "cublaslt-bf16-sm80-up", "sm121-sm120-guards", "cutlass-fp8-gemm-sm120", "xqa-sm121"}
+DIST = {"flashinfer": "flashinfer-python", "sglang": "sglang"}
+
+
+@dataclass(frozen=True)
+class Replay:
+    recipe: str  # tests/replay/recipes/<recipe>.toml
+    project: str  # flashinfer | sglang
+    commit: str | None  # upstream FlashInfer commit; None for SGLang (release diffs: no git host here)
+    releases: tuple[str, str] | None  # (last release without the edit, first with it) on PyPI; None: bench only
+    bench_why: str = ""  # why there is no release pair
+    fails: str = ""  # not line for line: the shape or selector codemod lacks
+    named: bool = False  # one of the edits issue 17 names
+
+
+def _fi(recipe, commit, releases, bench_why="", fails="", named=False):
+    return Replay(recipe, "flashinfer", commit, releases, bench_why, fails, named)
+
+
+def _sg(recipe, releases, fails="", named=False):
+    return Replay(recipe, "sglang", None, releases, "", fails, named)
+
+
+REPLAYS = [
+    # FlashInfer, with a PyPI release pair
+    _fi("nvfp4-attention-sm121", "0f69698c7", ("0.6.15", "0.6.16"), named=True),
+    _fi("fi-nvfp4-attention-aot-sm121", "0f69698c7", ("0.6.15", "0.6.16"), named=True),
+    _fi("cublaslt-bf16-sm80-up", "27e035e2a", ("0.6.14", "0.6.15"), named=True),
+    _fi("sm121-sm120-guards", "dd417a502", ("0.6.4", "0.6.5"), named=True),
+    _fi("fi-fmha-v2-deepseek-sm121", "9e5ec6a0c", ("0.6.3", "0.6.4"), named=True),
+    _fi("router-gemm-sm103", "2234bf76f", ("0.6.7", "0.6.8")),
+    _fi("mxfp8-gemm-sm120", "fe0539318", ("0.6.7", "0.6.8")),
+    _fi("cudnn-bf16-sm87-up", "4b02655f1", ("0.6.10", "0.6.11")),
+    _fi("bmm-fp8-sm110", "002087cfd", ("0.6.3", "0.6.4")),
+    _fi("cudnn-bmm-bf16-sm80-up", "f6717ff6b", ("0.6.11", "0.6.12")),
+    _fi("cudnn-bmm-mxfp8-sm110-up", "f6717ff6b", ("0.6.11", "0.6.12")),
+    _fi("cudnn-bf16-sm80", "e7f630c80", ("0.6.7", "0.6.8")),
+    _fi("xqa-sm110", "54101e953", ("0.5.2", "0.5.3")),
+    # FlashInfer, against a local clone only
+    _fi("cutlass-fp8-gemm-sm120", "90abf04e4", None, "0.3.0 / 0.3.1: no py3-none-any wheel on PyPI", named=True),
+    _fi("xqa-sm121", "5854494a0", None, "0.4.1: no py3-none-any wheel on PyPI", named=True),
+    _fi("b12x-fp4-gemm-sm121", "06cb1b764", None, "0.6.8 has no b12x backend yet; 0.6.9 is the first with both"),
+    _fi("cute-dsl-moe-sm120", "eb52e19ec", None, "0.6.9 also holds 8a9970b45, which narrowed these lists again"),
+    _fi("mm-fp4-sm121", "a5ff03391", None, "0.4.1: no py3-none-any wheel on PyPI"),
+    _fi("svdquant-sm107", "a6dfe70b7", None, "after v0.6.17, the last release tag of the clone"),
+    _fi("cute-dsl-sm107", "f09227492", None, "after v0.6.17, the last release tag of the clone"),
+    # SGLang release diffs
+    _sg("sg-mxfp4-marlin-sm120", ("0.5.12", "0.5.13"), named=True),
+    _sg("sg-deepgemm-ue8m0-sm121", ("0.5.20", "0.5.21")),
+    _sg("sg-bf16-gemv-sm12x", ("0.5.22", "0.5.23")),
+    _sg("sg-mxfp4-marlin-moe-sm12x", ("0.5.13", "0.5.14")),
+]
+
+BY_RECIPE = {r.recipe: r for r in REPLAYS}
+WITH_RELEASES = [r for r in REPLAYS if r.releases]
+BENCH_ONLY = [r for r in REPLAYS if not r.releases]
 
 
 NEAR = 3
@@ -87,13 +124,29 @@ def replay(recipe, target, read_before: Callable[[str], bytes], read_upstream: C
     return {"outcomes": outcomes, "extra": judged, "line_for_line": line_for_line}
 
 
-# Python-gate replays (python_arch_test, python_arch_or with predicates read from source), with the
-# release pair each is checked on in test_replay_real.py: (recipe, (dist, before, after)).
-PYTHON_REPLAYS = [
-    ("fi-fmha-v2-deepseek-sm121", ("flashinfer-python", "0.6.3", "0.6.4")),  # 9e5ec6a0c
-    ("fi-nvfp4-attention-aot-sm121", ("flashinfer-python", "0.6.15", "0.6.16")),  # 0f69698c7
-    ("sg-mxfp4-marlin-sm120", ("sglang", "0.5.12", "0.5.13")),
-    ("sg-deepgemm-ue8m0-sm121", ("sglang", "0.5.20", "0.5.21")),  # python_capability: get_device_sm() == 120
-    ("sg-bf16-gemv-sm12x", ("sglang", "0.5.22", "0.5.23")),  # python_capability: [0] != 9 -> not in (9, 12)
-    ("sg-mxfp4-marlin-moe-sm12x", ("sglang", "0.5.13", "0.5.14")),  # python_arch_test: not P -> not P and not Q
-]
+def wheel_reader(wheel: Path) -> Callable[[str], bytes]:
+    """Read a file of a wheel (site-packages layout) without unpacking it."""
+    import zipfile
+
+    archive = zipfile.ZipFile(wheel)
+    names = set(archive.namelist())
+
+    def read(rel: str) -> bytes:
+        if rel not in names:
+            raise FileNotFoundError(rel)
+        return archive.read(rel)
+
+    return read
+
+
+def on_release_pair(entry: Replay, fetch_wheel: Callable[[str, str], Path]) -> dict:
+    """`replay()` of one entry on its PyPI release pair: the earlier wheel planned, the later one the reference."""
+    from codemods.recipes import model as recipes
+
+    before, after = entry.releases
+    earlier, later = fetch_wheel(DIST[entry.project], before), fetch_wheel(DIST[entry.project], after)
+    project = recipes.projects()[entry.project]
+    layout = next(layout for layout in project.layouts if layout.name == "wheel")
+    target = recipes.Target(project, layout, earlier)
+    recipe = recipes.load_recipe(RECIPES / f"{entry.recipe}.toml")
+    return replay(recipe, target, wheel_reader(earlier), wheel_reader(later))
