@@ -49,7 +49,7 @@ def _on_clone(entry, clone: Path) -> dict:
     layout = next(layout for layout in project.layouts if layout.name == "checkout")
     target = recipes.Target(project, layout, clone)
     recipe = recipes.load_recipe(RECIPES / f"{entry.recipe}.toml")
-    return replay(recipe, target, _reader(clone, f"{entry.commit}^"), _reader(clone, entry.commit))
+    return replay(recipe, target, _reader(clone, f"{entry.commit}^"), _reader(clone, entry.commit), force=bool(entry.force))
 
 
 def main() -> int:

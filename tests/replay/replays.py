@@ -35,10 +35,11 @@ class Replay:
     bench_why: str = ""  # why there is no release pair
     fails: str = ""  # not line for line: the shape or selector codemod lacks
     named: bool = False  # one of the edits issue 17 names
+    force: str = ""  # planned as `run --force` would, and why a user reading the refusal would pass it
 
 
-def _fi(recipe, commit, releases, bench_why="", fails="", named=False):
-    return Replay(recipe, "flashinfer", commit, releases, bench_why, fails, named)
+def _fi(recipe, commit, releases, bench_why="", fails="", named=False, force=""):
+    return Replay(recipe, "flashinfer", commit, releases, bench_why, fails, named, force)
 
 
 def _sg(recipe, releases, fails="", named=False):
@@ -60,6 +61,26 @@ REPLAYS = [
     _fi("cudnn-bmm-mxfp8-sm110-up", "f6717ff6b", ("0.6.11", "0.6.12")),
     _fi("cudnn-bf16-sm80", "e7f630c80", ("0.6.7", "0.6.8")),
     _fi("xqa-sm110", "54101e953", ("0.5.2", "0.5.3")),
+    _fi("cutlass-fp4-gemm-sm110", "1e75bff99", ("0.5.0", "0.5.1")),
+    _fi("trtllm-allreduce-sm12x", "2deed6c15", ("0.6.16.post4", "0.6.17")),
+    _fi("sm107-router-routing", "290c09186", ("0.6.15", "0.6.16")),
+    _fi("sm107-norm-quant-deepgemm", "290c09186", ("0.6.15", "0.6.16")),
+    _fi("fa2-large-head-sm80", "5a73a36a7", ("0.6.14", "0.6.15")),
+    _fi(
+        "fused-moe-jit-sm120", "ad893cfab", ("0.6.6", "0.6.7"),
+        force="the JIT hazard check finds wgmma in nv_internal/.../deep_gemm/mma_utils.cuh, a header member"
+        " function the SM12x build never instantiates; upstream shipped the same lists",
+    ),
+    _fi(
+        "hash-topk-sm107", "290c09186", ("0.6.15", "0.6.16"),
+        fails="python_arch_list cannot follow a decorator argument that names a module-level list"
+        " (`@supported_compute_capability(_HASH_TOPK_SUPPORTED_CC)`): refused as not a list literal",
+    ),
+    _fi(
+        "b12x-dense-launch-sm121", "9a463df0d", ("0.6.11", "0.6.12"),
+        fails="python_capability does not read an arch name held as a string (`sm_version != \"sm_120\"`"
+        " -> `not in (\"sm_120\", \"sm_121\")`); it has no `names` selector to declare one: not found",
+    ),
     # FlashInfer, against a local clone only
     _fi("cutlass-fp8-gemm-sm120", "90abf04e4", None, "0.3.0 / 0.3.1: no py3-none-any wheel on PyPI", named=True),
     _fi("xqa-sm121", "5854494a0", None, "0.4.1: no py3-none-any wheel on PyPI", named=True),
@@ -68,11 +89,57 @@ REPLAYS = [
     _fi("mm-fp4-sm121", "a5ff03391", None, "0.4.1: no py3-none-any wheel on PyPI"),
     _fi("svdquant-sm107", "a6dfe70b7", None, "after v0.6.17, the last release tag of the clone"),
     _fi("cute-dsl-sm107", "f09227492", None, "after v0.6.17, the last release tag of the clone"),
+    _fi(
+        "xqa-fp8-sm100", "ef687e900", None, "0.4.1: no py3-none-any wheel on PyPI",
+        fails="cuda_guard: a one-term `#elif __CUDA_ARCH__ == 900` is widened with a range"
+        " (`|| (__CUDA_ARCH__ >= 1000 && __CUDA_ARCH__ < 1100)`), not as an equality chain"
+        " (`|| __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030`); and a continued chain is filled up to the"
+        " column limit before the backslash, where upstream breaks before the terms it adds",
+    ),
     # SGLang release diffs
     _sg("sg-mxfp4-marlin-sm120", ("0.5.12", "0.5.13"), named=True),
     _sg("sg-deepgemm-ue8m0-sm121", ("0.5.20", "0.5.21")),
     _sg("sg-bf16-gemv-sm12x", ("0.5.22", "0.5.23")),
     _sg("sg-mxfp4-marlin-moe-sm12x", ("0.5.13", "0.5.14")),
+    _sg(
+        "sg-blackwell-sm110", ("0.5.8", "0.5.9"),
+        fails="python_arch_list has no selector for a module-level assignment: `call = \"partial\"` +"
+        " `keyword` picks all five `partial(_check_cuda_device_version, device_capability_majors=[...])`"
+        " predicates of utils/common.py, not only `is_blackwell_supported = ...` (an `assigns` selector)",
+    ),
+    _sg(
+        "sg-dsv3-router-gemm-sm103", ("0.5.10", "0.5.11"),
+        fails="python_capability has no `names` selector: `_device_sm` is imported from"
+        " models/deepseek_common/utils.py (= get_device_sm()), so `_device_sm == 100` is not found;"
+        " upstream also writes `in [100, 103]` (a list) where codemod writes `in (100, 103)`",
+    ),
+    _sg(
+        "sg-dsv4-fp4-indexer-sm120", ("0.5.16", "0.5.17"),
+        fails="python_arch_test does not wrap a condition that grows past the file's line length the way"
+        " its formatter (black) does: upstream has `... and not (` / `is_sm100_supported() or"
+        " is_sm120_supported()` / `):`, codemod one 103-column line",
+    ),
+    _sg(
+        "sg-kimi-attn-res-sm12x", ("0.5.18", "0.5.19"),
+        fails="python_capability refuses a bound (`major < 10`); upstream keeps the bound and adds an"
+        " equality disjunct (`major < 10 or major == 12`), a shape codemod lacks",
+    ),
+    _sg(
+        "sg-qwen-qkv-epilogue-sm90", ("0.5.19", "0.5.20"),
+        fails="python_capability refuses moving a bound (`get_device_capability(...)[0] >= 10` -> `>= 9`)"
+        " even where no other major lies between the old bound and the new one",
+    ),
+    _sg(
+        "sg-minimax-h3-sage-sm120", ("0.5.20", "0.5.21"),
+        fails="python_capability does not read the platform's capability object"
+        " (`current_platform.get_device_capability()` then `capability.to_int() != 90`): not found",
+    ),
+    _sg(
+        "sg-vision-fa4-sm103", ("0.5.20", "0.5.21"),
+        fails="python_capability reads `major == 10 and minor != 3` as admitting sm_103 (the `minor != 3`"
+        " exclusion is ignored), so it widens the `if major == 9:` (fa3) branch to `in (9, 10)` instead"
+        " of dropping the exclusion (`elif major == 10:`); no selector picks one branch of an if/elif",
+    ),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
@@ -106,11 +173,13 @@ def extra_lines(before: bytes, ours: bytes, upstream: bytes) -> tuple[list[str],
     return sorted(extra_added), sorted(extra_removed)
 
 
-def replay(recipe, target, read_before: Callable[[str], bytes], read_upstream: Callable[[str], bytes]) -> dict:
+def replay(
+    recipe, target, read_before: Callable[[str], bytes], read_upstream: Callable[[str], bytes], force: bool = False
+) -> dict:
     """Plan `recipe` on the earlier tree and judge each file it changes against upstream's."""
     from codemods.recipes import model as recipes
 
-    plan = recipes.plan(recipe, target, read=read_before)
+    plan = recipes.plan(recipe, target, read=read_before, force=force)
     outcomes = {c.id: (c.outcome, c.reason) for c in plan.changes}
     files: dict[str, tuple[bytes, bytes]] = {}
     for change in plan.changes:
@@ -149,4 +218,4 @@ def on_release_pair(entry: Replay, fetch_wheel: Callable[[str, str], Path]) -> d
     layout = next(layout for layout in project.layouts if layout.name == "wheel")
     target = recipes.Target(project, layout, earlier)
     recipe = recipes.load_recipe(RECIPES / f"{entry.recipe}.toml")
-    return replay(recipe, target, wheel_reader(earlier), wheel_reader(later))
+    return replay(recipe, target, wheel_reader(earlier), wheel_reader(later), force=bool(entry.force))
