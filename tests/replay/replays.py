@@ -65,6 +65,7 @@ REPLAYS = [
     _fi("trtllm-allreduce-sm12x", "2deed6c15", ("0.6.16.post4", "0.6.17")),
     _fi("sm107-router-routing", "290c09186", ("0.6.15", "0.6.16")),
     _fi("sm107-norm-quant-deepgemm", "290c09186", ("0.6.15", "0.6.16")),
+    _fi("sm107-gemm-base", "290c09186", ("0.6.15", "0.6.16")),
     _fi("fa2-large-head-sm80", "5a73a36a7", ("0.6.14", "0.6.15")),
     _fi(
         "fused-moe-jit-sm120", "ad893cfab", ("0.6.6", "0.6.7"),
@@ -75,6 +76,17 @@ REPLAYS = [
         "hash-topk-sm107", "290c09186", ("0.6.15", "0.6.16"),
         fails="python_arch_list cannot follow a decorator argument that names a module-level list"
         " (`@supported_compute_capability(_HASH_TOPK_SUPPORTED_CC)`): refused as not a list literal",
+    ),
+    _fi(
+        "bmm-fp8-heuristic-sm107", "290c09186", ("0.6.15", "0.6.16"),
+        fails="python_arch_list has no selector for one call among several in a function: `call ="
+        " \"_match_sm_version\"`, `position = 1` also picks `is_sm120_supported = _match_sm_version(A.device,"
+        " [\"120\", \"121\"])` beside `is_sm_supported = ...` and adds \"107\" there too (an `assigns` selector)",
+    ),
+    _fi(
+        "cutlass-moe-backend-sm107", "290c09186", ("0.6.15", "0.6.16"),
+        fails="python_capability does not read a capability held as a string (`backend in (\"100\", \"110\")`,"
+        " backend = major and minor digits) and has no `names` selector to declare it: not found",
     ),
     _fi(
         "b12x-dense-launch-sm121", "9a463df0d", ("0.6.11", "0.6.12"),
@@ -117,7 +129,7 @@ REPLAYS = [
         "sg-dsv4-fp4-indexer-sm120", ("0.5.16", "0.5.17"),
         fails="python_arch_test does not wrap a condition that grows past the file's line length the way"
         " its formatter (black) does: upstream has `... and not (` / `is_sm100_supported() or"
-        " is_sm120_supported()` / `):`, codemod one 103-column line",
+        " is_sm120_supported()` / `):`, codemod one 102-column line",
     ),
     _sg(
         "sg-kimi-attn-res-sm12x", ("0.5.18", "0.5.19"),
