@@ -11,19 +11,31 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from codemods.audit import classify
-from codemods.audit.records import Context, FileScan, gate_record
 from codemods.audit.prefilter import ARCH_TOKEN, runtime_check_re
+from codemods.audit.records import Context, FileScan, gate_record
 from codemods.core.arch import Arch, ArchSet, is_arch_macro
 from codemods.core.lazy import LazyModule
 from codemods.cpp import hazards
-from codemods.cpp.directives import BOM, Comments, Lines, check_balanced, find_directives, logical_end, logical_start
+from codemods.cpp.directives import (
+    BOM,
+    Comments,
+    Lines,
+    check_balanced,
+    find_directives,
+    logical_end,
+    logical_start,
+)
 from codemods.cpp.hazards import Structure
 from codemods.cpp.regions import build_structure, has_family_token
 from codemods.gates import Gate, cuda_guard, decode
 
-cpp_runtime_check = LazyModule("codemods.gates.cpp_runtime_check")
+if TYPE_CHECKING:
+    from codemods.gates import cpp_runtime_check
+else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of them
+    cpp_runtime_check = LazyModule("codemods.gates.cpp_runtime_check")
 
 
 _GUARD_LINE_RE = re.compile(rb"[ \t\f\v]*#[ \t]*(ifdef|ifndef|if|elifdef|elifndef|elif)\b")

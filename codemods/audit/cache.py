@@ -16,16 +16,20 @@ import os
 import time
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codemods.apply import repo
 from codemods.apply.files import write_atomic
-from codemods.audit.records import Context, FileScan, ScanResult
 from codemods.audit.listing import stamp_at, stamp_of, under
+from codemods.audit.records import Context, FileScan, ScanResult
 from codemods.core.arch import Arch
 from codemods.core.lazy import LazyModule
 from codemods.cpp.hazards import Branch, Hit, Structure
 
-jit_specs = LazyModule("codemods.jit.specs")
+if TYPE_CHECKING:
+    from codemods.jit import specs as jit_specs
+else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of them
+    jit_specs = LazyModule("codemods.jit.specs")
 
 
 CACHE_VERSION = 1
@@ -90,6 +94,11 @@ def prune_cache(cache: Path, limit: int) -> int:
 
 
 # ---------------------------------------------------------------- listing files
+
+
+def objects_folder(cache: Path) -> str:
+    """Where the per-file results of the cache at `cache` live (Context.cache)."""
+    return str(Path(cache) / f"v{CACHE_VERSION}" / "objects")
 
 
 @lru_cache(maxsize=1)
@@ -178,6 +187,7 @@ class Index:
 
 def _object_path(context: Context, digest: str, in_jit: bool) -> Path:
     key = hashlib.sha256(f"{digest}|{context.key}|{int(in_jit)}".encode()).hexdigest()
+    assert context.cache is not None  # callers check: no cache, no objects
     return Path(context.cache) / key[:2] / f"{key[2:40]}.json"
 
 

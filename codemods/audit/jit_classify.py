@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from codemods.audit import classify
 from codemods.audit.jit_modules import Module
@@ -12,8 +13,12 @@ from codemods.cpp import hazards
 from codemods.cpp.hazards import Hit
 from codemods.gates import python_capability
 
-jit_specs = LazyModule("codemods.jit.specs")
-kernel_paths = LazyModule("codemods.audit.kernel_paths")
+if TYPE_CHECKING:
+    from codemods.audit import kernel_paths
+    from codemods.jit import specs as jit_specs
+else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of them
+    jit_specs = LazyModule("codemods.jit.specs")
+    kernel_paths = LazyModule("codemods.audit.kernel_paths")
 CAPABILITY_KIND = python_capability.KIND
 
 
@@ -104,8 +109,8 @@ def _module_lacking(paths: kernel_paths.Tree, specs: list[tuple[str, jit_specs.J
             found += [h for branch in shape.branches for h in branch.hits if h.family in names]
             hits += found
     instructions = [h for h in hits if not h.wrapper]
-    found = hazards.describe(instructions or hits, arch)
-    return found or _arch_tags(paths, specs, arch, seen)
+    described = hazards.describe(instructions or hits, arch)
+    return described or _arch_tags(paths, specs, arch, seen)
 
 
 # A CUTLASS 3.x kernel's ArchTag picks its collectives: Sm90 ones use wgmma, Sm100/103/110 ones tcgen05/UMMA.
@@ -118,7 +123,7 @@ def _arch_tags(paths: kernel_paths.Tree, specs, arch: Arch, files: set[str]) -> 
     for rel in sorted(files):
         data = paths.source(rel)
         match = _ARCH_TAG_RE.search(data) if data is not None and b"cutlass::arch::Sm" in data else None
-        if match is not None and int(match.group(1)) // 10 != arch.major:
+        if match is not None and data is not None and int(match.group(1)) // 10 != arch.major:
             line = data.count(b"\n", 0, match.start()) + 1
             return [f"{match.group().decode()} ({rel}:{line}): a CUTLASS kernel built from sm_{match.group(1).decode()} "
                     f"collectives, whose instructions {arch.name} lacks"]
@@ -131,9 +136,9 @@ def owners(gates: list[dict], modules: list[Module]) -> None:
     for module in modules:
         for rel in module.files:
             compiling.setdefault(rel, []).append(module.name)
-        gate = module.spec.gate
-        if gate is not None:
-            compiling.setdefault(f"{module.file}:{gate.line}", []).append(module.name)
+        spec_gate = module.spec.gate
+        if spec_gate is not None:
+            compiling.setdefault(f"{module.file}:{spec_gate.line}", []).append(module.name)
     for gate in gates:
         if not gate["excludes_arch"]:
             continue

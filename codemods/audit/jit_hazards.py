@@ -1,25 +1,53 @@
 """The hazards of a FlashInfer tree for one arch: empty kernels, and instructions the arch lacks where it compiles them.
 
-- `empty-kernel`: a spec's gate admits the arch, while a guard in its
-  closure compiles a body of code out on the arch's JIT target and keeps it
-  on an older target the spec is built for.
-- `unsupported-instruction`: an arch-selected branch the arch's JIT target
-  takes, around tokens of an instruction the arch lacks; or a Python gate
-  that admits the arch and selects a JIT module compiling them
-  (kernel_paths).
+`codemod scan` of a FlashInfer tree (checkout, wheel or package layout)
+also reads the JIT specs under `flashinfer/jit` (jit_specs) and follows each spec's
+sources through their `#include "..."`/`<...>` closure inside the tree
+(the including file's folder for quoted includes, then the include root,
+the csrc folder and the spec's extra include dirs), and reports:
+
+- `empty-kernel`: the spec's gate lists majors (or flag targets) and
+  admits `arch`, while a guard in its closure compiles a body of code out
+  on `arch`'s JIT target (hazards.jit_target), keeps it on an *older*
+  target the spec is built for, and leaves `arch` no other branch of the
+  group with code: a guard written before `arch` existed (`< 1200`,
+  `== 1000`). The kernel runs without that code and returns wrong results
+  with no error. A guard that keeps code only for newer targets (`>= 1000`
+  seen from sm_90) marks a feature `arch` lacks and is not reported; nor is
+  a guard nested in one `arch` already skips. Specs without such a gate are
+  built for whatever the user asks and are not judged: such a guard was
+  there before any widening.
+- `unsupported-instruction`: an arch-selected branch (`#if __CUDA_ARCH__ >=
+  1000`, or the `#else` after one) that `arch`'s JIT target takes, around
+  tokens of an instruction `arch` lacks (`tcgen05.alloc`), so the module
+  does not build. No hazard when every spec whose closure holds the file
+  is gated away from `arch`; `potential` when the file is in no spec's
+  closure or only in specs without a gate, when the branch also depends
+  on other macros, or when only CuTe/CUTLASS wrapper names are found
+  (they may compile to a trap instead). Also at a Python gate that admits
+  `arch` and selects a JIT module (an or-chain or capability test through
+  the `gen_*_module` it calls; a spec's arch list through the spec) whose
+  closure, CUTLASS included, holds such tokens in code `arch`'s target
+  compiles (kernel_paths); definite only for an instruction in one of the
+  spec's sources or under an arch guard that admits the target.
 """
 
 from __future__ import annotations
 
-from codemods.audit.records import one_line
+from typing import TYPE_CHECKING
+
 from codemods.audit.jit_modules import Module
+from codemods.audit.records import one_line
 from codemods.core.arch import Arch
 from codemods.core.lazy import LazyModule
 from codemods.cpp import hazards
 from codemods.cpp.hazards import Structure
 from codemods.gates import python_capability
 
-kernel_paths = LazyModule("codemods.audit.kernel_paths")
+if TYPE_CHECKING:
+    from codemods.audit import kernel_paths
+else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of them
+    kernel_paths = LazyModule("codemods.audit.kernel_paths")
 CAPABILITY_KIND = python_capability.KIND
 
 
@@ -101,6 +129,7 @@ def unsupported(
         admitting = [m for m in holders if m.admits(arch) is True]
         ungated = [m for m in holders if m.admits(arch) is None]
         # (target, module name, whether only potential, where the file is built)
+        contexts: list[tuple[Arch, str | None, bool, str]]
         if admitting:
             contexts = [
                 (m.target(arch, all_specific), m.name, False, f"{m.name} is built for {arch.name}") for m in admitting
@@ -191,15 +220,15 @@ def python_gate_paths(
             out.append(record)
     seen: set[tuple[str, int]] = set()
     for module in modules:
-        gate = module.spec.gate
-        if gate is None or not gate.admits(arch) or (module.file, gate.line) in seen:
+        spec_gate = module.spec.gate
+        if spec_gate is None or not spec_gate.admits(arch) or (module.file, spec_gate.line) in seen:
             continue
-        seen.add((module.file, gate.line))
+        seen.add((module.file, spec_gate.line))
         found = kernel_paths.check_specs(paths, [(module.file, module.spec)], (arch,))
         # Tokens under an arch guard of the module's closure are unsupported's, at the guard.
         found.found = [finding for finding in found.found if not finding.guard]
         found.undecided = []
-        record = _python_gate_record(module.file, gate.line, gate.text, found, arch)
+        record = _python_gate_record(module.file, spec_gate.line, spec_gate.text, found, arch)
         if record is not None:
             out.append(record)
     return out

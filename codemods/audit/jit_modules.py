@@ -6,6 +6,7 @@ import posixpath
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codemods.audit.listing import inside_tree, read_regular, stamp_at
 from codemods.core.arch import Arch
@@ -13,8 +14,12 @@ from codemods.core.lazy import LazyModule
 from codemods.cpp import hazards
 from codemods.cpp.directives import includes
 
-jit_specs = LazyModule("codemods.jit.specs")
-kernel_paths = LazyModule("codemods.audit.kernel_paths")
+if TYPE_CHECKING:
+    from codemods.audit import kernel_paths
+    from codemods.jit import specs as jit_specs
+else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of them
+    jit_specs = LazyModule("codemods.jit.specs")
+    kernel_paths = LazyModule("codemods.audit.kernel_paths")
 
 
 @dataclass(frozen=True)
@@ -36,7 +41,9 @@ def layouts() -> tuple[Layout, ...]:
     and csrc folders, named for another project whose headers a closure
     follows (hazards.FOLLOWED_INCLUDES: CUTLASS/CuTe).
     """
-    from codemods.recipes import model as recipes  # the planner's import chain; a scan of C sources needs none of it
+    from codemods.recipes import (
+        model as recipes,  # the planner's import chain; a scan of C sources needs none of it
+    )
 
     found = []
     for project in recipes.projects().values():

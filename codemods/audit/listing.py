@@ -1,4 +1,14 @@
-"""The files of a tree a scan reads: git's listing (submodules and nested repositories too) or a plain walk, and their stamps."""
+"""The files of a tree a scan reads: git's listing (submodules and nested repositories too) or a plain walk, and their stamps.
+
+`git ls-files -co --exclude-standard` in a git work tree, so .gitignore is
+respected, and submodules and nested repositories are listed the same way;
+a plain walk elsewhere, skipping `.git` and `__pycache__`. Symlinks out of
+the tree, FIFOs and devices ("not a regular file") and submodules not
+initialised (an empty folder, or files without a repository of their own:
+skipped with the `git submodule update --init` to run) are left out. Binary
+files (a NUL byte in the first 8 KiB) are skipped by the workers;
+`include_all` scans them and ignored files too.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +20,6 @@ from pathlib import Path
 
 from codemods.apply import repo
 from codemods.apply.files import NotRegularFile, read_regular_status
-
 
 C_SUFFIXES = (
     ".cu", ".cuh", ".h", ".hpp", ".inl", ".cpp", ".cc", ".cxx", ".c", ".hh", ".hxx", ".ipp", ".tcc", ".inc",

@@ -7,11 +7,16 @@ import os
 from dataclasses import dataclass
 
 from codemods.audit.analysis import analyse
-from codemods.audit.records import Context, FileScan
 from codemods.audit.cache import load_object, store_object
-from codemods.audit.listing import BINARY_PROBE, NOT_REGULAR, read_regular, stamp_of, under
+from codemods.audit.listing import (
+    BINARY_PROBE,
+    NOT_REGULAR,
+    read_regular,
+    stamp_of,
+    under,
+)
 from codemods.audit.prefilter import may_hold_gates
-
+from codemods.audit.records import Context, FileScan
 
 # Below this many files to parse a process pool costs more than it saves.
 POOL_MINIMUM = 64

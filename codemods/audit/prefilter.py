@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from codemods.audit.listing import PYTHON_SUFFIXES
 from codemods.core.lazy import LazyModule
 from codemods.gates import python_capability
 
-python_arch_list = LazyModule("codemods.gates.python_arch_list")
-python_arch_or = LazyModule("codemods.gates.python_arch_or")
-python_arch_test = LazyModule("codemods.gates.python_arch_test")
-cpp_runtime_check = LazyModule("codemods.gates.cpp_runtime_check")
+if TYPE_CHECKING:
+    from codemods.gates import (
+        cpp_runtime_check,
+        python_arch_list,
+        python_arch_or,
+        python_arch_test,
+    )
+else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of them
+    python_arch_list = LazyModule("codemods.gates.python_arch_list")
+    python_arch_or = LazyModule("codemods.gates.python_arch_or")
+    python_arch_test = LazyModule("codemods.gates.python_arch_test")
+    cpp_runtime_check = LazyModule("codemods.gates.cpp_runtime_check")
 
 
 ARCH_TOKEN = b"__CUDA_ARCH"

@@ -15,18 +15,31 @@ import bisect
 import re
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from codemods.audit.records import Context, FileScan, gate_record
 from codemods.audit.c_files import cuda_gates
-from codemods.audit.prefilter import ARCH_TOKEN, JIT_RE, PYTHON_PREFILTERS, named_or_re, python_arch_list, python_arch_or, python_kinds
+from codemods.audit.prefilter import (
+    ARCH_TOKEN,
+    JIT_RE,
+    PYTHON_PREFILTERS,
+    named_or_re,
+    python_arch_list,
+    python_arch_or,
+    python_kinds,
+)
+from codemods.audit.records import Context, FileScan, gate_record
 from codemods.core.arch import Arch
 from codemods.core.lazy import LazyModule
 from codemods.cpp.directives import NoComments
 from codemods.gates import Gate, SourceError, decode, python_capability
 from codemods.gates.python_capability import COMPOUND, PythonText, nodes_in
 
-jit_specs = LazyModule("codemods.jit.specs")
-_python = LazyModule("codemods.gates._python")
+if TYPE_CHECKING:
+    from codemods.gates import _python
+    from codemods.jit import specs as jit_specs
+else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of them
+    jit_specs = LazyModule("codemods.jit.specs")
+    _python = LazyModule("codemods.gates._python")
 
 
 class Pruned:
@@ -161,8 +174,8 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
             line = getattr(exc, "lineno", None)
             raise SourceError(f"not valid Python: line {line}: {getattr(exc, 'msg', exc)}") from None
         # ast may not know newer syntax libcst does; libcst decides (and says what is wrong).
-        gates = [gate for kind in kinds for gate in _find_every(kind, data, context.universe)]
-        out.gates = [gate_record(rel, gate, context.arch) for gate in gates]
+        found = [gate for kind in kinds for gate in _find_every(kind, data, context.universe)]
+        out.gates = [gate_record(rel, gate, context.arch) for gate in found]
         if want_specs:
             out.specs = jit_specs.find(data, context.universe)
         return out
@@ -211,7 +224,7 @@ def _string_guards(text: PythonText, tree: ast.Module, candidates: list[Gate]) -
     """The cuda_guard lines that lie inside Python string literals (CUDA source written by a generator)."""
     inside: list[tuple[int, int]] = []
     for node, _ in nodes_in(text, tree.body, lambda piece: ARCH_TOKEN in piece, 0):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.end_lineno > node.lineno:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and (node.end_lineno or 0) > node.lineno:
             inside.append(text.span(node))
     if not inside:
         return []

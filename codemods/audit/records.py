@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codemods.audit import classify
 from codemods.core.arch import Arch, ArchSet
@@ -12,7 +13,10 @@ from codemods.core.lazy import LazyModule
 from codemods.cpp.hazards import Structure
 from codemods.gates import Gate, cuda_guard
 
-jit_specs = LazyModule("codemods.jit.specs")
+if TYPE_CHECKING:
+    from codemods.jit import specs as jit_specs
+else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of them
+    jit_specs = LazyModule("codemods.jit.specs")
 
 
 @dataclass
@@ -54,7 +58,7 @@ class Context:
 
 
 
-def gate_record(rel: str, gate: Gate, arch: Arch, path: classify.Path | None = None, lacking: list[str] = ()) -> dict:
+def gate_record(rel: str, gate: Gate, arch: Arch, path: classify.Path | None = None, lacking: list[str] | tuple[str, ...] = ()) -> dict:
     """A gate's record: what it admits, whether it excludes `arch`, and its classification (classify).
 
     `path` is what `arch` gets where the gate excludes it (by kind when

@@ -29,20 +29,40 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from codemods.audit.records import Context, FileScan, ScanResult
-from codemods.audit.cache import CACHE_VERSION, Index, Snapshot, cache_limit, context_key, load_object, prune_cache
+from codemods.audit.cache import (
+    Index,
+    Snapshot,
+    cache_limit,
+    context_key,
+    load_object,
+    objects_folder,
+    prune_cache,
+)
 from codemods.audit.jit_classify import classify_jit_gates, owners
 from codemods.audit.jit_hazards import empty_kernels, python_gate_paths, unsupported
-from codemods.audit.jit_modules import Layout, Module, TreeFiles, closures_over, detect, read_modules
+from codemods.audit.jit_modules import (
+    Layout,
+    Module,
+    TreeFiles,
+    closures_over,
+    detect,
+    read_modules,
+)
 from codemods.audit.listing import NOT_REGULAR, list_files
 from codemods.audit.pool import POOL_MINIMUM, Outcome, make_chunks, scan_chunk
+from codemods.audit.records import Context, FileScan, ScanResult
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.core.lazy import LazyModule
 from codemods.cpp.hazards import Structure
 
-jit_specs = LazyModule("codemods.jit.specs")
-kernel_paths = LazyModule("codemods.audit.kernel_paths")
+if TYPE_CHECKING:
+    from codemods.audit import kernel_paths
+    from codemods.jit import specs as jit_specs
+else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of them
+    jit_specs = LazyModule("codemods.jit.specs")
+    kernel_paths = LazyModule("codemods.audit.kernel_paths")
 
 
 @dataclass
@@ -66,15 +86,8 @@ class _Job:
 
 
 def scan(
-    root: Path,
-    arch: Arch,
-    universe: tuple[Arch, ...] = DEFAULT_ARCHS,
-    jobs: int = 0,
-    *,
-    include_all: bool = False,
-    hazards: bool = True,
-    cache: Path | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    root: Path, arch: Arch, universe: tuple[Arch, ...] = DEFAULT_ARCHS, jobs: int = 0, *, include_all: bool = False,
+    hazards: bool = True, cache: Path | None = None, progress: Callable[[int, int], None] | None = None,
 ) -> ScanResult:
     """Gates and hazards for `arch` in the tree at `root`.
 
@@ -83,7 +96,7 @@ def scan(
     `include_all` also scans binary files and files .gitignore excludes.
     `hazards=False` lists the gates only: no widenability (no #if
     structure is built) and no hazards (no JIT spec is read).
-    `cache` is a folder for per-file results (`default_cache()`), None for
+    `cache` is a folder for per-file results (`cache.default_cache()`), None for
     none. `progress(done, total)` is called as files are done.
     """
     return scan_many(
@@ -189,7 +202,7 @@ def _prepare(
         layout=layout is not None,
         include_all=include_all,
         hazards=hazards,
-        cache=str(Path(cache) / f"v{CACHE_VERSION}" / "objects") if cache is not None else None,
+        cache=objects_folder(cache) if cache is not None else None,
         key=context_key(arch, universe, layout is not None, hazards),
     )
     mode = f"{int(include_all)}{int(hazards)}"
@@ -210,7 +223,7 @@ def _prepare(
         else:  # a FIFO or a device: opening it may block
             unlisted.append({"file": rel, "reason": NOT_REGULAR})
     entries = [index.lookup(rel, status) for rel, status in statuses] if index is not None else []
-    if index is not None:
+    if index is not None and cache is not None:
         job.snapshot = Snapshot(Path(cache), root, mode, context.key, unlisted)
         if all(entry is not None for entry in entries):
             job.result = job.snapshot.load(root, arch, universe, index)
@@ -218,7 +231,7 @@ def _prepare(
                 job.stats["parsed"] = job.result.stats["parsed"]
                 job.stats["snapshot"] = True
                 job.stats["cache_hits"] = len(statuses)
-                job.stats["binary"] = sum(entry[3] == "binary" for entry in entries)
+                job.stats["binary"] = sum(entry is not None and entry[3] == "binary" for entry in entries)
                 return job
     for position, (rel, status) in enumerate(statuses):
         entry = entries[position] if index is not None else None

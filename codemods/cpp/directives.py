@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 from codemods.gates import SourceError
 
-
 _LEXEME_RE = re.compile(
     rb"""/\*.*?(?:\*/|\Z)|//(?:\\\r?\n|[^\n])*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""", re.DOTALL
 )

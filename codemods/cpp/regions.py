@@ -13,7 +13,15 @@ import re
 from dataclasses import dataclass
 
 from codemods.cpp import hazards
-from codemods.cpp.directives import WORD, Comments, Directive, Lines, condition_text, find_directives, has_code
+from codemods.cpp.directives import (
+    WORD,
+    Comments,
+    Directive,
+    Lines,
+    condition_text,
+    find_directives,
+    has_code,
+)
 from codemods.cpp.hazards import Hit, Structure
 from codemods.gates import decode
 
@@ -135,7 +143,7 @@ def collect_hits(data, comments, shape: Structure, segments, families, everywher
                 ranges[-1][1] = high
             else:
                 ranges.append([low, high])
-    found: list[tuple[int, str, str, bool, int]] = []
+    found: list[tuple[int, str, str, bool, int | None]] = []
     for token_pattern in TOKEN_PATTERNS if ranges else ():
         family = token_pattern.family.name
         if family not in names:
@@ -143,9 +151,9 @@ def collect_hits(data, comments, shape: Structure, segments, families, everywher
         pattern, boundary, named, wrapper = (
             token_pattern.pattern, token_pattern.boundary, token_pattern.named, token_pattern.wrapper
         )
-        seen: set[tuple[int, bytes]] = set()
+        seen: set[tuple[int | None, bytes]] = set()
 
-        def accept(match: re.Match, owner: int) -> None:
+        def accept(match: re.Match, owner: int | None) -> None:
             begin = match.start()
             if boundary and begin > 0 and data[begin - 1] in WORD:
                 return

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from codemods.audit.records import ScanResult, one_line
 
-
 RULES = {
     "gate-excludes-arch": (
         "note",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from codemods.audit import classify
 from codemods.audit.records import ScanResult, one_line
 from codemods.core.arch import Arch
@@ -103,7 +105,7 @@ def to_text(result: ScanResult, *, verbose: bool = False, quiet: bool = False, c
         return "\n".join(lines) + "\n"
     first = sibling(result.arch, result.universe)
     specific = {id(g) for g in excluding if first is not None and classify.differs(g, first.name)}
-    sections = []
+    sections: list[tuple[str | None, Callable[[dict], bool]]] = []
     if first is not None:
         sections.append((f"specific to {arch} (they admit {first.name}, not {arch})", lambda g: id(g) in specific))
         sections.append((None, lambda g: id(g) not in specific))
