@@ -9,14 +9,11 @@ from typing import TYPE_CHECKING
 
 from codemods.audit import classify
 from codemods.core.arch import Arch, ArchSet
-from codemods.core.lazy import LazyModule
 from codemods.cpp.hazards import Structure
 from codemods.gates import Gate, cuda_guard
 
 if TYPE_CHECKING:
     from codemods.jit import specs as jit_specs
-else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of them
-    jit_specs = LazyModule("codemods.jit.specs")
 
 
 @dataclass
