@@ -22,6 +22,7 @@ from codemods.apply import repo
 from codemods.apply.files import write_atomic
 from codemods.audit.listing import stamp_at, stamp_of, under
 from codemods.audit.records import Context, FileScan, ScanResult
+from codemods.core import targets
 from codemods.core.arch import Arch
 from codemods.core.lazy import LazyModule
 from codemods.cpp.hazards import Branch, Hit, Structure
@@ -93,9 +94,6 @@ def prune_cache(cache: Path, limit: int) -> int:
     return deleted
 
 
-# ---------------------------------------------------------------- listing files
-
-
 def objects_folder(cache: Path) -> str:
     """Where the per-file results of the cache at `cache` live (Context.cache)."""
     return str(Path(cache) / f"v{CACHE_VERSION}" / "objects")
@@ -103,11 +101,14 @@ def objects_folder(cache: Path) -> str:
 
 @lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """A hash of every module of the package: any change to the code is a new cache (no hand-kept list)."""
+    """A hash of every module of the package and of the project files (the layouts a scan reads): any change to
+    the code or that data is a new cache (no hand-kept list)."""
     package = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256(str(CACHE_VERSION).encode())
     for path in sorted(package.rglob("*.py")):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    for path in targets.project_files():
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:32]
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codemods.audit.listing import inside_tree, read_regular, stamp_at
+from codemods.core import targets
 from codemods.core.arch import Arch
 from codemods.core.lazy import LazyModule
 from codemods.cpp import hazards
@@ -40,23 +41,19 @@ def layouts() -> tuple[Layout, ...]:
     and csrc folders, named for another project whose headers a closure
     follows (hazards.FOLLOWED_INCLUDES: CUTLASS/CuTe).
     """
-    from codemods.recipes import (
-        model as recipes,  # the planner's import chain; a scan of C sources needs none of it
-    )
-
     found = []
-    for project in recipes.projects().values():
-        for layout in project.layouts:
-            places = layout.places
-            if not {"jit", "csrc", "include"} <= places.keys():
+    for project in targets.project_tables():
+        for layout in project.get("layout", ()):
+            if not {"jit", "csrc", "include"} <= layout.keys():
                 continue
+            own = (layout["csrc"], layout["include"])
             libraries = tuple(
                 folder
-                for folder in layout.include_dirs
-                if folder not in (places["csrc"], places["include"])
-                and any(part in hazards.FOLLOWED_INCLUDES and part != project.name for part in folder.split("/"))
+                for folder in layout.get("include_dirs", ())
+                if folder not in own
+                and any(part in hazards.FOLLOWED_INCLUDES and part != project["name"] for part in folder.split("/"))
             )
-            found.append(Layout(layout.name, places["jit"], places["csrc"], places["include"], libraries))
+            found.append(Layout(layout["name"], layout["jit"], layout["csrc"], layout["include"], libraries))
     return tuple(found)
 
 

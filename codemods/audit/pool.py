@@ -41,9 +41,6 @@ def make_chunks(todo: list[tuple[str, int]], workers: int) -> list[list[str]]:
     return chunks
 
 
-# ---------------------------------------------------------------- the cache
-
-
 @dataclass
 class Outcome:
     """One file scanned in a worker."""

@@ -22,6 +22,7 @@ from typing import Callable
 
 from codemods import gates
 from codemods.core import errors
+from codemods.core.targets import data_root, project_files
 from codemods.apply import files
 from codemods.cpp import hazards
 from codemods.audit import kernel_paths
@@ -68,15 +69,6 @@ def required_selectors(module: ModuleType) -> set[str]:
 
 
 # ---------------------------------------------------------------- data files
-
-
-def data_root() -> Path:
-    """targets/ as installed inside the package, or beside it in a source checkout."""
-    package = Path(__file__).resolve().parents[1]
-    for candidate in (package / "targets", package.parent / "targets"):
-        if candidate.is_dir():
-            return candidate
-    raise errors.RecipeInvalid("the built-in targets/ data is missing from this install", hint="reinstall codemod")
 
 
 @dataclass(frozen=True)
@@ -576,7 +568,7 @@ def find_recipe(name: str, extra: list[Path] | None = None) -> Recipe:
 
 
 def projects() -> dict[str, Project]:
-    return {p.name: p for p in (load_project(f) for f in sorted((data_root() / "projects").glob("*.toml")))}
+    return {p.name: p for p in (load_project(f) for f in project_files())}
 
 
 # ---------------------------------------------------------------- detection
