@@ -117,7 +117,6 @@ def context_key(arch: Arch, universe: tuple[Arch, ...], layout: bool, hazards: b
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-
 def _tree_file(root: Path, mode: str) -> str:
     """The file name of a tree's index and snapshot, for a mode and this version of the code."""
     return hashlib.sha256(f"{root.resolve()}|{mode}|{code_fingerprint()}".encode()).hexdigest()[:32] + ".json"
@@ -289,8 +288,6 @@ def _spec_from_data(data: dict) -> jit_specs.JitSpec:
         if gate is None
         else jit_specs.JitGate(gate[0], gate[1], gate[2], tuple(gate[3]), tuple(Arch.parse(t) for t in gate[4])),
     )
-
-
 
 
 class Snapshot:

@@ -73,7 +73,6 @@ def _collect(root: Path, prefix: str, include_all: bool, found: list[str], base:
             found.append(rel)
 
 
-
 def _not_a_work_tree(folder: Path, rel: str) -> str:
     """Why a submodule folder (a folder git lists, in no work tree of its own) is not scanned, and what to run."""
     command = f"`git submodule update --init {shlex.quote(rel)}`"
@@ -88,7 +87,6 @@ def _not_a_work_tree(folder: Path, rel: str) -> str:
         f"submodule not initialised (its folder holds files but no repository); move them away and run "
         f"{command} to scan it, or scan them as they are with `codemod scan --all`"
     )
-
 
 
 def _walk(folder: Path, prefix: str, found: list[str], base: Path) -> None:

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class ScanResult:
+    """Everything one scan of one tree found: gate records, skipped files, hazards, JIT modules, stats."""
+
     root: Path
     arch: Arch
     universe: tuple[Arch, ...]
@@ -31,6 +33,8 @@ class ScanResult:
 
 @dataclass
 class FileScan:
+    """One file's part of a scan (what the cache stores per file content)."""
+
     file: str
     gates: list[dict] = field(default_factory=list)
     skipped: str = ""
@@ -54,8 +58,9 @@ class Context:
     key: str  # what the cached results depend on besides a file's bytes
 
 
-
-def gate_record(rel: str, gate: Gate, arch: Arch, path: classify.Path | None = None, lacking: list[str] | tuple[str, ...] = ()) -> dict:
+def gate_record(
+    rel: str, gate: Gate, arch: Arch, path: classify.Path | None = None, lacking: list[str] | tuple[str, ...] = ()
+) -> dict:
     """A gate's record: what it admits, whether it excludes `arch`, and its classification (classify).
 
     `path` is what `arch` gets where the gate excludes it (by kind when

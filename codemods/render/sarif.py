@@ -35,7 +35,6 @@ RULES = {
 }
 
 
-
 def _tool_version() -> str | None:
     try:
         from importlib.metadata import version
