@@ -22,7 +22,10 @@ import pytest
 from conftest import git, init_repo, tree_digest
 from codemods.cpp import hazards
 from codemods.core.arch import Arch
-from codemods.audit.scan import check, scan, to_json, to_sarif, to_text
+from codemods.audit.scan import check, scan
+from codemods.render.sarif import to_sarif
+from codemods.render.scan_json import to_json
+from codemods.render.scan_text import to_text
 
 SM120 = Arch.parse("sm_120")
 RECIPE = Path(__file__).parent / "data" / "fmha-sm120.toml"

@@ -43,6 +43,7 @@ from codemods.jit import specs as jit_specs
 from codemods.core.arch import Arch
 from codemods.gates import SourceError
 from codemods.cpp.hazards import Closures, Hit
+from codemods.cpp.regions import file_structure
 
 SELECTING_KINDS = ("python_arch_or", "python_arch_list", "python_capability", "python_arch_test")
 # The functions a gate's body calls that build or fetch a JIT module (FlashInfer's naming).
@@ -84,16 +85,19 @@ class Tree:
                 self._parsed[rel] = None
         return self._parsed[rel]
 
-    def _structure(self, rel: str, data: bytes) -> hazards.Structure | None:
-        """The file's #if structure with every token (scan.file_structure); None when it is not UTF-8."""
+    def structure(self, rel: str, data: bytes) -> hazards.Structure | None:
+        """The file's #if structure with every token (cpp.regions.file_structure); None when it is not UTF-8."""
         if rel not in self._structures:
-            from codemods.audit.scan import file_structure  # scan imports this module; the fast reader lives there
-
             try:
                 self._structures[rel] = file_structure(data)
             except SourceError:
                 self._structures[rel] = None
         return self._structures[rel]
+
+    def specs_named(self, names: list[str]) -> list[tuple[str, jit_specs.JitSpec]]:
+        """(file, spec) of the specs named `names` among the files read so far."""
+        wanted = set(names)
+        return [(rel, spec) for rel, specs in self._specs.items() for spec in specs if spec.module in wanted]
 
     def know_specs(self, rel: str, specs: list[jit_specs.JitSpec]) -> None:
         """The JIT specs made in file `rel`, as a caller already read them (scan's workers)."""
@@ -119,7 +123,7 @@ class Tree:
             families = hazards.lacking(target)
             shape = None
             if data is not None and hazards.may_hold(data, families, instructions=library):
-                shape = self._structure(rel, data)
+                shape = self.structure(rel, data)
             self._compiled[key] = (
                 ([], []) if shape is None else hazards.compiled(shape, target, families, definitions=library)
             )

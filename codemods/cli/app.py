@@ -611,8 +611,9 @@ def scan(
     """
     import contextlib
 
-    from codemods.audit import scan as scanner
+    from codemods.audit import cache as scan_cache, scan as scanner
     from codemods.core.arch import Arch
+    from codemods.render import sarif, scan_json, scan_text
 
     repo = [root for root, _ in _targets(repo, package, python)]
     try:
@@ -632,7 +633,7 @@ def scan(
         task = bar.add_task(str(repo[0]) if len(repo) == 1 else f"{len(repo)} trees", total=None) if bar is not None else None
         scanned = scanner.scan_many(
             repo, target, _universe(archs), jobs, include_all=include_all, hazards=not gates_only,
-            cache=None if no_cache else scanner.default_cache(),
+            cache=None if no_cache else scan_cache.default_cache(),
             progress=(lambda done, total: bar.update(task, completed=done, total=total)) if bar is not None else None,
         )
     results = list(zip(repo, scanned))
@@ -642,17 +643,17 @@ def scan(
             if several:
                 _out(f"== {root}\n")
             color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-            text = scanner.to_text(result, verbose=verbose, quiet=quiet, color=color)
+            text = scan_text.to_text(result, verbose=verbose, quiet=quiet, color=color)
             _out(text if text.endswith("\n") else text + "\n")
     else:
         merged: dict = {}
         for root, result in results:
             if fmt is ScanFormat.json:
-                data = scanner.to_json(result)
+                data = scan_json.to_json(result)
             else:
                 from codemods.apply.repo import provenance
 
-                data = scanner.to_sarif(result, provenance(Path(root)))
+                data = sarif.to_sarif(result, provenance(Path(root)))
             if fmt is ScanFormat.sarif:
                 merged.setdefault("$schema", data.get("$schema"))
                 merged.setdefault("version", data["version"])
@@ -665,7 +666,7 @@ def scan(
                     merged.setdefault(key, []).append(item)
         if fmt is ScanFormat.json:
             merged = _document({key: merged.get(key, []) for key in ("gates", "skipped", "hazards")})
-            _out(scanner.dumps(merged) + "\n")
+            _out(scan_json.dumps(merged) + "\n")
         else:
             _out(json.dumps({k: v for k, v in merged.items() if v is not None}, indent=2) + "\n")
     for root, result in results if verbose else ():

@@ -67,7 +67,7 @@ class LogRule:
 
 
 def builtin_rules_path() -> Path:
-    from codemods.recipes.load import data_root
+    from codemods.core.targets import data_root
 
     return data_root() / "doctor" / "sglang.toml"
 

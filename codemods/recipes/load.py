@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 
 from codemods.apply import files
 from codemods.core import errors
+from codemods.core.targets import data_root, project_files
 from codemods.core.arch import Arch, ArchParseError
 from codemods.gates.base import GateKind
 from codemods.gates.registry import KINDS
@@ -29,15 +30,6 @@ from codemods.recipes.model import (
     Upstream,
     release,
 )
-
-
-def data_root() -> Path:
-    """targets/ as installed inside the package, or beside it in a source checkout."""
-    package = Path(__file__).resolve().parents[1]
-    for candidate in (package / "targets", package.parent / "targets"):
-        if candidate.is_dir():
-            return candidate
-    raise errors.RecipeInvalid("the built-in targets/ data is missing from this install", hint="reinstall codemod")
 
 
 _RECIPE_KEYS = {"id", "summary", "arch", "admit", "notes", "change", "test", "upstream"}
@@ -340,7 +332,7 @@ def find_recipe(name: str, extra: list[Path] | None = None) -> Recipe:
 
 
 def projects() -> dict[str, Project]:
-    return {p.name: p for p in (load_project(f) for f in sorted((data_root() / "projects").glob("*.toml")))}
+    return {p.name: p for p in (load_project(f) for f in project_files())}
 
 
 def detect(root: Path, names: list[str] | None = None) -> ProjectTree:
