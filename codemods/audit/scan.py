@@ -41,7 +41,7 @@ the csrc folder and the spec's extra include dirs), and reports:
 
 - `empty-kernel`: the spec's gate lists majors (or flag targets) and
   admits `arch`, while a guard in its closure compiles a body of code out
-  on `arch`'s JIT target (hazards.jit_target), keeps it on an *older*
+  on `arch`'s JIT target (instructions.jit_target), keeps it on an *older*
   target the spec is built for, and leaves `arch` no other branch of the
   group with code: a guard written before `arch` existed (`< 1200`,
   `== 1000`). The kernel runs without that code and returns wrong results
@@ -89,10 +89,14 @@ from functools import lru_cache
 from pathlib import Path
 
 from codemods.audit import classify
-from codemods.cpp import hazards
+from codemods.cpp.closures import Closures
+from codemods.cpp.instructions import (
+    TOKEN_FAMILIES, TOKEN_PATTERNS, Hit, TokenFamily, describe, jit_target, lacking, literal_prefix, may_hold, tokens,
+)  # fmt: skip
+from codemods.cpp.structure import Branch, Structure, assemble
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet, is_arch_macro
 from codemods.gates import Gate, SourceError, cuda_guard, decode, python_capability
-from codemods.cpp.hazards import Branch, Hit, Structure
+from codemods.cpp.lexer import C_SUFFIXES, language as c_language, scan_line
 from codemods.core.lazy import LazyModule
 
 
@@ -104,11 +108,6 @@ python_arch_or = LazyModule("codemods.gates.python_arch_or")
 cpp_runtime_check = LazyModule("codemods.gates.cpp_runtime_check")
 python_arch_test = LazyModule("codemods.gates.python_arch_test")
 
-C_SUFFIXES = (
-    ".cu", ".cuh", ".h", ".hpp", ".inl", ".cpp", ".cc", ".cxx", ".c", ".hh", ".hxx", ".ipp", ".tcc", ".inc",
-    ".jinja",
-)  # fmt: skip
-CUDA_SUFFIXES = C_SUFFIXES  # the old name
 PYTHON_SUFFIXES = (".py",)
 SKIP_DIRS = frozenset({".git", "__pycache__"})
 CAPABILITY_KIND = python_capability.KIND
@@ -1351,7 +1350,7 @@ def _condition_span(data: bytes, pos: int) -> tuple[int, int] | None:
     """
     end = _logical_end(data, pos)
     if data.find(b"/*", pos, end) >= 0:
-        tokens, _ = cuda_guard._scan_line(data, pos)  # a comment may run past the line
+        tokens, _ = scan_line(data, pos)  # a comment may run past the line
         if any(t.kind == "ident" and is_arch_macro(t.text) for t in tokens):
             return tokens[0].start, tokens[-1].end
         return None
@@ -1361,7 +1360,7 @@ def _condition_span(data: bytes, pos: int) -> tuple[int, int] | None:
 
 @lru_cache(maxsize=8192)
 def _line_span(line: bytes) -> tuple[int, int] | None:
-    tokens, _ = cuda_guard._scan_line(line, 0)
+    tokens, _ = scan_line(line, 0)
     if any(t.kind == "ident" and is_arch_macro(t.text) for t in tokens):
         return tokens[0].start, tokens[-1].end
     return None
@@ -1410,7 +1409,7 @@ def _analyse_c(rel: str, data: bytes, context: _Context) -> _FileScan:
     comments = _Comments(data)
     directives = _directives(data, comments)
     _check_balanced(directives)
-    language = "cuda" if rel.endswith((".cu", ".cuh")) else "cpp"
+    language = c_language(rel)
     gates = _cuda_gates(data, comments, context.universe, language)
     out = _FileScan(rel, parsed=True)
     checks = _runtime_checks(data, context.universe, language)
@@ -1420,7 +1419,7 @@ def _analyse_c(rel: str, data: bytes, context: _Context) -> _FileScan:
     if not context.hazards:
         out.gates = [_record(rel, gate, context.arch) for gate in sorted(gates + checks, key=lambda g: (g.line, g.start))]
         return out
-    families = hazards.lacking(context.arch)
+    families = lacking(context.arch)
     arch = context.arch
     shape = None
     # The #if structure decides what an excluded arch gets (classify.guard_path): built where a guard excludes it.
@@ -1471,13 +1470,13 @@ def _blockers(shape: Structure, gate: Gate, arch: Arch) -> list[str]:
     branch = shape.at(gate.start) or shape.at_line(gate.line)
     if branch is None:
         return []
-    return hazards.describe(shape.region_hits(branch, arch, hazards.lacking(arch)), arch)
+    return describe(shape.region_hits(branch, arch, lacking(arch)), arch)
 
 
 def _structure(
     data: bytes, comments: _Comments, directives: list[_Directive], families, everywhere: bool = False
 ) -> Structure:
-    """hazards.structure(data), built from the directives found, with the hits of `families` only.
+    """structure.structure(data), built from the directives found, with the hits of `families` only.
 
     Each branch keeps the first hit of each token, which is all that
     blockers and hazards report. Tokens are looked for only where an arch
@@ -1487,21 +1486,19 @@ def _structure(
         (d.start, d.end, d.keyword, lambda d=d: _condition(comments.masked(d.keyword_end, d.end)))
         for d in directives
     )
-    branches, chains, segments = hazards.assemble(found, data, lambda a, b: _has_code(data, a, b, comments))
-    shape = Structure(branches, chains)
-    _collect_hits(data, comments, shape, segments, families, everywhere)
-    return shape
+    branches, chains, segments = assemble(found, data, lambda a, b: _has_code(data, a, b, comments))
+    return _collect_hits(data, comments, Structure(branches, chains), segments, families, everywhere)
 
 
 def file_structure(data: bytes) -> Structure:
-    """hazards.structure(data) the fast way, every family's first token per branch and at file level.
+    """structure.structure(data) the fast way, every family's first token per branch and at file level.
 
     What kernel_paths reads a file a JIT module compiles with. Raises
     SourceError when the bytes are not UTF-8.
     """
     decode(data)
     comments = _Comments(data)
-    return _structure(data, comments, _directives(data, comments), hazards.TOKEN_FAMILIES, everywhere=True)
+    return _structure(data, comments, _directives(data, comments), TOKEN_FAMILIES, everywhere=True)
 
 
 def _condition(masked: bytes) -> str:
@@ -1536,7 +1533,7 @@ def _has_code(data: bytes, start: int, end: int, comments: _Comments) -> bool:
 
 @dataclass(frozen=True)
 class _TokenPattern:
-    family: hazards.TokenFamily
+    family: TokenFamily
     wrapper: bool
     pattern: re.Pattern  # without a leading \b, which `boundary` checks instead (a \b defeats re's prefix search)
     boundary: bool
@@ -1558,11 +1555,11 @@ class _TokenPattern:
 
 def _token_patterns() -> tuple[_TokenPattern, ...]:
     out = []
-    for family, wrapper, compiled in hazards._COMPILED:
+    for family, wrapper, compiled in TOKEN_PATTERNS:
         source = compiled.pattern
         boundary = source.startswith(rb"\b") and source[2:3].isalnum()
         pattern = re.compile(source[2:], compiled.flags) if boundary else compiled
-        prefix = hazards.literal_prefix(pattern.pattern)
+        prefix = literal_prefix(pattern.pattern)
         assert prefix and not _top_level_alternation(pattern.pattern), f"{source!r}: needs one literal start"
         out.append(_TokenPattern(family, wrapper, pattern, boundary, "token" in compiled.groupindex, prefix))
     return tuple(out)
@@ -1597,8 +1594,8 @@ def _has_family_token(data: bytes) -> bool:
 _NAMED_REACH = 512
 
 
-def _collect_hits(data, comments, shape: Structure, segments, families, everywhere: bool = False) -> None:
-    """Put the first of each family token in the body of the innermost branch around it.
+def _collect_hits(data, comments, shape: Structure, segments, families, everywhere: bool = False) -> Structure:
+    """`shape` with the first of each family token in the body of the innermost branch around it.
 
     Only bodies an arch decides (an arch-selected branch and everything
     nested in one) are searched: hazards and blockers look nowhere else.
@@ -1662,18 +1659,18 @@ def _collect_hits(data, comments, shape: Structure, segments, families, everywhe
                         place = data.find(token, place + 1, high)
                 pos = high
     if not found:
-        return
+        return shape
     lines = _Lines(data)
     line_of = {at: lines.at(at) for at in sorted({item[0] for item in found})}
+    top: list[Hit] = []
+    hits: dict[int, list[Hit]] = {}
     for at, family, token, wrapper, owner in found:
-        (shape.top if owner is None else branches[owner].hits).append(Hit(family, token, line_of[at], wrapper))
-    for branch in branches:
-        branch.hits.sort(key=lambda hit: hit.line)
-    shape.top.sort(key=lambda hit: hit.line)
+        (top if owner is None else hits.setdefault(owner, [])).append(Hit(family, token, line_of[at], wrapper))
+    return shape.with_hits(top, hits)
 
 
 def _includes(data: bytes) -> list[tuple[str, bool]]:
-    """hazards.includes(data), found with a byte search: `#include "x"` (quoted) and `<x>`, outside comments."""
+    """lexer.includes(data), found with a byte search: `#include "x"` (quoted) and `<x>`, outside comments."""
     found = []
     comments = _Comments(data)
     for match in _INCLUDE_LINE_RE.finditer(data):
@@ -1919,7 +1916,7 @@ def _all_specific(root: Path, layout: Layout) -> bool:
 
 
 class _TreeFiles:
-    """The files of a tree, as a JIT closure sees them (hazards.Closures): which exist, their bytes, and what was looked at."""
+    """The files of a tree, as a JIT closure sees them (closures.Closures): which exist, their bytes, and what was looked at."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -1946,13 +1943,13 @@ class _TreeFiles:
         return read[0]
 
 
-def tree_closures(root: Path, layout: Layout) -> hazards.Closures:
+def tree_closures(root: Path, layout: Layout) -> Closures:
     """The JIT include closures of the tree at root, read as scan reads it (verify and the build proof use it)."""
     return _closures(_TreeFiles(root), layout)
 
 
-def _closures(files: _TreeFiles, layout: Layout) -> hazards.Closures:
-    return hazards.Closures(layout.csrc, layout.include, files.exists, files.read, layout.libraries, parse=_includes)
+def _closures(files: _TreeFiles, layout: Layout) -> Closures:
+    return Closures(layout.csrc, layout.include, files.exists, files.read, layout.libraries, parse=_includes)
 
 
 @dataclass
@@ -1979,10 +1976,10 @@ class _Module:
             for target in gate.targets:
                 if target.plain == arch.plain:
                     return target
-        return hazards.jit_target(arch, all_specific=all_specific)
+        return jit_target(arch, all_specific=all_specific)
 
 
-def _modules(specs: list[tuple[str, jit_specs.JitSpec]], closures: hazards.Closures, arch: Arch) -> list[_Module]:
+def _modules(specs: list[tuple[str, jit_specs.JitSpec]], closures: Closures, arch: Arch) -> list[_Module]:
     modules = []
     for file, spec in specs:
         found = closures.closure(spec, libraries=False)
@@ -2069,7 +2066,7 @@ def _empty_kernels(
 def _unsupported(
     modules: list[_Module], structures: dict[str, Structure], arch: Arch, all_specific: bool
 ) -> list[dict]:
-    names = {family.name for family in hazards.lacking(arch)}
+    names = {family.name for family in lacking(arch)}
     holding: dict[str, list[_Module]] = {}
     for module in modules:
         for rel in module.files:
@@ -2121,7 +2118,7 @@ def _unsupported(
 
 def _unsupported_record(rel: str, shape: Structure, entry: dict, arch: Arch) -> dict:
     branch, hits = entry["branch"], sorted(entry["hits"], key=lambda h: h.line)
-    found_tokens = hazards.tokens(hits)
+    found_tokens = tokens(hits)
     wheres = list(entry["modules"].values())
     instructions = [hit for hit in hits if not hit.wrapper]
     condition = "#else" if branch.directive == "#else" else f"{branch.directive} {branch.condition}"
@@ -2144,7 +2141,7 @@ def _unsupported_record(rel: str, shape: Structure, entry: dict, arch: Arch) -> 
         "tokens": found_tokens,
         "message": (
             f"`{condition}` {verb} {arch.name} (compiled as {entry['target'].name}) around {what}; "
-            f"{wheres[0]}{more}. {hazards.describe((instructions or hits)[:1], arch)[0]}"
+            f"{wheres[0]}{more}. {describe((instructions or hits)[:1], arch)[0]}"
         ),
     }
 
@@ -2256,7 +2253,7 @@ def _selected_specs(paths: kernel_paths.Tree, names: list[str]) -> list[tuple[st
 
 def _module_lacking(paths: kernel_paths.Tree, specs: list[tuple[str, jit_specs.JitSpec]], arch: Arch) -> list[str]:
     """Instructions (or CuTe/CUTLASS names for them) `arch` lacks anywhere in the modules' own sources and headers."""
-    families = hazards.lacking(arch)
+    families = lacking(arch)
     hits: list[Hit] = []
     seen: set[str] = set()
     for _, spec in specs:
@@ -2268,7 +2265,7 @@ def _module_lacking(paths: kernel_paths.Tree, specs: list[tuple[str, jit_specs.J
                 continue
             seen.add(rel)
             data = paths.source(rel)
-            if data is None or not hazards.may_hold(data, families):
+            if data is None or not may_hold(data, families):
                 continue
             shape = paths._structure(rel, data)
             if shape is None:
@@ -2278,7 +2275,7 @@ def _module_lacking(paths: kernel_paths.Tree, specs: list[tuple[str, jit_specs.J
             found += [h for branch in shape.branches for h in branch.hits if h.family in names]
             hits += found
     instructions = [h for h in hits if not h.wrapper]
-    found = hazards.describe(instructions or hits, arch)
+    found = describe(instructions or hits, arch)
     return found or _arch_tags(paths, specs, arch, seen)
 
 
@@ -2342,7 +2339,7 @@ def _python_gate_record(file: str, line: int, text: str, found, arch: Arch) -> d
     modules = " and ".join(found.modules[:2]) + (f" (and {len(found.modules) - 2} more)" if len(found.modules) > 2 else "")
     message = (
         f"`{_one_line(text)}` admits {arch.name}, so {modules} is built for it (compiled as {first.target.name}); "
-        f"its sources use {what} (first at {first.where}). {hazards.describe([first.hit], arch)[0]}"
+        f"its sources use {what} (first at {first.where}). {describe([first.hit], arch)[0]}"
     )
     if found.unread:
         message += f". Not followed: {'; '.join(found.unread[:2])}"

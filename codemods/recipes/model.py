@@ -24,6 +24,7 @@ from codemods import gates
 from codemods.core import errors
 from codemods.apply import files
 from codemods.cpp import hazards
+from codemods.cpp.lexer import language as _language
 from codemods.audit import kernel_paths
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchParseError, ArchSet, family
 from codemods.gates import CannotWiden, Edit, Gate, NotFound, SourceError, TooDeep, apply_edits, line_of
@@ -694,10 +695,6 @@ class Plan:
 
     def jit_modules(self) -> list[str]:
         return list(dict.fromkeys(m for c in self.changed for m in c.change.jit_modules))
-
-
-def _language(path: str) -> str:
-    return "cuda" if path.endswith((".cu", ".cuh")) else "cpp"
 
 
 def _find(kind: ModuleType, source: bytes, file: str, universe, selector: dict, meanings=None) -> list[Gate]:
