@@ -224,23 +224,6 @@ def _line(hit: Hit) -> int:
     return hit.line
 
 
-@lru_cache(maxsize=4096)
-def _verdict(directive: str, condition: str, arch: Arch) -> bool | None:
-    """One directive's condition on `arch`; guards repeat, so the answers are cached."""
-    if directive == "#else":
-        return True
-    macros = arch.macros()
-    if directive in ("#if", "#elif"):
-        if not any(is_arch_macro(name) for name in re.findall(r"[A-Za-z_]\w*", condition)):
-            return None
-        return evaluate(condition, macros)
-    name = condition.strip()
-    if not is_arch_macro(name):
-        return None
-    defined = name in macros
-    return defined if directive in ("#ifdef", "#elifdef") else not defined
-
-
 @lru_cache(maxsize=16)
 def structure(source: bytes) -> Structure:
     """The conditional groups of `source` (bytes of a C, C++ or CUDA file); immutable, so cached and shared."""
