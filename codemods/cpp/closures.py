@@ -66,7 +66,8 @@ class Closures:
         """
         dirs = [self.include, self.csrc] + [self.place(*d) for d in spec.include_dirs]
         all_dirs = dirs + list(self.libraries if libraries else ())
-        queue, missing = [], []
+        queue: list[str] = []
+        missing: list[str] = []
         for source in spec.sources:
             rel = self.place(*source)
             (queue if self.exists(rel) else missing).append(rel)
@@ -81,21 +82,21 @@ class Closures:
                 key = (here, path, key_dirs)
                 if key not in self._resolved:
                     self._resolved[key] = None
-                    for folder in ([here] if quoted else []) + all_dirs:
+                    for folder in ([here] if here is not None else []) + all_dirs:
                         rel = posixpath.normpath(posixpath.join(folder, path))
                         if self.exists(rel):
                             self._resolved[key] = rel
                             break
-                rel = self._resolved[key]
-                if rel is None:
+                found = self._resolved[key]
+                if found is None:
                     if path.split("/", 1)[0] in FOLLOWED_INCLUDES:
                         unresolved.setdefault((current, path))
                     continue
-                if rel not in seen:
-                    seen[rel] = None
-                    queue.append(rel)
-                    if any(_under(rel, folder) for folder in self.libraries):
-                        library.add(rel)
+                if found not in seen:
+                    seen[found] = None
+                    queue.append(found)
+                    if any(_under(found, folder) for folder in self.libraries):
+                        library.add(found)
         return Closure(list(seen), missing, list(unresolved), library)
 
     def includes_of(self, rel: str) -> list[tuple[str, bool]]:

@@ -74,7 +74,7 @@ def compiled(
     """
     names = {family.name for family in families}
 
-    def wanted(hits: list[Hit]) -> list[Hit]:
+    def wanted(hits: tuple[Hit, ...]) -> list[Hit]:
         return [hit for hit in hits if hit.family in names and not (definitions and hit.wrapper)]
 
     sure: list[tuple[Hit, Branch | None]] = [(hit, None) for hit in wanted(shape.top)]
@@ -86,7 +86,7 @@ def compiled(
             return
         if shape.arch_selected(branch) and not undecided:
             guard, undecided = branch, taken is None
-        if undecided:
+        if undecided and guard is not None:  # undecided is set with its guard
             unsure.extend((hit, guard) for hit in wanted(branch.hits))
         else:
             sure.extend((hit, guard) for hit in wanted(branch.hits))

@@ -67,7 +67,7 @@ def scan_line(source: bytes, pos: int) -> tuple[list[Token], int]:
             tokens.append(Token("stray", source[pos : pos + 1].decode("latin-1"), pos, pos + 1))
             pos += 1
             continue
-        kind = match.lastgroup
+        kind = match.lastgroup or ""  # every alternative of _TOKEN_RE is a named group
         pos = match.end()
         if kind == "newline":
             break
@@ -150,7 +150,8 @@ def logical_end(source: bytes, pos: int) -> int:
                 return n
             pos = newline  # a backslash before it continues the comment and the line
         else:
-            pos = _LITERAL_RE[lexeme].match(source, at).end()
+            literal = _LITERAL_RE[lexeme].match(source, at)  # a quote always matches: the closing one is optional
+            pos = literal.end() if literal is not None else at + 1
 
 
 def continues(source: bytes, line_start: int) -> bool:

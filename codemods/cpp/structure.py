@@ -89,7 +89,7 @@ class Structure:
     def with_hits(self, top: Iterable[Hit], hits: dict[int, list[Hit]]) -> Structure:
         """This structure with more family tokens: `top` at file level, `hits[i]` in branch i's body, by line."""
         branches = [
-            replace(branch, hits=sorted((*branch.hits, *hits[branch.index]), key=_line)) if branch.index in hits else branch
+            replace(branch, hits=tuple(sorted((*branch.hits, *hits[branch.index]), key=_line))) if branch.index in hits else branch
             for branch in self.branches
         ]
         return Structure(branches, self.chains, sorted((*self.top, *top), key=_line))
