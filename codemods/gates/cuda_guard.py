@@ -193,7 +193,7 @@ def widen(
     before = guard.admits(scope) if guard is not None else None
     if before is not None and all(before.admits(target) for target in targets):
         return []
-    if before is None or before.unknown or gate.admits.unknown:
+    if guard is None or before is None or before.unknown or gate.admits.unknown:
         raise CannotWiden(_why_unknown(gate, guard, before))
     if directive not in CONDITION_DIRECTIVES:
         raise CannotWiden(
@@ -232,7 +232,7 @@ def _why_unknown(gate: Gate, guard: Guard | None, before: ArchSet | None) -> str
             f"line {gate.line}: `{condition}` depends on {', '.join(names)}, "
             "which codemod cannot evaluate; widen it by hand"
         )
-    if not before.unknown:
+    if before is not None and not before.unknown:
         return f"line {gate.line}: tree-sitter cannot parse `{condition}` where it stands; widen it by hand"
     return f"line {gate.line}: cannot evaluate `{condition}` on every arch; widen it by hand"
 
@@ -306,9 +306,11 @@ def _extend_chain(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], line
     top = guard.expression
     while isinstance(top, Group):
         top = top.inner
+    if top is None:
+        return []
     terms = _disjuncts(top)
-    numbers = [_equality(term) for term in terms]
-    if len(terms) < 2 or any(number is None for number in numbers):
+    numbers = [number for number in map(_equality, terms) if number is not None]
+    if len(terms) < 2 or len(numbers) < len(terms):
         return []
     values = [number.value[0] for number in numbers]
     wanted = sorted({target.cuda_arch for target in targets if not before.admits(target)} - set(values))
@@ -378,6 +380,8 @@ def _drop_conjuncts(guard: Guard, before: ArchSet, targets: tuple[Arch, ...]) ->
     top = guard.expression
     while isinstance(top, Group):
         top = top.inner
+    if top is None:
+        return []
     conjuncts = _conjuncts(top)
     missing = [target for target in targets if not before.admits(target)]
     dropped = {
@@ -411,6 +415,8 @@ def _add_disjunct(
         disjunct = disjunct.replace("&&", "and").replace("||", "or").replace("!defined", "not defined")
     joiner = b" or " if words else b" || "
     top = guard.expression
+    if top is None:
+        return []
     # `a && b || c` is right but reads wrong (gcc -Wparentheses); `a ? b : c || d` is wrong.
     # The parenthesized form is one edit over the whole condition, so that the
     # rewritten gate starts where the old one did (an insertion at its first
