@@ -268,10 +268,11 @@ _INTEGER_RE = re.compile(
 )
 
 
-def _integer(token: Token) -> Number:
-    match = _INTEGER_RE.fullmatch(token.text)
+def integer(text: str) -> _Value | None:
+    """A C integer literal's value and whether its type is unsigned; None when `text` is none or needs over 64 bits."""
+    match = _INTEGER_RE.fullmatch(text)
     if match is None:
-        raise Malformed(f"{token.text!r} is not an integer literal")
+        return None
     if match["hex"]:
         number = int(match["hex"], 16)
     elif match["bin"]:
@@ -281,9 +282,15 @@ def _integer(token: Token) -> Number:
     else:
         number = int(match["dec"])
     if number > _MASK:
-        raise Malformed(f"{token.text} does not fit in 64 bits")
-    unsigned = "u" in match["suffix"].lower() or number >= 1 << (_BITS - 1)
-    return Number(token.start, token.end, (number, unsigned))
+        return None
+    return number, "u" in match["suffix"].lower() or number >= 1 << (_BITS - 1)
+
+
+def _integer(token: Token) -> Number:
+    value = integer(token.text)
+    if value is None:
+        raise Malformed(f"{token.text!r} is not an integer literal of 64 bits")
+    return Number(token.start, token.end, value)
 
 
 class _Parser:

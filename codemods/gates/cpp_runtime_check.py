@@ -46,7 +46,7 @@ import tree_sitter
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.cpp import syntax
-from codemods.cpp.expression import COMPARISONS
+from codemods.cpp.expression import COMPARISONS, integer
 from codemods.gates import CannotWiden, Edit, Gate, decode, edit_between, line_of
 
 KIND = "cpp_runtime_check"
@@ -105,13 +105,8 @@ _FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 
 
 def _literal(node: tree_sitter.Node) -> int | None:
-    if node.type != "number_literal":
-        return None
-    text = (node.text or b"").decode().rstrip("uUlL")
-    try:
-        return int(text, 0) if not re.fullmatch(r"0\d+", text) else int(text, 8)
-    except ValueError:
-        return None
+    value = integer((node.text or b"").decode()) if node.type == "number_literal" else None
+    return None if value is None else value[0]
 
 
 def _meaning(variable: str, names: dict[str, str]) -> str | None:
