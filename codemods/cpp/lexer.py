@@ -115,10 +115,10 @@ def mask_comments(source: bytes) -> bytes:
 
 # ---------------------------------------------------------------- logical lines
 
-_STOP_RE = re.compile(rb"""/\*|//|["'\n]""")
+_STOP_RE = re.compile(rb"""/[*/]|["'\n]""")
 _LITERAL_RE = {
-    b'"': re.compile(rb'"(?:\\.|[^"\\\n])*"?'),
-    b"'": re.compile(rb"'(?:\\.|[^'\\\n])*'?"),
+    ord('"'): re.compile(rb'"(?:\\.|[^"\\\n])*"?'),
+    ord("'"): re.compile(rb"'(?:\\.|[^'\\\n])*'?"),
 }
 
 
@@ -133,24 +133,26 @@ def logical_end(source: bytes, pos: int) -> int:
         match = _STOP_RE.search(source, pos)
         if match is None:
             return n
-        at, lexeme = match.start(), match.group()
-        if lexeme == b"\n":
-            if continues(source, at + 1):
+        at = match.start()
+        byte = source[at]
+        if byte == 0x0A:  # inlined continues(source, at + 1): this runs once per directive line
+            before = at - 2 if at >= 2 and source[at - 1] == 0x0D else at - 1
+            if before >= 0 and source[before] == 0x5C:
                 pos = at + 1
                 continue
             return at + 1
-        if lexeme == b"/*":
+        if byte == 0x2F and source[at + 1] == 0x2A:  # /*
             close = source.find(b"*/", at + 2)
             if close < 0:
                 return n
             pos = close + 2
-        elif lexeme == b"//":
+        elif byte == 0x2F:  # //
             newline = source.find(b"\n", at)
             if newline < 0:
                 return n
             pos = newline  # a backslash before it continues the comment and the line
         else:
-            literal = _LITERAL_RE[lexeme].match(source, at)  # a quote always matches: the closing one is optional
+            literal = _LITERAL_RE[byte].match(source, at)  # a quote always matches: the closing one is optional
             pos = literal.end() if literal is not None else at + 1
 
 

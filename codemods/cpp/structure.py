@@ -237,9 +237,9 @@ def structure(source: bytes) -> Structure:
             end = logical_end(masked, match.end())
             yield start, end, match.group(1).decode(), lambda head=match.end(), end=end: _condition(masked[head:end])
 
-    branches, chains, segments = assemble(directives(), masked, lambda a, b: _has_code(masked, a, b))
+    drafts, chains, segments = _group(directives(), masked, lambda a, b: _has_code(masked, a, b))
     top, hits = _collect_hits(masked, segments)
-    return Structure(branches, chains).with_hits(top, hits)
+    return Structure(_freeze(drafts, hits), chains, top)
 
 
 def _condition(text: bytes) -> str:
@@ -255,7 +255,17 @@ def assemble(directives, text: bytes, has_code: Callable[[int, int], bool]):
     stretch between directives holds code. Segments are `(start, end,
     innermost open branch)` for the stretches between directives.
     """
-    drafts: list[dict] = []  # the fields of each branch, filled in as its group goes on
+    drafts, chains, segments = _group(directives, text, has_code)
+    return _freeze(drafts, {}), chains, segments
+
+
+# A draft is a branch's fields in Branch order but hits; these three are filled in as its group goes on.
+_BODY_END, _OWN_CODE, _CHILDREN = 9, 10, 11
+
+
+def _group(directives, text: bytes, has_code: Callable[[int, int], bool]):
+    """assemble() with each branch still a draft (a list), so that hits can join it before it is frozen."""
+    drafts: list[list] = []
     chains: list[list[int]] = []
     stack: list[int] = []  # the open branch of each open group, innermost last
     segments: list[tuple[int, int, int | None]] = []
@@ -263,39 +273,39 @@ def assemble(directives, text: bytes, has_code: Callable[[int, int], bool]):
     for start, end, keyword, condition in directives:
         owner = stack[-1] if stack else None
         segments.append((pos, start, owner))
-        if owner is not None and not drafts[owner]["own_code"] and has_code(pos, start):
-            drafts[owner]["own_code"] = True
+        if owner is not None and not drafts[owner][_OWN_CODE] and has_code(pos, start):
+            drafts[owner][_OWN_CODE] = True
         line_no += text.count(b"\n", pos, start)
         if keyword in _OPENING or (keyword in _CONTINUING and stack):
             if keyword in _CONTINUING:
                 previous = drafts[stack.pop()]
-                previous["body_end"] = start
-                chain, position, parent = previous["chain"], previous["position"] + 1, previous["parent"]
+                previous[_BODY_END] = start
+                chain, position, parent = previous[1], previous[2] + 1, previous[3]
             else:
                 chain, position = len(chains), 0
                 parent = stack[-1] if stack else None
                 chains.append([])
                 if parent is not None:
-                    drafts[parent]["children"].append(len(drafts))
+                    drafts[parent][_CHILDREN].append(len(drafts))
             index = len(drafts)
-            drafts.append({
-                "index": index, "chain": chain, "position": position, "parent": parent, "line": line_no,
-                "directive": "#" + keyword, "condition": condition(), "start": start, "body_start": end,
-                "body_end": -1, "own_code": False, "children": [],
-            })  # fmt: skip
+            drafts.append([index, chain, position, parent, line_no, "#" + keyword, condition(), start, end, -1, False, []])
             chains[chain].append(index)
             stack.append(index)
         elif keyword == "endif" and stack:
-            drafts[stack.pop()]["body_end"] = start
+            drafts[stack.pop()][_BODY_END] = start
         line_no += text.count(b"\n", start, end)
         pos = end
     owner = stack[-1] if stack else None
     segments.append((pos, len(text), owner))
-    if owner is not None and not drafts[owner]["own_code"] and has_code(pos, len(text)):
-        drafts[owner]["own_code"] = True
+    if owner is not None and not drafts[owner][_OWN_CODE] and has_code(pos, len(text)):
+        drafts[owner][_OWN_CODE] = True
     for index in stack:
-        drafts[index]["body_end"] = len(text)
-    return [Branch(**draft) for draft in drafts], chains, segments
+        drafts[index][_BODY_END] = len(text)
+    return drafts, chains, segments
+
+
+def _freeze(drafts: list[list], hits: dict[int, list[Hit]]) -> list[Branch]:
+    return [Branch(*draft[:_CHILDREN], hits.get(draft[0], ()), draft[_CHILDREN]) for draft in drafts]
 
 
 # Other directives (#define, #pragma, #error ...), with their continuation lines.
@@ -341,4 +351,7 @@ def _collect_hits(
             token = (match.group("token") if named else match.group()).decode("utf-8", "replace")
             hit = Hit(family.name, token, bisect.bisect_right(line_starts, at), wrapper)
             (top if owner is None else hits.setdefault(owner, [])).append(hit)
+    for found in hits.values():
+        found.sort(key=_line)
+    top.sort(key=_line)
     return top, hits
