@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from codemods.cpp import hazards
+from codemods.cpp.instructions import Hit, lacking
+from codemods.cpp.structure import Structure, structure
 from codemods.jit import specs as jit_specs
 from codemods.audit import c_files, listing, prefilter, python_files, records
 from codemods.audit import scan as scanner
@@ -63,11 +64,11 @@ def test_guard_lines_are_a_superset_of_cuda_guard_find(real_unpacked, project):
     assert extra < len(files)  # the directives tree-sitter misreads (inside broken code) are few
 
 
-def _normalised(shape: hazards.Structure, families) -> list[tuple]:
+def _normalised(shape: Structure, families) -> list[tuple]:
     names = {family.name for family in families}
     out = []
     for branch in shape.branches:
-        first: dict[tuple, hazards.Hit] = {}
+        first: dict[tuple, Hit] = {}
         # scan looks for tokens only where an arch decides (hazards and blockers look nowhere else)
         hits = branch.hits if shape.selecting(branch) is not None else []
         for hit in sorted(hits, key=lambda h: h.line):
@@ -86,12 +87,12 @@ def _normalised(shape: hazards.Structure, families) -> list[tuple]:
 @pytest.mark.parametrize("arch", ["sm_120", "sm_100a"])
 def test_structures_match_hazards_structure(real_unpacked, arch):
     target = Arch.parse(arch)
-    families = hazards.lacking(target)
+    families = lacking(target)
     files = sources(real_unpacked["flashinfer"], listing.C_SUFFIXES, b"__CUDA_ARCH")
     for rel, data in files:
         comments = directives.Comments(data)
         mine = regions.build_structure(data, comments, directives.find_directives(data, comments), families)
-        assert _normalised(mine, families) == _normalised(hazards.structure(data), families), rel
+        assert _normalised(mine, families) == _normalised(structure(data), families), rel
 
 
 def _gates(gates) -> list[tuple]:

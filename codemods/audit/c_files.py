@@ -18,7 +18,8 @@ from codemods.audit.prefilter import ARCH_TOKEN, runtime_check_re
 from codemods.audit.records import Context, FileScan, gate_record
 from codemods.core.arch import Arch, ArchSet, is_arch_macro
 from codemods.core.lazy import LazyModule
-from codemods.cpp import hazards
+from codemods.cpp import instructions
+from codemods.cpp.lexer import language as c_language, scan_line
 from codemods.cpp.directives import (
     BOM,
     Comments,
@@ -28,7 +29,7 @@ from codemods.cpp.directives import (
     logical_end,
     logical_start,
 )
-from codemods.cpp.hazards import Structure
+from codemods.cpp.structure import Structure
 from codemods.cpp.regions import build_structure, has_family_token
 from codemods.gates import Gate, cuda_guard, decode
 
@@ -70,7 +71,7 @@ def _condition_span(data: bytes, pos: int) -> tuple[int, int] | None:
     """
     end = logical_end(data, pos)
     if data.find(b"/*", pos, end) >= 0:
-        tokens, _ = cuda_guard._scan_line(data, pos)  # a comment may run past the line
+        tokens, _ = scan_line(data, pos)  # a comment may run past the line
         if any(t.kind == "ident" and is_arch_macro(t.text) for t in tokens):
             return tokens[0].start, tokens[-1].end
         return None
@@ -80,7 +81,7 @@ def _condition_span(data: bytes, pos: int) -> tuple[int, int] | None:
 
 @lru_cache(maxsize=8192)
 def _line_span(line: bytes) -> tuple[int, int] | None:
-    tokens, _ = cuda_guard._scan_line(line, 0)
+    tokens, _ = scan_line(line, 0)
     if any(t.kind == "ident" and is_arch_macro(t.text) for t in tokens):
         return tokens[0].start, tokens[-1].end
     return None
@@ -129,7 +130,7 @@ def analyse_c(rel: str, data: bytes, context: Context) -> FileScan:
     comments = Comments(data)
     directives = find_directives(data, comments)
     check_balanced(directives)
-    language = "cuda" if rel.endswith((".cu", ".cuh")) else "cpp"
+    language = c_language(rel)
     gates = cuda_gates(data, comments, context.universe, language)
     out = FileScan(rel, parsed=True)
     checks = _runtime_checks(data, context.universe, language)
@@ -139,7 +140,7 @@ def analyse_c(rel: str, data: bytes, context: Context) -> FileScan:
     if not context.hazards:
         out.gates = [gate_record(rel, gate, context.arch) for gate in sorted(gates + checks, key=lambda g: (g.line, g.start))]
         return out
-    families = hazards.lacking(context.arch)
+    families = instructions.lacking(context.arch)
     arch = context.arch
     shape = None
     # The #if structure decides what an excluded arch gets (classify.guard_path): built where a guard excludes it.
@@ -179,4 +180,4 @@ def _blockers(shape: Structure, gate: Gate, arch: Arch) -> list[str]:
     branch = shape.at(gate.start) or shape.at_line(gate.line)
     if branch is None:
         return []
-    return hazards.describe(shape.region_hits(branch, arch, hazards.lacking(arch)), arch)
+    return instructions.describe(shape.region_hits(branch, arch, instructions.lacking(arch)), arch)

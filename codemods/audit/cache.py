@@ -25,7 +25,8 @@ from codemods.audit.records import Context, FileScan, ScanResult
 from codemods.core import targets
 from codemods.core.arch import Arch
 from codemods.core.lazy import LazyModule
-from codemods.cpp.hazards import Branch, Hit, Structure
+from codemods.cpp.instructions import Hit
+from codemods.cpp.structure import Branch, Structure
 
 if TYPE_CHECKING:
     from codemods.jit import specs as jit_specs

@@ -9,8 +9,8 @@ from codemods.audit import classify
 from codemods.audit.jit_modules import Module
 from codemods.core.arch import Arch
 from codemods.core.lazy import LazyModule
-from codemods.cpp import hazards
-from codemods.cpp.hazards import Hit
+from codemods.cpp import instructions as instruction_table
+from codemods.cpp.instructions import Hit
 from codemods.gates import python_capability
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def classify_jit_gates(gates: list[dict], modules: list[Module], paths: kernel_p
 
 def _module_lacking(paths: kernel_paths.Tree, specs: list[tuple[str, jit_specs.JitSpec]], arch: Arch) -> list[str]:
     """Instructions (or CuTe/CUTLASS names for them) `arch` lacks anywhere in the modules' own sources and headers."""
-    families = hazards.lacking(arch)
+    families = instruction_table.lacking(arch)
     hits: list[Hit] = []
     seen: set[str] = set()
     for _, spec in specs:
@@ -98,7 +98,7 @@ def _module_lacking(paths: kernel_paths.Tree, specs: list[tuple[str, jit_specs.J
                 continue
             seen.add(rel)
             data = paths.source(rel)
-            if data is None or not hazards.may_hold(data, families):
+            if data is None or not instruction_table.may_hold(data, families):
                 continue
             shape = paths.structure(rel, data)
             if shape is None:
@@ -108,7 +108,7 @@ def _module_lacking(paths: kernel_paths.Tree, specs: list[tuple[str, jit_specs.J
             found += [h for branch in shape.branches for h in branch.hits if h.family in names]
             hits += found
     instructions = [h for h in hits if not h.wrapper]
-    described = hazards.describe(instructions or hits, arch)
+    described = instruction_table.describe(instructions or hits, arch)
     return described or _arch_tags(paths, specs, arch, seen)
 
 

@@ -8,7 +8,7 @@ the csrc folder and the spec's extra include dirs), and reports:
 
 - `empty-kernel`: the spec's gate lists majors (or flag targets) and
   admits `arch`, while a guard in its closure compiles a body of code out
-  on `arch`'s JIT target (hazards.jit_target), keeps it on an *older*
+  on `arch`'s JIT target (instruction_table.jit_target), keeps it on an *older*
   target the spec is built for, and leaves `arch` no other branch of the
   group with code: a guard written before `arch` existed (`< 1200`,
   `== 1000`). The kernel runs without that code and returns wrong results
@@ -40,8 +40,8 @@ from codemods.audit.jit_modules import Module
 from codemods.audit.records import one_line
 from codemods.core.arch import Arch
 from codemods.core.lazy import LazyModule
-from codemods.cpp import hazards
-from codemods.cpp.hazards import Structure
+from codemods.cpp import instructions as instruction_table
+from codemods.cpp.structure import Structure
 from codemods.gates import python_capability
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def empty_kernels(
 def unsupported(
     modules: list[Module], structures: dict[str, Structure], arch: Arch, all_specific: bool
 ) -> list[dict]:
-    names = {family.name for family in hazards.lacking(arch)}
+    names = {family.name for family in instruction_table.lacking(arch)}
     holding: dict[str, list[Module]] = {}
     for module in modules:
         for rel in module.files:
@@ -171,7 +171,7 @@ def unsupported(
 
 def _unsupported_record(rel: str, shape: Structure, entry: dict, arch: Arch) -> dict:
     branch, hits = entry["branch"], sorted(entry["hits"], key=lambda h: h.line)
-    found_tokens = hazards.tokens(hits)
+    found_tokens = instruction_table.tokens(hits)
     wheres = list(entry["modules"].values())
     instructions = [hit for hit in hits if not hit.wrapper]
     condition = "#else" if branch.directive == "#else" else f"{branch.directive} {branch.condition}"
@@ -194,7 +194,7 @@ def _unsupported_record(rel: str, shape: Structure, entry: dict, arch: Arch) -> 
         "tokens": found_tokens,
         "message": (
             f"`{condition}` {verb} {arch.name} (compiled as {entry['target'].name}) around {what}; "
-            f"{wheres[0]}{more}. {hazards.describe((instructions or hits)[:1], arch)[0]}"
+            f"{wheres[0]}{more}. {instruction_table.describe((instructions or hits)[:1], arch)[0]}"
         ),
     }
 
@@ -263,7 +263,7 @@ def _python_gate_record(file: str, line: int, text: str, found, arch: Arch) -> d
     modules = " and ".join(found.modules[:2]) + (f" (and {len(found.modules) - 2} more)" if len(found.modules) > 2 else "")
     message = (
         f"`{one_line(text)}` admits {arch.name}, so {modules} is built for it (compiled as {first.target.name}); "
-        f"its sources use {what} (first at {first.where}). {hazards.describe([first.hit], arch)[0]}"
+        f"its sources use {what} (first at {first.where}). {instruction_table.describe([first.hit], arch)[0]}"
     )
     if found.unread:
         message += f". Not followed: {'; '.join(found.unread[:2])}"

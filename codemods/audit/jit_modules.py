@@ -12,7 +12,8 @@ from codemods.audit.listing import inside_tree, read_regular, stamp_at
 from codemods.core import targets
 from codemods.core.arch import Arch
 from codemods.core.lazy import LazyModule
-from codemods.cpp import hazards
+from codemods.cpp import instructions
+from codemods.cpp import closures
 from codemods.cpp.directives import includes
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def layouts() -> tuple[Layout, ...]:
 
     Its libraries are the layout's include dirs, other than its own include
     and csrc folders, named for another project whose headers a closure
-    follows (hazards.FOLLOWED_INCLUDES: CUTLASS/CuTe).
+    follows (closures.FOLLOWED_INCLUDES: CUTLASS/CuTe).
     """
     found = []
     for project in targets.project_tables():
@@ -51,7 +52,7 @@ def layouts() -> tuple[Layout, ...]:
                 folder
                 for folder in layout.get("include_dirs", ())
                 if folder not in own
-                and any(part in hazards.FOLLOWED_INCLUDES and part != project["name"] for part in folder.split("/"))
+                and any(part in closures.FOLLOWED_INCLUDES and part != project["name"] for part in folder.split("/"))
             )
             found.append(Layout(layout["name"], layout["jit"], layout["csrc"], layout["include"], libraries))
     return tuple(found)
@@ -70,7 +71,7 @@ def builds_all_specific(root: Path, layout: Layout) -> bool:
 
 
 class TreeFiles:
-    """The files of a tree, as a JIT closure sees them (hazards.Closures): which exist, their bytes, and what was looked at."""
+    """The files of a tree, as a JIT closure sees them (closures.Closures): which exist, their bytes, and what was looked at."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -97,13 +98,13 @@ class TreeFiles:
         return read[0]
 
 
-def tree_closures(root: Path, layout: Layout) -> hazards.Closures:
+def tree_closures(root: Path, layout: Layout) -> closures.Closures:
     """The JIT include closures of the tree at root, read as scan reads it (verify and the build proof use it)."""
     return closures_over(TreeFiles(root), layout)
 
 
-def closures_over(files: TreeFiles, layout: Layout) -> hazards.Closures:
-    return hazards.Closures(layout.csrc, layout.include, files.exists, files.read, layout.libraries, parse=includes)
+def closures_over(files: TreeFiles, layout: Layout) -> closures.Closures:
+    return closures.Closures(layout.csrc, layout.include, files.exists, files.read, layout.libraries, parse=includes)
 
 
 @dataclass
@@ -130,10 +131,10 @@ class Module:
             for target in gate.targets:
                 if target.plain == arch.plain:
                     return target
-        return hazards.jit_target(arch, all_specific=all_specific)
+        return instructions.jit_target(arch, all_specific=all_specific)
 
 
-def read_modules(specs: list[tuple[str, jit_specs.JitSpec]], closures: hazards.Closures, arch: Arch) -> list[Module]:
+def read_modules(specs: list[tuple[str, jit_specs.JitSpec]], closures: closures.Closures, arch: Arch) -> list[Module]:
     modules = []
     for file, spec in specs:
         found = closures.closure(spec, libraries=False)

@@ -19,12 +19,9 @@ import stat
 from pathlib import Path
 
 from codemods.apply import repo
+from codemods.cpp.lexer import C_SUFFIXES
 from codemods.apply.files import NotRegularFile, read_regular_status
 
-C_SUFFIXES = (
-    ".cu", ".cuh", ".h", ".hpp", ".inl", ".cpp", ".cc", ".cxx", ".c", ".hh", ".hxx", ".ipp", ".tcc", ".inc",
-    ".jinja",
-)  # fmt: skip
 PYTHON_SUFFIXES = (".py",)
 SKIP_DIRS = frozenset({".git", "__pycache__"})
 BINARY_PROBE = 8192

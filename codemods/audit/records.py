@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from codemods.audit import classify
 from codemods.core.arch import Arch, ArchSet
-from codemods.cpp.hazards import Structure
+from codemods.cpp.structure import Structure
 from codemods.gates import Gate, cuda_guard
 
 if TYPE_CHECKING:

@@ -55,7 +55,7 @@ from codemods.audit.pool import POOL_MINIMUM, Outcome, make_chunks, scan_chunk
 from codemods.audit.records import Context, FileScan, ScanResult
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.core.lazy import LazyModule
-from codemods.cpp.hazards import Structure
+from codemods.cpp.structure import Structure
 
 if TYPE_CHECKING:
     from codemods.audit import kernel_paths

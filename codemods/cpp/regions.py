@@ -1,7 +1,7 @@
 """The #if structure of a C-family file built from its directives, with the instruction tokens of the regions an arch decides.
 
-`hazards.assemble` groups the directives `cpp.directives` finds into
-branches; this module adds each family token (hazards.TOKEN_FAMILIES) to the
+`structure.assemble` groups the directives `cpp.directives` finds into
+branches; this module adds each family token (instructions.TOKEN_FAMILIES) to the
 innermost branch around it, looking only where an arch decides unless asked
 for everywhere.
 """
@@ -12,7 +12,10 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from codemods.cpp import hazards
+
+from codemods.cpp import structure
+
+from codemods.cpp import instructions
 from codemods.cpp.directives import (
     WORD,
     Comments,
@@ -22,14 +25,15 @@ from codemods.cpp.directives import (
     find_directives,
     has_code,
 )
-from codemods.cpp.hazards import Hit, Structure
+from codemods.cpp.instructions import Hit
+from codemods.cpp.structure import Structure
 from codemods.gates import decode
 
 
 def build_structure(
     data: bytes, comments: Comments, directives: list[Directive], families, everywhere: bool = False
 ) -> Structure:
-    """hazards.structure(data), built from the directives found, with the hits of `families` only.
+    """structure.structure(data), built from the directives found, with the hits of `families` only.
 
     Each branch keeps the first hit of each token, which is all that
     blockers and hazards report. Tokens are looked for only where an arch
@@ -39,26 +43,24 @@ def build_structure(
         (d.start, d.end, d.keyword, lambda d=d: condition_text(comments.masked(d.keyword_end, d.end)))
         for d in directives
     )
-    branches, chains, segments = hazards.assemble(found, data, lambda a, b: has_code(data, a, b, comments))
-    shape = Structure(branches, chains)
-    collect_hits(data, comments, shape, segments, families, everywhere)
-    return shape
+    branches, chains, segments = structure.assemble(found, data, lambda a, b: has_code(data, a, b, comments))
+    return collect_hits(data, comments, Structure(branches, chains), segments, families, everywhere)
 
 
 def file_structure(data: bytes) -> Structure:
-    """hazards.structure(data) the fast way, every family's first token per branch and at file level.
+    """structure.structure(data) the fast way, every family's first token per branch and at file level.
 
     What kernel_paths reads a file a JIT module compiles with. Raises
     SourceError when the bytes are not UTF-8.
     """
     decode(data)
     comments = Comments(data)
-    return build_structure(data, comments, find_directives(data, comments), hazards.TOKEN_FAMILIES, everywhere=True)
+    return build_structure(data, comments, find_directives(data, comments), instructions.TOKEN_FAMILIES, everywhere=True)
 
 
 @dataclass(frozen=True)
 class _TokenPattern:
-    family: hazards.TokenFamily
+    family: instructions.TokenFamily
     wrapper: bool
     pattern: re.Pattern  # without a leading \b, which `boundary` checks instead (a \b defeats re's prefix search)
     boundary: bool
@@ -80,18 +82,18 @@ class _TokenPattern:
 
 def _token_patterns() -> tuple[_TokenPattern, ...]:
     out = []
-    for family in hazards.TOKEN_FAMILIES:
+    for family in instructions.TOKEN_FAMILIES:
         for wrapper, sources in ((False, family.instructions), (True, family.wrappers)):
             out += [_token_pattern(family, wrapper, re.compile(source.encode())) for source in sources]
     return tuple(out)
 
 
-def _token_pattern(family: hazards.TokenFamily, wrapper: bool, compiled: re.Pattern) -> _TokenPattern:
+def _token_pattern(family: instructions.TokenFamily, wrapper: bool, compiled: re.Pattern) -> _TokenPattern:
     """A family's regex as the fast search runs it (hazards compiles the same regexes in the same order)."""
     source = compiled.pattern
     boundary = source.startswith(rb"\b") and source[2:3].isalnum()
     pattern = re.compile(source[2:], compiled.flags) if boundary else compiled
-    prefix = hazards.literal_prefix(pattern.pattern)
+    prefix = instructions.literal_prefix(pattern.pattern)
     assert prefix and not _top_level_alternation(pattern.pattern), f"{source!r}: needs one literal start"
     return _TokenPattern(family, wrapper, pattern, boundary, "token" in compiled.groupindex, prefix)
 
@@ -125,8 +127,8 @@ def has_family_token(data: bytes) -> bool:
 _NAMED_REACH = 512
 
 
-def collect_hits(data, comments, shape: Structure, segments, families, everywhere: bool = False) -> None:
-    """Put the first of each family token in the body of the innermost branch around it.
+def collect_hits(data, comments, shape: Structure, segments, families, everywhere: bool = False) -> Structure:
+    """`shape` with the first of each family token in the body of the innermost branch around it.
 
     Only bodies an arch decides (an arch-selected branch and everything
     nested in one) are searched: hazards and blockers look nowhere else.
@@ -190,11 +192,11 @@ def collect_hits(data, comments, shape: Structure, segments, families, everywher
                         place = data.find(token, place + 1, high)
                 pos = high
     if not found:
-        return
+        return shape
     lines = Lines(data)
     line_of = {at: lines.at(at) for at in sorted({item[0] for item in found})}
+    top: list[Hit] = []
+    hits: dict[int, list[Hit]] = {}
     for at, family, token, wrapper, owner in found:
-        (shape.top if owner is None else branches[owner].hits).append(Hit(family, token, line_of[at], wrapper))
-    for branch in branches:
-        branch.hits.sort(key=lambda hit: hit.line)
-    shape.top.sort(key=lambda hit: hit.line)
+        (top if owner is None else hits.setdefault(owner, [])).append(Hit(family, token, line_of[at], wrapper))
+    return shape.with_hits(top, hits)

@@ -24,11 +24,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from codemods.core.arch import Arch, ArchSet
+from codemods.cpp.lexer import language
 from codemods.gates import Edit, Gate
 from codemods.gates._predicates import Meaning
-
-CUDA_SOURCES = (".cu", ".cuh")
-
 
 @dataclass(frozen=True)
 class Where:
@@ -40,7 +38,7 @@ class Where:
     @property
     def language(self) -> str:
         """The grammar for the file: "cuda" for .cu/.cuh, else "cpp"."""
-        return "cuda" if self.file.endswith(CUDA_SOURCES) else "cpp"
+        return language(self.file)
 
 
 @dataclass(frozen=True)

@@ -196,7 +196,8 @@ def data_links(build_backend: str) -> dict[str, str]:
 
 def promised(base: bytes, work: bytes, targets: tuple[Arch, ...], universe: tuple[Arch, ...]) -> list[tuple[int, str]]:
     """(line, PTX opcode) of each promise token in the body of a guard the change widened to a target."""
-    from codemods.cpp import hazards
+    from codemods.cpp.lexer import mask_comments
+    from codemods.cpp.structure import structure
     from codemods.gates import SourceError, cuda_guard
 
     archs = tuple(dict.fromkeys((*universe, *targets)))
@@ -206,7 +207,7 @@ def promised(base: bytes, work: bytes, targets: tuple[Arch, ...], universe: tupl
         return []
     lines = _line_map(base.splitlines(), work.splitlines())
     by_line = {gate.line: gate for gate in before}
-    shape = hazards.structure(work)
+    shape = structure(work)
     found = []
     for new in after:
         old = by_line.get(lines.get(new.line, -1))
@@ -216,7 +217,7 @@ def promised(base: bytes, work: bytes, targets: tuple[Arch, ...], universe: tupl
         if branch is None:
             continue
         end = branch.body_end if branch.body_end >= 0 else len(work)
-        body = hazards.mask_comments(work[branch.body_start:end]).decode("utf-8", "replace")
+        body = mask_comments(work[branch.body_start:end]).decode("utf-8", "replace")
         for token, opcode in PROMISES.items():
             if token in body:
                 found.append((new.line, opcode))

@@ -65,9 +65,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codemods.core.arch import Arch, is_arch_macro
+from codemods.cpp.evaluate import evaluate
 from codemods.gates import Gate, SourceError, cuda_guard
 
-CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".inl")
+PREPROCESSED_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".inl")  # CUDA sources and the headers they include
 # FlashInfer's JIT compiles with -std=c++17 (flashinfer/jit/core.py); nvcc 13.0 defaults to it too.
 DEFAULT_FLAGS: tuple[str, ...] = ("-std=c++17",)
 
@@ -156,7 +157,7 @@ class VerifyReport:
 
 
 def is_cuda_source(path: str) -> bool:
-    return path.endswith(CUDA_SUFFIXES)
+    return path.endswith(PREPROCESSED_SUFFIXES)
 
 
 def verify(
@@ -661,7 +662,7 @@ class _Doubts:
             for index in side.deciding(lines) if side.branches is not None else []:
                 branch = side.branches[index]
                 names = self._unexplained(branch.condition) if branch.directive != "else" else ()
-                if not names or cuda_guard.evaluate(_expression(branch), arch.macros()) is not None:
+                if not names or evaluate(_expression(branch), arch.macros()) is not None:
                     continue
                 guard = f"#{branch.directive} {branch.condition}"
                 if not any(doubt.guard == guard for doubt in found.values()):
