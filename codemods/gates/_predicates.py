@@ -123,6 +123,39 @@ class _Reader:
                             self.targets[key.value] = arch
         self.cache: dict[str, Meaning | None] = {}
         self.busy: set[str] = set()
+        self.dependent = self._may_depend_on_the_gpu()
+
+    def _may_depend_on_the_gpu(self) -> set[str]:
+        """The definitions whose value might differ between GPUs: the only ones worth running on every capability.
+
+        A definition that names no capability call, arch word, predicate or
+        known meaning, and no definition that does, gives the same on every GPU,
+        so it is no predicate (a superset is kept: it only costs time).
+        """
+        names: dict[str, set[str]] = {}
+        for name in (*self.functions, *self.values):
+            nodes = [self.functions[name]] if name in self.functions else self.values[name]
+            names[name] = {
+                n.id if isinstance(n, ast.Name) else n.attr
+                for node in nodes for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))
+            }
+        calls = set(_CAPABILITY_CALLS + _SM_CALLS) | {"get"} | set(self.known) | {k.lstrip(".") for k in self.known}
+
+        def direct(words: set[str]) -> bool:
+            return bool(words & calls) or any(_ARCH_WORDS.search(w) or PREDICATE_NAME.match(w) for w in words)
+
+        dependent = {name for name, words in names.items() if direct(words)}
+        users: dict[str, set[str]] = {}
+        for name, words in names.items():
+            for word in words & names.keys():
+                users.setdefault(word, set()).add(name)
+        todo = list(dependent)
+        while todo:
+            for user in users.get(todo.pop(), ()):
+                if user not in dependent:
+                    dependent.add(user)
+                    todo.append(user)
+        return dependent
 
     def meanings(self) -> dict[str, Meaning]:
         out = {}
@@ -141,6 +174,8 @@ class _Reader:
         """None: `name` is defined here but is no arch predicate (or not defined here)."""
         if name in self.cache:
             return self.cache[name]
+        if name not in self.dependent and not PREDICATE_NAME.match(name):
+            return None
         if name in self.busy:
             raise _Unreadable(f"`{name}` is defined through itself")
         self.busy.add(name)
