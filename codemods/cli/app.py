@@ -28,6 +28,7 @@ packages_mod = LazyModule("codemods.apply.packages")
 recipes = LazyModule("codemods.recipes.model")
 report = LazyModule("codemods.render.report")
 workflow = LazyModule("codemods.apply.workflow")
+verify_service = LazyModule("codemods.prove.verify")
 
 app = typer.Typer(
     add_completion=True,
@@ -534,7 +535,7 @@ def verify(
     if build:
         _verify_build(repo, target_arch, _universe(archs), tuple(module), base, recipe, python, jobs, fmt)
         return
-    result, ctx = workflow.verify_repo(
+    result, ctx = verify_service.verify_repo(
         repo, recipe_id=recipe, base=base, arch=target_arch, universe=_universe(archs), jobs=jobs, includes=include
     )
     if fmt is Format.json:
