@@ -565,7 +565,7 @@ def prove(
 ) -> BuildReport:
     """Build the changed (or named) JIT modules of the FlashInfer tree at `path`, base and work tree, per arch."""
     from codemods.recipes import model as recipes
-    from codemods.audit import scan as scanner
+    from codemods.audit import jit_modules
     from codemods.prove import preprocess as verifier
     from codemods.core.arch import family
     from codemods.apply.repo import ShadowRepo, open_repo
@@ -614,8 +614,8 @@ def prove(
     specs = _specs(target.root)
     wanted = list(modules)
     if not wanted:
-        layout = scanner._detect(target.root)
-        closures = scanner.tree_closures(target.root, layout) if layout is not None else None
+        layout = jit_modules.jit_layout(target.root)
+        closures = jit_modules.tree_closures(target.root, layout) if layout is not None else None
         for rel, spec in specs:
             files = closures.closure(spec).files if closures is not None else set()
             if set(files) & tree_changed:
@@ -728,10 +728,10 @@ def _function_text(source: bytes, name: str) -> str | None:
 def _specs(root: Path) -> list:
     """(file, jit_specs.JitSpec) of every spec in the tree's JIT folder."""
     from codemods.jit import specs as jit_specs
-    from codemods.audit import scan as scanner
+    from codemods.audit import jit_modules
     from codemods.gates import SourceError
 
-    layout = scanner._detect(root)
+    layout = jit_modules.jit_layout(root)
     if layout is None:
         raise errors.UnknownProject("no FlashInfer JIT folder here", where=str(root))
     found = []

@@ -36,10 +36,10 @@ names, the arch macros, `-D` flags) nor any header the preprocessor read
 defines could take another branch with the real headers: that arch is
 `unknown`, never ok.
 
-`empty_kernels` is `codemod scan`'s `empty-kernel` analysis over the JIT
-specs of a FlashInfer tree, restricted to some modules: a module whose gate
-admits a target while a guard in its sources compiles code out there. A
-tree in that state (a JIT gate widened without its guards) fails.
+`half_patched` are `codemod scan`'s empty-kernel hazards
+(codemods.audit.jit_modules): a JIT module whose gate admits a target while
+a guard in its sources compiles code out there. A tree in that state (a JIT
+gate widened without its guards) fails.
 
 This module runs subprocesses and writes temp files; it never runs git and
 never prints.
@@ -64,8 +64,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from codemods.core.arch import Arch, is_arch_macro
 from codemods.gates import Gate, SourceError, cuda_guard
+
+if TYPE_CHECKING:
+    from codemods.audit.jit_modules import EmptyKernel
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".inl")
 # FlashInfer's JIT compiles with -std=c++17 (flashinfer/jit/core.py); nvcc 13.0 defaults to it too.
@@ -97,19 +102,6 @@ class Doubt:
     line: int
     guard: str  # the directive and its condition, e.g. `#ifdef CUTLASS_ARCH_MMA_SM90_SUPPORTED`
     macros: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class EmptyKernel:
-    """`codemod scan`'s empty-kernel hazard on one target: a JIT module built for it whose guard drops code."""
-
-    arch: str
-    module: str
-    spec: str  # where the module's JIT gate admits the arch, `flashinfer/jit/comm.py:61`
-    file: str  # the guard's file, repo-relative
-    line: int
-    guard: str  # the guard's directive and condition
-    message: str  # scan's message
 
 
 @dataclass
@@ -182,7 +174,7 @@ def verify(
     roots, searched in order, then the absolute folders `extra_includes`.
     `stand_ins` lets a missing third-party header be an empty file (see the
     module docstring). `expected` gives, per target arch name, how many
-    regions it must gain. `half_patched` (from `empty_kernels()`) fail
+    regions it must gain. `half_patched` (from jit_modules.empty_kernels) fail
     their arch. `jobs` is the number of parallel nvcc runs (0: one per CPU).
     Falls back to the evaluator when `nvcc` is None or not found.
     """
@@ -248,71 +240,6 @@ def shadow_tree(source: Path, dest: Path, files: dict[str, bytes]) -> None:
                 (dest / rel).symlink_to(entry)
     for rel, data in files.items():
         (dest / rel).write_bytes(data)
-
-
-# ------------------------------------------------------------------ half-patched trees
-
-
-def empty_kernels(
-    root: Path,
-    targets: tuple[Arch, ...],
-    universe: tuple[Arch, ...],
-    modules: tuple[str, ...] = (),
-    changed: tuple[str, ...] = (),
-) -> list[EmptyKernel]:
-    """`codemod scan`'s empty-kernel hazards on `targets`, for some JIT modules of the FlashInfer tree at `root`.
-
-    The modules judged are those named in `modules` and those whose spec
-    file or include closure holds a file of `changed` (paths relative to
-    `root`). This is scan's own analysis (scan._closures, scan._modules,
-    scan._empty_kernels over what scan._analyse reads from the JIT spec
-    files and the closure files), run on the tree as it is on disk, without
-    listing the whole tree; [] where there is no FlashInfer JIT layout.
-    """
-    from codemods.audit import scan as scanner
-
-    root = Path(root)
-    layout = scanner._detect(root)
-    if layout is None or not targets:
-        return []
-    universe = tuple(dict.fromkeys((*universe, *targets)))
-    context = scanner._Context(
-        root=str(root), arch=targets[0], universe=universe, jit=layout.jit, layout=True,
-        include_all=False, hazards=True, cache=None, key="",
-    )  # fmt: skip
-
-    def analyse(rel: str, in_jit: bool):
-        try:
-            data = (root / rel).read_bytes()
-        except OSError:
-            return scanner._FileScan(rel)
-        return scanner._analyse(rel, data, context, in_jit)
-
-    specs = []
-    for file in sorted((root / layout.jit).rglob("*.py")):
-        rel = file.relative_to(root).as_posix()
-        specs += [(rel, spec) for spec in analyse(rel, True).specs]
-    wanted, changed_files = set(modules), set(changed)
-    chosen = [
-        module
-        for module in scanner._modules(specs, scanner.tree_closures(root, layout), targets[0])
-        if module.name in wanted or module.file in changed_files or module.files & changed_files
-    ]
-    structures = {}
-    for rel in sorted(set().union(*(module.files for module in chosen))):
-        shape = analyse(rel, False).structure
-        if shape is not None:
-            structures[rel] = shape
-    all_specific = scanner._all_specific(root, layout)
-    found = []
-    for arch in targets:
-        for hazard in scanner._empty_kernels(chosen, structures, arch, universe, all_specific):
-            module = next(m for m in chosen if m.name == hazard["module"] and m.admits(arch))
-            branch = structures[hazard["file"]].at_line(hazard["line"])
-            guard = f"{branch.directive} {branch.condition}" if branch is not None else ""
-            spec = f"{module.file}:{module.spec.gate.line}"
-            found.append(EmptyKernel(arch.name, module.name, spec, hazard["file"], hazard["line"], guard, hazard["message"]))
-    return found
 
 
 # ------------------------------------------------------------------ #if structure

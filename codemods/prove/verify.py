@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from codemods.apply.repo import Repo, codemod_home, open_repo
+from codemods.audit import jit_modules
 from codemods.core import errors
 from codemods.core.arch import DEFAULT_ARCHS, Arch, family
 from codemods.gates import SourceError, cuda_guard
@@ -121,7 +122,7 @@ def verify_repo(
     modules = tuple(
         m for c in (recipe.changes if recipe is not None else ()) if c.project == target.project.name for m in c.jit_modules
     )
-    kernels = verifier.empty_kernels(
+    kernels = jit_modules.empty_kernels(
         target.root, targets, tuple(universe), modules, tuple(rel[len(prefix):] for rel in touched if rel.startswith(prefix))
     )
     archs = tuple(dict.fromkeys(tuple(universe) + targets))
