@@ -567,6 +567,7 @@ def prove(
     from codemods.recipes import model as recipes
     from codemods.audit import jit_modules
     from codemods.prove import preprocess as verifier
+    from codemods.prove.overlay import shadow_tree
     from codemods.core.arch import family
     from codemods.apply.repo import ShadowRepo, open_repo
 
@@ -649,7 +650,7 @@ def prove(
         sides = {"work": _side("work", target.root, python_dir)}
         if base_sha is not None:
             overlay = Path(temp) / "base" / repo.root.name  # the package folder keeps its name (absolute imports)
-            verifier.shadow_tree(repo.root, overlay, {rel: data for rel, data in changed.items() if data is not None})
+            shadow_tree(repo.root, overlay, {rel: data for rel, data in changed.items() if data is not None})
             sides["base"] = _side("base", overlay / prefix if prefix else overlay, python_dir)
         proofs, tasks, slots = [], [], []
         for spec_rel, spec in chosen:
