@@ -554,6 +554,7 @@ def _verify_build(repo, target_arch, universe, modules, base, recipe, python, jo
     import contextlib
 
     from codemods.prove import build as build_proof
+    from codemods.render import build_proof as build_text
 
     bar = None
     if err.is_terminal:
@@ -575,9 +576,9 @@ def _verify_build(repo, target_arch, universe, modules, base, recipe, python, jo
             jobs=jobs, progress=progress,
         )
     if fmt is Format.json:
-        _out(json.dumps(_document(build_proof.to_json(report)), indent=2) + "\n")
+        _out(json.dumps(_document(build_text.to_json(report)), indent=2) + "\n")
     else:
-        _out("".join(line + "\n" for line in build_proof.to_text(report)))
+        _out("".join(line + "\n" for line in build_text.to_text(report)))
     if not report.ok:
         raise typer.Exit(1)
 
