@@ -16,6 +16,7 @@ from pathlib import Path
 from codemods.core import errors
 from codemods.core.arch import Arch
 from codemods.jit import flags as jit_flags
+from codemods.jit.values import NotBuilt, Unreadable
 
 @dataclass
 class Side:
@@ -53,9 +54,9 @@ def module_flags(side: Side, spec_file: str, function: str, arch: Arch, machine:
 
     try:
         build = jit_flags.module_build(read, str(side.package), str(side.package / spec_file), function, (arch.major, arch.minor), machine)
-    except jit_flags.NotBuilt as exc:
+    except NotBuilt as exc:
         return str(exc)
-    except jit_flags.Unreadable as exc:
+    except Unreadable as exc:
         raise errors.JitUnreadable(f"cannot read the nvcc flags of {function}: {exc}", where=f"{side.name} tree") from None
     if side.links and not (side.package / "data").is_dir():
         data = str(side.package / "data") + "/"
