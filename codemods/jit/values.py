@@ -102,12 +102,23 @@ class Version:
         pad = lambda parts: parts + (0,) * (width - len(parts))  # noqa: E731
         return op(pad(self.parts), pad(other.parts))
 
-    __lt__ = lambda self, o: self._cmp(o, operator.lt)  # noqa: E731
-    __le__ = lambda self, o: self._cmp(o, operator.le)  # noqa: E731
-    __gt__ = lambda self, o: self._cmp(o, operator.gt)  # noqa: E731
-    __ge__ = lambda self, o: self._cmp(o, operator.ge)  # noqa: E731
-    __eq__ = lambda self, o: self._cmp(o, operator.eq)  # noqa: E731
-    __hash__ = lambda self: hash(self.parts)  # noqa: E731
+    def __lt__(self, other) -> bool:
+        return self._cmp(other, operator.lt)
+
+    def __le__(self, other) -> bool:
+        return self._cmp(other, operator.le)
+
+    def __gt__(self, other) -> bool:
+        return self._cmp(other, operator.gt)
+
+    def __ge__(self, other) -> bool:
+        return self._cmp(other, operator.ge)
+
+    def __eq__(self, other) -> bool:
+        return self._cmp(other, operator.eq)
+
+    def __hash__(self) -> int:
+        return hash(self.parts)
 
     @property
     def major(self) -> int:

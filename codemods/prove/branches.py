@@ -142,7 +142,8 @@ class FilePair:
         """1-based lines only the base has, and lines only the work version has."""
         if self._lines is None:
             matcher = difflib.SequenceMatcher(None, self.base.lines, self.work.lines, autojunk=False)
-            base, work = set(), set()
+            base: set[int] = set()
+            work: set[int] = set()
             for op, i1, i2, j1, j2 in matcher.get_opcodes():
                 if op != "equal":
                     base.update(range(i1 + 1, i2 + 1))

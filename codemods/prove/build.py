@@ -145,7 +145,9 @@ def prove(
             overlay = Path(temp) / "base" / repo.root.name  # the package folder keeps its name (absolute imports)
             shadow_tree(repo.root, overlay, {rel: data for rel, data in changed.items() if data is not None})
             sides["base"] = _side("base", overlay / prefix if prefix else overlay, python_dir)
-        proofs, tasks, slots = [], [], []
+        proofs: list[ModuleProof] = []
+        tasks: list[Task] = []
+        slots: list[tuple[SideBuild, int]] = []
         for spec_rel, spec in chosen:
             proof = ModuleProof(spec.module, f"{spec_rel}:{spec.function}")
             spec_in_package = os.path.relpath(target.root / spec_rel, target.root / python_dir)
@@ -200,7 +202,7 @@ def scanner_enclosing_git(path: Path) -> bool:
 
 def _side(name: str, root: Path, python_dir: str) -> Side:
     package = (root / python_dir) if python_dir not in ("", ".") else root
-    links = {}
+    links: dict[str, str] = {}
     backend = root / "build_backend.py"
     if not (package / "data").is_dir() and backend.is_file():
         links = data_links(backend.read_text(errors="replace"))

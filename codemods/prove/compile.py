@@ -131,7 +131,7 @@ class Builder:
             for task in tasks:
                 if task.error:
                     raise self._failure(task, roots)
-            unique = {}
+            unique: dict[str, Task] = {}
             for task in tasks:
                 unique.setdefault(task.key, task)
             results = dict(zip(unique, pool.map(lambda t: self._build(t, roots), unique.values())))

@@ -87,7 +87,7 @@ class Doubts:
     def defined(self) -> set[str]:
         """Every macro #defined in the files the preprocessor read, stand-ins aside, and in the changed files."""
         if self._defined is None:
-            pre, names = self.preprocessor, set()
+            pre, names = self.preprocessor, set[str]()
             contents = [data for pair in pre.sources.values() for data in pair]
             for path in sorted(pre.read):
                 if path.startswith(ROOT_TOKEN + "/"):

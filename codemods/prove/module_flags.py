@@ -30,7 +30,7 @@ class Side:
 
 def data_links(build_backend: str) -> dict[str, str]:
     """FlashInfer's `flashinfer/data/<name>` -> checkout folder links, from build_backend.py's `ln(source, name)` calls."""
-    links = {}
+    links: dict[str, str] = {}
     try:
         tree = ast.parse(build_backend)
     except SyntaxError:

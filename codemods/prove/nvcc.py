@@ -134,7 +134,9 @@ class Preprocessor:
         return verdicts
 
     def _compare(self, path: str, arch: Arch, structures) -> tuple[list[Region], list[Region], list[str]]:
-        texts, errors, made_with = {}, {}, {}
+        texts: dict[str, str] = {}
+        errors: dict[str, str] = {}
+        made_with: dict[str, int] = {}
         sides = ["base", "work"]
         for _ in range(_SAME_STAND_INS_ROUNDS):
             for side in sides:
