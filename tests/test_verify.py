@@ -16,7 +16,8 @@ from textwrap import dedent
 import pytest
 
 from codemods.core.arch import DEFAULT_ARCHS, parse_archs
-from codemods.prove.preprocess import shadow_tree, verify
+from codemods.prove.overlay import shadow_tree
+from codemods.prove.preprocess import verify
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 

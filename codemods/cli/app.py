@@ -30,6 +30,7 @@ recipe_model = LazyModule("codemods.recipes.model")
 recipe_cases = LazyModule("codemods.recipes.cases")
 report = LazyModule("codemods.render.report")
 workflow = LazyModule("codemods.apply.workflow")
+verify_service = LazyModule("codemods.prove.verify")
 
 app = typer.Typer(
     add_completion=True,
@@ -536,7 +537,7 @@ def verify(
     if build:
         _verify_build(repo, target_arch, _universe(archs), tuple(module), base, recipe, python, jobs, fmt)
         return
-    result, ctx = workflow.verify_repo(
+    result, ctx = verify_service.verify_repo(
         repo, recipe_id=recipe, base=base, arch=target_arch, universe=_universe(archs), jobs=jobs, includes=include
     )
     if fmt is Format.json:
@@ -555,6 +556,7 @@ def _verify_build(repo, target_arch, universe, modules, base, recipe, python, jo
     import contextlib
 
     from codemods.prove import build as build_proof
+    from codemods.render import build_proof as build_text
 
     bar = None
     if err.is_terminal:
@@ -576,9 +578,9 @@ def _verify_build(repo, target_arch, universe, modules, base, recipe, python, jo
             jobs=jobs, progress=progress,
         )
     if fmt is Format.json:
-        _out(json.dumps(_document(build_proof.to_json(report)), indent=2) + "\n")
+        _out(json.dumps(_document(build_text.to_json(report)), indent=2) + "\n")
     else:
-        _out("".join(line + "\n" for line in build_proof.to_text(report)))
+        _out("".join(line + "\n" for line in build_text.to_text(report)))
     if not report.ok:
         raise typer.Exit(1)
 
