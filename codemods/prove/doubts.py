@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from codemods.core.arch import Arch, is_arch_macro
 from codemods.cpp.structure import Branch
-from codemods.gates import cuda_guard
+from codemods.cpp.evaluate import evaluate
 from codemods.prove.branches import FilePair
 from codemods.prove.outputs import ROOT_TOKEN, relative
 from codemods.prove.results import Doubt
@@ -69,7 +69,7 @@ class Doubts:
             for index in side.deciding(lines) if side.branches is not None else []:
                 branch = side.branches[index]
                 names = self._unexplained(branch.condition) if branch.directive != "#else" else ()
-                if not names or cuda_guard.evaluate(_expression(branch), arch.macros()) is not None:
+                if not names or evaluate(_expression(branch), arch.macros()) is not None:
                     continue
                 guard = f"{branch.directive} {branch.condition}"
                 if not any(doubt.guard == guard for doubt in found.values()):
