@@ -42,7 +42,7 @@ class Arch:
     variant: str = ""  # "", "a" (arch-specific) or "f" (family-specific)
 
     @classmethod
-    def parse(cls, text: str) -> "Arch":
+    def parse(cls, text: str) -> Arch:
         """Accept `sm_120`, `sm120`, `sm_120a`, `120`, `12.0`, `1200`, `compute_120f`."""
         m = _ARCH_RE.match(text)
         if not m:
@@ -80,7 +80,7 @@ class Arch:
         return f"sm_{self.code}{self.variant}"
 
     @property
-    def plain(self) -> "Arch":
+    def plain(self) -> Arch:
         return Arch(self.major, self.minor)
 
     def macros(self) -> dict[str, int]:

@@ -7,7 +7,6 @@ projects' layouts to find a FlashInfer tree's JIT folder on every run.
 from __future__ import annotations
 
 import tomllib
-from functools import lru_cache
 from pathlib import Path
 
 from codemods.core import errors
@@ -27,7 +26,6 @@ def project_files() -> list[Path]:
     return sorted((data_root() / "projects").glob("*.toml"))
 
 
-@lru_cache(maxsize=1)
 def project_tables() -> tuple[dict, ...]:
-    """Every project file as its TOML table (recipes.model.load_project builds the model from the same files)."""
+    """Every project file as a fresh TOML table (recipes.load.load_project builds the model from the same files)."""
     return tuple(tomllib.loads(path.read_text(encoding="utf-8")) for path in project_files())

@@ -19,7 +19,7 @@ import difflib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 RECIPES = Path(__file__).parent / "recipes"
 
