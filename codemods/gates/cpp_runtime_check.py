@@ -40,7 +40,9 @@ and evaluated again to make sure, else the gate is refused.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import tree_sitter
 
@@ -393,7 +395,7 @@ def _snippet(text: str, language: str = "cpp") -> tree_sitter.Node | None:
     return node
 
 
-def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS, detail: dict | None = None) -> ArchSet:
+def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS, detail: Mapping[str, Any] | None = None) -> ArchSet:
     """What a check, given as text, admits; `detail` carries the meanings `find` used."""
     names = dict((detail or {}).get("names", {}))
     node = _snippet(text)

@@ -33,7 +33,8 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, SourceError
@@ -529,7 +530,7 @@ def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[
     return [Edit(last_end, last_end, ("".join(", " + s for s in spelled)).encode())]
 
 
-def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS, detail: dict | None = None) -> ArchSet:
+def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS, detail: Mapping[str, Any] | None = None) -> ArchSet:
     """The archs a comparison, given as text, admits; `detail` (from `find`) says which part of the capability it reads."""
     unknown = ArchSet(universe, frozenset(), frozenset(universe))
     try:
