@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from typing import TypeAlias, cast, overload
 
 import libcst as cst
 
@@ -39,15 +40,18 @@ class Style:
         if self.kind == "majors":
             return str(major)
         if self.kind == "capabilities":
+            assert minor is not None, "a capability spells a minor"
             return str(major * 10 + minor)
         if self.majors_only:
             body = str(major)
         else:
+            assert minor is not None, "a per-minor string spells a minor"
             body = f"{major}.{minor}" if self.dotted else str(major * 10 + minor)
         return f"{self.quote}{self.prefix}{body}{self.suffix}{self.quote}"
 
 
 Value = tuple[int, "int | None"]  # (major, minor); minor None for a whole major
+Entry: TypeAlias = "int | tuple[str, str] | None"  # an int literal, a string's (quote, body), or anything else
 
 
 @dataclass(frozen=True)
@@ -58,22 +62,24 @@ class Listed:
     style: Style | None
 
 
-def read_entries(entries: list, majors_default: bool) -> Listed:
+def read_entries(entries: list[Entry], majors_default: bool) -> Listed:
     """Entries as ints, `(raw string text)` tuples, or None for anything else."""
     if any(entry is None for entry in entries):
         return Listed(None, None)
     if not entries:
         return Listed((), Style("majors") if majors_default else None)
     if all(type(entry) is int for entry in entries):
-        if all(0 < entry < 20 for entry in entries):
-            return Listed(tuple((entry, None) for entry in entries), Style("majors"))
-        if all(20 <= entry < 200 for entry in entries):
-            return Listed(tuple(divmod(entry, 10) for entry in entries), Style("capabilities"))
+        ints = cast("list[int]", entries)  # the all() above checked each entry; mypy does not narrow through all()
+        if all(0 < entry < 20 for entry in ints):
+            return Listed(tuple((entry, None) for entry in ints), Style("majors"))
+        if all(20 <= entry < 200 for entry in ints):
+            return Listed(tuple(divmod(entry, 10) for entry in ints), Style("capabilities"))
         return Listed(None, None)
     if not all(isinstance(entry, tuple) for entry in entries):
         return Listed(None, None)
+    strings = cast("list[tuple[str, str]]", entries)  # as above: the all() checked each is a tuple
     matches = []
-    for quote, text in entries:
+    for quote, text in strings:
         match = _ENTRY_RE.match(text)
         if match is None:
             return Listed(None, None)
@@ -82,7 +88,7 @@ def read_entries(entries: list, majors_default: bool) -> Listed:
     dotted = {m.group("major") is not None for _, m in matches}
     if len(prefixes) != 1 or len(dotted) != 1:
         return Listed(None, None)
-    values = []
+    values: list[Value] = []
     for _, m in matches:
         if m.group("major") is not None:
             values.append((int(m.group("major")), int(m.group("minor"))))
@@ -129,11 +135,15 @@ def _string_entry(text: str) -> tuple[str, str] | None:
     return (text[-1], body)
 
 
-def cst_entries(node: cst.BaseExpression) -> list | None:
+@overload
+def cst_entries(node: cst.List | cst.Tuple) -> list[Entry]: ...
+@overload
+def cst_entries(node: cst.BaseExpression) -> list[Entry] | None: ...
+def cst_entries(node: cst.BaseExpression) -> list[Entry] | None:
     """A list's or tuple's entries as `read_entries` takes them; None when `node` is no list literal."""
     if not isinstance(node, (cst.List, cst.Tuple)):
         return None
-    entries = []
+    entries: list[Entry] = []
     for element in node.elements:
         value = element.value if isinstance(element, cst.Element) else None
         if isinstance(value, cst.Integer):
@@ -145,10 +155,10 @@ def cst_entries(node: cst.BaseExpression) -> list | None:
     return entries
 
 
-def ast_entries(source: bytes, node: ast.AST, offset) -> list | None:
+def ast_entries(source: bytes, node: ast.AST, offset) -> list[Entry] | None:
     if not isinstance(node, (ast.List, ast.Tuple)):
         return None
-    entries = []
+    entries: list[Entry] = []
     for element in node.elts:
         if isinstance(element, ast.Constant) and type(element.value) is int:
             entries.append(element.value)

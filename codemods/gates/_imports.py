@@ -8,6 +8,7 @@ it goes. Separators, parentheses and one-name-per-line layouts are kept.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import overload
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -59,6 +60,7 @@ def _extend_import(
     """
     level = len(node.relative)
     module = get_full_name_for_node(node.module) if node.module is not None else ""
+    assert module is not None  # a dotted module name always has a full name
     # Relative imports only resolve inside a package; any package deep enough will do.
     package = ".".join(["package"] * (level + 1))
     # libcst.codemod takes half a second to import; only an edit that adds an import needs it
@@ -78,10 +80,13 @@ def _extend_import(
     ):
         raise CannotWiden(f"line {parsed.line(parsed.span(node)[0])}: cannot extend this import")
     added = statement.body[0]
+    # importers() yields no `import *`, and AddImportsVisitor keeps a list of names a list
+    assert not isinstance(node.names, cst.ImportStar) and not isinstance(added.names, cst.ImportStar)
     aliases = place(node, list(added.names[: len(added.names) - len(node.names)]), names)
     new_text = alone.code_for_node(node.with_changes(names=aliases)).encode()
     start, end = parsed.span(node)
     edit = edit_between(parsed.source[start:end], new_text)
+    assert edit is not None  # names were added, so the text changed
     return tidy_insertion(parsed.source, Edit(start + edit.start, start + edit.end, edit.text))
 
 
@@ -136,6 +141,10 @@ def _separator(node: cst.ImportFrom, aliases: list[cst.ImportAlias]) -> cst.Comm
     return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
 
 
+@overload
+def _without_comment(comma: cst.Comma) -> cst.Comma: ...
+@overload
+def _without_comment(comma: cst.Comma | cst.MaybeSentinel) -> cst.Comma | cst.MaybeSentinel: ...
 def _without_comment(comma: cst.Comma | cst.MaybeSentinel) -> cst.Comma | cst.MaybeSentinel:
     if not isinstance(comma, cst.Comma):
         return comma

@@ -34,6 +34,7 @@ import ast
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, cast
 
 from codemods.core.arch import Arch, ArchSet
 
@@ -101,7 +102,7 @@ class _Reader:
         self.functions = {
             node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
-        self.values: dict[str, list[ast.AST]] = {}
+        self.values: dict[str, list[ast.Assign]] = {}
         self.targets: dict[str, tuple[int, int]] = {}
         self.attributes: list[tuple[str, str, int]] = []
         for node in ast.walk(tree):
@@ -193,7 +194,7 @@ class _Reader:
         self.cache[name] = result
         return result
 
-    def _definition(self, name: str) -> tuple[ast.AST | None, str]:
+    def _definition(self, name: str) -> tuple[ast.expr | ast.FunctionDef | ast.AsyncFunctionDef | _Conflict | None, str]:
         if name in self.functions:
             node = self.functions[name]
             return node, f"{self.file}:{node.lineno}"
@@ -204,13 +205,15 @@ class _Reader:
         if len({ast.dump(a.value) for a in assigns}) > 1:
             if PREDICATE_NAME.match(name):
                 lines = ", ".join(str(a.lineno) for a in assigns)
-                return ast.Constant(value=_Conflict(f"`{name}` is assigned differently on lines {lines}")), where
+                return _Conflict(f"`{name}` is assigned differently on lines {lines}"), where
             return None, ""
         return assigns[0].value, where
 
-    def _evaluate(self, node: ast.AST, name: str, where: str) -> Meaning | None:
-        if isinstance(node, ast.Constant) and isinstance(node.value, _Conflict):
-            raise _Unreadable(node.value.reason)
+    def _evaluate(
+        self, node: ast.expr | ast.FunctionDef | ast.AsyncFunctionDef | _Conflict, name: str, where: str
+    ) -> Meaning | None:
+        if isinstance(node, _Conflict):
+            raise _Unreadable(node.reason)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             results = {cap: self._run(node, cap, {}) for cap in DOMAIN}
         else:
@@ -262,7 +265,7 @@ class _Reader:
 
     # ------------------------------------------------------------ a function body on one capability
 
-    def _run(self, function: ast.AST, cap: tuple[int, int], env: dict) -> object:
+    def _run(self, function: ast.FunctionDef | ast.AsyncFunctionDef, cap: tuple[int, int], env: dict) -> object:
         env = dict(env)
         result = self._block(function.body, cap, env, function)
         if result is _FELL_THROUGH:
@@ -310,7 +313,7 @@ class _Reader:
 
     # ------------------------------------------------------------ an expression on one capability
 
-    def _value(self, node: ast.AST, cap: tuple[int, int], env: dict) -> object:
+    def _value(self, node: ast.expr, cap: tuple[int, int], env: dict) -> object:
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
@@ -322,13 +325,14 @@ class _Reader:
             if self._defined(node.id):
                 meaning = self._lookup(node.id)
                 if meaning is not None:
+                    assert meaning.caps is not None  # _lookup raises on an unknown meaning
                     return cap in meaning.caps
             return FREE
         if isinstance(node, ast.Call):
             return self._call(node, cap, env)
         if isinstance(node, ast.Attribute) and PREDICATE_NAME.match(node.attr):
             meaning = self.known.get("." + node.attr)
-            if meaning is None or not meaning.known:
+            if meaning is None or meaning.caps is None:
                 raise _Unreadable(f"line {node.lineno}: the attribute `.{node.attr}` is not read")
             return cap in meaning.caps
         if isinstance(node, ast.Subscript):
@@ -338,7 +342,8 @@ class _Reader:
                 return FREE
             tainted = isinstance(value, _Gpu)
             try:
-                item = _plain(value)[_plain(index)]
+                # whatever the file indexes: a TypeError, IndexError or KeyError says it cannot be
+                item = cast(Any, _plain(value))[_plain(index)]
             except (TypeError, IndexError, KeyError):
                 raise _Unreadable(f"line {node.lineno}: cannot index `{ast.unparse(node)}`") from None
             return _Gpu(item) if tainted else item
@@ -405,11 +410,13 @@ class _Reader:
         if isinstance(node.func, ast.Name) and self._defined(name):
             meaning = self._lookup(name)
             if meaning is not None:
+                assert meaning.caps is not None  # _lookup raises on an unknown meaning
                 return cap in meaning.caps
             return FREE
         if isinstance(node.func, ast.Attribute) and name in self.known:
             meaning = self._lookup(name)
             if meaning is not None:
+                assert meaning.caps is not None  # _lookup raises on an unknown meaning
                 return cap in meaning.caps
         if _ARCH_WORDS.search(name):
             raise _Unreadable(f"line {node.lineno}: calls `{name}()`, whose definition is not read")
@@ -454,7 +461,7 @@ def _name(node: ast.AST) -> str | None:
     return None
 
 
-def _unwrap_cache(node: ast.AST) -> ast.AST:
+def _unwrap_cache(node: ast.expr) -> ast.expr:
     """`lru_cache(maxsize=1)(X)` and `functools.cache(X)` stand for X."""
     while isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
         if isinstance(node.func, ast.Call) or _name(node.func) in ("cache", "lru_cache"):
@@ -487,7 +494,7 @@ def table(entries: Mapping[str, list[str]], where: str) -> dict[str, Meaning]:
     """Meanings from a project's `[predicates]` table: name -> the archs it admits (`sm_120`, `sm_12x`)."""
     out = {}
     for name, archs in entries.items():
-        caps = set()
+        caps: set[tuple[int, int]] = set()
         for text in archs:
             if text.endswith("x"):  # a whole major: sm_12x
                 major = int(text.removeprefix("sm_")[:-1])

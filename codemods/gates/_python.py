@@ -38,6 +38,13 @@ _BRACKETS = re.compile(
 )
 
 
+def skip_trivia(source: bytes, at: int) -> int:
+    """The offset just past the TRIVIA that starts at `at` (`at` itself when there is none)."""
+    match = TRIVIA.match(source, at)
+    assert match is not None  # TRIVIA matches the empty string, so it matches anywhere
+    return match.end()
+
+
 @lru_cache(maxsize=8)
 def parse(source: bytes) -> PythonSource:
     """The parsed source, shared by `find` and `widen` calls on the same bytes.
@@ -94,7 +101,7 @@ def check_depth(text: str) -> None:
             elif match.group(0) in ")]}":
                 depth = max(depth - 1, 0)
         return
-    stack = [(node, 1) for node in tree.body]
+    stack: list[tuple[ast.AST, int]] = [(node, 1) for node in tree.body]
     while stack:
         node, depth = stack.pop()
         if depth > MAX_DEPTH:
@@ -217,10 +224,12 @@ class PythonSource:
         Python's own symbol tables, and come here only for shapes those
         cannot be matched to (lambdas, comprehensions).
         """
-        return self._scopes[node]
+        scope = self._scopes[node]
+        assert scope is not None  # libcst types a scope as optional, yet gives every node of a module one
+        return scope
 
     @cached_property
-    def _scopes(self) -> Mapping[cst.CSTNode, Scope]:
+    def _scopes(self) -> Mapping[cst.CSTNode, Scope | None]:
         try:
             return MappingProxyType(dict(self._wrapper.resolve(ScopeProvider)))
         except RecursionError:
@@ -279,18 +288,18 @@ class PythonSource:
             current = self._scope_owner(current)
         if self._symbols is None:
             return None
-        tables = [(self._symbols, self.module)]
-        for owner in reversed(owners):
-            line = self.line(self.span(owner.name)[0])
-            kind = "class" if isinstance(owner, cst.ClassDef) else "function"
+        tables: list[tuple[symtable.SymbolTable, cst.CSTNode]] = [(self._symbols, self.module)]
+        for scope_owner in reversed(owners):
+            line = self.line(self.span(scope_owner.name)[0])
+            kind = "class" if isinstance(scope_owner, cst.ClassDef) else "function"
             matches = [
                 table
                 for table in tables[-1][0].get_children()
-                if table.get_type() == kind and table.get_name() == owner.name.value and table.get_lineno() == line
+                if table.get_type() == kind and table.get_name() == scope_owner.name.value and table.get_lineno() == line
             ]
             if len(matches) != 1:
                 return None
-            tables.append((matches[0], owner))
+            tables.append((matches[0], scope_owner))
         innermost = len(tables) - 1
         for depth in range(innermost, -1, -1):
             table, owner = tables[depth]

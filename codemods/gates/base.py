@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from codemods.core.arch import Arch, ArchSet
 from codemods.cpp.lexer import language
@@ -63,10 +64,12 @@ def no_symbols(source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: t
     return []
 
 
-Find = Callable[[bytes, tuple[Arch, ...], Where, Mapping[str, object]], list[Gate]]
-Admits = Callable[[str, tuple[Arch, ...], Where, Mapping], ArchSet]
+# A selector's value is a recipe's TOML value that the kind's check_selector accepted, and a
+# gate's detail is what its kind's find recorded: their types are each kind's own, hence Any.
+Find = Callable[[bytes, tuple[Arch, ...], Where, Mapping[str, Any]], list[Gate]]
+Admits = Callable[[str, tuple[Arch, ...], Where, Mapping[str, Any]], ArchSet]
 Widen = Callable[[bytes, Gate, tuple[Arch, ...], tuple[Arch, ...], Where], list[Edit]]
-Rewrite = Callable[[bytes, Where, Mapping[str, object]], list[Edit]]
+Rewrite = Callable[[bytes, Where, Mapping[str, Any]], list[Edit]]
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,9 @@ and evaluated again to make sure, else the gate is refused.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import tree_sitter
 
@@ -97,8 +99,8 @@ class _Atom:
     meaning: str | None
     op: str  # as if the variable were on the left
     number: int
-    variable_node: tree_sitter.Node | None
-    number_node: tree_sitter.Node | None
+    variable_node: tree_sitter.Node
+    number_node: tree_sitter.Node
 
 
 _FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
@@ -140,6 +142,13 @@ def _value(meaning: str, arch: Arch) -> int:
     return {"sm": arch.code, "major": arch.major, "minor": arch.minor, "cuda_arch": arch.cuda_arch}[meaning]
 
 
+def _field(node: tree_sitter.Node, name: str) -> tree_sitter.Node:
+    """A child the grammar always gives `node` (a binary expression's operands, a call's function)."""
+    child = node.child_by_field_name(name)
+    assert child is not None, f"{node.type} without its {name}"  # tree-sitter marks a missing one MISSING, not absent
+    return child
+
+
 def _strip(node: tree_sitter.Node) -> tree_sitter.Node:
     while node.type == "parenthesized_expression" and node.named_child_count == 1:
         node = node.named_children[0]
@@ -163,14 +172,14 @@ def _evaluate(node: tree_sitter.Node, arch: Arch, names: dict[str, str]) -> bool
     node = _strip(node)
     logical = _logical(node)
     if logical is not None:
-        left = _evaluate(node.child_by_field_name("left"), arch, names)
-        right = _evaluate(node.child_by_field_name("right"), arch, names)
+        left = _evaluate(_field(node, "left"), arch, names)
+        right = _evaluate(_field(node, "right"), arch, names)
         settles = logical == "||"
         if left is settles or right is settles:
             return settles
         return None if left is None or right is None else not settles
     if _not(node):
-        inner = _evaluate(node.child_by_field_name("argument"), arch, names)
+        inner = _evaluate(_field(node, "argument"), arch, names)
         return None if inner is None else not inner
     if node.type == "call_expression":
         macro = _macro(node)
@@ -223,11 +232,11 @@ def _pure(node: tree_sitter.Node, names: dict[str, str], selected) -> bool | Non
     node = _strip(node)
     logical = _logical(node)
     if logical is not None:
-        left = _pure(node.child_by_field_name("left"), names, selected)
-        right = _pure(node.child_by_field_name("right"), names, selected)
+        left = _pure(_field(node, "left"), names, selected)
+        right = _pure(_field(node, "right"), names, selected)
         return bool(left and right)
     if _not(node):
-        return _pure(node.child_by_field_name("argument"), names, selected)
+        return _pure(_field(node, "argument"), names, selected)
     atom = _atom(node, names)
     return atom is not None and selected(atom)
 
@@ -239,10 +248,10 @@ def _gates_in(node: tree_sitter.Node, names, selected, out: list) -> None:
         return
     inner = _strip(node)
     if _logical(inner) is not None:
-        _gates_in(inner.child_by_field_name("left"), names, selected, out)
-        _gates_in(inner.child_by_field_name("right"), names, selected, out)
+        _gates_in(_field(inner, "left"), names, selected, out)
+        _gates_in(_field(inner, "right"), names, selected, out)
     elif _not(inner):
-        _gates_in(inner.child_by_field_name("argument"), names, selected, out)
+        _gates_in(_field(inner, "argument"), names, selected, out)
 
 
 def _unreadable(condition: tree_sitter.Node, names: dict[str, str], wanted: str | None) -> bool:
@@ -334,8 +343,10 @@ def find(
             else:
                 parts = []
                 _gates_in(condition, names, selected, parts)
+            definition = body.parent
+            assert definition is not None  # function_bodies yields bodies of function definitions
             for part in parts:
-                gates.append(_gate(source, part, holder, names, universe, syntax.short_name(body.parent)))
+                gates.append(_gate(source, part, holder, names, universe, syntax.short_name(definition)))
     gates.sort(key=lambda gate: gate.start)
     return gates
 
@@ -393,7 +404,7 @@ def _snippet(text: str, language: str = "cpp") -> tree_sitter.Node | None:
     return node
 
 
-def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS, detail: dict | None = None) -> ArchSet:
+def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS, detail: Mapping[str, Any] | None = None) -> ArchSet:
     """What a check, given as text, admits; `detail` carries the meanings `find` used."""
     names = dict((detail or {}).get("names", {}))
     node = _snippet(text)
@@ -465,14 +476,15 @@ def _chain_terms(node: tree_sitter.Node, names) -> tuple[list[tree_sitter.Node],
         nonlocal spelling
         inner = _strip(current)
         if _logical(inner) == "||":
-            spelling = (inner.child_by_field_name("operator").text or b"||").decode()
-            return walk(inner.child_by_field_name("left")) and walk(inner.child_by_field_name("right"))
+            spelling = (_field(inner, "operator").text or b"||").decode()
+            return walk(_field(inner, "left")) and walk(_field(inner, "right"))
         terms.append(current)
         return True
 
     walk(node)
-    atoms = [_atom(_strip(term), names) for term in terms]
-    if any(a is None or a.op != "==" or a.meaning is None for a in atoms):
+    read = [_atom(_strip(term), names) for term in terms]
+    atoms = [a for a in read if a is not None and a.op == "==" and a.meaning is not None]
+    if len(atoms) != len(read):
         return None
     if len({a.variable for a in atoms}) != 1:
         return None
@@ -498,6 +510,7 @@ def _extend_chain(text: str, node, names, missing: list[Arch], inside: str) -> s
         return None
     terms, atoms, spelling = chain
     meaning = atoms[0].meaning
+    assert meaning is not None  # _chain_terms keeps only atoms of a known meaning
     values = sorted({_value(meaning, t) for t in missing} - {a.number for a in atoms})
     if not values:
         return None
@@ -526,7 +539,7 @@ def _insert(text: str, terms, atoms, values, spelling: str, wrap: bool) -> str:
 def _conjuncts(node: tree_sitter.Node) -> list[tree_sitter.Node]:
     inner = _strip(node)
     if _logical(inner) == "&&":
-        return [*_conjuncts(inner.child_by_field_name("left")), inner.child_by_field_name("right")]
+        return [*_conjuncts(_field(inner, "left")), _field(inner, "right")]
     return [node]
 
 
@@ -546,7 +559,9 @@ def _widen_conjunct(text: str, node, names, missing: list[Arch], inside: str) ->
     if chain is None:
         return None
     terms, atoms, spelling = chain
-    values = sorted({_value(atoms[0].meaning, t) for t in missing} - {a.number for a in atoms})
+    meaning = atoms[0].meaning
+    assert meaning is not None  # _chain_terms keeps only atoms of a known meaning
+    values = sorted({_value(meaning, t) for t in missing} - {a.number for a in atoms})
     if not values:
         return None
     bare = _strip(term) is term and len(terms) == 1

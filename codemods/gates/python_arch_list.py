@@ -55,7 +55,7 @@ import libcst as cst
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate
 from codemods.gates._arch_lists import Listed, Value, admits_of, ast_entries, cst_entries, majors_detail, read_entries
-from codemods.gates._python import LONE_CR, TRIVIA, PythonSource, parse
+from codemods.gates._python import LONE_CR, PythonSource, parse, skip_trivia
 
 KIND = "python_arch_list"
 
@@ -225,7 +225,11 @@ def find_in_tree(
     anything but parentheses between `=` and the list): the caller then calls `find`.
     """
     shapes = KNOWN_SHAPES if known else (_Shape(keyword=keyword),)
-    needles = [(shape.call or shape.keyword).encode() for shape in shapes]
+    needles = []
+    for shape in shapes:
+        needle = shape.call or shape.keyword
+        assert needle is not None  # KNOWN_SHAPES and `_Shape(keyword=keyword)` each name a call or a keyword
+        needles.append(needle.encode())
     if not any(needle in source for needle in needles):
         return []
     if b"\r" in source and LONE_CR.search(source):
@@ -233,7 +237,9 @@ def find_in_tree(
     bom = 3 if source.startswith(b"\xef\xbb\xbf") else 0
     starts = [bom] + [match.end() for match in re.finditer(b"\n", source)]
 
-    def offset(line: int, column: int) -> int:
+    def offset(line: int | None, column: int | None) -> int:
+        # typeshed allows None for end positions, which ast.parse sets on every node it makes
+        assert line is not None and column is not None
         return starts[line - 1] + column
 
     # (value, where to read on from toward it, its keyword or None, callee, position, the shape, function, in an f-string)
@@ -255,9 +261,8 @@ def find_in_tree(
             func = node.func
             callee = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
             index: int | None = 0
-            at: int | None = offset(func.end_lineno, func.end_col_offset)
-            at = TRIVIA.match(source, at).end()
-            at = at + 1 if source[at : at + 1] == b"(" else None
+            after_func = skip_trivia(source, offset(func.end_lineno, func.end_col_offset))
+            at: int | None = after_func + 1 if source[after_func : after_func + 1] == b"(" else None
             for arg in node.args:
                 if isinstance(arg, ast.Starred):
                     index = None
@@ -286,7 +291,7 @@ def find_in_tree(
             return None  # before Python 3.12, positions inside f-strings are computed after the fact
         start, end = offset(value.lineno, value.col_offset), offset(value.end_lineno, value.end_col_offset)
         outer, opened = start, 0
-        while (at := TRIVIA.match(source, at).end()) < start:
+        while (at := skip_trivia(source, at)) < start:
             if source[at : at + 1] != b"(":
                 return None
             outer = min(outer, at)
@@ -295,7 +300,7 @@ def find_in_tree(
         if at != start:
             return None
         for _ in range(opened):
-            end = TRIVIA.match(source, end).end()
+            end = skip_trivia(source, end)
             if source[end : end + 1] != b")":
                 return None
             end += 1
@@ -319,7 +324,7 @@ def find_in_tree(
 
 def _after_equals(source: bytes, at: int, keyword: str) -> int | None:
     """Just past the `=` of `keyword=` written at `at`; None when something else stands there."""
-    at = TRIVIA.match(source, at + len(keyword)).end()
+    at = skip_trivia(source, at + len(keyword))
     return at + 1 if source[at : at + 1] == b"=" else None
 
 
@@ -328,7 +333,7 @@ def _after_comma(source: bytes, at: int | None) -> int | None:
     if at is None:
         return None
     while True:
-        at = TRIVIA.match(source, at).end()
+        at = skip_trivia(source, at)
         if source[at : at + 1] == b")":
             at += 1
             continue
@@ -344,10 +349,10 @@ def widen(
     """Edits that add the values of `targets` the list lacks, in its style; `[]` if it has them all."""
     parsed = parse(source)
     node = _locate(parsed, gate)
-    entries = cst_entries(node) if isinstance(node, (cst.List, cst.Tuple)) else None
     where = f"line {gate.line}: {gate.text}"
-    if entries is None:
+    if not isinstance(node, (cst.List, cst.Tuple)):
         raise CannotWiden(f"{where} is not a list literal (a name or a computed value); widen it by hand")
+    entries = cst_entries(node)
     listed = read_entries(entries, gate.detail.get("keyword") == MAJORS_KEYWORD)
     if listed.values is None:
         raise CannotWiden(f"{where} is not a list of integer literals or arch strings in one style; widen it by hand")
@@ -355,6 +360,7 @@ def widen(
     if style is None:
         why = "is empty, so it shows no style to follow" if not entries else "mixes suffixes, so a new entry's is not known"
         raise CannotWiden(f"{where} {why}; widen it by hand")
+    wanted: list[Value]
     if style.kind == "majors" or style.majors_only:
         wanted = sorted({(arch.major, None) for arch in targets})
     else:
@@ -415,7 +421,7 @@ def _fill_empty(parsed: PythonSource, node: cst.List | cst.Tuple, added: list[st
 
 
 def _insert_inline(
-    parsed: PythonSource, elements: list[cst.Element], position: int, texts: list[str]
+    parsed: PythonSource, elements: list[cst.BaseElement], position: int, texts: list[str]
 ) -> list[Edit]:
     """`[9, 10]` -> `[9, 10, 12]`, reusing the separator the list already has."""
     separator = b", "
@@ -434,20 +440,22 @@ def _insert_inline(
 
 
 def _insert_lines(
-    parsed: PythonSource, elements: list[cst.Element], position: int, texts: list[str]
+    parsed: PythonSource, elements: list[cst.BaseElement], position: int, texts: list[str]
 ) -> list[Edit]:
     """A list written one element per line gets one new line per entry."""
     reference = elements[min(position, len(elements) - 1)]
     value_start, value_end = parsed.outer_span(reference.value)
     indent = parsed.indent(value_start)
+    assert indent is not None  # _one_per_line chose this insert: every element starts a line of its own
     eol = parsed.eol(value_end)
     added = [text.encode() for text in texts]
     if position < len(elements):
         at = parsed.line_start(value_start)
         return [Edit(at, at, b"".join(indent + text + b"," + eol for text in added))]
     # Appending: keep the file's choice of a trailing comma after the last element.
-    has_comma = isinstance(reference.comma, cst.Comma)
-    after = parsed.span(reference.comma)[1] if has_comma else value_end
+    comma = reference.comma if isinstance(reference.comma, cst.Comma) else None
+    has_comma = comma is not None
+    after = parsed.span(comma)[1] if comma is not None else value_end
     rest = parsed.source[after : parsed.line_end(after)].strip()
     if rest and not rest.startswith(b"#"):
         # The closing bracket shares the last element's line.

@@ -56,6 +56,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from collections.abc import Mapping
+from typing import TypeGuard
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate
@@ -215,7 +216,7 @@ def missing_symbols(
     return _plan(source, gate, targets, universe, meanings).symbols
 
 
-def is_or(node: cst.CSTNode | None) -> bool:
+def is_or(node: cst.CSTNode | None) -> TypeGuard[cst.BooleanOperation]:
     return isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or)
 
 
@@ -246,8 +247,9 @@ def predicate_of(operand: cst.BaseExpression) -> Predicate | None:
 
 
 def _predicates(chain: cst.BooleanOperation) -> list[Predicate] | None:
-    predicates = [predicate_of(operand) for operand in operands(chain)]
-    if any(predicate is None for predicate in predicates):
+    read = [predicate_of(operand) for operand in operands(chain)]
+    predicates = [predicate for predicate in read if predicate is not None]
+    if len(predicates) != len(read):
         return None
     return predicates
 
@@ -404,7 +406,10 @@ def supporting(
         ]
         needed += [(renamed(template.ident.value, n), siblings, chain) for n in numbers]
     else:
-        owner = template.operand.func if template.form == "attribute_call" else template.operand
+        owner = template.operand
+        if template.form == "attribute_call":
+            assert isinstance(owner, cst.Call)  # predicate_of gives that form to a call only
+            owner = owner.func
         start, end = parsed.span(owner)
         ident_start, ident_end = parsed.span(template.ident)
         for number in numbers:
@@ -475,7 +480,8 @@ def _define(
         if (match := PREDICATE_RE.match(name.value)) and int(match["number"]) == number
     ]
     literals = {node.evaluated_value for node in parsed.nodes(cst.Integer, within=sibling.value)}
-    if len(renames) < 2 or literals & {number // 10, number, number * 10}:
+    # A named sibling (no number) renames nothing either: the same refusal.
+    if number is None or len(renames) < 2 or literals & {number // 10, number, number * 10}:
         # Only a definition that names its arch through a predicate can be copied safely.
         raise CannotWiden(
             f"line {parsed.line(start)}: cannot derive `{wanted}` from "
@@ -517,6 +523,7 @@ def _placed(
     `is_sm120_supported` goes right after the highest-numbered sibling below
     it (`is_sm100_supported`), which is where isort's natural order puts it.
     """
+    assert not isinstance(node.names, cst.ImportStar)  # importers() yields no `import *`
     aliases = list(node.names)
     by_name = {alias.evaluated_name: alias for alias in added}
     for new, old in names:

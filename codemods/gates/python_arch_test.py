@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import TypeGuard
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -171,7 +172,9 @@ def _predicate(node: cst.BaseExpression):
     if found is not None:
         return found
     if isinstance(node, cst.Name) and _FLAG_RE.match(node.value):
-        number = int(chains.PREDICATE_RE.match(node.value)["number"])
+        match = chains.PREDICATE_RE.match(node.value)
+        assert match is not None  # a name _FLAG_RE matches, PREDICATE_RE matches too
+        number = int(match["number"])
         return chains.Predicate(node, node, "name", number, frozenset({number // 10}))
     return None
 
@@ -182,7 +185,7 @@ def _negated(node: cst.BaseExpression):
     return None
 
 
-def _is_and(node) -> bool:
+def _is_and(node: cst.CSTNode | None) -> TypeGuard[cst.BooleanOperation]:
     return isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And)
 
 

@@ -33,7 +33,8 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, SourceError
@@ -45,7 +46,7 @@ TOKENS = tuple(name.encode() for name in CALLS)
 _BOM = b"\xef\xbb\xbf"
 _SIDES = {0: "major", 1: "minor", None: "pair", "sm": "sm"}
 
-COMPOUND = (
+COMPOUND: tuple[type[ast.stmt], ...] = (
     ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.FunctionDef,
     ast.AsyncFunctionDef, ast.ClassDef, ast.Match, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
 )  # fmt: skip
@@ -75,7 +76,9 @@ class PythonText:
     def line(self, offset: int) -> int:
         return bisect.bisect_right(self.starts, offset)
 
-    def span(self, node: ast.AST) -> tuple[int, int]:
+    def span(self, node: ast.stmt | ast.expr) -> tuple[int, int]:
+        # typeshed allows None for end positions, which ast.parse sets on every node it makes
+        assert node.end_lineno is not None and node.end_col_offset is not None
         start = self.offset(node.lineno, node.col_offset)
         decorators = getattr(node, "decorator_list", None)
         if decorators:
@@ -168,7 +171,7 @@ def _have(arch: Arch, side) -> object:
     return (arch.major, arch.minor) if side is None else (arch.major, arch.minor)[side]
 
 
-def _admitted(side, op: type, value, universe: tuple[Arch, ...], checked: bool = False) -> frozenset[Arch] | None:
+def _admitted(side, op: type[ast.cmpop], value, universe: tuple[Arch, ...], checked: bool = False) -> frozenset[Arch] | None:
     if checked:
         op = _CHECKED.get(op, op)
     try:
@@ -250,7 +253,7 @@ def nodes_in(text: PythonText, body: list, test: Callable[[bytes], bool], scope:
             start, end = text.span(stmt)
             if not test(text.data[start:end]):
                 continue
-        if not isinstance(stmt, (*COMPOUND, ast.ExceptHandler, ast.match_case)):
+        if not (isinstance(stmt, COMPOUND) or isinstance(stmt, (ast.ExceptHandler, ast.match_case))):
             for node in ast.walk(stmt):
                 yield node, scope
             continue
@@ -374,7 +377,12 @@ def blocks(data: bytes) -> tuple[PythonText, list[ast.stmt]] | None:
             parsed = ast.parse(prefix + piece)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-        statements = parsed.body if level == 0 else parsed.body[0].body
+        if level == 0:
+            statements = parsed.body
+        else:
+            wrapper = parsed.body[0]
+            assert isinstance(wrapper, ast.If)  # the `if 1:` put around the indented piece
+            statements = wrapper.body
         if level == 0 and not isinstance(statements[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bound: dict = {}
             for node in ast.walk(parsed):
@@ -458,6 +466,7 @@ def find(
     parents = _parents(tree)
     out = []
     for gate, node, _ in _found(text, tree.body, universe, computed=True, checked=True):
+        up: ast.AST
         around, statement, assigned, up = "", None, False, node
         while id(up) in parents:
             child, up = up, parents[id(up)]
@@ -529,7 +538,7 @@ def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[
     return [Edit(last_end, last_end, ("".join(", " + s for s in spelled)).encode())]
 
 
-def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS, detail: dict | None = None) -> ArchSet:
+def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS, detail: Mapping[str, Any] | None = None) -> ArchSet:
     """The archs a comparison, given as text, admits; `detail` (from `find`) says which part of the capability it reads."""
     unknown = ArchSet(universe, frozenset(), frozenset(universe))
     try:
@@ -540,7 +549,10 @@ def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS, detail: dict |
         return unknown
     op, value = type(node.ops[0]), _literal(node.comparators[0])
     if detail.get("flipped"):
-        op, value = _FLIPPED.get(op), _literal(node.left)
+        flipped = _FLIPPED.get(op)
+        if flipped is None:  # no operator to flip to: as unknown as one _COMPARE lacks
+            return unknown
+        op, value = flipped, _literal(node.left)
     if op not in _COMPARE or value is None:
         return unknown
     side = {"major": 0, "minor": 1, "pair": None, "sm": "sm"}[detail["side"]]

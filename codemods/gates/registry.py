@@ -29,7 +29,8 @@ def cuda_blockers(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[
     """Instructions inside a CUDA guard's region that a target lacks (ARCH_FACTS section 3), each once."""
     found: list[str] = []
     for arch in targets:
-        for blocker in hazards.blockers_for(source, gate, arch):
+        # Located declares plain (settable) fields and Gate is frozen; read-only protocol members in cpp/hazards would fit
+        for blocker in hazards.blockers_for(source, gate, arch):  # type: ignore[arg-type]
             if blocker not in found:
                 found.append(blocker)
     return found
