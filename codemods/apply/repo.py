@@ -18,6 +18,7 @@ from pathlib import Path
 import git
 
 from codemods.core import errors
+from codemods.apply import journal
 from codemods.apply.files import require_folder
 
 TRAILER_RECIPE = "Codemod-Recipe"
@@ -125,37 +126,28 @@ def open_repo(path: Path, *, create_shadow: bool = False) -> "Repo":
     itself: nothing is written into the folder but the patched files.
     """
     require_folder(path)
-    if ShadowRepo.recorded(path):  # patched outside git; a repository made around it later changes nothing
-        return ShadowRepo.open(path, create=False)
-    found = _enclosing(path)
-    if found is not None and found.bare:
-        raise errors.RepoState("is a bare repository; there is no work tree to patch", where=str(path), hint="clone it and point --repo at the clone")
-    if found is not None and not _ignored(found, path):
-        return Repo(found, path)
+    found = work_tree_of(path)
+    if found is not None:
+        return Repo.of_work_tree(found, path)
     return ShadowRepo.open(path, create=create_shadow)
 
 
-def refuse_unusable(path: Path) -> None:
-    """Refuse early what no recipe can use: a bare repository, or a repository with no commits."""
+def work_tree_of(path: Path) -> git.Repo | None:
+    """The git repository whose work tree holds path; None when codemod keeps a shadow repository for it instead.
+
+    The one rule for "use a shadow repository": codemod has one for path
+    already (patched outside git; a repository made around it later changes
+    nothing), or path is in no git work tree, or it is ignored there. A bare
+    repository is refused: it has no work tree to patch.
+    """
     if ShadowRepo.recorded(path):
-        return
+        return None
     found = _enclosing(path)
-    if found is None or _ignored_safe(found, path):
-        return
+    if found is None:
+        return None
     if found.bare:
         raise errors.RepoState("is a bare repository; there is no work tree to patch", where=str(path), hint="clone it and point --repo at the clone")
-    try:
-        found.head.commit
-    except ValueError:
-        raise errors.RepoState(
-            "the repository has no commits yet",
-            where=str(path),
-            hint="commit the current tree first (git add -A && git commit -m base), so there is a base to return to",
-        ) from None
-
-
-def _ignored_safe(found: git.Repo, path: Path) -> bool:
-    return not found.bare and _ignored(found, path)
+    return None if _ignored(found, path) else found
 
 
 def _enclosing(path: Path) -> git.Repo | None:
@@ -181,19 +173,25 @@ def _ignored(found: git.Repo, path: Path) -> bool:
 class Repo:
     """A git work tree that holds --repo."""
 
-    shadow = False
+    ready_step = "repo-ready"  # the journal checkpoint once the repository is open for a run
 
-    def __init__(self, git_repo: git.Repo, path: Path):
+    def __init__(self, git_repo: git.Repo, root: Path, **environment: str):
         self.git_repo = git_repo
-        self.root = Path(git_repo.working_tree_dir).resolve()
+        self.root = root
         self.g = git_repo.git
-        self.g.update_environment(**_no_hooks_env())
-        if not self.has_commits():
+        self.g.update_environment(**environment, **_no_hooks_env())
+
+    @classmethod
+    def of_work_tree(cls, git_repo: git.Repo, path: Path) -> "Repo":
+        """The work tree's repository; refused when it has no commits (there is no base to return to)."""
+        repo = cls(git_repo, Path(git_repo.working_tree_dir).resolve())
+        if not repo.has_commits():
             raise errors.RepoState(
                 "the repository has no commits yet",
                 where=str(path),
                 hint="commit the current tree first (git add -A && git commit -m base), so there is a base to return to",
             )
+        return repo
 
     def has_commits(self) -> bool:
         try:
@@ -327,7 +325,32 @@ class Repo:
         except (git.BadName, ValueError):
             raise errors.RepoState(f"unknown revision {rev!r}", where=str(self.root), hint="pass a branch, tag or commit sha to --base") from None
 
+    def drift(self) -> list[str]:
+        """Files changed behind codemod's back; in a git work tree that is the user's own work, so none."""
+        return []
+
+    def refuse_changed(self, dirty: list[str], head_branch: str | None) -> None:
+        """Refuse a run over uncommitted changes in the files it would edit."""
+        if dirty:
+            raise errors.DirtyTree("uncommitted changes in files this recipe edits: " + ", ".join(dirty), where=str(self.root))
+
+    def refuse_changed_for_revert(self, dirty: list[str], recipe_id: str) -> None:
+        """Refuse a revert over uncommitted changes in the files the recipe changed."""
+        if dirty:
+            raise errors.DirtyTree(
+                "uncommitted changes in files the recipe changed: " + ", ".join(dirty),
+                where=str(self.root),
+                hint="commit or stash them first; revert never discards your edits",
+            )
+
     # ------------------------------------------------------------ writing
+
+    def ensure_base(self, rels: list[str], label: str) -> None:
+        """A git work tree's base is its own history: nothing to record."""
+
+    def forget(self, dry_run: bool = False) -> None:
+        """Only a folder outside git has a record of codemod's to forget."""
+        raise errors.RevertRefused("--forget only applies to folders outside git (installed packages)", where=str(self.root))
 
     def _identity_env(self) -> dict[str, str]:
         env = {}
@@ -413,22 +436,11 @@ class ShadowRepo(Repo):
     pristine base, and the usual branch/commit/revert workflow runs on top.
     """
 
-    shadow = True
+    ready_step = "shadow-ready"
 
-    def __init__(self, git_repo: git.Repo, path: Path, home: Path):
+    def __init__(self, git_repo: git.Repo, root: Path, home: Path):
+        super().__init__(git_repo, root, GIT_DIR=git_repo.git_dir, GIT_WORK_TREE=str(root))
         self.home = home
-        git_repo.git.update_environment(GIT_DIR=git_repo.git_dir, GIT_WORK_TREE=str(path), **_no_hooks_env())
-        self.git_repo = git_repo
-        self.root = path
-        self.g = git_repo.git
-
-    @classmethod
-    def wanted(cls, path: Path) -> bool:
-        """True when codemod keeps a record for path already, or path is not in a git work tree, or is ignored there."""
-        if cls.recorded(path):
-            return True
-        found = _enclosing(path)
-        return found is None or (not found.bare and _ignored(found, path))
 
     @classmethod
     def recorded(cls, path: Path) -> bool:
@@ -438,9 +450,32 @@ class ShadowRepo(Repo):
         except (OSError, RuntimeError):
             return False
 
-    def forget(self) -> None:
+    def forget(self, dry_run: bool = False) -> None:
         """Drop codemod's record of this folder; the folder itself is not touched."""
-        shutil.rmtree(self.home)
+        if not dry_run:
+            shutil.rmtree(self.home)
+
+    def drift(self) -> list[str]:
+        """The recorded files that differ from the record: the package was reinstalled or upgraded."""
+        return self.dirty(self.tracked_files())
+
+    def refuse_changed(self, dirty: list[str], head_branch: str | None) -> None:
+        if dirty:
+            raise errors.DirtyTree(
+                f"changed since codemod recorded them on {head_branch}: " + ", ".join(dirty),
+                where=str(self.root),
+                hint="the package was probably reinstalled or upgraded; `codemod status` shows the record, "
+                "`codemod revert RECIPE --repo PATH --forget` drops it without touching the files",
+            )
+
+    def refuse_changed_for_revert(self, dirty: list[str], recipe_id: str) -> None:
+        if dirty:
+            raise errors.RevertRefused(
+                "changed since codemod applied the recipe: " + ", ".join(dirty),
+                where=str(self.root),
+                hint="the package was probably reinstalled or upgraded, so there is nothing of codemod's to take out; "
+                f"`codemod revert {recipe_id} --repo PATH --forget` drops codemod's record without touching the files",
+            )
 
     @classmethod
     def location(cls, path: Path) -> Path:
@@ -496,6 +531,10 @@ class ShadowRepo(Repo):
         the files and main is an install or upgrade of the package, and becomes
         the new base.
         """
+        self._record_base(rels, label)
+        journal.checkpoint("base-recorded")
+
+    def _record_base(self, rels: list[str], label: str) -> None:
         branch, _ = (None, "") if not self.has_commits() else self.head()
         if self.has_commits() and branch != "main":
             return
