@@ -19,7 +19,6 @@ import git
 
 from codemods.core import errors
 from codemods.apply import journal
-from codemods.apply.files import require_folder
 
 TRAILER_RECIPE = "Codemod-Recipe"
 TRAILER_CHANGE = "Codemod-Change"
@@ -124,12 +123,12 @@ def open_repo(path: Path, *, create_shadow: bool = False) -> "Repo":
     ignored there (a venv inside a project). Any other folder (site-packages)
     gets a shadow repository under $CODEMOD_HOME, whose work tree is the folder
     itself: nothing is written into the folder but the patched files.
+    A command resolves its trees once with codemods.apply.workspace; this is
+    the same lookup for a caller that has only a path.
     """
-    require_folder(path)
-    found = work_tree_of(path)
-    if found is not None:
-        return Repo.of_work_tree(found, path)
-    return ShadowRepo.open(path, create=create_shadow)
+    from codemods.apply.workspace import Workspace
+
+    return Workspace(path).open(create=create_shadow)
 
 
 def work_tree_of(path: Path) -> git.Repo | None:

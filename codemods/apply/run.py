@@ -39,6 +39,11 @@ class RunResult:
     forced: list[tuple[str, str, str]] = field(default_factory=list)  # half-patches applied with --force (recipes.half_patches)
     would_refuse: errors.CodemodError | None = None  # dry run: why the real run would stop before writing
 
+    @property
+    def forced_reasons(self) -> list[str]:
+        """The half-patches applied with --force, in words."""
+        return [describe_half_patch(p) for p in self.forced]
+
 
 
 def prepare(recipe: Recipe, spot: Workspace | Path, universe: tuple[Arch, ...] = DEFAULT_ARCHS,

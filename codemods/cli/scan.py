@@ -16,6 +16,7 @@ from codemods.cli.common import (
 
 document = LazyModule("codemods.render.document")
 files = LazyModule("codemods.apply.files")
+git_repos = LazyModule("codemods.apply.repo")
 scanner = LazyModule("codemods.audit.scan")
 text = LazyModule("codemods.render.text")
 
@@ -71,7 +72,8 @@ def scan(
     else:
         import json
 
-        out(json.dumps(document.scan_sarif(results), indent=2) + "\n")
+        provenances = [git_repos.provenance(Path(root)) for root in roots]
+        out(json.dumps(document.scan_sarif(results, provenances), indent=2) + "\n")
     for root, result in results if verbose else ():
         err.print(text.scan_stats_line(root, result), markup=False)
     if check and any(scanner.check(result) for _, result in results):

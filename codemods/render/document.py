@@ -102,8 +102,6 @@ def plan_json(plan: Plan, prefix: str, dry_run: bool, changes: list[PlannedChang
 
 def run_json(recipe, results, caches, dry_run: bool) -> dict[str, Any]:
     """`run --format json`: per tree its plan, what was applied, the upstream advice and the JIT cache."""
-    from codemods.apply.commit_message import describe_half_patch
-
     out = []
     for result, cache in zip(results, caches):
         data = plan_json(result.plan, result.prefix, dry_run, None)
@@ -112,7 +110,7 @@ def run_json(recipe, results, caches, dry_run: bool) -> dict[str, Any]:
             upstream_advice=recipes.upstream_advice(recipe, result.plan.target),
             status=result.status, branch=result.branch or None, selected=[c.id for c in result.selected],
             commits=[{"sha": sha, "change": cid} for sha, cid in result.commits], jit_cache=cache,
-            forced=[describe_half_patch(p) for p in result.forced],
+            forced=result.forced_reasons,
             would_refuse=None if refusal is None else {
                 "kind": refusal.code, "exit_code": refusal.exit_code, "message": str(refusal), "hint": refusal.hint,
             },
@@ -200,14 +198,13 @@ def scan_json(results: list[tuple[Path, Any]]) -> dict[str, Any]:
     return {key: merged.get(key, []) for key in ("gates", "skipped", "hazards")}
 
 
-def scan_sarif(results: list[tuple[Path, Any]]) -> dict[str, Any]:
+def scan_sarif(results: list[tuple[Path, Any]], provenances: list[dict | None]) -> dict[str, Any]:
     """`scan --format sarif` over several trees: one SARIF log, a run per tree, each with its git provenance."""
     from codemods.audit import scan as scanner
-    from codemods.apply.repo import provenance
 
     merged: dict[str, Any] = {}
-    for root, result in results:
-        data = scanner.to_sarif(result, provenance(Path(root)))
+    for (root, result), provenance in zip(results, provenances):
+        data = scanner.to_sarif(result, provenance)
         merged.setdefault("$schema", data.get("$schema"))
         merged.setdefault("version", data["version"])
         merged.setdefault("runs", []).extend(data["runs"])

@@ -85,8 +85,6 @@ def advice_lines(advice, several: bool) -> list[str]:
 
 def run_lines(recipe, workspace, result, universe: tuple[Arch, ...], cache: dict | None) -> list[str]:
     """What `run` says of one tree on stderr: the gates, the matrix, the outcome, warnings and the JIT cache."""
-    from codemods.apply.commit_message import describe_half_patch
-
     plan, prefix = result.plan, result.prefix
     shown = result.selected if result.status in ("dry-run", "applied", "nothing-selected") else None
     lines = summary_lines(plan, prefix, shown)
@@ -107,8 +105,8 @@ def run_lines(recipe, workspace, result, universe: tuple[Arch, ...], cache: dict
         lines.append(f"applied {len(result.commits)} change(s) to {project} on branch {result.branch} (base {result.base.split('@')[0]})")
         lines += [f"  {sha[:10]}  {cid}" for sha, cid in result.commits]
     lines += [
-        f"warning: half-patch applied with --force: {describe_half_patch(p)}; `codemod verify` will fail this tree"
-        for p in result.forced
+        f"warning: half-patch applied with --force: {reason}; `codemod verify` will fail this tree"
+        for reason in result.forced_reasons
     ]
     lines += cache_lines(cache)
     if result.status == "applied":
