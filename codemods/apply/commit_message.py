@@ -45,7 +45,6 @@ def commit_message(plan: Plan, change: PlannedChange, prefix: str, base: str, ha
     return "\n".join(body) + "\n"
 
 
-
 def describe_half_patch(problem: tuple[str, str, str]) -> str:
     """One half-patch (recipes.half_patches' tuple) in words, for the commit trailer and the report."""
     change, needed, state = problem

@@ -16,6 +16,7 @@ from codemods.apply.recovery import recover_interrupted
 from codemods.apply.repo import Applied, Repo, ShadowRepo
 from codemods.apply.workspace import Workspace
 
+
 @dataclass
 class RevertResult:
     record: Applied

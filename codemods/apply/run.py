@@ -27,6 +27,7 @@ from codemods.apply.recovery import content_hash, recover_interrupted
 from codemods.apply.repo import Repo, bad_branch_name, branch_name
 from codemods.apply.workspace import Workspace
 
+
 @dataclass
 class RunResult:
     plan: Plan
@@ -43,7 +44,6 @@ class RunResult:
     def forced_reasons(self) -> list[str]:
         """The half-patches applied with --force, in words."""
         return [describe_half_patch(p) for p in self.forced]
-
 
 
 def prepare(recipe: Recipe, spot: Workspace | Path, universe: tuple[Arch, ...] = DEFAULT_ARCHS,
@@ -71,7 +71,6 @@ def failed_error(plans: list[Plan]) -> errors.CodemodError:
         f"{len(lines)} change(s) of {plans[0].recipe.id} cannot be planned:\n  " + "\n  ".join(lines),
         where=str(plans[0].target.root) if len(plans) == 1 else "",
     )
-
 
 
 def run(recipe: Recipe, spot: Workspace | Path, **options) -> RunResult:
@@ -203,7 +202,6 @@ def _refuse_half_patches(result: RunResult, force: bool) -> None:
     )
 
 
-
 def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id: str) -> None:
     """Branch once per repo and commit each selected change; on any failure undo every repo of the run.
 
@@ -266,7 +264,6 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
                 if result.status == "applied":
                     result.status = "rolled-back"
         raise
-
 
 
 def _check(repo: Repo, plan: Plan, prefix: str, recipe: Recipe, path: Path, branch: str | None) -> None:
