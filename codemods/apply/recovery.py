@@ -20,8 +20,8 @@ def recover_interrupted(spot: Workspace | Path, notify: Callable[[str], None]) -
     """Put back a run or revert that was killed part-way, from its journal. Caller holds the lock."""
     workspace = Workspace.of(spot)
     state = workspace.state_dir
-    entry = journal.read(state) if state else None
-    if not entry:
+    entry = journal.read(state) if state is not None else None
+    if state is None or not entry:
         return
     repo = workspace.open()
     if entry.get("corrupt"):

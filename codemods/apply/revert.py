@@ -62,10 +62,8 @@ def revert(recipe_id: str, spot: Workspace | Path, *, keep_commits: bool = False
            notify: Callable[[str], None] = lambda message: None, dry_run: bool = False) -> RevertResult:
     workspace = Workspace.of(spot)
     repo_path = workspace.path
-    state = workspace.state_dir
+    state = workspace.require_state_dir()
     if dry_run:  # every check of a real revert, no lock, no journal, nothing written
-        if state is None:
-            workspace.open()
         entry = journal.read(state)
         if entry:
             raise errors.RevertRefused(
@@ -73,8 +71,6 @@ def revert(recipe_id: str, spot: Workspace | Path, *, keep_commits: bool = False
                 where=str(repo_path), hint="run the revert without --dry-run: it puts that operation back first",
             )
         return _revert_locked(recipe_id, workspace, keep_commits, forget, state, dry_run=True)
-    if state is None:
-        workspace.open()  # raises the precise error
     with journal.locked(state, f"revert {recipe_id}") as stale:
         if stale:
             notify(f"took over the lock of an interrupted codemod (pid {stale}, no longer running)")

@@ -99,12 +99,12 @@ def run_many(
     back any run that was interrupted there.
     """
     check_names(recipe, branch)
-    spots = [Workspace.of(spot) for spot in spots]
+    trees = [Workspace.of(spot) for spot in spots]
     if dry_run:
-        return _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, force, notify)
+        return _run_locked(recipe, trees, universe, dry_run, only, skip, branch, choose, force, notify)
     with ExitStack() as stack:
         one_per_folder: dict[Path, Workspace] = {}
-        for workspace in spots:
+        for workspace in trees:
             one_per_folder.setdefault(workspace.root, workspace)
         for workspace in one_per_folder.values():
             state = workspace.state_dir
@@ -114,7 +114,7 @@ def run_many(
             if stale:
                 notify(f"took over the lock of an interrupted codemod (pid {stale}, no longer running)")
             recover_interrupted(workspace, notify)
-        return _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, force, notify)
+        return _run_locked(recipe, trees, universe, dry_run, only, skip, branch, choose, force, notify)
 
 
 def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, force=False, notify=lambda m: None) -> list[RunResult]:

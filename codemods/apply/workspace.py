@@ -78,9 +78,13 @@ class Workspace:
     def state_dir(self) -> Path | None:
         """Where the lock and journal live (None: not a tree codemod can use; the command then says why)."""
         try:
-            repo = self.repo
+            return self.require_state_dir()
         except errors.CodemodError:
             return None
+
+    def require_state_dir(self) -> Path:
+        """Where the lock and journal live; refuses a tree codemod cannot use, saying why."""
+        repo = self.repo
         return repo.state_dir if repo is not None else git_repos.ShadowRepo.location(self.path) / "state"
 
     def detect(self, projects: Iterable[str]):
