@@ -503,12 +503,10 @@ class ShadowRepo(Repo):
                 home.mkdir(parents=True, exist_ok=True)
                 tmp = home / f"git.tmp.{os.getpid()}"
                 git.Git().init("-q", "-b", "main", "--bare", str(tmp))
-                probe = git.Repo(tmp)
-                with probe.config_writer() as cw:
-                    cw.set_value("core", "bare", "false")
-                    cw.set_value("core", "worktree", str(root))
-                    cw.set_value("status", "showUntrackedFiles", "no")
-                    cw.set_value("gc", "auto", "0")
+                config = git.Git()
+                for key, value in (("core.bare", "false"), ("core.worktree", str(root)),
+                                   ("status.showUntrackedFiles", "no"), ("gc.auto", "0")):
+                    config.config("--file", str(tmp / "config"), key, value)
                 (home / "root.txt").write_text(str(root) + "\n", encoding="utf-8")
                 os.replace(tmp, gitdir)
             except (OSError, git.GitCommandError) as exc:
