@@ -11,7 +11,8 @@ import textwrap
 import pytest
 
 from codemods.core.arch import Arch
-from codemods.audit.scan import scan, to_text
+from codemods.audit.scan import scan
+from codemods.render.scan_text import to_text
 
 SM121 = Arch.parse("sm_121")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from codemods.doctor import diagnosis as doctor
+from codemods import doctor
 from tests.conftest import EXAMPLES, git
 
 LOGS = EXAMPLES / "logs"
@@ -315,7 +315,7 @@ def test_a_rank_that_starts_logging_after_ready_keeps_its_samples(rules):
 
 
 def test_samples_stay_bounded(monkeypatch):
-    monkeypatch.setattr(doctor, "SAMPLE_CAP", 64)
+    monkeypatch.setattr(doctor.throughput, "SAMPLE_CAP", 64)
     samples = doctor.Samples()
     for v in range(1000):
         samples.add(float(v))

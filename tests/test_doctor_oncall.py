@@ -11,7 +11,8 @@ import time
 import jsonschema
 import pytest
 
-from codemods.doctor import diagnosis as doctor
+from codemods import doctor
+from codemods.render import doctor as render
 from tests.conftest import EXAMPLES
 
 LOGS = EXAMPLES / "logs"
@@ -72,7 +73,7 @@ def test_crash_says_when_and_in_which_phase(rules, lines, phase, began, at):
     report = doctor.diagnose(lines, rules)
     assert report.verdict == "crashed"
     assert (report.fatal.phase, report.fatal.phase_began, report.fatal.time) == (phase, began, at)
-    first = doctor.report_text(report)[0]
+    first = render.report_text(report)[0]
     assert f") at {at}, during {phase} (began {began[11:]}, " in first
 
 
@@ -92,7 +93,7 @@ def test_a_log_cut_mid_startup_says_where_it_stopped(rules):
     cut = next(i for i, line in enumerate(lines) if "Capture cuda graph begin" in line)
     report = doctor.diagnose(lines[:cut + 1], rules)
     assert report.verdict == "starting" and report.phase == "CUDA graph capture"
-    assert doctor.report_text(report)[0].endswith(f"at {report.last_time}, during CUDA graph capture)")
+    assert render.report_text(report)[0].endswith(f"at {report.last_time}, during CUDA graph capture)")
 
 
 # ------------------------------------------------------------------ one fatal is one fatal
@@ -125,11 +126,11 @@ def test_a_chained_exception_is_one_event(rules):
 
 def test_fatal_before_ready_tells_a_crash_before_ready_from_one_after(rules, cli, tmp_path):
     before = doctor.diagnose(ILLEGAL, rules)
-    assert before.fatal_before_ready is before.fatal and doctor.report_json(before)["crashed_before_ready"] is True
+    assert before.fatal_before_ready is before.fatal and render.report_json(before)["crashed_before_ready"] is True
     after = doctor.diagnose([READY, *ILLEGAL], rules)
-    assert after.fatal_before_ready is None and doctor.report_json(after)["crashed_before_ready"] is False
+    assert after.fatal_before_ready is None and render.report_json(after)["crashed_before_ready"] is False
     survived = doctor.diagnose(["[2026-02-03 10:00:01] Fatal Python error: Segmentation fault", READY], rules)
-    data = doctor.report_json(survived)
+    data = render.report_json(survived)
     assert data["crashed_before_ready"] is None and data["fatal_before_ready"]["rule"] == "segmentation-fault"
     for lines, words in ((ILLEGAL, "before the ready line"), ([READY, *ILLEGAL], "after the ready line")):
         log = tmp_path / "x.log"

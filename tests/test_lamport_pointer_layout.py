@@ -199,7 +199,7 @@ def test_verify_still_fails_a_host_edit_the_recipe_did_not_plan(cli, example_rep
     ],
 )
 def test_recipe_validation_names_file_and_line(cli, tmp_path, edit, message):
-    from codemods.recipes.model import data_root
+    from codemods.recipes.load import data_root
 
     text = (data_root() / "recipes" / "sm120-enable.toml").read_text()
     assert edit[0] in text

@@ -21,8 +21,14 @@ import pytest
 
 from conftest import git, init_repo, tree_digest
 from codemods.cpp import hazards
+from codemods.cpp.closures import Closures
+from codemods.cpp.instructions import lacking
+from codemods.cpp.structure import structure
 from codemods.core.arch import Arch
-from codemods.audit.scan import check, scan, to_json, to_sarif, to_text
+from codemods.audit.scan import check, scan
+from codemods.render.sarif import to_sarif
+from codemods.render.scan_json import to_json
+from codemods.render.scan_text import to_text
 
 SM120 = Arch.parse("sm_120")
 RECIPE = Path(__file__).parent / "data" / "fmha-sm120.toml"
@@ -371,16 +377,16 @@ def test_scan_header_level_wrappers_only_are_potential(tmp_path):
 
 
 def test_compiled_skips_cute_feature_switches_and_library_definitions():
-    shape = hazards.structure(CUTE_UMMA.encode())
+    shape = structure(CUTE_UMMA.encode())
     target = Arch.parse("sm_120a")
-    assert hazards.compiled(shape, target, hazards.lacking(target), definitions=True) == ([], [])
-    sure, unsure = hazards.compiled(shape, target, hazards.lacking(target))
+    assert hazards.compiled(shape, target, lacking(target), definitions=True) == ([], [])
+    sure, unsure = hazards.compiled(shape, target, lacking(target))
     assert [hit.token for hit, _ in sure] == ["SM100_MMA_F16BF16_SS", "UMMA"] and unsure == []
 
 
 def test_compiled_evaluates_guards_for_the_target():
-    shape = hazards.structure(FMHA_CUH.encode())
-    families = hazards.lacking(SM120)
+    shape = structure(FMHA_CUH.encode())
+    families = lacking(SM120)
     sure, _ = hazards.compiled(shape, Arch.parse("sm_120f"), families)
     assert [(hit.token, hit.line, guard is not None) for hit, guard in sure] == [
         ("SM100_MMA_F16BF16_SS", 6, False),
@@ -388,9 +394,9 @@ def test_compiled_evaluates_guards_for_the_target():
         (".cta_group::1", TCGEN05_LINE, True),
         ("UMMA", 16, False),
     ]
-    assert hazards.compiled(hazards.structure(FMHA_CUH_GUARDED.encode()), Arch.parse("sm_120f"), families) == ([], [])
+    assert hazards.compiled(structure(FMHA_CUH_GUARDED.encode()), Arch.parse("sm_120f"), families) == ([], [])
     undecided = FMHA_CUH.replace("__CUDA_ARCH__ >= 1000", "__CUDA_ARCH__ >= 1000 && defined(FMHA_TCGEN05)")
-    _, unsure = hazards.compiled(hazards.structure(undecided.encode()), Arch.parse("sm_120f"), families)
+    _, unsure = hazards.compiled(structure(undecided.encode()), Arch.parse("sm_120f"), families)
     assert [hit.token for hit, _ in unsure] == ["tcgen05.mma", ".cta_group::1"]
 
 
@@ -407,7 +413,7 @@ def test_closures_read_through_a_function():
             raise FileNotFoundError(rel)
         return files[rel]
 
-    closures = hazards.Closures("csrc", "include", lambda rel: rel in files, read, ("3rdparty/cutlass/include",))
+    closures = Closures("csrc", "include", lambda rel: rel in files, read, ("3rdparty/cutlass/include",))
 
     class Spec:
         sources = (("csrc", "a.cu"), ("csrc", "gone.cu"))

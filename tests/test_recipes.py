@@ -89,7 +89,7 @@ def test_sm110_recipe_refuses_sglang_without_predicate(cli, example_repo):
 
 
 def test_builtin_recipe_cases(cli):
-    from codemods.recipes.model import data_root
+    from codemods.recipes.load import data_root
 
     result = cli("recipe", "test", data_root() / "recipes" / "sm120-enable.toml")
     assert result.exit_code == 0, result.output
@@ -123,7 +123,7 @@ def gen_mm_bf16_cublaslt_module():
 
 def test_several_archs_widen_each_gate_once(cli, tmp_path):
     from codemods.core.arch import DEFAULT_ARCHS
-    from codemods.recipes.model import load_recipe
+    from codemods.recipes.load import load_recipe
 
     path = tmp_path / "cublaslt-sm80-up.toml"
     path.write_text(MULTI)

@@ -12,7 +12,10 @@ from textwrap import dedent
 import pytest
 
 from codemods.core.arch import Arch
-from codemods.audit.scan import check, scan, to_json, to_sarif, to_text
+from codemods.audit.scan import check, scan
+from codemods.render.sarif import to_sarif
+from codemods.render.scan_json import to_json
+from codemods.render.scan_text import to_text
 
 SM120 = Arch.parse("sm_120")
 SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
@@ -696,7 +699,7 @@ def test_includes_never_leave_the_tree(tmp_path):
     ],
 )
 def test_python_prefilters_let_every_gate_through(tmp_path, source):
-    from codemods.audit.scan import _PYTHON_PREFILTERS
+    from codemods.audit.prefilter import PYTHON_PREFILTERS as _PYTHON_PREFILTERS
 
     found = [kind for kind, prefilter in _PYTHON_PREFILTERS if kind.find(source.encode())]
     assert found and all(prefilter.search(source.encode()) for kind, prefilter in _PYTHON_PREFILTERS if kind in found)

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from codemods.core.arch import Arch
-from codemods.audit.scan import groups, scan, to_text
+from codemods.audit.scan import scan
+from codemods.render.scan_text import groups, to_text
 from conftest import unpack_wheel
 
 pytestmark = pytest.mark.real

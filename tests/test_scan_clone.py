@@ -22,7 +22,8 @@ import jsonschema
 import pytest
 
 from codemods.core.arch import Arch
-from codemods.audit.scan import scan, to_json
+from codemods.audit.scan import scan
+from codemods.render.scan_json import to_json
 from conftest import EXAMPLES, ROOT, git, init_repo
 
 SM120 = Arch.parse("sm_120")

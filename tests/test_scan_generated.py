@@ -23,7 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codemods.core.arch import Arch
-from codemods.audit.scan import scan, to_json
+from codemods.audit.scan import scan
+from codemods.render.scan_json import to_json
 from conftest import git
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -452,11 +453,11 @@ _CAPABILITY_PIECES = [
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(st.sampled_from(_CAPABILITY_PIECES), max_size=14))
 def test_capability_prefilter_never_misses_what_the_regex_finds(pieces):
-    from codemods.audit import scan as scanner
+    from codemods.gates import python_capability as scanner  # the prefilter moved to its gate kind
 
     data = b"".join(pieces)
-    if scanner._CAPABILITY_RE.search(data):
-        assert scanner._may_compare_capability(data)
+    if scanner.CAPABILITY_RE.search(data):
+        assert scanner.may_compare(data)
 
 
 def test_the_cache_is_pruned_to_its_limit_oldest_first(tmp_path, monkeypatch):

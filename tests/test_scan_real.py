@@ -13,11 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from codemods.cpp import hazards
+from codemods.cpp.instructions import Hit, lacking
+from codemods.cpp.structure import Structure, structure
 from codemods.jit import specs as jit_specs
+from codemods.audit import c_files, listing, prefilter, python_files, records
 from codemods.audit import scan as scanner
+from codemods.cpp import directives, regions
 from codemods.core.arch import DEFAULT_ARCHS, Arch
-from codemods.gates import SourceError, cuda_guard, python_arch_list, python_arch_or, python_capability
+from codemods.gates import SourceError, cuda_guard, decode, python_arch_list, python_arch_or, python_capability
 
 pytestmark = pytest.mark.real
 SM120 = Arch.parse("sm_120")
@@ -36,7 +39,7 @@ def sources(root: Path, suffixes: tuple[str, ...], token: bytes) -> list[tuple[s
 
 @pytest.mark.parametrize("project", ["flashinfer", "sglang"])
 def test_guard_lines_are_a_superset_of_cuda_guard_find(real_unpacked, project):
-    files = sources(real_unpacked[project], scanner.C_SUFFIXES, b"__CUDA_ARCH")
+    files = sources(real_unpacked[project], listing.C_SUFFIXES, b"__CUDA_ARCH")
     assert files
     extra = decided = 0
     for rel, data in files:
@@ -45,11 +48,11 @@ def test_guard_lines_are_a_superset_of_cuda_guard_find(real_unpacked, project):
             reference = cuda_guard.find(data, UNIVERSE, language=language)
         except SourceError as exc:
             with pytest.raises(SourceError, match=str(exc).split(":")[0]):
-                comments = scanner._Comments(data)
-                scanner._check_balanced(scanner._directives(data, comments))
-                scanner.decode(data)
+                comments = directives.Comments(data)
+                directives.check_balanced(directives.find_directives(data, comments))
+                decode(data)
             continue
-        mine = {(g.line, g.text): g.admits for g in scanner._cuda_gates(data, scanner._Comments(data), UNIVERSE, language)}
+        mine = {(g.line, g.text): g.admits for g in c_files.cuda_gates(data, directives.Comments(data), UNIVERSE, language)}
         for gate in reference:
             assert (gate.line, gate.text) in mine, f"{rel}:{gate.line} {gate.text}"
             # tree-sitter calls a condition unknown when it cannot parse the code around it
@@ -61,11 +64,11 @@ def test_guard_lines_are_a_superset_of_cuda_guard_find(real_unpacked, project):
     assert extra < len(files)  # the directives tree-sitter misreads (inside broken code) are few
 
 
-def _normalised(shape: hazards.Structure, families) -> list[tuple]:
+def _normalised(shape: Structure, families) -> list[tuple]:
     names = {family.name for family in families}
     out = []
     for branch in shape.branches:
-        first: dict[tuple, hazards.Hit] = {}
+        first: dict[tuple, Hit] = {}
         # scan looks for tokens only where an arch decides (hazards and blockers look nowhere else)
         hits = branch.hits if shape.selecting(branch) is not None else []
         for hit in sorted(hits, key=lambda h: h.line):
@@ -84,12 +87,12 @@ def _normalised(shape: hazards.Structure, families) -> list[tuple]:
 @pytest.mark.parametrize("arch", ["sm_120", "sm_100a"])
 def test_structures_match_hazards_structure(real_unpacked, arch):
     target = Arch.parse(arch)
-    families = hazards.lacking(target)
-    files = sources(real_unpacked["flashinfer"], scanner.C_SUFFIXES, b"__CUDA_ARCH")
+    families = lacking(target)
+    files = sources(real_unpacked["flashinfer"], listing.C_SUFFIXES, b"__CUDA_ARCH")
     for rel, data in files:
-        comments = scanner._Comments(data)
-        mine = scanner._structure(data, comments, scanner._directives(data, comments), families)
-        assert _normalised(mine, families) == _normalised(hazards.structure(data), families), rel
+        comments = directives.Comments(data)
+        mine = regions.build_structure(data, comments, directives.find_directives(data, comments), families)
+        assert _normalised(mine, families) == _normalised(structure(data), families), rel
 
 
 def _gates(gates) -> list[tuple]:
@@ -100,13 +103,13 @@ def _gates(gates) -> list[tuple]:
 def test_pruned_python_gives_the_same_gates(real_unpacked, project):
     checked = 0
     for rel, data in sources(real_unpacked[project], (".py",), b""):
-        kinds = scanner._python_kinds(data)
+        kinds = prefilter.python_kinds(data)
         if not kinds:
             continue
-        text = scanner._PythonText(data)
-        patterns = [prefilter for kind, prefilter in scanner._PYTHON_PREFILTERS if kind in kinds]
-        patterns.append(scanner._named_or_re())
-        pruned = scanner._Pruned(text, ast.parse(data), lambda piece, stmt, inside: any(p.search(piece) for p in patterns))
+        text = python_capability.PythonText(data)
+        patterns = [prefilter for kind, prefilter in prefilter.PYTHON_PREFILTERS if kind in kinds]
+        patterns.append(prefilter.named_or_re())
+        pruned = python_files.Pruned(text, ast.parse(data), lambda piece, stmt, inside: any(p.search(piece) for p in patterns))
         for kind in kinds:
             full = kind.find(data, UNIVERSE)
             assert _gates(pruned.gate(g) for g in kind.find(pruned.source, UNIVERSE)) == _gates(full), rel
@@ -116,10 +119,10 @@ def test_pruned_python_gives_the_same_gates(real_unpacked, project):
 
 def test_pruned_jit_files_give_the_same_specs(real_unpacked):
     root = real_unpacked["flashinfer"]
-    context = scanner._Context(str(root), SM120, UNIVERSE, "flashinfer/jit", True, False, True, None, "")
+    context = records.Context(str(root), SM120, UNIVERSE, "flashinfer/jit", True, False, True, None, "")
     checked = 0
     for rel, data in sources(root / "flashinfer" / "jit", (".py",), b"gen_jit_spec"):
-        result = scanner._analyse_python(f"flashinfer/jit/{rel}", data, context, True)
+        result = python_files.analyse_python(f"flashinfer/jit/{rel}", data, context, True)
         assert result.specs == jit_specs.find(data, UNIVERSE), rel
         checked += len(result.specs)
     assert checked > 50
@@ -142,8 +145,8 @@ def test_python_kinds_of_the_scan_match_a_full_find(real_unpacked):
 @pytest.mark.parametrize("project", ["flashinfer", "sglang"])
 def test_capability_blocks_give_what_a_whole_module_parse_gives(real_unpacked, project):
     checked = 0
-    for rel, data in sources(real_unpacked[project], (".py",), scanner._CAPABILITY_TOKEN):
-        if not scanner._CAPABILITY_RE.search(data):
+    for rel, data in sources(real_unpacked[project], (".py",), python_capability.CAPABILITY_TOKEN):
+        if not python_capability.CAPABILITY_RE.search(data):
             continue
         full = python_capability.gates(python_capability.PythonText(data), ast.parse(data).body, UNIVERSE)
         blocks = python_capability.blocks(data)

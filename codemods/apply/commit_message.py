@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from codemods.recipes.model import Plan, PlannedChange
+from codemods.plan.changes import Plan, PlannedChange
 from codemods.apply.repo import TRAILER_BASE, TRAILER_CHANGE, TRAILER_FORCED, TRAILER_RECIPE
 
 _LISTED_GATES = 40
@@ -46,6 +46,6 @@ def commit_message(plan: Plan, change: PlannedChange, prefix: str, base: str, ha
 
 
 def describe_half_patch(problem: tuple[str, str, str]) -> str:
-    """One half-patch (recipes.half_patches' tuple) in words, for the commit trailer and the report."""
+    """One half-patch (plan.changes.half_patches' tuple) in words, for the commit trailer and the report."""
     change, needed, state = problem
     return f"{change} needs {needed}, which {state}"

@@ -80,15 +80,20 @@ def read_regular(path: Path) -> bytes:
     Opened without blocking and checked on the open descriptor, so a FIFO swapped
     in after a check can neither hang the read nor slip past it.
     """
+    return read_regular_status(path)[0]
+
+
+def read_regular_status(path: str | Path) -> tuple[bytes, os.stat_result]:
+    """`read_regular`, with the status of the open file (what a cache stamps it with)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
+        status = os.fstat(fd)
+        if stat.S_ISDIR(status.st_mode):
             raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(status.st_mode):
             raise NotRegularFile(f"{path}: not a regular file")
         with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read()
+            return handle.read(), status
     finally:
         os.close(fd)
 
@@ -102,15 +107,26 @@ def reader(root: Path):
     return read
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write through a temp file in the same folder and os.replace, keeping the file mode."""
+def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write through a temp file in the same folder and os.replace, keeping the file mode.
+
+    `durable=False` is for caches (thousands of small files a run, any of
+    which may be lost): no fsync, and a missing folder is created.
+    """
     mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".codemod-tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".codemod-tmp", dir=path.parent)
+    except FileNotFoundError:
+        if durable:
+            raise
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".codemod-tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:

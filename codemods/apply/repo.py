@@ -12,13 +12,15 @@ import hashlib
 import os
 import re
 import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import git
-
 from codemods.core import errors
+from codemods.core.lazy import LazyModule
 from codemods.apply import journal
+
+git = LazyModule("git")  # GitPython: `codemod scan` lists files with git itself and never needs it
 
 TRAILER_RECIPE = "Codemod-Recipe"
 TRAILER_CHANGE = "Codemod-Change"
@@ -114,6 +116,38 @@ class Applied:
 
 def codemod_home() -> Path:
     return Path(os.environ.get("CODEMOD_HOME") or Path.home() / ".cache" / "codemod")
+
+
+def work_tree_top(folder: Path) -> Path | None:
+    """The top of the git work tree `folder` is in; None when git cannot tell (or is missing)."""
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(folder), "rev-parse", "--show-toplevel"], capture_output=True, timeout=120
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0 or not proc.stdout.strip():
+        return None
+    return Path(os.fsdecode(proc.stdout.rstrip(b"\r\n"))).resolve()
+
+
+def listed_files(folder: Path) -> list[str] | None:
+    """`git ls-files -co --exclude-standard` in `folder`; None when it is no git work tree (or git is missing).
+
+    Run as a plain git process, not through GitPython: a scan lists every
+    submodule and nested repository this way and needs nothing else of git.
+    """
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(folder), "ls-files", "-co", "--exclude-standard", "-z"],
+            capture_output=True,
+            timeout=120,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    return [os.fsdecode(name) for name in proc.stdout.split(b"\0") if name]
 
 
 def open_repo(path: Path, *, create_shadow: bool = False) -> "Repo":

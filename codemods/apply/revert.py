@@ -11,7 +11,7 @@ from typing import Callable
 from codemods.core import errors
 from codemods.apply import journal
 from codemods.jit import cache as jit_cache
-from codemods.recipes import model as recipes
+from codemods.recipes import load as recipes
 from codemods.apply.recovery import recover_interrupted
 from codemods.apply.repo import Applied, Repo, ShadowRepo
 from codemods.apply.workspace import Workspace

@@ -18,10 +18,14 @@ from typing import Callable
 from codemods.core import errors
 from codemods.apply import files
 from codemods.apply import journal
-from codemods.recipes import model as recipes
+from codemods.recipes import load as recipes
+from codemods.recipes.model import upstream_advice as recipe_advice
+from codemods.plan import planner
+from codemods.plan.changes import half_patches
 from codemods.jit import cache as jit_cache
 from codemods.core.arch import DEFAULT_ARCHS, Arch
-from codemods.recipes.model import Plan, PlannedChange, Recipe
+from codemods.plan.changes import Plan, PlannedChange
+from codemods.recipes.model import Recipe
 from codemods.apply.commit_message import commit_message, describe_half_patch
 from codemods.apply.recovery import content_hash, recover_interrupted
 from codemods.apply.repo import Repo, bad_branch_name, branch_name
@@ -37,7 +41,7 @@ class RunResult:
     branch: str = ""
     base: str = ""
     commits: list[tuple[str, str]] = field(default_factory=list)  # (sha, change id)
-    forced: list[tuple[str, str, str]] = field(default_factory=list)  # half-patches applied with --force (recipes.half_patches)
+    forced: list[tuple[str, str, str]] = field(default_factory=list)  # half-patches applied with --force (plan.changes.half_patches)
     would_refuse: errors.CodemodError | None = None  # dry run: why the real run would stop before writing
 
     @property
@@ -57,7 +61,7 @@ def prepare(recipe: Recipe, spot: Workspace | Path, universe: tuple[Arch, ...] =
     workspace = Workspace.of(spot)
     repo = workspace.repo
     target = workspace.detect(c.project for c in recipe.changes)
-    plan = recipes.plan(recipe, target, universe, only, skip, read=files.reader(target.root), force=force, offer_off=offer_off)
+    plan = planner.plan(recipe, target, universe, only, skip, read=files.reader(target.root), force=force, offer_off=offer_off)
     prefix = ""
     if repo is not None:
         rel = repo.rel(target.root)
@@ -66,10 +70,10 @@ def prepare(recipe: Recipe, spot: Workspace | Path, universe: tuple[Arch, ...] =
 
 
 def failed_error(plans: list[Plan]) -> errors.CodemodError:
-    lines = [f"{plan.target.root}: {c.id}: {c.reason}" if len(plans) > 1 else f"{c.id}: {c.reason}" for plan in plans for c in plan.failed]
+    lines = [f"{plan.tree.root}: {c.id}: {c.reason}" if len(plans) > 1 else f"{c.id}: {c.reason}" for plan in plans for c in plan.failed]
     return errors.PlanFailed(
         f"{len(lines)} change(s) of {plans[0].recipe.id} cannot be planned:\n  " + "\n  ".join(lines),
-        where=str(plans[0].target.root) if len(plans) == 1 else "",
+        where=str(plans[0].tree.root) if len(plans) == 1 else "",
     )
 
 
@@ -149,7 +153,7 @@ def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, fo
         repo = workspace.open(create=True)
         journal.checkpoint(repo.ready_step)
         repo = groups.get(repo.key, (repo, []))[0]
-        repo.ensure_base(plan.files(), f"pristine files of {plan.target.project.title} {plan.target.version()}".strip())
+        repo.ensure_base(plan.files(), f"pristine files of {plan.tree.project.title} {plan.tree.version()}".strip())
         _check(repo, plan, prefix, recipe, workspace.path, branch)
         result = RunResult(plan, prefix, [], "pending")
         results.append(result)
@@ -186,7 +190,7 @@ def check_names(recipe: Recipe, branch: str | None = None) -> None:
 
 def _refuse_half_patches(result: RunResult, force: bool) -> None:
     """Stop (exit 3, nothing written) when the selection leaves out a change a selected one needs; --force records it."""
-    problems = recipes.half_patches(result.plan, result.selected)
+    problems = half_patches(result.plan, result.selected)
     if not problems:
         return
     if force:
@@ -197,7 +201,7 @@ def _refuse_half_patches(result: RunResult, force: bool) -> None:
     raise errors.PlanFailed(
         "this selection would leave a half-patch (a JIT spec admitting an arch whose kernel guards still drop it "
         "compiles empty kernels that return garbage):\n  " + "\n  ".join(lines),
-        where=str(result.plan.target.root),
+        where=str(result.plan.tree.root),
         hint=f"select {' and '.join(missing)} too (--only), or pass --force to apply it anyway (recorded in the commit); nothing was written",
     )
 
@@ -367,13 +371,13 @@ def upstream_advice(recipe: Recipe, workspaces: list[Workspace]) -> list[tuple[W
             target = workspace.detect(c.project for c in recipe.changes)
         except (errors.CodemodError, OSError):
             continue
-        advice += [(workspace, line) for line in recipes.upstream_advice(recipe, target)]
+        advice += [(workspace, line) for line in recipe_advice(recipe, target)]
     return advice
 
 
 def jit_caches(results: list[RunResult], clear: bool, dry_run: bool) -> list[dict | None]:
     """Per tree, FlashInfer's cached builds of the JIT modules the run changed (removed with `clear`)."""
     return [
-        jit_cache.affected(r.plan.jit_modules(), r.plan.target, clear and r.status in ("applied", "dry-run"), dry_run)
+        jit_cache.affected(r.plan.jit_modules(), r.plan.tree, clear and r.status in ("applied", "dry-run"), dry_run)
         for r in results
     ]

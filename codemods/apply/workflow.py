@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from codemods.core import errors
-from codemods.recipes import model as recipes
+from codemods.recipes import load as recipes
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import SourceError
 from codemods.apply.commit_message import commit_message, describe_half_patch
@@ -20,6 +20,8 @@ from codemods.apply.repo import Repo, open_repo
 from codemods.apply.revert import RevertResult, Status, revert, revert_many, status, status_many
 from codemods.apply.run import RunResult, check_names, failed_error, prepare, run, run_many
 from codemods.apply.workspace import Workspace
+from codemods.plan.rewrites import intended_rewrites
+from codemods.recipes.model import ProjectTree
 
 __all__ = [
     "RevertResult", "RunResult", "Status", "Workspace", "check_names", "commit_message", "describe_half_patch",
@@ -158,7 +160,7 @@ def verify_repo(
     return report, VerifyContext(repo, recipe_name, base_sha, targets, expected, headers, intended)
 
 
-def _third_party_headers(repo: Repo, target: recipes.Target, prefix: str, includes: list[Path]) -> HeaderSource:
+def _third_party_headers(repo: Repo, target: ProjectTree, prefix: str, includes: list[Path]) -> HeaderSource:
     """The layout's third-party include roots the tree lacks, and the folders that stand in for them."""
     missing = [d for d in _third_party_dirs(target) if not (target.root / d).is_dir()]
     for folder in includes:
@@ -177,13 +179,13 @@ def _third_party_headers(repo: Repo, target: recipes.Target, prefix: str, includ
     return source
 
 
-def _third_party_dirs(target: recipes.Target) -> list[str]:
+def _third_party_dirs(target: ProjectTree) -> list[str]:
     """The layout's include roots other than the project's own include and csrc folders."""
     own = {target.layout.places.get("include"), target.layout.places.get("csrc")}
     return [d for d in target.layout.include_dirs if d not in own]
 
 
-def _installed_headers(target: recipes.Target) -> tuple[str, list[str]] | None:
+def _installed_headers(target: ProjectTree) -> tuple[str, list[str]] | None:
     """The third-party include folders of this interpreter's installed package of the same project and version."""
     from codemods.apply import packages
 
@@ -217,4 +219,4 @@ def _intended(recipe_name: str, recipes_dirs, target, file: str, base: bytes, wo
         recipe = recipes.find_recipe(recipe_name, recipes_dirs) if recipe_name else None
     except errors.CodemodError:
         recipe = None
-    return recipes.intended_rewrites(recipe, target, file, base, work) if recipe is not None else (base, [])
+    return intended_rewrites(recipe, target, file, base, work) if recipe is not None else (base, [])

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # imported on first use: `codemod scan` resolves --package too, and needs neither GitPython nor libcst
 git_repos = LazyModule("codemods.apply.repo")
 packages = LazyModule("codemods.apply.packages")
-recipes = LazyModule("codemods.recipes.model")
+recipes = LazyModule("codemods.recipes.load")
 
 
 class Workspace:

@@ -20,7 +20,7 @@ nothing there. `scan` gives every gate record a `classification`:
 - `admits`: the gate admits the arch.
 
 `guard_path` reads what the arch takes in a conditional group (one
-`hazards.Structure`, the one scan builds); Python gates describe their own
+`structure.Structure`, the one scan builds); Python gates describe their own
 path (`python_path`; the polarity readers replace it). `classify` turns a
 path, the instructions the arch lacks in the guarded code and whether the
 kind has an edit into one classification and a reason. No I/O.
@@ -32,7 +32,8 @@ import re
 from dataclasses import dataclass
 
 from codemods.core.arch import Arch
-from codemods.cpp.hazards import FEATURE_SWITCH_RE, Branch, Structure
+from codemods.cpp.hazards import FEATURE_SWITCH_RE
+from codemods.cpp.structure import Branch, Structure
 
 BLOCKER = "blocker"
 WIDENABLE = "widenable"

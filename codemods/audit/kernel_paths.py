@@ -18,9 +18,9 @@ SM100 FMHA kernels need tcgen05/UMMA/TMEM (74e99e8bb).
   until one makes a `gen_jit_spec` call (jit_specs);
 - a `supported_major_versions` list: the specs of its own function.
 
-Then through each spec's sources and everything they include (hazards.Closures:
+Then through each spec's sources and everything they include (closures.Closures:
 FlashInfer's headers, and CUTLASS/CuTe when the tree has them) to the tokens
-of the instructions the arch lacks (hazards.TOKEN_FAMILIES) in the code its
+of the instructions the arch lacks (instructions.TOKEN_FAMILIES) in the code its
 JIT target compiles (hazards.compiled: `#if` guards evaluated for the
 target; CUTLASS's own wrapper definitions and feature-switched regions do
 not count). What it cannot follow (an include found nowhere, a spec whose
@@ -39,10 +39,15 @@ from dataclasses import dataclass, field
 
 from codemods.core import errors
 from codemods.cpp import hazards
+from codemods.cpp import structure
+from codemods.cpp import instructions
+from codemods.cpp.closures import Closure, Closures
+from codemods.cpp.instructions import Hit, family_reason, jit_target, lacking
+from codemods.cpp.structure import Branch, Structure
 from codemods.jit import specs as jit_specs
 from codemods.core.arch import Arch
 from codemods.gates import SourceError
-from codemods.cpp.hazards import Closures, Hit
+from codemods.cpp.regions import file_structure
 
 SELECTING_KINDS = ("python_arch_or", "python_arch_list", "python_capability", "python_arch_test")
 # The functions a gate's body calls that build or fetch a JIT module (FlashInfer's naming).
@@ -63,8 +68,8 @@ class Tree:
     _parsed: dict[str, ast.Module | None] = field(default_factory=dict)
     _parsed_from: dict[str, bytes | None] = field(default_factory=dict)
     _specs: dict[str, list[jit_specs.JitSpec]] = field(default_factory=dict)
-    _closures: dict[tuple, hazards.Closure] = field(default_factory=dict)
-    _structures: dict[str, hazards.Structure | None] = field(default_factory=dict)
+    _closures: dict[tuple, Closure] = field(default_factory=dict)
+    _structures: dict[str, Structure | None] = field(default_factory=dict)
     _compiled: dict[tuple, tuple[list, list]] = field(default_factory=dict)
 
     def source(self, rel: str) -> bytes | None:
@@ -84,16 +89,19 @@ class Tree:
                 self._parsed[rel] = None
         return self._parsed[rel]
 
-    def _structure(self, rel: str, data: bytes) -> hazards.Structure | None:
-        """The file's #if structure with every token (scan.file_structure); None when it is not UTF-8."""
+    def structure(self, rel: str, data: bytes) -> structure.Structure | None:
+        """The file's #if structure with every token (cpp.regions.file_structure); None when it is not UTF-8."""
         if rel not in self._structures:
-            from codemods.audit.scan import file_structure  # scan imports this module; the fast reader lives there
-
             try:
                 self._structures[rel] = file_structure(data)
             except SourceError:
                 self._structures[rel] = None
         return self._structures[rel]
+
+    def specs_named(self, names: list[str]) -> list[tuple[str, jit_specs.JitSpec]]:
+        """(file, spec) of the specs named `names` among the files read so far."""
+        wanted = set(names)
+        return [(rel, spec) for rel, specs in self._specs.items() for spec in specs if spec.module in wanted]
 
     def know_specs(self, rel: str, specs: list[jit_specs.JitSpec]) -> None:
         """The JIT specs made in file `rel`, as a caller already read them (scan's workers)."""
@@ -106,7 +114,7 @@ class Tree:
             self._specs[rel] = [] if data is None else _file_specs(data)
         return self._specs[rel]
 
-    def closure(self, spec: jit_specs.JitSpec) -> hazards.Closure:
+    def closure(self, spec: jit_specs.JitSpec) -> Closure:
         key = (spec.sources, spec.include_dirs)
         if key not in self._closures:
             self._closures[key] = self.closures.closure(spec)
@@ -116,10 +124,10 @@ class Tree:
         key = (rel, target, library)
         if key not in self._compiled:
             data = self.source(rel)
-            families = hazards.lacking(target)
+            families = lacking(target)
             shape = None
-            if data is not None and hazards.may_hold(data, families, instructions=library):
-                shape = self._structure(rel, data)
+            if data is not None and instructions.may_hold(data, families, instructions=library):
+                shape = self.structure(rel, data)
             self._compiled[key] = (
                 ([], []) if shape is None else hazards.compiled(shape, target, families, definitions=library)
             )
@@ -212,7 +220,7 @@ class PathCheck:
                 more = f" and {len(others)} more ({listed})"
             out.append(
                 f"{first.hit.token} ({first.where}, compiled by {first.module} as {first.target.name}){more}: "
-                f"{hazards.family_reason(family)}; not on {', '.join(archs)}"
+                f"{family_reason(family)}; not on {', '.join(archs)}"
             )
         return out
 
@@ -262,7 +270,7 @@ def check_specs(tree: Tree, specs: list[tuple[str, jit_specs.JitSpec]], archs: t
             result.unread.append(_unresolved_text(spec.module, closure.unresolved, tree.closures))
         sources = {tree.closures.place(*source) for source in spec.sources}
         for arch in archs:
-            target = hazards.jit_target(arch, all_specific=tree.all_specific)
+            target = jit_target(arch, all_specific=tree.all_specific)
             for rel in closure.files:
                 sure, unsure = tree.compiled(rel, target, rel in closure.library)
                 result.found += [
@@ -278,7 +286,7 @@ def check_specs(tree: Tree, specs: list[tuple[str, jit_specs.JitSpec]], archs: t
     return result
 
 
-def _guard_text(branch: hazards.Branch | None) -> str:
+def _guard_text(branch: Branch | None) -> str:
     if branch is None:
         return ""
     return "#else" if branch.directive == "#else" else f"{branch.directive} {branch.condition}"

@@ -17,7 +17,7 @@ from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchParseError, parse_archs
 from codemods.core.lazy import LazyModule
 
 # imported on first use: `codemod scan` needs none of them, and they pull in libcst and GitPython
-recipes = LazyModule("codemods.recipes.model")
+recipes = LazyModule("codemods.recipes.load")
 workspace = LazyModule("codemods.apply.workspace")
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)

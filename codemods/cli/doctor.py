@@ -50,7 +50,8 @@ def doctor(
       codemod doctor server.log --tp 8
       codemod doctor patched.log --baseline before.log --revert --repo ./flashinfer
     """
-    from codemods.doctor import diagnosis as core
+    from codemods.doctor.checkup import checkup
+    from codemods.render import doctor as render
 
     if log is None and not preflight:
         raise typer.BadParameter("give a LOG file, or --preflight", param_hint="LOG")
@@ -60,55 +61,27 @@ def doctor(
         repo = _targets([], [package], python)[0][0]
     if revert and (baseline is None or repo is None):
         raise typer.BadParameter("--revert needs --baseline LOG and --repo PATH (or --package NAME)", param_hint="--revert")
-    book = core.load_rules(rules) if log is not None else []
-    data: dict = {}
-    text: list[str] = []
-    check = report = comparison = None
-    stopped = ""
-    if preflight:
-        check = core.preflight(core.read_topology_files(topo) if topo else core.read_live_topology(), tp)
-        data["preflight"] = core.preflight_json(check)
-        text += core.preflight_text(check)
-    if log is not None:
-        if follow:
-            diagnosis = core.Diagnosis(book, tp)
-            try:
-                for event in core.follow(log, diagnosis, timeout=timeout, on_wait=_notify):
-                    line = f"line {event.line}: {event.text}"
-                    if fmt is Format.text:
-                        _out(line + "\n")
-                    else:
-                        err.print(line, markup=False)
-            except KeyboardInterrupt:
-                stopped = "interrupted"
-            report = diagnosis.report(str(log))
-            core.refuse_if_not_a_log(report)
-            if not stopped and report.verdict == "starting" and str(log) != "-":
-                stopped = f"no final verdict after {timeout:g} s" if timeout is not None else "stopped"
+
+    def show_event(event) -> None:
+        if fmt is Format.text:
+            _out(render.event_text(event) + "\n")
         else:
-            report = core.diagnose_file(log, book, tp)
-        data.update(core.report_json(report))
-        text += core.report_text(report)
-        if baseline is not None:
-            base = core.diagnose_file(baseline, book, tp)
-            comparison = core.compare(report, base, max_regression)
-            data["baseline"] = core.report_json(base)
-            data["comparison"] = core.comparison_json(comparison)
-            text += core.comparison_text(comparison, base, recipe, str(repo) if repo else None)
-    if fmt is Format.json:
-        _out(json.dumps(_document(data), indent=2) + "\n")
-    else:
-        _out("".join(line + "\n" for line in text))
-    if stopped:
-        err.print(f"follow: {stopped}; the verdict so far is {report.verdict}", markup=False)
-    if revert and comparison is not None:
-        if comparison.recommend_revert:
-            result = workflow.revert(recipe, repo, notify=_notify)
-            where = f"checked out {result.checked_out}, " if result.checked_out else ""
-            err.print(f"reverted {recipe} in {repo}: {where}deleted branch {result.record.branch}", markup=False)
+            err.print(render.event_text(event), markup=False)
+
+    def show_findings(found) -> None:
+        if fmt is Format.json:
+            _out(json.dumps(_document(render.checkup_json(found)), indent=2) + "\n")
         else:
-            err.print(f"not reverting {recipe}: the patched run did not crash and is within --max-regression {max_regression:g}%", markup=False)
-    if stopped == "interrupted":
-        raise typer.Exit(130)
-    if stopped or not core.healthy(report, comparison, check):
-        raise typer.Exit(1)
+            _out("".join(line + "\n" for line in render.checkup_text(found, recipe, str(repo) if repo else None)))
+        if found.stopped:
+            err.print(render.stopped_text(found), markup=False)
+
+    found = checkup(
+        log, rules, tp=tp, baseline=baseline, max_regression=max_regression, follow=follow, timeout=timeout,
+        check_p2p=preflight, topology=topo, revert=(lambda: workflow.revert(recipe, repo, notify=_notify)) if revert else None,
+        on_event=show_event, on_wait=_notify, on_findings=show_findings,
+    )
+    if revert and found.comparison is not None:
+        err.print(render.revert_text(found, recipe, repo), markup=False)
+    if found.exit_code:
+        raise typer.Exit(found.exit_code)

@@ -11,7 +11,8 @@ from codemods.core import errors
 from codemods.core.lazy import LazyModule
 from codemods.cli.common import out, universe as parse_universe
 
-recipes = LazyModule("codemods.recipes.model")
+recipes = LazyModule("codemods.recipes.load")
+recipe_cases = LazyModule("codemods.recipes.cases")
 text = LazyModule("codemods.render.text")
 
 recipe_app = typer.Typer(help="Work with recipe files.", no_args_is_help=True)
@@ -46,7 +47,7 @@ def recipe_test(
     chosen = recipes.load_recipe(file)
     if not chosen.tests:
         raise errors.RecipeInvalid("has no [[test]] cases", where=str(file), hint="add [[test]] tables with change, before and after")
-    results = recipes.run_cases(chosen, parse_universe(archs))
+    results = recipe_cases.run_cases(chosen, parse_universe(archs))
     out(text.case_text(results))
     deep = [r for r in results if r.too_deep]
     if deep:

@@ -19,7 +19,7 @@ apply_run = LazyModule("codemods.apply.run")
 diffs = LazyModule("codemods.render.diff")
 document = LazyModule("codemods.render.document")
 files = LazyModule("codemods.apply.files")
-recipes = LazyModule("codemods.recipes.model")
+recipes = LazyModule("codemods.recipes.load")
 text = LazyModule("codemods.render.text")
 
 

@@ -18,6 +18,9 @@ document = LazyModule("codemods.render.document")
 files = LazyModule("codemods.apply.files")
 git_repos = LazyModule("codemods.apply.repo")
 scanner = LazyModule("codemods.audit.scan")
+scan_cache = LazyModule("codemods.audit.cache")
+scan_json = LazyModule("codemods.render.scan_json")
+scan_text = LazyModule("codemods.render.scan_text")
 text = LazyModule("codemods.render.text")
 
 
@@ -56,7 +59,7 @@ def scan(
         task = bar.add_task(str(roots[0]) if len(roots) == 1 else f"{len(roots)} trees", total=None) if bar is not None else None
         scanned = scanner.scan_many(
             roots, target, parse_universe(archs), jobs, include_all=include_all, hazards=not gates_only,
-            cache=None if no_cache else scanner.default_cache(),
+            cache=None if no_cache else scan_cache.default_cache(),
             progress=(lambda done, total: bar.update(task, completed=done, total=total)) if bar is not None else None,
         )
     results = list(zip(roots, scanned))
@@ -65,10 +68,10 @@ def scan(
         for root, result in results:
             if len(results) > 1:
                 out(f"== {root}\n")
-            report = scanner.to_text(result, verbose=verbose, quiet=quiet, color=color)
+            report = scan_text.to_text(result, verbose=verbose, quiet=quiet, color=color)
             out(report if report.endswith("\n") else report + "\n")
     elif fmt is ScanFormat.json:
-        out(scanner.dumps(document.document(document.scan_json(results))) + "\n")
+        out(scan_json.dumps(document.document(document.scan_json(results))) + "\n")
     else:
         import json
 

@@ -21,8 +21,11 @@ A module may instead be an *edit kind*: a fixed rewrite that admits no arch
 - optionally `check_selector(name, value) -> str`: why a recipe's selector
   value is unusable ("" when it is fine); selectors are strings otherwise.
 
-Either way the selectors are the keyword-only parameters of `find` or
-`rewrite`; a `language` parameter gets "cuda" or "cpp" from the file name.
+Either way `codemods.gates.registry` declares the kind for the planner: its
+selectors (the keyword-only parameters of `find` or `rewrite`) and its hooks,
+a `GateKind` record (`codemods.gates.base`) whose hooks all take the same
+arguments; what a kind reads besides the source (the language the file name
+gives, the predicates' meanings) is declared there, not discovered.
 
 No module here does I/O, reads the clock or the environment.
 """

@@ -12,8 +12,9 @@ import ast
 import builtins
 import re
 import symtable
-from collections.abc import Callable, Iterator
-from functools import lru_cache
+from collections.abc import Callable, Iterator, Mapping
+from functools import cached_property, lru_cache
+from types import MappingProxyType
 
 import libcst as cst
 from libcst.metadata import Assignment, ByteSpanPositionProvider, MetadataWrapper, Scope, ScopeProvider
@@ -39,8 +40,26 @@ _BRACKETS = re.compile(
 
 @lru_cache(maxsize=8)
 def parse(source: bytes) -> PythonSource:
-    """The parsed source, shared by `find` and `widen` calls on the same bytes."""
+    """The parsed source, shared by `find` and `widen` calls on the same bytes.
+
+    Shared, so read-only: a `PythonSource` refuses new attribute values, its
+    tables are read-only views, and libcst's nodes are immutable.
+    """
     return PythonSource(source)
+
+
+def defines(source: bytes, name: str) -> bool:
+    """Whether the module binds `name` at its top level: a def, a class, an assignment or an import (not `*`).
+
+    Python's own symbol table answers it, without libcst; False for a file that does not parse.
+    """
+    try:
+        text = decode(source)
+        table = symtable.symtable(text[1:] if text.startswith(_BOM) else text, "<source>", "exec")
+        symbol = table.lookup(name)
+    except (SourceError, SyntaxError, ValueError, KeyError, RecursionError, MemoryError):
+        return False
+    return symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace()
 
 
 def too_deep(exc: BaseException) -> bool:
@@ -87,7 +106,15 @@ def check_depth(text: str) -> None:
 
 
 class PythonSource:
-    """A parsed Python file whose node spans are byte offsets into the original bytes."""
+    """A parsed Python file whose node spans are byte offsets into the original bytes; read-only once made."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if self.__dict__.get("_sealed"):
+            raise AttributeError(f"PythonSource is read-only (parse shares it): cannot set {name}")
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"PythonSource is read-only (parse shares it): cannot delete {name}")
 
     def __init__(self, source: bytes) -> None:
         text = decode(source)
@@ -97,23 +124,23 @@ class PythonSource:
         try:
             self.module = cst.parse_module(text[1:] if self.bom else text)
             self._wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._spans = self._wrapper.resolve(ByteSpanPositionProvider)
+            self._spans = MappingProxyType(dict(self._wrapper.resolve(ByteSpanPositionProvider)))
         except cst.ParserSyntaxError as exc:
             raise SourceError(f"not valid Python: line {exc.raw_line}: {exc.message}") from None
         except RecursionError:
             raise nested_too_deeply() from None
         self.source = source
-        self._scopes = None
-        self._symbols: symtable.SymbolTable | None = None
-        self._globals: set[str] | None = None
         # One walk gives the parents and the source order; libcst's
         # ParentNodeProvider alone takes three times as long on a 5000-line file.
-        self._parents: dict[cst.CSTNode, cst.CSTNode] = {}
-        self._order: list[cst.CSTNode] = []
+        parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        order: list[cst.CSTNode] = []
         try:
-            self.module.visit(_Walk(self._parents, self._order))
+            self.module.visit(_Walk(parents, order))
         except RecursionError:
             raise nested_too_deeply() from None
+        self._parents = MappingProxyType(parents)
+        self._order = tuple(order)
+        self._sealed = True
 
     def span(self, node: cst.CSTNode) -> tuple[int, int]:
         """Byte span of `node`, without the parentheses around it."""
@@ -190,12 +217,14 @@ class PythonSource:
         Python's own symbol tables, and come here only for shapes those
         cannot be matched to (lambdas, comprehensions).
         """
-        if self._scopes is None:
-            try:
-                self._scopes = self._wrapper.resolve(ScopeProvider)
-            except RecursionError:
-                raise nested_too_deeply() from None
         return self._scopes[node]
+
+    @cached_property
+    def _scopes(self) -> Mapping[cst.CSTNode, Scope]:
+        try:
+            return MappingProxyType(dict(self._wrapper.resolve(ScopeProvider)))
+        except RecursionError:
+            raise nested_too_deeply() from None
 
     def bound(self, node: cst.CSTNode, name: str) -> bool:
         """Whether `name` is bound where `node` is evaluated: in its scope, an enclosing one, or builtins."""
@@ -249,11 +278,7 @@ class PythonSource:
             owners.append(current)
             current = self._scope_owner(current)
         if self._symbols is None:
-            text = self.source[self.bom :].decode("utf-8")
-            try:
-                self._symbols = symtable.symtable(text, "<source>", "exec")
-            except (SyntaxError, ValueError):
-                return None
+            return None
         tables = [(self._symbols, self.module)]
         for owner in reversed(owners):
             line = self.line(self.span(owner.name)[0])
@@ -286,21 +311,27 @@ class PythonSource:
                 return table, owner
             if depth == 0:
                 break
-        if name in self._assigned_as_global():
+        if name in self._globals:
             return tables[0]  # `global name` and an assignment in some function bind it at module level
         return False
 
-    def _assigned_as_global(self) -> set[str]:
-        if self._globals is None:
-            self._globals = set()
-            stack = list(self._symbols.get_children()) if self._symbols is not None else []
-            while stack:
-                table = stack.pop()
-                stack += table.get_children()
-                self._globals.update(
-                    s.get_name() for s in table.get_symbols() if s.is_declared_global() and s.is_assigned()
-                )
-        return self._globals
+    @cached_property
+    def _symbols(self) -> symtable.SymbolTable | None:
+        try:
+            return symtable.symtable(self.source[self.bom :].decode("utf-8"), "<source>", "exec")
+        except (SyntaxError, ValueError):
+            return None
+
+    @cached_property
+    def _globals(self) -> frozenset[str]:
+        """Names some function declares `global` and assigns."""
+        names: set[str] = set()
+        stack = list(self._symbols.get_children()) if self._symbols is not None else []
+        while stack:
+            table = stack.pop()
+            stack += table.get_children()
+            names.update(s.get_name() for s in table.get_symbols() if s.is_declared_global() and s.is_assigned())
+        return frozenset(names)
 
     def at_module_level(self, node: cst.CSTNode) -> bool:
         """True when no function, class or lambda encloses `node`."""

@@ -28,13 +28,12 @@ It admits no arch: the edit is the same on every arch.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import tree_sitter
 
+from codemods.cpp import syntax
 from codemods.gates import Edit, NotFound, SourceError, decode
-from codemods.gates.cuda_guard import _grammar  # the one place grammars are built
 
 KIND = "cpp_replace"
 EDIT_KIND = True
@@ -60,9 +59,8 @@ def rewrite(
 ) -> list[Edit]:
     """The edits that replace each `from` with its `to` inside `function`; [] when already replaced."""
     decode(source)
-    parser, _ = _grammar(language)
-    tree = parser.parse(_mask_macros(source))
-    bodies = [body for body in _definitions(tree.root_node, function)]
+    tree = syntax.parse_code(source, language)
+    bodies = list(syntax.function_bodies(tree.root_node, function))
     if not bodies:
         raise NotFound(f"function {function}() not found")
     edits: list[Edit] = []
@@ -108,91 +106,6 @@ def check_selector(name: str, value) -> str:
 # ------------------------------------------------------------------ parsing
 
 
-_DIRECTIVE_RE = re.compile(
-    rb"""/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'|^[ \t]*\#[ \t]*(?P<macro>define|undef)\b""",
-    re.DOTALL | re.MULTILINE,
-)
-
-
-def _mask_macros(source: bytes) -> bytes:
-    """The source with each `#define`/`#undef` (continuation lines and comments included) blanked."""
-    out = bytearray(source)
-    pos = 0
-    while True:
-        match = _DIRECTIVE_RE.search(source, pos)
-        if match is None:
-            return bytes(out)
-        if match.group("macro") is None:
-            pos = max(match.end(), pos + 1)
-            continue
-        end = _logical_end(source, match.end())
-        for i in range(match.start(), end):
-            if out[i] not in b"\r\n":
-                out[i] = 0x20
-        pos = end
-
-
-_LITERAL_RE = {
-    ord('"'): re.compile(rb'"(?:\\.|[^"\\\n])*"?'),
-    ord("'"): re.compile(rb"'(?:\\.|[^'\\\n])*'?"),
-}
-
-
-def _logical_end(source: bytes, pos: int) -> int:
-    """Where the directive that runs through `pos` ends: the newline not escaped by a backslash, outside comments."""
-    n = len(source)
-    while pos < n:
-        if source.startswith(b"/*", pos):
-            close = source.find(b"*/", pos + 2)
-            pos = n if close < 0 else close + 2
-            continue
-        if source.startswith(b"//", pos):
-            newline = source.find(b"\n", pos)
-            pos = n if newline < 0 else newline
-            continue
-        byte = source[pos]
-        if byte in _LITERAL_RE:
-            pos = _LITERAL_RE[byte].match(source, pos).end()
-            continue
-        if byte == 0x0A:
-            before = pos - 2 if pos >= 2 and source[pos - 1] == 0x0D else pos - 1
-            if before >= 0 and source[before] == 0x5C:  # a backslash: the directive goes on
-                pos += 1
-                continue
-            return pos
-        pos += 1
-    return n
-
-
-def _definitions(root: tree_sitter.Node, function: str):
-    """The bodies of every definition of `function` (anywhere in the tree)."""
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type == "function_definition":
-            if _name_of(node) in _spellings(function):
-                body = node.child_by_field_name("body")
-                if body is not None:
-                    yield body
-            continue
-        stack.extend(reversed(node.children))
-
-
-def _spellings(function: str) -> set[str]:
-    return {function, function.rsplit("::", 1)[-1]}
-
-
-def _name_of(definition: tree_sitter.Node) -> str:
-    declarator = definition.child_by_field_name("declarator")
-    while declarator is not None and declarator.type != "function_declarator":
-        declarator = declarator.child_by_field_name("declarator")
-    name = declarator.child_by_field_name("declarator") if declarator is not None else None
-    if name is None or name.text is None:
-        return ""
-    text = " ".join(name.text.decode("utf-8", "replace").split())
-    return text.rsplit("::", 1)[-1] if "::" in text else text
-
-
 def _leaves(node: tree_sitter.Node) -> list[_Token]:
     """The tokens of `node`: its leaves in order, without comments and zero-width (missing) nodes."""
     out: list[_Token] = []
@@ -215,8 +128,7 @@ def _texts(tokens: list[_Token]) -> list[bytes]:
 def _expression(text: str, language: str) -> list[_Token]:
     """The tokens of one expression written in a recipe, with offsets into its own text."""
     data = text.encode("utf-8")
-    parser, _ = _grammar(language)
-    tree = parser.parse(_WRAP_HEAD + data + _WRAP_TAIL)
+    tree = syntax.parser(language).parse(_WRAP_HEAD + data + _WRAP_TAIL)
     if tree.root_node.has_error:
         raise SourceError(f"`{text}` is not a C++ expression")
     shift = len(_WRAP_HEAD)

@@ -45,9 +45,9 @@ from dataclasses import dataclass
 import tree_sitter
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
+from codemods.cpp import syntax
+from codemods.cpp.expression import COMPARISONS, integer
 from codemods.gates import CannotWiden, Edit, Gate, decode, edit_between, line_of
-from codemods.gates.cpp_replace import _definitions, _mask_macros, _name_of
-from codemods.gates.cuda_guard import _grammar  # the one place grammars are built
 
 KIND = "cpp_runtime_check"
 
@@ -105,13 +105,8 @@ _FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 
 
 def _literal(node: tree_sitter.Node) -> int | None:
-    if node.type != "number_literal":
-        return None
-    text = (node.text or b"").decode().rstrip("uUlL")
-    try:
-        return int(text, 0) if not re.fullmatch(r"0\d+", text) else int(text, 8)
-    except ValueError:
-        return None
+    value = integer((node.text or b"").decode()) if node.type == "number_literal" else None
+    return None if value is None else value[0]
 
 
 def _meaning(variable: str, names: dict[str, str]) -> str | None:
@@ -143,12 +138,6 @@ def _atom(node: tree_sitter.Node, names: dict[str, str]) -> _Atom | None:
 
 def _value(meaning: str, arch: Arch) -> int:
     return {"sm": arch.code, "major": arch.major, "minor": arch.minor, "cuda_arch": arch.cuda_arch}[meaning]
-
-
-_OPS = {
-    "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
-}  # fmt: skip
 
 
 def _strip(node: tree_sitter.Node) -> tree_sitter.Node:
@@ -190,7 +179,7 @@ def _evaluate(node: tree_sitter.Node, arch: Arch, names: dict[str, str]) -> bool
     atom = _atom(node, names)
     if atom is None or atom.meaning is None:
         return None
-    return _OPS[atom.op](_value(atom.meaning, arch), atom.number)
+    return COMPARISONS[atom.op](_value(atom.meaning, arch), atom.number)
 
 
 def _macro(node: tree_sitter.Node) -> str | None:
@@ -211,7 +200,7 @@ def _evaluate_macro(node: tree_sitter.Node, macro: str, arch: Arch, names: dict[
     if match and len(args) == 2:
         atom = _macro_atom(node, names)
         if atom is not None and atom.meaning is not None:
-            return _OPS[atom.op](_value(atom.meaning, arch), atom.number)
+            return COMPARISONS[atom.op](_value(atom.meaning, arch), atom.number)
     return None
 
 
@@ -308,12 +297,6 @@ def _conditions(body: tree_sitter.Node, macro: str | None) -> list[tuple[tree_si
     return found
 
 
-def _parse(source: bytes, language: str) -> tree_sitter.Tree:
-    decode(source)
-    parser, _ = _grammar(language)
-    return parser.parse(_mask_macros(source))
-
-
 def find(
     source: bytes,
     universe: tuple[Arch, ...] = DEFAULT_ARCHS,
@@ -332,11 +315,9 @@ def find(
     macro (`TVM_FFI_ICHECK`, `TVM_FFI_ICHECK_EQ`).
     """
     names = dict(names or {})
-    tree = _parse(source, language)
-    if function is not None:
-        bodies = list(_definitions(tree.root_node, function))
-    else:
-        bodies = list(_all_bodies(tree.root_node))
+    decode(source)
+    tree = syntax.parse_code(source, language)
+    bodies = list(syntax.function_bodies(tree.root_node, function))
     wanted = "".join(variable.split()) if variable else None
 
     def selected(atom: _Atom) -> bool:
@@ -354,25 +335,9 @@ def find(
                 parts = []
                 _gates_in(condition, names, selected, parts)
             for part in parts:
-                gates.append(_gate(source, part, holder, names, universe, _context(body)))
+                gates.append(_gate(source, part, holder, names, universe, syntax.short_name(body.parent)))
     gates.sort(key=lambda gate: gate.start)
     return gates
-
-
-def _all_bodies(root: tree_sitter.Node):
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type == "function_definition":
-            body = node.child_by_field_name("body")
-            if body is not None:
-                yield body
-            continue
-        stack.extend(reversed(node.children))
-
-
-def _context(body: tree_sitter.Node) -> str:
-    return _name_of(body.parent) if body.parent is not None else ""
 
 
 def _variables(node: tree_sitter.Node, names) -> dict[str, str | None]:
@@ -418,9 +383,8 @@ def _gate(source: bytes, node: tree_sitter.Node, holder: str, names, universe, c
 
 def _snippet(text: str, language: str = "cpp") -> tree_sitter.Node | None:
     """The expression `text` parsed on its own, or None when it is not one expression."""
-    parser, _ = _grammar(language)
     data = text.encode("utf-8")
-    tree = parser.parse(_WRAP_HEAD + data + _WRAP_TAIL)
+    tree = syntax.parser(language).parse(_WRAP_HEAD + data + _WRAP_TAIL)
     if tree.root_node.has_error:
         return None
     node = tree.root_node.descendant_for_byte_range(len(_WRAP_HEAD), len(_WRAP_HEAD) + len(data))

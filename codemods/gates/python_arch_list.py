@@ -54,6 +54,7 @@ import libcst as cst
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate
+from codemods.gates._arch_lists import Listed, Value, admits_of, ast_entries, cst_entries, majors_detail, read_entries
 from codemods.gates._python import LONE_CR, TRIVIA, PythonSource, parse
 
 KIND = "python_arch_list"
@@ -61,11 +62,6 @@ KIND = "python_arch_list"
 MAJORS_KEYWORD = "supported_major_versions"
 # Calls whose argument at this position is a list of compute capabilities (FlashInfer): what `scan` lists.
 KNOWN_CALLS = {"supported_compute_capability": 0, "_match_sm_version": 1}
-
-# One string entry: a prefix, a capability (`120`) or `major.minor` (`12.0`), a variant suffix.
-_ENTRY_RE = re.compile(r"^(?P<prefix>(?:sm|compute)_?|)(?:(?P<major>\d{1,2})\.(?P<minor>\d)|(?P<code>\d{1,3}))(?P<suffix>[af]?)$")
-# A string literal libcst and ast read alike: one token, no escapes, no prefix but r/u.
-_STRING_RE = re.compile(r"""^[rRuU]?(?:'([^'\\\n]*)'|"([^"\\\n]*)")$""")
 
 
 @dataclass(frozen=True)
@@ -110,145 +106,6 @@ def check_selector(name: str, value) -> str:
     if name == "position":
         return "" if type(value) is int and value >= 0 else "'position' must be a non-negative integer (0 is the first argument)"
     return "" if isinstance(value, str) and value else f"{name!r} must be a string"
-
-
-# ---------------------------------------------------------------- values and styles
-
-
-@dataclass(frozen=True)
-class _Style:
-    """How a list spells its entries."""
-
-    kind: str  # "majors", "capabilities" or "strings"
-    majors_only: bool = False  # strings: `"9"`, `"10"`
-    prefix: str = ""
-    dotted: bool = False  # strings: `12.0` rather than `120`
-    suffix: str = ""
-    quote: str = '"'
-
-    def spell(self, major: int, minor: int | None) -> str:
-        if self.kind == "majors":
-            return str(major)
-        if self.kind == "capabilities":
-            return str(major * 10 + minor)
-        if self.majors_only:
-            body = str(major)
-        else:
-            body = f"{major}.{minor}" if self.dotted else str(major * 10 + minor)
-        return f"{self.quote}{self.prefix}{body}{self.suffix}{self.quote}"
-
-
-_Value = tuple[int, "int | None"]  # (major, minor); minor None for a whole major
-
-
-@dataclass(frozen=True)
-class _Listed:
-    """A list's entries read: its style (None when mixed or empty) and values, or unreadable."""
-
-    values: tuple[_Value, ...] | None  # None: some entry is not a literal of the style
-    style: _Style | None
-
-
-def _read(entries: list, majors_default: bool) -> _Listed:
-    """Entries as ints, `(raw string text)` tuples, or None for anything else."""
-    if any(entry is None for entry in entries):
-        return _Listed(None, None)
-    if not entries:
-        return _Listed((), _Style("majors") if majors_default else None)
-    if all(type(entry) is int for entry in entries):
-        if all(0 < entry < 20 for entry in entries):
-            return _Listed(tuple((entry, None) for entry in entries), _Style("majors"))
-        if all(20 <= entry < 200 for entry in entries):
-            return _Listed(tuple(divmod(entry, 10) for entry in entries), _Style("capabilities"))
-        return _Listed(None, None)
-    if not all(isinstance(entry, tuple) for entry in entries):
-        return _Listed(None, None)
-    matches = []
-    for quote, text in entries:
-        match = _ENTRY_RE.match(text)
-        if match is None:
-            return _Listed(None, None)
-        matches.append((quote, match))
-    prefixes = {m.group("prefix") for _, m in matches}
-    dotted = {m.group("major") is not None for _, m in matches}
-    if len(prefixes) != 1 or len(dotted) != 1:
-        return _Listed(None, None)
-    values = []
-    for _, m in matches:
-        if m.group("major") is not None:
-            values.append((int(m.group("major")), int(m.group("minor"))))
-        else:
-            code = int(m.group("code"))
-            values.append((code, None) if code < 20 else divmod(code, 10))
-    if len({minor is None for _, minor in values}) != 1 or (values[0][1] is None and any(m.group("suffix") for _, m in matches)):
-        return _Listed(None, None)
-    suffixes = {m.group("suffix") for _, m in matches}
-    quotes = [quote for quote, _ in matches]
-    style = _Style(
-        "strings",
-        majors_only=values[0][1] is None,
-        prefix=prefixes.pop(),
-        dotted=dotted.pop(),
-        suffix=next(iter(suffixes)) if len(suffixes) == 1 else "",
-        quote=max(set(quotes), key=quotes.count),
-    )
-    return _Listed(tuple(values), style if len(suffixes) == 1 else None)
-
-
-def _admits(listed: _Listed, universe: tuple[Arch, ...]) -> ArchSet:
-    if listed.values is None:
-        return ArchSet(universe, frozenset(), frozenset(universe))
-    return ArchSet(universe, frozenset(a for a in universe if _admitted(listed.values, a)))
-
-
-def _admitted(values: tuple[_Value, ...], arch: Arch) -> bool:
-    return any(major == arch.major and minor in (None, arch.minor) for major, minor in values)
-
-
-def _majors_detail(listed: _Listed) -> list[int] | None:
-    """What jit_specs reads: the listed majors, None unless the list is integer majors."""
-    if listed.values is None or listed.style is None or listed.style.kind != "majors":
-        return None if listed.values != () else []
-    return [major for major, _ in listed.values]
-
-
-def _string_entry(text: str) -> tuple[str, str] | None:
-    match = _STRING_RE.match(text)
-    if match is None:
-        return None
-    body = match.group(1) if match.group(1) is not None else match.group(2)
-    return (text[-1], body)
-
-
-def _cst_entries(node: cst.BaseExpression) -> list | None:
-    """A list's or tuple's entries as `_read` takes them; None when `node` is no list literal."""
-    if not isinstance(node, (cst.List, cst.Tuple)):
-        return None
-    entries = []
-    for element in node.elements:
-        value = element.value if isinstance(element, cst.Element) else None
-        if isinstance(value, cst.Integer):
-            entries.append(value.evaluated_value)
-        elif isinstance(value, cst.SimpleString):
-            entries.append(_string_entry(value.value))
-        else:
-            entries.append(None)
-    return entries
-
-
-def _ast_entries(source: bytes, node: ast.AST, offset) -> list | None:
-    if not isinstance(node, (ast.List, ast.Tuple)):
-        return None
-    entries = []
-    for element in node.elts:
-        if isinstance(element, ast.Constant) and type(element.value) is int:
-            entries.append(element.value)
-        elif isinstance(element, ast.Constant) and type(element.value) is str:
-            start, end = offset(element.lineno, element.col_offset), offset(element.end_lineno, element.end_col_offset)
-            entries.append(_string_entry(source[start:end].decode("utf-8")))
-        else:
-            entries.append(None)
-    return entries
 
 
 # ---------------------------------------------------------------- finding
@@ -326,8 +183,8 @@ def _position_of(parent: cst.CSTNode | None, arg: cst.Arg) -> int | None:
     return None
 
 
-def _detail(shape: _Shape, callee, keyword, index, listed: _Listed) -> dict:
-    detail = {"keyword": keyword, "majors": _majors_detail(listed)}
+def _detail(shape: _Shape, callee, keyword, index, listed: Listed) -> dict:
+    detail = {"keyword": keyword, "majors": majors_detail(listed)}
     if shape.call is not None:
         detail.update(call=callee, position=index)
     detail["style"] = listed.style.kind if listed.style is not None else None
@@ -336,15 +193,15 @@ def _detail(shape: _Shape, callee, keyword, index, listed: _Listed) -> dict:
 
 def _gate(parsed: PythonSource, node: cst.BaseExpression, shape: _Shape, callee, keyword, index, context: str, universe) -> Gate:
     start, end = parsed.outer_span(node)
-    entries = _cst_entries(node)
-    listed = _read(entries, keyword == MAJORS_KEYWORD) if entries is not None else _Listed(None, None)
+    entries = cst_entries(node)
+    listed = read_entries(entries, keyword == MAJORS_KEYWORD) if entries is not None else Listed(None, None)
     return Gate(
         kind=KIND,
         start=start,
         end=end,
         line=parsed.line(start),
         text=parsed.text(start, end),
-        admits=_admits(listed, universe),
+        admits=admits_of(listed, universe),
         context=context,
         detail=_detail(shape, callee, keyword, index, listed),
     )
@@ -442,8 +299,8 @@ def find_in_tree(
             if source[end : end + 1] != b")":
                 return None
             end += 1
-        entries = _ast_entries(source, value, offset)
-        listed = _read(entries, keyword_name == MAJORS_KEYWORD) if entries is not None else _Listed(None, None)
+        entries = ast_entries(source, value, offset)
+        listed = read_entries(entries, keyword_name == MAJORS_KEYWORD) if entries is not None else Listed(None, None)
         gates.append(
             Gate(
                 kind=KIND,
@@ -451,7 +308,7 @@ def find_in_tree(
                 end=end,
                 line=bisect.bisect_right(starts, outer),
                 text=source[outer:end].decode("utf-8"),
-                admits=_admits(listed, universe),
+                admits=admits_of(listed, universe),
                 context=function,
                 detail=_detail(shape, callee, keyword_name, index, listed),
             )
@@ -487,11 +344,11 @@ def widen(
     """Edits that add the values of `targets` the list lacks, in its style; `[]` if it has them all."""
     parsed = parse(source)
     node = _locate(parsed, gate)
-    entries = _cst_entries(node) if isinstance(node, (cst.List, cst.Tuple)) else None
+    entries = cst_entries(node) if isinstance(node, (cst.List, cst.Tuple)) else None
     where = f"line {gate.line}: {gate.text}"
     if entries is None:
         raise CannotWiden(f"{where} is not a list literal (a name or a computed value); widen it by hand")
-    listed = _read(entries, gate.detail.get("keyword") == MAJORS_KEYWORD)
+    listed = read_entries(entries, gate.detail.get("keyword") == MAJORS_KEYWORD)
     if listed.values is None:
         raise CannotWiden(f"{where} is not a list of integer literals or arch strings in one style; widen it by hand")
     style = listed.style
@@ -519,11 +376,11 @@ def widen(
     return edits
 
 
-def _covers(listed: _Value, wanted: _Value) -> bool:
+def _covers(listed: Value, wanted: Value) -> bool:
     return listed[0] == wanted[0] and listed[1] in (None, wanted[1])
 
 
-def _key(value: _Value) -> tuple[int, int]:
+def _key(value: Value) -> tuple[int, int]:
     return (value[0], -1 if value[1] is None else value[1])
 
 
@@ -614,12 +471,12 @@ def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> ArchSet:
     """The archs a list, given as text (`[9, 10, 12]`, `["100", "103"]`), admits; read as `find` reads it."""
 
     def values(node: cst.BaseExpression):
-        entries = _cst_entries(node)
-        listed = _read(entries, True) if entries is not None else _Listed(None, None)
+        entries = cst_entries(node)
+        listed = read_entries(entries, True) if entries is not None else Listed(None, None)
         return listed.values
 
     try:
         listed_values = values(cst.parse_expression(text))
     except cst.ParserSyntaxError:
         listed_values = None
-    return _admits(_Listed(listed_values, None), universe)
+    return admits_of(Listed(listed_values, None), universe)

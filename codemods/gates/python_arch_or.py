@@ -58,14 +58,15 @@ from libcst.helpers import get_full_name_for_node
 from collections.abc import Mapping
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
-from codemods.gates import CannotWiden, Edit, Gate, edit_between
+from codemods.gates import CannotWiden, Edit, Gate
 from codemods.gates._predicates import Meaning
-from codemods.gates._python import PythonSource, admits_of_expression, parse, tidy_insertion
+from codemods.gates._imports import import_beside_siblings, insert_at
+from codemods.gates._python import PythonSource, admits_of_expression, parse
 
 KIND = "python_arch_or"
 
 # `has_smNNN` build flags are spelled here too, for python_arch_test; this kind's chains hold only `is_sm`.
-_PREDICATE_RE = re.compile(r"^(?P<head>_?(?:is|has)_sm)(?P<number>\d{2,3})(?P<tail>[af]?(?:_supported)?)$")
+PREDICATE_RE = re.compile(r"^(?P<head>_?(?:is|has)_sm)(?P<number>\d{2,3})(?P<tail>[af]?(?:_supported)?)$")
 
 
 # Predicates named for a product line rather than a number, with the majors
@@ -77,7 +78,7 @@ NAMED_PREDICATES: dict[str, frozenset[int]] = {
 
 
 @dataclass(frozen=True)
-class _Predicate:
+class Predicate:
     operand: cst.BaseExpression
     ident: cst.Name  # the name that carries the number
     form: str  # "name", "call", "attribute" or "attribute_call"
@@ -120,7 +121,7 @@ def find(
     parsed = parse(source)
     gates = []
     for node in parsed.nodes(cst.BooleanOperation):
-        if not _is_or(node) or _is_or(parsed.parent(node)):
+        if not is_or(node) or is_or(parsed.parent(node)):
             continue
         predicates = _predicates(node)
         if predicates is None:
@@ -155,7 +156,7 @@ def find(
 
 
 def admits_of(
-    predicates: list[_Predicate], universe: tuple[Arch, ...], meanings: Mapping[str, Meaning] | None
+    predicates: list[Predicate], universe: tuple[Arch, ...], meanings: Mapping[str, Meaning] | None
 ) -> tuple[ArchSet, list[str]]:
     """The archs some predicate admits; with an unknown one, the rest of the universe is unknown.
 
@@ -214,17 +215,17 @@ def missing_symbols(
     return _plan(source, gate, targets, universe, meanings).symbols
 
 
-def _is_or(node: cst.CSTNode | None) -> bool:
+def is_or(node: cst.CSTNode | None) -> bool:
     return isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or)
 
 
-def _operands(node: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if _is_or(node):
-        return _operands(node.left) + _operands(node.right)
+def operands(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if is_or(node):
+        return operands(node.left) + operands(node.right)
     return [node]
 
 
-def _predicate(operand: cst.BaseExpression) -> _Predicate | None:
+def predicate_of(operand: cst.BaseExpression) -> Predicate | None:
     expr, called = operand, False
     if isinstance(expr, cst.Call):
         expr, called = expr.func, True
@@ -234,25 +235,25 @@ def _predicate(operand: cst.BaseExpression) -> _Predicate | None:
         ident, form = expr.attr, "attribute_call" if called else "attribute"
     else:
         return None
-    match = _PREDICATE_RE.match(ident.value)
+    match = PREDICATE_RE.match(ident.value)
     if match is not None and "has_" in match["head"]:
         return None
     if match is None:
         named = NAMED_PREDICATES.get(ident.value.lstrip("_"))
-        return None if named is None else _Predicate(operand, ident, form, None, named)
+        return None if named is None else Predicate(operand, ident, form, None, named)
     number = int(match["number"])
-    return _Predicate(operand, ident, form, number, frozenset({number // 10}))
+    return Predicate(operand, ident, form, number, frozenset({number // 10}))
 
 
-def _predicates(chain: cst.BooleanOperation) -> list[_Predicate] | None:
-    predicates = [_predicate(operand) for operand in _operands(chain)]
+def _predicates(chain: cst.BooleanOperation) -> list[Predicate] | None:
+    predicates = [predicate_of(operand) for operand in operands(chain)]
     if any(predicate is None for predicate in predicates):
         return None
     return predicates
 
 
-def _renamed(name: str, number: int) -> str:
-    return _PREDICATE_RE.sub(lambda m: f"{m['head']}{number}{m['tail']}", name)
+def renamed(name: str, number: int) -> str:
+    return PREDICATE_RE.sub(lambda m: f"{m['head']}{number}{m['tail']}", name)
 
 
 def _tests_if_assigning(parsed: PythonSource, node: cst.CSTNode, target: str) -> bool:
@@ -261,14 +262,14 @@ def _tests_if_assigning(parsed: PythonSource, node: cst.CSTNode, target: str) ->
         if (
             isinstance(ancestor, cst.If)
             and ancestor.test is child
-            and _assigns(ancestor.body, target)
+            and assigned_in(ancestor.body, target)
         ):
             return True
         child = ancestor
     return False
 
 
-def _assigns(body: cst.BaseSuite, target: str) -> bool:
+def assigned_in(body: cst.BaseSuite, target: str) -> bool:
     """True when a statement directly in `body` assigns the dotted `target`."""
     if isinstance(body, cst.SimpleStatementSuite):
         statements = list(body.body)
@@ -293,7 +294,7 @@ def _assigns(body: cst.BaseSuite, target: str) -> bool:
 
 def _locate(parsed: PythonSource, gate: Gate) -> cst.BooleanOperation:
     for node in parsed.nodes(cst.BooleanOperation):
-        if _is_or(node) and parsed.outer_span(node) == (gate.start, gate.end):
+        if is_or(node) and parsed.outer_span(node) == (gate.start, gate.end):
             return node
     raise CannotWiden(
         f"line {gate.line}: {gate.text} is no longer at this place; find the gates again"
@@ -301,12 +302,12 @@ def _locate(parsed: PythonSource, gate: Gate) -> cst.BooleanOperation:
 
 
 def new_predicates(
-    predicates: list[_Predicate],
+    predicates: list[Predicate],
     gate: Gate,
     targets: tuple[Arch, ...],
     universe: tuple[Arch, ...],
     meanings: Mapping[str, Meaning] | None,
-) -> tuple[_Predicate | None, list[int]]:
+) -> tuple[Predicate | None, list[int]]:
     """The predicate to spell new ones like, and the numbers of those that make the gate admit `targets`.
 
     `(None, [])` when the gate admits them already. Raises CannotWiden when a
@@ -335,7 +336,7 @@ def new_predicates(
             continue
         tried = []
         for number in dict.fromkeys((arch.code, arch.major * 10)):
-            name = _renamed(template.ident.value, number)
+            name = renamed(template.ident.value, number)
             meaning = meanings.get(("." if template.form.startswith("attribute") else "") + name)
             if meaning is None and template.form == "name" and name.startswith("_"):
                 # `_is_sm120_supported` is to be defined by copying its sibling's definition,
@@ -381,8 +382,8 @@ def _plan(
 def supporting(
     parsed: PythonSource,
     chain: cst.CSTNode,
-    predicates: list[_Predicate],
-    template: _Predicate,
+    predicates: list[Predicate],
+    template: Predicate,
     numbers: list[int],
     edits: list[Edit],
     gate: Gate,
@@ -391,7 +392,7 @@ def supporting(
     symbols: list[str] = []
     needed: list[tuple[str, list[str], cst.CSTNode]] = []  # (name to bind, its siblings, a node where it is used)
     if template.form == "name":
-        undefined = [n for n in numbers if not parsed.bound(chain, _renamed(template.ident.value, n))]
+        undefined = [n for n in numbers if not parsed.bound(chain, renamed(template.ident.value, n))]
         if undefined:
             definition, uses, attributes = _define(parsed, predicates, template, undefined)
             edits.append(definition)
@@ -401,7 +402,7 @@ def supporting(
         siblings = [template.ident.value] + [
             p.ident.value for p in reversed(predicates) if p.form == "call" and p is not template
         ]
-        needed += [(_renamed(template.ident.value, n), siblings, chain) for n in numbers]
+        needed += [(renamed(template.ident.value, n), siblings, chain) for n in numbers]
     else:
         owner = template.operand.func if template.form == "attribute_call" else template.operand
         start, end = parsed.span(owner)
@@ -409,23 +410,23 @@ def supporting(
         for number in numbers:
             symbols.append(
                 parsed.text(start, ident_start)
-                + _renamed(template.ident.value, number)
+                + renamed(template.ident.value, number)
                 + parsed.text(ident_end, end)
             )
-    import_edits, imported = _imports(parsed, needed)
+    import_edits, imported = import_beside_siblings(parsed, needed, _placed)
     edits += import_edits
     symbols += imported
     _check_disjoint(edits, gate)
     return _Plan(sorted(edits), symbols)
 
 
-def _append(parsed: PythonSource, template: _Predicate, numbers: list[int]) -> Edit:
+def _append(parsed: PythonSource, template: Predicate, numbers: list[int]) -> Edit:
     """` or <predicate>` after the last operand, spelled like it."""
     start, end = parsed.span(template.operand)
     ident_start, ident_end = parsed.span(template.ident)
     before, after = parsed.source[start:ident_start], parsed.source[ident_end:end]
     text = b"".join(
-        b" or " + before + _renamed(template.ident.value, number).encode() + after
+        b" or " + before + renamed(template.ident.value, number).encode() + after
         for number in numbers
     )
     at = parsed.outer_span(template.operand)[1]
@@ -434,8 +435,8 @@ def _append(parsed: PythonSource, template: _Predicate, numbers: list[int]) -> E
 
 def _define(
     parsed: PythonSource,
-    predicates: list[_Predicate],
-    template: _Predicate,
+    predicates: list[Predicate],
+    template: Predicate,
     numbers: list[int],
 ) -> tuple[Edit, list[tuple[str, str]], list[str]]:
     """A copy of the last module-level sibling definition per number, below it.
@@ -452,7 +453,7 @@ def _define(
         and node.targets[0].target.value in siblings
         and parsed.at_module_level(node)
     ]
-    wanted = _renamed(template.ident.value, numbers[0])
+    wanted = renamed(template.ident.value, numbers[0])
     if not definitions:
         raise CannotWiden(
             f"`{wanted}` is not defined, and there is no module-level "
@@ -471,7 +472,7 @@ def _define(
     renames = [
         name
         for name in parsed.nodes(cst.Name, within=sibling)
-        if (match := _PREDICATE_RE.match(name.value)) and int(match["number"]) == number
+        if (match := PREDICATE_RE.match(name.value)) and int(match["number"]) == number
     ]
     literals = {node.evaluated_value for node in parsed.nodes(cst.Integer, within=sibling.value)}
     if len(renames) < 2 or literals & {number // 10, number, number * 10}:
@@ -486,7 +487,7 @@ def _define(
         copy, pos = [indent], start
         for name in renames:
             name_start, name_end = parsed.span(name)
-            copy += [parsed.source[pos:name_start], _renamed(name.value, new_number).encode()]
+            copy += [parsed.source[pos:name_start], renamed(name.value, new_number).encode()]
             pos = name_end
         copy += [parsed.source[pos:end], eol]
         text += b"".join(copy)
@@ -501,77 +502,11 @@ def _define(
                 owner_start = parsed.span(parent.value)[0]
                 attributes.append(
                     parsed.text(owner_start, parsed.span(name)[0])
-                    + _renamed(name.value, new_number)
+                    + renamed(name.value, new_number)
                 )
             elif name is not target:
-                uses.append((_renamed(name.value, new_number), name.value))
+                uses.append((renamed(name.value, new_number), name.value))
     return Edit(at, at, text), uses, attributes
-
-
-def _imports(
-    parsed: PythonSource, needed: list[tuple[str, list[str], cst.CSTNode]]
-) -> tuple[list[Edit], list[str]]:
-    """Import each needed name from where a sibling comes from, unless it is bound already.
-
-    `needed` holds (name, its siblings, a node where it is used); the first
-    sibling imported by a `from ... import` decides the module.
-    """
-    by_import: dict[cst.ImportFrom, list[tuple[str, str]]] = {}
-    scheduled: set[str] = set()
-    for new, siblings, where in needed:
-        if new in scheduled or parsed.bound(where, new):
-            continue
-        found = [(node, old) for old in siblings for node in parsed.importers(where, old)]
-        if not found:
-            raise CannotWiden(
-                f"`{new}` is not defined or imported here, and `{siblings[0]}` is not imported "
-                f"from a module it could come from too; add it by hand"
-            )
-        node, old = found[0]
-        by_import.setdefault(node, []).append((new, old))
-        scheduled.add(new)
-    edits, symbols = [], []
-    for node, names in by_import.items():
-        edits.append(_extend_import(parsed, node, names))
-        symbols += [_symbol(node, new) for new, _ in names]
-    return edits, symbols
-
-
-def _extend_import(
-    parsed: PythonSource, node: cst.ImportFrom, names: list[tuple[str, str]]
-) -> Edit:
-    """Add `names` to the `from ... import` statement `node` with AddImportsVisitor.
-
-    The visitor puts new names first (`from m import (new, a,\\n    b,\\n)`);
-    each is moved to sit right after its sibling, with the separator the
-    import already uses, so an isort-ed, one-name-per-line import stays so.
-    """
-    level = len(node.relative)
-    module = get_full_name_for_node(node.module) if node.module is not None else ""
-    # Relative imports only resolve inside a package; any package deep enough will do.
-    package = ".".join(["package"] * (level + 1))
-    # libcst.codemod takes half a second to import; only an edit that adds an import needs it
-    from libcst.codemod import CodemodContext
-    from libcst.codemod.visitors import AddImportsVisitor
-
-    context = CodemodContext(full_module_name=f"{package}.module", full_package_name=package)
-    for new, _ in names:
-        AddImportsVisitor.add_needed_import(context, module, new, relative=level)
-    alone = parsed.module.with_changes(
-        header=[], footer=[], body=[cst.SimpleStatementLine(body=[node])]
-    )
-    extended = AddImportsVisitor(context).transform_module(alone)
-    statement = extended.body[0]
-    if not isinstance(statement, cst.SimpleStatementLine) or not isinstance(
-        statement.body[0], cst.ImportFrom
-    ):
-        raise CannotWiden(f"line {parsed.line(parsed.span(node)[0])}: cannot extend this import")
-    added = statement.body[0]
-    aliases = _placed(node, list(added.names[: len(added.names) - len(node.names)]), names)
-    new_text = alone.code_for_node(node.with_changes(names=aliases)).encode()
-    start, end = parsed.span(node)
-    edit = edit_between(parsed.source[start:end], new_text)
-    return tidy_insertion(parsed.source, Edit(start + edit.start, start + edit.end, edit.text))
 
 
 def _placed(
@@ -595,85 +530,17 @@ def _placed(
         siblings = [
             (i, _number(alias.evaluated_name))
             for i, alias in enumerate(aliases)
-            if _renamed(alias.evaluated_name, number) == new
+            if renamed(alias.evaluated_name, number) == new
         ]
         below = [i for i, n in siblings if n < number]
         index = below[-1] + 1 if below else min(i for i, n in siblings if n > number)
-        aliases = _insert_at(node, aliases, index, by_name[new])
+        aliases = insert_at(node, aliases, index, by_name[new])
     return aliases
 
 
 def _number(name: str) -> int:
-    match = _PREDICATE_RE.match(name)
+    match = PREDICATE_RE.match(name)
     return int(match["number"]) if match else -1
-
-
-def _insert_at(
-    node: cst.ImportFrom, aliases: list[cst.ImportAlias], index: int, alias: cst.ImportAlias
-) -> list[cst.ImportAlias]:
-    """`aliases` with `alias` at `index`, separated the way the import separates its names."""
-    if index < len(aliases):
-        before = aliases[index - 1].comma if index > 0 else cst.MaybeSentinel.DEFAULT
-        comma = (
-            _without_comment(before) if isinstance(before, cst.Comma) else _separator(node, aliases)
-        )
-        return [*aliases[:index], alias.with_changes(comma=comma), *aliases[index:]]
-    anchor = aliases[-1]
-    separator = _separator(node, aliases)
-    trailing = anchor.comma
-    if not isinstance(trailing, cst.Comma):
-        return [*aliases[:-1], anchor.with_changes(comma=separator), alias]
-    # The last name had a trailing comma: it moves to the new name, with any
-    # comment lines before the closing parenthesis; the old name keeps its own comment.
-    after, between = trailing.whitespace_after, separator.whitespace_after
-    if isinstance(after, cst.ParenthesizedWhitespace) and isinstance(
-        between, cst.ParenthesizedWhitespace
-    ):
-        anchor_comma = trailing.with_changes(
-            whitespace_after=after.with_changes(
-                empty_lines=[], indent=between.indent, last_line=between.last_line
-            )
-        )
-        alias_comma = trailing.with_changes(
-            whitespace_after=after.with_changes(
-                first_line=cst.TrailingWhitespace(newline=after.first_line.newline)
-            )
-        )
-    else:
-        anchor_comma, alias_comma = separator, trailing
-    return [
-        *aliases[:-1],
-        anchor.with_changes(comma=anchor_comma),
-        alias.with_changes(comma=alias_comma),
-    ]
-
-
-def _separator(node: cst.ImportFrom, aliases: list[cst.ImportAlias]) -> cst.Comma:
-    """The comma (and line break) the import puts between two names."""
-    if len(aliases) > 1 and isinstance(aliases[-2].comma, cst.Comma):
-        return _without_comment(aliases[-2].comma)
-    if node.lpar is not None and isinstance(
-        node.lpar.whitespace_after, cst.ParenthesizedWhitespace
-    ):
-        return _without_comment(cst.Comma(whitespace_after=node.lpar.whitespace_after))
-    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-
-
-def _without_comment(comma: cst.Comma | cst.MaybeSentinel) -> cst.Comma | cst.MaybeSentinel:
-    if not isinstance(comma, cst.Comma):
-        return comma
-    after = comma.whitespace_after
-    if isinstance(after, cst.ParenthesizedWhitespace):
-        after = after.with_changes(
-            first_line=cst.TrailingWhitespace(newline=after.first_line.newline), empty_lines=[]
-        )
-    return comma.with_changes(whitespace_after=after)
-
-
-def _symbol(node: cst.ImportFrom, name: str) -> str:
-    dots = "." * len(node.relative)
-    module = get_full_name_for_node(node.module) if node.module is not None else ""
-    return f"{dots}{module}.{name}" if module else f"{dots}{name}"
 
 
 def _check_disjoint(edits: list[Edit], gate: Gate) -> None:
@@ -694,7 +561,7 @@ def admits(
     if meanings is None:
 
         def majors(node: cst.BaseExpression) -> set[int] | None:
-            predicates = _predicates(node) if _is_or(node) else None
+            predicates = _predicates(node) if is_or(node) else None
             return None if predicates is None else set().union(*(p.majors for p in predicates))
 
         return admits_of_expression(text, universe, majors)
@@ -702,7 +569,7 @@ def admits(
         node = cst.parse_expression(text)
     except cst.ParserSyntaxError:
         node = None
-    predicates = _predicates(node) if _is_or(node) else None
+    predicates = _predicates(node) if is_or(node) else None
     if predicates is None:
         return ArchSet(universe, frozenset(), frozenset(universe))
     return admits_of(predicates, universe, meanings)[0]

@@ -83,7 +83,7 @@ def find(
         context = parsed.enclosing_function(node)
         if function is not None and context != function:
             continue
-        if assigns is not None and not (isinstance(statement, cst.If) and chains._assigns(statement.body, assigns)):
+        if assigns is not None and not (isinstance(statement, cst.If) and chains.assigned_in(statement.body, assigns)):
             continue
         detail: dict = {
             "shape": shape,
@@ -167,12 +167,12 @@ def admits(
 
 
 def _predicate(node: cst.BaseExpression):
-    found = chains._predicate(node)
+    found = chains.predicate_of(node)
     if found is not None:
         return found
     if isinstance(node, cst.Name) and _FLAG_RE.match(node.value):
-        number = int(chains._PREDICATE_RE.match(node.value)["number"])
-        return chains._Predicate(node, node, "name", number, frozenset({number // 10}))
+        number = int(chains.PREDICATE_RE.match(node.value)["number"])
+        return chains.Predicate(node, node, "name", number, frozenset({number // 10}))
     return None
 
 
@@ -196,8 +196,8 @@ def _read(node: cst.BaseExpression):
     """The predicates of a test in one of this kind's shapes (after widening included), else None."""
     while isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
         node = node.expression
-    if chains._is_or(node):
-        predicates = [_predicate(o) for o in chains._operands(node)]
+    if chains.is_or(node):
+        predicates = [_predicate(o) for o in chains.operands(node)]
         return None if any(p is None for p in predicates) else predicates
     if _is_and(node):
         predicates = [_negated(o) for o in _and_operands(node)]
@@ -212,10 +212,10 @@ def _shapes(parsed: PythonSource):
     for node in parsed.nodes((cst.BooleanOperation, cst.UnaryOperation, cst.Name, cst.Call, cst.Attribute)):
         if id(node) in taken:
             continue
-        if chains._is_or(node):
-            if chains._is_or(parsed.parent(node)):
+        if chains.is_or(node):
+            if chains.is_or(parsed.parent(node)):
                 continue
-            predicates = [_predicate(o) for o in chains._operands(node)]
+            predicates = [_predicate(o) for o in chains.operands(node)]
             if any(p is None for p in predicates):
                 continue
             taken.update(id(n) for p in predicates for n in parsed.nodes(cst.CSTNode, within=p.operand))
@@ -232,8 +232,8 @@ def _shapes(parsed: PythonSource):
             continue
         if isinstance(node, cst.UnaryOperation):
             inner = node.expression
-            if chains._is_or(inner) and all(_predicate(o) is not None for o in chains._operands(inner)):
-                predicates = [_predicate(o) for o in chains._operands(inner)]
+            if chains.is_or(inner) and all(_predicate(o) is not None for o in chains.operands(inner)):
+                predicates = [_predicate(o) for o in chains.operands(inner)]
                 taken.update(id(n) for n in parsed.nodes(cst.CSTNode, within=node))
                 yield node, "not_or", predicates
                 continue
@@ -275,7 +275,7 @@ def _spelled(parsed: PythonSource, template, number: int) -> bytes:
     ident_start, ident_end = parsed.span(template.ident)
     return (
         parsed.source[start:ident_start]
-        + chains._renamed(template.ident.value, number).encode()
+        + chains.renamed(template.ident.value, number).encode()
         + parsed.source[ident_end:end]
     )
 
@@ -285,8 +285,8 @@ def _negation_style(parsed: PythonSource, template) -> str:
     grouped = any(
         isinstance(node, cst.UnaryOperation)
         and isinstance(node.operator, cst.Not)
-        and chains._is_or(node.expression)
-        and all(_predicate(o) is not None for o in chains._operands(node.expression))
+        and chains.is_or(node.expression)
+        and all(_predicate(o) is not None for o in chains.operands(node.expression))
         for node in parsed.nodes(cst.UnaryOperation)
     )
     spread = any(

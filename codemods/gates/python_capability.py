@@ -93,6 +93,49 @@ def callee(call: ast.Call) -> str:
     return ""
 
 
+# The byte tests `codemod scan` runs before it parses a file for this kind.
+CAPABILITY_TOKEN = b"get_device_capability"
+# A comparison with the call, or a name bound from it: nothing else can be a python_capability gate.
+CAPABILITY_RE = re.compile(
+    rb"get_device_capability\s*\((?:[^()]|\([^()]*\))*\)\s*(?:\[\s*[01]\s*\]\s*)?\)*\s*(?:[<>!=]=|[<>]|\bin\b|\bnot\b)"
+    rb"|(?:[<>!=]=|[<>]|\bin)\s*[\w.]*get_device_capability|=\s*[\w.]*get_device_capability"
+)
+# SGLang's `get_device_sm()` (major * 10 + minor), compared or bound
+SM_COMPARE_RE = re.compile(rb"\bget_device_sm\s*\(\s*\)\s*(?:[<>!=]=|[<>]|\bin\b|\bnot\b)|=\s*[\w.]*\bget_device_sm\s*\(")
+_CAPABILITY_CALL_RE = re.compile(CAPABILITY_RE.pattern.split(b"|(?:")[0])
+_NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
+_SPACE_BYTES = frozenset(b" \t\n\r\f\v")
+
+
+def may_compare(data: bytes) -> bool:
+    """True whenever `CAPABILITY_RE.search(data)` matches (rarely also when it does not).
+
+    The regex's last two branches start with no literal, so re tries them at
+    every byte; this looks at each `get_device_capability` and what precedes it.
+    """
+    pos = data.find(CAPABILITY_TOKEN)
+    while pos >= 0:
+        if _CAPABILITY_CALL_RE.match(data, pos):
+            return True
+        name = pos
+        while name > 0 and data[name - 1] in _NAME_BYTES:
+            name -= 1
+        before = name
+        while before > 0 and data[before - 1] in _SPACE_BYTES:
+            before -= 1
+        if data[before - 1 : before] in (b"<", b">", b"=") if before else False:
+            return True
+        if data[max(0, before - 2) : before] == b"in" or b"in" in data[name:pos]:
+            return True
+        pos = data.find(CAPABILITY_TOKEN, pos + 1)
+    return False
+
+
+def may_hold(data: bytes) -> bool:
+    """Whether `data` may hold a comparison of this kind: nothing else is worth parsing."""
+    return (CAPABILITY_TOKEN in data and may_compare(data)) or bool(b"get_device_sm" in data and SM_COMPARE_RE.search(data))
+
+
 def has_token(piece: bytes) -> bool:
     return any(token in piece for token in TOKENS)
 

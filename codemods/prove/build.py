@@ -196,7 +196,8 @@ def data_links(build_backend: str) -> dict[str, str]:
 
 def promised(base: bytes, work: bytes, targets: tuple[Arch, ...], universe: tuple[Arch, ...]) -> list[tuple[int, str]]:
     """(line, PTX opcode) of each promise token in the body of a guard the change widened to a target."""
-    from codemods.cpp import hazards
+    from codemods.cpp.lexer import mask_comments
+    from codemods.cpp.structure import structure
     from codemods.gates import SourceError, cuda_guard
 
     archs = tuple(dict.fromkeys((*universe, *targets)))
@@ -206,7 +207,7 @@ def promised(base: bytes, work: bytes, targets: tuple[Arch, ...], universe: tupl
         return []
     lines = _line_map(base.splitlines(), work.splitlines())
     by_line = {gate.line: gate for gate in before}
-    shape = hazards.structure(work)
+    shape = structure(work)
     found = []
     for new in after:
         old = by_line.get(lines.get(new.line, -1))
@@ -216,7 +217,7 @@ def promised(base: bytes, work: bytes, targets: tuple[Arch, ...], universe: tupl
         if branch is None:
             continue
         end = branch.body_end if branch.body_end >= 0 else len(work)
-        body = hazards.mask_comments(work[branch.body_start:end]).decode("utf-8", "replace")
+        body = mask_comments(work[branch.body_start:end]).decode("utf-8", "replace")
         for token, opcode in PROMISES.items():
             if token in body:
                 found.append((new.line, opcode))
@@ -564,8 +565,8 @@ def prove(
     recipes_dirs: list[Path] | None = None,
 ) -> BuildReport:
     """Build the changed (or named) JIT modules of the FlashInfer tree at `path`, base and work tree, per arch."""
-    from codemods.recipes import model as recipes
-    from codemods.audit import scan as scanner
+    from codemods.recipes import load as recipes
+    from codemods.audit import jit_modules
     from codemods.prove import preprocess as verifier
     from codemods.core.arch import family
     from codemods.apply.repo import ShadowRepo
@@ -613,8 +614,8 @@ def prove(
     specs = _specs(target.root)
     wanted = list(modules)
     if not wanted:
-        layout = scanner._detect(target.root)
-        closures = scanner.tree_closures(target.root, layout) if layout is not None else None
+        layout = jit_modules.detect(target.root)
+        closures = jit_modules.tree_closures(target.root, layout) if layout is not None else None
         for rel, spec in specs:
             files = closures.closure(spec).files if closures is not None else set()
             if set(files) & tree_changed:
@@ -720,10 +721,10 @@ def _function_text(source: bytes, name: str) -> str | None:
 def _specs(root: Path) -> list:
     """(file, jit_specs.JitSpec) of every spec in the tree's JIT folder."""
     from codemods.jit import specs as jit_specs
-    from codemods.audit import scan as scanner
+    from codemods.audit import jit_modules
     from codemods.gates import SourceError
 
-    layout = scanner._detect(root)
+    layout = jit_modules.detect(root)
     if layout is None:
         raise errors.UnknownProject("no FlashInfer JIT folder here", where=str(root))
     found = []

@@ -65,9 +65,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codemods.core.arch import Arch, is_arch_macro
+from codemods.cpp.evaluate import evaluate
 from codemods.gates import Gate, SourceError, cuda_guard
 
-CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".inl")
+PREPROCESSED_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".inl")  # CUDA sources and the headers they include
 # FlashInfer's JIT compiles with -std=c++17 (flashinfer/jit/core.py); nvcc 13.0 defaults to it too.
 DEFAULT_FLAGS: tuple[str, ...] = ("-std=c++17",)
 
@@ -156,7 +157,7 @@ class VerifyReport:
 
 
 def is_cuda_source(path: str) -> bool:
-    return path.endswith(CUDA_SUFFIXES)
+    return path.endswith(PREPROCESSED_SUFFIXES)
 
 
 def verify(
@@ -264,19 +265,19 @@ def empty_kernels(
 
     The modules judged are those named in `modules` and those whose spec
     file or include closure holds a file of `changed` (paths relative to
-    `root`). This is scan's own analysis (scan._closures, scan._modules,
-    scan._empty_kernels over what scan._analyse reads from the JIT spec
+    `root`). This is scan's own analysis (jit_modules.read_modules,
+    jit_hazards.empty_kernels over what analysis.analyse reads from the JIT spec
     files and the closure files), run on the tree as it is on disk, without
     listing the whole tree; [] where there is no FlashInfer JIT layout.
     """
-    from codemods.audit import scan as scanner
+    from codemods.audit import analysis, jit_hazards, jit_modules, records
 
     root = Path(root)
-    layout = scanner._detect(root)
+    layout = jit_modules.detect(root)
     if layout is None or not targets:
         return []
     universe = tuple(dict.fromkeys((*universe, *targets)))
-    context = scanner._Context(
+    context = records.Context(
         root=str(root), arch=targets[0], universe=universe, jit=layout.jit, layout=True,
         include_all=False, hazards=True, cache=None, key="",
     )  # fmt: skip
@@ -285,8 +286,8 @@ def empty_kernels(
         try:
             data = (root / rel).read_bytes()
         except OSError:
-            return scanner._FileScan(rel)
-        return scanner._analyse(rel, data, context, in_jit)
+            return records.FileScan(rel)
+        return analysis.analyse(rel, data, context, in_jit)
 
     specs = []
     for file in sorted((root / layout.jit).rglob("*.py")):
@@ -295,7 +296,7 @@ def empty_kernels(
     wanted, changed_files = set(modules), set(changed)
     chosen = [
         module
-        for module in scanner._modules(specs, scanner.tree_closures(root, layout), targets[0])
+        for module in jit_modules.read_modules(specs, jit_modules.tree_closures(root, layout), targets[0])
         if module.name in wanted or module.file in changed_files or module.files & changed_files
     ]
     structures = {}
@@ -303,10 +304,10 @@ def empty_kernels(
         shape = analyse(rel, False).structure
         if shape is not None:
             structures[rel] = shape
-    all_specific = scanner._all_specific(root, layout)
+    all_specific = jit_modules.builds_all_specific(root, layout)
     found = []
     for arch in targets:
-        for hazard in scanner._empty_kernels(chosen, structures, arch, universe, all_specific):
+        for hazard in jit_hazards.empty_kernels(chosen, structures, arch, universe, all_specific):
             module = next(m for m in chosen if m.name == hazard["module"] and m.admits(arch))
             branch = structures[hazard["file"]].at_line(hazard["line"])
             guard = f"{branch.directive} {branch.condition}" if branch is not None else ""
@@ -661,7 +662,7 @@ class _Doubts:
             for index in side.deciding(lines) if side.branches is not None else []:
                 branch = side.branches[index]
                 names = self._unexplained(branch.condition) if branch.directive != "else" else ()
-                if not names or cuda_guard.evaluate(_expression(branch), arch.macros()) is not None:
+                if not names or evaluate(_expression(branch), arch.macros()) is not None:
                     continue
                 guard = f"#{branch.directive} {branch.condition}"
                 if not any(doubt.guard == guard for doubt in found.values()):

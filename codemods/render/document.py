@@ -15,7 +15,7 @@ from codemods.core.lazy import LazyModule
 from codemods.render.diff import plan_diff
 
 if TYPE_CHECKING:
-    from codemods.recipes.model import Plan, PlannedChange
+    from codemods.plan.changes import Plan, PlannedChange
 
 recipes = LazyModule("codemods.recipes.model")  # `scan --format json` needs no libcst
 
@@ -76,9 +76,9 @@ def gate_rows(plan: Plan, changes: list[PlannedChange] | None = None) -> list[di
 def plan_json(plan: Plan, prefix: str, dry_run: bool, changes: list[PlannedChange] | None = None) -> dict[str, Any]:
     return {
         "recipe": plan.recipe.id,
-        "project": plan.target.project.name,
-        "layout": plan.target.layout.name,
-        "version": plan.target.version() or None,
+        "project": plan.tree.project.name,
+        "layout": plan.tree.layout.name,
+        "version": plan.tree.version() or None,
         "archs": [a.name for a in plan.recipe.archs],
         "targets": [a.name for a in plan.targets],
         "dry_run": dry_run,
@@ -107,7 +107,7 @@ def run_json(recipe, results, caches, dry_run: bool) -> dict[str, Any]:
         data = plan_json(result.plan, result.prefix, dry_run, None)
         refusal = result.would_refuse
         data.update(
-            upstream_advice=recipes.upstream_advice(recipe, result.plan.target),
+            upstream_advice=recipes.upstream_advice(recipe, result.plan.tree),
             status=result.status, branch=result.branch or None, selected=[c.id for c in result.selected],
             commits=[{"sha": sha, "change": cid} for sha, cid in result.commits], jit_cache=cache,
             forced=result.forced_reasons,
@@ -185,7 +185,7 @@ def verify_json(result, ctx) -> dict[str, Any]:
 
 def scan_json(results: list[tuple[Path, Any]]) -> dict[str, Any]:
     """`scan --format json` over several trees: one list each of gates, skipped files and hazards (with `repo` when several)."""
-    from codemods.audit import scan as scanner
+    from codemods.render import scan_json as scanner
 
     merged: dict[str, list] = {}
     several = len(results) > 1
@@ -200,7 +200,7 @@ def scan_json(results: list[tuple[Path, Any]]) -> dict[str, Any]:
 
 def scan_sarif(results: list[tuple[Path, Any]], provenances: list[dict | None]) -> dict[str, Any]:
     """`scan --format sarif` over several trees: one SARIF log, a run per tree, each with its git provenance."""
-    from codemods.audit import scan as scanner
+    from codemods.render import sarif as scanner
 
     merged: dict[str, Any] = {}
     for (root, result), provenance in zip(results, provenances):

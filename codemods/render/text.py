@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from codemods.core.arch import Arch, ArchSet
 
 if TYPE_CHECKING:
-    from codemods.recipes.model import Plan, PlannedChange
+    from codemods.plan.changes import Plan, PlannedChange
 
 
 def summary_lines(plan: Plan, prefix: str = "", selected: list[PlannedChange] | None = None) -> list[str]:
@@ -90,7 +90,7 @@ def run_lines(recipe, workspace, result, universe: tuple[Arch, ...], cache: dict
     lines = summary_lines(plan, prefix, shown)
     if result.status in ("dry-run", "applied"):
         lines += matrix(plan, tuple(dict.fromkeys((*universe, *plan.targets))), shown)  # a column for every target arch
-    project = f"{plan.target.project.title} {plan.target.version() or ''}".strip()
+    project = f"{plan.tree.project.title} {plan.tree.version() or ''}".strip()
     if result.status == "already-enabled":
         lines.append(
             f"already enabled: {project} at {workspace.path} already admits {', '.join(a.name for a in plan.targets)}; nothing to do, no branch made"

@@ -12,7 +12,7 @@ from codemods.apply import run as apply_run
 from codemods.apply.repo import Repo, ShadowRepo, work_tree_of
 from codemods.apply.workspace import Workspace
 from codemods.core import errors
-from codemods.recipes import model as recipes
+from codemods.recipes import load as recipes
 
 
 @pytest.fixture

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import CannotWiden, SourceError, apply_edits
-from codemods.gates.cuda_guard import KIND, evaluate, find, widen
+from codemods.cpp.evaluate import evaluate
+from codemods.gates.cuda_guard import KIND, find, widen
 
 SM12X = (Arch.parse("sm_120"), Arch.parse("sm_121"))
 VARIANTS = tuple(Arch.parse(name) for name in ("sm_90a", "sm_100a", "sm_100f", "sm_120a", "sm_120f"))

@@ -260,7 +260,7 @@ def test_flashinfer_sm120a_admits_sm120_only() -> None:
 
 
 def test_registered_and_selectors() -> None:
-    from codemods.recipes.model import gate_kinds, selector_keys
+    from codemods.gates.registry import modules as gate_kinds, selector_keys
 
     assert gate_kinds()["python_arch_test"] is python_arch_test
     assert selector_keys(python_arch_test) == {"function", "assigns", "calls"}

@@ -167,11 +167,11 @@ outcome = "failed"
 
 
 def test_recipe_test_runs_the_kind(tmp_path, cli):
-    from codemods.recipes import model as recipes
+    from codemods.recipes import cases, load
 
     path = tmp_path / "fp4-sm121.toml"
     path.write_text(RECIPE)
-    results = recipes.run_cases(recipes.load_recipe(path))
+    results = cases.run_cases(load.load_recipe(path))
     assert [(r.ok, r.message) for r in results] == [(True, "changed"), (True, "failed")]
     result = cli("recipe", "test", path)
     assert result.exit_code == 0, result.output

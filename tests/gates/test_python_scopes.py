@@ -116,3 +116,34 @@ def test_bound_and_importers_agree_with_libcst_scopes(source: str) -> None:
             checked += 1
             answered += parsed._binding_table(node, name) is not None  # not libcst's answer passed through
     assert checked > 50 and answered > 0
+
+
+def test_parse_hands_out_a_read_only_source() -> None:
+    """parse's cache shares one PythonSource between callers: nobody can change it for the others."""
+    import pytest
+
+    from codemods.gates._python import parse
+
+    source = b"import os\n\ndef f():\n    global g\n    g = 1\n    return os\n"
+    parsed = parse(source)
+    assert parse(source) is parsed
+    with pytest.raises(AttributeError, match="read-only"):
+        parsed.source = b"x = 1\n"
+    with pytest.raises(AttributeError, match="read-only"):
+        del parsed.module
+    with pytest.raises(TypeError):
+        parsed._parents[parsed.module] = parsed.module  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        parsed._order.append(parsed.module)  # type: ignore[attr-defined]
+    assert parsed.bound(parsed.module, "g") and parsed.bound(parsed.module, "os")  # the lazy tables still fill
+    with pytest.raises(AttributeError):
+        parsed._globals.add("h")  # type: ignore[attr-defined]
+    assert parse(source).source == source
+
+
+def test_defines_reads_the_module_symbol_table() -> None:
+    from codemods.gates._python import defines
+
+    source = b"from m import (\n    a,\n    b as c,\n)\nif x:\n    d = 1\ndef e(): pass\nfrom n import *\n"
+    assert [name for name in "abcdef" if defines(source, name)] == ["a", "c", "d", "e"]
+    assert not defines(b"def (:\n", "a") and not defines(b"\xff", "a")

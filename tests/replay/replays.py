@@ -1,46 +1,162 @@
-"""Upstream gate edits replayed by recipes under tests/replay/recipes, and how a replay is judged.
+"""Upstream gate edits replayed by recipes under tests/replay/recipes: the one list, and how a replay is judged.
 
-Each recipe was written from the README alone, for one FlashInfer commit that
-only widened gates (plus comments, messages and unrelated code around them).
-`RELEASES` names the last PyPI release without the commit and the first with
-it, for the `real` tests; `BENCH_ONLY` are the commits with no such pair
-(the release is not on PyPI as a py3-none-any wheel, or no release holds the
-commit yet), replayed by bench/replay.py against a local clone.
+A replay is one upstream edit that only changes which archs a check admits
+(FlashInfer commits, SGLang release diffs), and a recipe for it written from
+the README alone. Where PyPI has the last release without the edit and the
+first with it, tests/replay/test_replay.py applies the recipe to the earlier
+wheel and judges it against the later one (`real`, runs in CI); the rest
+(`releases=None`) are replayed by bench/replay.py against a local FlashInfer
+clone, parent commit against commit. `replay()` is the one judgement: every
+gate the recipe selects changes, and each changed file comes out line for
+line with upstream's, no extra edits. `fails` says which shape codemod lacks
+for a replay that does not come out line for line (kept in the list and in
+the score: bench/replay.py prints it for every replay).
 """
 
 from __future__ import annotations
 
 import difflib
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 RECIPES = Path(__file__).parent / "recipes"
 
-# recipe id: (upstream commit, release before, first release with it)
-RELEASES = {
-    "nvfp4-attention-sm121": ("0f69698c7", "0.6.15", "0.6.16"),
-    "cublaslt-bf16-sm80-up": ("27e035e2a", "0.6.14", "0.6.15"),
-    "sm121-sm120-guards": ("dd417a502", "0.6.4", "0.6.5"),
-    "router-gemm-sm103": ("2234bf76f", "0.6.7", "0.6.8"),
-    "mxfp8-gemm-sm120": ("fe0539318", "0.6.7", "0.6.8"),
-    "cudnn-bf16-sm87-up": ("4b02655f1", "0.6.10", "0.6.11"),
-    "bmm-fp8-sm110": ("002087cfd", "0.6.3", "0.6.4"),
-    "cudnn-bmm-bf16-sm80-up": ("f6717ff6b", "0.6.11", "0.6.12"),
-    "cudnn-bmm-mxfp8-sm110-up": ("f6717ff6b", "0.6.11", "0.6.12"),
-    "cudnn-bf16-sm80": ("e7f630c80", "0.6.7", "0.6.8"),
-    "xqa-sm110": ("54101e953", "0.5.2", "0.5.3"),
-}
-BENCH_ONLY = {
-    "b12x-fp4-gemm-sm121": "06cb1b764",  # 0.6.8 has no b12x backend yet; 0.6.9 is the first with both
-    "cute-dsl-moe-sm120": "eb52e19ec",  # 0.6.9 also holds 8a9970b45, which narrowed these lists again
-    "cutlass-fp8-gemm-sm120": "90abf04e4",  # 0.3.0 / 0.3.1: no py3-none-any wheel on PyPI
-    "xqa-sm121": "5854494a0",  # 0.4.1: no py3-none-any wheel on PyPI
-    "mm-fp4-sm121": "a5ff03391",  # 0.4.1 likewise
-    "svdquant-sm107": "a6dfe70b7",  # after v0.6.17, the last release tag of the clone
-    "cute-dsl-sm107": "f09227492",  # likewise
-}
-NAMED = {"nvfp4-attention-sm121", "cublaslt-bf16-sm80-up", "sm121-sm120-guards", "cutlass-fp8-gemm-sm120", "xqa-sm121"}
+DIST = {"flashinfer": "flashinfer-python", "sglang": "sglang"}
+
+
+@dataclass(frozen=True)
+class Replay:
+    recipe: str  # tests/replay/recipes/<recipe>.toml
+    project: str  # flashinfer | sglang
+    commit: str | None  # upstream FlashInfer commit; None for SGLang (release diffs: no git host here)
+    releases: tuple[str, str] | None  # (last release without the edit, first with it) on PyPI; None: bench only
+    bench_why: str = ""  # why there is no release pair
+    fails: str = ""  # not line for line: the shape or selector codemod lacks
+    named: bool = False  # one of the edits issue 17 names
+    force: str = ""  # planned as `run --force` would, and why a user reading the refusal would pass it
+
+
+def _fi(recipe, commit, releases, bench_why="", fails="", named=False, force=""):
+    return Replay(recipe, "flashinfer", commit, releases, bench_why, fails, named, force)
+
+
+def _sg(recipe, releases, fails="", named=False):
+    return Replay(recipe, "sglang", None, releases, "", fails, named)
+
+
+REPLAYS = [
+    # FlashInfer, with a PyPI release pair
+    _fi("nvfp4-attention-sm121", "0f69698c7", ("0.6.15", "0.6.16"), named=True),
+    _fi("fi-nvfp4-attention-aot-sm121", "0f69698c7", ("0.6.15", "0.6.16"), named=True),
+    _fi("cublaslt-bf16-sm80-up", "27e035e2a", ("0.6.14", "0.6.15"), named=True),
+    _fi("sm121-sm120-guards", "dd417a502", ("0.6.4", "0.6.5"), named=True),
+    _fi("fi-fmha-v2-deepseek-sm121", "9e5ec6a0c", ("0.6.3", "0.6.4"), named=True),
+    _fi("router-gemm-sm103", "2234bf76f", ("0.6.7", "0.6.8")),
+    _fi("mxfp8-gemm-sm120", "fe0539318", ("0.6.7", "0.6.8")),
+    _fi("cudnn-bf16-sm87-up", "4b02655f1", ("0.6.10", "0.6.11")),
+    _fi("bmm-fp8-sm110", "002087cfd", ("0.6.3", "0.6.4")),
+    _fi("cudnn-bmm-bf16-sm80-up", "f6717ff6b", ("0.6.11", "0.6.12")),
+    _fi("cudnn-bmm-mxfp8-sm110-up", "f6717ff6b", ("0.6.11", "0.6.12")),
+    _fi("cudnn-bf16-sm80", "e7f630c80", ("0.6.7", "0.6.8")),
+    _fi("xqa-sm110", "54101e953", ("0.5.2", "0.5.3")),
+    _fi("cutlass-fp4-gemm-sm110", "1e75bff99", ("0.5.0", "0.5.1")),
+    _fi("trtllm-allreduce-sm12x", "2deed6c15", ("0.6.16.post4", "0.6.17")),
+    _fi("sm107-router-routing", "290c09186", ("0.6.15", "0.6.16")),
+    _fi("sm107-norm-quant-deepgemm", "290c09186", ("0.6.15", "0.6.16")),
+    _fi("sm107-gemm-base", "290c09186", ("0.6.15", "0.6.16")),
+    _fi("fa2-large-head-sm80", "5a73a36a7", ("0.6.14", "0.6.15")),
+    _fi(
+        "fused-moe-jit-sm120", "ad893cfab", ("0.6.6", "0.6.7"),
+        force="the JIT hazard check finds wgmma in nv_internal/.../deep_gemm/mma_utils.cuh, a header member"
+        " function the SM12x build never instantiates; upstream shipped the same lists",
+    ),
+    _fi(
+        "hash-topk-sm107", "290c09186", ("0.6.15", "0.6.16"),
+        fails="python_arch_list cannot follow a decorator argument that names a module-level list"
+        " (`@supported_compute_capability(_HASH_TOPK_SUPPORTED_CC)`): refused as not a list literal",
+    ),
+    _fi(
+        "bmm-fp8-heuristic-sm107", "290c09186", ("0.6.15", "0.6.16"),
+        fails="python_arch_list has no selector for one call among several in a function: `call ="
+        " \"_match_sm_version\"`, `position = 1` also picks `is_sm120_supported = _match_sm_version(A.device,"
+        " [\"120\", \"121\"])` beside `is_sm_supported = ...` and adds \"107\" there too (an `assigns` selector)",
+    ),
+    _fi(
+        "cutlass-moe-backend-sm107", "290c09186", ("0.6.15", "0.6.16"),
+        fails="python_capability does not read a capability held as a string (`backend in (\"100\", \"110\")`,"
+        " backend = major and minor digits) and has no `names` selector to declare it: not found",
+    ),
+    _fi(
+        "b12x-dense-launch-sm121", "9a463df0d", ("0.6.11", "0.6.12"),
+        fails="python_capability does not read an arch name held as a string (`sm_version != \"sm_120\"`"
+        " -> `not in (\"sm_120\", \"sm_121\")`); it has no `names` selector to declare one: not found",
+    ),
+    # FlashInfer, against a local clone only
+    _fi("cutlass-fp8-gemm-sm120", "90abf04e4", None, "0.3.0 / 0.3.1: no py3-none-any wheel on PyPI", named=True),
+    _fi("xqa-sm121", "5854494a0", None, "0.4.1: no py3-none-any wheel on PyPI", named=True),
+    _fi("b12x-fp4-gemm-sm121", "06cb1b764", None, "0.6.8 has no b12x backend yet; 0.6.9 is the first with both"),
+    _fi("cute-dsl-moe-sm120", "eb52e19ec", None, "0.6.9 also holds 8a9970b45, which narrowed these lists again"),
+    _fi("mm-fp4-sm121", "a5ff03391", None, "0.4.1: no py3-none-any wheel on PyPI"),
+    _fi("svdquant-sm107", "a6dfe70b7", None, "after v0.6.17, the last release tag of the clone"),
+    _fi("cute-dsl-sm107", "f09227492", None, "after v0.6.17, the last release tag of the clone"),
+    _fi(
+        "xqa-fp8-sm100", "ef687e900", None, "0.4.1: no py3-none-any wheel on PyPI",
+        fails="cuda_guard: a one-term `#elif __CUDA_ARCH__ == 900` is widened with a range"
+        " (`|| (__CUDA_ARCH__ >= 1000 && __CUDA_ARCH__ < 1100)`), not as an equality chain"
+        " (`|| __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030`); and a continued chain is filled up to the"
+        " column limit before the backslash, where upstream breaks before the terms it adds",
+    ),
+    # SGLang release diffs
+    _sg("sg-mxfp4-marlin-sm120", ("0.5.12", "0.5.13"), named=True),
+    _sg("sg-deepgemm-ue8m0-sm121", ("0.5.20", "0.5.21")),
+    _sg("sg-bf16-gemv-sm12x", ("0.5.22", "0.5.23")),
+    _sg("sg-mxfp4-marlin-moe-sm12x", ("0.5.13", "0.5.14")),
+    _sg(
+        "sg-blackwell-sm110", ("0.5.8", "0.5.9"),
+        fails="python_arch_list has no selector for a module-level assignment: `call = \"partial\"` +"
+        " `keyword` picks all five `partial(_check_cuda_device_version, device_capability_majors=[...])`"
+        " predicates of utils/common.py, not only `is_blackwell_supported = ...` (an `assigns` selector)",
+    ),
+    _sg(
+        "sg-dsv3-router-gemm-sm103", ("0.5.10", "0.5.11"),
+        fails="python_capability has no `names` selector: `_device_sm` is imported from"
+        " models/deepseek_common/utils.py (= get_device_sm()), so `_device_sm == 100` is not found;"
+        " upstream also writes `in [100, 103]` (a list) where codemod writes `in (100, 103)`",
+    ),
+    _sg(
+        "sg-dsv4-fp4-indexer-sm120", ("0.5.16", "0.5.17"),
+        fails="python_arch_test does not wrap a condition that grows past the file's line length the way"
+        " its formatter (black) does: upstream has `... and not (` / `is_sm100_supported() or"
+        " is_sm120_supported()` / `):`, codemod one 102-column line",
+    ),
+    _sg(
+        "sg-kimi-attn-res-sm12x", ("0.5.18", "0.5.19"),
+        fails="python_capability refuses a bound (`major < 10`); upstream keeps the bound and adds an"
+        " equality disjunct (`major < 10 or major == 12`), a shape codemod lacks",
+    ),
+    _sg(
+        "sg-qwen-qkv-epilogue-sm90", ("0.5.19", "0.5.20"),
+        fails="python_capability refuses moving a bound (`get_device_capability(...)[0] >= 10` -> `>= 9`)"
+        " even where no other major lies between the old bound and the new one",
+    ),
+    _sg(
+        "sg-minimax-h3-sage-sm120", ("0.5.20", "0.5.21"),
+        fails="python_capability does not read the platform's capability object"
+        " (`current_platform.get_device_capability()` then `capability.to_int() != 90`): not found",
+    ),
+    _sg(
+        "sg-vision-fa4-sm103", ("0.5.20", "0.5.21"),
+        fails="python_capability reads `major == 10 and minor != 3` as admitting sm_103 (the `minor != 3`"
+        " exclusion is ignored), so it widens the `if major == 9:` (fa3) branch to `in (9, 10)` instead"
+        " of dropping the exclusion (`elif major == 10:`); no selector picks one branch of an if/elif",
+    ),
+]
+
+BY_RECIPE = {r.recipe: r for r in REPLAYS}
+WITH_RELEASES = [r for r in REPLAYS if r.releases]
+BENCH_ONLY = [r for r in REPLAYS if not r.releases]
 
 
 NEAR = 3
@@ -69,11 +185,13 @@ def extra_lines(before: bytes, ours: bytes, upstream: bytes) -> tuple[list[str],
     return sorted(extra_added), sorted(extra_removed)
 
 
-def replay(recipe, target, read_before: Callable[[str], bytes], read_upstream: Callable[[str], bytes]) -> dict:
+def replay(
+    recipe, target, read_before: Callable[[str], bytes], read_upstream: Callable[[str], bytes], force: bool = False
+) -> dict:
     """Plan `recipe` on the earlier tree and judge each file it changes against upstream's."""
-    from codemods.recipes import model as recipes
+    from codemods.plan import planner
 
-    plan = recipes.plan(recipe, target, read=read_before)
+    plan = planner.plan(recipe, target, read=read_before, force=force)
     outcomes = {c.id: (c.outcome, c.reason) for c in plan.changes}
     files: dict[str, tuple[bytes, bytes]] = {}
     for change in plan.changes:
@@ -87,13 +205,30 @@ def replay(recipe, target, read_before: Callable[[str], bytes], read_upstream: C
     return {"outcomes": outcomes, "extra": judged, "line_for_line": line_for_line}
 
 
-# Python-gate replays (python_arch_test, python_arch_or with predicates read from source), with the
-# release pair each is checked on in test_replay_real.py: (recipe, (dist, before, after)).
-PYTHON_REPLAYS = [
-    ("fi-fmha-v2-deepseek-sm121", ("flashinfer-python", "0.6.3", "0.6.4")),  # 9e5ec6a0c
-    ("fi-nvfp4-attention-aot-sm121", ("flashinfer-python", "0.6.15", "0.6.16")),  # 0f69698c7
-    ("sg-mxfp4-marlin-sm120", ("sglang", "0.5.12", "0.5.13")),
-    ("sg-deepgemm-ue8m0-sm121", ("sglang", "0.5.20", "0.5.21")),  # python_capability: get_device_sm() == 120
-    ("sg-bf16-gemv-sm12x", ("sglang", "0.5.22", "0.5.23")),  # python_capability: [0] != 9 -> not in (9, 12)
-    ("sg-mxfp4-marlin-moe-sm12x", ("sglang", "0.5.13", "0.5.14")),  # python_arch_test: not P -> not P and not Q
-]
+def wheel_reader(wheel: Path) -> Callable[[str], bytes]:
+    """Read a file of a wheel (site-packages layout) without unpacking it."""
+    import zipfile
+
+    archive = zipfile.ZipFile(wheel)
+    names = set(archive.namelist())
+
+    def read(rel: str) -> bytes:
+        if rel not in names:
+            raise FileNotFoundError(rel)
+        return archive.read(rel)
+
+    return read
+
+
+def on_release_pair(entry: Replay, fetch_wheel: Callable[[str, str], Path]) -> dict:
+    """`replay()` of one entry on its PyPI release pair: the earlier wheel planned, the later one the reference."""
+    from codemods.recipes import load as recipes
+    from codemods.recipes.model import ProjectTree
+
+    before, after = entry.releases
+    earlier, later = fetch_wheel(DIST[entry.project], before), fetch_wheel(DIST[entry.project], after)
+    project = recipes.projects()[entry.project]
+    layout = next(layout for layout in project.layouts if layout.name == "wheel")
+    target = ProjectTree(project, layout, earlier)
+    recipe = recipes.load_recipe(RECIPES / f"{entry.recipe}.toml")
+    return replay(recipe, target, wheel_reader(earlier), wheel_reader(later), force=bool(entry.force))

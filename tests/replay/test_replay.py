@@ -1,55 +1,44 @@
-"""Recipes written from the README replay upstream FlashInfer gate edits line for line (real release pairs)."""
+"""Recipes written from the README replay upstream gate edits line for line (real release pairs).
+
+One list (replays.REPLAYS) and one judgement (replays.replay): the recipe applied
+to the last release without the edit gives the lines of the first release with
+it, and nothing else. A replay codemod cannot yet make line for line carries the
+missing shape in `fails` and is a strict xfail here, so it is counted, not hidden.
+"""
 
 from __future__ import annotations
 
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from replays import BENCH_ONLY, PYTHON_REPLAYS, RECIPES, RELEASES, replay  # noqa: E402
+from replays import BY_RECIPE, RECIPES, REPLAYS, WITH_RELEASES, on_release_pair  # noqa: E402
 
 from conftest import fetch_wheel  # noqa: E402
 
 
-def _wheel_target(wheel: Path):
-    from codemods.recipes import model as recipes
-
-    project = recipes.projects()["flashinfer"]
-    layout = next(layout for layout in project.layouts if layout.name == "wheel")
-    return recipes.Target(project, layout, wheel)
-
-
-def _reader(wheel: Path):
-    archive = zipfile.ZipFile(wheel)
-    names = set(archive.namelist())
-
-    def read(rel: str) -> bytes:
-        if rel not in names:
-            raise FileNotFoundError(rel)
-        return archive.read(rel)
-
-    return read
-
-
 def test_every_replay_recipe_is_listed_and_its_cases_pass(cli):
+    """Each recipe's [[test]] cases state upstream's edit: they pass, except for a replay marked `fails`,
+    where at least one of them must still fail (so the mark is dropped once codemod learns the shape)."""
     files = sorted(RECIPES.glob("*.toml"))
-    assert {f.stem for f in files} == set(RELEASES) | set(BENCH_ONLY) | {name for name, _ in PYTHON_REPLAYS}
+    assert [r.recipe for r in REPLAYS] == list(dict.fromkeys(r.recipe for r in REPLAYS)), "a recipe listed twice"
+    assert {f.stem for f in files} == {r.recipe for r in REPLAYS}
     for file in files:
         result = cli("recipe", "test", file)
-        assert result.exit_code == 0, (file.name, result.output)
+        if BY_RECIPE[file.stem].fails:
+            assert result.exit_code == 1 and "FAIL " in result.output, (file.name, result.output)
+        else:
+            assert result.exit_code == 0, (file.name, result.output)
 
 
 @pytest.mark.real
-@pytest.mark.parametrize("recipe_id", sorted(RELEASES))
-def test_replay_on_release_pair(recipe_id):
-    from codemods.recipes.model import load_recipe
-
-    commit, before, after = RELEASES[recipe_id]
-    earlier = fetch_wheel("flashinfer-python", before)
-    later = fetch_wheel("flashinfer-python", after)
-    result = replay(load_recipe(RECIPES / f"{recipe_id}.toml"), _wheel_target(earlier), _reader(earlier), _reader(later))
+@pytest.mark.parametrize(
+    "entry",
+    [pytest.param(r, id=r.recipe, marks=[pytest.mark.xfail(reason=r.fails, strict=True)] if r.fails else []) for r in WITH_RELEASES],
+)
+def test_replay_on_release_pair(entry):
+    result = on_release_pair(entry, fetch_wheel)
     assert all(outcome == "changed" for outcome, _ in result["outcomes"].values()), result["outcomes"]
     assert result["line_for_line"], result["extra"]

@@ -1,13 +1,16 @@
-"""hazards: the #if structure of a file, per-arch verdicts over it, and the blocker token table."""
+"""structure: the #if structure of a file, per-arch verdicts over it, and the blocker token table."""
 
 from __future__ import annotations
 
+import dataclasses
 from textwrap import dedent
 
 import pytest
 
 from codemods.core.arch import Arch
-from codemods.cpp.hazards import TOKEN_FAMILIES, includes, jit_target, lacking, structure
+from codemods.cpp.instructions import TOKEN_FAMILIES, jit_target, lacking
+from codemods.cpp.lexer import includes
+from codemods.cpp.structure import structure
 
 SM90A, SM100A, SM120, SM120F, SM121A = (Arch.parse(n) for n in ("sm_90a", "sm_100a", "sm_120", "sm_120f", "sm_121a"))
 
@@ -129,3 +132,15 @@ def test_lacking_is_the_table_read_by_major():
 def test_includes_skips_commented_ones():
     source = b'#include "a.cuh"\n// #include "b.cuh"\n  #  include <flashinfer/c.cuh>\n/* #include "d.h" */\n'
     assert includes(source) == [("a.cuh", True), ("flashinfer/c.cuh", False)]
+
+
+def test_the_cached_structure_cannot_be_changed_by_a_caller():
+    source = b"#if __CUDA_ARCH__ >= 900\n  asm(\"wgmma.fence.sync.aligned;\");\n#endif\n"
+    shape = structure(source)
+    branch = shape.branches[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        branch.body_end = 0  # type: ignore[misc]
+    assert isinstance(shape.branches, tuple) and isinstance(shape.chains[0], tuple) and isinstance(shape.top, tuple)
+    assert isinstance(branch.hits, tuple) and isinstance(branch.children, tuple)
+    assert [hit.token for hit in branch.hits] == ["wgmma.fence"]
+    assert structure(source) is shape and shape.branches[0] == branch

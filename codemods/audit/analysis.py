@@ -1,0 +1,25 @@
+"""One file of a scan analysed: Python files and C-family files each by their reader, never raising."""
+
+from __future__ import annotations
+
+from codemods.audit.c_files import analyse_c
+from codemods.audit.listing import PYTHON_SUFFIXES
+from codemods.audit.python_files import analyse_python
+from codemods.audit.records import Context, FileScan
+from codemods.gates import SourceError
+
+
+def analyse(rel: str, data: bytes, context: Context, in_jit: bool) -> FileScan:
+    """Parse one file; never raises (a file that cannot be decoded or parsed comes back skipped)."""
+    try:
+        if rel.endswith(PYTHON_SUFFIXES):
+            return analyse_python(rel, data, context, in_jit)
+        return analyse_c(rel, data, context)
+    except SourceError as exc:
+        return FileScan(rel, skipped=str(exc), parsed=True)
+    except RecursionError:
+        return FileScan(rel, skipped="cannot parse: nested too deeply", parsed=True)
+    except Exception as exc:  # one file never stops the scan; the reason says what to report
+        return FileScan(
+            rel, skipped=f"cannot parse ({type(exc).__name__}: {exc}); please report this file", parsed=True
+        )

@@ -1,0 +1,146 @@
+"""Python gates that exclude the arch, classified by the JIT modules they keep from it; and each gate's owning module."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from codemods.audit import classify
+from codemods.audit.jit_modules import Module
+from codemods.core.arch import Arch
+from codemods.core.lazy import LazyModule
+from codemods.cpp import instructions as instruction_table
+from codemods.cpp.instructions import Hit
+from codemods.gates import python_capability
+
+if TYPE_CHECKING:
+    from codemods.audit import kernel_paths
+    from codemods.jit import specs as jit_specs
+else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of it
+    kernel_paths = LazyModule("codemods.audit.kernel_paths")
+CAPABILITY_KIND = python_capability.KIND
+
+
+# (kernel_paths.SELECTING_KINDS: a recipe widening it is checked), but aot.py's `if has_smXX:` blocks build
+# their own arch's modules; classifying those tests by module waits until the audit sample judges them.
+_CLASSIFIED_BY_MODULES = ("python_arch_or", "python_arch_list", CAPABILITY_KIND)
+
+
+def classify_jit_gates(gates: list[dict], modules: list[Module], paths: kernel_paths.Tree, arch: Arch) -> None:
+    """Classify each Python gate that excludes `arch` by the JIT modules it keeps from it.
+
+    A spec's arch list keeps its module from `arch`; an API gate (a decorator,
+    an or-chain, a capability test) the modules its code path builds
+    (kernel_paths). Widening is a port, not an edit, when those modules'
+    sources use instructions `arch` lacks anywhere (under guards for other
+    archs too: widening would build them without that code). An API gate whose
+    modules cannot be followed is a blocker only when it admits an arch of
+    `arch`'s family (sm_120 for sm_121); otherwise unknown.
+    """
+    spec_gates: dict[tuple[str, int], list[Module]] = {}
+    for module in modules:
+        gate = module.spec.gate
+        if gate is not None:
+            spec_gates.setdefault((module.file, gate.line), []).append(module)
+    for record in gates:
+        if not record["excludes_arch"] or not record["kind"].startswith("python_"):
+            continue
+        held = spec_gates.get((record["file"], record["line"]))
+        if held is not None:
+            specs = [(m.file, m.spec) for m in held]
+            names = " and ".join(dict.fromkeys(m.name for m in held))
+            what = f"{names} is not built for {arch.name}"
+        else:
+            try:
+                source = paths.read(record["file"])
+            except OSError:
+                continue
+            found = (
+                kernel_paths.check(
+                    paths, record["file"], source, record["kind"], record["line"], record.get("symbol") or "", (arch,)
+                )
+                if record["kind"] in _CLASSIFIED_BY_MODULES
+                else kernel_paths.PathCheck()
+            )
+            specs = paths.specs_named(found.modules)
+            what = f"`{record.get('symbol') or record['text']}` does not run on {arch.name}"
+            if specs:
+                what += f" (it builds {', '.join(found.modules[:2])})"
+        if not specs and held is None:
+            family = [a for a in record["admits"] if Arch.parse(a).major == arch.major]
+            if family:
+                path = classify.Path(classify.NOTHING, f"{what}, while it admits {', '.join(family)}")
+            else:
+                path = classify.Path(
+                    classify.UNDECIDED,
+                    f"{what}; it is written for {', '.join(record['admits']) or 'no arch'} and the kernels it runs "
+                    "are not followed",
+                )
+            lacking: list[str] = []
+        else:
+            path = classify.Path(classify.NOTHING, what)
+            lacking = _module_lacking(paths, specs, arch)
+        editable = record["kind"] in classify.EDITABLE_KINDS
+        record["classification"], record["reason"] = classify.classify(True, path, lacking, editable)
+
+
+def _module_lacking(paths: kernel_paths.Tree, specs: list[tuple[str, jit_specs.JitSpec]], arch: Arch) -> list[str]:
+    """Instructions (or CuTe/CUTLASS names for them) `arch` lacks anywhere in the modules' own sources and headers."""
+    families = instruction_table.lacking(arch)
+    hits: list[Hit] = []
+    seen: set[str] = set()
+    for _, spec in specs:
+        if not spec.sources:
+            continue
+        closure = paths.closure(spec)
+        for rel in closure.files:
+            if rel in closure.library or rel in seen:
+                continue
+            seen.add(rel)
+            data = paths.source(rel)
+            if data is None or not instruction_table.may_hold(data, families):
+                continue
+            shape = paths.structure(rel, data)
+            if shape is None:
+                continue
+            names = {family.name for family in families}
+            found = [h for h in shape.top if h.family in names]
+            found += [h for branch in shape.branches for h in branch.hits if h.family in names]
+            hits += found
+    instructions = [h for h in hits if not h.wrapper]
+    described = instruction_table.describe(instructions or hits, arch)
+    return described or _arch_tags(paths, specs, arch, seen)
+
+
+# A CUTLASS 3.x kernel's ArchTag picks its collectives: Sm90 ones use wgmma, Sm100/103/110 ones tcgen05/UMMA.
+_ARCH_TAG_RE = re.compile(rb"\bcutlass::arch::Sm(90|100|101|103|110)\b")
+
+
+def _arch_tags(paths: kernel_paths.Tree, specs, arch: Arch, files: set[str]) -> list[str]:
+    """The CUTLASS ArchTags of another family in the modules' own files: their kernels are built from
+    collectives whose instructions `arch` lacks, even when only the CUTLASS headers hold the tokens."""
+    for rel in sorted(files):
+        data = paths.source(rel)
+        match = _ARCH_TAG_RE.search(data) if data is not None and b"cutlass::arch::Sm" in data else None
+        if match is not None and data is not None and int(match.group(1)) // 10 != arch.major:
+            line = data.count(b"\n", 0, match.start()) + 1
+            return [f"{match.group().decode()} ({rel}:{line}): a CUTLASS kernel built from sm_{match.group(1).decode()} "
+                    f"collectives, whose instructions {arch.name} lacks"]
+    return []
+
+
+def owners(gates: list[dict], modules: list[Module]) -> None:
+    """`owner` of each gate that excludes the arch: the JIT module(s) compiling its file, or made by its spec."""
+    compiling: dict[str, list[str]] = {}
+    for module in modules:
+        for rel in module.files:
+            compiling.setdefault(rel, []).append(module.name)
+        spec_gate = module.spec.gate
+        if spec_gate is not None:
+            compiling.setdefault(f"{module.file}:{spec_gate.line}", []).append(module.name)
+    for gate in gates:
+        if not gate["excludes_arch"]:
+            continue
+        names = list(dict.fromkeys(compiling.get(f"{gate['file']}:{gate['line']}") or compiling.get(gate["file"], [])))
+        if names:
+            gate["owner"] = names[0] + (f" (and {len(names) - 1} more)" if len(names) > 1 else "")

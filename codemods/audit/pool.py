@@ -1,0 +1,83 @@
+"""The worker side of a scan: files in chunks, each file read, prefiltered, answered from the cache or analysed."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+
+from codemods.audit.analysis import analyse
+from codemods.audit.cache import load_object, store_object
+from codemods.audit.listing import (
+    BINARY_PROBE,
+    NOT_REGULAR,
+    read_regular,
+    stamp_of,
+    under,
+)
+from codemods.audit.prefilter import may_hold_gates
+from codemods.audit.records import Context, FileScan
+
+# Below this many files to parse a process pool costs more than it saves.
+POOL_MINIMUM = 64
+_CHUNK_BYTES = 4 << 20
+_CHUNK_FILES = 256
+
+
+def make_chunks(todo: list[tuple[str, int]], workers: int) -> list[list[str]]:
+    """Files in groups of about _CHUNK_BYTES, and at least one group per worker."""
+    most = max(1, min(_CHUNK_FILES, -(-len(todo) // max(1, workers))))
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    size = 0
+    for rel, length in todo:
+        current.append(rel)
+        size += length
+        if size >= _CHUNK_BYTES or len(current) >= most:
+            chunks.append(current)
+            current, size = [], 0
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+@dataclass
+class Outcome:
+    """One file scanned in a worker."""
+
+    rel: str
+    stamp: list[int] | None  # size, mtime, inode: None when it could not be read
+    digest: str | None  # the content hash; "" when nothing could be a gate, "binary" for a binary file
+    item: FileScan | None
+    reused: bool = False  # found in the cache by its content hash
+
+
+def scan_chunk(chunk: tuple[int, Context, list[str]]) -> tuple[int, list[Outcome]]:
+    """The files of one chunk of tree `number` (run in a worker): (number, their outcomes)."""
+    number, context, rels = chunk
+    return number, [_scan_one(context, rel) for rel in rels]
+
+
+def _scan_one(context: Context, rel: str) -> Outcome:
+    path = os.path.join(context.root, rel)
+    try:
+        read = read_regular(path)
+    except OSError as exc:
+        return Outcome(rel, None, None, FileScan(rel, skipped=f"cannot read: {exc.strerror or exc}"))
+    if read is None:  # replaced by a FIFO or a device since it was listed
+        return Outcome(rel, None, None, FileScan(rel, skipped=NOT_REGULAR))
+    data, status = read
+    stamp = stamp_of(status)
+    if not context.include_all and b"\0" in data[:BINARY_PROBE]:
+        return Outcome(rel, stamp, "binary", None)
+    in_jit = context.hazards and context.jit is not None and under(rel, context.jit)
+    if not may_hold_gates(rel, data, in_jit):
+        return Outcome(rel, stamp, "", None)
+    digest = hashlib.sha1(data).hexdigest()
+    if context.cache is not None:
+        cached = load_object(context, digest, rel)
+        if cached is not None:
+            return Outcome(rel, stamp, digest, cached, reused=True)
+    item = analyse(rel, data, context, in_jit)
+    store_object(context, digest, in_jit, item)
+    return Outcome(rel, stamp, digest, item)

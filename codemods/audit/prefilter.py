@@ -1,0 +1,90 @@
+"""The byte tests that decide which files of a tree are parsed: only what some gate kind's `find` could match."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from codemods.audit.listing import PYTHON_SUFFIXES
+from codemods.core.lazy import LazyModule
+from codemods.gates import python_capability
+
+if TYPE_CHECKING:
+    from codemods.gates import (
+        cpp_runtime_check,
+        python_arch_list,
+        python_arch_or,
+        python_arch_test,
+    )
+else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of them
+    python_arch_list = LazyModule("codemods.gates.python_arch_list")
+    python_arch_or = LazyModule("codemods.gates.python_arch_or")
+    python_arch_test = LazyModule("codemods.gates.python_arch_test")
+    cpp_runtime_check = LazyModule("codemods.gates.cpp_runtime_check")
+
+
+ARCH_TOKEN = b"__CUDA_ARCH"
+# Cheap byte tests before a Python file is parsed: only what each kind's `find` could match.
+PYTHON_PREFILTERS = (
+    # keyword lists, and the capability-list calls python_arch_list.KNOWN_CALLS names
+    (python_arch_list, re.compile(rb"supported_major_versions\s*=\s*[\[(]|\b(?:supported_compute_capability|_match_sm_version)\s*\(")),
+    # a chain starts with a predicate (maybe called) and `or`: `is_sm100a_supported(device)\n or`
+    (python_arch_or, re.compile(rb"is_sm\d{2,3}a?(?:_supported)?\b\s*(?:\((?:[^()]|\([^()]*\))*\))?\s*\)*\s*\bor\b")),
+    # a predicate or flag right after `if`/`elif`/`while`/`assert`/`and`/`not`; python_arch_or.NAMED_PREDICATES too
+    (python_arch_test, re.compile(
+        rb"\b(?:if|elif|while|assert|and|not)\s+\(?\s*[\w.()]*?\b_?(?:(?:is|has)_sm\d{2,3}[af]?(?:_supported)?|is_blackwell(?:_supported)?)\b"
+    )),
+)
+
+
+@lru_cache(maxsize=1)
+def named_or_re() -> re.Pattern:
+    """An `or` next to a named predicate (`is_blackwell_supported() or ...`): python_arch_or's other chains."""
+    names = b"|".join(re.escape(n.encode()) for n in python_arch_or.NAMED_PREDICATES)
+    return re.compile(rb"\b_?(?:%s)\b\s*(?:\([^()]*\))?\s*\)*\s*\bor\b|\bor\b\s*\(*\s*[\w.]*\b_?(?:%s)\b" % (names, names))
+
+
+_PREFILTER_LITERALS = ((b"supported_major_versions", b"supported_compute_capability", b"_match_sm_version"), (b"is_sm",), (b"_sm", b"is_blackwell"))
+
+
+# What a FlashInfer JIT spec can be made of (jit_specs): statements with none of these are blanked.
+JIT_RE = re.compile(
+    rb"gen_jit_spec|supported_major_versions|nvcc_flags|FLASHINFER_\w*DIR"
+    rb"|\.(?:cu|cuh|cpp|cc|cxx|c|h|hpp|inl|jinja)[\"']"
+)
+
+
+def may_hold_gates(rel: str, data: bytes, in_jit: bool) -> bool:
+    """The byte prefilter: False when no gate kind could find anything in `data`."""
+    if rel.endswith(PYTHON_SUFFIXES):
+        return (
+            ARCH_TOKEN in data
+            or python_capability.CAPABILITY_TOKEN in data
+            or bool(python_kinds(data))
+            or (in_jit and b"gen_jit_spec" in data)
+        )
+    return ARCH_TOKEN in data or bool(runtime_check_re().search(data))
+
+
+def python_kinds(data: bytes) -> list:
+    """The Python gate kinds whose prefilter `data` passes (a literal test first: re is slow on a miss)."""
+    kinds = [
+        kind
+        for (kind, prefilter), literals in zip(PYTHON_PREFILTERS, _PREFILTER_LITERALS)
+        if any(literal in data for literal in literals) and prefilter.search(data)
+    ]
+    if python_arch_or not in kinds and b"is_blackwell" in data and named_or_re().search(data):
+        kinds.append(python_arch_or)
+    return kinds
+
+
+@lru_cache(maxsize=1)
+def runtime_check_re() -> re.Pattern:
+    """A comparison of a commonly named capability variable with a number, or a comparison macro over one."""
+    names = b"|".join(re.escape(n.encode()) for n in sorted(cpp_runtime_check.COMMON_NAMES, key=len, reverse=True))
+    ops = rb"(?:==|!=|<=|>=|<|>)"
+    return re.compile(
+        rb"\b(?:%s)\s*%s\s*\d|\d\s*%s\s*[\w.>-]*\b(?:%s)|_CHECK_(?:EQ|NE|GE|GT|LE|LT)\s*\(\s*[\w.>-]*\b(?:%s)\b"
+        % (names, ops, ops, names, names)
+    )

@@ -1,0 +1,240 @@
+"""Gates in Python files: each kind's own `find` on a copy of the file cut down to the statements that can hold a gate.
+
+`python_arch_list` and `python_arch_or` gates where the bytes pass the kind's
+prefilter, found on a copy of the file in which every statement that cannot
+hold one is blanked out (same offsets, same lines); `python_capability`
+comparisons, read by that kind's module on only the functions that name the
+call; JIT specs in a FlashInfer JIT folder (jit_specs); and `cuda_guard`
+lines inside string literals (FlashInfer's generators write CUDA from Python).
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from codemods.audit.c_files import cuda_gates
+from codemods.audit.prefilter import (
+    ARCH_TOKEN,
+    JIT_RE,
+    PYTHON_PREFILTERS,
+    named_or_re,
+    python_arch_list,
+    python_arch_or,
+    python_kinds,
+)
+from codemods.audit.records import Context, FileScan, gate_record
+from codemods.core.arch import Arch
+from codemods.core.lazy import LazyModule
+from codemods.cpp.directives import NoComments
+from codemods.gates import Gate, SourceError, decode, python_capability
+from codemods.gates.python_capability import COMPOUND, PythonText, nodes_in
+
+if TYPE_CHECKING:
+    from codemods.gates import _python
+    from codemods.jit import specs as jit_specs
+else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of them
+    jit_specs = LazyModule("codemods.jit.specs")
+    _python = LazyModule("codemods.gates._python")
+
+
+class Pruned:
+    """A Python source with the statements no gate can be in cut out, and the way back to the original offsets.
+
+    Each run of consecutive statements `wanted` rejects becomes one `0`; a
+    kept compound statement keeps its header and has its bodies pruned the
+    same way, so the text stays valid Python and everything kept is byte
+    for byte the original. libcst then parses a few hundred bytes instead of
+    a 150 KB module (its cost grows with every line, blank ones included).
+    """
+
+    def __init__(
+        self, text: PythonText, tree: ast.Module, wanted: Callable[[bytes, ast.stmt, bool], bool]
+    ) -> None:
+        """`wanted(source, statement, in_function)` says which statements to keep."""
+        self.text = text
+        cuts: list[tuple[int, int]] = []
+
+        def visit(body: list, in_function: bool) -> None:
+            run: list[int] | None = None
+            for stmt in body:
+                start, end = text.span(stmt)
+                if not wanted(text.data[start:end], stmt, in_function):
+                    run = [run[0], end] if run else [start, end]
+                    continue
+                if run:
+                    cuts.append((run[0], run[1]))
+                    run = None
+                if isinstance(stmt, COMPOUND):
+                    inner = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) or (
+                        in_function and not isinstance(stmt, ast.ClassDef)
+                    )
+                    for name in ("body", "orelse", "finalbody"):
+                        visit(getattr(stmt, name, None) or [], inner)
+                    for handler in getattr(stmt, "handlers", None) or []:
+                        visit(handler.body, inner)
+                    for case in getattr(stmt, "cases", None) or []:
+                        visit(case.body, inner)
+            if run:
+                cuts.append((run[0], run[1]))
+
+        visit(tree.body, False)
+        data = text.data
+        pieces: list[bytes] = []
+        self._compact: list[int] = []  # where each piece starts in the pruned text
+        self._original: list[int] = []  # and in the original
+        pos = size = 0
+        for start, end in sorted(cuts):
+            for piece, origin in ((data[pos:start], pos), (b"0", start)):
+                self._compact.append(size)
+                self._original.append(origin)
+                pieces.append(piece)
+                size += len(piece)
+            pos = end
+        self._compact.append(size)
+        self._original.append(pos)
+        pieces.append(data[pos:])
+        self.source = b"".join(pieces)
+        self._line_starts: list[int] | None = None
+
+    def offset(self, compact: int) -> int:
+        i = bisect.bisect_right(self._compact, compact) - 1
+        return self._original[i] + compact - self._compact[i]
+
+    def line(self, compact_line: int) -> int:
+        """The original line of a line of the pruned text."""
+        if self._line_starts is None:
+            self._line_starts = [0] + [m.end() for m in re.finditer(rb"\n", self.source)]
+        return self.text.line(self.offset(self._line_starts[compact_line - 1]))
+
+    def gate(self, gate: Gate) -> Gate:
+        start, end = self.offset(gate.start), self.offset(gate.end - 1) + 1 if gate.end > gate.start else self.offset(gate.start)
+        return replace(gate, start=start, end=end, line=self.text.line(start))
+
+    def spec(self, spec: jit_specs.JitSpec) -> jit_specs.JitSpec:
+        gate = spec.gate
+        if gate is not None:
+            gate = replace(gate, line=self.line(gate.line))
+        return replace(spec, line=self.line(spec.line), gate=gate)
+
+
+def _jit_names(text: PythonText, tree: ast.Module) -> set[str]:
+    """Functions around a `gen_jit_spec` call: their callers give a spec's gate (jit_specs)."""
+    functions: list[tuple[int, int, str]] = []
+
+    def visit(body: list) -> None:
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                functions.append((*text.span(stmt), stmt.name))
+            for name in ("body", "orelse", "finalbody"):
+                visit(getattr(stmt, name, None) or [])
+            for inner in (getattr(stmt, "handlers", None) or []) + (getattr(stmt, "cases", None) or []):
+                visit(inner.body)
+
+    visit(tree.body)
+    names = set()
+    for match in re.finditer(rb"\bgen_jit_spec\b", text.data):
+        around = [f for f in functions if f[0] <= match.start() < f[1]]
+        if around:
+            names.add(max(around)[2])  # the innermost: the latest start
+    return names
+
+
+def _find_every(kind, data: bytes, universe: tuple[Arch, ...]) -> list[Gate]:
+    """Every gate of the kind that scan lists: a kind with a table of known shapes says so with `find_known`."""
+    known = getattr(kind, "find_known", None)
+    return known(data, universe) if known is not None else kind.find(data, universe)
+
+
+def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> FileScan:
+    decode(data)
+    out = FileScan(rel)
+    kinds = python_kinds(data)
+    want_specs = in_jit and b"gen_jit_spec" in data
+    want_capability = python_capability.may_hold(data)
+    in_strings = cuda_gates(data, NoComments(), context.universe, "cuda") if ARCH_TOKEN in data else []
+    if not (kinds or want_specs or want_capability or in_strings):
+        return out
+    out.parsed = True
+    if want_capability and not (kinds or want_specs or in_strings):
+        blocks = python_capability.blocks(data)
+        if blocks is not None:  # the functions around each call, parsed alone
+            out.gates = [gate_record(rel, gate, context.arch) for gate in python_capability.gates(*blocks, context.universe)]
+            return out
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        if _python.too_deep(exc):  # never handed to libcst, whose parser crashes on it
+            raise _python.nested_too_deeply(getattr(exc, "lineno", None)) from None
+        if not kinds and not want_specs:
+            line = getattr(exc, "lineno", None)
+            raise SourceError(f"not valid Python: line {line}: {getattr(exc, 'msg', exc)}") from None
+        # ast may not know newer syntax libcst does; libcst decides (and says what is wrong).
+        found = [gate for kind in kinds for gate in _find_every(kind, data, context.universe)]
+        out.gates = [gate_record(rel, gate, context.arch) for gate in found]
+        if want_specs:
+            out.specs = jit_specs.find(data, context.universe)
+        return out
+    text = PythonText(data)
+    gates: list[Gate] = []
+    if python_arch_list in kinds:
+        listed = python_arch_list.find_in_tree(data, tree, context.universe, known=True)
+        if listed is not None:  # else libcst decides, below
+            gates += listed
+            kinds = [kind for kind in kinds if kind is not python_arch_list]
+    if kinds or want_specs:
+        patterns = [prefilter for kind, prefilter in PYTHON_PREFILTERS if kind in kinds]
+        if python_arch_or in kinds:
+            patterns.append(named_or_re())
+        names = _jit_names(text, tree) if want_specs else set()
+        names_re = re.compile(rb"\b(?:%s)\b" % b"|".join(re.escape(n.encode()) for n in sorted(names))) if names else None
+
+        def wanted(piece: bytes, stmt: ast.stmt, in_function: bool) -> bool:
+            if any(pattern.search(piece) for pattern in patterns):
+                return True
+            if not want_specs:
+                return False
+            if b"gen_jit_spec" in piece:
+                return True
+            # jit_specs reads a spec's paths, lists and flags in the function that makes or gates it, and
+            # callers by name from functions: statements outside functions give it nothing else.
+            if not in_function and not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                return False
+            return bool(JIT_RE.search(piece)) or (names_re is not None and bool(names_re.search(piece)))
+
+        pruned = Pruned(text, tree, wanted)
+        for kind in kinds:
+            gates += [pruned.gate(gate) for gate in _find_every(kind, pruned.source, context.universe)]
+        if want_specs:
+            out.specs = [pruned.spec(spec) for spec in jit_specs.find(pruned.source, context.universe)]
+    if want_capability:
+        gates += python_capability.gates(text, tree.body, context.universe)
+    if in_strings:
+        gates += _string_guards(text, tree, in_strings)
+    gates.sort(key=lambda gate: (gate.line, gate.start))
+    out.gates = [gate_record(rel, gate, context.arch) for gate in gates]
+    return out
+
+
+def _string_guards(text: PythonText, tree: ast.Module, candidates: list[Gate]) -> list[Gate]:
+    """The cuda_guard lines that lie inside Python string literals (CUDA source written by a generator)."""
+    inside: list[tuple[int, int]] = []
+    for node, _ in nodes_in(text, tree.body, lambda piece: ARCH_TOKEN in piece, 0):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and (node.end_lineno or 0) > node.lineno:
+            inside.append(text.span(node))
+    if not inside:
+        return []
+    inside.sort()
+    starts = [span[0] for span in inside]
+    data = text.data
+    gates = []
+    for gate in candidates:
+        i = bisect.bisect_right(starts, gate.start) - 1
+        line_start = data.rfind(b"\n", 0, gate.start) + 1
+        if i >= 0 and inside[i][0] < line_start and gate.end <= inside[i][1]:
+            gates.append(gate)
+    return gates

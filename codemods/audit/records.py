@@ -1,0 +1,103 @@
+"""The records of a scan: the tree's result, one file's result, what files are analysed with, and each gate's record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from codemods.audit import classify
+from codemods.core.arch import Arch, ArchSet
+from codemods.cpp.structure import Structure
+from codemods.gates import Gate, cuda_guard
+
+if TYPE_CHECKING:
+    from codemods.jit import specs as jit_specs
+
+
+@dataclass
+class ScanResult:
+    """Everything one scan of one tree found: gate records, skipped files, hazards, JIT modules, stats."""
+
+    root: Path
+    arch: Arch
+    universe: tuple[Arch, ...]
+    gates: list[dict] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
+    hazards: list[dict] = field(default_factory=list)
+    modules: list[dict] = field(default_factory=list)  # the JIT specs found, for the text report
+    layout: str = ""
+    stats: dict = field(default_factory=dict)
+
+
+@dataclass
+class FileScan:
+    """One file's part of a scan (what the cache stores per file content)."""
+
+    file: str
+    gates: list[dict] = field(default_factory=list)
+    skipped: str = ""
+    structure: Structure | None = None
+    specs: list[jit_specs.JitSpec] = field(default_factory=list)
+    parsed: bool = False  # whether the file passed a prefilter and was parsed
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every file of one scan is analysed with (sent once to each worker)."""
+
+    root: str
+    arch: Arch
+    universe: tuple[Arch, ...]
+    jit: str | None  # the layout's JIT folder, when the tree is a FlashInfer tree
+    layout: bool
+    include_all: bool
+    hazards: bool  # whether to build #if structures and read JIT specs (widenability and hazards)
+    cache: str | None  # the object folder of the cache, None without a cache
+    key: str  # what the cached results depend on besides a file's bytes
+
+
+def gate_record(
+    rel: str, gate: Gate, arch: Arch, path: classify.Path | None = None, lacking: list[str] | tuple[str, ...] = ()
+) -> dict:
+    """A gate's record: what it admits, whether it excludes `arch`, and its classification (classify).
+
+    `path` is what `arch` gets where the gate excludes it (by kind when
+    None); `lacking` the instructions `arch` lacks in the code it guards.
+    """
+    admits, unknown, excludes = _verdict(gate.admits, arch)
+    if path is None:
+        path = _default_path(gate, arch)
+    state = False if arch.name in admits else (None if arch.name in unknown else True)
+    classification, reason = classify.classify(state, path, list(lacking), gate.kind in classify.EDITABLE_KINDS)
+    return {
+        "file": rel,
+        "line": gate.line,
+        "kind": gate.kind,
+        "text": gate.text,
+        "symbol": gate.context,
+        "admits": list(admits),
+        "unknown": list(unknown),
+        "excludes_arch": excludes,
+        "classification": classification,
+        "reason": reason,
+    }
+
+
+def _default_path(gate: Gate, arch: Arch) -> classify.Path:
+    """What `arch` gets where a gate excludes it, read from the gate alone (no #if structure at hand)."""
+    if gate.kind == cuda_guard.KIND:
+        return classify.Path(classify.UNDECIDED, "the #if group around it was not read (--gates-only, or CUDA text in a string)")
+    if gate.kind == "cpp_runtime_check":
+        return classify.runtime_path(str(gate.detail.get("in", "")), arch)
+    return classify.python_path(gate.kind, f"`{gate.context}`" if gate.context else "", arch)
+
+
+@lru_cache(maxsize=4096)
+def _verdict(admits: ArchSet, arch: Arch) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    return tuple(admits.names()), tuple(admits.unknown_names()), admits.admits(arch) is False
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())

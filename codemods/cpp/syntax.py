@@ -1,0 +1,138 @@
+"""C++ and CUDA syntax trees from tree-sitter: the one place grammars are built, and what gates ask of a tree.
+
+A tree is read with its macros masked where a gate needs code only
+(`parse_code`); the helpers name functions, find their bodies and tell
+whether a span parsed cleanly. Nothing here reads files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cache
+
+import tree_sitter
+import tree_sitter_cpp
+import tree_sitter_cuda
+
+from codemods.cpp.lexer import mask_macros
+
+_GRAMMARS = {"cuda": tree_sitter_cuda.language, "cpp": tree_sitter_cpp.language}
+
+
+@cache
+def grammar(language: str) -> tree_sitter.Language:
+    """The tree-sitter language for "cuda" or "cpp", built once."""
+    if language not in _GRAMMARS:
+        raise ValueError(f"unknown language {language!r}; use one of {sorted(_GRAMMARS)}")
+    return tree_sitter.Language(_GRAMMARS[language]())
+
+
+@cache
+def parser(language: str) -> tree_sitter.Parser:
+    return tree_sitter.Parser(grammar(language))
+
+
+@cache
+def query(language: str, pattern: str) -> tree_sitter.Query:
+    return tree_sitter.Query(grammar(language), pattern)
+
+
+def captures(tree: tree_sitter.Tree, language: str, pattern: str, name: str) -> list[tree_sitter.Node]:
+    """The nodes `pattern` captures as `name` in `tree`."""
+    return tree_sitter.QueryCursor(query(language, pattern)).captures(tree.root_node).get(name, [])
+
+
+def parse_code(source: bytes, language: str) -> tree_sitter.Tree:
+    """The tree of `source` with `#define`/`#undef` lines blanked (same offsets).
+
+    tree-sitter mis-reads macro bodies with comments on continuation lines,
+    and what a macro body holds is in no function anyway.
+    """
+    return parser(language).parse(mask_macros(source))
+
+
+def has_syntax_error(tree: tree_sitter.Tree, start: int, end: int, near: tree_sitter.Node | None = None) -> bool:
+    """Whether tree-sitter parsed `[start, end)` as an ERROR or with ERROR/MISSING inside.
+
+    `near` is a node that may span the range (its directive): the search for the
+    node covering it starts there, not at the root, which in nested `#if`s costs the depth.
+    """
+    top = near if near is not None and near.start_byte <= start and end <= near.end_byte else tree.root_node
+    covering = top.descendant_for_byte_range(start, end)
+    if covering is None or covering.is_error:
+        return True
+    pending = [covering]
+    while pending:
+        node = pending.pop()
+        if node.is_missing and start <= node.start_byte <= end:
+            return True
+        if node.is_error and node.start_byte < end and node.end_byte > start:
+            return True
+        if node.has_error:
+            for child in node.children:
+                if child.start_byte > end:
+                    break
+                if child.end_byte >= start:
+                    pending.append(child)
+    return False
+
+
+# ---------------------------------------------------------------- functions
+
+
+def function_name(definition: tree_sitter.Node) -> str:
+    """The name a function definition declares, as written ("" when tree-sitter gives none)."""
+    declarator = definition.child_by_field_name("declarator")
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    name = declarator.child_by_field_name("declarator") if declarator is not None else None
+    return name.text.decode("utf-8", "replace") if name is not None and name.text is not None else ""
+
+
+def short_name(definition: tree_sitter.Node) -> str:
+    """The declared name without its qualification (`Runner::run` -> `run`), whitespace aside."""
+    text = " ".join(function_name(definition).split())
+    return text.rsplit("::", 1)[-1] if "::" in text else text
+
+
+def function_bodies(root: tree_sitter.Node, function: str | None = None) -> Iterator[tree_sitter.Node]:
+    """The body of every function definition under `root`, or of every definition of `function`.
+
+    A qualified `function` matches by its last part too.
+    """
+    spellings = None if function is None else {function, function.rsplit("::", 1)[-1]}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "function_definition":
+            if spellings is None or short_name(node) in spellings:
+                body = node.child_by_field_name("body")
+                if body is not None:
+                    yield body
+            continue
+        stack.extend(reversed(node.children))
+
+
+def enclosing_functions(tree: tree_sitter.Tree, nodes: list[tree_sitter.Node], language: str) -> list[str]:
+    """For each of `nodes` (in source order), the name of the innermost function holding it, or "" at file scope.
+
+    One sweep over the function definitions: walking up from each node instead
+    costs the depth of the tree per step (tree-sitter finds a parent from the
+    root), cubic in the depth of nested `#if`s.
+    """
+    found = captures(tree, language, "(function_definition) @function", "function")
+    pending = sorted(found, key=lambda node: (node.start_byte, -node.end_byte))
+    open_: list[tuple[int, tree_sitter.Node]] = []  # enclosing definitions, outermost first
+    names = []
+    index = 0
+    for node in nodes:
+        while index < len(pending) and pending[index].start_byte <= node.start_byte:
+            definition = pending[index]
+            while open_ and open_[-1][0] <= definition.start_byte:
+                open_.pop()
+            open_.append((definition.end_byte, definition))
+            index += 1
+        while open_ and open_[-1][0] <= node.start_byte:
+            open_.pop()
+        names.append(function_name(open_[-1][1]) if open_ else "")
+    return names

@@ -1,0 +1,153 @@
+"""Adding names to a Python file's `from ... import` statements, each in the statement's own style.
+
+A name is imported from where a sibling of it comes from (`is_sm120_supported`
+beside `is_sm100_supported`); the caller says where among the statement's names
+it goes. Separators, parentheses and one-name-per-line layouts are kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from codemods.gates import CannotWiden, Edit, edit_between
+from codemods.gates._python import PythonSource, tidy_insertion
+
+# Where the added aliases go: (the statement, the aliases libcst made, (new, sibling) names) -> the names in order.
+Place = Callable[[cst.ImportFrom, list[cst.ImportAlias], list[tuple[str, str]]], list[cst.ImportAlias]]
+
+
+def import_beside_siblings(
+    parsed: PythonSource, needed: list[tuple[str, list[str], cst.CSTNode]], place: Place
+) -> tuple[list[Edit], list[str]]:
+    """Import each needed name from where a sibling comes from, unless it is bound already.
+
+    `needed` holds (name, its siblings, a node where it is used); the first
+    sibling imported by a `from ... import` decides the module.
+    """
+    by_import: dict[cst.ImportFrom, list[tuple[str, str]]] = {}
+    scheduled: set[str] = set()
+    for new, siblings, where in needed:
+        if new in scheduled or parsed.bound(where, new):
+            continue
+        found = [(node, old) for old in siblings for node in parsed.importers(where, old)]
+        if not found:
+            raise CannotWiden(
+                f"`{new}` is not defined or imported here, and `{siblings[0]}` is not imported "
+                f"from a module it could come from too; add it by hand"
+            )
+        node, old = found[0]
+        by_import.setdefault(node, []).append((new, old))
+        scheduled.add(new)
+    edits, symbols = [], []
+    for node, names in by_import.items():
+        edits.append(_extend_import(parsed, node, names, place))
+        symbols += [_symbol(node, new) for new, _ in names]
+    return edits, symbols
+
+
+def _extend_import(
+    parsed: PythonSource, node: cst.ImportFrom, names: list[tuple[str, str]], place: Place
+) -> Edit:
+    """Add `names` to the `from ... import` statement `node` with AddImportsVisitor.
+
+    The visitor puts new names first (`from m import (new, a,\\n    b,\\n)`);
+    each is moved to sit right after its sibling, with the separator the
+    import already uses, so an isort-ed, one-name-per-line import stays so.
+    """
+    level = len(node.relative)
+    module = get_full_name_for_node(node.module) if node.module is not None else ""
+    # Relative imports only resolve inside a package; any package deep enough will do.
+    package = ".".join(["package"] * (level + 1))
+    # libcst.codemod takes half a second to import; only an edit that adds an import needs it
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor
+
+    context = CodemodContext(full_module_name=f"{package}.module", full_package_name=package)
+    for new, _ in names:
+        AddImportsVisitor.add_needed_import(context, module, new, relative=level)
+    alone = parsed.module.with_changes(
+        header=[], footer=[], body=[cst.SimpleStatementLine(body=[node])]
+    )
+    extended = AddImportsVisitor(context).transform_module(alone)
+    statement = extended.body[0]
+    if not isinstance(statement, cst.SimpleStatementLine) or not isinstance(
+        statement.body[0], cst.ImportFrom
+    ):
+        raise CannotWiden(f"line {parsed.line(parsed.span(node)[0])}: cannot extend this import")
+    added = statement.body[0]
+    aliases = place(node, list(added.names[: len(added.names) - len(node.names)]), names)
+    new_text = alone.code_for_node(node.with_changes(names=aliases)).encode()
+    start, end = parsed.span(node)
+    edit = edit_between(parsed.source[start:end], new_text)
+    return tidy_insertion(parsed.source, Edit(start + edit.start, start + edit.end, edit.text))
+
+
+def insert_at(
+    node: cst.ImportFrom, aliases: list[cst.ImportAlias], index: int, alias: cst.ImportAlias
+) -> list[cst.ImportAlias]:
+    """`aliases` with `alias` at `index`, separated the way the import separates its names."""
+    if index < len(aliases):
+        before = aliases[index - 1].comma if index > 0 else cst.MaybeSentinel.DEFAULT
+        comma = (
+            _without_comment(before) if isinstance(before, cst.Comma) else _separator(node, aliases)
+        )
+        return [*aliases[:index], alias.with_changes(comma=comma), *aliases[index:]]
+    anchor = aliases[-1]
+    separator = _separator(node, aliases)
+    trailing = anchor.comma
+    if not isinstance(trailing, cst.Comma):
+        return [*aliases[:-1], anchor.with_changes(comma=separator), alias]
+    # The last name had a trailing comma: it moves to the new name, with any
+    # comment lines before the closing parenthesis; the old name keeps its own comment.
+    after, between = trailing.whitespace_after, separator.whitespace_after
+    if isinstance(after, cst.ParenthesizedWhitespace) and isinstance(
+        between, cst.ParenthesizedWhitespace
+    ):
+        anchor_comma = trailing.with_changes(
+            whitespace_after=after.with_changes(
+                empty_lines=[], indent=between.indent, last_line=between.last_line
+            )
+        )
+        alias_comma = trailing.with_changes(
+            whitespace_after=after.with_changes(
+                first_line=cst.TrailingWhitespace(newline=after.first_line.newline)
+            )
+        )
+    else:
+        anchor_comma, alias_comma = separator, trailing
+    return [
+        *aliases[:-1],
+        anchor.with_changes(comma=anchor_comma),
+        alias.with_changes(comma=alias_comma),
+    ]
+
+
+def _separator(node: cst.ImportFrom, aliases: list[cst.ImportAlias]) -> cst.Comma:
+    """The comma (and line break) the import puts between two names."""
+    if len(aliases) > 1 and isinstance(aliases[-2].comma, cst.Comma):
+        return _without_comment(aliases[-2].comma)
+    if node.lpar is not None and isinstance(
+        node.lpar.whitespace_after, cst.ParenthesizedWhitespace
+    ):
+        return _without_comment(cst.Comma(whitespace_after=node.lpar.whitespace_after))
+    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+
+
+def _without_comment(comma: cst.Comma | cst.MaybeSentinel) -> cst.Comma | cst.MaybeSentinel:
+    if not isinstance(comma, cst.Comma):
+        return comma
+    after = comma.whitespace_after
+    if isinstance(after, cst.ParenthesizedWhitespace):
+        after = after.with_changes(
+            first_line=cst.TrailingWhitespace(newline=after.first_line.newline), empty_lines=[]
+        )
+    return comma.with_changes(whitespace_after=after)
+
+
+def _symbol(node: cst.ImportFrom, name: str) -> str:
+    dots = "." * len(node.relative)
+    module = get_full_name_for_node(node.module) if node.module is not None else ""
+    return f"{dots}{module}.{name}" if module else f"{dots}{name}"

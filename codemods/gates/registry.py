@@ -1,0 +1,138 @@
+"""Every gate kind, registered explicitly: its selectors and its hooks (see `codemods.gates.base`).
+
+Adding a kind is one module, one test file and one entry here. Each entry
+adapts the module's own functions to the hooks' common arguments, so what a
+kind reads (the file's language, the predicates' meanings, a gate's detail)
+is declared here, never discovered from a signature.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from codemods.core.arch import Arch
+from codemods.cpp import hazards
+from codemods.gates import (
+    Gate,
+    cpp_replace,
+    cpp_runtime_check,
+    cuda_guard,
+    python_arch_list,
+    python_arch_or,
+    python_arch_test,
+    python_capability,
+)
+from codemods.gates.base import GateKind, Selector
+
+
+def cuda_blockers(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[str]:
+    """Instructions inside a CUDA guard's region that a target lacks (ARCH_FACTS section 3), each once."""
+    found: list[str] = []
+    for arch in targets:
+        for blocker in hazards.blockers_for(source, gate, arch):
+            if blocker not in found:
+                found.append(blocker)
+    return found
+
+
+def _optional(*names: str, hints: dict[str, str] | None = None) -> tuple[Selector, ...]:
+    return tuple(Selector(name, hint=(hints or {}).get(name, "")) for name in names)
+
+
+CUDA_GUARD = GateKind(
+    name=cuda_guard.KIND,
+    find=lambda source, universe, where, selector: cuda_guard.find(source, universe, where.language, **selector),
+    admits=lambda text, universe, where, detail: cuda_guard.admits(text, universe),
+    widen=lambda source, gate, targets, universe, where: cuda_guard.widen(source, gate, targets, universe),
+    blockers=cuda_blockers,
+)
+
+CPP_RUNTIME_CHECK = GateKind(
+    name=cpp_runtime_check.KIND,
+    selectors=_optional("function", "variable", "macro", "names", hints=cpp_runtime_check.SELECTOR_HINTS),
+    find=lambda source, universe, where, selector: cpp_runtime_check.find(source, universe, where.language, **selector),
+    admits=lambda text, universe, where, detail: cpp_runtime_check.admits(text, universe, detail),
+    widen=lambda source, gate, targets, universe, where: cpp_runtime_check.widen(source, gate, targets, universe),
+    check_selector=cpp_runtime_check.check_selector,
+)
+
+CPP_REPLACE = GateKind(
+    name=cpp_replace.KIND,
+    selectors=(
+        Selector("function", required=True),
+        Selector("replace", required=True, hint='replace = [{from = "...", to = "..."}]'),
+        Selector("within"),
+    ),
+    rewrite=lambda source, where, selector: cpp_replace.rewrite(source, where.language, **selector),
+    check_selector=cpp_replace.check_selector,
+)
+
+PYTHON_ARCH_LIST = GateKind(
+    name=python_arch_list.KIND,
+    selectors=_optional("function", "keyword", "call", "position", hints=python_arch_list.SELECTOR_HINTS),
+    find=lambda source, universe, where, selector: python_arch_list.find(source, universe, **selector),
+    admits=lambda text, universe, where, detail: python_arch_list.admits(text, universe),
+    widen=lambda source, gate, targets, universe, where: python_arch_list.widen(source, gate, targets, universe),
+    check_selector=python_arch_list.check_selector,
+    selects_kernels=True,
+)
+
+PYTHON_ARCH_OR = GateKind(
+    name=python_arch_or.KIND,
+    selectors=_optional("function", "assigns"),
+    find=lambda source, universe, where, selector: python_arch_or.find(source, universe, where.meanings, **selector),
+    admits=lambda text, universe, where, detail: python_arch_or.admits(text, universe, where.meanings),
+    widen=lambda source, gate, targets, universe, where: python_arch_or.widen(source, gate, targets, universe, where.meanings),
+    missing_symbols=lambda source, gate, targets, universe, where: python_arch_or.missing_symbols(
+        source, gate, targets, universe, where.meanings
+    ),
+    reads_predicates=True,
+    selects_kernels=True,
+)
+
+PYTHON_ARCH_TEST = GateKind(
+    name=python_arch_test.KIND,
+    selectors=_optional("function", "assigns", "calls"),
+    find=lambda source, universe, where, selector: python_arch_test.find(source, universe, where.meanings, **selector),
+    admits=lambda text, universe, where, detail: python_arch_test.admits(text, universe, where.meanings),
+    widen=lambda source, gate, targets, universe, where: python_arch_test.widen(source, gate, targets, universe, where.meanings),
+    check_selector=python_arch_test.check_selector,
+    reads_predicates=True,
+    selects_kernels=True,
+)
+
+PYTHON_CAPABILITY = GateKind(
+    name=python_capability.KIND,
+    selectors=_optional("function", "assigns", "calls"),
+    find=lambda source, universe, where, selector: python_capability.find(source, universe, **selector),
+    admits=lambda text, universe, where, detail: python_capability.admits(text, universe, detail),
+    widen=lambda source, gate, targets, universe, where: python_capability.widen(source, gate, targets, universe),
+    check_selector=python_capability.check_selector,
+    selects_kernels=True,
+)
+
+# The kind each module implements, by kind name.
+_MODULES: dict[str, tuple[GateKind, ModuleType]] = {
+    kind.name: (kind, module)
+    for kind, module in (
+        (CUDA_GUARD, cuda_guard),
+        (CPP_RUNTIME_CHECK, cpp_runtime_check),
+        (CPP_REPLACE, cpp_replace),
+        (PYTHON_ARCH_LIST, python_arch_list),
+        (PYTHON_ARCH_OR, python_arch_or),
+        (PYTHON_ARCH_TEST, python_arch_test),
+        (PYTHON_CAPABILITY, python_capability),
+    )
+}
+
+KINDS: dict[str, GateKind] = {name: kind for name, (kind, _) in _MODULES.items()}
+
+
+def modules() -> dict[str, ModuleType]:
+    """The module that implements each kind, by kind name."""
+    return {name: module for name, (_, module) in _MODULES.items()}
+
+
+def selector_keys(module: ModuleType) -> set[str]:
+    """The selectors declared for the kind `module` implements."""
+    return set(KINDS[module.KIND].selector_names)

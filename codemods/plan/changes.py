@@ -1,0 +1,91 @@
+"""A plan's records: each change planned on a project tree, its gates, and its half-patches.
+
+`codemods.plan.planner` fills them; `apply`, `render` and `verify` read them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from codemods.core.arch import Arch, ArchSet
+from codemods.gates import Edit, Gate
+from codemods.recipes.model import Change, ProjectTree, Recipe
+
+
+@dataclass
+class GateChange:
+    gate: Gate
+    outcome: str  # changed / unchanged / failed
+    after_text: str = ""
+    admits_after: ArchSet | None = None
+    reason: str = ""
+    forced: list[str] = field(default_factory=list)  # blockers overridden with --force
+    warnings: list[str] = field(default_factory=list)  # potential blockers: what codemod could not follow
+
+
+@dataclass
+class PlannedChange:
+    change: Change
+    file: str
+    outcome: str = "unchanged"
+    reason: str = ""
+    before: bytes = b""
+    after: bytes = b""
+    gates: list[GateChange] = field(default_factory=list)
+    edits: list[Edit] = field(default_factory=list)  # on `before`; what report builds the diff from
+    selector: dict | None = None  # the matched location's selectors (default: the change's)
+    tried: list[str] = field(default_factory=list)  # candidates that did not hold the gate, and why
+    missed: bool = False  # the file holds no gate the selectors pick (another candidate may)
+    too_deep: bool = False  # the file nests deeper than codemod reads
+    rewrites: list[tuple[int, str, str]] = field(default_factory=list)  # edit kinds: (line, before, after) per edited line
+
+    @property
+    def id(self) -> str:
+        return self.change.id
+
+
+@dataclass
+class Plan:
+    recipe: Recipe
+    tree: ProjectTree
+    universe: tuple[Arch, ...]
+    targets: tuple[Arch, ...]
+    changes: list[PlannedChange]
+    # changes left out by --only/--skip that a selected change `needs`, planned to see whether they would change
+    unselected: list[PlannedChange] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[PlannedChange]:
+        return [c for c in self.changes if c.outcome == "failed"]
+
+    @property
+    def changed(self) -> list[PlannedChange]:
+        return [c for c in self.changes if c.outcome == "changed"]
+
+    def files(self) -> list[str]:
+        """The files the plan writes."""
+        return list(dict.fromkeys(c.file for c in self.changed))
+
+    def jit_modules(self) -> list[str]:
+        return list(dict.fromkeys(m for c in self.changed for m in c.change.jit_modules))
+
+
+def half_patches(plan: Plan, selected: list[PlannedChange]) -> list[tuple[str, str, str]]:
+    """Why applying only `selected` would leave a half-patch: (change, needed change, why) for each need left unmet.
+
+    A needed change that would change nothing (its gates already admit the
+    target) is no reason; one that would change files, or cannot be planned,
+    is: a JIT spec widened without its kernels' guards builds empty kernels.
+    """
+    chosen = {c.id for c in selected}
+    by_id = {c.id: c for c in [*plan.changes, *plan.unselected]}
+    problems = []
+    for pc in selected:
+        for needed in pc.change.needs:
+            other = by_id.get(needed)
+            if other is None or needed in chosen or other.outcome in ("unchanged", "skipped"):
+                continue
+            state = "is left out" if other.outcome == "changed" else f"cannot be applied ({other.reason})"
+            problems.append((pc.id, needed, state))
+    return problems
+

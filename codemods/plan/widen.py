@@ -1,0 +1,220 @@
+"""Planning one change on one file: the gates its selectors pick, the edits that widen them, each re-checked.
+
+What a gate kind does is asked through its `GateKind` hooks (codemods.gates.registry):
+find, blockers, widen, missing_symbols, admits. The planner never asks a kind's name.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable
+
+from codemods.audit import kernel_paths
+from codemods.core.arch import Arch
+from codemods.gates import CannotWiden, Edit, Gate, SourceError, TooDeep, _predicates, apply_edits
+from codemods.gates._python import defines
+from codemods.gates.base import GateKind, Where
+from codemods.plan.changes import GateChange, PlannedChange
+from codemods.plan.rewrites import plan_rewrite
+from codemods.recipes.load import projects
+from codemods.recipes.model import Change, Project, ProjectTree
+
+Read = Callable[[str], bytes]
+
+
+def plan_change(
+    pc: PlannedChange,
+    kind: GateKind,
+    universe: tuple[Arch, ...],
+    targets: tuple[Arch, ...],
+    tree: ProjectTree | None,
+    read: Read | None,
+    force: bool = False,
+) -> None:
+    """Fill `pc` (whose `before` holds the file) with its gates, edits and outcome.
+
+    Without a tree (`codemod recipe test`), what needs other files (the project's
+    predicate files, kernel paths, required symbols) is left out.
+    """
+    change = pc.change
+    source = pc.before
+    pc.after = source
+    if b"\0" in source[:8192]:
+        pc.outcome, pc.reason = "failed", f"{pc.file}: looks like a binary file (NUL bytes), not source"
+        return
+    if kind.edit_kind:
+        plan_rewrite(pc, kind)
+        return
+    meanings = None
+    if kind.reads_predicates:
+        project = tree.project if tree is not None else projects().get(change.project)
+        if project is not None:
+            meanings = meanings_for(project, pc.file, source, tree, read)
+    where = Where(pc.file, meanings)
+    try:
+        found = kind.find(source, universe, where, pc.selector if pc.selector is not None else change.selector)
+    except SourceError as exc:
+        pc.outcome, pc.reason = "failed", f"{pc.file}: {exc}"
+        pc.too_deep = isinstance(exc, TooDeep)
+        return
+    found = [g for g in found if all(g.admits.admits(a) for a in change.admits)]
+    if not found:
+        pc.outcome, pc.reason = "failed", f"{_describe(change, pc.selector)} not found in {pc.file}"
+        pc.missed = True
+        return
+    edits: list[Edit] = []
+    symbol_missing = False
+    for gate in found:
+        if all(gate.admits.admits(a) for a in targets):
+            pc.gates.append(GateChange(gate, "unchanged", gate.text, gate.admits, "already admits " + ", ".join(a.name for a in targets)))
+            continue
+        blockers = kind.blockers(source, gate, targets)
+        paths = _kernel_paths(kind, pc.file, source, gate, targets, tree, read)
+        warnings = paths.warnings() if paths is not None else []
+        if paths is not None:
+            blockers += paths.blockers()
+        if blockers and not force:
+            pc.gates.append(
+                GateChange(gate, "failed", reason="not widenable: " + "; ".join(blockers) + " (--force overrides)", warnings=warnings)
+            )
+            continue
+        try:
+            gate_edits = kind.widen(source, gate, targets, universe, where)
+        except CannotWiden as exc:
+            if change.requires_symbol and tree is not None and not _symbol_defined(change, tree, source, read):
+                symbol_missing = True  # said below, the way every version without the predicate is refused
+                pc.gates.append(GateChange(gate, "changed"))
+                continue
+            pc.gates.append(GateChange(gate, "failed", reason=str(exc), warnings=warnings))
+            continue
+        if change.requires_symbol and tree is not None and gate_edits:
+            needed = kind.missing_symbols(source, gate, targets, universe, where)
+            symbol_missing |= _symbol_unresolved(change, tree, needed, read)
+        edits += gate_edits
+        pc.gates.append(GateChange(gate, "changed", forced=blockers, warnings=warnings))
+    failed = [g for g in pc.gates if g.outcome == "failed"]
+    if failed:
+        pc.outcome = "failed"
+        pc.reason = "; ".join(f"{pc.file}:{g.gate.line}: cannot widen `{g.gate.text.strip()}`: {g.reason}" for g in failed)
+        return
+    if not edits and not symbol_missing:
+        pc.outcome, pc.reason = "unchanged", "already enabled: every gate admits " + ", ".join(a.name for a in targets)
+        return
+    if symbol_missing:
+        assert tree is not None
+        pc.outcome = "failed"
+        pc.reason = (
+            f"{change.requires_symbol} is not defined in this {tree.project.title} "
+            f"(looked in {', '.join(tree.resolve(f) for f in change.symbol_files) or pc.file}); "
+            "this version has no predicate for the arch, so none can be imported"
+        )
+        return
+    try:
+        after = apply_edits(source, edits)
+    except ValueError as exc:
+        pc.outcome, pc.reason = "failed", f"{pc.file}: {exc}"
+        return
+    shifts = _shifts(edits)
+    if meanings is not None:  # the edits may define a predicate in this file (`_is_sm120_supported = ...`)
+        where = Where(pc.file, {**meanings, **_predicates.read(after, pc.file, meanings)})
+    for gc in pc.gates:
+        if gc.outcome != "changed":
+            continue
+        start, end = _span_after(gc.gate, shifts)
+        gc.after_text = after[start:end].decode("utf-8", errors="replace")
+        gc.admits_after = kind.admits(gc.after_text, universe, where, gc.gate.detail)
+        if not all(gc.admits_after.admits(a) for a in targets):
+            pc.outcome, pc.reason = "failed", f"{pc.file}:{gc.gate.line}: the rewritten gate does not admit the target (internal check)"
+            return
+    pc.after = after
+    pc.edits = sorted(set(edits))
+    pc.outcome = "changed"
+
+
+def meanings_for(project: Project, file: str, source: bytes, tree: ProjectTree | None = None, read: Read | None = None) -> dict:
+    """What each arch predicate `file` can use admits: the project's table, then the definitions in its
+    predicate files (through `read`), then those in `file` itself; the later wins."""
+    known = project.predicate_table()
+    if tree is not None and read is not None:
+        for template in project.predicate_files:
+            rel = tree.resolve(template)
+            try:
+                data = read(rel)
+            except OSError:
+                continue
+            known.update(_predicates.read(data, rel, known))
+    known.update(_predicates.read(source, file, known))
+    return known
+
+
+def _span_after(gate: Gate, shifts: tuple[list[Edit], list[int], list[int]]) -> tuple[int, int]:
+    """Where the gate's text sits after the edits; pure insertions at its edges belong to it.
+
+    O(log n) per gate with `shifts` from _shifts, for files with thousands of edits.
+    """
+    ordered, ends, deltas = shifts
+    lo, hi = bisect.bisect_left(ends, gate.start), bisect.bisect_right(ends, gate.start)
+    inserted_at_start = sum(len(e.text) for e in ordered[lo:hi] if e.start == e.end == gate.start)
+    start = gate.start + deltas[hi] - inserted_at_start
+    end = gate.end + deltas[bisect.bisect_right(ends, gate.end)]
+    return start, end
+
+
+def _shifts(edits: list[Edit]) -> tuple[list[Edit], list[int], list[int]]:
+    """Edits sorted by end, their ends, and prefix sums of their length changes."""
+    ordered = sorted(edits, key=lambda e: (e.end, e.start))
+    deltas = [0]
+    for e in ordered:
+        deltas.append(deltas[-1] + len(e.text) - (e.end - e.start))
+    return ordered, [e.end for e in ordered], deltas
+
+
+def _describe(change: Change, selector: dict | None = None) -> str:
+    chosen = change.selector if selector is None else selector
+    parts = [f"{k}={v}" for k, v in chosen.items()]
+    if change.admits:
+        parts.append("admits " + "+".join(a.name for a in change.admits))
+    return f"{change.kind} gate" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def _kernel_paths(
+    kind: GateKind, file: str, source: bytes, gate: Gate, targets: tuple[Arch, ...], tree: ProjectTree | None, read: Read | None
+) -> kernel_paths.PathCheck | None:
+    """What widening a Python gate that selects a JIT module makes the targets compile (kernel_paths.check).
+
+    None for a kind whose gates select no kernels (a CUDA guard), without a
+    tree to read (recipe test), or in a project whose layout names no csrc and
+    include folders (no JIT specs).
+    """
+    if not kind.selects_kernels or tree is None or read is None:
+        return None
+    places = tree.layout.places
+    if not {"python", "csrc", "include"} <= places.keys():
+        return None
+    csrc, include = tree.resolve("{csrc}"), tree.resolve("{include}")
+    libraries = tuple(d for d in tree.layout.include_dirs if d not in (csrc, include))
+    files = kernel_paths.tree(read, tree.resolve("{python}"), csrc, include, libraries)
+    return kernel_paths.check(files, file, source, gate.kind, gate.line, gate.context, targets)
+
+
+def _symbol_defined(change: Change, tree: ProjectTree, source: bytes, read: Read | None) -> bool:
+    """Whether the file, or one of the change's symbol files, defines or imports `requires_symbol`."""
+    return defines(source, change.requires_symbol) or _in_symbol_files(change, tree, read)
+
+
+def _symbol_unresolved(change: Change, tree: ProjectTree, needed: list[str], read: Read | None) -> bool:
+    """Whether the widened gate takes `requires_symbol` from another module (the kind's `missing_symbols`)
+    that none of the change's symbol files defines."""
+    takes = any(symbol.rsplit(".", 1)[-1] == change.requires_symbol for symbol in needed)
+    return takes and not _in_symbol_files(change, tree, read)
+
+
+def _in_symbol_files(change: Change, tree: ProjectTree, read: Read | None) -> bool:
+    for template in change.symbol_files if read is not None else ():
+        try:
+            data = read(tree.resolve(template))
+        except OSError:
+            continue
+        if defines(data, change.requires_symbol):
+            return True
+    return False

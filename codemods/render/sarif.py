@@ -1,0 +1,191 @@
+"""`codemod scan --format sarif`: a SARIF 2.1.0 log GitHub code scanning accepts."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import urllib.parse
+from pathlib import Path
+
+from codemods.audit.records import ScanResult, one_line
+
+RULES = {
+    "gate-excludes-arch": (
+        "note",
+        "An arch gate excludes the scanned arch",
+        "A gate (a CUDA #if guard, a JIT arch list or an arch predicate chain) does not admit the scanned "
+        "arch, so the code it guards does not run there. Widenable tells whether the guarded region holds "
+        "instructions the arch lacks.",
+    ),
+    "empty-kernel": (
+        "error",
+        "A JIT module is built for the arch but a guard compiles its code out",
+        "The module's JIT gate admits the arch, while a guard in a source it compiles excludes the arch and "
+        "keeps the code for the module's other targets. The kernel runs without that code and returns wrong "
+        "results with no error. Widen the guard together with the JIT gate (FlashInfer PR #3903).",
+    ),
+    "unsupported-instruction": (
+        "error",
+        "A guard admits the arch around instructions it lacks",
+        "A guard the arch's compile target takes holds instructions or wrapper names ptxas rejects on that "
+        "arch (wgmma, tcgen05/TMEM, 2-SM TMA, block-scaled mma.sync), or a Python gate admits the arch and "
+        "selects a JIT module whose sources hold them. Narrow the guard, or keep the module's JIT gate from "
+        "building it for this arch.",
+    ),
+}
+
+
+def _tool_version() -> str | None:
+    try:
+        from importlib.metadata import version
+
+        return version("codemod")
+    except Exception:  # not installed: a source checkout on sys.path
+        return None
+
+
+# What a reader of each rule does about a result (SARIF `help`, required by GitHub code scanning).
+RULE_HELP = {
+    "gate-excludes-arch": (
+        "GateExcludesArch",
+        "If the feature should run on this GPU, widen the gate with a recipe (`codemod run RECIPE --dry-run` "
+        "shows the edit); if the guarded code uses instructions the arch lacks (widenable: false), leave it.",
+    ),
+    "empty-kernel": (
+        "EmptyKernel",
+        "Widen the guard together with the JIT gate (`codemod run RECIPE` applies both), or narrow the JIT "
+        "gate back; `codemod verify` fails a tree in this state.",
+    ),
+    "unsupported-instruction": (
+        "UnsupportedInstruction",
+        "Narrow the guard (or the Python gate that selects the module) so the arch does not compile these "
+        "instructions, or keep the module's JIT gate from building it for this arch.",
+    ),
+}
+INFORMATION_URI = "https://pypi.org/project/codemod/"
+
+
+def _fingerprint(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
+    """The scan as a SARIF 2.1.0 log GitHub code scanning accepts: rules gate-excludes-arch, empty-kernel, unsupported-instruction.
+
+    `provenance` (from repo.provenance: the repository's top folder, and its
+    remote, commit and branch when known) makes every URI relative to the
+    repository root, even when the scanned tree is a subfolder. Each result
+    carries a partial fingerprint that survives line shifts: the rule, the
+    file, the enclosing symbol and the normalized gate text (and which of the
+    identical ones it is).
+    """
+    rule_ids = list(RULES)
+    driver: dict = {
+        "name": "codemod",
+        "informationUri": INFORMATION_URI,
+        "rules": [
+            {
+                "id": rule,
+                "name": RULE_HELP[rule][0],
+                "shortDescription": {"text": short},
+                "fullDescription": {"text": full},
+                "help": {"text": f"{full} {RULE_HELP[rule][1]}", "markdown": f"**{short}.** {full}\n\n**What to do:** {RULE_HELP[rule][1]}"},
+                "defaultConfiguration": {"level": level},
+            }
+            for rule, (level, short, full) in RULES.items()
+        ],
+    }
+    driver["version"] = _tool_version() or "0+unknown"
+    root = Path(result.root).resolve()
+    top = Path(provenance["root"]) if provenance else root
+    prefix = root.relative_to(top).as_posix() if root != top and top in root.parents else ""
+    prefix = prefix + "/" if prefix else ""
+    seen: dict[str, int] = {}
+
+    def fingerprint(rule: str, where: dict, text: str) -> dict:
+        key = _fingerprint(rule, prefix + where["file"], where.get("symbol") or "", " ".join(text.split()))
+        seen[key] = seen.get(key, 0) + 1
+        return {"codemodGate/v1": f"{key}:{seen[key]}"}
+    results = []
+    for gate in result.gates:
+        if not gate["excludes_arch"]:
+            continue
+        admitted = ", ".join(gate["admits"]) or "none"
+        text = f"{gate['kind']} `{one_line(gate['text'])}` excludes {result.arch.name} (admits {admitted})"
+        properties = {"kind": gate["kind"], "classification": gate.get("classification"), "reason": gate.get("reason", "")}
+        if gate.get("owner"):
+            properties["owner"] = gate["owner"]
+        text += f"; {gate.get('classification')}: {gate.get('reason', '')}" if gate.get("reason") else ""
+        if "widenable" in gate:
+            properties["widenable"] = gate["widenable"]
+            properties["blockers"] = gate["blockers"]
+            text += "; widenable" if gate["widenable"] else f"; not widenable: {'; '.join(gate['blockers'])}"
+        results.append(_sarif_result("gate-excludes-arch", rule_ids, "note", text, gate, properties, prefix,
+                                     fingerprint("gate-excludes-arch", gate, gate["text"])))
+    for hazard in result.hazards:
+        level = "warning" if hazard["potential"] else "error"
+        properties = {"potential": hazard["potential"], "module": hazard.get("module")}
+        if "tokens" in hazard:
+            properties["tokens"] = hazard["tokens"]
+        stable = re.sub(r"\b(?:line )?\d+\b", "#", hazard["message"])  # line numbers move; the finding does not
+        results.append(_sarif_result(hazard["kind"], rule_ids, level, hazard["message"], hazard, properties, prefix,
+                                     fingerprint(hazard["kind"], hazard, stable)))
+    run: dict = {
+        "tool": {"driver": driver},
+        "originalUriBaseIds": {"SRCROOT": {"uri": top.as_uri() + "/"}},
+        "results": results,
+        "invocations": [_sarif_invocation(result.skipped, prefix)],
+        "properties": {"arch": result.arch.name},
+    }
+    if provenance and provenance.get("revision"):
+        vcs = {"repositoryUri": provenance.get("remote") or top.as_uri(), "revisionId": provenance["revision"],
+               "mappedTo": {"uriBaseId": "SRCROOT"}}
+        if provenance.get("branch"):
+            vcs["branch"] = provenance["branch"]
+        run["versionControlProvenance"] = [vcs]
+    return {
+        "$schema": "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [run],
+    }
+
+
+def _sarif_invocation(skipped: list[dict], prefix: str = "") -> dict:
+    """The run's invocation: each file or folder skipped is a notification (with its reason), so it is not missed."""
+    invocation: dict = {"executionSuccessful": True}
+    if skipped:
+        invocation["toolExecutionNotifications"] = [
+            {
+                "level": "warning",
+                "message": {"text": f"skipped: {item['reason']}"},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": urllib.parse.quote(prefix + item["file"]), "uriBaseId": "SRCROOT"}
+                        }
+                    }
+                ],
+            }
+            for item in skipped
+        ]
+    return invocation
+
+
+def _sarif_result(rule: str, rule_ids: list[str], level: str, text: str, where: dict, properties: dict,
+                  prefix: str = "", fingerprints: dict | None = None) -> dict:
+    return {
+        "ruleId": rule,
+        "ruleIndex": rule_ids.index(rule),
+        "level": level,
+        "message": {"text": text},
+        "partialFingerprints": fingerprints or {},
+        "locations": [
+            {
+                "physicalLocation": {
+                    "artifactLocation": {"uri": urllib.parse.quote(prefix + where["file"]), "uriBaseId": "SRCROOT"},
+                    "region": {"startLine": where["line"]},
+                }
+            }
+        ],
+        "properties": properties,
+    }

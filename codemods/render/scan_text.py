@@ -1,0 +1,155 @@
+"""`codemod scan` as text: the audit of one arch, by what to do with each gate."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from codemods.audit import classify
+from codemods.audit.records import ScanResult, one_line
+from codemods.core.arch import Arch
+
+
+def summary(result: ScanResult, top: int = 3) -> list[dict]:
+    """Per gate kind: how many gates, how many exclude the arch, and the files with the most gates."""
+    kinds: dict[str, dict] = {}
+    for gate in result.gates:
+        entry = kinds.setdefault(gate["kind"], {"kind": gate["kind"], "gates": 0, "excluding": 0, "files": {}})
+        entry["gates"] += 1
+        entry["excluding"] += gate["excludes_arch"]
+        entry["files"][gate["file"]] = entry["files"].get(gate["file"], 0) + 1
+    out = []
+    for kind in sorted(kinds, key=lambda k: (-kinds[k]["gates"], k)):
+        entry = kinds[kind]
+        ranked = sorted(entry["files"].items(), key=lambda item: (-item[1], item[0]))
+        out.append({**entry, "files": len(ranked), "top": ranked[:top]})
+    return out
+
+
+# Group headings: what the user does with each group.
+GROUP_TITLES = {
+    classify.BLOCKER: ("blockers", "{arch} gets nothing here and codemod has no edit for these: change them by hand"),
+    classify.WIDENABLE: ("widenable", "{arch} gets nothing here; `codemod run RECIPE --dry-run` shows the widening"),
+    classify.NEEDS_HUMAN: (
+        "needs a human",
+        "{arch} takes a fallback here, or the code uses instructions it lacks: decide, or port",
+    ),
+    classify.UNKNOWN: ("unknown", "codemod cannot tell what {arch} gets here: read the code"),
+}
+_COLORS = {classify.BLOCKER: "31", classify.WIDENABLE: "33", classify.NEEDS_HUMAN: "35", classify.UNKNOWN: "36",
+           "hazards": "1;31", "specific": "1"}
+
+
+def sibling(arch: Arch, universe: tuple[Arch, ...]) -> Arch | None:
+    """The arch whose gates an arch-specific finding admits: sm_120 for sm_121 (the family's first member)."""
+    if arch.minor == 0:
+        return None
+    first = Arch(arch.major, 0)
+    return first if first in universe or first.plain in {a.plain for a in universe} else None
+
+
+def groups(result: ScanResult) -> dict[str, list[dict]]:
+    """The gates that exclude the arch, by classification, in file order (the four groups of the audit)."""
+    out: dict[str, list[dict]] = {name: [] for name in classify.GROUPS}
+    for gate in result.gates:
+        if gate.get("classification") in out:
+            out[gate["classification"]].append(gate)
+    return out
+
+
+def to_text(result: ScanResult, *, verbose: bool = False, quiet: bool = False, color: bool = False) -> str:
+    """The audit: a summary (groups, kinds), the hazards, then the gates that exclude the arch by what to do.
+
+    Gates specific to the arch (admitting its family's first member, e.g.
+    sm_120 but not sm_121) come first, in their own section. `verbose` also
+    lists the gates that exclude the arch harmlessly (covered) and those that
+    admit it; `quiet` prints the summary and the hazards only; `color` puts
+    ANSI colours on the headings.
+    """
+
+    def paint(text: str, key: str) -> str:
+        return f"\033[{_COLORS[key]}m{text}\033[0m" if color else text
+
+    arch = result.arch.name
+    excluding = [g for g in result.gates if g["excludes_arch"]]
+    files = len({g["file"] for g in result.gates})
+    definite = [h for h in result.hazards if not h["potential"]]
+    grouped = groups(result)
+    covered = [g for g in result.gates if g.get("classification") == classify.COVERED]
+    lines = [f"{len(result.gates)} gates in {files} files; {len(excluding)} exclude {arch}"]
+    for name, members in grouped.items():
+        title = GROUP_TITLES[name][0]
+        lines.append(f"  {paint(f'{len(members):>5} {title}', name)}")
+    lines.append(f"  {len(covered):>5} covered ({arch} takes other code there{'' if verbose else '; --verbose lists them'})")
+    kinds = summary(result)
+    if kinds:
+        width = max(len(entry["kind"]) for entry in kinds)
+        for entry in kinds:
+            top = ", ".join(f"{name} ({count})" for name, count in entry["top"])
+            lines.append(
+                f"  {entry['kind']:<{width}}  {entry['gates']:>6} gates, {entry['excluding']:>5} exclude {arch}"
+                f"  in {entry['files']} files; most in {top}"
+            )
+    lines.append(
+        f"{len(result.hazards)} hazards for {arch}: {len(definite)} definite, "
+        f"{len(result.hazards) - len(definite)} potential"
+        + (f"; {len(result.modules)} JIT specs read ({result.layout} layout)" if result.layout else "")
+    )
+    if result.skipped:
+        lines.append(f"{len(result.skipped)} skipped")
+    if result.hazards:
+        lines += ["", paint("hazards:", "hazards")]
+        for hazard in result.hazards:
+            tag = "potential " if hazard["potential"] else ""
+            lines.append(f"  {hazard['file']}:{hazard['line']}: {tag}{hazard['kind']}: {hazard['message']}")
+    if quiet:
+        return "\n".join(lines) + "\n"
+    first = sibling(result.arch, result.universe)
+    specific = {id(g) for g in excluding if first is not None and classify.differs(g, first.name)}
+    sections: list[tuple[str | None, Callable[[dict], bool]]] = []
+    if first is not None:
+        sections.append((f"specific to {arch} (they admit {first.name}, not {arch})", lambda g: id(g) in specific))
+        sections.append((None, lambda g: id(g) not in specific))
+    else:
+        sections.append((None, lambda g: True))
+    for heading, wanted in sections:
+        chosen = {name: [g for g in members if wanted(g)] for name, members in grouped.items()}
+        if heading is not None:
+            total = sum(len(m) for m in chosen.values())
+            lines += ["", paint(f"== {heading}: {total}", "specific")]
+        elif first is not None:
+            lines += ["", paint("== the rest", "specific")]
+        for name, members in chosen.items():
+            if not members:
+                continue
+            title, what = GROUP_TITLES[name]
+            lines += ["", paint(f"{title} ({len(members)}): {what.format(arch=arch)}", name)]
+            lines += [_entry(gate) for gate in members]
+    if verbose and covered:
+        lines += ["", f"covered ({len(covered)}): they exclude {arch}, which takes other code there"]
+        lines += [_entry(gate) for gate in covered]
+    admitting = [g for g in result.gates if not g["excludes_arch"]]
+    if verbose and admitting:
+        lines += ["", f"gates that admit {arch} (or may):"]
+        for gate in admitting:
+            lines.append(f"  {gate['file']}:{gate['line']}: {gate['kind']} {one_line(gate['text'])}  {_admitted(gate)}")
+    if result.skipped:
+        lines += ["", "skipped:"]
+        lines += [f"  {item['file']}: {item['reason']}" for item in result.skipped]
+    return "\n".join(lines) + "\n"
+
+
+def _entry(gate: dict) -> str:
+    """One gate of the audit: where (file:line, enclosing function, owning JIT module), what, and why."""
+    where = f"{gate['file']}:{gate['line']}"
+    if gate.get("symbol"):
+        where += f" in {gate['symbol']}"
+    if gate.get("owner"):
+        where += f" [{gate['owner']}]"
+    return f"  {where}: {gate['kind']} {one_line(gate['text'])}  {_admitted(gate)}\n      {gate.get('reason', '')}"
+
+
+def _admitted(gate: dict) -> str:
+    text = f"admits {', '.join(gate['admits']) or 'none'}"
+    if gate["unknown"]:
+        text += f"; unknown {', '.join(gate['unknown'])}"
+    return f"({text})"

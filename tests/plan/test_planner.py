@@ -1,0 +1,123 @@
+"""The planner over GateKind: kind-blind, and the required-symbol check answered by the kind's missing_symbols."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+
+from codemods.gates.registry import KINDS
+from codemods.plan import planner
+from codemods.recipes.load import detect, load_recipe
+
+RECIPE = """\
+id = "sm120-fusion"
+summary = "widen one SGLang or-chain"
+arch = "sm_120"
+
+[[change]]
+id = "sglang.fusion-gate"
+project = "sglang"
+file = "{python}/srt/layers/communicator.py"
+kind = "python_arch_or"
+function = "fusion_applies"
+requires_symbol = "is_sm120_supported"
+symbol_files = ["{python}/srt/utils/__init__.py"]
+"""
+
+COMMUNICATOR = """\
+from sglang.srt.utils import (
+    is_sm90_supported,
+    is_sm100_supported,
+)
+
+_is_sm90_supported = is_sm90_supported()
+_is_sm100_supported = is_sm100_supported()
+
+
+def fusion_applies():
+    return _is_sm90_supported or _is_sm100_supported
+"""
+
+
+def _sglang_wheel(tmp_path: Path, utils: str) -> Path:
+    root = tmp_path / "wheel"
+    layers = root / "sglang" / "srt" / "layers"
+    layers.mkdir(parents=True)
+    (layers / "communicator.py").write_text(COMMUNICATOR)
+    (root / "sglang" / "srt" / "utils").mkdir()
+    (root / "sglang" / "srt" / "utils" / "__init__.py").write_text(dedent(utils))
+    return root
+
+
+def _plan(tmp_path: Path, utils: str):
+    (tmp_path / "recipe.toml").write_text(RECIPE)
+    root = _sglang_wheel(tmp_path, utils)
+    return planner.plan(load_recipe(tmp_path / "recipe.toml"), detect(root, ["sglang"]))
+
+
+@pytest.mark.parametrize(
+    "utils",
+    [
+        pytest.param("def is_sm120_supported():\n    return True\n", id="defined"),
+        pytest.param(
+            """\
+            from .common import (
+                is_sm100_supported,
+                is_sm120_supported,
+            )
+            """,
+            id="re-exported-by-a-parenthesized-import",
+        ),
+        pytest.param("if True:\n    is_sm120_supported = lambda: True\n", id="assigned-under-an-if"),
+    ],
+)
+def test_required_symbol_found_in_a_symbol_file(tmp_path, utils):
+    plan = _plan(tmp_path, utils)
+    [change] = plan.changes
+    assert (change.outcome, change.reason) == ("changed", "")
+    after = change.after.decode()
+    assert "    is_sm120_supported,\n)" in after
+    assert "_is_sm120_supported = is_sm120_supported()\n" in after
+    assert "return _is_sm90_supported or _is_sm100_supported or _is_sm120_supported\n" in after
+
+
+@pytest.mark.parametrize(
+    "utils",
+    [
+        pytest.param("def is_sm100_supported():\n    return True\n", id="absent"),
+        pytest.param("# is_sm120_supported = ...\nX = 'is_sm120_supported = 1'\n", id="only-mentioned"),
+        pytest.param("from .common import *\n", id="star-import-vouches-for-nothing"),
+        pytest.param("def is_sm120_supported(:\n", id="not-python"),
+    ],
+)
+def test_required_symbol_missing_refuses_the_change(tmp_path, utils):
+    plan = _plan(tmp_path, utils)
+    [change] = plan.changes
+    assert change.outcome == "failed"
+    assert change.reason == (
+        "is_sm120_supported is not defined in this SGLang (looked in sglang/srt/utils/__init__.py); "
+        "this version has no predicate for the arch, so none can be imported"
+    )
+    assert change.after == change.before == COMMUNICATOR.encode()
+
+
+def test_a_file_that_imports_the_symbol_vouches_for_it(tmp_path):
+    """missing_symbols leaves out what the file imports already: no symbol file is needed then."""
+    (tmp_path / "recipe.toml").write_text(RECIPE)
+    root = _sglang_wheel(tmp_path, "")
+    communicator = root / "sglang/srt/layers/communicator.py"
+    communicator.write_text(COMMUNICATOR.replace("    is_sm100_supported,\n", "    is_sm100_supported,\n    is_sm120_supported,\n"))
+    [change] = planner.plan(load_recipe(tmp_path / "recipe.toml"), detect(root, ["sglang"])).changes
+    assert change.outcome == "changed", change.reason
+    assert change.after.decode().count("is_sm120_supported,\n") == 1  # not imported twice
+
+
+def test_the_planner_names_no_gate_kind():
+    """What a kind does is asked through its GateKind hooks; the planner never branches on a kind's name."""
+    folder = Path(planner.__file__).parent
+    source = "\n".join(path.read_text() for path in sorted(folder.glob("*.py")))
+    assert not [name for name in KINDS if re.search(rf"[\"']{name}[\"']", source)]
+    assert "inspect" not in source and ".kind ==" not in source and ".kind !=" not in source
