@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from codemods.plan.changes import Plan, PlannedChange
-from codemods.apply.repo import TRAILER_BASE, TRAILER_CHANGE, TRAILER_FORCED, TRAILER_RECIPE
+from codemods.apply.trailers import TRAILER_BASE, TRAILER_CHANGE, TRAILER_FORCED, TRAILER_RECIPE
 
 _LISTED_GATES = 40
 

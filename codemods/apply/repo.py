@@ -1,9 +1,8 @@
 """The only module that talks to git: branches, one commit per change, status, revert.
 
-Applied recipes are recorded in the commits themselves, as trailers:
-`Codemod-Recipe: <id>`, `Codemod-Change: <change id>` and
-`Codemod-Base: <branch>@<sha>` (or `<sha>` when HEAD was detached), so the
-state survives clones and needs no side files.
+Applied recipes are recorded in the commits themselves, as trailers
+(codemods.apply.trailers), so the state survives clones and needs no side
+files. `work_tree_of` is the one rule for when a folder gets a ShadowRepo.
 """
 
 from __future__ import annotations
@@ -13,19 +12,17 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from codemods.core import errors
 from codemods.core.lazy import LazyModule
 from codemods.apply import journal
+from codemods.apply.trailers import (  # noqa: F401  (the names callers import from here)
+    TRAILER_BASE, TRAILER_CHANGE, TRAILER_FORCED, TRAILER_RECIPE, Applied, CodemodCommit, trailers,
+)
 
 git = LazyModule("git")  # GitPython: `codemod scan` lists files with git itself and never needs it
 
-TRAILER_RECIPE = "Codemod-Recipe"
-TRAILER_CHANGE = "Codemod-Change"
-TRAILER_BASE = "Codemod-Base"
-TRAILER_FORCED = "Codemod-Forced"
 _FALLBACK_IDENTITY = ("codemod", "codemod@localhost")
 
 
@@ -81,37 +78,6 @@ def _git_failure(action: str, exc: git.GitCommandError, where: Path) -> errors.C
     else:
         hint = "nothing was left half-done; fix the cause git names, then run again"
     return errors.RepoState(f"git {action} failed: {first}", where=str(where), hint=hint)
-
-
-def trailers(message: str) -> dict[str, str]:
-    found = {}
-    for line in message.splitlines():
-        m = re.match(r"^(Codemod-[A-Za-z]+):\s*(.+?)\s*$", line)
-        if m:
-            found[m.group(1)] = m.group(2)
-    return found
-
-
-@dataclass
-class CodemodCommit:
-    sha: str
-    subject: str
-    change: str
-    recipe: str
-    base: str
-
-
-@dataclass
-class Applied:
-    """A recipe applied on a branch: its base and its commits (oldest first)."""
-
-    recipe: str
-    branch: str
-    base_ref: str  # branch name, or "" when the base was a detached HEAD
-    base_sha: str
-    commits: list[CodemodCommit] = field(default_factory=list)
-    foreign: list[tuple[str, str]] = field(default_factory=list)  # (sha, subject) of user commits on top
-    current: bool = False
 
 
 def codemod_home() -> Path:

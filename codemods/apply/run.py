@@ -18,7 +18,6 @@ from typing import Callable
 from codemods.core import errors
 from codemods.apply import files
 from codemods.apply import journal
-from codemods.recipes import load as recipes
 from codemods.recipes.model import upstream_advice as recipe_advice
 from codemods.plan import planner
 from codemods.plan.changes import half_patches
