@@ -155,3 +155,15 @@ def remove_leftovers(path: Path) -> None:
     """Delete temp files an interrupted write_atomic left beside path."""
     for leftover in path.parent.glob(f".{path.name}.*.codemod-tmp"):
         leftover.unlink()
+
+
+def write_patch(path: Path, diff: str, applied: bool) -> None:
+    """Write run's diff to --patch; a failure says whether the recipe itself was applied all the same."""
+    try:
+        path.write_text(diff, encoding="utf-8", errors="surrogateescape")
+    except OSError as exc:
+        raise errors.FileRefused(
+            f"cannot write the patch: {exc.strerror or exc}" + ("; the recipe itself was applied" if applied else ""),
+            where=str(path),
+            hint="the diff is on the codemod branch too: `git diff BASE codemod/RECIPE`" if applied else "nothing was written",
+        ) from None

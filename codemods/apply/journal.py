@@ -121,6 +121,13 @@ def write(state_dir: Path, entry: dict) -> None:
         raise unwritable(state_dir, exc) from None
 
 
+def step(state_dir: Path, entry: dict, name: str) -> None:
+    """Record that the operation of `entry` reached step `name` (journal, then the step boundary)."""
+    entry["step"] = name
+    write(state_dir, entry)
+    checkpoint(name.split(":")[0])
+
+
 def unwritable(state_dir: Path, exc: OSError) -> errors.CodemodError:
     """The refusal (exit 9) when codemod cannot keep its lock and journal in `state_dir`."""
     return errors.FileRefused(

@@ -1,9 +1,8 @@
 """The only module that talks to git: branches, one commit per change, status, revert.
 
-Applied recipes are recorded in the commits themselves, as trailers:
-`Codemod-Recipe: <id>`, `Codemod-Change: <change id>` and
-`Codemod-Base: <branch>@<sha>` (or `<sha>` when HEAD was detached), so the
-state survives clones and needs no side files.
+Applied recipes are recorded in the commits themselves, as trailers
+(codemods.apply.trailers), so the state survives clones and needs no side
+files. `work_tree_of` is the one rule for when a folder gets a ShadowRepo.
 """
 
 from __future__ import annotations
@@ -13,19 +12,17 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from codemods.core import errors
 from codemods.core.lazy import LazyModule
-from codemods.apply.files import require_folder
+from codemods.apply import journal
+from codemods.apply.trailers import (  # noqa: F401  (the names callers import from here)
+    TRAILER_BASE, TRAILER_CHANGE, TRAILER_FORCED, TRAILER_RECIPE, Applied, CodemodCommit, trailers,
+)
 
 git = LazyModule("git")  # GitPython: `codemod scan` lists files with git itself and never needs it
 
-TRAILER_RECIPE = "Codemod-Recipe"
-TRAILER_CHANGE = "Codemod-Change"
-TRAILER_BASE = "Codemod-Base"
-TRAILER_FORCED = "Codemod-Forced"
 _FALLBACK_IDENTITY = ("codemod", "codemod@localhost")
 
 
@@ -83,37 +80,6 @@ def _git_failure(action: str, exc: git.GitCommandError, where: Path) -> errors.C
     return errors.RepoState(f"git {action} failed: {first}", where=str(where), hint=hint)
 
 
-def trailers(message: str) -> dict[str, str]:
-    found = {}
-    for line in message.splitlines():
-        m = re.match(r"^(Codemod-[A-Za-z]+):\s*(.+?)\s*$", line)
-        if m:
-            found[m.group(1)] = m.group(2)
-    return found
-
-
-@dataclass
-class CodemodCommit:
-    sha: str
-    subject: str
-    change: str
-    recipe: str
-    base: str
-
-
-@dataclass
-class Applied:
-    """A recipe applied on a branch: its base and its commits (oldest first)."""
-
-    recipe: str
-    branch: str
-    base_ref: str  # branch name, or "" when the base was a detached HEAD
-    base_sha: str
-    commits: list[CodemodCommit] = field(default_factory=list)
-    foreign: list[tuple[str, str]] = field(default_factory=list)  # (sha, subject) of user commits on top
-    current: bool = False
-
-
 def codemod_home() -> Path:
     return Path(os.environ.get("CODEMOD_HOME") or Path.home() / ".cache" / "codemod")
 
@@ -157,39 +123,30 @@ def open_repo(path: Path, *, create_shadow: bool = False) -> "Repo":
     ignored there (a venv inside a project). Any other folder (site-packages)
     gets a shadow repository under $CODEMOD_HOME, whose work tree is the folder
     itself: nothing is written into the folder but the patched files.
+    A command resolves its trees once with codemods.apply.workspace; this is
+    the same lookup for a caller that has only a path.
     """
-    require_folder(path)
-    if ShadowRepo.recorded(path):  # patched outside git; a repository made around it later changes nothing
-        return ShadowRepo.open(path, create=False)
-    found = _enclosing(path)
-    if found is not None and found.bare:
-        raise errors.RepoState("is a bare repository; there is no work tree to patch", where=str(path), hint="clone it and point --repo at the clone")
-    if found is not None and not _ignored(found, path):
-        return Repo(found, path)
-    return ShadowRepo.open(path, create=create_shadow)
+    from codemods.apply.workspace import Workspace
+
+    return Workspace(path).open(create=create_shadow)
 
 
-def refuse_unusable(path: Path) -> None:
-    """Refuse early what no recipe can use: a bare repository, or a repository with no commits."""
+def work_tree_of(path: Path) -> git.Repo | None:
+    """The git repository whose work tree holds path; None when codemod keeps a shadow repository for it instead.
+
+    The one rule for "use a shadow repository": codemod has one for path
+    already (patched outside git; a repository made around it later changes
+    nothing), or path is in no git work tree, or it is ignored there. A bare
+    repository is refused: it has no work tree to patch.
+    """
     if ShadowRepo.recorded(path):
-        return
+        return None
     found = _enclosing(path)
-    if found is None or _ignored_safe(found, path):
-        return
+    if found is None:
+        return None
     if found.bare:
         raise errors.RepoState("is a bare repository; there is no work tree to patch", where=str(path), hint="clone it and point --repo at the clone")
-    try:
-        found.head.commit
-    except ValueError:
-        raise errors.RepoState(
-            "the repository has no commits yet",
-            where=str(path),
-            hint="commit the current tree first (git add -A && git commit -m base), so there is a base to return to",
-        ) from None
-
-
-def _ignored_safe(found: git.Repo, path: Path) -> bool:
-    return not found.bare and _ignored(found, path)
+    return None if _ignored(found, path) else found
 
 
 def _enclosing(path: Path) -> git.Repo | None:
@@ -215,19 +172,25 @@ def _ignored(found: git.Repo, path: Path) -> bool:
 class Repo:
     """A git work tree that holds --repo."""
 
-    shadow = False
+    ready_step = "repo-ready"  # the journal checkpoint once the repository is open for a run
 
-    def __init__(self, git_repo: git.Repo, path: Path):
+    def __init__(self, git_repo: git.Repo, root: Path, **environment: str):
         self.git_repo = git_repo
-        self.root = Path(git_repo.working_tree_dir).resolve()
+        self.root = root
         self.g = git_repo.git
-        self.g.update_environment(**_no_hooks_env())
-        if not self.has_commits():
+        self.g.update_environment(**environment, **_no_hooks_env())
+
+    @classmethod
+    def of_work_tree(cls, git_repo: git.Repo, path: Path) -> "Repo":
+        """The work tree's repository; refused when it has no commits (there is no base to return to)."""
+        repo = cls(git_repo, Path(git_repo.working_tree_dir).resolve())
+        if not repo.has_commits():
             raise errors.RepoState(
                 "the repository has no commits yet",
                 where=str(path),
                 hint="commit the current tree first (git add -A && git commit -m base), so there is a base to return to",
             )
+        return repo
 
     def has_commits(self) -> bool:
         try:
@@ -361,7 +324,32 @@ class Repo:
         except (git.BadName, ValueError):
             raise errors.RepoState(f"unknown revision {rev!r}", where=str(self.root), hint="pass a branch, tag or commit sha to --base") from None
 
+    def drift(self) -> list[str]:
+        """Files changed behind codemod's back; in a git work tree that is the user's own work, so none."""
+        return []
+
+    def refuse_changed(self, dirty: list[str], head_branch: str | None) -> None:
+        """Refuse a run over uncommitted changes in the files it would edit."""
+        if dirty:
+            raise errors.DirtyTree("uncommitted changes in files this recipe edits: " + ", ".join(dirty), where=str(self.root))
+
+    def refuse_changed_for_revert(self, dirty: list[str], recipe_id: str) -> None:
+        """Refuse a revert over uncommitted changes in the files the recipe changed."""
+        if dirty:
+            raise errors.DirtyTree(
+                "uncommitted changes in files the recipe changed: " + ", ".join(dirty),
+                where=str(self.root),
+                hint="commit or stash them first; revert never discards your edits",
+            )
+
     # ------------------------------------------------------------ writing
+
+    def ensure_base(self, rels: list[str], label: str) -> None:
+        """A git work tree's base is its own history: nothing to record."""
+
+    def forget(self, dry_run: bool = False) -> None:
+        """Only a folder outside git has a record of codemod's to forget."""
+        raise errors.RevertRefused("--forget only applies to folders outside git (installed packages)", where=str(self.root))
 
     def _identity_env(self) -> dict[str, str]:
         env = {}
@@ -447,22 +435,11 @@ class ShadowRepo(Repo):
     pristine base, and the usual branch/commit/revert workflow runs on top.
     """
 
-    shadow = True
+    ready_step = "shadow-ready"
 
-    def __init__(self, git_repo: git.Repo, path: Path, home: Path):
+    def __init__(self, git_repo: git.Repo, root: Path, home: Path):
+        super().__init__(git_repo, root, GIT_DIR=git_repo.git_dir, GIT_WORK_TREE=str(root))
         self.home = home
-        git_repo.git.update_environment(GIT_DIR=git_repo.git_dir, GIT_WORK_TREE=str(path), **_no_hooks_env())
-        self.git_repo = git_repo
-        self.root = path
-        self.g = git_repo.git
-
-    @classmethod
-    def wanted(cls, path: Path) -> bool:
-        """True when codemod keeps a record for path already, or path is not in a git work tree, or is ignored there."""
-        if cls.recorded(path):
-            return True
-        found = _enclosing(path)
-        return found is None or (not found.bare and _ignored(found, path))
 
     @classmethod
     def recorded(cls, path: Path) -> bool:
@@ -472,9 +449,32 @@ class ShadowRepo(Repo):
         except (OSError, RuntimeError):
             return False
 
-    def forget(self) -> None:
+    def forget(self, dry_run: bool = False) -> None:
         """Drop codemod's record of this folder; the folder itself is not touched."""
-        shutil.rmtree(self.home)
+        if not dry_run:
+            shutil.rmtree(self.home)
+
+    def drift(self) -> list[str]:
+        """The recorded files that differ from the record: the package was reinstalled or upgraded."""
+        return self.dirty(self.tracked_files())
+
+    def refuse_changed(self, dirty: list[str], head_branch: str | None) -> None:
+        if dirty:
+            raise errors.DirtyTree(
+                f"changed since codemod recorded them on {head_branch}: " + ", ".join(dirty),
+                where=str(self.root),
+                hint="the package was probably reinstalled or upgraded; `codemod status` shows the record, "
+                "`codemod revert RECIPE --repo PATH --forget` drops it without touching the files",
+            )
+
+    def refuse_changed_for_revert(self, dirty: list[str], recipe_id: str) -> None:
+        if dirty:
+            raise errors.RevertRefused(
+                "changed since codemod applied the recipe: " + ", ".join(dirty),
+                where=str(self.root),
+                hint="the package was probably reinstalled or upgraded, so there is nothing of codemod's to take out; "
+                f"`codemod revert {recipe_id} --repo PATH --forget` drops codemod's record without touching the files",
+            )
 
     @classmethod
     def location(cls, path: Path) -> Path:
@@ -503,12 +503,10 @@ class ShadowRepo(Repo):
                 home.mkdir(parents=True, exist_ok=True)
                 tmp = home / f"git.tmp.{os.getpid()}"
                 git.Git().init("-q", "-b", "main", "--bare", str(tmp))
-                probe = git.Repo(tmp)
-                with probe.config_writer() as cw:
-                    cw.set_value("core", "bare", "false")
-                    cw.set_value("core", "worktree", str(root))
-                    cw.set_value("status", "showUntrackedFiles", "no")
-                    cw.set_value("gc", "auto", "0")
+                config = git.Git()
+                for key, value in (("core.bare", "false"), ("core.worktree", str(root)),
+                                   ("status.showUntrackedFiles", "no"), ("gc.auto", "0")):
+                    config.config("--file", str(tmp / "config"), key, value)
                 (home / "root.txt").write_text(str(root) + "\n", encoding="utf-8")
                 os.replace(tmp, gitdir)
             except (OSError, git.GitCommandError) as exc:
@@ -530,6 +528,10 @@ class ShadowRepo(Repo):
         the files and main is an install or upgrade of the package, and becomes
         the new base.
         """
+        self._record_base(rels, label)
+        journal.checkpoint("base-recorded")
+
+    def _record_base(self, rels: list[str], label: str) -> None:
         branch, _ = (None, "") if not self.has_commits() else self.head()
         if self.has_commits() and branch != "main":
             return

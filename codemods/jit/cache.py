@@ -61,3 +61,24 @@ def _inside(path: Path, root: Path) -> bool:
     real_root = root.resolve()
     real = path.resolve()
     return real != real_root and real_root in real.parents
+
+
+PROJECT = "flashinfer"  # the project whose JIT builds this cache holds
+
+
+def affected(modules: list[str], target, remove: bool, dry_run: bool) -> dict | None:
+    """The cached builds of `modules` for the target's FlashInfer version: stale, removed or (dry run) to remove.
+
+    None when the target is not FlashInfer or no JIT module is affected.
+    """
+    if not modules or target.project.name != PROJECT:
+        return None
+    root = cache_root()
+    version = target.version()
+    builds = stale_builds(modules, version, root) if version else []
+    removed = clear(builds, root) if remove and not dry_run else []
+    return {
+        "modules": modules, "root": str(root), "version": version or None,
+        "stale": [str(b) for b in builds], "removed": [str(b) for b in removed],
+        "would_remove": [str(b) for b in builds] if remove and dry_run else [],
+    }

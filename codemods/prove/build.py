@@ -62,14 +62,13 @@ def prove(
     from codemods.prove import preprocess as verifier
     from codemods.prove.overlay import shadow_tree
     from codemods.core.arch import family
-    from codemods.apply.repo import ShadowRepo, open_repo
+    from codemods.apply.repo import ShadowRepo
+    from codemods.apply.workspace import Workspace
 
     started = time.monotonic()
     path = Path(path)
     target = recipes.detect(path.resolve(), ["flashinfer"])
-    repo = None
-    if ShadowRepo.recorded(path) or scanner_enclosing_git(path):
-        repo = open_repo(path)
+    repo = Workspace(path).repo
     records = [r for r in repo.applied() if recipe_id in (None, r.recipe)] if repo is not None else []
     base_sha, label, recipe_name = None, "none (no codemod record: the work tree alone)", recipe_id or ""
     if base:
@@ -191,13 +190,6 @@ def prove(
     shown = {k.name for p in proofs for ks in p.empty.values() for k in ks} | {k.name for p in proofs for ks in p.missing.values() for k, _ in ks}
     report.names = demangle(sorted(shown))
     return report
-
-
-def scanner_enclosing_git(path: Path) -> bool:
-    from codemods.apply.repo import _enclosing, _ignored
-
-    found = _enclosing(path)
-    return found is not None and not found.bare and not _ignored(found, path)
 
 
 def _side(name: str, root: Path, python_dir: str) -> Side:

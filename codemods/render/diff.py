@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import bisect
 import difflib
+from typing import TYPE_CHECKING
 
 from codemods.gates import Edit
+
+if TYPE_CHECKING:
+    from codemods.recipes.model import Plan, PlannedChange
 
 Group = tuple[int, int, int, int]  # before lines [b0, b1) replaced by after lines [a0, a1)
 
@@ -27,6 +31,18 @@ def unified_diff(rel: str, before: bytes, after: bytes, edits: list[Edit] | None
     for hunk in _hunks(groups, len(old), context):
         out.append(_render(hunk, old, new))
     return b"".join(out).decode("utf-8", errors="surrogateescape")
+
+
+def plan_diff(plan: "Plan", prefix: str = "", changes: "list[PlannedChange] | None" = None) -> str:
+    """One diff per file over the selected changes, paths relative to the git root (prefix)."""
+    chosen = changes if changes is not None else plan.changed
+    per_file: dict[str, list[PlannedChange]] = {}
+    for change in chosen:
+        per_file.setdefault(change.file, []).append(change)
+    return "".join(
+        unified_diff(f"{prefix}{file}", done[0].before, done[-1].after, done[0].edits if len(done) == 1 else None)
+        for file, done in per_file.items()
+    )
 
 
 def _groups_from_edits(before: bytes, after: bytes, edits: list[Edit], n_old: int, n_new: int) -> list[Group] | None:

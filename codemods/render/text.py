@@ -1,83 +1,18 @@
-"""What the user reads: unified diffs, per-gate summaries, the arch matrix, JSON."""
+"""What the user reads as text: per-gate summaries, the arch matrix, and the lines of run, status, revert, verify and recipe test.
+
+Pure: records in, lines out (no trailing newline); the CLI prints them, data
+on stdout and reports on stderr.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import difflib
+from typing import TYPE_CHECKING
 
-from codemods.render import diff as diffs
 from codemods.core.arch import Arch, ArchSet
-from codemods.plan.changes import Plan, PlannedChange
-from codemods.apply.repo import Applied
 
-
-def unified_diff(rel: str, before: bytes, after: bytes, edits=None) -> str:
-    """A diff `git apply` accepts (a/ and b/ prefixes, no-newline markers)."""
-    return diffs.unified_diff(rel, before, after, edits)
-
-
-def plan_diff(plan: Plan, prefix: str = "", changes: list[PlannedChange] | None = None) -> str:
-    """One diff per file over the selected changes, paths relative to the git root (prefix)."""
-    chosen = changes if changes is not None else plan.changed
-    per_file: dict[str, list[PlannedChange]] = {}
-    for change in chosen:
-        per_file.setdefault(change.file, []).append(change)
-    return "".join(
-        unified_diff(f"{prefix}{file}", done[0].before, done[-1].after, done[0].edits if len(done) == 1 else None)
-        for file, done in per_file.items()
-    )
-
-
-def gate_rows(plan: Plan, changes: list[PlannedChange] | None = None) -> list[dict[str, Any]]:
-    rows = []
-    for change in changes if changes is not None else plan.changes:
-        for gc in change.gates:
-            rows.append(
-                {
-                    "change": change.id,
-                    "file": change.file,
-                    "line": gc.gate.line,
-                    "gate_kind": gc.gate.kind,
-                    "outcome": gc.outcome,
-                    "before": gc.gate.text,
-                    "after": gc.after_text if gc.outcome != "failed" else None,
-                    "admits_before": gc.gate.admits.names(),
-                    "admits_after": gc.admits_after.names() if gc.admits_after else None,
-                    "unknown": sorted(
-                        set(gc.gate.admits.unknown_names()) | set(gc.admits_after.unknown_names() if gc.admits_after else ()),
-                        key=[a.name for a in plan.universe].index,
-                    ),
-                    "reason": gc.reason or None,
-                    "warnings": list(gc.warnings),
-                }
-            )
-    return rows
-
-
-def plan_json(plan: Plan, prefix: str, dry_run: bool, changes: list[PlannedChange] | None = None) -> dict[str, Any]:
-    return {
-        "recipe": plan.recipe.id,
-        "project": plan.tree.project.name,
-        "layout": plan.tree.layout.name,
-        "version": plan.tree.version() or None,
-        "archs": [a.name for a in plan.recipe.archs],
-        "targets": [a.name for a in plan.targets],
-        "dry_run": dry_run,
-        "notes": list(plan.recipe.notes),
-        "jit_modules": plan.jit_modules(),
-        "changes": [
-            {
-                "id": c.id,
-                "title": c.change.title,
-                "file": f"{prefix}{c.file}",
-                "outcome": c.outcome,
-                "reason": c.reason or None,
-                "gates": gate_rows(plan, [c]),
-                "rewrites": [{"line": line, "before": before, "after": after} for line, before, after in c.rewrites],
-            }
-            for c in (changes if changes is not None else plan.changes)
-        ],
-        "diff": plan_diff(plan, prefix, [c for c in (changes if changes is not None else plan.changed) if c.outcome == "changed"]),
-    }
+if TYPE_CHECKING:
+    from codemods.plan.changes import Plan, PlannedChange
 
 
 def summary_lines(plan: Plan, prefix: str = "", selected: list[PlannedChange] | None = None) -> list[str]:
@@ -143,18 +78,135 @@ def _cell(before: ArchSet, after: ArchSet, arch: Arch) -> str:
     return sym(b) + ("*" if a != b else "")
 
 
-def status_json(records: list[Applied]) -> list[dict[str, Any]]:
-    return [
-        {
-            "recipe": r.recipe,
-            "branch": r.branch,
-            "current": r.current,
-            "base": {"ref": r.base_ref or None, "sha": r.base_sha},
-            "commits": [{"sha": c.sha, "change": c.change, "subject": c.subject} for c in r.commits],
-            "commits_on_top": [{"sha": s, "subject": subj} for s, subj in r.foreign],
-        }
-        for r in records
+def advice_lines(advice, several: bool) -> list[str]:
+    """The recipe's upgrade advice (first option, before any patching); (workspace, line) pairs, named when several trees."""
+    return [f"first option: {line}" + (f" ({workspace.path})" if several else "") for workspace, line in advice]
+
+
+def run_lines(recipe, workspace, result, universe: tuple[Arch, ...], cache: dict | None) -> list[str]:
+    """What `run` says of one tree on stderr: the gates, the matrix, the outcome, warnings and the JIT cache."""
+    plan, prefix = result.plan, result.prefix
+    shown = result.selected if result.status in ("dry-run", "applied", "nothing-selected") else None
+    lines = summary_lines(plan, prefix, shown)
+    if result.status in ("dry-run", "applied"):
+        lines += matrix(plan, tuple(dict.fromkeys((*universe, *plan.targets))), shown)  # a column for every target arch
+    project = f"{plan.tree.project.title} {plan.tree.version() or ''}".strip()
+    if result.status == "already-enabled":
+        lines.append(
+            f"already enabled: {project} at {workspace.path} already admits {', '.join(a.name for a in plan.targets)}; nothing to do, no branch made"
+        )
+    elif result.status == "already-applied":
+        lines.append(f"already applied: {recipe.id} is on the current branch {result.branch}; nothing to do")
+    elif result.status == "nothing-selected":
+        lines.append("nothing selected; nothing written")
+    elif result.status == "dry-run":
+        lines.append(f"dry run: {len(result.selected)} change(s) planned for {project}; nothing written")
+    else:
+        lines.append(f"applied {len(result.commits)} change(s) to {project} on branch {result.branch} (base {result.base.split('@')[0]})")
+        lines += [f"  {sha[:10]}  {cid}" for sha, cid in result.commits]
+    lines += [
+        f"warning: half-patch applied with --force: {reason}; `codemod verify` will fail this tree"
+        for reason in result.forced_reasons
     ]
+    lines += cache_lines(cache)
+    if result.status == "applied":
+        lines.append(f"this is an experiment: benchmark it; to back it out: codemod revert {recipe.id} {workspace.named}")
+    return lines
+
+
+def cache_lines(cache: dict | None) -> list[str]:
+    """FlashInfer's cached builds of the changed JIT modules: removed, would be removed, stale, or none."""
+    if not cache:
+        return []
+    modules = ", ".join(cache["modules"])
+    lines = [f"removed stale JIT build: {path}" for path in cache["removed"]]
+    lines += [f"would remove stale JIT build: {path}" for path in cache["would_remove"]]
+    if not cache["removed"] and not cache["would_remove"]:
+        if cache["stale"]:
+            lines.append(f"stale JIT builds of {modules} (pass --clear-jit-cache to remove them):")
+            lines += [f"  {path}" for path in cache["stale"]]
+        else:
+            lines.append(f"JIT modules affected: {modules}; no cached builds under {cache['root']}/{cache['version']}")
+    return lines
+
+
+def status_lines(statuses) -> list[str]:
+    """`status`: per repository an interrupted operation, the applied recipes with their commits, and drift."""
+    lines = []
+    for one in statuses:
+        repo, interrupted = one.repo, one.interrupted
+        if interrupted and interrupted.get("corrupt"):
+            lines.append(
+                f"interrupted: codemod's journal in {repo.state_dir} cannot be read; check `git status` and `git branch`, "
+                "check out your base branch and delete any codemod/ branch, then delete journal.json "
+                "(installed package: `codemod revert RECIPE --package NAME --forget`)"
+            )
+        elif interrupted:
+            lines.append(
+                f"interrupted: `{interrupted.get('op')} {interrupted.get('recipe')}` in {repo.root} stopped after step "
+                f"{interrupted.get('step')} (pid {interrupted.get('pid')}); run it again to finish, or "
+                f"`codemod revert {interrupted.get('recipe')}` to go back to the base"
+            )
+        if not one.records:
+            lines.append(f"no recipe applied in {repo.root}")
+        for r in one.records:
+            marker = " (checked out)" if r.current else ""
+            lines.append(f"{r.recipe}: applied in {repo.root} on {r.branch}{marker}, base {r.base_ref or 'detached'} @ {r.base_sha[:12]}")
+            lines += [f"  {c.sha[:10]}  {c.change:<40} {c.subject}" for c in r.commits]
+            lines += [f"  {sha[:10]}  (your commit on top)                      {subject}" for sha, subject in r.foreign]
+        if one.drift:
+            lines.append(f"  warning: changed outside codemod (package reinstalled or upgraded?): {', '.join(one.drift)}")
+    return lines
+
+
+def revert_lines(recipe_id: str, reverted) -> list[str]:
+    """`revert`: per tree what was (or, with --dry-run, would be) done."""
+    lines = []
+    for workspace, result in reverted:
+        root, r, mode = workspace.path, result.record, result.mode
+        if mode == "would-forget":
+            lines.append(f"would forget codemod's record of {root}; no file would be touched; nothing written")
+        elif mode == "would-revert-commits":
+            lines.append(f"would revert {len(result.reverted)} codemod commit(s) on {r.branch} with git revert, keeping your {len(r.foreign)}; nothing written")
+        elif mode == "would-delete-branch":
+            where = f"check out {result.checked_out}, " if result.checked_out else ""
+            lines.append(f"would revert {recipe_id} in {root}: {where}delete branch {r.branch} ({len(result.reverted)} commit(s)); nothing written")
+        elif mode == "recovered":
+            lines.append(f"reverted {recipe_id} in {root}: the interrupted operation was put back to its base")
+        elif mode == "forgotten":
+            lines.append(f"forgot codemod's record of {root}; no file was touched")
+        elif mode == "reverted-commits":
+            lines.append(f"reverted {len(result.reverted)} codemod commit(s) on {r.branch} with git revert; your {len(r.foreign)} commit(s) are kept")
+        else:
+            where = f"checked out {result.checked_out}, " if result.checked_out else ""
+            lines.append(f"reverted {recipe_id} in {root}: {where}deleted branch {r.branch} ({len(result.reverted)} commit(s))")
+    return lines
+
+
+def recipe_line(recipe) -> str:
+    """`list`: one recipe, its projects and how many changes."""
+    projects = ", ".join(sorted({c.project for c in recipe.changes}))
+    return f"{recipe.id:<18} {recipe.summary}  [{projects}; {len(recipe.changes)} changes]"
+
+
+def case_text(results) -> str:
+    """`recipe test`: ok/FAIL per [[test]] case, the expected-vs-got diff of a failed rewrite, and the count."""
+    out = []
+    for result in results:
+        mark = "ok  " if result.ok else "FAIL"
+        out.append(f"{mark} {result.case.name}: {result.message}\n")
+        if not result.ok and result.case.outcome == "changed":
+            expected = (result.case.after or "").splitlines(keepends=True)
+            out.append("".join(difflib.unified_diff(expected, result.got.splitlines(keepends=True), "expected", "got")))
+    failed = sum(not r.ok for r in results)
+    out.append(f"{len(results) - failed} passed, {failed} failed\n")
+    return "".join(out)
+
+
+def scan_stats_line(root, result) -> str:
+    """`scan --verbose`: what the scan of one tree did (files, cache hits, seconds)."""
+    stats = ", ".join(f"{k} {v}" for k, v in result.stats.items()) if isinstance(result.stats, dict) else str(result.stats)
+    return f"scanned {root}: {stats}"
 
 
 def verify_lines(result, ctx) -> list[str]:
@@ -250,43 +302,3 @@ def verify_notes(result, ctx) -> list[str]:
         else:
             notes.append("hint: widen those guards together with the JIT gate (`codemod run RECIPE` does both), or undo the JIT gate change")
     return notes
-
-
-def verify_json(result, ctx) -> dict[str, Any]:
-    def region(r):
-        return {"file": r.file, "line": r.line, "text": r.text, "guard": r.guard or None}
-
-    return {
-        "ok": result.ok,
-        "method": result.method,
-        "seconds": round(result.seconds, 3),
-        "recipe": ctx.recipe or None,
-        "base": ctx.base_sha,
-        "targets": [a.name for a in ctx.targets],
-        "files": result.files,
-        "intended": [{"change": c, "file": f, "lines": at} for c, f, at in getattr(ctx, "intended", [])],
-        "flags": result.flags,
-        "preprocessed": result.preprocessed,
-        "cached": result.cached,
-        "status": result.status,
-        "headers": {
-            "source": ctx.headers.kind,
-            "folders": ctx.headers.folders,
-            "installed": ctx.headers.installed or None,
-            "missing": ctx.headers.missing,
-            "submodules": ctx.headers.submodules,
-            "stand_ins": result.stand_ins,
-        },
-        "archs": [
-            {
-                "arch": r.arch, "status": r.status, "verdict": r.verdict, "ok": r.ok, "target": r.target,
-                "expected": r.expected, "gained": [region(g) for g in r.gained], "lost": [region(g) for g in r.lost],
-                "unknown": [{"file": d.file, "line": d.line, "guard": d.guard, "macros": list(d.macros)} for d in r.unknown],
-                "empty_kernels": [
-                    {"module": k.module, "file": k.file, "line": k.line, "message": k.message} for k in r.empty_kernels
-                ],
-                "detail": r.detail or None,
-            }
-            for r in result.results
-        ],
-    }

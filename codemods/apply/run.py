@@ -1,0 +1,382 @@
+"""run: plan every tree, check its repository, then write and commit one change at a time on a branch.
+
+Order of a run, so that nothing is half-applied: plan everything and stop on
+any failed gate; check the repo (HEAD, branch, clean files, permissions);
+only then branch, write and commit. If a step fails after the branch exists,
+the files are restored and the branch is removed before the error surfaces.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from codemods.core import errors
+from codemods.apply import files
+from codemods.apply import journal
+from codemods.recipes.model import upstream_advice as recipe_advice
+from codemods.plan import planner
+from codemods.plan.changes import half_patches
+from codemods.jit import cache as jit_cache
+from codemods.core.arch import DEFAULT_ARCHS, Arch
+from codemods.plan.changes import Plan, PlannedChange
+from codemods.recipes.model import Recipe
+from codemods.apply.commit_message import commit_message, describe_half_patch
+from codemods.apply.recovery import content_hash, recover_interrupted
+from codemods.apply.repo import Repo, bad_branch_name, branch_name
+from codemods.apply.workspace import Workspace
+
+
+@dataclass
+class RunResult:
+    plan: Plan
+    prefix: str  # path of --repo inside the git work tree, with trailing slash (or "")
+    selected: list[PlannedChange]
+    status: str  # "dry-run", "applied", "already-enabled", "already-applied", "nothing-selected"
+    branch: str = ""
+    base: str = ""
+    commits: list[tuple[str, str]] = field(default_factory=list)  # (sha, change id)
+    forced: list[tuple[str, str, str]] = field(default_factory=list)  # half-patches applied with --force (plan.changes.half_patches)
+    would_refuse: errors.CodemodError | None = None  # dry run: why the real run would stop before writing
+
+    @property
+    def forced_reasons(self) -> list[str]:
+        """The half-patches applied with --force, in words."""
+        return [describe_half_patch(p) for p in self.forced]
+
+
+def prepare(recipe: Recipe, spot: Workspace | Path, universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+            only: list[str] | None = None, skip: list[str] | None = None,
+            force: bool = False, offer_off: bool = False):
+    """Recognise the project in the tree and plan the recipe. Writes nothing, creates nothing.
+
+    Returns (repo or None, plan, prefix): the repo is None when the folder is
+    not in git and codemod has no shadow record of it yet.
+    """
+    workspace = Workspace.of(spot)
+    repo = workspace.repo
+    target = workspace.detect(c.project for c in recipe.changes)
+    plan = planner.plan(recipe, target, universe, only, skip, read=files.reader(target.root), force=force, offer_off=offer_off)
+    prefix = ""
+    if repo is not None:
+        rel = repo.rel(target.root)
+        prefix = "" if rel == "." else rel + "/"
+    return repo, plan, prefix
+
+
+def failed_error(plans: list[Plan]) -> errors.CodemodError:
+    lines = [f"{plan.tree.root}: {c.id}: {c.reason}" if len(plans) > 1 else f"{c.id}: {c.reason}" for plan in plans for c in plan.failed]
+    return errors.PlanFailed(
+        f"{len(lines)} change(s) of {plans[0].recipe.id} cannot be planned:\n  " + "\n  ".join(lines),
+        where=str(plans[0].tree.root) if len(plans) == 1 else "",
+    )
+
+
+def run(recipe: Recipe, spot: Workspace | Path, **options) -> RunResult:
+    """Plan, check and apply one repo (see run_many for several)."""
+    return run_many(recipe, [spot], **options)[0]
+
+
+def run_many(
+    recipe: Recipe,
+    spots: list[Workspace | Path],
+    *,
+    universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+    dry_run: bool = False,
+    only: list[str] | None = None,
+    skip: list[str] | None = None,
+    branch: str | None = None,
+    choose: Callable[[list[PlannedChange]], list[PlannedChange]] | None = None,
+    notify: Callable[[str], None] = lambda message: None,
+    force: bool = False,
+) -> list[RunResult]:
+    """Plan every repo first; apply only when all plans and checks pass; undo all if one apply fails.
+
+    Targets that share a git repository (flashinfer and sglang in one
+    site-packages) share one codemod branch and one base. A real run holds
+    each repository's lock from before planning to the end, and first puts
+    back any run that was interrupted there.
+    """
+    check_names(recipe, branch)
+    trees = [Workspace.of(spot) for spot in spots]
+    if dry_run:
+        return _run_locked(recipe, trees, universe, dry_run, only, skip, branch, choose, force, notify)
+    with ExitStack() as stack:
+        one_per_folder: dict[Path, Workspace] = {}
+        for workspace in trees:
+            one_per_folder.setdefault(workspace.root, workspace)
+        for workspace in one_per_folder.values():
+            state = workspace.state_dir
+            if state is None:
+                continue
+            stale = stack.enter_context(journal.locked(state, f"run {recipe.id}"))
+            if stale:
+                notify(f"took over the lock of an interrupted codemod (pid {stale}, no longer running)")
+            recover_interrupted(workspace, notify)
+        return _run_locked(recipe, trees, universe, dry_run, only, skip, branch, choose, force, notify)
+
+
+def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, force=False, notify=lambda m: None) -> list[RunResult]:
+    offer_off = choose is not None and not only  # --interactive also asks about changes that are off by default
+    prepared = [(ws, *prepare(recipe, ws, universe, only, skip, force, offer_off)) for ws in spots]
+    failed = [plan for _, _, plan, _ in prepared if plan.failed]
+    if failed:
+        raise failed_error(failed)
+    name = branch or branch_name(recipe.id)
+    results: list[RunResult] = []
+    groups: dict[str, tuple[Repo, list[RunResult]]] = {}
+    for workspace, repo, plan, prefix in prepared:
+        if not plan.changed:
+            on_branch = repo is not None and repo.head()[0] == name
+            status = "already-applied" if on_branch else "already-enabled"
+            results.append(RunResult(plan, prefix, [], status, branch=name if on_branch else ""))
+            continue
+        if dry_run:
+            result = RunResult(plan, prefix, choose(plan.changed) if choose else plan.changed, "dry-run")
+            _refuse_half_patches(result, force)
+            if repo is not None:
+                try:
+                    _check(repo, plan, prefix, recipe, workspace.path, branch)
+                except errors.CodemodError as refusal:
+                    result.would_refuse = refusal
+                    notify(
+                        f"the real run will refuse (exit {refusal.exit_code}): {refusal}"
+                        + (f"; {refusal.hint}" if refusal.hint else "")
+                    )
+            results.append(result)
+            continue
+        repo = workspace.open(create=True)
+        journal.checkpoint(repo.ready_step)
+        repo = groups.get(repo.key, (repo, []))[0]
+        repo.ensure_base(plan.files(), f"pristine files of {plan.tree.project.title} {plan.tree.version()}".strip())
+        _check(repo, plan, prefix, recipe, workspace.path, branch)
+        result = RunResult(plan, prefix, [], "pending")
+        results.append(result)
+        groups.setdefault(repo.key, (repo, []))[1].append(result)
+    if dry_run or not groups:
+        return results
+    for _, pending in groups.values():
+        for result in pending:
+            result.selected = choose(result.plan.changed) if choose else result.plan.changed
+            _refuse_half_patches(result, force)
+            if not result.selected:
+                result.status = "nothing-selected"
+    _apply_all(list(groups.values()), name, recipe.id)
+    return results
+
+
+def check_names(recipe: Recipe, branch: str | None = None) -> None:
+    """Refuse, before anything is read or written, a branch name git would not accept.
+
+    The recipe id names the branch (codemod/<id>): a bad one is the recipe's
+    fault (exit 8); a bad --branch is bad usage (exit 2).
+    """
+    problem = bad_branch_name(branch_name(recipe.id))
+    if problem:
+        raise errors.RecipeInvalid(
+            f"recipe id {recipe.id!r} cannot name the branch {branch_name(recipe.id)}: {problem}",
+            where=str(recipe.path), hint="rename the recipe (its id names the branch codemod/<id>)",
+        )
+    if branch is not None:
+        problem = bad_branch_name(branch)
+        if problem:
+            raise errors.BadUsage(f"--branch {branch!r}: {problem}", hint="for example --branch codemod/sm120-enable-try2")
+
+
+def _refuse_half_patches(result: RunResult, force: bool) -> None:
+    """Stop (exit 3, nothing written) when the selection leaves out a change a selected one needs; --force records it."""
+    problems = half_patches(result.plan, result.selected)
+    if not problems:
+        return
+    if force:
+        result.forced = problems
+        return
+    lines = [describe_half_patch(p) for p in problems]
+    missing = sorted({needed for _, needed, _ in problems})
+    raise errors.PlanFailed(
+        "this selection would leave a half-patch (a JIT spec admitting an arch whose kernel guards still drop it "
+        "compiles empty kernels that return garbage):\n  " + "\n  ".join(lines),
+        where=str(result.plan.tree.root),
+        hint=f"select {' and '.join(missing)} too (--only), or pass --force to apply it anyway (recorded in the commit); nothing was written",
+    )
+
+
+def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id: str) -> None:
+    """Branch once per repo and commit each selected change; on any failure undo every repo of the run.
+
+    Each repo's journal names the base and the bytes each file will end up
+    with, so an interrupted run can be put back exactly (recover_interrupted).
+    """
+    started: list[tuple[Repo, str, list[str]]] = []  # (repo, base to go back to, files written)
+    foreign: dict[Path, bytes] = {}  # files another process wrote while we worked: their bytes are kept
+    try:
+        for repo, results in groups:
+            chosen = [r for r in results if r.selected]
+            if not chosen:
+                continue
+            head_branch, head_sha = repo.head()
+            base = f"{head_branch}@{head_sha}" if head_branch else head_sha
+            expected = {
+                repo.rel(files.inside(repo.root, f"{r.prefix}{c.file}")): content_hash(_content_for(r.plan, c, r.selected))
+                for r in chosen for c in r.selected
+            }
+            entry = {
+                "op": "run", "recipe": recipe_id, "branch": name, "base_ref": head_branch or "", "base_sha": head_sha,
+                "files": expected, "step": "started", "pid": os.getpid(), "started_ns": time.time_ns(),
+            }
+            journal.step(repo.state_dir, entry, "journal-written")
+            repo.create_branch(name)
+            written: list[str] = []
+            started.append((repo, head_branch or head_sha, written))
+            journal.step(repo.state_dir, entry, "branch-created")
+            on_disk: dict[str, bytes] = {}  # what codemod read or wrote last, per file
+            for result in chosen:
+                result.base, result.branch = base, name
+                for change in result.selected:
+                    path = files.inside(repo.root, f"{result.prefix}{change.file}")
+                    rel = repo.rel(path)  # a symlink inside the repo: commit the file it points to
+                    content = _content_for(result.plan, change, result.selected)
+                    _unchanged_since_read(repo, path, rel, on_disk.get(rel, change.before), foreign)
+                    written.append(rel)
+                    files.write_atomic(path, content)
+                    journal.step(repo.state_dir, entry, f"written:{change.id}")
+                    sha = repo.commit([rel], commit_message(result.plan, change, result.prefix, base, result.forced))
+                    result.commits.append((sha, change.id))
+                    if repo.show(sha, rel) != content:  # git committed bytes another process wrote meanwhile
+                        _stop_for_foreign_write(repo, path, rel, foreign)
+                    on_disk[rel] = content
+                    journal.step(repo.state_dir, entry, f"committed:{change.id}")
+                result.status = "applied"
+            for rel, content in on_disk.items():  # nothing written behind codemod's back while it went on
+                _unchanged_since_read(repo, repo.root / rel, rel, content, foreign)
+        for repo, _, _ in started:
+            journal.clear(repo.state_dir)
+            journal.checkpoint("journal-cleared")
+    except BaseException:
+        for repo, back_to, written in reversed(started):
+            if _roll_back(repo, written, back_to, name):
+                journal.clear(repo.state_dir)  # else the journal stays: the next command puts the repo back
+        for path, data in foreign.items():
+            files.write_atomic(path, data)  # the other process's bytes, uncommitted, on the base branch
+        for _, results in groups:
+            for result in results:
+                if result.status == "applied":
+                    result.status = "rolled-back"
+        raise
+
+
+def _check(repo: Repo, plan: Plan, prefix: str, recipe: Recipe, path: Path, branch: str | None) -> None:
+    """Refuse before anything is written: git mid-operation, detached HEAD, changed files, an existing branch, permissions."""
+    repo.refuse_busy()
+    head_branch, head_sha = repo.head()
+    rels = list(dict.fromkeys(repo.rel(files.inside(repo.root, f"{prefix}{f}")) for f in plan.files()))
+    untracked = [r for r in rels if not repo.tracked(r)]
+    if untracked:
+        raise errors.DirtyTree(
+            "not tracked by git: " + ", ".join(untracked),
+            where=str(repo.root),
+            hint="add and commit them first, so codemod can restore them exactly",
+        )
+    repo.refuse_changed(repo.dirty(rels), head_branch)
+    if head_branch is None and not branch:
+        raise errors.RepoState(
+            f"HEAD is detached at {head_sha[:12]}",
+            where=str(repo.root),
+            hint="check out the branch to patch (git switch NAME), or pass --branch NAME to name the codemod branch",
+        )
+    name = branch or branch_name(recipe.id)
+    if repo.branch_exists(name):
+        existing = next((a for a in repo.applied() if a.branch == name), None)
+        if existing is None:
+            raise errors.RepoState(
+                f"branch {name} already exists and was not made by codemod",
+                where=str(repo.root),
+                hint="rename or delete that branch, or pass --branch NAME",
+            )
+        raise errors.RepoState(
+            f"recipe {existing.recipe} is already applied on {name} (base {existing.base_ref or existing.base_sha[:12]}), but HEAD is on {head_branch or head_sha[:12]}",
+            where=str(repo.root),
+            hint=f"`git checkout {name}` to use it, or `codemod revert {recipe.id} --repo {path}` to remove it",
+        )
+    files.check_writable(repo.root, rels)
+
+
+def _content_for(plan: Plan, change: PlannedChange, selected: list[PlannedChange]) -> bytes:
+    """The file's bytes after this change and the selected changes before it on the same file."""
+    content = None
+    for c in plan.changes:
+        if c.file != change.file:
+            continue
+        if content is None:
+            content = c.before
+        if c in selected and c.outcome == "changed":
+            if c.before == content:
+                content = c.after
+            else:
+                raise errors.PlanFailed(
+                    f"{c.id} depends on a change you did not select in {c.file}",
+                    hint="select both changes of that file, or neither",
+                )
+        if c is change:
+            break
+    return content if content is not None else change.after
+
+
+def _unchanged_since_read(repo: Repo, path: Path, rel: str, expected: bytes, foreign: dict) -> None:
+    """Stop (exit 5) when another process changed `rel` since codemod read or wrote it."""
+    try:
+        same = path.read_bytes() == expected
+    except OSError:
+        same = False
+    if not same:
+        _stop_for_foreign_write(repo, path, rel, foreign)
+
+
+def _stop_for_foreign_write(repo: Repo, path: Path, rel: str, foreign: dict) -> None:
+    """Raise exit 5; the bytes on disk now are kept (put back after the rollback) in `foreign`."""
+    try:
+        foreign[path] = path.read_bytes()
+    except OSError:
+        pass
+    raise errors.RepoState(
+        f"{rel} changed while codemod was working on it (another process wrote to it); "
+        "codemod stopped, undid its branch and commits, and did not overwrite it",
+        where=str(repo.root),
+        hint=f"{rel} keeps the bytes it has now, uncommitted (see `git diff`); "
+        "when it is done, commit or stash, then run again",
+    )
+
+
+def _roll_back(repo: Repo, written: list[str], base: str, name: str) -> bool:
+    """Put the repo back at base; False when that failed (the journal then keeps the run for recovery)."""
+    try:
+        repo.restore(written)
+        repo.checkout(base)
+        repo.delete_branch(name)
+    except Exception:  # the original error matters more; the kept journal tells status and the next run
+        return False
+    return True
+
+
+def upstream_advice(recipe: Recipe, workspaces: list[Workspace]) -> list[tuple[Workspace, str]]:
+    """The recipe's upgrade advice for each tree whose project it can recognise (run reports the others)."""
+    advice = []
+    for workspace in workspaces:
+        try:
+            target = workspace.detect(c.project for c in recipe.changes)
+        except (errors.CodemodError, OSError):
+            continue
+        advice += [(workspace, line) for line in recipe_advice(recipe, target)]
+    return advice
+
+
+def jit_caches(results: list[RunResult], clear: bool, dry_run: bool) -> list[dict | None]:
+    """Per tree, FlashInfer's cached builds of the JIT modules the run changed (removed with `clear`)."""
+    return [
+        jit_cache.affected(r.plan.jit_modules(), r.plan.tree, clear and r.status in ("applied", "dry-run"), dry_run)
+        for r in results
+    ]

@@ -1,0 +1,56 @@
+"""`codemod list` and `codemod recipe test`: the recipes, and the before/after cases embedded in one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from codemods.core import errors
+from codemods.core.lazy import LazyModule
+from codemods.cli.common import out, universe as parse_universe
+
+recipes = LazyModule("codemods.recipes.load")
+recipe_cases = LazyModule("codemods.recipes.cases")
+text = LazyModule("codemods.render.text")
+
+recipe_app = typer.Typer(help="Work with recipe files.", no_args_is_help=True)
+
+
+def list_(
+    recipes_dir: list[Path] = typer.Option([], "--recipes", metavar="DIR", help="Extra folder of recipe .toml files (also $CODEMOD_RECIPES)."),
+) -> None:
+    """List the recipes, one line each.
+
+    Examples:
+
+    \b
+      codemod list
+      codemod list --recipes ./my-recipes
+    """
+    for recipe in recipes.available_recipes(recipes_dir).values():
+        out(text.recipe_line(recipe) + "\n")
+
+
+def recipe_test(
+    file: Path = typer.Argument(..., help="A recipe .toml file with [[test]] cases."),
+    archs: Optional[str] = typer.Option(None, "--archs", metavar="ARCHS", help="Arch universe, e.g. sm_90,sm_100,sm_120."),
+) -> None:
+    """Run the before/after cases embedded in a recipe; exit 1 if any fails.
+
+    Examples:
+
+    \b
+      codemod recipe test targets/recipes/sm120-enable.toml
+    """
+    chosen = recipes.load_recipe(file)
+    if not chosen.tests:
+        raise errors.RecipeInvalid("has no [[test]] cases", where=str(file), hint="add [[test]] tables with change, before and after")
+    results = recipe_cases.run_cases(chosen, parse_universe(archs))
+    out(text.case_text(results))
+    deep = [r for r in results if r.too_deep]
+    if deep:
+        raise errors.PlanFailed(deep[0].too_deep, where=f"{file}: case {deep[0].case.name!r}", hint="nest it less deeply")
+    if any(not r.ok for r in results):
+        raise typer.Exit(1)
