@@ -360,14 +360,9 @@ def find_directives(data: bytes, comments: Comments) -> list[Directive]:
     found = []
     for match in _CONDITIONAL_RE.finditer(data):
         at = match.start()
+        if not starts_logical_line(data, at) or comments.block_end(at) >= 0:
+            continue
         line_start = data.rfind(b"\n", 0, at) + 1
-        before = data[line_start:at]
-        if before and before.strip(b" \t\f\v") and not (line_start == 0 and before.startswith(BOM)):
-            continue
-        if line_start and continues(data, line_start):
-            continue  # the tail of a continued line
-        if comments.block_end(at) >= 0:
-            continue
         found.append(Directive(line_start, match.end(), spliced_end(data, match.end()), match.group(1).decode(), at))
     return found
 

@@ -267,7 +267,7 @@ def assemble(directives, text: bytes, has_code: Callable[[int, int], bool]):
     innermost open branch)` for the stretches between directives.
     """
     drafts, chains, segments = _group(directives, text, has_code)
-    return _freeze(drafts, {}), chains, segments
+    return _freeze(drafts), chains, segments
 
 
 # A draft is a branch's fields in Branch order but hits; these three are filled in as its group goes on.
@@ -275,7 +275,7 @@ _BODY_END, _OWN_CODE, _CHILDREN = 9, 10, 11
 
 
 def _group(directives, text: bytes, has_code: Callable[[int, int], bool]):
-    """assemble() with each branch still a draft (a list), so that hits can join it before it is frozen."""
+    """assemble() with each branch still a draft (a list), whose body end, code and children fill in as it goes."""
     drafts: list[list] = []
     chains: list[list[int]] = []
     stack: list[int] = []  # the open branch of each open group, innermost last
@@ -315,8 +315,14 @@ def _group(directives, text: bytes, has_code: Callable[[int, int], bool]):
     return drafts, chains, segments
 
 
-def _freeze(drafts: list[list], hits: dict[int, list[Hit]]) -> list[Branch]:
-    return [Branch(*draft[:_CHILDREN], hits.get(draft[0], ()), draft[_CHILDREN]) for draft in drafts]
+def _freeze(drafts: list[list]) -> list[Branch]:
+    """The drafts as Branches; their tokens join later (Structure.with_hits)."""
+    branches = []
+    for index, chain, position, parent, line, directive, condition, start, body_start, body_end, code, children in drafts:
+        branches.append(
+            Branch(index, chain, position, parent, line, directive, condition, start, body_start, body_end, code, (), children)
+        )
+    return branches
 
 
 @dataclass(frozen=True)
