@@ -1,7 +1,7 @@
 """The scanner's fast paths agree with the gate kinds they stand in for, on real FlashInfer and SGLang wheels.
 
-`scan` finds guard lines with byte searches instead of tree-sitter, builds
-the #if structure without masking whole files, and hands libcst a Python
+`scan` finds guard lines with byte searches instead of tree-sitter, looks
+for instruction tokens only where an arch decides, and hands libcst a Python
 file with the statements that cannot hold a gate cut out. Here every file of
 the releases goes through both ways.
 """
@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from codemods.cpp.instructions import Hit, lacking
-from codemods.cpp.structure import Structure, structure
+from codemods.cpp.structure import Structure, build_structure, structure
 from codemods.jit import specs as jit_specs
 from codemods.audit import c_files, listing, prefilter, python_files, records
 from codemods.audit import scan as scanner
-from codemods.cpp import directives, regions
+from codemods.cpp import lexer
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import SourceError, cuda_guard, decode, python_arch_list, python_arch_or, python_capability
 
@@ -48,11 +48,11 @@ def test_guard_lines_are_a_superset_of_cuda_guard_find(real_unpacked, project):
             reference = cuda_guard.find(data, UNIVERSE, language=language)
         except SourceError as exc:
             with pytest.raises(SourceError, match=str(exc).split(":")[0]):
-                comments = directives.Comments(data)
-                directives.check_balanced(directives.find_directives(data, comments))
+                comments = lexer.Comments(data)
+                lexer.check_balanced(lexer.find_directives(data, comments))
                 decode(data)
             continue
-        mine = {(g.line, g.text): g.admits for g in c_files.cuda_gates(data, directives.Comments(data), UNIVERSE, language)}
+        mine = {(g.line, g.text): g.admits for g in c_files.cuda_gates(data, lexer.Comments(data), UNIVERSE, language)}
         for gate in reference:
             assert (gate.line, gate.text) in mine, f"{rel}:{gate.line} {gate.text}"
             # tree-sitter calls a condition unknown when it cannot parse the code around it
@@ -85,13 +85,15 @@ def _normalised(shape: Structure, families) -> list[tuple]:
 
 
 @pytest.mark.parametrize("arch", ["sm_120", "sm_100a"])
-def test_structures_match_hazards_structure(real_unpacked, arch):
+def test_tokens_where_an_arch_decides_are_those_of_the_whole_structure(real_unpacked, arch):
+    """scan looks for the tokens an arch lacks only where an arch decides (build_structure): it finds there what
+    the structure with every token everywhere holds."""
     target = Arch.parse(arch)
     families = lacking(target)
     files = sources(real_unpacked["flashinfer"], listing.C_SUFFIXES, b"__CUDA_ARCH")
     for rel, data in files:
-        comments = directives.Comments(data)
-        mine = regions.build_structure(data, comments, directives.find_directives(data, comments), families)
+        comments = lexer.Comments(data)
+        mine = build_structure(data, comments, lexer.find_directives(data, comments), families)
         assert _normalised(mine, families) == _normalised(structure(data), families), rel
 
 

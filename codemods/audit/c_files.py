@@ -4,7 +4,7 @@ Every `#if`/`#elif`/`#ifdef`-style line naming an arch macro, continued lines
 included, outside comments, is a `cuda_guard` gate; its condition is
 evaluated as `cuda_guard.admits` does, so a file is never handed whole to
 tree-sitter. Where a guard excludes the arch, the #if structure
-(cpp.regions) says what the arch gets instead and what blocks widening.
+(cpp.structure) says what the arch gets instead and what blocks widening.
 """
 
 from __future__ import annotations
@@ -19,18 +19,18 @@ from codemods.audit.records import Context, FileScan, gate_record
 from codemods.core.arch import Arch, ArchSet, is_arch_macro
 from codemods.core.lazy import LazyModule
 from codemods.cpp import instructions
-from codemods.cpp.lexer import language as c_language, scan_line
-from codemods.cpp.directives import (
+from codemods.cpp.lexer import (
     BOM,
     Comments,
     Lines,
     check_balanced,
     find_directives,
-    logical_end,
-    logical_start,
+    language as c_language,
+    scan_line,
+    spliced_end,
+    spliced_start,
 )
-from codemods.cpp.structure import Structure
-from codemods.cpp.regions import build_structure, has_family_token
+from codemods.cpp.structure import Structure, build_structure, has_family_token
 from codemods.gates import Gate, cuda_guard, decode
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def _guard_lines(data: bytes, comments: Comments) -> list[tuple[int, str, int, i
     seen = -1
     pos = data.find(ARCH_TOKEN)
     while pos >= 0:
-        start = logical_start(data, pos)
+        start = spliced_start(data, pos)
         if start != seen:
             seen = start
             at = start + 3 if start == 0 and data.startswith(BOM) else start
@@ -69,7 +69,7 @@ def _condition_span(data: bytes, pos: int) -> tuple[int, int] | None:
     Guard lines repeat (a macro test copied over a library), so they are
     tokenized once per distinct line.
     """
-    end = logical_end(data, pos)
+    end = spliced_end(data, pos)
     if data.find(b"/*", pos, end) >= 0:
         tokens, _ = scan_line(data, pos)  # a comment may run past the line
         if any(t.kind == "ident" and is_arch_macro(t.text) for t in tokens):

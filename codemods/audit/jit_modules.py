@@ -14,7 +14,7 @@ from codemods.core.arch import Arch
 from codemods.core.lazy import LazyModule
 from codemods.cpp import instructions
 from codemods.cpp import closures
-from codemods.cpp.directives import includes
+from codemods.cpp.lexer import includes
 
 if TYPE_CHECKING:
     from codemods.audit import kernel_paths

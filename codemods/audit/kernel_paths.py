@@ -43,11 +43,10 @@ from codemods.cpp import structure
 from codemods.cpp import instructions
 from codemods.cpp.closures import Closure, Closures
 from codemods.cpp.instructions import Hit, family_reason, jit_target, lacking
-from codemods.cpp.structure import Branch, Structure
+from codemods.cpp.structure import Branch, Structure, file_structure
 from codemods.jit import specs as jit_specs
 from codemods.core.arch import Arch
 from codemods.gates import SourceError
-from codemods.cpp.regions import file_structure
 
 SELECTING_KINDS = ("python_arch_or", "python_arch_list", "python_capability", "python_arch_test")
 # The functions a gate's body calls that build or fetch a JIT module (FlashInfer's naming).
@@ -90,7 +89,7 @@ class Tree:
         return self._parsed[rel]
 
     def structure(self, rel: str, data: bytes) -> structure.Structure | None:
-        """The file's #if structure with every token (cpp.regions.file_structure); None when it is not UTF-8."""
+        """The file's #if structure with every token (cpp.structure.file_structure); None when it is not UTF-8."""
         if rel not in self._structures:
             try:
                 self._structures[rel] = file_structure(data)

@@ -30,7 +30,7 @@ from codemods.audit.prefilter import (
 from codemods.audit.records import Context, FileScan, gate_record
 from codemods.core.arch import Arch
 from codemods.core.lazy import LazyModule
-from codemods.cpp.directives import NoComments
+from codemods.cpp.lexer import NoComments
 from codemods.gates import Gate, SourceError, decode, python_capability
 from codemods.gates.python_capability import COMPOUND, PythonText, nodes_in
 

@@ -2,9 +2,13 @@
 
 `structure(source)` finds every `#if`/`#elif`/`#else` branch with its body,
 nesting, whether the body holds code and which instruction-family tokens
-(`instructions.TOKEN_FAMILIES`) it holds. Branch conditions are evaluated per
-arch with `evaluate.evaluate` (true, false or unknown). Comments are ignored
-(masked); string literals are kept, since inline PTX lives in them.
+(`instructions.TOKEN_FAMILIES`) it holds: the first place of each distinct
+token in each body, and at file level (`Structure.top`). It is built from the
+directives the lexer finds (`lexer.find_directives`) without masking the
+file; `build_structure` builds it for a caller that has them already, with
+the tokens of some families only. Branch conditions are evaluated per arch
+with `evaluate.evaluate` (true, false or unknown). Comments are ignored;
+string literals are kept, since inline PTX lives in them.
 
 A `Structure` and its `Branch`es are immutable (tuples, frozen records), so
 the one `structure()` caches can be shared by every caller; the per-arch
@@ -20,9 +24,11 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from codemods.core.arch import Arch, is_arch_macro
+from codemods.core.source import decode
+from codemods.cpp import instructions
 from codemods.cpp.evaluate import evaluate
-from codemods.cpp.instructions import PREFIXED_PATTERNS, Hit, TokenFamily
-from codemods.cpp.lexer import continues, logical_end, mask_comments, one_line
+from codemods.cpp.instructions import Hit, TokenFamily
+from codemods.cpp.lexer import WORD, Comments, Directive, Lines, find_directives, has_code
 
 _OPENING = {"if", "ifdef", "ifndef"}
 _CONTINUING = {"elif", "elifdef", "elifndef", "else"}
@@ -227,23 +233,28 @@ def _line(hit: Hit) -> int:
 @lru_cache(maxsize=16)
 def structure(source: bytes) -> Structure:
     """The conditional groups of `source` (bytes of a C, C++ or CUDA file); immutable, so cached and shared."""
-    masked = mask_comments(source)
-
-    def directives():
-        for match in _DIRECTIVE_LINE_RE.finditer(masked):
-            start = match.start()
-            if start > 0 and continues(masked, start):
-                continue  # the line is the tail of a continued line, not a directive
-            end = logical_end(masked, match.end())
-            yield start, end, match.group(1).decode(), lambda head=match.end(), end=end: _condition(masked[head:end])
-
-    drafts, chains, segments = _group(directives(), masked, lambda a, b: _has_code(masked, a, b))
-    top, hits = _collect_hits(masked, segments)
-    return Structure(_freeze(drafts, hits), chains, top)
+    comments = Comments(source)
+    return build_structure(source, comments, find_directives(source, comments), instructions.TOKEN_FAMILIES, everywhere=True)
 
 
-def _condition(text: bytes) -> str:
-    return one_line(text.decode("utf-8", "replace"))
+def file_structure(data: bytes) -> Structure:
+    """structure(data) of a file's bytes; raises SourceError when they are not UTF-8."""
+    decode(data)
+    return structure(data)
+
+
+def build_structure(
+    data: bytes, comments: Comments, directives: list[Directive], families, everywhere: bool = False
+) -> Structure:
+    """The structure of `data` from the directives found, with the tokens of `families` only.
+
+    Each branch keeps the first place of each token, which is all that
+    blockers and hazards report. Tokens are looked for only where an arch
+    decides, unless `everywhere` (file level included, in Structure.top).
+    """
+    found = ((d.start, d.end, d.keyword, lambda d=d: d.condition(comments)) for d in directives)
+    branches, chains, segments = assemble(found, data, lambda a, b: has_code(data, a, b, comments))
+    return collect_hits(data, comments, Structure(branches, chains), segments, families, everywhere)
 
 
 def assemble(directives, text: bytes, has_code: Callable[[int, int], bool]):
@@ -256,7 +267,7 @@ def assemble(directives, text: bytes, has_code: Callable[[int, int], bool]):
     innermost open branch)` for the stretches between directives.
     """
     drafts, chains, segments = _group(directives, text, has_code)
-    return _freeze(drafts, {}), chains, segments
+    return _freeze(drafts), chains, segments
 
 
 # A draft is a branch's fields in Branch order but hits; these three are filled in as its group goes on.
@@ -264,7 +275,7 @@ _BODY_END, _OWN_CODE, _CHILDREN = 9, 10, 11
 
 
 def _group(directives, text: bytes, has_code: Callable[[int, int], bool]):
-    """assemble() with each branch still a draft (a list), so that hits can join it before it is frozen."""
+    """assemble() with each branch still a draft (a list), whose body end, code and children fill in as it goes."""
     drafts: list[list] = []
     chains: list[list[int]] = []
     stack: list[int] = []  # the open branch of each open group, innermost last
@@ -304,54 +315,151 @@ def _group(directives, text: bytes, has_code: Callable[[int, int], bool]):
     return drafts, chains, segments
 
 
-def _freeze(drafts: list[list], hits: dict[int, list[Hit]]) -> list[Branch]:
-    return [Branch(*draft[:_CHILDREN], hits.get(draft[0], ()), draft[_CHILDREN]) for draft in drafts]
+def _freeze(drafts: list[list]) -> list[Branch]:
+    """The drafts as Branches; their tokens join later (Structure.with_hits)."""
+    branches = []
+    for index, chain, position, parent, line, directive, condition, start, body_start, body_end, code, children in drafts:
+        branches.append(
+            Branch(index, chain, position, parent, line, directive, condition, start, body_start, body_end, code, (), children)
+        )
+    return branches
 
 
-# Other directives (#define, #pragma, #error ...), with their continuation lines.
-_OTHER_DIRECTIVE_RE = re.compile(rb"^[ \t\f\v]*#(?:[^\n]*\\\r?\n)*[^\n]*", re.MULTILINE)
+@dataclass(frozen=True)
+class _TokenPattern:
+    family: instructions.TokenFamily
+    wrapper: bool
+    pattern: re.Pattern  # without a leading \b, which `boundary` checks instead (a \b defeats re's prefix search)
+    boundary: bool
+    named: bool
+    prefix: bytes  # every match starts with these bytes: bytes.find jumps to candidates far faster than re.search
+
+    def search(self, data: bytes, pos: int, end: int) -> re.Match | None:
+        """The first match of `pattern` starting in [pos, end), tried only where the prefix occurs."""
+        prefix, match = self.prefix, self.pattern.match
+        stop = end + len(prefix) - 1
+        at = data.find(prefix, pos, stop)
+        while at >= 0:
+            found = match(data, at)
+            if found is not None:
+                return found
+            at = data.find(prefix, at + 1, stop)
+        return None
 
 
-def _has_code(masked: bytes, start: int, end: int) -> bool:
-    """Whether `masked[start:end]` (whole lines) holds anything but blanks and directives."""
-    return bool(_OTHER_DIRECTIVE_RE.sub(b"", masked[start:end]).strip())
+def _token_patterns() -> tuple[_TokenPattern, ...]:
+    return tuple(_token_pattern(family, wrapper, pattern) for family, wrapper, pattern in instructions.TOKEN_PATTERNS)
 
 
-_DIRECTIVE_LINE_RE = re.compile(
-    rb"^[ \t\f\v]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b", re.MULTILINE | re.ASCII
-)
+def _token_pattern(family: instructions.TokenFamily, wrapper: bool, compiled: re.Pattern) -> _TokenPattern:
+    """A family's regex (instructions.TOKEN_PATTERNS) as the search for it runs."""
+    source = compiled.pattern
+    boundary = source.startswith(rb"\b") and source[2:3].isalnum()
+    pattern = re.compile(source[2:], compiled.flags) if boundary else compiled
+    prefix = instructions.literal_prefix(pattern.pattern)
+    assert prefix and not _top_level_alternation(pattern.pattern), f"{source!r}: needs one literal start"
+    return _TokenPattern(family, wrapper, pattern, boundary, "token" in compiled.groupindex, prefix)
 
 
-def _collect_hits(
-    masked: bytes, segments: list[tuple[int, int, int | None]]
-) -> tuple[list[Hit], dict[int, list[Hit]]]:
-    """Each family token, at file level or in the body of the innermost branch around it: (top, by branch).
+def _top_level_alternation(pattern: bytes) -> bool:
+    depth, escaped = 0, False
+    for byte in pattern:
+        if escaped:
+            escaped = False
+        elif byte == 0x5C:  # backslash
+            escaped = True
+        elif byte in b"([":
+            depth += 1
+        elif byte in b")]":
+            depth -= 1
+        elif byte == 0x7C and depth == 0:  # |
+            return True
+    return False
 
-    Tokens in directives do not count. A pattern whose literal start is not
-    in the file is not run (most files hold no token of most families).
+
+TOKEN_PATTERNS = _token_patterns()
+_FAMILY_PREFIXES = tuple(dict.fromkeys(p.prefix for p in TOKEN_PATTERNS))
+
+
+def has_family_token(data: bytes) -> bool:
+    """Whether any instruction or wrapper token could be in `data` (a byte search per literal start)."""
+    return any(prefix in data for prefix in _FAMILY_PREFIXES)
+
+
+# A named token (`kind::mxf4` in `mma.sync ... kind::mxf4`) lies at most this far after its match's start.
+_NAMED_REACH = 512
+
+
+def collect_hits(data, comments, shape: Structure, segments, families, everywhere: bool = False) -> Structure:
+    """`shape` with the first of each family token in the body of the innermost branch around it.
+
+    Only bodies an arch decides (an arch-selected branch and everything
+    nested in one) are searched: hazards and blockers look nowhere else.
+    With `everywhere`, every body is, and the file level too (Structure.top).
     """
+    names = {family.name for family in families}
     starts = [segment[0] for segment in segments]
-    line_starts: list[int] | None = None
+    branches = shape.branches
+    relevant = [everywhere or shape.selecting(branch) is not None for branch in branches]
+    ranges: list[list[int]] = []
+    for low, high, owner in segments:
+        if (everywhere if owner is None else relevant[owner]) and high > low:
+            if ranges and ranges[-1][1] == low:
+                ranges[-1][1] = high
+            else:
+                ranges.append([low, high])
+    found: list[tuple[int, str, str, bool, int | None]] = []
+    for token_pattern in TOKEN_PATTERNS if ranges else ():
+        family = token_pattern.family.name
+        if family not in names:
+            continue
+        pattern, boundary, named, wrapper = (
+            token_pattern.pattern, token_pattern.boundary, token_pattern.named, token_pattern.wrapper
+        )
+        seen: set[tuple[int | None, bytes]] = set()
+
+        def accept(match: re.Match, owner: int | None) -> None:
+            begin = match.start()
+            if boundary and begin > 0 and data[begin - 1] in WORD:
+                return
+            at = match.start("token") if named else begin
+            key = (owner, match.group("token") if named else match.group())
+            if key in seen or comments.in_comment(begin) or (named and comments.in_comment(at)):
+                return
+            seen.add(key)
+            found.append((at, family, key[1].decode("utf-8", "replace"), wrapper, owner))
+
+        for range_low, range_high in ranges:
+            pos = max(0, range_low - _NAMED_REACH) if named else range_low
+            while pos < range_high:
+                match = token_pattern.search(data, pos, range_high)
+                if match is None:
+                    break
+                i = bisect.bisect_right(starts, match.start("token") if named else match.start()) - 1
+                low, high, owner = segments[i] if i >= 0 else (0, match.end(), None)
+                if not (everywhere if owner is None else relevant[owner]) or high <= match.start():
+                    pos = max(high, match.start() + 1)
+                    continue
+                if named:
+                    accept(match, owner)
+                    pos = max(match.end(), match.start() + 1)
+                    continue
+                # Instruction tokens repeat by the thousand in one body: take each distinct one once,
+                # at its first place that passes the checks.
+                for token in sorted(set(pattern.findall(data, match.start(), high))):
+                    place = data.find(token, match.start(), high)
+                    while place >= 0 and (owner, token) not in seen:
+                        again = pattern.match(data, place)
+                        if again is not None and again.group() == token:
+                            accept(again, owner)
+                        place = data.find(token, place + 1, high)
+                pos = high
+    if not found:
+        return shape
+    lines = Lines(data)
+    line_of = {at: lines.at(at) for at in sorted({item[0] for item in found})}
     top: list[Hit] = []
     hits: dict[int, list[Hit]] = {}
-    for family, wrapper, pattern, prefix in PREFIXED_PATTERNS:
-        if prefix not in masked:
-            continue
-        named = "token" in pattern.groupindex
-        for match in pattern.finditer(masked):
-            at = match.start("token") if named else match.start()
-            i = bisect.bisect_right(starts, at) - 1
-            if i < 0:
-                continue
-            _, seg_end, owner = segments[i]
-            if at >= seg_end:
-                continue  # inside a directive
-            if line_starts is None:
-                line_starts = [0] + [m.end() for m in re.finditer(rb"\n", masked)]
-            token = (match.group("token") if named else match.group()).decode("utf-8", "replace")
-            hit = Hit(family.name, token, bisect.bisect_right(line_starts, at), wrapper)
-            (top if owner is None else hits.setdefault(owner, [])).append(hit)
-    for found in hits.values():
-        found.sort(key=_line)
-    top.sort(key=_line)
-    return top, hits
+    for at, family, token, wrapper, owner in found:
+        (top if owner is None else hits.setdefault(owner, [])).append(Hit(family, token, line_of[at], wrapper))
+    return shape.with_hits(top, hits)

@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from codemods.core.arch import Arch, ArchSet
+from codemods.core.source import SourceError, decode
 
 
 @dataclass(frozen=True, order=True)
@@ -66,10 +67,6 @@ class CannotWiden(Exception):
 
 class NotFound(Exception):
     """An edit kind's selectors match nothing in the source; the message says what is missing."""
-
-
-class SourceError(Exception):
-    """The source cannot be decoded or parsed; the message says why."""
 
 
 class TooDeep(SourceError):
@@ -109,14 +106,6 @@ def edit_between(old: bytes, new: bytes) -> Edit | None:
 
 def line_of(source: bytes, offset: int) -> int:
     return source.count(b"\n", 0, offset) + 1
-
-
-def decode(source: bytes) -> str:
-    """Decode UTF-8 (a BOM is kept as U+FEFF); raise SourceError otherwise."""
-    try:
-        return source.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SourceError(f"not UTF-8 (byte {exc.start}: {source[exc.start:exc.start + 1]!r})") from None
 
 
 __all__ = [
