@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codemods.core import errors
 from codemods.core.lazy import LazyModule
@@ -21,7 +22,10 @@ from codemods.apply.trailers import (  # noqa: F401  (the names callers import f
     TRAILER_BASE, TRAILER_CHANGE, TRAILER_FORCED, TRAILER_RECIPE, Applied, CodemodCommit, trailers,
 )
 
-git = LazyModule("git")  # GitPython: `codemod scan` lists files with git itself and never needs it
+if TYPE_CHECKING:
+    import git
+else:
+    git = LazyModule("git")  # GitPython: `codemod scan` lists files with git itself and never needs it
 
 _FALLBACK_IDENTITY = ("codemod", "codemod@localhost")
 
@@ -116,7 +120,7 @@ def listed_files(folder: Path) -> list[str] | None:
     return [os.fsdecode(name) for name in proc.stdout.split(b"\0") if name]
 
 
-def open_repo(path: Path, *, create_shadow: bool = False) -> "Repo":
+def open_repo(path: Path, *, create_shadow: bool = False) -> Repo:
     """The git repository that records codemod's work for the tree at path.
 
     A folder inside a git work tree uses that repository, unless the folder is
@@ -159,7 +163,10 @@ def _enclosing(path: Path) -> git.Repo | None:
 
 
 def _ignored(found: git.Repo, path: Path) -> bool:
-    rel = os.path.relpath(path.resolve(), Path(found.working_tree_dir).resolve())
+    work = found.working_tree_dir
+    if work is None:  # a bare repository ignores nothing: it has no work tree
+        return False
+    rel = os.path.relpath(str(path.resolve()), str(Path(work).resolve()))
     if rel == ".":
         return False
     try:
@@ -167,6 +174,11 @@ def _ignored(found: git.Repo, path: Path) -> bool:
         return True
     except git.GitCommandError:
         return False
+
+
+def _text(value: str | bytes) -> str:
+    """A commit's message or summary: GitPython types it str or bytes."""
+    return value if isinstance(value, str) else value.decode("utf-8", "replace")
 
 
 class Repo:
@@ -181,9 +193,12 @@ class Repo:
         self.g.update_environment(**environment, **_no_hooks_env())
 
     @classmethod
-    def of_work_tree(cls, git_repo: git.Repo, path: Path) -> "Repo":
+    def of_work_tree(cls, git_repo: git.Repo, path: Path) -> Repo:
         """The work tree's repository; refused when it has no commits (there is no base to return to)."""
-        repo = cls(git_repo, Path(git_repo.working_tree_dir).resolve())
+        work = git_repo.working_tree_dir
+        if work is None:
+            raise errors.RepoState("a bare repository has no work tree to change", where=str(path))
+        repo = cls(git_repo, Path(work).resolve())
         if not repo.has_commits():
             raise errors.RepoState(
                 "the repository has no commits yet",
@@ -282,17 +297,17 @@ class Repo:
         foreign: list[tuple[str, str]] = []
         record: Applied | None = None
         for commit in self.git_repo.iter_commits(name, max_count=200, first_parent=True):
-            t = trailers(commit.message)
+            t = trailers(_text(commit.message))
             if TRAILER_RECIPE in t:
                 base = t.get(TRAILER_BASE, "")
                 ref, _, sha = base.rpartition("@") if "@" in base else ("", "", base)
-                commits.append(CodemodCommit(commit.hexsha, commit.summary, t.get(TRAILER_CHANGE, ""), t[TRAILER_RECIPE], base))
+                commits.append(CodemodCommit(commit.hexsha, _text(commit.summary), t.get(TRAILER_CHANGE, ""), t[TRAILER_RECIPE], base))
                 if record is None:
                     record = Applied(t[TRAILER_RECIPE], name, ref, sha)
                 if commit.parents and commit.parents[0].hexsha == sha:
                     break
             elif record is None:
-                foreign.append((commit.hexsha, commit.summary))
+                foreign.append((commit.hexsha, _text(commit.summary)))
             else:
                 break
         if record is None:
@@ -352,10 +367,10 @@ class Repo:
         raise errors.RevertRefused("--forget only applies to folders outside git (installed packages)", where=str(self.root))
 
     def _identity_env(self) -> dict[str, str]:
-        env = {}
+        env: dict[str, str] = {}
         reader = self.git_repo.config_reader()
-        name = reader.get_value("user", "name", default="") or os.environ.get("GIT_AUTHOR_NAME", "")
-        email = reader.get_value("user", "email", default="") or os.environ.get("GIT_AUTHOR_EMAIL", "")
+        name = str(reader.get_value("user", "name", default="")) or os.environ.get("GIT_AUTHOR_NAME", "")
+        email = str(reader.get_value("user", "email", default="")) or os.environ.get("GIT_AUTHOR_EMAIL", "")
         if not name or not email:
             env = {
                 "GIT_AUTHOR_NAME": name or _FALLBACK_IDENTITY[0],
@@ -438,7 +453,7 @@ class ShadowRepo(Repo):
     ready_step = "shadow-ready"
 
     def __init__(self, git_repo: git.Repo, root: Path, home: Path):
-        super().__init__(git_repo, root, GIT_DIR=git_repo.git_dir, GIT_WORK_TREE=str(root))
+        super().__init__(git_repo, root, GIT_DIR=str(git_repo.git_dir), GIT_WORK_TREE=str(root))
         self.home = home
 
     @classmethod
@@ -482,7 +497,7 @@ class ShadowRepo(Repo):
         return codemod_home() / "shadow" / hashlib.sha256(real.encode()).hexdigest()[:16]
 
     @classmethod
-    def open(cls, path: Path, *, create: bool) -> "ShadowRepo":
+    def open(cls, path: Path, *, create: bool) -> ShadowRepo:
         root = path.resolve()
         home = cls.location(root)
         gitdir = home / "git"

@@ -13,7 +13,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from codemods.core import errors
 from codemods.apply import files

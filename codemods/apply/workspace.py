@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from codemods.core import errors
 from codemods.core.lazy import LazyModule
@@ -33,12 +33,12 @@ class Workspace:
         self.path = path
         self.project = project  # the project --package names; None for --repo (any the recipe knows)
         self.package = package
-        self._repo: Optional["Repo"] = None
+        self._repo: Repo | None = None
         self._repo_found = False
         self._targets: dict[tuple[str, ...], object] = {}
 
     @classmethod
-    def of(cls, spot: "Workspace | Path") -> "Workspace":
+    def of(cls, spot: Workspace | Path) -> Workspace:
         return spot if isinstance(spot, Workspace) else cls(Path(spot))
 
     @property
@@ -51,7 +51,7 @@ class Workspace:
         return f"--package {self.package}" if self.package else f"--repo {self.path}"
 
     @property
-    def repo(self) -> Optional["Repo"]:
+    def repo(self) -> Repo | None:
         """The Repo or ShadowRepo recording this folder; None when it is outside git and has no record yet.
 
         Refuses (and is asked again next time) a missing folder, a bare
@@ -67,7 +67,7 @@ class Workspace:
             self._repo_found = True
         return self._repo
 
-    def open(self, *, create: bool = False) -> "Repo":
+    def open(self, *, create: bool = False) -> Repo:
         """The repository; without one, a new ShadowRepo when `create`, else the precise refusal."""
         repo = self.repo
         if repo is None:

@@ -7,7 +7,6 @@ import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -83,7 +82,7 @@ def progress_bar(label: str):
     return bar, bar
 
 
-def universe(archs: Optional[str]):
+def universe(archs: str | None):
     if not archs:
         return DEFAULT_ARCHS
     try:
@@ -99,7 +98,7 @@ def arch(value: str, option: str = "--arch") -> Arch:
         raise typer.BadParameter(str(exc), param_hint=option) from None
 
 
-def workspaces(repos: list[Path], packages: list[str], python: Optional[str]):
+def workspaces(repos: list[Path], packages: list[str], python: str | None):
     """The trees of --repo and --package, each resolved once (codemods.apply.workspace)."""
     found = workspace.resolve(repos, packages, python)
     if not found:

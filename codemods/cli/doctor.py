@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -16,24 +15,24 @@ revert_service = LazyModule("codemods.apply.revert")
 workspace = LazyModule("codemods.apply.workspace")
 
 
-def _targets(repos: list[Path], packages: list[str], python: Optional[str]) -> list[tuple[Path, Optional[str]]]:
+def _targets(repos: list[Path], packages: list[str], python: str | None) -> list[tuple[Path, str | None]]:
     """--package's folder and project, as the command body below reads them."""
     return [(tree.path, tree.project) for tree in workspace.resolve(repos, packages, python)]
 
 
 def doctor(
-    log: Optional[Path] = typer.Argument(None, help="An SGLang server log (plain or .gz; - reads stdin)."),
-    baseline: Optional[Path] = typer.Option(None, "--baseline", metavar="LOG", help="The unpatched run's log: compare verdicts and throughput (A/B)."),
-    tp: Optional[int] = typer.Option(None, "--tp", metavar="N", min=1, help="Expected tensor-parallel size (default: the world_size the log reports)."),
+    log: Path | None = typer.Argument(None, help="An SGLang server log (plain or .gz; - reads stdin)."),
+    baseline: Path | None = typer.Option(None, "--baseline", metavar="LOG", help="The unpatched run's log: compare verdicts and throughput (A/B)."),
+    tp: int | None = typer.Option(None, "--tp", metavar="N", min=1, help="Expected tensor-parallel size (default: the world_size the log reports)."),
     fmt: Format = typer.Option(Format.text, "--format", metavar="FORMAT", help="text, or json for scripts."),
     max_regression: float = typer.Option(5.0, "--max-regression", metavar="PERCENT", min=0, help="Percent slower than --baseline that recommends a revert."),
     revert: bool = typer.Option(False, "--revert", help="When the A/B recommends it, back --recipe out of --repo."),
-    repo: Optional[Path] = typer.Option(None, "--repo", metavar="PATH", help="The patched project folder (for --revert and the advice)."),
-    package: Optional[str] = typer.Option(None, "--package", metavar="NAME", help="The patched installed package, instead of --repo."),
-    python: Optional[str] = typer.Option(None, "--python", metavar="PYTHON", help=_PYTHON_HELP),
+    repo: Path | None = typer.Option(None, "--repo", metavar="PATH", help="The patched project folder (for --revert and the advice)."),
+    package: str | None = typer.Option(None, "--package", metavar="NAME", help="The patched installed package, instead of --repo."),
+    python: str | None = typer.Option(None, "--python", metavar="PYTHON", help=_PYTHON_HELP),
     recipe: str = typer.Option("sm120-enable", "--recipe", metavar="ID", help="The recipe the patched run was built with."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Tail a live log, print state changes, stop once ready or crashed."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", metavar="SECONDS", min=0, help="With --follow: give up after this many seconds (exit 1)."),
+    timeout: float | None = typer.Option(None, "--timeout", metavar="SECONDS", min=0, help="With --follow: give up after this many seconds (exit 1)."),
     rules: list[Path] = typer.Option([], "--rules", metavar="FILE", help="Extra rules file (TOML, tried before the built-in ones; repeatable)."),
     preflight: bool = typer.Option(False, "--preflight", help="Check that the GPUs have P2P, which FlashInfer's allreduce fusion needs."),
     topo: list[Path] = typer.Option([], "--topo", metavar="FILE", help="Saved `nvidia-smi topo -m` / `topo -p2p r` output for --preflight (repeatable)."),

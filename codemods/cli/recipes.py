@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -35,7 +34,7 @@ def list_(
 
 def recipe_test(
     file: Path = typer.Argument(..., help="A recipe .toml file with [[test]] cases."),
-    archs: Optional[str] = typer.Option(None, "--archs", metavar="ARCHS", help="Arch universe, e.g. sm_90,sm_100,sm_120."),
+    archs: str | None = typer.Option(None, "--archs", metavar="ARCHS", help="Arch universe, e.g. sm_90,sm_100,sm_120."),
 ) -> None:
     """Run the before/after cases embedded in a recipe; exit 1 if any fails.
 

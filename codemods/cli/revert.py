@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -18,7 +17,7 @@ def revert(
     recipe: str = typer.Argument(..., metavar="RECIPE", autocompletion=complete_recipe, help="The recipe id to back out."),
     repo: list[Path] = typer.Option([], "--repo", metavar="PATH", help=REPO_HELP),
     package: list[str] = typer.Option([], "--package", metavar="NAME", help=PACKAGE_HELP),
-    python: Optional[str] = typer.Option(None, "--python", metavar="PYTHON", help=PYTHON_HELP),
+    python: str | None = typer.Option(None, "--python", metavar="PYTHON", help=PYTHON_HELP),
     keep_commits: bool = typer.Option(False, "--keep-commits", help="Keep your commits on the codemod branch; undo only codemod's with git revert."),
     forget: bool = typer.Option(False, "--forget", help="Installed packages only: drop codemod's record without touching the files."),
     clear_jit_cache: bool = typer.Option(False, "--clear-jit-cache", help="Remove FlashInfer's cached builds of the JIT modules the recipe changed."),

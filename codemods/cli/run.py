@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -27,17 +26,17 @@ def run(
     recipe: str = typer.Argument(..., metavar="RECIPE", autocompletion=complete_recipe, help="Recipe id (see `codemod list`) or a recipe .toml file."),
     repo: list[Path] = typer.Option([], "--repo", metavar="PATH", help=REPO_HELP),
     package: list[str] = typer.Option([], "--package", metavar="NAME", help=PACKAGE_HELP),
-    python: Optional[str] = typer.Option(None, "--python", metavar="PYTHON", help=PYTHON_HELP),
+    python: str | None = typer.Option(None, "--python", metavar="PYTHON", help=PYTHON_HELP),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the diff; write nothing (no file, branch or ref)."),
-    patch: Optional[Path] = typer.Option(None, "--patch", metavar="FILE", help="Also write the diff to this file."),
+    patch: Path | None = typer.Option(None, "--patch", metavar="FILE", help="Also write the diff to this file."),
     only: list[str] = typer.Option([], "--only", metavar="ID", autocompletion=complete_change, help="Apply only this change id (repeatable)."),
     skip: list[str] = typer.Option([], "--skip", metavar="ID", autocompletion=complete_change, help="Leave out this change id (repeatable)."),
     interactive: bool = typer.Option(False, "--interactive", "-i", help="Show each change and ask y/n/a/q."),
-    branch: Optional[str] = typer.Option(None, "--branch", metavar="NAME", help="Name of the branch to create (default codemod/<recipe>); required on a detached HEAD."),
+    branch: str | None = typer.Option(None, "--branch", metavar="NAME", help="Name of the branch to create (default codemod/<recipe>); required on a detached HEAD."),
     clear_jit_cache: bool = typer.Option(False, "--clear-jit-cache", help="Remove FlashInfer's cached builds of the JIT modules the recipe changes."),
     force: bool = typer.Option(False, "--force", help="Widen CUDA guards even around instructions the arch lacks (recorded in the commit)."),
     fmt: Format = typer.Option(Format.text, "--format", metavar="FORMAT", help="text, or json for scripts."),
-    archs: Optional[str] = typer.Option(None, "--archs", metavar="ARCHS", help="Arch columns for the matrix, e.g. sm_90,sm_100,sm_120."),
+    archs: str | None = typer.Option(None, "--archs", metavar="ARCHS", help="Arch columns for the matrix, e.g. sm_90,sm_100,sm_120."),
     recipes_dir: list[Path] = typer.Option([], "--recipes", metavar="DIR", help="Extra folder of recipe .toml files."),
 ) -> None:
     """Plan a recipe for each repo, show it, and (unless --dry-run) apply it on a branch, one commit per change.

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -27,12 +26,12 @@ text = LazyModule("codemods.render.text")
 def scan(
     repo: list[Path] = typer.Option([], "--repo", metavar="PATH", help="A tree to scan (repeatable)."),
     package: list[str] = typer.Option([], "--package", metavar="NAME", help=PACKAGE_HELP),
-    python: Optional[str] = typer.Option(None, "--python", metavar="PYTHON", help=PYTHON_HELP),
+    python: str | None = typer.Option(None, "--python", metavar="PYTHON", help=PYTHON_HELP),
     arch: str = typer.Option("sm_120", "--arch", metavar="ARCH", help="The arch to check gates against, e.g. sm_120, 12.0, 120."),
     fmt: ScanFormat = typer.Option(ScanFormat.text, "--format", metavar="FORMAT", help="text, json or sarif."),
     check: bool = typer.Option(False, "--check", help="Exit 1 when a (non-potential) hazard is found: for CI and pre-commit."),
     jobs: int = typer.Option(0, "--jobs", metavar="N", help="Parallel workers (default: one per CPU)."),
-    archs: Optional[str] = typer.Option(None, "--archs", metavar="ARCHS", help="Arch universe for the admits lists."),
+    archs: str | None = typer.Option(None, "--archs", metavar="ARCHS", help="Arch universe for the admits lists."),
     include_all: bool = typer.Option(False, "--all", help="Also scan binary files and files .gitignore excludes."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the per-file cache ($CODEMOD_HOME/scan-cache)."),
     gates_only: bool = typer.Option(False, "--gates-only", help="List the gates only: no widenability, no hazards (faster)."),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -18,7 +17,7 @@ text = LazyModule("codemods.render.text")
 def status(
     repo: list[Path] = typer.Option([], "--repo", metavar="PATH", help=REPO_HELP),
     package: list[str] = typer.Option([], "--package", metavar="NAME", help=PACKAGE_HELP),
-    python: Optional[str] = typer.Option(None, "--python", metavar="PYTHON", help=PYTHON_HELP),
+    python: str | None = typer.Option(None, "--python", metavar="PYTHON", help=PYTHON_HELP),
     fmt: Format = typer.Option(Format.text, "--format", metavar="FORMAT", help="text, or json for scripts."),
 ) -> None:
     """Which recipes are applied, on which branch, from which base, with which commits.

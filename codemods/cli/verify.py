@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -19,15 +18,15 @@ build_render = LazyModule("codemods.render.build_proof")
 
 
 def verify(
-    repo: Optional[Path] = typer.Option(None, "--repo", metavar="PATH", help="The project folder (checkout or installed package)."),
-    package: Optional[str] = typer.Option(None, "--package", metavar="NAME", help="An installed package (flashinfer), found with importlib.metadata."),
-    python: Optional[str] = typer.Option(None, "--python", metavar="PYTHON", help=PYTHON_HELP + " Also where --build finds TVM-FFI's headers."),
+    repo: Path | None = typer.Option(None, "--repo", metavar="PATH", help="The project folder (checkout or installed package)."),
+    package: str | None = typer.Option(None, "--package", metavar="NAME", help="An installed package (flashinfer), found with importlib.metadata."),
+    python: str | None = typer.Option(None, "--python", metavar="PYTHON", help=PYTHON_HELP + " Also where --build finds TVM-FFI's headers."),
     build: bool = typer.Option(False, "--build", help="Compile the changed JIT modules to PTX (nvcc -ptx), base and work tree, and check every kernel has a body."),
     module: list[str] = typer.Option([], "--module", metavar="NAME", help="With --build: the JIT module to build (default: those changed since the base; repeatable)."),
-    recipe: Optional[str] = typer.Option(None, "--recipe", metavar="ID", help="The applied recipe whose base to compare with."),
-    base: Optional[str] = typer.Option(None, "--base", metavar="REV", help="Compare the work tree with this revision instead."),
-    arch: Optional[str] = typer.Option(None, "--arch", metavar="ARCH", help="Target arch (default: the recipe's), e.g. sm_120, 12.0, 120."),
-    archs: Optional[str] = typer.Option(None, "--archs", metavar="ARCHS", help="Archs to preprocess, e.g. sm_80,sm_90,sm_100,sm_120."),
+    recipe: str | None = typer.Option(None, "--recipe", metavar="ID", help="The applied recipe whose base to compare with."),
+    base: str | None = typer.Option(None, "--base", metavar="REV", help="Compare the work tree with this revision instead."),
+    arch: str | None = typer.Option(None, "--arch", metavar="ARCH", help="Target arch (default: the recipe's), e.g. sm_120, 12.0, 120."),
+    archs: str | None = typer.Option(None, "--archs", metavar="ARCHS", help="Archs to preprocess, e.g. sm_80,sm_90,sm_100,sm_120."),
     jobs: int = typer.Option(0, "--jobs", metavar="N", help="Parallel nvcc runs (default: one per CPU)."),
     include: list[Path] = typer.Option([], "--include", metavar="DIR", help="A folder of third-party headers the tree lacks, e.g. cutlass/include (repeatable)."),
     fmt: Format = typer.Option(Format.text, "--format", metavar="FORMAT", help="text, or json for scripts."),
