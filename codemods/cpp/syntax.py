@@ -136,3 +136,17 @@ def enclosing_functions(tree: tree_sitter.Tree, nodes: list[tree_sitter.Node], l
             open_.pop()
         names.append(function_name(open_[-1][1]) if open_ else "")
     return names
+
+
+def field(node: tree_sitter.Node, name: str) -> tree_sitter.Node:
+    """A child the grammar always gives `node` (a binary expression's operands, a call's function)."""
+    child = node.child_by_field_name(name)
+    assert child is not None, f"{node.type} without its {name}"  # tree-sitter marks a missing one MISSING, not absent
+    return child
+
+
+def unparenthesized(node: tree_sitter.Node) -> tree_sitter.Node:
+    """`node` without the parentheses around it: `((a == 1))` -> `a == 1`."""
+    while node.type == "parenthesized_expression" and node.named_child_count == 1:
+        node = node.named_children[0]
+    return node

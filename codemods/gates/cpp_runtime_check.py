@@ -142,19 +142,6 @@ def _value(meaning: str, arch: Arch) -> int:
     return {"sm": arch.code, "major": arch.major, "minor": arch.minor, "cuda_arch": arch.cuda_arch}[meaning]
 
 
-def _field(node: tree_sitter.Node, name: str) -> tree_sitter.Node:
-    """A child the grammar always gives `node` (a binary expression's operands, a call's function)."""
-    child = node.child_by_field_name(name)
-    assert child is not None, f"{node.type} without its {name}"  # tree-sitter marks a missing one MISSING, not absent
-    return child
-
-
-def _strip(node: tree_sitter.Node) -> tree_sitter.Node:
-    while node.type == "parenthesized_expression" and node.named_child_count == 1:
-        node = node.named_children[0]
-    return node
-
-
 def _logical(node: tree_sitter.Node) -> str | None:
     if node.type != "binary_expression":
         return None
@@ -169,17 +156,17 @@ def _not(node: tree_sitter.Node) -> bool:
 
 def _evaluate(node: tree_sitter.Node, arch: Arch, names: dict[str, str]) -> bool | None:
     """True, False, or None (unknown) for a pure condition on `arch`."""
-    node = _strip(node)
+    node = syntax.unparenthesized(node)
     logical = _logical(node)
     if logical is not None:
-        left = _evaluate(_field(node, "left"), arch, names)
-        right = _evaluate(_field(node, "right"), arch, names)
+        left = _evaluate(syntax.field(node, "left"), arch, names)
+        right = _evaluate(syntax.field(node, "right"), arch, names)
         settles = logical == "||"
         if left is settles or right is settles:
             return settles
         return None if left is None or right is None else not settles
     if _not(node):
-        inner = _evaluate(_field(node, "argument"), arch, names)
+        inner = _evaluate(syntax.field(node, "argument"), arch, names)
         return None if inner is None else not inner
     if node.type == "call_expression":
         macro = _macro(node)
@@ -229,14 +216,14 @@ def _macro_atom(node: tree_sitter.Node, names: dict[str, str]) -> _Atom | None:
 
 def _pure(node: tree_sitter.Node, names: dict[str, str], selected) -> bool | None:
     """Whether `node` is made only of capability comparisons; None when it holds none at all."""
-    node = _strip(node)
+    node = syntax.unparenthesized(node)
     logical = _logical(node)
     if logical is not None:
-        left = _pure(_field(node, "left"), names, selected)
-        right = _pure(_field(node, "right"), names, selected)
+        left = _pure(syntax.field(node, "left"), names, selected)
+        right = _pure(syntax.field(node, "right"), names, selected)
         return bool(left and right)
     if _not(node):
-        return _pure(_field(node, "argument"), names, selected)
+        return _pure(syntax.field(node, "argument"), names, selected)
     atom = _atom(node, names)
     return atom is not None and selected(atom)
 
@@ -246,12 +233,12 @@ def _gates_in(node: tree_sitter.Node, names, selected, out: list) -> None:
     if _pure(node, names, selected):
         out.append(node)
         return
-    inner = _strip(node)
+    inner = syntax.unparenthesized(node)
     if _logical(inner) is not None:
-        _gates_in(_field(inner, "left"), names, selected, out)
-        _gates_in(_field(inner, "right"), names, selected, out)
+        _gates_in(syntax.field(inner, "left"), names, selected, out)
+        _gates_in(syntax.field(inner, "right"), names, selected, out)
     elif _not(inner):
-        _gates_in(_field(inner, "argument"), names, selected, out)
+        _gates_in(syntax.field(inner, "argument"), names, selected, out)
 
 
 def _unreadable(condition: tree_sitter.Node, names: dict[str, str], wanted: str | None) -> bool:
@@ -474,15 +461,15 @@ def _chain_terms(node: tree_sitter.Node, names) -> tuple[list[tree_sitter.Node],
 
     def walk(current: tree_sitter.Node) -> bool:
         nonlocal spelling
-        inner = _strip(current)
+        inner = syntax.unparenthesized(current)
         if _logical(inner) == "||":
-            spelling = (_field(inner, "operator").text or b"||").decode()
-            return walk(_field(inner, "left")) and walk(_field(inner, "right"))
+            spelling = (syntax.field(inner, "operator").text or b"||").decode()
+            return walk(syntax.field(inner, "left")) and walk(syntax.field(inner, "right"))
         terms.append(current)
         return True
 
     walk(node)
-    read = [_atom(_strip(term), names) for term in terms]
+    read = [_atom(syntax.unparenthesized(term), names) for term in terms]
     atoms = [a for a in read if a is not None and a.op == "==" and a.meaning is not None]
     if len(atoms) != len(read):
         return None
@@ -504,7 +491,8 @@ def _new_terms(text: str, terms, atoms: list[_Atom], values: list[int]) -> list[
     return out
 
 
-def _extend_chain(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
+def _chain_missing(node, names, missing: list[Arch]):
+    """The chain of `node` and the values it must gain for `missing`; None when it is no chain or lacks none."""
     chain = _chain_terms(node, names)
     if chain is None:
         return None
@@ -512,8 +500,14 @@ def _extend_chain(text: str, node, names, missing: list[Arch], inside: str) -> s
     meaning = atoms[0].meaning
     assert meaning is not None  # _chain_terms keeps only atoms of a known meaning
     values = sorted({_value(meaning, t) for t in missing} - {a.number for a in atoms})
-    if not values:
+    return (terms, atoms, spelling, values) if values else None
+
+
+def _extend_chain(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
+    found = _chain_missing(node, names, missing)
+    if found is None:
         return None
+    terms, atoms, spelling, values = found
     return _insert(text, terms, atoms, values, spelling, wrap=inside == "&&" and len(terms) == 1)
 
 
@@ -537,9 +531,9 @@ def _insert(text: str, terms, atoms, values, spelling: str, wrap: bool) -> str:
 
 
 def _conjuncts(node: tree_sitter.Node) -> list[tree_sitter.Node]:
-    inner = _strip(node)
+    inner = syntax.unparenthesized(node)
     if _logical(inner) == "&&":
-        return [*_conjuncts(_field(inner, "left")), _field(inner, "right")]
+        return [*_conjuncts(syntax.field(inner, "left")), syntax.field(inner, "right")]
     return [node]
 
 
@@ -555,16 +549,11 @@ def _widen_conjunct(text: str, node, names, missing: list[Arch], inside: str) ->
     if len(failing) != 1:
         return None
     term = conjuncts[failing[0]]
-    chain = _chain_terms(term, names)
-    if chain is None:
+    found = _chain_missing(term, names, missing)
+    if found is None:
         return None
-    terms, atoms, spelling = chain
-    meaning = atoms[0].meaning
-    assert meaning is not None  # _chain_terms keeps only atoms of a known meaning
-    values = sorted({_value(meaning, t) for t in missing} - {a.number for a in atoms})
-    if not values:
-        return None
-    bare = _strip(term) is term and len(terms) == 1
+    terms, atoms, spelling, values = found
+    bare = syntax.unparenthesized(term) is term and len(terms) == 1
     return _insert(text, terms, atoms, values, spelling, wrap=bare)
 
 
