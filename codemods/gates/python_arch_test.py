@@ -65,13 +65,8 @@ def check_selector(name: str, value) -> str:
 
 
 def find(
-    source: bytes,
-    universe: tuple[Arch, ...] = DEFAULT_ARCHS,
-    meanings: Mapping[str, Meaning] | None = None,
-    *,
-    function: str | None = None,
-    assigns: str | None = None,
-    calls: str | list[str] | None = None,
+    source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, meanings: Mapping[str, Meaning] | None = None, *,
+    function: str | None = None, assigns: str | None = None, calls: str | list[str] | None = None,
 ) -> list[Gate]:
     """Every predicate test (single, negated, negated chain, flag chain), in source order."""
     parsed = parse(source)
@@ -111,10 +106,7 @@ def find(
 
 
 def widen(
-    source: bytes,
-    gate: Gate,
-    targets: tuple[Arch, ...],
-    universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+    source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...] = DEFAULT_ARCHS,
     meanings: Mapping[str, Meaning] | None = None,
 ) -> list[Edit]:
     """Edits that make the test admit `targets` too; `[]` if it does already."""
