@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 from codemods.core import errors
+from codemods.core.source import NotRegularFile, read_regular, read_regular_status  # noqa: F401  (callers read through files too)
 
 
 def resolved(path: Path, where: str = "") -> Path:
@@ -38,7 +39,6 @@ def require_folder(path: Path) -> None:
 
 def check_output(path: Path) -> None:
     """Refuse, before anything is applied, an output file (--patch) that cannot be written."""
-    import stat
 
     parent = path.parent if str(path.parent) else Path(".")
     problem = ""
@@ -68,34 +68,6 @@ def inside(root: Path, rel: str) -> Path:
             hint="codemod only reads and writes files inside --repo; replace the symlink with the file",
         )
     return path
-
-
-class NotRegularFile(OSError):
-    """A FIFO, socket or device where a source file was expected: never read (it may block or never end)."""
-
-
-def read_regular(path: Path) -> bytes:
-    """The bytes of the regular file at `path`; NotRegularFile for anything else.
-
-    Opened without blocking and checked on the open descriptor, so a FIFO swapped
-    in after a check can neither hang the read nor slip past it.
-    """
-    return read_regular_status(path)[0]
-
-
-def read_regular_status(path: str | Path) -> tuple[bytes, os.stat_result]:
-    """`read_regular`, with the status of the open file (what a cache stamps it with)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        status = os.fstat(fd)
-        if stat.S_ISDIR(status.st_mode):
-            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
-        if not stat.S_ISREG(status.st_mode):
-            raise NotRegularFile(f"{path}: not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read(), status
-    finally:
-        os.close(fd)
 
 
 def reader(root: Path):

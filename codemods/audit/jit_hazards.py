@@ -45,9 +45,9 @@ from codemods.cpp.structure import Structure
 from codemods.gates import python_capability
 
 if TYPE_CHECKING:
-    from codemods.audit import kernel_paths
+    from codemods.jit import kernel_paths
 else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of them
-    kernel_paths = LazyModule("codemods.audit.kernel_paths")
+    kernel_paths = LazyModule("codemods.jit.kernel_paths")
 CAPABILITY_KIND = python_capability.KIND
 
 

@@ -17,10 +17,10 @@ from codemods.cpp import closures
 from codemods.cpp.lexer import includes
 
 if TYPE_CHECKING:
-    from codemods.audit import kernel_paths
+    from codemods.jit import kernel_paths
     from codemods.jit import specs as jit_specs
 else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of it
-    kernel_paths = LazyModule("codemods.audit.kernel_paths")
+    kernel_paths = LazyModule("codemods.jit.kernel_paths")
 
 
 @dataclass(frozen=True)

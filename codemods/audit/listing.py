@@ -20,7 +20,7 @@ from pathlib import Path
 
 from codemods.apply import repo
 from codemods.cpp.lexer import C_SUFFIXES
-from codemods.apply.files import NotRegularFile, read_regular_status
+from codemods.core.source import NotRegularFile, read_regular_status
 
 PYTHON_SUFFIXES = (".py",)
 SKIP_DIRS = frozenset({".git", "__pycache__"})

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from codemods.apply import files
+from codemods.core import source as files
 from codemods.core import errors
 
 MAX_LINE = 1 << 20  # bytes; the rest of a longer line is dropped

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from codemods.apply import files
+from codemods.core.source import NotRegularFile
 from codemods.core import errors
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates.base import GateKind
@@ -113,7 +113,7 @@ def _plan_locations(
             except IsADirectoryError:
                 tried.append(f"{file}: is a directory")
                 continue
-            except files.NotRegularFile:
+            except NotRegularFile:
                 tried.append(f"{file}: not a regular file")
                 anchors_absent = False  # it exists; codemod will not read a FIFO or a device
                 continue

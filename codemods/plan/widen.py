@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 
-from codemods.audit import kernel_paths
+from codemods.jit import kernel_paths
 from codemods.core.arch import Arch
 from codemods.gates import CannotWiden, Edit, Gate, SourceError, TooDeep, _predicates, apply_edits
 from codemods.gates._python import defines

@@ -44,7 +44,7 @@ class FileSide:
     error: str = ""
 
     @classmethod
-    def read(cls, source: bytes, universe: tuple[Arch, ...]) -> "FileSide":
+    def read(cls, source: bytes, universe: tuple[Arch, ...]) -> FileSide:
         try:
             gates = cuda_guard.find(source, universe)
         except SourceError as exc:
@@ -124,7 +124,7 @@ class FilePair:
     _lines: tuple[set[int], set[int]] | None = None
 
     @classmethod
-    def read(cls, path: str, base: bytes, work: bytes, universe: tuple[Arch, ...]) -> "FilePair":
+    def read(cls, path: str, base: bytes, work: bytes, universe: tuple[Arch, ...]) -> FilePair:
         return cls(path, FileSide.read(base, universe), FileSide.read(work, universe))
 
     def problem(self) -> str:

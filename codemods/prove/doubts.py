@@ -52,7 +52,7 @@ class Doubts:
     can make the two sides differ there.
     """
 
-    def __init__(self, preprocessor: "Preprocessor", structures: dict[str, FilePair]) -> None:
+    def __init__(self, preprocessor: Preprocessor, structures: dict[str, FilePair]) -> None:
         self.preprocessor = preprocessor
         self.structures = structures
         self.given = {flag[2:].split("=")[0] for flag in preprocessor.flags if flag.startswith("-D")}

@@ -12,7 +12,7 @@ import re
 import tomllib
 from pathlib import Path, PurePosixPath
 
-from codemods.apply import files
+from codemods.core.source import NotRegularFile, read_regular
 from codemods.core import errors
 from codemods.core.targets import data_root, project_files
 from codemods.core.arch import Arch, ArchParseError
@@ -57,8 +57,8 @@ def load_recipe(path: Path) -> Recipe:
     """Parse and validate one recipe file; errors name the file, the line and the fix."""
     try:
         # never a FIFO or device (it would block or never end); newlines read as read_text would
-        text = files.read_regular(path).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-    except files.NotRegularFile:
+        text = read_regular(path).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    except NotRegularFile:
         raise errors.RecipeInvalid("cannot read recipe: not a regular file", where=str(path)) from None
     except OSError as exc:
         raise errors.RecipeInvalid(f"cannot read recipe: {exc.strerror or exc}", where=str(path)) from None

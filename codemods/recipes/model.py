@@ -88,8 +88,8 @@ class Recipe:
     notes: tuple[str, ...]
     changes: tuple[Change, ...]
     path: Path
-    tests: tuple["Case", ...] = ()
-    upstream: tuple["Upstream", ...] = ()
+    tests: tuple[Case, ...] = ()
+    upstream: tuple[Upstream, ...] = ()
 
     @property
     def arch(self) -> Arch:

@@ -33,7 +33,7 @@ def unified_diff(rel: str, before: bytes, after: bytes, edits: list[Edit] | None
     return b"".join(out).decode("utf-8", errors="surrogateescape")
 
 
-def plan_diff(plan: "Plan", prefix: str = "", changes: "list[PlannedChange] | None" = None) -> str:
+def plan_diff(plan: Plan, prefix: str = "", changes: list[PlannedChange] | None = None) -> str:
     """One diff per file over the selected changes, paths relative to the git root (prefix)."""
     chosen = changes if changes is not None else plan.changed
     per_file: dict[str, list[PlannedChange]] = {}
