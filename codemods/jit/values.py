@@ -31,10 +31,10 @@ class TextPath:
         text = posixpath.join(*(str(p) for p in parts)) if parts else "."
         self.text = posixpath.normpath(text) if text else "."
 
-    def __truediv__(self, other) -> "TextPath":
+    def __truediv__(self, other) -> TextPath:
         return TextPath(self.text, str(other))
 
-    def __rtruediv__(self, other) -> "TextPath":
+    def __rtruediv__(self, other) -> TextPath:
         return TextPath(str(other), self.text)
 
     def __str__(self) -> str:
@@ -52,25 +52,25 @@ class TextPath:
     def __lt__(self, other) -> bool:
         return self.text < str(other)
 
-    def resolve(self, *args, **kwargs) -> "TextPath":
+    def resolve(self, *args, **kwargs) -> TextPath:
         return self
 
-    def absolute(self) -> "TextPath":
+    def absolute(self) -> TextPath:
         return self
 
     def as_posix(self) -> str:
         return self.text
 
-    def with_suffix(self, suffix: str) -> "TextPath":
+    def with_suffix(self, suffix: str) -> TextPath:
         stem, _ = posixpath.splitext(self.text)
         return TextPath(stem + suffix)
 
     @property
-    def parent(self) -> "TextPath":
+    def parent(self) -> TextPath:
         return TextPath(posixpath.dirname(self.text) or ".")
 
     @property
-    def parents(self) -> list["TextPath"]:
+    def parents(self) -> list[TextPath]:
         out, path = [], self
         while path.parent.text != path.text:
             path = path.parent
