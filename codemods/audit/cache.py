@@ -248,7 +248,7 @@ def _file_scan_from_data(rel: str, data: dict) -> FileScan:
             Branch(
                 index=i, chain=b[0], position=b[1], parent=b[2], line=b[3], directive=b[4], condition=b[5],
                 start=b[6], body_start=b[7], body_end=b[8], own_code=b[9],
-                hits=[Hit(h[0], h[1], h[2], h[3]) for h in b[10]], children=b[11],
+                hits=tuple(Hit(h[0], h[1], h[2], h[3]) for h in b[10]), children=b[11],
             )
             for i, b in enumerate(data["structure"])
         ]  # fmt: skip

@@ -85,6 +85,8 @@ def find(
             module = next(m for m in chosen if m.name == hazard["module"] and m.admits(arch))
             branch = structures[hazard["file"]].at_line(hazard["line"])
             guard = f"{branch.directive} {branch.condition}" if branch is not None else ""
-            spec = f"{module.file}:{module.spec.gate.line}"
+            gate = module.spec.gate
+            assert gate is not None  # jit_hazards.empty_kernels reports only modules whose gate admits arch
+            spec = f"{module.file}:{gate.line}"
             found.append(EmptyKernel(arch.name, module.name, spec, hazard["file"], hazard["line"], guard, hazard["message"]))
     return found

@@ -23,6 +23,7 @@ _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
 _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
             ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
             ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+_CONVERSIONS: dict[int, Callable[[object], str]] = {115: str, 114: repr, 97: ascii}  # f"{x!s}", !r, !a
 _MAX_STEPS = 200_000
 
 
@@ -190,7 +191,12 @@ class Evaluator:
                     items.append(self.eval(elt, scope, module))
             return {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)](items)
         if isinstance(node, ast.Dict):
-            return {self.eval(k, scope, module): self.eval(v, scope, module) for k, v in zip(node.keys, node.values)}
+            mapping = {}
+            for k, v in zip(node.keys, node.values):
+                if k is None:  # `{**mapping}`: refused as eval refuses any node it does not read
+                    raise Unreadable(f"{self.where}: a NoneType expression is not evaluated here")
+                mapping[self.eval(k, scope, module)] = self.eval(v, scope, module)
+            return mapping
         if isinstance(node, ast.JoinedStr):
             return "".join(self._format(v, scope, module) for v in node.values)
         if isinstance(node, ast.BinOp):
@@ -216,13 +222,13 @@ class Evaluator:
             return value
         if isinstance(node, ast.Compare):
             left = self.eval(node.left, scope, module)
-            for op, right_node in zip(node.ops, node.comparators):
+            for comparison, right_node in zip(node.ops, node.comparators):
                 right = self.eval(right_node, scope, module)
-                if isinstance(right, External) and isinstance(op, (ast.In, ast.NotIn)):
+                if isinstance(right, External) and isinstance(comparison, (ast.In, ast.NotIn)):
                     right = self.externals.get(right.name, MISSING)
                     if right is MISSING:
                         raise Unreadable(f"{self.where}: a membership test this reader cannot decide")
-                if not _COMPARE[type(op)](left, right):
+                if not _COMPARE[type(comparison)](left, right):
                     return False
                 left = right
             return True
@@ -262,7 +268,7 @@ class Evaluator:
         if not isinstance(value, ast.FormattedValue):
             raise Unreadable(f"{self.where}: an f-string part is not evaluated here")
         item = self.eval(value.value, scope, module)
-        item = {115: str, 114: repr, 97: ascii}.get(value.conversion, lambda x: x)(item)
+        item = _CONVERSIONS.get(value.conversion, lambda x: x)(item)
         spec = "" if value.format_spec is None else self.eval(value.format_spec, scope, module)
         return format(str(item) if isinstance(item, (TextPath, Version)) else item, spec)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import posixpath
 import shlex
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from codemods.jit.evaluator import Evaluator
 from codemods.jit.values import (
@@ -257,7 +257,7 @@ class Interpreter(Evaluator):
             elif isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
                 value = self.eval(stmt.value, {}, cls.module)
                 for t in stmt.targets:
-                    cls.attrs[t.id] = value
+                    cls.attrs[cast(ast.Name, t).id] = value  # all() above checked each is a Name; mypy cannot follow
             elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                 cls.attrs.setdefault("__fields__", []).append((stmt.target.id, stmt.value))
 

@@ -333,13 +333,16 @@ def _file_specs(source: bytes) -> list[jit_specs.JitSpec]:
 
 def _selected_calls(module: ast.Module, line: int) -> list[str]:
     """The module-building functions the gate at `line` selects: called in the body it guards, else in its function."""
-    function, guard, guard_at = None, None, (0, 0)
+    function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+    guard: list[ast.stmt] | list[ast.expr] | None = None
+    guard_at = (0, 0)
     around = [stmt for stmt in module.body if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno)]
     for node in (inner for stmt in around for inner in ast.walk(stmt)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if node.lineno <= line <= node.end_lineno and (function is None or node.lineno > function.lineno):
+            if node.lineno <= line <= (node.end_lineno or node.lineno) and (function is None or node.lineno > function.lineno):
                 function = node
             continue
+        body: list[ast.stmt] | list[ast.expr]
         if isinstance(node, (ast.If, ast.While)):
             test, body = node.test, node.body
         elif isinstance(node, ast.IfExp):
@@ -347,7 +350,7 @@ def _selected_calls(module: ast.Module, line: int) -> list[str]:
         else:
             continue
         at = (node.lineno, node.col_offset)
-        if min(node.lineno, test.lineno) <= line <= test.end_lineno and at > guard_at:
+        if min(node.lineno, test.lineno) <= line <= (test.end_lineno or test.lineno) and at > guard_at:
             guard, guard_at = body, at
     if guard is not None and function is not None and guard_at[0] < function.lineno:
         guard = None  # the innermost function holding the gate is inside that guard's body
@@ -402,19 +405,19 @@ def _definition(tree: Tree, file: str, name: str, depth: int) -> tuple[str, ast.
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
             return file, node
     stars = []
-    for node in ast.walk(module):
-        if not isinstance(node, ast.ImportFrom):
+    for walked in ast.walk(module):
+        if not isinstance(walked, ast.ImportFrom):
             continue
-        for alias in node.names:
+        for alias in walked.names:
             if alias.name == "*":
-                stars.append(node)
+                stars.append(walked)
             elif (alias.asname or alias.name) == name:
-                for target in _module_files(tree, file, node.module, node.level):
+                for target in _module_files(tree, file, walked.module, walked.level):
                     found = _definition(tree, target, alias.name, depth + 1)
                     if found is not None:
                         return found
-    for node in stars:
-        for target in _module_files(tree, file, node.module, node.level):
+    for star in stars:
+        for target in _module_files(tree, file, star.module, star.level):
             found = _definition(tree, target, name, depth + 1)
             if found is not None:
                 return found

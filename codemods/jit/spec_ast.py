@@ -9,8 +9,9 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 from codemods.gates import decode, python_arch_list
 from codemods.gates._python import LONE_CR, TRIVIA
@@ -38,6 +39,9 @@ _TYPE_PARAMETERS = tuple(getattr(ast, name) for name in ("TypeVar", "ParamSpec",
 _TEMPLATE_STRINGS = tuple(getattr(ast, name) for name in ("TemplateStr",) if hasattr(ast, name))
 
 
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
 @dataclass(frozen=True)
 class _Flag:
     """An `smXXa_nvcc_flags` name, where it is, and the `x = ...` statement around it, if any."""
@@ -47,7 +51,7 @@ class _Flag:
     line: int
     index: int  # pre-order index of the node that holds the name
     function: str
-    assign: tuple[list[str], ast.AST | None] | None  # the statement's plain name targets, its function if its body
+    assign: tuple[list[str], _Function | None] | None  # the statement's plain name targets, its function if its body
 
 
 class AstIndex(Index):
@@ -74,7 +78,7 @@ class AstIndex(Index):
         self._count = 0
         self._function = ""
         self._fstring = 0  # how deep inside f-strings (before 3.12 ast computes positions there after the fact)
-        self._assign: tuple[list[str], ast.AST | None] | None = None
+        self._assign: tuple[list[str], _Function | None] | None = None
         self._in_spec = 0  # how deep inside gen_jit_spec calls
         self._ranges: dict[int, tuple[int, int]] = {}  # id(node) -> its pre-order index, the index past its subtree
         self._callees = {}
@@ -84,7 +88,7 @@ class AstIndex(Index):
         self._paths: list[tuple[int, str, tuple[str, str]]] = []
         self._strings: list[tuple[int, str, str]] = []
         self._covered: set[int] = set()
-        self._literals: list[ast.AST] = []  # string literals and f-strings, outside f-strings
+        self._literals: list[ast.expr] = []  # string literals and f-strings, outside f-strings
         self._block_bodies: dict[int, bool] = {}
         self._visit(tree, None)
         listed = python_arch_list.find_in_tree(source, tree)
@@ -98,8 +102,10 @@ class AstIndex(Index):
     def _offset(self, line: int, column: int) -> int:
         return self._starts[line - 1] + column
 
-    def _span(self, node: ast.AST) -> tuple[int, int]:
-        return self._offset(node.lineno, node.col_offset), self._offset(node.end_lineno, node.end_col_offset)
+    def _span(self, node: ast.expr | ast.alias) -> tuple[int, int]:
+        end_line, end_column = node.end_lineno, node.end_col_offset
+        assert end_line is not None and end_column is not None  # ast.parse gives every node its end
+        return self._offset(node.lineno, node.col_offset), self._offset(end_line, end_column)
 
     def _line(self, offset: int) -> int:
         return bisect_right(self._starts, offset)
@@ -108,18 +114,21 @@ class AstIndex(Index):
         index = self._count
         self._count = index + 1
         kind = type(node)
+        # `kind is _NAME` (a local name, one type() call) is the hot path; mypy narrows only `type(node) is`
         if kind is _NAME:
-            if "_nvcc_flags" in node.id:
-                self._name(node.id, node.lineno, index)
+            name = cast(ast.Name, node)
+            if "_nvcc_flags" in name.id:
+                self._name(name.id, name.lineno, index)
         elif kind is _CONSTANT:
-            value = node.value
+            constant = cast(ast.Constant, node)
+            value = constant.value
             if type(value) is str:
                 if not self._fstring:
-                    self._literals.append(node)
+                    self._literals.append(constant)
                 if ".c" in value or ".h" in value or ".inl" in value or ".jinja" in value:  # may_name_source
-                    self._string_literal(node, parent, index)
+                    self._string_literal(constant, parent, index)
             elif type(value) is bytes and not self._fstring:
-                self._literals.append(node)
+                self._literals.append(constant)
         else:
             read = _READERS.get(kind)
             if read is not None:
@@ -145,7 +154,9 @@ class AstIndex(Index):
     def _read_attribute(self, node: ast.Attribute, parent: ast.AST | None, index: int) -> None:
         self._visit(node.value, node)
         if "_nvcc_flags" in node.attr:
-            self._name(node.attr, node.end_lineno, index)
+            line = node.end_lineno
+            assert line is not None  # ast.parse gives every node its end
+            self._name(node.attr, line, index)
 
     def _read_call(self, node: ast.Call, parent: ast.AST | None, index: int) -> None:
         func = node.func
@@ -300,7 +311,8 @@ class AstIndex(Index):
             self._unplaced_name(name)
             self._visit(pattern, node)
 
-    def _read_type_parameter(self, node: ast.AST, parent: ast.AST | None, index: int) -> None:
+    # node: ast.TypeVar, ParamSpec or TypeVarTuple, kinds of 3.12 that typeshed for 3.11 does not have
+    def _read_type_parameter(self, node: Any, parent: ast.AST | None, index: int) -> None:
         self._unplaced_name(node.name)  # 3.12: `def f[T: int]()`
         for field in ("bound", "default_value"):
             if getattr(node, field, None) is not None:
@@ -332,18 +344,24 @@ class AstIndex(Index):
             tokens.append(match.group())
             if match.end() == end:
                 break
-            at = TRIVIA.match(self.source, match.end()).end()
-        if self._fstring and "".join(ast.literal_eval(token.decode("utf-8")) for token in tokens) != node.value:
-            raise Unsupported  # ast's position inside an f-string is off (Python < 3.12 computes it after the fact)
+            trivia = TRIVIA.match(self.source, match.end())
+            assert trivia is not None  # TRIVIA matches the empty string
+            at = trivia.end()
+        if self._fstring:
+            assert type(node) is ast.Constant  # an f-string inside an f-string returns before reading its tokens
+            if "".join(ast.literal_eval(token.decode("utf-8")) for token in tokens) != node.value:
+                raise Unsupported  # ast's position inside an f-string is off (Python < 3.12 computes it after the fact)
         return tokens
 
     def _string_literal(self, node: ast.Constant, parent: ast.AST | None, index: int) -> None:
         """A str Constant that may name a source: one libcst SimpleString, or one per piece of `"a" "b"`."""
         tokens = self._tokens(node)
         if len(tokens) == 1:
+            text = node.value
+            assert type(text) is str  # _visit reads only str Constants here
             # not a piece of a path under another folder (FlashInfer's generated sources)
-            if names_source(node.value) and not (type(parent) is ast.BinOp and type(parent.op) is ast.Div):
-                self._strings.append((index, self._function, node.value))
+            if names_source(text) and not (type(parent) is ast.BinOp and type(parent.op) is ast.Div):
+                self._strings.append((index, self._function, text))
             return
         for token in tokens:  # each piece's parent in libcst is the ConcatenatedString, never a `/`
             value = ast.literal_eval(token.decode("utf-8"))
@@ -353,11 +371,11 @@ class AstIndex(Index):
     def _fstring_literal(self, node: ast.JoinedStr) -> None:
         """An f-string; a plain piece concatenated to it (`"a.cu" f"{x}"`) would be a libcst SimpleString."""
         if self._fstring:
-            if any(type(value) is ast.Constant and may_name_source(value.value) for value in node.values):
+            if any(type(value) is ast.Constant and may_name_source(_text(value)) for value in node.values):
                 raise Unsupported
             return
         self._literals.append(node)
-        if not any(type(value) is ast.Constant and may_name_source(value.value) for value in node.values):
+        if not any(type(value) is ast.Constant and may_name_source(_text(value)) for value in node.values):
             return
         for token in self._tokens(node):
             prefix = token[: len(token) - len(token.lstrip(b"rRbBuUfF"))]
@@ -411,7 +429,7 @@ class AstIndex(Index):
             positional = []
             keywords: dict[str, ast.AST] = {}
             for argument in _arguments(node):
-                if type(argument) is ast.keyword:
+                if isinstance(argument, ast.keyword):
                     if argument.arg is None:
                         positional.append(argument.value)  # `**kwargs` is a libcst Arg without keyword
                     else:
@@ -461,6 +479,7 @@ class AstIndex(Index):
             if flag.function != function:
                 continue
             if call is not None and not self._inside(flag.index, call):
+                assert isinstance(call, ast.AST)  # the calls this index yields are its ast.Call nodes
                 if passed is None:
                     passed = _names_in(call)
                 if not self._assigned_to(flag, passed):
@@ -476,7 +495,7 @@ class AstIndex(Index):
             return False  # inside an if/for/with: the flags may not always apply
         return any(target in passed for target in targets)
 
-    def _block_body(self, function: ast.AST) -> bool:
+    def _block_body(self, function: _Function) -> bool:
         """Whether the function's body is an indented block, not statements after its colon (`def f(): x = 1`)."""
         key = id(function)
         if key not in self._block_bodies:
@@ -492,7 +511,7 @@ class AstIndex(Index):
         return self._block_bodies[key]
 
 
-_READERS = {
+_READERS: dict[type, Callable[[AstIndex, Any, ast.AST | None, int], None]] = {
     ast.Attribute: AstIndex._read_attribute,
     ast.Call: AstIndex._read_call,
     ast.keyword: AstIndex._read_keyword,
@@ -520,7 +539,12 @@ _READERS = {
 }
 
 
-def _arguments(call: ast.Call) -> list[ast.AST]:
+def _text(piece: ast.Constant) -> str:
+    """The text of an f-string's literal piece."""
+    return cast(str, piece.value)  # an f-string's Constant pieces always hold str; typeshed types value for any Constant
+
+
+def _arguments(call: ast.Call) -> Sequence[ast.expr | ast.keyword]:
     """A call's arguments in source order: ast keeps keywords apart, and `f(a=1, *b)` is valid."""
     if call.args and call.keywords:
         return sorted([*call.args, *call.keywords], key=lambda node: (node.lineno, node.col_offset))
@@ -531,14 +555,13 @@ def _names_in(node: ast.AST) -> set[str]:
     """Every name in an expression, as libcst's Name nodes spell them."""
     names = set()
     for child in ast.walk(node):
-        kind = type(child)
-        if kind is ast.Name:
+        if isinstance(child, ast.Name):
             names.add(child.id)
-        elif kind is ast.Attribute:
+        elif isinstance(child, ast.Attribute):
             names.add(child.attr)
-        elif kind is ast.keyword:
+        elif isinstance(child, ast.keyword):
             if child.arg is not None:
                 names.add(child.arg)
-        elif kind is ast.arg:
+        elif isinstance(child, ast.arg):
             names.add(child.arg)
     return names

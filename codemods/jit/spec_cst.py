@@ -80,6 +80,8 @@ class LibcstIndex(Index):
     def paths(
         self, *, within: object | None = None, function: str = "", dirs: bool = False, loose: bool = False
     ) -> list[tuple[str, str]]:
+        assert within is None or isinstance(within, cst.CSTNode)  # the calls this index yields are libcst nodes
+
         def wanted(node: cst.CSTNode) -> bool:
             if within is not None:
                 return self.inside(node, within)
@@ -94,6 +96,7 @@ class LibcstIndex(Index):
         return self._lists.get(function, [])
 
     def flags(self, function: str, call: object | None) -> Iterator[tuple[str, re.Match[str], int]]:
+        assert call is None or isinstance(call, cst.CSTNode)  # the calls this index yields are libcst nodes
         passed = self._names_in(call) if call is not None else set()
         for name, match in self._flags:
             if self.function_of(name) != function:

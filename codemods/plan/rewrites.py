@@ -12,8 +12,10 @@ from codemods.recipes.model import ProjectTree, Recipe
 def plan_rewrite(pc: PlannedChange, kind: GateKind) -> None:
     """An edit kind's change: its edits, or unchanged when already made, or a miss naming what is not there."""
     source = pc.before
+    rewrite = kind.rewrite
+    assert rewrite is not None  # called for edit kinds only
     try:
-        edits = kind.rewrite(source, Where(pc.file), pc.selector if pc.selector is not None else pc.change.selector)
+        edits = rewrite(source, Where(pc.file), pc.selector if pc.selector is not None else pc.change.selector)
     except SourceError as exc:
         pc.outcome, pc.reason = "failed", f"{pc.file}: {exc}"
         return
@@ -62,14 +64,15 @@ def intended_rewrites(recipe: Recipe, tree: ProjectTree, file: str, base: bytes,
     made = []
     for change in recipe.changes:
         kind = KINDS.get(change.kind)
-        if kind is None or not kind.edit_kind or change.project != tree.project.name:
+        if kind is None or kind.rewrite is None or change.project != tree.project.name:
             continue
+        rewrite = kind.rewrite
         for location in change.locations:
             if tree.resolve(location.file) != file:
                 continue
             try:
-                edits = kind.rewrite(base, Where(file), location.selector)
-                done = not kind.rewrite(work, Where(file), location.selector)
+                edits = rewrite(base, Where(file), location.selector)
+                done = not rewrite(work, Where(file), location.selector)
             except (NotFound, SourceError):
                 continue
             if edits and done:

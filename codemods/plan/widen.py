@@ -51,8 +51,10 @@ def plan_change(
         if project is not None:
             meanings = meanings_for(project, pc.file, source, tree, read)
     where = Where(pc.file, meanings)
+    find, widen, admits = kind.find, kind.widen, kind.admits
+    assert find is not None and widen is not None and admits is not None  # a gate kind has all three (GateKind.__post_init__)
     try:
-        found = kind.find(source, universe, where, pc.selector if pc.selector is not None else change.selector)
+        found = find(source, universe, where, pc.selector if pc.selector is not None else change.selector)
     except SourceError as exc:
         pc.outcome, pc.reason = "failed", f"{pc.file}: {exc}"
         pc.too_deep = isinstance(exc, TooDeep)
@@ -79,7 +81,7 @@ def plan_change(
             )
             continue
         try:
-            gate_edits = kind.widen(source, gate, targets, universe, where)
+            gate_edits = widen(source, gate, targets, universe, where)
         except CannotWiden as exc:
             if change.requires_symbol and tree is not None and not _symbol_defined(change, tree, source, read):
                 symbol_missing = True  # said below, the way every version without the predicate is refused
@@ -122,7 +124,7 @@ def plan_change(
             continue
         start, end = _span_after(gc.gate, shifts)
         gc.after_text = after[start:end].decode("utf-8", errors="replace")
-        gc.admits_after = kind.admits(gc.after_text, universe, where, gc.gate.detail)
+        gc.admits_after = admits(gc.after_text, universe, where, gc.gate.detail)
         if not all(gc.admits_after.admits(a) for a in targets):
             pc.outcome, pc.reason = "failed", f"{pc.file}:{gc.gate.line}: the rewritten gate does not admit the target (internal check)"
             return
@@ -210,7 +212,9 @@ def _symbol_unresolved(change: Change, tree: ProjectTree, needed: list[str], rea
 
 
 def _in_symbol_files(change: Change, tree: ProjectTree, read: Read | None) -> bool:
-    for template in change.symbol_files if read is not None else ():
+    if read is None:
+        return False
+    for template in change.symbol_files:
         try:
             data = read(tree.resolve(template))
         except OSError:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import difflib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from codemods.core.arch import Arch
@@ -39,7 +40,7 @@ class FileSide:
     lines: list[str]
     branches: list[Branch] | None  # None when the file cannot be read or its #if and #endif do not balance
     spans: list[Span]  # per branch
-    chains: list[list[int]]  # branch indices of each #if/#elif/#else chain
+    chains: Sequence[Sequence[int]]  # branch indices of each #if/#elif/#else chain
     gates: dict[int, Gate]  # by directive line
     error: str = ""
 
@@ -62,22 +63,28 @@ class FileSide:
         spans = [Span(line_of(branch.body_start), line_of(branch.body_end)) for branch in shape.branches]
         return cls(source, lines, list(shape.branches), spans, shape.chains, {gate.line: gate for gate in gates})
 
+    @property
+    def read_branches(self) -> list[Branch]:
+        """The branches of a side that was read: callers look at `error` (or `FilePair.problem`) first."""
+        assert self.branches is not None, self.error
+        return self.branches
+
     def gate(self, branch: Branch) -> Gate | None:
         return self.gates.get(branch.line) if branch.directive != "#else" else None
 
     def previous(self, index: int) -> int:
         """The branch before this one in its chain, -1 for the `#if`."""
-        branch = self.branches[index]
+        branch = self.read_branches[index]
         return self.chains[branch.chain][branch.position - 1] if branch.position else -1
 
     def possible(self, arch: Arch) -> set[int]:
         """Branches that may be active on `arch`; a condition naming other macros may go either way."""
         truths = []
-        for branch in self.branches:
+        for branch in self.read_branches:
             gate = self.gate(branch)
             truths.append(True if branch.directive == "#else" else gate.admits.admits(arch) if gate else None)
         possible: set[int] = set()
-        for index, branch in enumerate(self.branches):
+        for index, branch in enumerate(self.read_branches):
             reached = branch.parent is None or branch.parent in possible
             earlier = self.previous(index)
             while reached and earlier != -1:
@@ -88,7 +95,7 @@ class FileSide:
         return possible
 
     def region(self, path: str, index: int) -> Region:
-        branch, span = self.branches[index], self.spans[index]
+        branch, span = self.read_branches[index], self.spans[index]
         gate = self.gate(branch)
         body = [line.strip() for line in self.lines[span.body - 1 : span.end - 1]]
         body = [line for line in body if line and not _CONDITIONAL_LINE_RE.match(line)]
@@ -132,7 +139,7 @@ class FilePair:
         for side in (self.base, self.work):
             if side.error:
                 return f"{self.path}: {side.error}"
-        if [(b.directive) for b in self.base.branches] != [(b.directive) for b in self.work.branches]:
+        if [(b.directive) for b in self.base.read_branches] != [(b.directive) for b in self.work.read_branches]:
             return f"{self.path}: the #if structure changed; the evaluator judges guard conditions only"
         if _skeleton(self.base) != _skeleton(self.work):
             return f"{self.path}: changes outside arch guards; the evaluator judges guard conditions only"
@@ -161,7 +168,7 @@ class FilePair:
         problem = self.problem()
         if problem:
             return set(), set(), problem
-        for before, after in zip(self.base.branches, self.work.branches):
+        for before, after in zip(self.base.read_branches, self.work.read_branches):
             old, new = self.base.gate(before), self.work.gate(after)
             if (old.text if old else None) == (new.text if new else None):
                 continue
@@ -170,8 +177,8 @@ class FilePair:
                     return set(), set(), (
                         f"{self.path}:{gate.line}: cannot evaluate `{gate.text}` on {arch.name} ({side})"
                     )
-        before, after = self.base.possible(arch), self.work.possible(arch)
-        return after - before, before - after, ""
+        possible_before, possible_after = self.base.possible(arch), self.work.possible(arch)
+        return possible_after - possible_before, possible_before - possible_after, ""
 
 
 def _skeleton(side: FileSide) -> bytes:

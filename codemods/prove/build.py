@@ -98,6 +98,7 @@ def prove(
     prefix = ""
     changed: dict[str, bytes | None] = {}
     if base_sha is not None:
+        assert repo is not None  # a base commit is only ever read from the repo
         rel_root = repo.rel(target.root)
         prefix = "" if rel_root == "." else rel_root + "/"
         for rel in repo.changed_since(base_sha):
@@ -141,6 +142,7 @@ def prove(
     with tempfile.TemporaryDirectory(prefix="codemod-build-base-") as temp:
         sides = {"work": _side("work", target.root, python_dir)}
         if base_sha is not None:
+            assert repo is not None  # a base commit is only ever read from the repo
             overlay = Path(temp) / "base" / repo.root.name  # the package folder keeps its name (absolute imports)
             shadow_tree(repo.root, overlay, {rel: data for rel, data in changed.items() if data is not None})
             sides["base"] = _side("base", overlay / prefix if prefix else overlay, python_dir)
@@ -172,10 +174,11 @@ def prove(
                         slots.append((side_build, len(tasks)))
                         tasks.append(Task(spec.module, a, side.name, source, rel, build.flags))
             if base_sha is not None:
-                for rel, before in changed.items():
+                assert repo is not None  # a base commit is only ever read from the repo
+                for rel, base_data in changed.items():
                     if rel.startswith(prefix) and verifier.is_cuda_source(rel):
                         after = (repo.root / rel).read_bytes() if (repo.root / rel).is_file() else b""
-                        proof.promised += [(rel[len(prefix):], line, op) for line, op in promised(before or b"", after, targets, universe)]
+                        proof.promised += [(rel[len(prefix):], line, op) for line, op in promised(base_data or b"", after, targets, universe)]
             proofs.append(proof)
         builder = Builder(nvcc_path, release, cache_root(), jobs, progress)
         built = builder.run(tasks, {name: side.root for name, side in sides.items()})

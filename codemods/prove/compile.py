@@ -127,7 +127,12 @@ class Builder:
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
             # a base overlay links to the work tree's folders: either root may show up in either side's text
             prefixes = sorted({p for root in roots.values() for p in (str(root), str(root.resolve()))}, key=len, reverse=True)
-            list(pool.map(lambda t: (self._key(t, prefixes), step(t)), tasks))
+
+            def key_and_step(task: Task) -> None:
+                self._key(task, prefixes)
+                step(task)
+
+            list(pool.map(key_and_step, tasks))
             for task in tasks:
                 if task.error:
                     raise self._failure(task, roots)
@@ -162,11 +167,10 @@ class Builder:
             text = "\n".join(line for line in text.splitlines() if line.strip())
         for prefix in prefixes:
             text = text.replace(prefix + "/", "<root>/")  # __FILE__: the same code on the base and the work tree
-        text = text.encode()
         code_flags = _code_flags(task.flags)
         digest = hashlib.sha256()
         digest.update(json.dumps([_CACHE_VERSION, self.version, code_flags]).encode())
-        digest.update(text)
+        digest.update(text.encode())
         task.key = digest.hexdigest()
 
     def _build(self, task: Task, roots) -> tuple[dict | str, bool]:

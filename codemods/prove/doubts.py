@@ -67,7 +67,7 @@ class Doubts:
         base_lines, work_lines = pair.changed_lines()
         for side, lines in ((pair.work, work_lines), (pair.base, base_lines)):
             for index in side.deciding(lines) if side.branches is not None else []:
-                branch = side.branches[index]
+                branch = side.read_branches[index]
                 names = self._unexplained(branch.condition) if branch.directive != "#else" else ()
                 if not names or evaluate(_expression(branch), arch.macros()) is not None:
                     continue

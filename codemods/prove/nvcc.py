@@ -99,8 +99,8 @@ class Preprocessor:
         ).hexdigest()
 
     def run(self, archs, structures: dict[str, FilePair], jobs) -> dict[Arch, Verdict]:
-        with tempfile.TemporaryDirectory(prefix="codemod-verify-") as temp:
-            temp = Path(temp)
+        with tempfile.TemporaryDirectory(prefix="codemod-verify-") as temp_name:
+            temp = Path(temp_name)
             self.overlay = temp / "base"
             shadow_tree(self.root, self.overlay, {path: base for path, (base, _) in self.sources.items()})
             pairs = {(str(self.overlay), ROOT_TOKEN), (str(self.root), ROOT_TOKEN), (str(temp), TEMP_TOKEN)}
@@ -113,9 +113,10 @@ class Preprocessor:
             compared = []
             if self.allow_stand_ins and tasks:
                 # The first task finds the missing headers alone, so the workers do not all find them at once.
-                compared.append(self._compare(*tasks[0], structures))
+                first_path, first_arch = tasks[0]
+                compared.append(self._compare(first_path, first_arch, structures))
             with ThreadPoolExecutor(max_workers=jobs) as pool:
-                compared += pool.map(lambda task: self._compare(*task, structures), tasks[len(compared) :])
+                compared += pool.map(lambda task: self._compare(task[0], task[1], structures), tasks[len(compared) :])
         verdicts = {arch: Verdict() for arch in archs}
         seen: dict[Arch, set[tuple]] = {arch: set() for arch in archs}
         for (_, arch), (gained, lost, errors) in zip(tasks, compared):
@@ -148,7 +149,7 @@ class Preprocessor:
             # Both sides must see the same stand-ins: redo the one made before the other's were added.
             if errors or made_with["base"] == made_with["work"]:
                 break
-            sides = [min(made_with, key=made_with.get)]
+            sides = [min(made_with, key=lambda side: made_with[side])]
         if len(set(errors.values())) == 1 and len(errors) == 2:
             return [], [], [f"{path}: {errors['base']}"]
         if errors:

@@ -89,7 +89,7 @@ def load_recipe(path: Path) -> Recipe:
         raise errors.RecipeInvalid("a recipe needs at least one [[change]] table", where=str(path), hint="see README, 'Writing a recipe'")
 
     changes = []
-    seen = set()
+    seen: set[str] = set()
     for n, raw in enumerate(raw_changes):
         changes.append(_load_change(path, text, n, raw, seen))
     ids = {c.id for c in changes}
@@ -169,7 +169,7 @@ def _load_cases(path: Path, text: str, raw_cases, changes: dict) -> tuple[Case, 
     return tuple(cases)
 
 
-def _load_change(path: Path, text: str, n: int, raw: dict, seen: set) -> Change:
+def _load_change(path: Path, text: str, n: int, raw: dict, seen: set[str]) -> Change:
     if "at" in raw and "file" not in raw:
         if not isinstance(raw["at"], list) or not raw["at"] or not all(isinstance(a, dict) for a in raw["at"]):
             raise _invalid(path, text, "[[change.at]]", f"change #{n + 1}: 'at' must be a list of [[change.at]] tables", "see README, 'Writing a recipe'", n)
@@ -192,7 +192,7 @@ def _load_change(path: Path, text: str, n: int, raw: dict, seen: set) -> Change:
         raise _invalid(path, text, "id", f"change id {raw['id']!r} must be unique and kebab-case", "for example `flashinfer.trtllm-comm-jit`", n + 1)
     seen.add(raw["id"])
     _check_relative(path, text, raw["file"])
-    admits = ()
+    admits: tuple[Arch, ...] = ()
     if "admits" in raw and gate_kind.edit_kind:
         raise _invalid(path, text, "admits", f"change {raw['id']!r}: {kind} is an edit kind; it admits no arch", "drop `admits`")
     if "admits" in raw:

@@ -45,7 +45,8 @@ class Project:
     predicates: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def predicate_table(self) -> dict:
-        return _predicates.table(dict(self.predicates), f"targets/projects/{self.name}.toml")
+        # lists because gates/_predicates.table is annotated Mapping[str, list[str]]; it only iterates them
+        return _predicates.table({name: list(archs) for name, archs in self.predicates}, f"targets/projects/{self.name}.toml")
 
 
 @dataclass(frozen=True)

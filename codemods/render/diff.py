@@ -72,7 +72,7 @@ def _groups_from_edits(before: bytes, after: bytes, edits: list[Edit], n_old: in
         prev_b, prev_a = b1, a1
     if n_old - prev_b != n_new - prev_a:
         return None
-    return [tuple(g) for g in groups]
+    return [(b0, b1, a0, a1) for b0, b1, a0, a1 in groups]
 
 
 def _split(data: bytes) -> list[bytes]:
