@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from codemods.gates import Edit
 
 if TYPE_CHECKING:
-    from codemods.recipes.model import Plan, PlannedChange
+    from codemods.plan.changes import Plan, PlannedChange
 
 Group = tuple[int, int, int, int]  # before lines [b0, b1) replaced by after lines [a0, a1)
 
