@@ -12,7 +12,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 from typer.testing import CliRunner
+
+# Property tests check behaviour, not speed (speed is bench/'s): no per-example deadline on a loaded CI machine.
+settings.register_profile("codemod", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("codemod")
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
