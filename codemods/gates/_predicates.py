@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -490,7 +490,7 @@ def _compute_target(node: ast.AST) -> tuple[int, int] | None:
     return arch.major, arch.minor
 
 
-def table(entries: Mapping[str, list[str]], where: str) -> dict[str, Meaning]:
+def table(entries: Mapping[str, Sequence[str]], where: str) -> dict[str, Meaning]:
     """Meanings from a project's `[predicates]` table: name -> the archs it admits (`sm_120`, `sm_12x`)."""
     out = {}
     for name, archs in entries.items():

@@ -45,8 +45,7 @@ class Project:
     predicates: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def predicate_table(self) -> dict:
-        # lists because gates/_predicates.table is annotated Mapping[str, list[str]]; it only iterates them
-        return _predicates.table({name: list(archs) for name, archs in self.predicates}, f"targets/projects/{self.name}.toml")
+        return _predicates.table(dict(self.predicates), f"targets/projects/{self.name}.toml")
 
 
 @dataclass(frozen=True)
