@@ -69,7 +69,7 @@ class _Failed(Exception):
 class Preprocessor:
     """Runs nvcc -E for every (changed file, arch, side) and turns the outputs into verdicts."""
 
-    def __init__(self, root, sources, include_dirs, nvcc, version, flags, cache_dir, extra_includes=(), stand_ins=False):
+    def __init__(self, root, sources, include_dirs, nvcc, version, flags, cache_dir, extra_includes=(), stand_ins=False) -> None:
         self.root = root
         self.sources = sources
         self.include_dirs = include_dirs
