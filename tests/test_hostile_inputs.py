@@ -6,6 +6,7 @@ CLI in a subprocess with a timeout, so a crash or a hang fails the test instead 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -523,3 +524,14 @@ def test_deep_python_in_a_file_the_plan_only_reads(cli, example_repo):
     clean_refusal(result.output)
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert state(repo) == before
+
+
+def test_fifo_among_the_jit_specs_does_not_hang_verify(example_repo):
+    """verify reads every JIT spec file for the empty-kernel check: a FIFO there is skipped, as scan skips it."""
+    repo = example_repo("flashinfer")
+    assert codemod("run", "sm120-enable", "--repo", repo, timeout=120).returncode == 0
+    os.mkfifo(repo / "flashinfer/jit/a_fifo.py")
+    proc = codemod("verify", "--repo", repo, "--format", "json", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["status"] == "verified"
+    assert "Traceback" not in proc.stderr

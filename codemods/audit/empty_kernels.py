@@ -44,7 +44,7 @@ def find(
     files and the closure files), run on the tree as it is on disk, without
     listing the whole tree; [] where there is no FlashInfer JIT layout.
     """
-    from codemods.audit import analysis, jit_hazards, jit_modules, records
+    from codemods.audit import analysis, jit_hazards, jit_modules, listing, records
 
     root = Path(root)
     layout = jit_modules.detect(root)
@@ -58,10 +58,12 @@ def find(
 
     def analyse(rel: str, in_jit: bool):
         try:
-            data = (root / rel).read_bytes()
+            found = listing.read_regular(root / rel)  # as scan reads: a FIFO in the tree is never opened for reading
         except OSError:
+            found = None
+        if found is None:
             return records.FileScan(rel)
-        return analysis.analyse(rel, data, context, in_jit)
+        return analysis.analyse(rel, found[0], context, in_jit)
 
     specs = []
     for file in sorted((root / layout.jit).rglob("*.py")):
