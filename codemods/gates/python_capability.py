@@ -44,7 +44,11 @@ KIND = "python_capability"
 CALLS = ("get_device_capability", "get_device_sm")
 TOKENS = tuple(name.encode() for name in CALLS)
 _BOM = b"\xef\xbb\xbf"
-_SIDES = {0: "major", 1: "minor", None: "pair", "sm": "sm"}
+_SIDES = {0: "major", 1: "minor", None: "pair", "sm": "sm", "cuda_arch": "cuda_arch"}
+# What a recipe's `names` says a name holds (cpp_runtime_check.MEANINGS), as a side of the capability.
+_DECLARED = {"major": 0, "minor": 1, "sm": "sm", "cuda_arch": "cuda_arch"}
+_EXITS = ("skip", "exit", "fail", "_exit")  # a call ending the code path, like `raise`
+_EQUALITY = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
 
 COMPOUND: tuple[type[ast.stmt], ...] = (
     ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.FunctionDef,
@@ -106,6 +110,14 @@ CAPABILITY_RE = re.compile(
 # SGLang's `get_device_sm()` (major * 10 + minor), compared or bound
 SM_COMPARE_RE = re.compile(rb"\bget_device_sm\s*\(\s*\)\s*(?:[<>!=]=|[<>]|\bin\b|\bnot\b)|=\s*[\w.]*\bget_device_sm\s*\(")
 _CAPABILITY_CALL_RE = re.compile(CAPABILITY_RE.pattern.split(b"|(?:")[0])
+# An arch named by a string literal (`"sm_120"`, `'sm_100a'`, `"compute_90"`) next to a comparison: a
+# capability value wherever it is compared (`if sm_version != "sm_120": raise`).
+_ARCH_STRING = rb"[\"'](?:sm|compute)_\d{2,3}[af]?[\"']"
+ARCH_STRING_RE = re.compile(
+    rb"(?:[!=]=|\bin)\s*[(\[{]?\s*" + _ARCH_STRING + rb"|" + _ARCH_STRING + rb"\s*(?:[!=]=|\bin\b|\bnot\b)"
+)
+_NAMED_ARCH_RE = re.compile(r"(?:sm|compute)_\d{2,3}[af]?")
+_NAME_RE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\(\))?")
 _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
 _SPACE_BYTES = frozenset(b" \t\n\r\f\v")
 
@@ -134,13 +146,27 @@ def may_compare(data: bytes) -> bool:
     return False
 
 
+def names_arch(data: bytes) -> bool:
+    """Whether `data` compares something with a string naming an arch (`!= "sm_120"`, `in ("sm_100a", ...)`)."""
+    return (b"sm_" in data or b"compute_" in data) and bool(ARCH_STRING_RE.search(data))
+
+
 def may_hold(data: bytes) -> bool:
     """Whether `data` may hold a comparison of this kind: nothing else is worth parsing."""
-    return (CAPABILITY_TOKEN in data and may_compare(data)) or bool(b"get_device_sm" in data and SM_COMPARE_RE.search(data))
+    return (
+        (CAPABILITY_TOKEN in data and may_compare(data))
+        or bool(b"get_device_sm" in data and SM_COMPARE_RE.search(data))
+        or names_arch(data)
+    )
 
 
 def has_token(piece: bytes) -> bool:
     return any(token in piece for token in TOKENS)
+
+
+def _holds(piece: bytes) -> bool:
+    """Whether a statement's bytes may hold a comparison found without a declared name."""
+    return has_token(piece) or names_arch(piece)
 
 
 def _capability_call(node: ast.AST) -> str | None:
@@ -155,19 +181,56 @@ def _capability_call(node: ast.AST) -> str | None:
     return None
 
 
-def _literal(node: ast.AST):
-    """An int, a tuple of ints, or a tuple/list/set of those; None for anything else."""
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
+def _literal(node: ast.AST, strings: bool = False):
+    """An int, a tuple of ints, or a tuple/list/set of those; None for anything else.
+
+    With `strings`, a string naming an arch (`"sm_120"`, `"120"`, `"12.0a"`) reads as its number
+    (major * 10 + minor: 120); a collection mixing strings and ints is not read (Python's `"120" != 120`).
+    """
+    if isinstance(node, ast.Constant):
+        if type(node.value) is int and not strings:
+            return node.value
+        if isinstance(node.value, str) and strings:
+            try:
+                return Arch.parse(node.value).code
+            except ValueError:
+                return None
+        return None
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        items = [_literal(item) for item in node.elts]
+        items = [_literal(item, strings) for item in node.elts]
         return None if any(item is None for item in items) else tuple(items)
     return None
+
+
+def _strings(node: ast.AST) -> list[str] | None:
+    """The strings of a string literal or a non-empty collection of them; None for anything else."""
+    if isinstance(node, ast.Constant):
+        return [node.value] if isinstance(node.value, str) else None
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and node.elts:
+        found = [_strings(item) for item in node.elts]
+        return None if any(f is None or len(f) != 1 for f in found) else [f[0] for f in found if f]
+    return None
+
+
+def _names_arch(node: ast.AST) -> bool:
+    """A string literal (or a collection of them) whose every string names an arch by itself (`"sm_120"`)."""
+    values = _strings(node)
+    return bool(values) and all(_NAMED_ARCH_RE.fullmatch(v) for v in values or ())
+
+
+def _spelled(node: ast.AST) -> str:
+    """A compared expression as a recipe's `names` writes it: `x`, `self.backend`, `capability.to_int()`."""
+    if isinstance(node, ast.Call) and not node.args and not node.keywords:
+        inner = _dotted(node.func)
+        return f"{inner}()" if inner else ""
+    return _dotted(node)
 
 
 def _have(arch: Arch, side) -> object:
     if side == "sm":
         return arch.major * 10 + arch.minor
+    if side == "cuda_arch":
+        return arch.cuda_arch
     return (arch.major, arch.minor) if side is None else (arch.major, arch.minor)[side]
 
 
@@ -183,58 +246,90 @@ def _admitted(side, op: type[ast.cmpop], value, universe: tuple[Arch, ...], chec
 def gates(text: PythonText, body: list[ast.stmt], universe: tuple[Arch, ...], computed: bool = False) -> list[Gate]:
     """Every capability comparison in `body`; with `computed`, also those with a value it cannot read (unknown).
 
-    Only statements that name a capability call (or a name bound from one) are walked.
+    Only statements that name a capability call (or a name bound from one, or an arch string) are walked.
+    What a gate admits is where the code it guards runs: the comparison's truth set, or, when an `if`
+    with no `else` ends the code path (`raise`, a bare `return`, `pytest.skip(...)`), the archs where it is false.
     """
     return [gate for gate, _, _ in _found(text, body, universe, computed)]
 
 
 def _found(
-    text: PythonText, body: list[ast.stmt], universe, computed: bool, checked: bool = False
+    text: PythonText, body: list[ast.stmt], universe, computed: bool, checked: bool = False,
+    names: Mapping[str, str] | None = None,
 ) -> list[tuple[Gate, ast.Compare, int]]:
+    """The comparisons in `body`: those of the capability calls, of names bound from them, of arch strings
+    and, with `names` (a recipe's: `{"_device_sm": "sm"}`), of the names it declares."""
+    declared = {spelled: _DECLARED[meaning] for spelled, meaning in (names or {}).items()}
     bound: dict[tuple[int, str], object] = {}  # (scope, name) -> 0 major, 1 minor, None the pair, "sm"
     compares: dict[int, tuple[ast.Compare, int]] = {}
-    for node, scope in nodes_in(text, body, has_token, 0):
+    for node, scope in nodes_in(text, body, _holds, 0):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             bind(node.targets[0], node.value, scope, bound)
         elif isinstance(node, ast.Compare):
             compares[id(node)] = (node, scope)
-    if bound:
-        names = re.compile(rb"\b(?:%s)\b" % b"|".join(re.escape(name.encode()) for _, name in bound))
-        for node, scope in nodes_in(text, body, lambda piece: bool(names.search(piece)), 0):
+    words = {name for _, name in bound} | {re.findall(r"\w+", spelled)[-1] for spelled in declared if re.search(r"\w", spelled)}
+    if words:
+        pattern = re.compile(rb"\b(?:%s)\b" % b"|".join(re.escape(word.encode()) for word in sorted(words)))
+        for node, scope in nodes_in(text, body, lambda piece: bool(pattern.search(piece)), 0):
             if isinstance(node, ast.Compare):
                 compares.setdefault(id(node), (node, scope))
 
     def part(node: ast.AST, scope: int):
-        """0 or 1 for the major or minor, None for the (major, minor) pair, "sm", or "" for anything else."""
+        """0 or 1 for the major or minor, None for the (major, minor) pair, "sm", "cuda_arch", or "" for anything else."""
         call = _capability_call(node)
         if call is not None:
             return None if call == "pair" else "sm"
+        if _spelled(node) in declared:
+            return declared[_spelled(node)]
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value in (0, 1):
             return node.slice.value if _capability_call(node.value) == "pair" or part(node.value, scope) is None else ""
+        if isinstance(node, ast.Attribute) and node.attr in ("major", "minor"):  # a capability object's fields
+            return ("major", "minor").index(node.attr) if part(node.value, scope) is None else ""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to_int" and not node.args:
+            return "sm" if part(node.func.value, scope) is None else ""  # SGLang's DeviceCapability.to_int()
         if isinstance(node, ast.Name):
             for where in (scope, 0):
                 if (where, node.id) in bound:
                     return bound[(where, node.id)]
         return ""
 
+    def read(held: ast.AST, value: ast.AST, scope: int):
+        """(side, value, style) of `held` compared with `value`: side "" when `held` holds no capability."""
+        side = part(held, scope)
+        if _strings(value) is not None:
+            if side == "" and _names_arch(value):
+                side = "sm"  # "sm_120" says what it is, whatever holds it
+            return side, (_literal(value, strings=True) if side == "sm" else None), "str"
+        return side, _literal(value), "int"
+
+    exits: set[int] | None = None
     found = []
     for node, scope in compares.values():
         if len(node.ops) != 1:
             continue
         left, op, right = node.left, type(node.ops[0]), node.comparators[0]
-        side, value, flipped = part(left, scope), _literal(right), False
-        if (side == "" or value is None) and op in _FLIPPED and part(right, scope) != "":
-            side, value, op, flipped = part(right, scope), _literal(left), _FLIPPED[op], True
+        (side, value, style), flipped = read(left, right, scope), False
+        if (side == "" or value is None) and op in _FLIPPED and (part(right, scope) != "" or _names_arch(left)):
+            (side, value, style), op, flipped = read(right, left, scope), _FLIPPED[op], True
         if side == "" or op not in _COMPARE:
             continue
+        if style == "str" and op not in _EQUALITY:
+            value = None  # "sm_90" < "sm_100" is False: strings compare by their letters
         admitted = None if value is None else _admitted(side, op, value, universe, checked)
         detail = {"side": _SIDES[side], "op": op.__name__, "flipped": flipped, "checked": checked}
+        if style == "str":
+            detail["style"] = "str"
         if admitted is None:
             if not computed:
                 continue
-            detail["unknown"] = "the value compared is computed, not a literal" if value is None else "a major compared with a pair"
+            detail["unknown"] = _unreadable(style, op, value)
             admits = ArchSet(universe, frozenset(), frozenset(universe))
         else:
+            if not checked:
+                exits = _exit_tests(body) if exits is None else exits
+                if id(node) in exits:
+                    detail["exits"] = True
+                    admitted = frozenset(universe) - admitted
             admits = ArchSet(universe, admitted)
         start, end = text.span(node)
         gate = Gate(
@@ -244,6 +339,41 @@ def _found(
         found.append((gate, node, scope))
     found.sort(key=lambda item: (item[0].line, item[0].start))
     return found
+
+
+def _unreadable(style: str, op: type[ast.cmpop], value) -> str:
+    if style == "str" and op not in _EQUALITY:
+        return "a string compared by order (`<`, `>=`), not by value"
+    if style == "str":
+        return "the string compared is not an arch name (`\"sm_120\"`, `\"120\"`, `\"12.0a\"`) or holds no capability"
+    return "the value compared is computed, not a literal" if value is None else "a major compared with a pair"
+
+
+def _exit_tests(body: list) -> set[int]:
+    """The comparisons that decide an `if` (alone, or one of its `or`) whose body ends the code path: what
+    follows runs where they are false (`if sm_version != "sm_120": raise ...`)."""
+    out: set[int] = set()
+    stack = list(body)
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and _ends(stmt.body[-1]):
+            test = stmt.test
+            for operand in test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test]:
+                if isinstance(operand, ast.Compare):
+                    out.add(id(operand))
+        for name in _BODIES:
+            stack += getattr(stmt, name, None) or []
+    return out
+
+
+def _ends(stmt: ast.stmt) -> bool:
+    """A statement that leaves the code path: `raise`, a bare `return` (`return True` may be what the if
+    decides), `continue`, or `pytest.skip(...)`-like calls."""
+    if isinstance(stmt, (ast.Raise, ast.Continue)):
+        return True
+    if isinstance(stmt, ast.Return):
+        return stmt.value is None or isinstance(stmt.value, ast.Constant) and stmt.value.value is None
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and callee(stmt.value) in _EXITS
 
 
 def nodes_in(text: PythonText, body: list, test: Callable[[bytes], bool], scope: int) -> Iterator[tuple[ast.AST, int]]:
@@ -295,7 +425,7 @@ _NOT_A_START = (b")", b"]", b"}", b"else", b"elif", b"except", b"finally", b"#")
 
 
 def blocks(data: bytes) -> tuple[PythonText, list[ast.stmt]] | None:
-    """The statements around each `get_device_capability`, parsed alone: the innermost function (or the
+    """The statements around each `get_device_capability` (or arch string compared), parsed alone: the innermost function (or the
     top-level statement) holding it, at its own line numbers and columns.
 
     None when that cannot be done safely: a block does not parse alone, or a name is bound from the call
@@ -308,7 +438,7 @@ def blocks(data: bytes) -> tuple[PythonText, list[ast.stmt]] | None:
     hidden: list[tuple[int, int]] = []
     for match in _PY_LEXEME_RE.finditer(data):
         if match.group().startswith(b"#"):
-            if has_token(match.group()):
+            if _holds(match.group()):
                 hidden.append((match.start(), match.end()))
         elif b"\n" in match.group() or has_token(match.group()):
             hidden.append((match.start(), match.end()))
@@ -329,7 +459,8 @@ def blocks(data: bytes) -> tuple[PythonText, list[ast.stmt]] | None:
         return len(line) - len(body)
 
     blocks: dict[int, tuple[int, int, int]] = {}  # first line -> (first line, last line, indentation)
-    for match in _TOKEN_RE.finditer(data):
+    found = list(_TOKEN_RE.finditer(data)) + (list(ARCH_STRING_RE.finditer(data)) if names_arch(data) else [])
+    for match in found:
         if in_hidden(match.start()):
             continue
         number = text.line(match.start())
@@ -399,9 +530,20 @@ def blocks(data: bytes) -> tuple[PythonText, list[ast.stmt]] | None:
 
 
 def check_selector(name: str, value) -> str:
-    """The same selectors as python_arch_test (function, assigns, calls), checked the same way."""
+    """The same selectors as python_arch_test (function, assigns, calls), checked the same way; `names` as
+    cpp_runtime_check's (a table of name = sm | major | minor | cuda_arch)."""
     from codemods.gates import python_arch_test
 
+    if name == "names":
+        from codemods.gates import cpp_runtime_check
+
+        wrong = cpp_runtime_check.check_selector(name, value)
+        if wrong:
+            return wrong
+        for spelled in value:
+            if not _NAME_RE.fullmatch(spelled):
+                return f"names: {spelled!r} is not a name as Python code writes it (`x`, `self.backend`, `cap.to_int()`)"
+        return ""
     return python_arch_test.check_selector(name, value)
 
 
@@ -459,13 +601,18 @@ def find(
     function: str | None = None,
     assigns: str | None = None,
     calls: str | list[str] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> list[Gate]:
-    """Every capability comparison the selectors pick, computed ones included (unknown: refused by `widen`)."""
+    """Every capability comparison the selectors pick, computed ones included (unknown: refused by `widen`).
+
+    `names` declares what other names hold (`{"_device_sm": "sm", "backend": "sm"}`, as cpp_runtime_check's):
+    their comparisons are read too, with ints or strings (`backend in ("100", "110")`) as values.
+    """
     text, tree = _parse(source)
     wanted = {calls} if isinstance(calls, str) else set(calls or [])
     parents = _parents(tree)
     out = []
-    for gate, node, _ in _found(text, tree.body, universe, computed=True, checked=True):
+    for gate, node, _ in _found(text, tree.body, universe, computed=True, checked=True, names=names):
         up: ast.AST
         around, statement, assigned, up = "", None, False, node
         while id(up) in parents:
@@ -484,23 +631,48 @@ def find(
             continue
         if wanted and not (statement is not None and _body_calls(statement.body, wanted)):
             continue
-        out.append(Gate(**{**gate.__dict__, "context": around}))
+        detail = {**gate.detail, "names": dict(names)} if names else gate.detail
+        out.append(Gate(**{**gate.__dict__, "context": around, "detail": detail}))
     return out
 
 
 def _value_of(arch: Arch, side: str):
-    return {"major": arch.major, "minor": arch.minor, "sm": arch.major * 10 + arch.minor, "pair": (arch.major, arch.minor)}[side]
+    return {
+        "major": arch.major, "minor": arch.minor, "sm": arch.major * 10 + arch.minor, "cuda_arch": arch.cuda_arch,
+        "pair": (arch.major, arch.minor),
+    }[side]  # fmt: skip
+
+
+_STRING_STYLE_RE = re.compile(r"(?P<prefix>(?:sm|compute)_?)?(?:(?P<major>\d{1,2})\.\d|\d{2,4})(?P<variant>[af]?)", re.IGNORECASE)
+
+
+def _spell_string(arch: Arch, sample: str) -> str:
+    """`arch` as a string literal in the style of `sample`, a literal the comparison holds (`"sm_100a"`, `'12.0'`)."""
+    quote = sample.lstrip("rRuU")[:1]
+    style = _STRING_STYLE_RE.fullmatch(sample.lstrip("rRuU")[1:-1])
+    if style is None:  # find read it as an arch name: only a spelling this does not know
+        raise CannotWiden(f"{sample} is an arch name in a spelling codemod does not write; edit it by hand")
+    number = f"{arch.major}.{arch.minor}" if style["major"] else str(arch.code)
+    return f"{quote}{style['prefix'] or ''}{number}{style['variant']}{quote}"
 
 
 def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> list[Edit]:
-    """Edits that make the comparison admit `targets` too; `[]` if it does already."""
+    """Edits that make the comparison admit `targets` too; `[]` if it does already.
+
+    New values are spelled like the values already there (`120`, `"sm_120"`, `"12.0a"`) and, where those are
+    in ascending order, put in their place (`("100", "110")` gains `"107"` between them).
+    """
     if gate.detail.get("unknown"):
         raise CannotWiden(f"line {gate.line}: {gate.detail['unknown']}; edit it by hand")
     missing = [arch for arch in targets if not gate.admits.admits(arch)]
     if not missing:
         return []
     text, tree = _parse(source)
-    node = next((n for g, n, _ in _found(text, tree.body, universe, computed=True, checked=True) if (g.start, g.end) == (gate.start, gate.end)), None)
+    node = next(
+        (n for g, n, _ in _found(text, tree.body, universe, computed=True, checked=True, names=gate.detail.get("names"))
+         if (g.start, g.end) == (gate.start, gate.end)),
+        None,
+    )  # fmt: skip
     if node is None:
         raise CannotWiden(f"line {gate.line}: {gate.text} is no longer at this place; find the gates again")
     op = type(node.ops[0])
@@ -512,30 +684,51 @@ def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[
     if gate.detail.get("flipped"):
         raise CannotWiden(f"line {gate.line}: `{gate.text}` has its value on the left; edit it by hand")
     side = gate.detail["side"]
-    values: list = []
-    for arch in missing:
-        value = _value_of(arch, side)
-        if value not in values:
-            values.append(value)
+    strings = gate.detail.get("style") == "str"
     right = node.comparators[0]
     start, end = text.span(right)
-    spelled = [repr(v).replace(" ", "") if side == "pair" else repr(v) for v in values]
+    sample = source[slice(*text.span(right.elts[0] if isinstance(right, (ast.Tuple, ast.List, ast.Set)) and right.elts else right))]
+    new: dict = {}  # value -> its spelling
+    for arch in missing:
+        value = _value_of(arch, side)
+        if value not in new:
+            new[value] = _spell_string(arch, sample.decode("utf-8")) if strings else repr(value)
     if side == "pair":
-        spelled = [s.replace(",", ", ") for s in spelled]
+        new = {v: s.replace(" ", "").replace(",", ", ") for v, s in new.items()}
     if op in (ast.Eq, ast.NotEq):
         op_start = text.span(node.left)[1]
         between = source[op_start:start]
         word = b"in" if op is ast.Eq else b"not in"
         new_between = re.sub(rb"==|!=", word, between, count=1)
-        items = ", ".join([source[start:end].decode("utf-8"), *spelled])
-        return [Edit(op_start, start, new_between), Edit(start, end, f"({items})".encode())]
+        old = _literal(right, strings)
+        items = sorted([(old, source[start:end].decode("utf-8")), *new.items()], key=lambda item: item[0])
+        return [Edit(op_start, start, new_between), Edit(start, end, f"({', '.join(s for _, s in items)})".encode())]
     if not isinstance(right, (ast.Tuple, ast.List, ast.Set)) or not right.elts:
         raise CannotWiden(f"line {gate.line}: `{gate.text}` compares with no literal collection; edit it by hand")
-    last_end = text.span(right.elts[-1])[1]
-    if len(right.elts) == 1 and isinstance(right, ast.Tuple) and source[last_end:end].lstrip().startswith(b","):
-        comma = source.index(b",", last_end) + 1
-        return [Edit(last_end, comma, ("".join(", " + s for s in spelled)).encode())]
-    return [Edit(last_end, last_end, ("".join(", " + s for s in spelled)).encode())]
+    return _insert(source, text, right, list(_literal(right, strings) or ()), new)
+
+
+def _insert(source: bytes, text: PythonText, right: ast.Tuple | ast.List | ast.Set, there: list, new: dict) -> list[Edit]:
+    """Edits adding `new` (value -> spelling) to the literal collection `right` holding the values `there`."""
+    spans = [text.span(item) for item in right.elts]
+    ordered = there == sorted(there)
+    after: dict[int, list[str]] = {}  # the index of the item each new value follows (-1: before the first)
+    for value, spelled in sorted(new.items()) if ordered else new.items():
+        index = sum(1 for old in there if old < value) - 1 if ordered else len(there) - 1
+        after.setdefault(index, []).append(spelled)
+    edits = []
+    for index, spelled in sorted(after.items()):
+        if index < 0:
+            edits.append(Edit(spans[0][0], spans[0][0], "".join(s + ", " for s in spelled).encode()))
+            continue
+        last_end = spans[index][1]
+        end = text.span(right)[1]
+        if len(spans) == 1 and isinstance(right, ast.Tuple) and source[last_end:end].lstrip().startswith(b","):
+            comma = source.index(b",", last_end) + 1  # `(90,)` becomes `(90, 120)`
+            edits.append(Edit(last_end, comma, "".join(", " + s for s in spelled).encode()))
+        else:
+            edits.append(Edit(last_end, last_end, "".join(", " + s for s in spelled).encode()))
+    return edits
 
 
 def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS, detail: Mapping[str, Any] | None = None) -> ArchSet:
@@ -547,14 +740,19 @@ def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS, detail: Mappin
         return unknown
     if not isinstance(node, ast.Compare) or len(node.ops) != 1 or not detail or "side" not in detail:
         return unknown
-    op, value = type(node.ops[0]), _literal(node.comparators[0])
+    strings = detail.get("style") == "str"
+    op, value = type(node.ops[0]), _literal(node.comparators[0], strings)
     if detail.get("flipped"):
         flipped = _FLIPPED.get(op)
         if flipped is None:  # no operator to flip to: as unknown as one _COMPARE lacks
             return unknown
-        op, value = flipped, _literal(node.left)
+        op, value = flipped, _literal(node.left, strings)
+    if strings and op not in _EQUALITY:
+        return unknown
     if op not in _COMPARE or value is None:
         return unknown
-    side = {"major": 0, "minor": 1, "pair": None, "sm": "sm"}[detail["side"]]
+    side = {"major": 0, "minor": 1, "pair": None, "sm": "sm", "cuda_arch": "cuda_arch"}[detail["side"]]
     admitted = _admitted(side, op, value, universe, bool(detail.get("checked")))
+    if admitted is not None and detail.get("exits"):
+        admitted = frozenset(universe) - admitted
     return unknown if admitted is None else ArchSet(universe, admitted)

@@ -104,7 +104,7 @@ PYTHON_ARCH_TEST = GateKind(
 
 PYTHON_CAPABILITY = GateKind(
     name=python_capability.KIND,
-    selectors=_optional("function", "assigns", "calls"),
+    selectors=_optional("function", "assigns", "calls", "names", hints={"names": 'names = {"_device_sm" = "sm", "backend" = "sm"}'}),
     find=lambda source, universe, where, selector: python_capability.find(source, universe, **selector),
     admits=lambda text, universe, where, detail: python_capability.admits(text, universe, detail),
     widen=lambda source, gate, targets, universe, where: python_capability.widen(source, gate, targets, universe),
