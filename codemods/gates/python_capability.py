@@ -297,8 +297,8 @@ def _found(
         """(side, value, style) of `held` compared with `value`: side "" when `held` holds no capability."""
         side = part(held, scope)
         if _strings(value) is not None:
-            if side == "" and _names_arch(value):
-                side = "sm"  # "sm_120" says what it is, whatever holds it
+            if side == "" and _names_arch(value) and isinstance(held, (ast.Name, ast.Attribute, ast.Call)):
+                side = "sm"  # "sm_120" says what it is, whatever name holds it (`arch[:5]` is not the arch)
             return side, (_literal(value, strings=True) if side == "sm" else None), "str"
         return side, _literal(value), "int"
 
@@ -653,7 +653,12 @@ def _spell_string(arch: Arch, sample: str) -> str:
     if style is None:  # find read it as an arch name: only a spelling this does not know
         raise CannotWiden(f"{sample} is an arch name in a spelling codemod does not write; edit it by hand")
     number = f"{arch.major}.{arch.minor}" if style["major"] else str(arch.code)
-    return f"{quote}{style['prefix'] or ''}{number}{style['variant']}{quote}"
+    variant = style["variant"]
+    try:
+        Arch.parse(f"sm_{arch.code}{variant}")
+    except ValueError:
+        variant = ""  # sm_80 has no `a` target: "sm_90a" gains "sm_80"
+    return f"{quote}{style['prefix'] or ''}{number}{variant}{quote}"
 
 
 def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> list[Edit]:

@@ -4,7 +4,7 @@ import ast
 from textwrap import dedent
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, parse_archs
@@ -38,8 +38,9 @@ def test_fp8_groupwise(dtype):
 def _rewrite(source: str, archs: str, **selector) -> str:
     data = source.encode()
     edits = []
-    for gate in find(data, DEFAULT_ARCHS, **selector):
-        edits += widen(data, gate, parse_archs(archs), DEFAULT_ARCHS)
+    universe = tuple(dict.fromkeys(DEFAULT_ARCHS + parse_archs(archs)))  # sm_107 is not among the defaults
+    for gate in find(data, universe, **selector):
+        edits += widen(data, gate, parse_archs(archs), universe)
     return apply_edits(data, edits).decode()
 
 
@@ -227,3 +228,187 @@ def test_assigns_also_picks_the_value_of_an_assignment():
     assert [g.line for g in find(source.encode(), assigns="SCALE_UE8M0")] == [6]
     after = _rewrite(source, "sm_121", assigns="SCALE_UE8M0")
     assert after == source.replace("or get_device_sm() == 120", "or get_device_sm() in (120, 121)")
+
+
+# ---------------------------------------------------------------- capability values as real code holds them
+
+# FlashInfer's b12x launch shape: the arch held as a string, checked before a raise.
+B12X_LAUNCH = '''\
+class _DenseLaunch:
+    def __init__(self, sm_version: str):
+        if sm_version != "sm_120":
+            raise ValueError(f"dense launch supports sm_120 only, got {sm_version}")
+        self.sm_version = sm_version
+'''
+
+# FlashInfer's CUTLASS MoE loader shape: a backend string of major and minor digits.
+MOE_BACKEND = '''\
+def get_moe_module(backend: str = "100"):
+    if backend in ("120", "121"):
+        return gen_moe_sm120_module()
+    elif backend in ("100", "110"):
+        return gen_moe_sm100_module()
+    raise ValueError(backend)
+'''
+
+# SGLang's platform shape: a capability object with to_int() and its fields.
+PLATFORM_CAPABILITY = '''\
+class Config:
+    def validate(self, args):
+        capability = current_platform.get_device_capability()
+        if capability is None or capability.to_int() != 90:
+            raise ValueError("needs SM90")
+        if capability.major == 9:
+            args.fast = True
+'''
+
+# SGLang's imported flag shape: a module-level name bound in another module (= get_device_sm()).
+IMPORTED_SM = '''\
+from sglang.srt.models.common.utils import _device_sm
+
+
+def route(x, w):
+    if _device_sm == 100 and w.shape[0] == 256:
+        return fast_router_gemm(x, w)
+    return slow_router_gemm(x, w)
+'''
+
+
+@pytest.mark.parametrize(
+    ("source", "archs", "selector", "before", "after"),
+    [
+        pytest.param(B12X_LAUNCH, "sm_120,sm_121", {}, 'sm_version != "sm_120"', 'sm_version not in ("sm_120", "sm_121")',
+                     id="arch-string-negated-becomes-not-in"),
+        pytest.param("def f(arch):\n    if arch in ('sm_100a', 'sm_103a'):\n        go()\n", "sm_110", {},
+                     "('sm_100a', 'sm_103a')", "('sm_100a', 'sm_103a', 'sm_110a')", id="arch-strings-keep-quote-and-variant"),
+        pytest.param("def f(arch):\n    if arch == 'compute_90':\n        go()\n", "sm_100", {},
+                     "arch == 'compute_90'", "arch in ('compute_90', 'compute_100')", id="compute-prefix"),
+        pytest.param(MOE_BACKEND, "sm_107", {"names": {"backend": "sm"}, "calls": "gen_moe_sm100_module"},
+                     '("100", "110")', '("100", "107", "110")', id="declared-digit-strings-in-order"),
+        pytest.param("def f(cc):\n    if cc == \"12.0\":\n        go()\n", "sm_121", {"names": {"cc": "sm"}},
+                     'cc == "12.0"', 'cc in ("12.0", "12.1")', id="declared-dotted-string"),
+        pytest.param(PLATFORM_CAPABILITY, "sm_120", {"calls": "ValueError"}, "capability.to_int() != 90",
+                     "capability.to_int() not in (90, 120)", id="platform-to-int"),
+        pytest.param(PLATFORM_CAPABILITY, "sm_100", {"assigns": "args.fast"}, "capability.major == 9",
+                     "capability.major in (9, 10)", id="platform-major-field"),
+        pytest.param(IMPORTED_SM, "sm_103", {"names": {"_device_sm": "sm"}}, "_device_sm == 100",
+                     "_device_sm in (100, 103)", id="declared-imported-int"),
+        pytest.param("def f(cap):\n    if cap.sm in (120, 100):\n        go()\n", "sm_110", {"names": {"cap.sm": "sm"}},
+                     "(120, 100)", "(120, 100, 110)", id="unordered-values-gain-at-the-end"),
+    ],
+)
+def test_capability_values_widen_in_their_own_style(source, archs, selector, before, after):
+    assert before in source
+    widened = _rewrite(source, archs, **selector)
+    assert widened == source.replace(before, after, 1)
+    assert _rewrite(widened, archs, **selector) == widened  # a second pass changes nothing
+
+
+@pytest.mark.parametrize(
+    ("source", "selector"),
+    [
+        pytest.param(MOE_BACKEND, {}, id="digit-strings-say-nothing-undeclared"),
+        pytest.param("def f(arch):\n    if arch[:5] == 'sm_90':\n        go()\n", {}, id="a-slice-is-not-the-arch"),
+        pytest.param("def f(dtype):\n    if dtype != 'fp8_e4m3':\n        raise ValueError\n", {}, id="not-an-arch-string"),
+        pytest.param('def f():\n    """if sm_version != "sm_120": raise"""\n    # if sm != "sm_120": raise\n', {},
+                     id="docstring-and-comment"),
+        pytest.param(IMPORTED_SM, {"names": {"other": "sm"}}, id="undeclared-imported-name"),
+    ],
+)
+def test_capability_values_that_are_not_read(source, selector):
+    assert find(source.encode(), **selector) == []
+    assert _rewrite(source, "sm_121", **selector) == source
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(B12X_LAUNCH.replace('!= "sm_120"', 'not in ("sm_120", "sm_121")'), id="both-already-named"),
+        pytest.param(PLATFORM_CAPABILITY.replace("!= 90", "not in (90, 120, 121)"), id="to-int-already-admits"),
+    ],
+)
+def test_capability_values_already_admitted(source):
+    assert find(source.encode(), function=None)
+    assert _rewrite(source, "sm_120,sm_121", calls="ValueError") == source
+
+
+@pytest.mark.parametrize(
+    ("source", "names", "reason"),
+    [
+        ("def f(backend):\n    if backend >= \"100\":\n        pass\n", {"backend": "sm"}, "by order"),
+        ("def f(backend):\n    if backend == BACKEND_SM100:\n        pass\n", {"backend": "sm"}, "computed"),
+        ("def f(backend):\n    if backend == \"sm100_fast\":\n        pass\n", {"backend": "sm"}, "not an arch name"),
+        ("def f(major):\n    if major == \"12\":\n        pass\n", {"major": "major"}, "not an arch name"),
+    ],
+)
+def test_unreadable_values_are_refused_with_the_line_and_reason(source, names, reason):
+    data = source.encode()
+    [gate] = find(data, names=names)
+    assert gate.admits.unknown and not gate.admits.admitted
+    with pytest.raises(CannotWiden, match=rf"^line 2: .*{reason}"):
+        widen(data, gate, (Arch.parse("sm_121"),))
+
+
+def test_names_selector_is_checked():
+    from codemods.gates.python_capability import check_selector
+    from codemods.gates.registry import KINDS
+
+    assert "names" in KINDS["python_capability"].selector_names
+    assert check_selector("names", {"_device_sm": "sm", "self.backend": "sm", "cap.to_int()": "sm"}) == ""
+    assert "meaning is one of" in check_selector("names", {"backend": "string"})
+    assert "table" in check_selector("names", ["backend"])
+    assert "not a name" in check_selector("names", {"backend[0]": "sm"})
+
+
+def test_scan_reports_an_arch_string_check_by_what_runs_after_it(tmp_path):
+    from codemods.audit.scan import scan
+
+    (tmp_path / "launch.py").write_text(B12X_LAUNCH + "\n\ndef pick(arch):\n    if arch == 'sm_100a':\n        use_tcgen05()\n")
+    gates = scan(tmp_path, Arch.parse("sm_121"), cache=None).gates
+    assert [(g["kind"], g["line"], g["text"], g["admits"], g["excludes_arch"]) for g in gates] == [
+        # `if ... != "sm_120": raise`: what follows runs on sm_120 only
+        ("python_capability", 3, 'sm_version != "sm_120"', ["sm_120"], True),
+        ("python_capability", 9, "arch == 'sm_100a'", ["sm_100"], True),
+    ]
+    (tmp_path / "launch.py").write_text(B12X_LAUNCH.replace('!= "sm_120"', 'not in ("sm_120", "sm_121")'))
+    [gate] = scan(tmp_path, Arch.parse("sm_121"), cache=None).gates
+    assert gate["admits"] == ["sm_120", "sm_121"] and not gate["excludes_arch"]
+
+
+_STYLES = {
+    "sm": lambda a: f'"sm_{a.code}"',
+    "bare": lambda a: f'"{a.code}"',
+    "dotted": lambda a: f'"{a.major}.{a.minor}"',
+    "variant": lambda a: f"'sm_{a.code}a'",
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    style=st.sampled_from(sorted(_STYLES)),
+    op=st.sampled_from(["==", "!=", "in", "not in"]),
+    chosen=st.lists(st.sampled_from(DEFAULT_ARCHS), min_size=1, max_size=3, unique=True),
+    targets=st.lists(st.sampled_from(DEFAULT_ARCHS), min_size=1, max_size=3, unique=True),
+)
+def test_string_values_read_as_their_numbers(style, op, chosen, targets):
+    """A capability held as a string admits what the same comparison with get_device_sm()'s ints admits,
+    before and after widening (the spelling is the only difference)."""
+    chosen = sorted(a for a in chosen if style != "variant" or a.major >= 9)  # sm_80a is no target
+    assume(chosen)
+    chosen = chosen[:1] if op in ("==", "!=") else chosen
+    spell = _STYLES[style]
+
+    def literal(items):
+        return items[0] if op in ("==", "!=") else "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+    as_text = f"def f(held):\n    if held {op} {literal([spell(a) for a in chosen])}:\n        pass\n".encode()
+    as_int = f"def f():\n    if get_device_sm() {op} {literal([str(a.code) for a in chosen])}:\n        pass\n".encode()
+    names = {"held": "sm"}
+    (text_gate,), (int_gate,) = find(as_text, names=names), find(as_int)
+    assert text_gate.admits == int_gate.admits
+    assert admits(text_gate.text, DEFAULT_ARCHS, text_gate.detail) == text_gate.admits
+    wide_text = apply_edits(as_text, widen(as_text, text_gate, tuple(targets)))
+    wide_int = apply_edits(as_int, widen(as_int, int_gate, tuple(targets)))
+    (text_again,), (int_again,) = find(wide_text, names=names), find(wide_int)
+    assert text_again.admits == int_again.admits
+    assert widen(wide_text, text_again, tuple(targets)) == []
