@@ -22,10 +22,17 @@ admit one arch more without admitting the ones between, and a comparison
 with a computed value (`== SM_VERSION`) cannot be read: both are refused
 (`CannotWiden`, naming the line and the reason).
 
+A capability is also read where real code holds it otherwise
+(`_capability_values`): an arch named by a string (`if sm_version !=
+"sm_120": raise` becomes `not in ("sm_120", "sm_121")`), a platform's
+capability object (`capability.to_int() != 90`, `capability.major`), and
+names a recipe declares with `names` (`{"backend" = "sm"}`: `backend in
+("100", "110")` gains `"107"` in its place).
+
 Selectors pick the comparison: `function` (the function around it),
 `assigns` (it is in the value assigned to that dotted target, or the body of
-the `if` it is in assigns that target) and
-`calls` (that body calls that function, or any of a list).
+the `if` it is in assigns that target),
+`calls` (that body calls that function, or any of a list) and `names`.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from typing import Any
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, SourceError
+from codemods.gates._capability_values import ARCH_STRING_RE, NAME_RE, exit_tests, named, names_arch, spell, strings
 
 KIND = "python_capability"
 
@@ -47,7 +55,6 @@ _BOM = b"\xef\xbb\xbf"
 _SIDES = {0: "major", 1: "minor", None: "pair", "sm": "sm", "cuda_arch": "cuda_arch"}
 # What a recipe's `names` says a name holds (cpp_runtime_check.MEANINGS), as a side of the capability.
 _DECLARED = {"major": 0, "minor": 1, "sm": "sm", "cuda_arch": "cuda_arch"}
-_EXITS = ("skip", "exit", "fail", "_exit")  # a call ending the code path, like `raise`
 _EQUALITY = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
 
 COMPOUND: tuple[type[ast.stmt], ...] = (
@@ -110,14 +117,6 @@ CAPABILITY_RE = re.compile(
 # SGLang's `get_device_sm()` (major * 10 + minor), compared or bound
 SM_COMPARE_RE = re.compile(rb"\bget_device_sm\s*\(\s*\)\s*(?:[<>!=]=|[<>]|\bin\b|\bnot\b)|=\s*[\w.]*\bget_device_sm\s*\(")
 _CAPABILITY_CALL_RE = re.compile(CAPABILITY_RE.pattern.split(b"|(?:")[0])
-# An arch named by a string literal (`"sm_120"`, `'sm_100a'`, `"compute_90"`) next to a comparison: a
-# capability value wherever it is compared (`if sm_version != "sm_120": raise`).
-_ARCH_STRING = rb"[\"'](?:sm|compute)_\d{2,3}[af]?[\"']"
-ARCH_STRING_RE = re.compile(
-    rb"(?:[!=]=|\bin)\s*[(\[{]?\s*" + _ARCH_STRING + rb"|" + _ARCH_STRING + rb"\s*(?:[!=]=|\bin\b|\bnot\b)"
-)
-_NAMED_ARCH_RE = re.compile(r"(?:sm|compute)_\d{2,3}[af]?")
-_NAME_RE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\(\))?")
 _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
 _SPACE_BYTES = frozenset(b" \t\n\r\f\v")
 
@@ -144,11 +143,6 @@ def may_compare(data: bytes) -> bool:
             return True
         pos = data.find(CAPABILITY_TOKEN, pos + 1)
     return False
-
-
-def names_arch(data: bytes) -> bool:
-    """Whether `data` compares something with a string naming an arch (`!= "sm_120"`, `in ("sm_100a", ...)`)."""
-    return (b"sm_" in data or b"compute_" in data) and bool(ARCH_STRING_RE.search(data))
 
 
 def may_hold(data: bytes) -> bool:
@@ -200,22 +194,6 @@ def _literal(node: ast.AST, strings: bool = False):
         items = [_literal(item, strings) for item in node.elts]
         return None if any(item is None for item in items) else tuple(items)
     return None
-
-
-def _strings(node: ast.AST) -> list[str] | None:
-    """The strings of a string literal or a non-empty collection of them; None for anything else."""
-    if isinstance(node, ast.Constant):
-        return [node.value] if isinstance(node.value, str) else None
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and node.elts:
-        found = [_strings(item) for item in node.elts]
-        return None if any(f is None or len(f) != 1 for f in found) else [f[0] for f in found if f]
-    return None
-
-
-def _names_arch(node: ast.AST) -> bool:
-    """A string literal (or a collection of them) whose every string names an arch by itself (`"sm_120"`)."""
-    values = _strings(node)
-    return bool(values) and all(_NAMED_ARCH_RE.fullmatch(v) for v in values or ())
 
 
 def _spelled(node: ast.AST) -> str:
@@ -296,8 +274,8 @@ def _found(
     def read(held: ast.AST, value: ast.AST, scope: int):
         """(side, value, style) of `held` compared with `value`: side "" when `held` holds no capability."""
         side = part(held, scope)
-        if _strings(value) is not None:
-            if side == "" and _names_arch(value) and isinstance(held, (ast.Name, ast.Attribute, ast.Call)):
+        if strings(value) is not None:
+            if side == "" and named(value) and isinstance(held, (ast.Name, ast.Attribute, ast.Call)):
                 side = "sm"  # "sm_120" says what it is, whatever name holds it (`arch[:5]` is not the arch)
             return side, (_literal(value, strings=True) if side == "sm" else None), "str"
         return side, _literal(value), "int"
@@ -309,7 +287,7 @@ def _found(
             continue
         left, op, right = node.left, type(node.ops[0]), node.comparators[0]
         (side, value, style), flipped = read(left, right, scope), False
-        if (side == "" or value is None) and op in _FLIPPED and (part(right, scope) != "" or _names_arch(left)):
+        if (side == "" or value is None) and op in _FLIPPED and (part(right, scope) != "" or named(left)):
             (side, value, style), op, flipped = read(right, left, scope), _FLIPPED[op], True
         if side == "" or op not in _COMPARE:
             continue
@@ -326,7 +304,7 @@ def _found(
             admits = ArchSet(universe, frozenset(), frozenset(universe))
         else:
             if not checked:
-                exits = _exit_tests(body) if exits is None else exits
+                exits = exit_tests(body) if exits is None else exits
                 if id(node) in exits:
                     detail["exits"] = True
                     admitted = frozenset(universe) - admitted
@@ -347,33 +325,6 @@ def _unreadable(style: str, op: type[ast.cmpop], value) -> str:
     if style == "str":
         return "the string compared is not an arch name (`\"sm_120\"`, `\"120\"`, `\"12.0a\"`) or holds no capability"
     return "the value compared is computed, not a literal" if value is None else "a major compared with a pair"
-
-
-def _exit_tests(body: list) -> set[int]:
-    """The comparisons that decide an `if` (alone, or one of its `or`) whose body ends the code path: what
-    follows runs where they are false (`if sm_version != "sm_120": raise ...`)."""
-    out: set[int] = set()
-    stack = list(body)
-    while stack:
-        stmt = stack.pop()
-        if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and _ends(stmt.body[-1]):
-            test = stmt.test
-            for operand in test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test]:
-                if isinstance(operand, ast.Compare):
-                    out.add(id(operand))
-        for name in _BODIES:
-            stack += getattr(stmt, name, None) or []
-    return out
-
-
-def _ends(stmt: ast.stmt) -> bool:
-    """A statement that leaves the code path: `raise`, a bare `return` (`return True` may be what the if
-    decides), `continue`, or `pytest.skip(...)`-like calls."""
-    if isinstance(stmt, (ast.Raise, ast.Continue)):
-        return True
-    if isinstance(stmt, ast.Return):
-        return stmt.value is None or isinstance(stmt.value, ast.Constant) and stmt.value.value is None
-    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and callee(stmt.value) in _EXITS
 
 
 def nodes_in(text: PythonText, body: list, test: Callable[[bytes], bool], scope: int) -> Iterator[tuple[ast.AST, int]]:
@@ -459,8 +410,8 @@ def blocks(data: bytes) -> tuple[PythonText, list[ast.stmt]] | None:
         return len(line) - len(body)
 
     blocks: dict[int, tuple[int, int, int]] = {}  # first line -> (first line, last line, indentation)
-    found = list(_TOKEN_RE.finditer(data)) + (list(ARCH_STRING_RE.finditer(data)) if names_arch(data) else [])
-    for match in found:
+    hits = list(_TOKEN_RE.finditer(data)) + (list(ARCH_STRING_RE.finditer(data)) if names_arch(data) else [])
+    for match in hits:
         if in_hidden(match.start()):
             continue
         number = text.line(match.start())
@@ -541,7 +492,7 @@ def check_selector(name: str, value) -> str:
         if wrong:
             return wrong
         for spelled in value:
-            if not _NAME_RE.fullmatch(spelled):
+            if not NAME_RE.fullmatch(spelled):
                 return f"names: {spelled!r} is not a name as Python code writes it (`x`, `self.backend`, `cap.to_int()`)"
         return ""
     return python_arch_test.check_selector(name, value)
@@ -643,24 +594,6 @@ def _value_of(arch: Arch, side: str):
     }[side]  # fmt: skip
 
 
-_STRING_STYLE_RE = re.compile(r"(?P<prefix>(?:sm|compute)_?)?(?:(?P<major>\d{1,2})\.\d|\d{2,4})(?P<variant>[af]?)", re.IGNORECASE)
-
-
-def _spell_string(arch: Arch, sample: str) -> str:
-    """`arch` as a string literal in the style of `sample`, a literal the comparison holds (`"sm_100a"`, `'12.0'`)."""
-    quote = sample.lstrip("rRuU")[:1]
-    style = _STRING_STYLE_RE.fullmatch(sample.lstrip("rRuU")[1:-1])
-    if style is None:  # find read it as an arch name: only a spelling this does not know
-        raise CannotWiden(f"{sample} is an arch name in a spelling codemod does not write; edit it by hand")
-    number = f"{arch.major}.{arch.minor}" if style["major"] else str(arch.code)
-    variant = style["variant"]
-    try:
-        Arch.parse(f"sm_{arch.code}{variant}")
-    except ValueError:
-        variant = ""  # sm_80 has no `a` target: "sm_90a" gains "sm_80"
-    return f"{quote}{style['prefix'] or ''}{number}{variant}{quote}"
-
-
 def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> list[Edit]:
     """Edits that make the comparison admit `targets` too; `[]` if it does already.
 
@@ -697,7 +630,7 @@ def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[
     for arch in missing:
         value = _value_of(arch, side)
         if value not in new:
-            new[value] = _spell_string(arch, sample.decode("utf-8")) if strings else repr(value)
+            new[value] = spell(arch, sample.decode("utf-8")) if strings else repr(value)
     if side == "pair":
         new = {v: s.replace(" ", "").replace(",", ", ") for v, s in new.items()}
     if op in (ast.Eq, ast.NotEq):

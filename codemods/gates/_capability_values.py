@@ -1,0 +1,102 @@
+"""Capability values as real code spells them, for python_capability: arch names held as strings, and
+which `if` ends the code path (what follows runs where its test is false).
+
+    if sm_version != "sm_120":          # "sm_120", "sm_100a", "compute_90": an arch by itself
+        raise ValueError(...)           # what follows runs on sm_120 only
+    elif backend in ("100", "110"):     # digits: an arch only where a recipe's `names` says so
+
+A string reads as its arch's number (major * 10 + minor: "sm_120", "120" and
+"12.0" are 120), so a string comparison admits what the same comparison of
+`get_device_sm()` with ints admits; a new value is written in the spelling
+of one already there (quotes, `sm_` prefix, dotted, `a`/`f` suffix).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from codemods.core.arch import Arch
+from codemods.gates import CannotWiden
+
+# An arch named by a string literal (`"sm_120"`, `'sm_100a'`, `"compute_90"`) next to a comparison: a
+# capability value wherever it is compared (`if sm_version != "sm_120": raise`).
+_ARCH_STRING = rb"[\"'](?:sm|compute)_\d{2,3}[af]?[\"']"
+ARCH_STRING_RE = re.compile(
+    rb"(?:[!=]=|\bin)\s*[(\[{]?\s*" + _ARCH_STRING + rb"|" + _ARCH_STRING + rb"\s*(?:[!=]=|\bin\b|\bnot\b)"
+)
+NAMED_ARCH_RE = re.compile(r"(?:sm|compute)_\d{2,3}[af]?")
+NAME_RE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\(\))?")
+_EXITS = ("skip", "exit", "fail", "_exit")  # a call ending the code path, like `raise`
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def names_arch(data: bytes) -> bool:
+    """Whether `data` compares something with a string naming an arch (`!= "sm_120"`, `in ("sm_100a", ...)`)."""
+    return (b"sm_" in data or b"compute_" in data) and bool(ARCH_STRING_RE.search(data))
+
+
+def strings(node: ast.AST) -> list[str] | None:
+    """The strings of a string literal or a non-empty collection of them; None for anything else."""
+    if isinstance(node, ast.Constant):
+        return [node.value] if isinstance(node.value, str) else None
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and node.elts:
+        found = [strings(item) for item in node.elts]
+        return None if any(f is None or len(f) != 1 for f in found) else [f[0] for f in found if f]
+    return None
+
+
+def named(node: ast.AST) -> bool:
+    """A string literal (or a collection of them) whose every string names an arch by itself (`"sm_120"`)."""
+    values = strings(node)
+    return bool(values) and all(NAMED_ARCH_RE.fullmatch(v) for v in values or ())
+
+
+_STRING_STYLE_RE = re.compile(r"(?P<prefix>(?:sm|compute)_?)?(?:(?P<major>\d{1,2})\.\d|\d{2,4})(?P<variant>[af]?)", re.IGNORECASE)
+
+
+def spell(arch: Arch, sample: str) -> str:
+    """`arch` as a string literal in the style of `sample`, a literal the comparison holds (`"sm_100a"`, `'12.0'`)."""
+    quote = sample.lstrip("rRuU")[:1]
+    style = _STRING_STYLE_RE.fullmatch(sample.lstrip("rRuU")[1:-1])
+    if style is None:  # find read it as an arch name: only a spelling this does not know
+        raise CannotWiden(f"{sample} is an arch name in a spelling codemod does not write; edit it by hand")
+    number = f"{arch.major}.{arch.minor}" if style["major"] else str(arch.code)
+    variant = style["variant"]
+    try:
+        Arch.parse(f"sm_{arch.code}{variant}")
+    except ValueError:
+        variant = ""  # sm_80 has no `a` target: "sm_90a" gains "sm_80"
+    return f"{quote}{style['prefix'] or ''}{number}{variant}{quote}"
+
+
+def exit_tests(body: list) -> set[int]:
+    """The comparisons that decide an `if` (alone, or one of its `or`) whose body ends the code path: what
+    follows runs where they are false (`if sm_version != "sm_120": raise ...`)."""
+    out: set[int] = set()
+    stack = list(body)
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and ends(stmt.body[-1]):
+            test = stmt.test
+            for operand in test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test]:
+                if isinstance(operand, ast.Compare):
+                    out.add(id(operand))
+        for name in _BODIES:
+            stack += getattr(stmt, name, None) or []
+    return out
+
+
+def ends(stmt: ast.stmt) -> bool:
+    """A statement that leaves the code path: `raise`, a bare `return` (`return True` may be what the if
+    decides), `continue`, or `pytest.skip(...)`-like calls."""
+    if isinstance(stmt, (ast.Raise, ast.Continue)):
+        return True
+    if isinstance(stmt, ast.Return):
+        return stmt.value is None or isinstance(stmt.value, ast.Constant) and stmt.value.value is None
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and _callee(stmt.value) in _EXITS
+
+
+def _callee(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
