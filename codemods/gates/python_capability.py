@@ -45,7 +45,7 @@ from typing import Any
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, SourceError
-from codemods.gates._capability_values import ARCH_STRING_RE, NAME_RE, exit_tests, named, names_arch, spell, strings
+from codemods.gates._capability_values import NAME_RE, arch_comparisons, exit_tests, named, names_arch, spell, strings
 
 KIND = "python_capability"
 
@@ -410,11 +410,10 @@ def blocks(data: bytes) -> tuple[PythonText, list[ast.stmt]] | None:
         return len(line) - len(body)
 
     blocks: dict[int, tuple[int, int, int]] = {}  # first line -> (first line, last line, indentation)
-    hits = list(_TOKEN_RE.finditer(data)) + (list(ARCH_STRING_RE.finditer(data)) if names_arch(data) else [])
-    for match in hits:
-        if in_hidden(match.start()):
+    for at in [match.start() for match in _TOKEN_RE.finditer(data)] + arch_comparisons(data):
+        if in_hidden(at):
             continue
-        number = text.line(match.start())
+        number = text.line(at)
         limit = indent(number)
         limit = len(lines[number - 1]) if limit is None else limit + 1
         start = None
