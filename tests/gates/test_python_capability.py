@@ -293,6 +293,8 @@ def route(x, w):
                      "capability.major in (9, 10)", id="platform-major-field"),
         pytest.param(IMPORTED_SM, "sm_103", {"names": {"_device_sm": "sm"}}, "_device_sm == 100",
                      "_device_sm in (100, 103)", id="declared-imported-int"),
+        pytest.param("def f(props):\n    if props.cc_major == 9:\n        go()\n", "sm_120", {"names": {"props.cc_major": "major"}},
+                     "props.cc_major == 9", "props.cc_major in (9, 12)", id="declared-major"),
         pytest.param("def f(cap):\n    if cap.sm in (120, 100):\n        go()\n", "sm_110", {"names": {"cap.sm": "sm"}},
                      "(120, 100)", "(120, 100, 110)", id="unordered-values-gain-at-the-end"),
     ],
