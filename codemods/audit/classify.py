@@ -270,6 +270,14 @@ def runtime_path(holder: str, arch: Arch) -> Path:
     return Path(ERROR, f"{holder} fails on {arch.name}")
 
 
+def sibling(arch: Arch, universe: tuple[Arch, ...]) -> Arch | None:
+    """The arch whose gates an arch-specific finding admits: sm_120 for sm_121 (the family's first member)."""
+    if arch.minor == 0:
+        return None
+    first = Arch(arch.major, 0)
+    return first if first in universe or first.plain in {a.plain for a in universe} else None
+
+
 def differs(gate: dict, sibling: str) -> bool:
     """Whether a gate record admits the sibling arch `sibling` (e.g. sm_120) while it excludes the scanned one:
     an arch-specific finding (`--arch sm_121`: gates that admit sm_120 but not sm_121)."""

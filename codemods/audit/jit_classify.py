@@ -79,6 +79,7 @@ def classify_jit_gates(
             what = f"`{record.get('symbol') or record['text']}` does not run on {arch.name}"
             if specs:
                 what += f" (it builds {', '.join(found.modules[:2])})"
+                record["owner"] = found.modules[0] + (f" (and {len(found.modules) - 1} more)" if len(found.modules) > 1 else "")
         if not specs and held is None:
             family = [a for a in record["admits"] if Arch.parse(a).major == arch.major]
             if family:
@@ -134,9 +135,10 @@ def _spec_path(
     """A `port` path for a spec list that excludes `arch` when widening it alone is not what `arch` needs."""
     names = " and ".join(dict.fromkeys(m.name for m in held))
     functions = list(dict.fromkeys(m.spec.function for m in held))
-    ways = [way for function in functions for way in (ways_in(paths.read, python_files, lines, function) or [None])]
-    gated = [python_gates.get((way.file, way.line)) for way in ways if way is not None and way.gated]
-    if ways and all(way is not None and way.gated for way in ways) and all(g is not None for g in gated):
+    found = [ways_in(paths.read, python_files, lines, function) for function in functions]
+    ways = [way for part in found if part is not None for way in part]
+    gated = [python_gates.get((way.file, way.line)) for way in ways if way.gated]
+    if None not in found and ways and all(way.gated for way in ways) and None not in gated:
         records = [g for g in gated if g is not None]
         family = [a for g in records for a in g["admits"] if Arch.parse(a).major == arch.major]
         if all(g["excludes_arch"] for g in records) and not family:
