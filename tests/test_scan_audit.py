@@ -13,6 +13,8 @@ import pytest
 
 from codemods.core.arch import Arch
 from codemods.audit.scan import scan
+from codemods.render.sarif import to_sarif
+from codemods.render.scan_json import to_json
 from codemods.render.scan_text import groups, to_text
 from conftest import unpack_wheel
 
@@ -98,3 +100,25 @@ def test_text_separates_what_is_specific_to_sm121(result):
     assert "\nwidenable (15): sm_121 gets nothing here" in rest
     quiet = to_text(result, quiet=True)
     assert quiet.startswith(head.split("\n")[0]) and "== specific" not in quiet and "widenable (" not in quiet
+
+
+def test_json_and_sarif_carry_the_audit_groups(result):
+    found = groups(result)
+    data = to_json(result)
+    for name, members in found.items():
+        assert sorted((g["file"], g["line"]) for g in data["gates"] if g["classification"] == name) == sorted(
+            (g["file"], g["line"]) for g in members
+        )
+    assert [g["line"] for g in data["gates"] if g.get("specific")] == [222]  # mma_tensor_op.h: sm_120, not sm_121
+    [run] = to_sarif(result)["runs"]
+    gates = [r for r in run["results"] if r["ruleId"] == "gate-excludes-arch"]
+    assert run["properties"]["classifications"] == {
+        name: len(members) for name, members in found.items()
+    } | {"covered": sum(g["classification"] == "covered" for g in result.gates)}
+    widenable = [r for r in gates if r["properties"]["classification"] == "widenable"]
+    assert len(widenable) == 15 and {r["level"] for r in widenable} == {"warning"}
+    allreduce = next(r for r in widenable if r["locations"][0]["physicalLocation"]["region"]["startLine"] == 711)
+    assert allreduce["locations"][0]["logicalLocations"] == [
+        {"name": "lamport_style_one_shot_all_reduce_norm_kernel", "kind": "function"}
+    ]
+    assert allreduce["properties"]["owner"] == "trtllm_comm"

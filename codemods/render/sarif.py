@@ -15,7 +15,7 @@ RULES = {
         "note",
         "An arch gate excludes the scanned arch",
         "A gate (a CUDA #if guard, a JIT arch list or an arch predicate chain) does not admit the scanned "
-        "arch, so the code it guards does not run there. The result's classification says what the arch "
+        "arch (or codemod cannot tell whether it does), so the code it guards does not run there. The result's classification says what the arch "
         "gets there, as the text audit groups it: blocker and widenable (it gets nothing: warning), "
         "needs-human and unknown (note), covered (it takes other code there: none).",
     ),
@@ -122,14 +122,13 @@ def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
         return {"codemodGate/v1": f"{key}:{seen[key]}"}
     results = []
     first = classify.sibling(result.arch, result.universe)
-    for gate in result.gates:
-        if not gate["excludes_arch"]:
-            continue
+    for gate in _listed(result):
         admitted = ", ".join(gate["admits"]) or "none"
         classification = gate.get("classification")
         where = f" in {gate['symbol']}" if gate.get("symbol") else ""
         where += f" [{gate['owner']}]" if gate.get("owner") else ""
-        text = f"{classification}: {gate['kind']} `{one_line(gate['text'])}`{where} excludes {result.arch.name} (admits {admitted})"
+        verb = "excludes" if gate["excludes_arch"] else "may exclude"
+        text = f"{classification}: {gate['kind']} `{one_line(gate['text'])}`{where} {verb} {result.arch.name} (admits {admitted})"
         properties = {"kind": gate["kind"], "classification": classification, "reason": gate.get("reason", "")}
         if gate.get("symbol"):
             properties["symbol"] = gate["symbol"]
@@ -166,7 +165,7 @@ def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
             "arch": result.arch.name,
             # the audit's groups, as the text summary counts them
             "classifications": {
-                name: sum(g.get("classification") == name for g in result.gates if g["excludes_arch"])
+                name: sum(g.get("classification") == name for g in _listed(result))
                 for name in (*classify.GROUPS, classify.COVERED)
             },
         },
@@ -182,6 +181,11 @@ def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
         "version": "2.1.0",
         "runs": [run],
     }
+
+
+def _listed(result: ScanResult) -> list[dict]:
+    """The gates that are results: those that exclude the arch, and those the audit cannot decide (unknown)."""
+    return [g for g in result.gates if g["excludes_arch"] or g.get("classification") == classify.UNKNOWN]
 
 
 def _sarif_invocation(skipped: list[dict], prefix: str = "") -> dict:

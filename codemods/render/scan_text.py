@@ -30,7 +30,8 @@ GROUP_TITLES = {
     classify.WIDENABLE: ("widenable", "{arch} gets nothing here; `codemod run RECIPE --dry-run` shows the widening"),
     classify.NEEDS_HUMAN: (
         "needs a human",
-        "{arch} takes a fallback here, or the code uses instructions it lacks: decide, or port",
+        "{arch} takes a fallback here, the code needs instructions or hardware it lacks, or only code for other "
+        "archs uses the module: decide, or port",
     ),
     classify.UNKNOWN: ("unknown", "codemod cannot tell what {arch} gets here: read the code"),
 }
