@@ -47,11 +47,11 @@ class Way:
     gated: bool  # whether a gate at (file, line) decides this way
 
 
-class _Functions(ast.NodeVisitor):
-    """Each node's enclosing function and class, and the `if` statements around it."""
+class _References(ast.NodeVisitor):
+    """Every name and attribute of a module, with the nodes around it (its functions, classes, `if`s)."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[ast.AST, list[ast.AST]]] = []  # (node, its ancestors, outermost first)
+        self.found: list[tuple[ast.AST, list[ast.AST]]] = []  # (node, its ancestors, outermost first)
         self._stack: list[ast.AST] = []
 
     def generic_visit(self, node: ast.AST) -> None:
@@ -60,10 +60,10 @@ class _Functions(ast.NodeVisitor):
         self._stack.pop()
 
     def visit_Name(self, node: ast.Name) -> None:
-        self.calls.append((node, list(self._stack)))
+        self.found.append((node, list(self._stack)))
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        self.calls.append((node, list(self._stack)))
+        self.found.append((node, list(self._stack)))
         self.generic_visit(node)
 
 
@@ -113,7 +113,7 @@ def ways_in(
                 continue
             for node, ancestors in _references(module, name):
                 parent = ancestors[-1] if ancestors else None
-                way = _decided(module, rel, node, ancestors, gates.get(rel, set()))
+                way = _decided(rel, node, ancestors, gates.get(rel, set()))
                 if way is not None:
                     ways.append(way)
                     continue
@@ -132,9 +132,9 @@ def ways_in(
 
 
 def _references(module: ast.Module, name: str) -> list[tuple[ast.AST, list[ast.AST]]]:
-    visitor = _Functions()
+    visitor = _References()
     visitor.visit(module)
-    return [(node, ancestors) for node, ancestors in visitor.calls if _referenced(node) == name]
+    return [(node, ancestors) for node, ancestors in visitor.found if _referenced(node) == name]
 
 
 def _enclosing_function(ancestors: list[ast.AST]) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
@@ -160,7 +160,7 @@ def _decorator_gate(function: ast.FunctionDef | ast.AsyncFunctionDef, lines: set
     return next((line for line in sorted(lines) if first <= line < function.lineno), None)
 
 
-def _decided(module: ast.Module, rel: str, node: ast.AST, ancestors: list[ast.AST], lines: set[int]) -> Way | None:
+def _decided(rel: str, node: ast.AST, ancestors: list[ast.AST], lines: set[int]) -> Way | None:
     """The gate that decides whether the reference at `node` runs: an enclosing `if`, a decorator, a gated class."""
     for position in range(len(ancestors) - 1, -1, -1):
         holder = ancestors[position]
