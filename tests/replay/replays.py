@@ -101,13 +101,7 @@ REPLAYS = [
     _fi("mm-fp4-sm121", "a5ff03391", None, "0.4.1: no py3-none-any wheel on PyPI"),
     _fi("svdquant-sm107", "a6dfe70b7", None, "after v0.6.17, the last release tag of the clone"),
     _fi("cute-dsl-sm107", "f09227492", None, "after v0.6.17, the last release tag of the clone"),
-    _fi(
-        "xqa-fp8-sm100", "ef687e900", None, "0.4.1: no py3-none-any wheel on PyPI",
-        fails="cuda_guard: a one-term `#elif __CUDA_ARCH__ == 900` is widened with a range"
-        " (`|| (__CUDA_ARCH__ >= 1000 && __CUDA_ARCH__ < 1100)`), not as an equality chain"
-        " (`|| __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030`); and a continued chain is filled up to the"
-        " column limit before the backslash, where upstream breaks before the terms it adds",
-    ),
+    _fi("xqa-fp8-sm100", "ef687e900", None, "0.4.1: no py3-none-any wheel on PyPI"),
     # SGLang release diffs
     _sg("sg-mxfp4-marlin-sm120", ("0.5.12", "0.5.13"), named=True),
     _sg("sg-deepgemm-ue8m0-sm121", ("0.5.20", "0.5.21")),
