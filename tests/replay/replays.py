@@ -119,12 +119,7 @@ REPLAYS = [
         " models/deepseek_common/utils.py (= get_device_sm()), so `_device_sm == 100` is not found;"
         " upstream also writes `in [100, 103]` (a list) where codemod writes `in (100, 103)`",
     ),
-    _sg(
-        "sg-dsv4-fp4-indexer-sm120", ("0.5.16", "0.5.17"),
-        fails="python_arch_test does not wrap a condition that grows past the file's line length the way"
-        " its formatter (black) does: upstream has `... and not (` / `is_sm100_supported() or"
-        " is_sm120_supported()` / `):`, codemod one 102-column line",
-    ),
+    _sg("sg-dsv4-fp4-indexer-sm120", ("0.5.16", "0.5.17")),
     _sg(
         "sg-kimi-attn-res-sm12x", ("0.5.18", "0.5.19"),
         fails="python_capability refuses a bound (`major < 10`); upstream keeps the bound and adds an"
