@@ -27,6 +27,11 @@ import or definition it needs (as python_arch_or does):
   `is_sm90_supported()`) the `and not`;
 - a negated chain gains ` and not Q`, an `or` chain ` or Q`.
 
+An `if`/`elif`/`while` line the widening makes longer than the file's line
+length (88, or the longest line long for its code) is split as black splits
+it: `... and not (` / the predicates one level deeper / `):`, and before each
+`or` if they still do not fit (see `_wrapped`).
+
 Selectors pick the `if`: `function` (the function around it), `assigns` (its
 body assigns that dotted target) and `calls` (its body calls that function,
 or any of a list). With `calls`, a body that also runs statements calling
@@ -38,6 +43,7 @@ fails as "needs a human", naming those lines.
 from __future__ import annotations
 
 import io
+import keyword
 import re
 import tokenize
 from collections.abc import Mapping
@@ -343,11 +349,13 @@ def _wrapped(parsed: PythonSource, edits: list[Edit]) -> list[Edit]:
     stay too long, is left on one line.
     """
     source = parsed.source
+    if not edits:
+        return edits
     start, end = min(e.start for e in edits), max(e.end for e in edits)
     line_start, line_end = parsed.line_start(start), parsed.line_end(end)
     eol = parsed.eol(start)
     line_end -= len(eol) if source[line_start:line_end].endswith(eol) else 0
-    if line_end < end:
+    if b"\n" in source[line_start:line_end]:
         return edits  # the test spans lines: it is laid out already
     # each character of the widened line with the source offset it comes from (None: inserted)
     chars: list[tuple[str, int | None]] = []
@@ -419,14 +427,14 @@ def _black_cuts(line: str, limit: int, eol: str) -> list[tuple[int, int, str]]:
     open_index, close_index = last
     before = tokens[open_index - 1]
     if before.type in (tokenize.STRING, tokenize.NUMBER) or before.string in ")]}" or (
-        before.type == tokenize.NAME and before.string not in ("not", "and", "or", "if", "elif", "while")
+        before.type == tokenize.NAME and not keyword.iskeyword(before.string)
     ):
         return []  # a call's or a subscript's brackets: black splits those otherwise
     if sum(1 for d, _ in operators if d == 0) > 1:
         return []  # black splits the test at each operator instead
     open_col, close_col = tokens[open_index].end[1], tokens[close_index].start[1]
-    if len(line[:open_col]) > limit:
-        return []
+    if open_col > limit:
+        return []  # the head itself too long: black lays the test out otherwise
     indent = line[: len(line) - len(line.lstrip())]
     inner = indent + "    "
     body = line[open_col:close_col]
