@@ -101,13 +101,7 @@ REPLAYS = [
     _fi("mm-fp4-sm121", "a5ff03391", None, "0.4.1: no py3-none-any wheel on PyPI"),
     _fi("svdquant-sm107", "a6dfe70b7", None, "after v0.6.17, the last release tag of the clone"),
     _fi("cute-dsl-sm107", "f09227492", None, "after v0.6.17, the last release tag of the clone"),
-    _fi(
-        "xqa-fp8-sm100", "ef687e900", None, "0.4.1: no py3-none-any wheel on PyPI",
-        fails="cuda_guard: a one-term `#elif __CUDA_ARCH__ == 900` is widened with a range"
-        " (`|| (__CUDA_ARCH__ >= 1000 && __CUDA_ARCH__ < 1100)`), not as an equality chain"
-        " (`|| __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030`); and a continued chain is filled up to the"
-        " column limit before the backslash, where upstream breaks before the terms it adds",
-    ),
+    _fi("xqa-fp8-sm100", "ef687e900", None, "0.4.1: no py3-none-any wheel on PyPI"),
     # SGLang release diffs
     _sg("sg-mxfp4-marlin-sm120", ("0.5.12", "0.5.13"), named=True),
     _sg("sg-deepgemm-ue8m0-sm121", ("0.5.20", "0.5.21")),
@@ -125,12 +119,7 @@ REPLAYS = [
         " models/deepseek_common/utils.py (= get_device_sm()), so `_device_sm == 100` is not found;"
         " upstream also writes `in [100, 103]` (a list) where codemod writes `in (100, 103)`",
     ),
-    _sg(
-        "sg-dsv4-fp4-indexer-sm120", ("0.5.16", "0.5.17"),
-        fails="python_arch_test does not wrap a condition that grows past the file's line length the way"
-        " its formatter (black) does: upstream has `... and not (` / `is_sm100_supported() or"
-        " is_sm120_supported()` / `):`, codemod one 102-column line",
-    ),
+    _sg("sg-dsv4-fp4-indexer-sm120", ("0.5.16", "0.5.17")),
     _sg(
         "sg-kimi-attn-res-sm12x", ("0.5.18", "0.5.19"),
         fails="python_capability refuses a bound (`major < 10`); upstream keeps the bound and adds an"
