@@ -173,15 +173,6 @@ def _have(arch: Arch, side) -> object:
     return (arch.major, arch.minor) if side is None else (arch.major, arch.minor)[side]
 
 
-def _admitted(side, op: type[ast.cmpop], value, universe: tuple[Arch, ...], checked: bool = False) -> frozenset[Arch] | None:
-    if checked:
-        op = _CHECKED.get(op, op)
-    try:
-        return frozenset(arch for arch in universe if _COMPARE[op](_have(arch, side), value))
-    except TypeError:
-        return None  # a major compared with a pair
-
-
 def gates(text: PythonText, body: list[ast.stmt], universe: tuple[Arch, ...], computed: bool = False) -> list[Gate]:
     """Every capability comparison in `body`; with `computed`, also those with a value it cannot read (unknown).
 
@@ -191,7 +182,7 @@ def gates(text: PythonText, body: list[ast.stmt], universe: tuple[Arch, ...], co
 
 
 def _found(
-    text: PythonText, body: list[ast.stmt], universe, computed: bool, checked: bool = False
+    text: PythonText, body: list[ast.stmt], universe, computed: bool
 ) -> list[tuple[Gate, _Leaf, int]]:
     bound: dict[tuple[int, str], Side] = {}  # (scope, name) -> 0 major, 1 minor, None the pair, "sm"
     compares: dict[int, tuple[ast.Compare, int]] = {}
@@ -215,8 +206,9 @@ def _found(
         if leaf is None:
             continue
         side, op, value, flipped = leaf.side, leaf.op, leaf.value, leaf.flipped
-        admitted = None if value is None else _admitted(side, op, value, universe, checked)
-        detail = {"side": _SIDES[side], "op": op.__name__, "flipped": flipped, "checked": checked}
+        truth = {arch: _truth(node, arch, lambda _: leaf) for arch in universe}  # where the comparison is true
+        admitted = None if None in truth.values() else frozenset(arch for arch, true in truth.items() if true)
+        detail = {"side": _SIDES[side], "op": op.__name__, "flipped": flipped}
         if admitted is None:
             if not computed:
                 continue
@@ -725,7 +717,8 @@ def _extend(place: _Place) -> list[Edit] | None:
         word = b"in" if leaf.op is ast.Eq else b"not in"
         new_between = re.sub(rb"==|!=", word, source[op_start:start], count=1)
         opening, closing = place.brackets()
-        items = ", ".join([source[start:end].decode("utf-8"), *spelled])
+        written = (leaf.value, source[start:end].decode("utf-8"))
+        items = ", ".join(item for _, item in sorted([written, *zip(values, spelled)]))
         return [Edit(op_start, start, new_between), Edit(start, end, f"{opening}{items}{closing}".encode())]
     if not isinstance(right, (ast.Tuple, ast.List, ast.Set)) or not right.elts:
         return None
