@@ -1,32 +1,46 @@
 """Comparisons of the device's compute capability in Python: read by `scan` and widened by recipes.
 
-    if torch.cuda.get_device_capability()[0] >= 9:        # a bound: read only
+    if torch.cuda.get_device_capability()[0] >= 9:        # a bound
     if get_device_sm() == 120:                            # sm = major * 10 + minor
     if torch.cuda.get_device_capability()[0] != 9:        # negated: a check for 9
     major, minor = torch.cuda.get_device_capability()
-    if major == 12 and minor == 0:                        # each comparison is a gate
+    elif major == 10 and minor != 3:                      # one condition: sm_100, not sm_103
 
 What a comparison admits is decided per arch from its (major, minor): the
 major (`[0]`, a name bound from it), the minor (`[1]`), the pair (`>= (9,
-0)`) or SGLang's `get_device_sm()` (`major * 10 + minor`). Only single
-comparisons with integer literals (or tuples of them) are read. `scan`
-reports where a comparison is true (`minor != 3` admits every minor but
-3); a recipe reads a negated comparison (`!=`, `not in`) as a check *for*
-its values (`if cap != 9: raise`, `if cap != 9: fallback()`): it admits the
-archs its values name, and widening adds the targets to those values.
+0)`) or SGLang's `get_device_sm()` (`major * 10 + minor`). Only comparisons
+with integer literals (or tuples of them) are read; one with a computed
+value (`== SM_VERSION`) is unknown. `scan` lists each comparison with where
+it is true (`minor != 3` admits every minor but 3).
 
-`widen` adds the targets' values in the comparison's own style: `== 120`
-becomes `in (120, 121)`, `!= 9` becomes `not in (9, 12)`, `in (9, 10)`
-gains `, 12` inside its brackets. A bound (`>=`, `<`) cannot be widened to
-admit one arch more without admitting the ones between, and a comparison
-with a computed value (`== SM_VERSION`) cannot be read: both are refused
-(`CannotWiden`, naming the line and the reason).
+A recipe's gate is a whole condition: the comparisons joined by `and`,
+`or` and `not` (in an `and`/`or` that also tests other things, its
+comparisons together: `major == 12 and w.ok and minor == 0`). It admits
+exactly the archs on which it holds, so `major == 10 and minor != 3` does
+not admit sm_103; one unknown comparison makes it unknown (refused). A lone
+negated comparison (`!=`, `not in`) is read as a check *for* its values
+(`if cap != 9: raise`, `if cap != 9: fallback()`): it admits the archs its
+values name, and widening adds the targets to those values.
 
-Selectors pick the comparison: `function` (the function around it),
+`widen` tries, in order, and keeps the first rewrite that, read again,
+admits exactly the old archs plus the targets (and what the condition
+cannot tell from them: `major == 12` admits sm_121 with sm_120):
+add the values to an equality or membership in its own style (`== 120`
+becomes `in (120, 121)`, or `in [120, 121]` in a file that lists numbers in
+brackets; `!= 9` alone becomes `not in (9, 12)`; `in (9, 10)` gains `, 12`);
+drop the comparisons of an `and` that rule a target out (`major == 10 and
+minor != 3` becomes `major == 10`); move a bound (`[0] >= 10` becomes `>= 9`
+only where no arch lies between); keep a bound and add an equality (`major <
+10` becomes `major < 10 or major == 12`, in parentheses inside an `and`).
+Anything else is refused (`CannotWiden`, naming the line and the reason).
+
+Selectors pick the condition: `function` (the function around it),
 `assigns` (it is in the value assigned to that dotted target, or the body of
 the `if` it is in assigns that target) and
-`calls` (that body calls that function, or any of a list).
+`calls` (that body calls that function, or any of a list). A change's
+`admits` picks one branch of an `if`/`elif` by what it admits.
 """
+
 
 from __future__ import annotations
 
