@@ -501,7 +501,8 @@ def _body_calls(statements: list[ast.stmt], wanted: set[str]) -> bool:
 
 
 LeafOf = Callable[[ast.AST], "_Leaf | None"]
-_STATEMENT_PARENTS = (ast.If, ast.While, ast.Assert, ast.Return, ast.Assign, ast.AnnAssign, ast.Expr, ast.IfExp)
+# operators that bind tighter than `or`: an `or` added inside one needs parentheses
+_TIGHTER = (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.BinOp, ast.Attribute, ast.Starred, ast.Await)
 
 
 def _pure(node: ast.AST, leaf_of: LeafOf) -> bool:
@@ -806,9 +807,8 @@ def _add_disjunct(place: _Place) -> list[Edit] | None:
         term = f"{operand} in {opening}{', '.join(map(repr, values))}{closing}"
     start, end = place.text.span(root)
     parent = place.parents.get(id(root))
-    if isinstance(root, ast.BoolOp) or isinstance(parent, _STATEMENT_PARENTS) or (
-        isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.Or)
-    ):
+    binds_tighter = isinstance(parent, _TIGHTER) and not (isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.Or))
+    if isinstance(root, ast.BoolOp) or not binds_tighter:
         return [Edit(end, end, f" or {term}".encode())]
     return [Edit(start, start, b"("), Edit(end, end, f" or {term})".encode())]
 
@@ -855,9 +855,11 @@ def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[
         if not after.unknown and after.admitted == expected:
             return edits
     plus = ", ".join(a.name for a in targets if not before.admits(a))
+    bound = any(leaf.op in _BOUNDS for leaf in _leaves(root, leaf_of))
     raise CannotWiden(
         f"line {gate.line}: no rewrite of `{gate.text}` admits exactly what it admits plus {plus}"
-        " (moving a bound there would admit the archs in between); edit it by hand"
+        + (" (moving its bound would admit the archs in between)" if bound else "")
+        + "; edit it by hand"
     )
 
 
