@@ -280,6 +280,16 @@ CONDITION_WIDENINGS = [
         id="lower-bound-moved-when-no-major-lies-between",
     ),
     pytest.param(
+        "def f():\n    major, _ = torch.cuda.get_device_capability()\n    return check(major < 10)\n", "sm_120",
+        "def f():\n    major, _ = torch.cuda.get_device_capability()\n    return check(major < 10 or major == 12)\n",
+        id="added-equality-bare-as-a-call-argument",
+    ),
+    pytest.param(
+        "def f():\n    major, _ = torch.cuda.get_device_capability()\n    return 10 <= major\n", "sm_90",
+        "def f():\n    major, _ = torch.cuda.get_device_capability()\n    return 9 <= major\n",
+        id="bound-with-its-value-on-the-left-moved",
+    ),
+    pytest.param(
         "def f():\n    return get_device_sm() >= 100\n", "sm_90",
         "def f():\n    return get_device_sm() >= 90\n",
         id="sm-bound-moved-to-the-target",
