@@ -120,27 +120,14 @@ REPLAYS = [
         " upstream also writes `in [100, 103]` (a list) where codemod writes `in (100, 103)`",
     ),
     _sg("sg-dsv4-fp4-indexer-sm120", ("0.5.16", "0.5.17")),
-    _sg(
-        "sg-kimi-attn-res-sm12x", ("0.5.18", "0.5.19"),
-        fails="python_capability refuses a bound (`major < 10`); upstream keeps the bound and adds an"
-        " equality disjunct (`major < 10 or major == 12`), a shape codemod lacks",
-    ),
-    _sg(
-        "sg-qwen-qkv-epilogue-sm90", ("0.5.19", "0.5.20"),
-        fails="python_capability refuses moving a bound (`get_device_capability(...)[0] >= 10` -> `>= 9`)"
-        " even where no other major lies between the old bound and the new one",
-    ),
+    _sg("sg-kimi-attn-res-sm12x", ("0.5.18", "0.5.19")),
+    _sg("sg-qwen-qkv-epilogue-sm90", ("0.5.19", "0.5.20")),
     _sg(
         "sg-minimax-h3-sage-sm120", ("0.5.20", "0.5.21"),
         fails="python_capability does not read the platform's capability object"
         " (`current_platform.get_device_capability()` then `capability.to_int() != 90`): not found",
     ),
-    _sg(
-        "sg-vision-fa4-sm103", ("0.5.20", "0.5.21"),
-        fails="python_capability reads `major == 10 and minor != 3` as admitting sm_103 (the `minor != 3`"
-        " exclusion is ignored), so it widens the `if major == 9:` (fa3) branch to `in (9, 10)` instead"
-        " of dropping the exclusion (`elif major == 10:`); no selector picks one branch of an if/elif",
-    ),
+    _sg("sg-vision-fa4-sm103", ("0.5.20", "0.5.21")),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
