@@ -6,6 +6,7 @@ classification; the `widened` cases are the same shapes after the fix, which adm
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -238,3 +239,35 @@ def test_cli_quiet_verbose_and_colours(cli, tmp_path):
     assert "scanned " in verbose.stderr
     coloured = to_text(scan(tmp_path, SM121, jobs=1), color=True)
     assert "\033[33mwidenable (1):" in coloured
+
+
+def test_json_and_sarif_carry_the_text_groups(cli, tmp_path):
+    (tmp_path / "mma_tensor_op.h").write_text(
+        "__device__ void mma(float* d) {\n"
+        "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 1200)\n  d[0] = 1.f;\n#else\n  d[0] = 0.f;\n#endif\n}\n"
+        "__device__ void comm(float* d) {\n"
+        "#if __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200\n  d[0] = 2.f;\n#endif\n}\n"
+        "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800\n__device__ void g(float* p) { p[0] = 0.f; }\n#endif\n"
+    )
+    text = cli("scan", "--repo", tmp_path, "--arch", "sm_121").stdout
+    assert "\nneeds a human (1): " in text and "\nwidenable (1): " in text
+    data = json.loads(cli("scan", "--repo", tmp_path, "--arch", "sm_121", "--format", "json").stdout)
+    by_line = {g["line"]: g for g in data["gates"]}
+    assert [(by_line[n]["classification"], by_line[n]["symbol"], by_line[n]["specific"]) for n in (2, 9)] == [
+        ("needs-human", "mma", True), ("widenable", "comm", False)
+    ]
+    assert by_line[13]["classification"] == "covered" and by_line[13]["specific"] is False
+    [run] = json.loads(cli("scan", "--repo", tmp_path, "--arch", "sm_121", "--format", "sarif").stdout)["runs"]
+    gates = {r["locations"][0]["physicalLocation"]["region"]["startLine"]: r for r in run["results"]}
+    assert {n: (r["properties"]["classification"], r["level"]) for n, r in gates.items()} == {
+        2: ("needs-human", "note"), 9: ("widenable", "warning"), 13: ("covered", "none")
+    }
+    assert gates[9]["message"]["text"].startswith("widenable: cuda_guard `__CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200` in comm")
+    assert gates[9]["locations"][0]["logicalLocations"] == [{"name": "comm", "kind": "function"}]
+    assert gates[2]["properties"]["specific"] is True and gates[9]["properties"]["specific"] is False
+    assert run["properties"]["classifications"] == {
+        "blocker": 0, "widenable": 1, "needs-human": 1, "unknown": 0, "covered": 1
+    }
+    # sm_120 has no sibling: no `specific` anywhere
+    plain = json.loads(cli("scan", "--repo", tmp_path, "--arch", "sm_120", "--format", "json").stdout)
+    assert all("specific" not in g for g in plain["gates"])

@@ -577,10 +577,10 @@ def test_text_report_lists_hazards_and_excluding_gates(tmp_path):
     assert "2 hazards for sm_120: 2 definite, 0 potential" in text
     assert f"  {HEADER}:6: empty-kernel: trtllm_comm is built for sm_120" in text
     # issue 18: the bf16 fallback for older GPUs (`< 800`) is not widenable (sm_120 takes the implementation);
-    # the allreduce guards that leave sm_120 nothing are, each with its owner and why.
+    # the allreduce guards that leave sm_120 nothing are, each with its function, owner and why.
     assert "include/flashinfer/utils.cuh:2" not in text
     assert (
-        "  include/flashinfer/comm/trtllm_allreduce.cuh:6 [trtllm_comm]: cuda_guard (defined(__CUDA_ARCH__) && "
+        "  include/flashinfer/comm/trtllm_allreduce.cuh:6 in rms_norm_kernel [trtllm_comm]: cuda_guard (defined(__CUDA_ARCH__) && "
         "(__CUDA_ARCH__ >= 900) && (__CUDA_ARCH__ < 1200))  (admits sm_90, sm_100, sm_103, sm_110)\n"
         "      no branch of this #if group gives sm_120 code" in text
     )

@@ -34,9 +34,11 @@ from codemods.cpp.structure import Structure, build_structure, has_family_token
 from codemods.gates import Gate, cuda_guard, decode
 
 if TYPE_CHECKING:
+    from codemods.cpp import syntax
     from codemods.gates import cpp_runtime_check
 else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of them
     cpp_runtime_check = LazyModule("codemods.gates.cpp_runtime_check")
+    syntax = LazyModule("codemods.cpp.syntax")
 
 
 _GUARD_LINE_RE = re.compile(rb"[ \t\f\v]*#[ \t]*(ifdef|ifndef|if|elifdef|elifndef|elif)\b")
@@ -149,6 +151,7 @@ def analyse_c(rel: str, data: bytes, context: Context) -> FileScan:
         shape = build_structure(data, comments, directives, families)
     if shape is not None and (context.layout or any(branch.hits for branch in shape.branches)):
         out.structure = shape
+    placed: list[tuple[dict, int]] = []  # the guards the audit lists and their offsets, for their function
     for gate in sorted(gates + checks, key=lambda g: (g.line, g.start)):
         if gate.kind != cuda_guard.KIND or gate.admits.admits(arch) is not False or shape is None:
             out.gates.append(gate_record(rel, gate, arch))
@@ -165,7 +168,26 @@ def analyse_c(rel: str, data: bytes, context: Context) -> FileScan:
         record["widenable"] = not blockers
         record["blockers"] = blockers
         out.gates.append(record)
+        if record["classification"] in classify.GROUPS:  # the ones the audit lists, with where they are
+            placed.append((record, gate.start))
+    _name_functions(placed, data, language)
     return out
+
+
+# Above this size a file's excluding guards are left without their function (one tree-sitter tree of a
+# 50 MB generated header needs > 1 GB; cuda_guard cuts such files in pieces).
+_FUNCTIONS_MAX = 4 * 1024 * 1024
+
+
+def _name_functions(placed: list[tuple[dict, int]], data: bytes, language: str) -> None:
+    """`symbol` of each listed guard (record, offset): the function it sits in, as the audit prints it."""
+    if not placed or len(data) > _FUNCTIONS_MAX:
+        return
+    tree = syntax.parser(language).parse(data)
+    nodes = [tree.root_node.descendant_for_byte_range(start, start) or tree.root_node for _, start in placed]
+    for (record, _), name in zip(placed, syntax.enclosing_functions(tree, nodes, language)):
+        if name and not record["symbol"]:
+            record["symbol"] = name
 
 
 def _runtime_checks(data: bytes, universe: tuple[Arch, ...], language: str) -> list[Gate]:

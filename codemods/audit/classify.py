@@ -10,7 +10,10 @@ nothing there. `scan` gives every gate record a `classification`:
   lacks, and codemod's edit for the gate kind widens it (`codemod run`).
 - `needs-human`: the arch takes another branch with code (a slower or
   older fallback: widening would change which implementation it runs), or
-  the guarded code uses instructions the arch lacks (a port, not a widening).
+  the guarded code uses instructions the arch lacks (a port, not a widening),
+  or a JIT module's list keeps it from the arch while only code written for
+  other archs uses the module, or its kernels need hardware codemod cannot
+  check (multicast for `multimem`).
 - `unknown`: codemod cannot tell (a condition over other macros, a run-time
   dispatch it does not follow).
 - `covered`: the gate excludes the arch, and that is fine: it takes the real
@@ -51,6 +54,9 @@ EDITABLE_KINDS = frozenset({"cuda_guard", "python_arch_list", "python_arch_or", 
 # What the arch gets where the gate excludes it.
 NOTHING, ERROR, STUB = "nothing", "error", "stub"  # the arch gets nothing
 FALLBACK = "fallback"  # another branch with code, written for other archs
+# widening alone gives the arch nothing that works: a JIT module only code for other archs uses, or
+# one whose kernels need hardware codemod cannot check (multicast for multimem)
+PORT = "port"
 IMPLEMENTATION, DEFAULT, HOST, OUTER = "implementation", "default", "host", "outer"  # fine
 UNDECIDED = "unknown"
 _GETS_NOTHING = (NOTHING, ERROR, STUB)
@@ -85,7 +91,7 @@ def classify(excludes: bool | None, path: Path | None, lacking: list[str], edita
     if lacking:
         shown = "; ".join(lacking[:2]) + (f" (and {len(lacking) - 2} more)" if len(lacking) > 2 else "")
         return NEEDS_HUMAN, f"the guarded code uses instructions the arch lacks: {shown}"
-    if path.gets == FALLBACK:
+    if path.gets in (FALLBACK, PORT):
         return NEEDS_HUMAN, path.reason
     if editable:
         return WIDENABLE, path.reason
@@ -262,6 +268,14 @@ def runtime_path(holder: str, arch: Arch) -> Path:
     if "CHECK" not in holder.upper():
         return Path(UNDECIDED, f"`{holder}` fails on {arch.name} if reached; whether it is reached is not followed")
     return Path(ERROR, f"{holder} fails on {arch.name}")
+
+
+def sibling(arch: Arch, universe: tuple[Arch, ...]) -> Arch | None:
+    """The arch whose gates an arch-specific finding admits: sm_120 for sm_121 (the family's first member)."""
+    if arch.minor == 0:
+        return None
+    first = Arch(arch.major, 0)
+    return first if first in universe or first.plain in {a.plain for a in universe} else None
 
 
 def differs(gate: dict, sibling: str) -> bool:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from codemods.audit import classify
 from codemods.audit.jit_modules import Module
+from codemods.audit.jit_users import ways_in
 from codemods.core.arch import Arch
 from codemods.core.lazy import LazyModule
 from codemods.cpp import instructions as instruction_table
@@ -26,7 +27,9 @@ CAPABILITY_KIND = python_capability.KIND
 _CLASSIFIED_BY_MODULES = ("python_arch_or", "python_arch_list", CAPABILITY_KIND)
 
 
-def classify_jit_gates(gates: list[dict], modules: list[Module], paths: kernel_paths.Tree, arch: Arch) -> None:
+def classify_jit_gates(
+    gates: list[dict], modules: list[Module], paths: kernel_paths.Tree, arch: Arch, python_files: tuple[str, ...] = ()
+) -> None:
     """Classify each Python gate that excludes `arch` by the JIT modules it keeps from it.
 
     A spec's arch list keeps its module from `arch`; an API gate (a decorator,
@@ -36,7 +39,17 @@ def classify_jit_gates(gates: list[dict], modules: list[Module], paths: kernel_p
     archs too: widening would build them without that code). An API gate whose
     modules cannot be followed is a blocker only when it admits an arch of
     `arch`'s family (sm_120 for sm_121); otherwise unknown.
+
+    A spec's list is not what keeps `arch` from the module when every way
+    into the module (jit_users, over `python_files`) is gated for other
+    families (moe_utils: only CuTe DSL MoE APIs for sm_100/103 call it), and
+    widening builds kernels that need multicast hardware when the module uses
+    `multimem`: both need a human, not a widening.
     """
+    python_gates = {(g["file"], g["line"]): g for g in gates if g["kind"].startswith("python_")}
+    lines: dict[str, set[int]] = {}
+    for file, line in python_gates:
+        lines.setdefault(file, set()).add(line)
     spec_gates: dict[tuple[str, int], list[Module]] = {}
     for module in modules:
         gate = module.spec.gate
@@ -66,6 +79,7 @@ def classify_jit_gates(gates: list[dict], modules: list[Module], paths: kernel_p
             what = f"`{record.get('symbol') or record['text']}` does not run on {arch.name}"
             if specs:
                 what += f" (it builds {', '.join(found.modules[:2])})"
+                record["owner"] = found.modules[0] + (f" (and {len(found.modules) - 1} more)" if len(found.modules) > 1 else "")
         if not specs and held is None:
             family = [a for a in record["admits"] if Arch.parse(a).major == arch.major]
             if family:
@@ -80,6 +94,8 @@ def classify_jit_gates(gates: list[dict], modules: list[Module], paths: kernel_p
         else:
             path = classify.Path(classify.NOTHING, what)
             lacking = _module_lacking(paths, specs, arch)
+            if held is not None and not lacking:
+                path = _spec_path(held, paths, python_files, python_gates, lines, arch) or path
         editable = record["kind"] in classify.EDITABLE_KINDS
         record["classification"], record["reason"] = classify.classify(True, path, lacking, editable)
 
@@ -110,6 +126,57 @@ def _module_lacking(paths: kernel_paths.Tree, specs: list[tuple[str, jit_specs.J
     instructions = [h for h in hits if not h.wrapper]
     described = instruction_table.describe(instructions or hits, arch)
     return described or _arch_tags(paths, specs, arch, seen)
+
+
+def _spec_path(
+    held: list[Module], paths: kernel_paths.Tree, python_files: tuple[str, ...], python_gates: dict,
+    lines: dict[str, set[int]], arch: Arch,
+) -> classify.Path | None:
+    """A `port` path for a spec list that excludes `arch` when widening it alone is not what `arch` needs."""
+    names = " and ".join(dict.fromkeys(m.name for m in held))
+    functions = list(dict.fromkeys(m.spec.function for m in held))
+    found = [ways_in(paths.read, python_files, lines, function) for function in functions]
+    ways = [way for part in found if part is not None for way in part]
+    gated = [python_gates.get((way.file, way.line)) for way in ways if way.gated]
+    if None not in found and ways and all(way.gated for way in ways) and None not in gated:
+        records = [g for g in gated if g is not None]
+        family = [a for g in records for a in g["admits"] if Arch.parse(a).major == arch.major]
+        if all(g["excludes_arch"] for g in records) and not family:
+            shown = ", ".join(
+                dict.fromkeys(f"{g.get('symbol') or g['text']} ({g['file']}:{g['line']}, {g['text']})" for g in records)
+            )
+            return classify.Path(
+                classify.PORT,
+                f"{names} is not built for {arch.name}, but only code kept from {arch.name} uses it: {shown}; "
+                f"widening this list alone gives {arch.name} nothing (it goes with porting those)",
+            )
+    needs = _module_hardware(paths, [(m.file, m.spec) for m in held])
+    if needs:
+        return classify.Path(
+            classify.PORT,
+            f"{names} is not built for {arch.name}; its kernels use {needs}, which needs NVLink multicast (NVLS) "
+            f"hardware at run time (ARCH_FACTS §3D): whether {arch.name} systems have it is not in the code",
+        )
+    return None
+
+
+# multimem compiles on every target from sm_90; it needs a multicast object and multicast hardware to run
+_MULTIMEM_RE = re.compile(rb"\bmultimem\.[a-z_]+")
+
+
+def _module_hardware(paths: kernel_paths.Tree, specs: list[tuple[str, jit_specs.JitSpec]]) -> str:
+    """The first `multimem.*` instruction in the modules' own sources and headers (`file:line`), or ""."""
+    for _, spec in specs:
+        if not spec.sources:
+            continue
+        closure = paths.closure(spec)
+        for rel in closure.files:
+            data = paths.source(rel) if rel not in closure.library else None
+            match = _MULTIMEM_RE.search(data) if data is not None and b"multimem." in data else None
+            if match is not None and data is not None:
+                line = data.count(b"\n", 0, match.start()) + 1
+                return f"{match.group().decode()} ({rel}:{line})"
+    return ""
 
 
 # A CUTLASS 3.x kernel's ArchTag picks its collectives: Sm90 ones use wgmma, Sm100/103/110 ones tcgen05/UMMA.

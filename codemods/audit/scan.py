@@ -309,7 +309,7 @@ def _assemble(job: _Job) -> ScanResult:
         for rel in dict.fromkeys(rel for rel, _ in specs):
             paths.know_specs(rel, [spec for file, spec in specs if file == rel])
         result.hazards += python_gate_paths(result.gates, modules, paths, arch)
-        classify_jit_gates(result.gates, modules, paths, arch)
+        classify_jit_gates(result.gates, modules, paths, arch, _python_files(job.rels, python, layout))
         owners(result.gates, modules)
         job.touched = tree.touched
     if hazards:
@@ -318,6 +318,18 @@ def _assemble(job: _Job) -> ScanResult:
     result.skipped.sort(key=lambda s: s["file"])
     result.hazards.sort(key=lambda h: (h["file"], h["line"], h["kind"]))
     return result
+
+
+def _python_files(rels: list[str], python: str, layout: Layout) -> tuple[str, ...]:
+    """The package's own Python files: under its folder, not under the folder of its bundled sources
+    (a wheel's `flashinfer/data`, which also holds CUTLASS's Python)."""
+    data = posixpath.commonpath([layout.csrc, layout.include])
+    inside = "" if python == "." else python.rstrip("/") + "/"
+    bundled = data + "/" if data and data.startswith(inside) and data != python else None
+    return tuple(
+        rel for rel in rels
+        if rel.endswith(".py") and rel.startswith(inside) and not (bundled and rel.startswith(bundled))
+    )
 
 
 def check(result: ScanResult) -> bool:

@@ -9,8 +9,11 @@ evaluated as the C preprocessor does in nvcc's device pass for every arch of
 the universe, with `Arch.macros()` defined: admitted, excluded, or unknown
 when the answer depends on any other macro or the condition does not parse.
 
-`widen` rewrites only the bytes of one condition, in one of two ways:
+`widen` rewrites only the bytes of one condition, in one of three ways:
 
+- an equality chain (`__CUDA_ARCH__ == 900`, or several joined by `||`)
+  gains one equality per target value, in its own style, never a range
+  (FlashInfer 5854494a0, ef687e900);
 - it drops the `&&` conjuncts that exclude the targets, each with one adjacent
   `&&`, and keeps every parenthesis the author wrote (FlashInfer PR #3903:
   `(defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && (__CUDA_ARCH__ < 1200))`
@@ -296,12 +299,15 @@ class _Lines:
 def _extend_chain(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], lines: _Lines) -> list[Edit]:
     """`A == 860 || A == 890 || A == 1200` gains `|| A == 1210`: one more equality per missing value, where it sorts.
 
-    Only for a condition that is such a chain (two equalities or more, in
-    parentheses or not). Each new term copies its neighbour's text with the
-    number changed, joined by the chain's own operator (`||` or `or`). A line
-    that would grow past the file's column limit (the length three of its
-    lines reach, 80 at least) is continued with a backslash, as the file
-    continues its other long `#if` lines.
+    Only for a condition that is such a chain, in parentheses or not; one
+    equality is a chain of one (`#elif __CUDA_ARCH__ == 900` became `... == 900
+    || __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030` upstream, ef687e900).
+    Each new term copies its neighbour's text with the number changed, joined
+    by the chain's own operator (`||` or `or`). When the new terms do not all
+    fit within the file's column limit (the length three of its lines reach,
+    80 at least), the line breaks before the first of them, continued with a
+    backslash as the file continues its other long `#if` lines, and the
+    continuation line is filled up to the limit.
     """
     top = guard.expression
     while isinstance(top, Group):
@@ -310,7 +316,7 @@ def _extend_chain(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], line
         return []
     terms = _disjuncts(top)
     numbers = [number for number in map(_equality, terms) if number is not None]
-    if len(terms) < 2 or len(numbers) < len(terms):
+    if len(numbers) < len(terms):
         return []
     values = [number.value[0] for number in numbers]
     wanted = sorted({target.cuda_arch for target in targets if not before.admits(target)} - set(values))
@@ -348,9 +354,12 @@ def _joined(lines: _Lines, at: int, operator_text: bytes, texts: list[bytes], pr
     width = column  # where the text being written starts on its line
     rest = length - column  # what follows the insertion point on the original line
     pieces = [(b" " + operator_text + b" ", text) for text in texts] if prefix else [(b"", text + b" " + operator_text + b" ") for text in texts]
-    for joiner, text in pieces:
+    # upstream breaks before the terms it adds rather than filling the old line up (ef687e900)
+    fits = length + sum(len(joiner + text) for joiner, text in pieces) <= lines.longest
+    for index, (joiner, text) in enumerate(pieces):
         piece = joiner + text
-        if width + len(piece) + rest > lines.longest and width > 0:
+        too_long = width + len(piece) + rest > lines.longest or (prefix and index == 0 and not fits)
+        if too_long and width > 0:
             if lines.operator_first:
                 out += lines.before_backslash + b"\\" + lines.eol + lines.indent + joiner.lstrip() + text
                 width = len(lines.indent) + len(joiner.lstrip() + text)

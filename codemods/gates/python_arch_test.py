@@ -27,6 +27,11 @@ import or definition it needs (as python_arch_or does):
   `is_sm90_supported()`) the `and not`;
 - a negated chain gains ` and not Q`, an `or` chain ` or Q`.
 
+An `if`/`elif`/`while` line the widening makes longer than the file's line
+length (88, or the longest line long for its code) is split as black splits
+it: `... and not (` / the predicates one level deeper / `):`, and before each
+`or` if they still do not fit (see `_wrapped`).
+
 Selectors pick the `if`: `function` (the function around it), `assigns` (its
 body assigns that dotted target) and `calls` (its body calls that function,
 or any of a list). With `calls`, a body that also runs statements calling
@@ -37,7 +42,10 @@ fails as "needs a human", naming those lines.
 
 from __future__ import annotations
 
+import io
+import keyword
 import re
+import tokenize
 from collections.abc import Mapping
 from typing import TypeGuard
 
@@ -139,7 +147,7 @@ def widen(
         else:
             at = parsed.outer_span(node)[1]
             edits = [Edit(at, at, b"".join(b" and not " + s for s in spelled))]
-    return chains.supporting(parsed, node, predicates, template, numbers, edits, gate).edits
+    return chains.supporting(parsed, node, predicates, template, numbers, _wrapped(parsed, edits), gate).edits
 
 
 def admits(
@@ -292,6 +300,159 @@ def _negation_style(parsed: PythonSource, template) -> str:
         return "parentheses" if grouped else "and_not"
     called_with_arguments = isinstance(template.operand, cst.Call) and bool(template.operand.args)
     return "parentheses" if called_with_arguments else "and_not"
+
+
+# ---------------------------------------------------------------- a test line that grows too long
+
+# black's and ruff format's default line length, which SGLang and FlashInfer keep
+_BLACK_LINE_LENGTH = 88
+_NOT_CODE = {tokenize.STRING, tokenize.COMMENT} | {
+    getattr(tokenize, name) for name in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END") if hasattr(tokenize, name)
+}
+
+
+def _line_length(source: bytes) -> int:
+    """The file's line length: its longest line that is long for its code, 88 at least.
+
+    A wheel has no black/ruff settings. Black leaves strings and comments long,
+    so a line counts only when it is past 88 without them: in SGLang 0.5.16
+    (black, 88) 93% of the files have none, and server_args.py two of 93
+    (attribute chains black cannot split). The longest one, not a count: a
+    file with such lines up to 120 was formatted at 120, or not at all.
+    """
+    text = source.decode("utf-8", "replace")
+    lines = text.splitlines()
+    not_code = [0] * (len(lines) + 2)  # per line number: columns taken by strings and comments
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type in _NOT_CODE:
+                first, last = token.start[0], token.end[0]
+                for number in range(first, min(last, len(lines)) + 1):
+                    not_code[number] += token.end[1] - token.start[1] if first == last else len(lines[number - 1])
+    except (tokenize.TokenError, SyntaxError):
+        return _BLACK_LINE_LENGTH
+    long_for_code = (len(line) for number, line in enumerate(lines, 1) if len(line) - not_code[number] > _BLACK_LINE_LENGTH)
+    return max([_BLACK_LINE_LENGTH, *long_for_code])
+
+
+def _wrapped(parsed: PythonSource, edits: list[Edit]) -> list[Edit]:
+    """`edits`, split over lines the way black splits the `if`/`elif`/`while` line they make too long.
+
+    Only the shape real code has (SGLang 0.5.17's server_args.py, FlashInfer
+    9e5ec6a0c's test): the line's last brackets are parentheses around a
+    condition, `if cond and not (P or Q):`, and the test has at most one
+    top-level `and`/`or`. Black's right-hand split puts what the parentheses
+    hold on a line of its own, one level (4 spaces) deeper, and `):` on the
+    next; what is still too long there is split before each `or`, one operand
+    a line. No comma is added (black adds a magic trailing comma to
+    comma-separated collections only). Any other shape, or a head that would
+    stay too long, is left on one line.
+    """
+    source = parsed.source
+    if not edits:
+        return edits
+    start, end = min(e.start for e in edits), max(e.end for e in edits)
+    line_start, line_end = parsed.line_start(start), parsed.line_end(end)
+    eol = parsed.eol(start)
+    line_end -= len(eol) if source[line_start:line_end].endswith(eol) else 0
+    if b"\n" in source[line_start:line_end]:
+        return edits  # the test spans lines: it is laid out already
+    # each character of the widened line with the source offset it comes from (None: inserted)
+    chars: list[tuple[str, int | None]] = []
+    at = line_start
+    for edit in sorted(edits):
+        chars += _located(source[at : edit.start], at) + [(c, None) for c in edit.text.decode("utf-8")]
+        at = edit.end
+    chars += _located(source[at:line_end], at)
+    line = "".join(c for c, _ in chars)
+    if len(line) <= _BLACK_LINE_LENGTH or len(line) <= (limit := _line_length(source)):
+        return edits
+    cuts = _black_cuts(line, limit, eol.decode())
+    if not cuts:
+        return edits
+    out: list[tuple[str, int | None]] = []
+    at = 0
+    for cut_start, cut_end, text in cuts:
+        out += chars[at:cut_start] + [(c, None) for c in text]
+        at = cut_end
+    out += chars[at:]
+    return _edits_between(out, line_start, line_end)
+
+
+def _located(data: bytes, offset: int) -> list[tuple[str, int | None]]:
+    located: list[tuple[str, int | None]] = []
+    for char in data.decode("utf-8"):
+        located.append((char, offset))
+        offset += len(char.encode("utf-8"))
+    return located
+
+
+def _edits_between(chars: list[tuple[str, int | None]], start: int, end: int) -> list[Edit]:
+    """The edits that turn source[start:end] into `chars`: inserted runs, and the source bytes skipped."""
+    edits = []
+    at, pending = start, ""
+    for char, origin in chars:
+        if origin is None:
+            pending += char
+            continue
+        if origin != at or pending:
+            edits.append(Edit(at, origin, pending.encode("utf-8")))
+        at, pending = origin + len(char.encode("utf-8")), ""
+    if at != end or pending:
+        edits.append(Edit(at, end, pending.encode("utf-8")))
+    return edits
+
+
+def _black_cuts(line: str, limit: int, eol: str) -> list[tuple[int, int, str]]:
+    """(start, end, text) replacements of `line` (columns) that split it as black would; [] for another shape."""
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(line + "\n").readline) if t.type != tokenize.INDENT]
+    except (tokenize.TokenError, SyntaxError):
+        return []
+    if not tokens or tokens[0].string not in ("if", "elif", "while"):
+        return []
+    depth, opened, last = 0, [], None
+    operators = []  # (depth, column) of every `and`/`or`
+    for index, token in enumerate(tokens):
+        if token.type == tokenize.OP and token.string in "([{":
+            opened.append(index)
+            depth += 1
+        elif token.type == tokenize.OP and token.string in ")]}":
+            depth -= 1
+            last = (opened.pop(), index)
+        elif token.type == tokenize.NAME and token.string in ("and", "or"):
+            operators.append((depth, token.start[1]))
+    if last is None or tokens[last[0]].string != "(":
+        return []
+    open_index, close_index = last
+    before = tokens[open_index - 1]
+    if before.type in (tokenize.STRING, tokenize.NUMBER) or before.string in ")]}" or (
+        before.type == tokenize.NAME and not keyword.iskeyword(before.string)
+    ):
+        return []  # a call's or a subscript's brackets: black splits those otherwise
+    if sum(1 for d, _ in operators if d == 0) > 1:
+        return []  # black splits the test at each operator instead
+    open_col, close_col = tokens[open_index].end[1], tokens[close_index].start[1]
+    if open_col > limit:
+        return []  # the head itself too long: black lays the test out otherwise
+    indent = line[: len(line) - len(line.lstrip())]
+    inner = indent + "    "
+    body = line[open_col:close_col]
+    lead, trail = len(body) - len(body.lstrip()), len(body) - len(body.rstrip())
+    cuts = [(open_col, open_col + lead, eol + inner)]
+    if len(inner + body.strip()) > limit:
+        split = [column for d, column in operators if d == 1 and open_col < column < close_col]
+        words = {line[column : column + 3].strip() for column in split}
+        if not split or words != {"or"}:
+            return []
+        pieces = [open_col + lead, *split, close_col - trail]
+        if any(len(inner + line[a:b].strip()) > limit for a, b in zip(pieces, pieces[1:])):
+            return []
+        for column in split:
+            space = len(line[:column]) - len(line[:column].rstrip())
+            cuts.append((column - space, column, eol + inner))
+    cuts.append((close_col - trail, close_col, eol + indent))
+    return cuts
 
 
 # ---------------------------------------------------------------- the `calls` selector

@@ -1,50 +1,68 @@
 """Comparisons of the device's compute capability in Python: read by `scan` and widened by recipes.
 
-    if torch.cuda.get_device_capability()[0] >= 9:        # a bound: read only
+    if torch.cuda.get_device_capability()[0] >= 9:        # a bound
     if get_device_sm() == 120:                            # sm = major * 10 + minor
     if torch.cuda.get_device_capability()[0] != 9:        # negated: a check for 9
     major, minor = torch.cuda.get_device_capability()
-    if major == 12 and minor == 0:                        # each comparison is a gate
+    elif major == 10 and minor != 3:                      # one condition: sm_100, not sm_103
 
 What a comparison admits is decided per arch from its (major, minor): the
 major (`[0]`, a name bound from it), the minor (`[1]`), the pair (`>= (9,
-0)`) or SGLang's `get_device_sm()` (`major * 10 + minor`). Only single
-comparisons with integer literals (or tuples of them) are read. `scan`
-reports where a comparison is true (`minor != 3` admits every minor but
-3); a recipe reads a negated comparison (`!=`, `not in`) as a check *for*
-its values (`if cap != 9: raise`, `if cap != 9: fallback()`): it admits the
-archs its values name, and widening adds the targets to those values.
+0)`) or SGLang's `get_device_sm()` (`major * 10 + minor`). Only comparisons
+with integer literals (or tuples of them) are read; one with a computed
+value (`== SM_VERSION`) is unknown. `scan` lists each comparison with where
+it is true (`minor != 3` admits every minor but 3).
 
-`widen` adds the targets' values in the comparison's own style: `== 120`
-becomes `in (120, 121)`, `!= 9` becomes `not in (9, 12)`, `in (9, 10)`
-gains `, 12` inside its brackets. A bound (`>=`, `<`) cannot be widened to
-admit one arch more without admitting the ones between, and a comparison
-with a computed value (`== SM_VERSION`) cannot be read: both are refused
-(`CannotWiden`, naming the line and the reason).
+A recipe's gate is a whole condition: the comparisons joined by `and`,
+`or` and `not` (in an `and`/`or` that also tests other things, its
+comparisons together: `major == 12 and w.ok and minor == 0`). It admits
+exactly the archs on which it holds, so `major == 10 and minor != 3` does
+not admit sm_103; one unknown comparison makes it unknown (refused). A lone
+negated comparison (`!=`, `not in`) is read as a check *for* its values
+(`if cap != 9: raise`, `if cap != 9: fallback()`): it admits the archs its
+values name, and widening adds the targets to those values.
+
+`widen` tries, in order, and keeps the first rewrite that, read again,
+admits exactly the old archs plus the targets (and what the condition
+cannot tell from them: `major == 12` admits sm_121 with sm_120):
+add the values to an equality or membership in its own style (`== 120`
+becomes `in (120, 121)`, or `in [120, 121]` in a file that lists numbers in
+brackets; `!= 9` alone becomes `not in (9, 12)`; `in (9, 10)` gains `, 12`);
+drop the comparisons of an `and` that rule a target out (`major == 10 and
+minor != 3` becomes `major == 10`); move a bound (`[0] >= 10` becomes `>= 9`
+only where no arch lies between); keep a bound and add an equality (`major <
+10` becomes `major < 10 or major == 12`, in parentheses inside an `and`).
+Anything else is refused (`CannotWiden`, naming the line and the reason).
 
 A capability is also read where real code holds it otherwise
 (`_capability_values`): an arch named by a string (`if sm_version !=
 "sm_120": raise` becomes `not in ("sm_120", "sm_121")`), a platform's
 capability object (`capability.to_int() != 90`, `capability.major`), and
 names a recipe declares with `names` (`{"backend" = "sm"}`: `backend in
-("100", "110")` gains `"107"` in its place).
+("100", "110")` gains `"107"` in its place). New values are spelled like
+those there and go in their place where those are in ascending order.
+`scan` reads a comparison deciding an `if` that raises or skips by what
+runs after it (`if sm_version != "sm_120": raise` admits sm_120 only).
 
-Selectors pick the comparison: `function` (the function around it),
+Selectors pick the condition: `function` (the function around it),
 `assigns` (it is in the value assigned to that dotted target, or the body of
 the `if` it is in assigns that target),
-`calls` (that body calls that function, or any of a list) and `names`.
+`calls` (that body calls that function, or any of a list) and `names`. A change's
+`admits` picks one branch of an `if`/`elif` by what it admits.
 """
+
 
 from __future__ import annotations
 
 import ast
 import bisect
 import re
+from dataclasses import dataclass
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
-from codemods.gates import CannotWiden, Edit, Gate, SourceError
+from codemods.gates import CannotWiden, Edit, Gate, SourceError, apply_edits
 from codemods.gates._capability_values import NAME_RE, arch_comparisons, exit_tests, named, names_arch, spell, strings
 
 KIND = "python_capability"
@@ -53,8 +71,9 @@ CALLS = ("get_device_capability", "get_device_sm")
 TOKENS = tuple(name.encode() for name in CALLS)
 _BOM = b"\xef\xbb\xbf"
 _SIDES = {0: "major", 1: "minor", None: "pair", "sm": "sm", "cuda_arch": "cuda_arch"}
+Side = int | str | None  # 0 the major, 1 the minor, None the (major, minor) pair, "sm", "cuda_arch"; "" for none of them
 # What a recipe's `names` says a name holds (cpp_runtime_check.MEANINGS), as a side of the capability.
-_DECLARED = {"major": 0, "minor": 1, "sm": "sm", "cuda_arch": "cuda_arch"}
+_DECLARED: dict[str, Side] = {"major": 0, "minor": 1, "sm": "sm", "cuda_arch": "cuda_arch"}
 _EQUALITY = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
 
 COMPOUND: tuple[type[ast.stmt], ...] = (
@@ -212,15 +231,6 @@ def _have(arch: Arch, side) -> object:
     return (arch.major, arch.minor) if side is None else (arch.major, arch.minor)[side]
 
 
-def _admitted(side, op: type[ast.cmpop], value, universe: tuple[Arch, ...], checked: bool = False) -> frozenset[Arch] | None:
-    if checked:
-        op = _CHECKED.get(op, op)
-    try:
-        return frozenset(arch for arch in universe if _COMPARE[op](_have(arch, side), value))
-    except TypeError:
-        return None  # a major compared with a pair
-
-
 def gates(text: PythonText, body: list[ast.stmt], universe: tuple[Arch, ...], computed: bool = False) -> list[Gate]:
     """Every capability comparison in `body`; with `computed`, also those with a value it cannot read (unknown).
 
@@ -228,17 +238,17 @@ def gates(text: PythonText, body: list[ast.stmt], universe: tuple[Arch, ...], co
     What a gate admits is where the code it guards runs: the comparison's truth set, or, when an `if`
     with no `else` ends the code path (`raise`, a bare `return`, `pytest.skip(...)`), the archs where it is false.
     """
-    return [gate for gate, _, _ in _found(text, body, universe, computed)]
+    return [gate for gate, _, _ in _found(text, body, universe, computed, polarity=True)]
 
 
 def _found(
-    text: PythonText, body: list[ast.stmt], universe, computed: bool, checked: bool = False,
-    names: Mapping[str, str] | None = None,
-) -> list[tuple[Gate, ast.Compare, int]]:
+    text: PythonText, body: list[ast.stmt], universe, computed: bool, names: Mapping[str, Side] | None = None,
+    polarity: bool = False,
+) -> list[tuple[Gate, _Leaf, int]]:
     """The comparisons in `body`: those of the capability calls, of names bound from them, of arch strings
-    and, with `names` (a recipe's: `{"_device_sm": "sm"}`), of the names it declares."""
-    declared = {spelled: _DECLARED[meaning] for spelled, meaning in (names or {}).items()}
-    bound: dict[tuple[int, str], object] = {}  # (scope, name) -> 0 major, 1 minor, None the pair, "sm"
+    and of the `names` a recipe declares (`{"_device_sm": "sm"}`, read as sides)."""
+    declared = dict(names or {})
+    bound: dict[tuple[int, str], Side] = {}  # (scope, name) -> 0 major, 1 minor, None the pair, "sm"
     compares: dict[int, tuple[ast.Compare, int]] = {}
     for node, scope in nodes_in(text, body, _holds, 0):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -252,61 +262,28 @@ def _found(
             if isinstance(node, ast.Compare):
                 compares.setdefault(id(node), (node, scope))
 
-    def part(node: ast.AST, scope: int):
-        """0 or 1 for the major or minor, None for the (major, minor) pair, "sm", "cuda_arch", or "" for anything else."""
-        call = _capability_call(node)
-        if call is not None:
-            return None if call == "pair" else "sm"
-        if _spelled(node) in declared:
-            return declared[_spelled(node)]
-        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value in (0, 1):
-            return node.slice.value if _capability_call(node.value) == "pair" or part(node.value, scope) is None else ""
-        if isinstance(node, ast.Attribute) and node.attr in ("major", "minor"):  # a capability object's fields
-            return ("major", "minor").index(node.attr) if part(node.value, scope) is None else ""
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to_int" and not node.args:
-            return "sm" if part(node.func.value, scope) is None else ""  # SGLang's DeviceCapability.to_int()
-        if isinstance(node, ast.Name):
-            for where in (scope, 0):
-                if (where, node.id) in bound:
-                    return bound[(where, node.id)]
-        return ""
-
-    def read(held: ast.AST, value: ast.AST, scope: int):
-        """(side, value, style) of `held` compared with `value`: side "" when `held` holds no capability."""
-        side = part(held, scope)
-        if strings(value) is not None:
-            if side == "" and named(value) and isinstance(held, (ast.Name, ast.Attribute, ast.Call)):
-                side = "sm"  # "sm_120" says what it is, whatever name holds it (`arch[:5]` is not the arch)
-            return side, (_literal(value, strings=True) if side == "sm" else None), "str"
-        return side, _literal(value), "int"
+    def bound_in(scope: int) -> Callable[[str], Side]:
+        return lambda name: bound.get((scope, name), bound.get((0, name), declared.get(name, "")))
 
     exits: set[int] | None = None
     found = []
     for node, scope in compares.values():
-        if len(node.ops) != 1:
+        leaf = _leaf(node, bound_in(scope))
+        if leaf is None:
             continue
-        left, op, right = node.left, type(node.ops[0]), node.comparators[0]
-        (side, value, style), flipped = read(left, right, scope), False
-        if (side == "" or value is None) and op in _FLIPPED and (part(right, scope) != "" or named(left)):
-            (side, value, style), op, flipped = read(right, left, scope), _FLIPPED[op], True
-        if side == "" or op not in _COMPARE:
-            continue
-        if style == "str" and op not in _EQUALITY:
-            value = None  # "sm_90" < "sm_100" is False: strings compare by their letters
-        admitted = None if value is None else _admitted(side, op, value, universe, checked)
-        detail = {"side": _SIDES[side], "op": op.__name__, "flipped": flipped, "checked": checked}
-        if style == "str":
-            detail["style"] = "str"
+        side, op, flipped = leaf.side, leaf.op, leaf.flipped
+        truth = {arch: _truth(node, arch, lambda _: leaf) for arch in universe}  # where the comparison is true
+        admitted = None if None in truth.values() else frozenset(arch for arch, true in truth.items() if true)
+        detail = {"side": _SIDES[side], "op": op.__name__, "flipped": flipped}
         if admitted is None:
             if not computed:
                 continue
-            detail["unknown"] = _unreadable(style, op, value)
+            detail["unknown"] = _unreadable(leaf)
             admits = ArchSet(universe, frozenset(), frozenset(universe))
         else:
-            if not checked:
+            if polarity:
                 exits = exit_tests(body) if exits is None else exits
-                if id(node) in exits:
-                    detail["exits"] = True
+                if id(node) in exits:  # what follows the `if` runs where the comparison is false
                     admitted = frozenset(universe) - admitted
             admits = ArchSet(universe, admitted)
         start, end = text.span(node)
@@ -314,17 +291,88 @@ def _found(
             kind=KIND, start=start, end=end, line=node.lineno, text=text.data[start:end].decode("utf-8"),
             admits=admits, detail=detail,
         )  # fmt: skip
-        found.append((gate, node, scope))
+        found.append((gate, leaf, scope))
     found.sort(key=lambda item: (item[0].line, item[0].start))
     return found
 
 
-def _unreadable(style: str, op: type[ast.cmpop], value) -> str:
-    if style == "str" and op not in _EQUALITY:
+def _unreadable(leaf: _Leaf) -> str:
+    if leaf.strings and leaf.op not in _EQUALITY:
         return "a string compared by order (`<`, `>=`), not by value"
-    if style == "str":
+    if leaf.strings:
         return "the string compared is not an arch name (`\"sm_120\"`, `\"120\"`, `\"12.0a\"`) or holds no capability"
-    return "the value compared is computed, not a literal" if value is None else "a major compared with a pair"
+    return "the value compared is computed, not a literal" if leaf.value is None else "a major compared with a pair"
+
+
+def _part(node: ast.AST, lookup: Callable[[str], Side]) -> Side:
+    """0 or 1 for the major or minor, None for the (major, minor) pair, "sm", "cuda_arch", or "" for anything
+    else; `lookup` says what a name holds (the same codes, "" for nothing known), a bound or declared one."""
+    call = _capability_call(node)
+    if call is not None:
+        return None if call == "pair" else "sm"
+    if isinstance(node, (ast.Attribute, ast.Call)) and _spelled(node) and lookup(_spelled(node)) != "":
+        return lookup(_spelled(node))  # declared: `self.backend`, `cap.to_int()`
+    if isinstance(node, ast.Attribute) and node.attr in ("major", "minor"):  # a capability object's fields
+        return ("major", "minor").index(node.attr) if _part(node.value, lookup) is None else ""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to_int" and not node.args:
+        return "sm" if _part(node.func.value, lookup) is None else ""  # SGLang's DeviceCapability.to_int()
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value in (0, 1):
+        index: Side = 0 if node.slice.value == 0 else 1
+        return index if _capability_call(node.value) == "pair" or _part(node.value, lookup) is None else ""
+    if isinstance(node, ast.Name):
+        return lookup(node.id)
+    return ""
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    """One comparison of the capability with a literal, read with the capability on the left."""
+
+    node: ast.Compare
+    side: Side
+    op: type[ast.cmpop]
+    value: object  # the literal; None when computed
+    flipped: bool  # the value is on the left
+    names: tuple[tuple[str, Side], ...] = ()  # the names it reads the capability through, and what each holds
+    strings: bool = False  # its values are strings naming archs (read as major * 10 + minor)
+
+    @property
+    def operand(self) -> ast.expr:
+        return self.node.comparators[0] if self.flipped else self.node.left
+
+    @property
+    def literal(self) -> ast.expr:
+        return self.node.left if self.flipped else self.node.comparators[0]
+
+
+def _leaf(node: ast.AST, lookup: Callable[[str], Side]) -> _Leaf | None:
+    """`node` read as a capability comparison, or None when it is none."""
+    if not isinstance(node, ast.Compare) or len(node.ops) != 1:
+        return None
+    left, op, right = node.left, type(node.ops[0]), node.comparators[0]
+
+    def read(held: ast.AST, literal: ast.AST) -> tuple[Side, object, bool]:
+        """(side, value, strings) of `held` compared with `literal`: side "" when `held` holds no capability."""
+        side = _part(held, lookup)
+        if strings(literal) is None:
+            return side, _literal(literal), False
+        if side == "" and named(literal) and isinstance(held, (ast.Name, ast.Attribute, ast.Call)):
+            side = "sm"  # "sm_120" says what it is, whatever name holds it (`arch[:5]` is not the arch)
+        return side, (_literal(literal, strings=True) if side == "sm" else None), True
+
+    (side, value, is_text), flipped = read(left, right), False
+    if (side == "" or value is None) and op in _FLIPPED and (_part(right, lookup) != "" or named(left)):
+        (side, value, is_text), op, flipped = read(right, left), _FLIPPED[op], True
+    if side == "" or op not in _COMPARE:
+        return None
+    if is_text and op not in _EQUALITY:
+        value = None  # "sm_90" < "sm_100" is False: strings compare by their letters
+    operand = right if flipped else left
+    names = tuple(
+        (spelled, lookup(spelled)) for n in ast.walk(operand)
+        if isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and (spelled := _spelled(n)) and lookup(spelled) != ""
+    )  # fmt: skip
+    return _Leaf(node, side, op, value, flipped, names, is_text)
 
 
 def nodes_in(text: PythonText, body: list, test: Callable[[bytes], bool], scope: int) -> Iterator[tuple[ast.AST, int]]:
@@ -544,6 +592,118 @@ def _body_calls(statements: list[ast.stmt], wanted: set[str]) -> bool:
     return False
 
 
+# ---------------------------------------------------------------- conditions: the comparisons an `and`/`or` joins
+
+
+LeafOf = Callable[[ast.AST], "_Leaf | None"]
+# operators that bind tighter than `or`: an `or` added inside one needs parentheses
+_TIGHTER = (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.BinOp, ast.Attribute, ast.Starred, ast.Await)
+
+
+def _pure(node: ast.AST, leaf_of: LeafOf) -> bool:
+    """Whether `node` is made only of capability comparisons joined by `and`, `or` and `not`."""
+    if isinstance(node, ast.Compare):
+        return leaf_of(node) is not None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _pure(node.operand, leaf_of)
+    if isinstance(node, ast.BoolOp):
+        return all(_pure(value, leaf_of) for value in node.values)
+    return False
+
+
+def _leaves(node: ast.AST, leaf_of: LeafOf) -> list[_Leaf]:
+    """The comparisons a condition reads (in an `and`/`or` with other operands, only its pure operands')."""
+    if isinstance(node, ast.Compare):
+        leaf = leaf_of(node)
+        return [leaf] if leaf is not None else []
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _leaves(node.operand, leaf_of)
+    if isinstance(node, ast.BoolOp):
+        return [leaf for value in node.values if _pure(value, leaf_of) for leaf in _leaves(value, leaf_of)]
+    return []
+
+
+def _checked(node: ast.AST, leaf_of: LeafOf) -> bool:
+    """A recipe reads a lone negated comparison (`!= 9`, `not in (9, 10)`) as a check *for* its values."""
+    leaf = leaf_of(node) if isinstance(node, ast.Compare) else None
+    return leaf is not None and leaf.op in _CHECKED
+
+
+def _truth(node: ast.AST, arch: Arch, leaf_of: LeafOf, checked: bool = False) -> bool | None:
+    """Whether the condition holds on `arch`: True, False, or None (unknown). In an `and`/`or` that
+    also has other operands, only its pure operands count: it admits what they do not rule out."""
+    if isinstance(node, ast.Compare):
+        leaf = leaf_of(node)
+        if leaf is None or leaf.value is None:
+            return None
+        op = _CHECKED.get(leaf.op, leaf.op) if checked else leaf.op
+        try:
+            return bool(_COMPARE[op](_have(arch, leaf.side), leaf.value))
+        except TypeError:
+            return None  # a major compared with a pair
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        value = _truth(node.operand, arch, leaf_of)
+        return None if value is None else not value
+    if isinstance(node, ast.BoolOp):
+        values = [_truth(v, arch, leaf_of) for v in node.values if _pure(v, leaf_of)]
+        decisive = isinstance(node.op, ast.Or)  # True decides an `or`, False an `and`
+        if decisive in values:
+            return decisive
+        return None if None in values or not values else not decisive
+    return None
+
+
+def _reading(node: ast.AST, leaf_of: LeafOf, universe: tuple[Arch, ...]) -> ArchSet:
+    checked = _checked(node, leaf_of)
+    admitted, unknown = set(), set()
+    for arch in universe:
+        value = _truth(node, arch, leaf_of, checked)
+        if value is None:
+            unknown.add(arch)
+        elif value:
+            admitted.add(arch)
+    return ArchSet(universe, frozenset(admitted), frozenset(unknown))
+
+
+def _conditions(
+    text: PythonText, tree: ast.Module, universe, parents: dict[int, ast.AST], names: Mapping[str, Side] | None = None
+) -> tuple[list[ast.expr], LeafOf]:
+    """Each condition over the capability: the largest `and`/`or`/`not` of comparisons around each one;
+    in an `and`/`or` that also has other operands, its comparisons together (`major == 10 and x and minor != 3`)."""
+    found = _found(text, tree.body, universe, computed=True, names=names)
+    leaves = {id(leaf.node): leaf for _, leaf, _ in found}
+
+    def leaf_of(node: ast.AST) -> _Leaf | None:
+        return leaves.get(id(node))
+
+    roots: dict[int, ast.expr] = {}
+    for _, leaf, _ in found:
+        top: ast.expr = leaf.node
+        while isinstance(parents.get(id(top)), (ast.BoolOp, ast.UnaryOp)) and _pure(parents[id(top)], leaf_of):
+            top = parents[id(top)]  # type: ignore[assignment]  # a BoolOp or a `not`: an expression
+        up = parents.get(id(top))
+        if isinstance(up, ast.BoolOp) and sum(_pure(value, leaf_of) for value in up.values) > 1:
+            top = up
+        roots.setdefault(id(top), top)
+    return sorted(roots.values(), key=text.span), leaf_of
+
+
+def _condition_gate(text: PythonText, root: ast.expr, leaf_of: LeafOf, universe, context: str) -> Gate:
+    leaves = _leaves(root, leaf_of)
+    names = {name: _SIDES[side] for leaf in leaves for name, side in leaf.names}
+    detail: dict[str, Any] = {"names": names}
+    admits = _reading(root, leaf_of, universe)
+    if any(leaf.value is None for leaf in leaves):
+        detail["unknown"] = next(_unreadable(leaf) for leaf in leaves if leaf.value is None)
+    elif admits.unknown:
+        detail["unknown"] = "a major compared with a pair"
+    start, end = text.span(root)
+    return Gate(
+        kind=KIND, start=start, end=end, line=root.lineno, text=text.data[start:end].decode("utf-8"),
+        admits=admits, context=context, detail=detail,
+    )  # fmt: skip
+
+
 def find(
     source: bytes,
     universe: tuple[Arch, ...] = DEFAULT_ARCHS,
@@ -553,7 +713,7 @@ def find(
     calls: str | list[str] | None = None,
     names: Mapping[str, str] | None = None,
 ) -> list[Gate]:
-    """Every capability comparison the selectors pick, computed ones included (unknown: refused by `widen`).
+    """Every condition over the capability the selectors pick, computed ones included (unknown: refused by `widen`).
 
     `names` declares what other names hold (`{"_device_sm": "sm", "backend": "sm"}`, as cpp_runtime_check's):
     their comparisons are read too, with ints or strings (`backend in ("100", "110")`) as values.
@@ -561,10 +721,12 @@ def find(
     text, tree = _parse(source)
     wanted = {calls} if isinstance(calls, str) else set(calls or [])
     parents = _parents(tree)
+    declared = {spelled: _DECLARED[meaning] for spelled, meaning in (names or {}).items()}
+    roots, leaf_of = _conditions(text, tree, universe, parents, declared)
     out = []
-    for gate, node, _ in _found(text, tree.body, universe, computed=True, checked=True, names=names):
+    for root in roots:
         up: ast.AST
-        around, statement, assigned, up = "", None, False, node
+        around, statement, assigned, up = "", None, False, root
         while id(up) in parents:
             child, up = up, parents[id(up)]
             if statement is None and isinstance(up, (ast.If, ast.While)) and up.test is child:
@@ -581,72 +743,113 @@ def find(
             continue
         if wanted and not (statement is not None and _body_calls(statement.body, wanted)):
             continue
-        detail = {**gate.detail, "names": dict(names)} if names else gate.detail
-        out.append(Gate(**{**gate.__dict__, "context": around, "detail": detail}))
+        out.append(_condition_gate(text, root, leaf_of, universe, around))
     return out
 
 
-def _value_of(arch: Arch, side: str):
-    return {
-        "major": arch.major, "minor": arch.minor, "sm": arch.major * 10 + arch.minor, "cuda_arch": arch.cuda_arch,
-        "pair": (arch.major, arch.minor),
-    }[side]  # fmt: skip
+# ---------------------------------------------------------------- widening a condition
 
 
-def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> list[Edit]:
-    """Edits that make the comparison admit `targets` too; `[]` if it does already.
+_EQUAL = (ast.Eq, ast.In)
+_BOUNDS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 
-    New values are spelled like the values already there (`120`, `"sm_120"`, `"12.0a"`) and, where those are
-    in ascending order, put in their place (`("100", "110")` gains `"107"` between them).
-    """
-    if gate.detail.get("unknown"):
-        raise CannotWiden(f"line {gate.line}: {gate.detail['unknown']}; edit it by hand")
-    missing = [arch for arch in targets if not gate.admits.admits(arch)]
-    if not missing:
-        return []
-    text, tree = _parse(source)
-    node = next(
-        (n for g, n, _ in _found(text, tree.body, universe, computed=True, checked=True, names=gate.detail.get("names"))
-         if (g.start, g.end) == (gate.start, gate.end)),
-        None,
-    )  # fmt: skip
-    if node is None:
-        raise CannotWiden(f"line {gate.line}: {gate.text} is no longer at this place; find the gates again")
-    op = type(node.ops[0])
-    if op not in (ast.Eq, ast.NotEq, ast.In, ast.NotIn):
-        raise CannotWiden(
-            f"line {gate.line}: `{gate.text}` is a bound ({'<, <=, >, >='}): moving it would admit every arch in between; "
-            "edit it by hand"
-        )
-    if gate.detail.get("flipped"):
-        raise CannotWiden(f"line {gate.line}: `{gate.text}` has its value on the left; edit it by hand")
-    side = gate.detail["side"]
-    strings = gate.detail.get("style") == "str"
+
+@dataclass(frozen=True)
+class _Place:
+    """A condition being widened: the file, the condition's node and the archs it must gain."""
+
+    source: bytes
+    text: PythonText
+    tree: ast.Module
+    parents: dict[int, ast.AST]
+    root: ast.expr
+    leaf_of: LeafOf
+    missing: tuple[Arch, ...]
+
+    def failing(self, node: ast.AST) -> tuple[Arch, ...]:
+        """The missing archs `node` (a part of the condition) rules out."""
+        return tuple(arch for arch in self.missing if _truth(node, arch, self.leaf_of) is False)
+
+    def failing_operands(self) -> list[ast.expr]:
+        """The operands of an `and` condition that rule out a missing arch."""
+        if not (isinstance(self.root, ast.BoolOp) and isinstance(self.root.op, ast.And)):
+            return []
+        return [v for v in self.root.values if _pure(v, self.leaf_of) and self.failing(v)]
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        """`node`'s bytes with the parentheses written around it inside the condition."""
+        assert isinstance(node, (ast.expr, ast.stmt))
+        start, end = self.text.span(node)
+        low, high = self.text.span(self.root)
+        data = self.source
+        while True:
+            before, after = data[low:start].rstrip(), data[end:high].lstrip()
+            if not (before.endswith(b"(") and after.startswith(b")")):
+                return start, end
+            start, end = low + len(before) - 1, high - len(after) + 1
+
+    def brackets(self) -> tuple[str, str]:
+        """The file's own collection for a membership test of numbers: a list when it writes more `in [9, 10]`
+        than `in (9, 10)`, else a tuple (other values say nothing: SGLang's unquant.py has `in ['silu', ...]`
+        and upstream wrote `not in (9, 12)` there)."""
+        counts = {ast.List: 0, ast.Tuple: 0}
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Compare):
+                for op, right in zip(node.ops, node.comparators):
+                    if isinstance(op, (ast.In, ast.NotIn)) and type(right) in counts and _literal(right):
+                        counts[type(right)] += 1
+        return ("[", "]") if counts[ast.List] > counts[ast.Tuple] else ("(", ")")
+
+
+def _values(side: Side, archs: tuple[Arch, ...]) -> list:
+    return sorted({_have(arch, side) for arch in archs})  # type: ignore[type-var]  # ints, or pairs of ints
+
+
+def _extend(place: _Place) -> list[Edit] | None:
+    """Add the values to an equality or membership: `== 120` -> `in (120, 121)`, `in [9, 10]` -> `in [9, 10, 12]`,
+    `!= 9` (alone: a check for 9) -> `not in (9, 12)`; in an `and`, the one comparison a target fails."""
+    root, leaf_of = place.root, place.leaf_of
+    if isinstance(root, ast.Compare):
+        leaf, allowed = leaf_of(root), (*_EQUAL, *_CHECKED)
+    elif isinstance(root, ast.BoolOp) and isinstance(root.op, ast.And):
+        failing = place.failing_operands()
+        leaf, allowed = (leaf_of(failing[0]) if len(failing) == 1 else None), _EQUAL
+    elif isinstance(root, ast.BoolOp):
+        equal = [leaf_of(v) for v in root.values if isinstance(v, ast.Compare)]
+        leaf, allowed = next((e for e in equal if e is not None and e.op in _EQUAL), None), _EQUAL
+    else:
+        return None
+    if leaf is None or leaf.flipped or leaf.op not in allowed or leaf.value is None:
+        return None
+    archs = place.missing if leaf.node is root else place.failing(leaf.node)
+    have = [leaf.value] if leaf.op in (ast.Eq, ast.NotEq) else list(leaf.value)  # type: ignore[call-overload]
+    values = [v for v in _values(leaf.side, archs) if v not in have]
+    if not values:
+        return None
+    source, text, node = place.source, place.text, leaf.node
     right = node.comparators[0]
     start, end = text.span(right)
-    sample = source[slice(*text.span(right.elts[0] if isinstance(right, (ast.Tuple, ast.List, ast.Set)) and right.elts else right))]
-    new: dict = {}  # value -> its spelling
-    for arch in missing:
-        value = _value_of(arch, side)
-        if value not in new:
-            new[value] = spell(arch, sample.decode("utf-8")) if strings else repr(value)
-    if side == "pair":
-        new = {v: s.replace(" ", "").replace(",", ", ") for v, s in new.items()}
-    if op in (ast.Eq, ast.NotEq):
+    spelled = [repr(v) for v in values]
+    if leaf.strings:  # in the spelling of a string already there: "sm_120" gains "sm_121", "100" gains "107"
+        sample = right.elts[0] if isinstance(right, (ast.Tuple, ast.List, ast.Set)) and right.elts else right
+        model = source[slice(*text.span(sample))].decode("utf-8")
+        spelled = [spell(next(a for a in archs if _have(a, leaf.side) == v), model) for v in values]
+    if leaf.op in (ast.Eq, ast.NotEq):
         op_start = text.span(node.left)[1]
-        between = source[op_start:start]
-        word = b"in" if op is ast.Eq else b"not in"
-        new_between = re.sub(rb"==|!=", word, between, count=1)
-        old = _literal(right, strings)
-        items = sorted([(old, source[start:end].decode("utf-8")), *new.items()], key=lambda item: item[0])
-        return [Edit(op_start, start, new_between), Edit(start, end, f"({', '.join(s for _, s in items)})".encode())]
+        word = b"in" if leaf.op is ast.Eq else b"not in"
+        new_between = re.sub(rb"==|!=", word, source[op_start:start], count=1)
+        opening, closing = place.brackets()
+        written = (leaf.value, source[start:end].decode("utf-8"))
+        items = ", ".join(item for _, item in sorted([written, *zip(values, spelled)]))
+        return [Edit(op_start, start, new_between), Edit(start, end, f"{opening}{items}{closing}".encode())]
     if not isinstance(right, (ast.Tuple, ast.List, ast.Set)) or not right.elts:
-        raise CannotWiden(f"line {gate.line}: `{gate.text}` compares with no literal collection; edit it by hand")
-    return _insert(source, text, right, list(_literal(right, strings) or ()), new)
+        return None
+    return _insert(source, text, right, have, dict(zip(values, spelled)))
 
 
 def _insert(source: bytes, text: PythonText, right: ast.Tuple | ast.List | ast.Set, there: list, new: dict) -> list[Edit]:
-    """Edits adding `new` (value -> spelling) to the literal collection `right` holding the values `there`."""
+    """Edits adding `new` (value -> spelling) to the literal collection `right` holding the values `there`:
+    each in its place where those are in ascending order (`("100", "110")` gains `"107"` between), else at the end."""
     spans = [text.span(item) for item in right.elts]
     ordered = there == sorted(there)
     after: dict[int, list[str]] = {}  # the index of the item each new value follows (-1: before the first)
@@ -654,42 +857,157 @@ def _insert(source: bytes, text: PythonText, right: ast.Tuple | ast.List | ast.S
         index = sum(1 for old in there if old < value) - 1 if ordered else len(there) - 1
         after.setdefault(index, []).append(spelled)
     edits = []
-    for index, spelled in sorted(after.items()):
+    end = text.span(right)[1]
+    for index, items in sorted(after.items()):
         if index < 0:
-            edits.append(Edit(spans[0][0], spans[0][0], "".join(s + ", " for s in spelled).encode()))
+            edits.append(Edit(spans[0][0], spans[0][0], "".join(s + ", " for s in items).encode()))
             continue
         last_end = spans[index][1]
-        end = text.span(right)[1]
+        added = "".join(", " + s for s in items).encode()
         if len(spans) == 1 and isinstance(right, ast.Tuple) and source[last_end:end].lstrip().startswith(b","):
-            comma = source.index(b",", last_end) + 1  # `(90,)` becomes `(90, 120)`
-            edits.append(Edit(last_end, comma, "".join(", " + s for s in spelled).encode()))
+            edits.append(Edit(last_end, source.index(b",", last_end) + 1, added))  # `(90,)` becomes `(90, 120)`
         else:
-            edits.append(Edit(last_end, last_end, "".join(", " + s for s in spelled).encode()))
+            edits.append(Edit(last_end, last_end, added))
     return edits
 
 
+def _drop(place: _Place) -> list[Edit] | None:
+    """Drop the comparisons of an `and` that rule a target out: `major == 10 and minor != 3` -> `major == 10`."""
+    root = place.root
+    failing = {id(v) for v in place.failing_operands()}
+    if not failing or len(failing) == sum(_pure(v, place.leaf_of) for v in root.values):  # type: ignore[attr-defined]
+        return None
+    assert isinstance(root, ast.BoolOp)
+    spans = [place.span(v) for v in root.values]
+    cuts, kept_before = [], False
+    for i, value in enumerate(root.values):
+        if id(value) not in failing:
+            kept_before = True
+        elif kept_before:
+            cuts.append(Edit(spans[i - 1][1], spans[i][1], b""))
+        else:
+            cuts.append(Edit(spans[i][0], spans[i + 1][0], b""))
+    return cuts
+
+
+def _move_bound(place: _Place) -> list[Edit] | None:
+    """Move a bound to the targets' value: `[0] >= 10` -> `[0] >= 9` (kept only when that admits no arch between)."""
+    root, leaf_of = place.root, place.leaf_of
+    failing = [root] if isinstance(root, ast.Compare) else place.failing_operands()
+    leaf = leaf_of(failing[0]) if len(failing) == 1 and isinstance(failing[0], ast.Compare) else None
+    if leaf is None or leaf.op not in _BOUNDS or leaf.value is None:
+        return None
+    values = _values(leaf.side, place.failing(leaf.node))
+    if not values or type(values[0]) is not type(leaf.value):
+        return None
+    lower = leaf.op in (ast.Gt, ast.GtE)
+    new = values[0] if lower else values[-1]
+    if leaf.op in (ast.Gt, ast.Lt):
+        if not isinstance(new, int):
+            return None
+        new = new - 1 if lower else new + 1
+    literal = leaf.literal
+    if isinstance(literal, ast.Constant):
+        return [Edit(*place.text.span(literal), str(new).encode())]
+    if isinstance(literal, ast.Tuple) and all(isinstance(e, ast.Constant) for e in literal.elts):
+        return [Edit(*place.text.span(e), str(n).encode()) for e, n in zip(literal.elts, new) if e.value != n]  # type: ignore[attr-defined,arg-type]
+    return None
+
+
+def _add_disjunct(place: _Place) -> list[Edit] | None:
+    """Keep a bound and add an equality for the targets: `major < 10` -> `major < 10 or major == 12`."""
+    root, leaf_of = place.root, place.leaf_of
+    if isinstance(root, ast.Compare):
+        leaf = leaf_of(root)
+        if leaf is None or leaf.op not in _BOUNDS:
+            return None
+    elif isinstance(root, ast.BoolOp) and isinstance(root.op, ast.Or):
+        leaf = _leaves(root, leaf_of)[0]
+    else:
+        return None
+    values = _values(leaf.side, place.missing)
+    operand = place.source[slice(*place.text.span(leaf.operand))].decode("utf-8")
+    if len(values) == 1:
+        term = f"{operand} == {values[0]!r}"
+    else:
+        opening, closing = place.brackets()
+        term = f"{operand} in {opening}{', '.join(map(repr, values))}{closing}"
+    start, end = place.text.span(root)
+    parent = place.parents.get(id(root))
+    binds_tighter = isinstance(parent, _TIGHTER) and not (isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.Or))
+    if isinstance(root, ast.BoolOp) or not binds_tighter:
+        return [Edit(end, end, f" or {term}".encode())]
+    return [Edit(start, start, b"("), Edit(end, end, f" or {term})".encode())]
+
+
+def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> list[Edit]:
+    """Edits that make the condition admit `targets` too, and no arch it can tell from them; `[]` if it does already.
+
+    Tried in order, each kept only when the rewritten condition, read again,
+    admits exactly its archs plus the targets (and what its comparisons
+    cannot tell from them: `== 12` admits sm_121 with sm_120): add values to
+    an equality or membership, drop the comparisons of an `and` that rule a
+    target out, move a bound, add an equality after a bound or in an `or`.
+    """
+    if gate.detail.get("unknown"):
+        raise CannotWiden(f"line {gate.line}: {gate.detail['unknown']}; edit it by hand")
+    if all(gate.admits.admits(arch) for arch in targets):
+        return []
+    text, tree = _parse(source)
+    parents = _parents(tree)
+    codes = {name: code for code, name in _SIDES.items()}
+    names = {name: codes[side] for name, side in gate.detail.get("names", {}).items()}
+    roots, leaf_of = _conditions(text, tree, universe, parents, names)
+    root = next((r for r in roots if text.span(r) == (gate.start, gate.end)), None)
+    if root is None:
+        raise CannotWiden(f"line {gate.line}: {gate.text} is no longer at this place; find the gates again")
+    lone = leaf_of(root) if isinstance(root, ast.Compare) else None
+    if lone is not None and lone.flipped and lone.op not in _BOUNDS:
+        raise CannotWiden(f"line {gate.line}: `{gate.text}` has its value on the left; edit it by hand")
+    scope = tuple(dict.fromkeys((*universe, *targets)))
+    before = _reading(root, leaf_of, scope)
+    sides = sorted({repr(leaf.side) for leaf in _leaves(root, leaf_of)})
+    leaf_sides = {repr(leaf.side): leaf.side for leaf in _leaves(root, leaf_of)}
+
+    def told(arch: Arch) -> tuple:
+        return tuple(_have(arch, leaf_sides[side]) for side in sides)
+
+    wanted = {told(arch) for arch in targets}
+    expected = before.admitted | {arch for arch in scope if told(arch) in wanted}
+    place = _Place(source, text, tree, parents, root, leaf_of, tuple(a for a in targets if not before.admits(a)))
+    for rewrite in (_extend, _drop, _move_bound, _add_disjunct):
+        edits = rewrite(place)
+        if not edits:
+            continue
+        end = gate.end + sum(len(e.text) - (e.end - e.start) for e in edits)
+        after = admits(apply_edits(source, edits)[gate.start : end].decode("utf-8"), scope, gate.detail)
+        if not after.unknown and after.admitted == expected:
+            return edits
+    plus = ", ".join(a.name for a in targets if not before.admits(a))
+    bound = any(leaf.op in _BOUNDS for leaf in _leaves(root, leaf_of))
+    raise CannotWiden(
+        f"line {gate.line}: no rewrite of `{gate.text}` admits exactly what it admits plus {plus}"
+        + (" (moving its bound would admit the archs in between)" if bound else "")
+        + "; edit it by hand"
+    )
+
+
 def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS, detail: Mapping[str, Any] | None = None) -> ArchSet:
-    """The archs a comparison, given as text, admits; `detail` (from `find`) says which part of the capability it reads."""
+    """The archs a condition, given as text, admits; `detail` (from `find`) says what each name it compares holds."""
     unknown = ArchSet(universe, frozenset(), frozenset(universe))
     try:
-        node = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError:
+        node = ast.parse("(\n" + text + "\n)", mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return unknown
-    if not isinstance(node, ast.Compare) or len(node.ops) != 1 or not detail or "side" not in detail:
+    names = dict((detail or {}).get("names", {}))
+    codes = {name: code for code, name in _SIDES.items()}
+    cache: dict[int, _Leaf | None] = {}
+
+    def leaf_of(node: ast.AST) -> _Leaf | None:
+        if id(node) not in cache:
+            cache[id(node)] = _leaf(node, lambda name: codes[names[name]] if name in names else "")
+        return cache[id(node)]
+
+    if not _leaves(node, leaf_of) or not (_pure(node, leaf_of) or isinstance(node, ast.BoolOp)):
         return unknown
-    strings = detail.get("style") == "str"
-    op, value = type(node.ops[0]), _literal(node.comparators[0], strings)
-    if detail.get("flipped"):
-        flipped = _FLIPPED.get(op)
-        if flipped is None:  # no operator to flip to: as unknown as one _COMPARE lacks
-            return unknown
-        op, value = flipped, _literal(node.left, strings)
-    if strings and op not in _EQUALITY:
-        return unknown
-    if op not in _COMPARE or value is None:
-        return unknown
-    side = {"major": 0, "minor": 1, "pair": None, "sm": "sm", "cuda_arch": "cuda_arch"}[detail["side"]]
-    admitted = _admitted(side, op, value, universe, bool(detail.get("checked")))
-    if admitted is not None and detail.get("exits"):
-        admitted = frozenset(universe) - admitted
-    return unknown if admitted is None else ArchSet(universe, admitted)
+    return _reading(node, leaf_of, universe)

@@ -7,6 +7,7 @@ import re
 import urllib.parse
 from pathlib import Path
 
+from codemods.audit import classify
 from codemods.audit.records import ScanResult, one_line
 
 RULES = {
@@ -14,8 +15,9 @@ RULES = {
         "note",
         "An arch gate excludes the scanned arch",
         "A gate (a CUDA #if guard, a JIT arch list or an arch predicate chain) does not admit the scanned "
-        "arch, so the code it guards does not run there. Widenable tells whether the guarded region holds "
-        "instructions the arch lacks.",
+        "arch (or codemod cannot tell whether it does), so the code it guards does not run there. The result's classification says what the arch "
+        "gets there, as the text audit groups it: blocker and widenable (it gets nothing: warning), "
+        "needs-human and unknown (note), covered (it takes other code there: none).",
     ),
     "empty-kernel": (
         "error",
@@ -35,6 +37,16 @@ RULES = {
 }
 
 
+# A gate result's level by what the arch gets there: nothing (warning), something to decide (note), other code (none).
+_GATE_LEVELS = {
+    classify.BLOCKER: "warning",
+    classify.WIDENABLE: "warning",
+    classify.NEEDS_HUMAN: "note",
+    classify.UNKNOWN: "note",
+    classify.COVERED: "none",
+}
+
+
 def _tool_version() -> str | None:
     try:
         from importlib.metadata import version
@@ -48,8 +60,10 @@ def _tool_version() -> str | None:
 RULE_HELP = {
     "gate-excludes-arch": (
         "GateExcludesArch",
-        "If the feature should run on this GPU, widen the gate with a recipe (`codemod run RECIPE --dry-run` "
-        "shows the edit); if the guarded code uses instructions the arch lacks (widenable: false), leave it.",
+        "Blocker: change the gate by hand. Widenable: widen it with a recipe (`codemod run RECIPE --dry-run` "
+        "shows the edit). Needs-human: the arch takes a fallback, the code uses instructions it lacks, or the "
+        "JIT module is only used by code for other archs: decide, or port. Unknown: read the code. Covered: "
+        "nothing to do.",
     ),
     "empty-kernel": (
         "EmptyKernel",
@@ -107,21 +121,33 @@ def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
         seen[key] = seen.get(key, 0) + 1
         return {"codemodGate/v1": f"{key}:{seen[key]}"}
     results = []
-    for gate in result.gates:
-        if not gate["excludes_arch"]:
-            continue
+    first = classify.sibling(result.arch, result.universe)
+    for gate in _listed(result):
         admitted = ", ".join(gate["admits"]) or "none"
-        text = f"{gate['kind']} `{one_line(gate['text'])}` excludes {result.arch.name} (admits {admitted})"
-        properties = {"kind": gate["kind"], "classification": gate.get("classification"), "reason": gate.get("reason", "")}
+        classification = gate.get("classification")
+        where = f" in {gate['symbol']}" if gate.get("symbol") else ""
+        where += f" [{gate['owner']}]" if gate.get("owner") else ""
+        verb = "excludes" if gate["excludes_arch"] else "may exclude"
+        text = f"{classification}: {gate['kind']} `{one_line(gate['text'])}`{where} {verb} {result.arch.name} (admits {admitted})"
+        properties = {"kind": gate["kind"], "classification": classification, "reason": gate.get("reason", "")}
+        if gate.get("symbol"):
+            properties["symbol"] = gate["symbol"]
         if gate.get("owner"):
             properties["owner"] = gate["owner"]
-        text += f"; {gate.get('classification')}: {gate.get('reason', '')}" if gate.get("reason") else ""
+        if first is not None:
+            properties["specific"] = classify.differs(gate, first.name)
+        text += f"; {gate['reason']}" if gate.get("reason") else ""
         if "widenable" in gate:
             properties["widenable"] = gate["widenable"]
             properties["blockers"] = gate["blockers"]
-            text += "; widenable" if gate["widenable"] else f"; not widenable: {'; '.join(gate['blockers'])}"
-        results.append(_sarif_result("gate-excludes-arch", rule_ids, "note", text, gate, properties, prefix,
-                                     fingerprint("gate-excludes-arch", gate, gate["text"])))
+            if not gate["widenable"]:
+                text += f"; instructions {result.arch.name} lacks in the region: {'; '.join(gate['blockers'])}"
+        level = _GATE_LEVELS.get(str(classification), "note")
+        found = _sarif_result("gate-excludes-arch", rule_ids, level, text, gate, properties, prefix,
+                              fingerprint("gate-excludes-arch", gate, gate["text"]))
+        if gate.get("symbol"):
+            found["locations"][0]["logicalLocations"] = [{"name": gate["symbol"], "kind": "function"}]
+        results.append(found)
     for hazard in result.hazards:
         level = "warning" if hazard["potential"] else "error"
         properties = {"potential": hazard["potential"], "module": hazard.get("module")}
@@ -135,7 +161,14 @@ def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
         "originalUriBaseIds": {"SRCROOT": {"uri": top.as_uri() + "/"}},
         "results": results,
         "invocations": [_sarif_invocation(result.skipped, prefix)],
-        "properties": {"arch": result.arch.name},
+        "properties": {
+            "arch": result.arch.name,
+            # the audit's groups, as the text summary counts them
+            "classifications": {
+                name: sum(g.get("classification") == name for g in _listed(result))
+                for name in (*classify.GROUPS, classify.COVERED)
+            },
+        },
     }
     if provenance and provenance.get("revision"):
         vcs = {"repositoryUri": provenance.get("remote") or top.as_uri(), "revisionId": provenance["revision"],
@@ -148,6 +181,11 @@ def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
         "version": "2.1.0",
         "runs": [run],
     }
+
+
+def _listed(result: ScanResult) -> list[dict]:
+    """The gates that are results: those that exclude the arch, and those the audit cannot decide (unknown)."""
+    return [g for g in result.gates if g["excludes_arch"] or g.get("classification") == classify.UNKNOWN]
 
 
 def _sarif_invocation(skipped: list[dict], prefix: str = "") -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from codemods.audit import classify
 from codemods.audit.records import ScanResult
 
 
@@ -21,9 +22,22 @@ def dumps(data: dict) -> str:
 
 
 def to_json(result: ScanResult) -> dict:
-    """`{"gates", "skipped", "hazards"}`; gates that exclude the arch carry `widenable` and `blockers` (cuda_guard)."""
+    """`{"gates", "skipped", "hazards"}`; gates that exclude the arch carry `widenable` and `blockers` (cuda_guard).
+
+    Each gate carries the audit's `classification` and `reason` (the group the text prints it in), `symbol`
+    (enclosing function) and `owner` (JIT module) where known; for an arch with a sibling (sm_121: sm_120),
+    a gate that excludes it also says whether it is `specific` (admits the sibling).
+    """
+    first = classify.sibling(result.arch, result.universe)
+
+    def record(gate: dict) -> dict:
+        out = dict(gate)
+        if first is not None and gate["excludes_arch"]:
+            out["specific"] = classify.differs(gate, first.name)
+        return out
+
     return {
-        "gates": [dict(gate) for gate in result.gates],
+        "gates": [record(gate) for gate in result.gates],
         "skipped": [dict(item) for item in result.skipped],
         "hazards": [dict(hazard) for hazard in result.hazards],
     }

@@ -6,7 +6,6 @@ from collections.abc import Callable
 
 from codemods.audit import classify
 from codemods.audit.records import ScanResult, one_line
-from codemods.core.arch import Arch
 
 
 def summary(result: ScanResult, top: int = 3) -> list[dict]:
@@ -31,7 +30,8 @@ GROUP_TITLES = {
     classify.WIDENABLE: ("widenable", "{arch} gets nothing here; `codemod run RECIPE --dry-run` shows the widening"),
     classify.NEEDS_HUMAN: (
         "needs a human",
-        "{arch} takes a fallback here, or the code uses instructions it lacks: decide, or port",
+        "{arch} takes a fallback here, the code needs instructions or hardware it lacks, or only code for other "
+        "archs uses the module: decide, or port",
     ),
     classify.UNKNOWN: ("unknown", "codemod cannot tell what {arch} gets here: read the code"),
 }
@@ -39,12 +39,7 @@ _COLORS = {classify.BLOCKER: "31", classify.WIDENABLE: "33", classify.NEEDS_HUMA
            "hazards": "1;31", "specific": "1"}
 
 
-def sibling(arch: Arch, universe: tuple[Arch, ...]) -> Arch | None:
-    """The arch whose gates an arch-specific finding admits: sm_120 for sm_121 (the family's first member)."""
-    if arch.minor == 0:
-        return None
-    first = Arch(arch.major, 0)
-    return first if first in universe or first.plain in {a.plain for a in universe} else None
+sibling = classify.sibling
 
 
 def groups(result: ScanResult) -> dict[str, list[dict]]:

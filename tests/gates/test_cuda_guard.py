@@ -179,10 +179,10 @@ def has_syntax_error(source: bytes) -> bool:
             #endif
             """,
             """
-            #if __CUDA_ARCH__ == 900 || (__CUDA_ARCH__ >= 1200 && __CUDA_ARCH__ < 1300)
+            #if __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1200 || __CUDA_ARCH__ == 1210
             #endif
             """,
-            id="exact-arch-gets-a-disjunct",
+            id="one-equality-is-a-chain-of-one-ef687e900",
         ),
         pytest.param(
             """
@@ -201,11 +201,11 @@ def has_syntax_error(source: bytes) -> bool:
             #endif
             """,
             """
-            #if (__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1200 || \\
-                __CUDA_ARCH__ == 1210)
+            #if (__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || \\
+                __CUDA_ARCH__ == 1200 || __CUDA_ARCH__ == 1210)
             #endif
             """,
-            id="parenthesized-equality-chain-extended-inside-and-continued-past-80-columns",
+            id="parenthesized-equality-chain-extended-inside-and-continued-before-the-new-terms",
         ),
         pytest.param(
             """
@@ -833,7 +833,7 @@ def test_arch_specific_target_the_chain_cannot_name_falls_back():
 
 
 @given(
-    values=st.lists(st.sampled_from([a.cuda_arch for a in DEFAULT_ARCHS]), min_size=2, max_size=5, unique=True).map(sorted),
+    values=st.lists(st.sampled_from([a.cuda_arch for a in DEFAULT_ARCHS]), min_size=1, max_size=5, unique=True).map(sorted),
     targets=st.lists(st.sampled_from(DEFAULT_ARCHS), min_size=1, max_size=3),
 )
 def test_widened_chain_admits_exactly_old_plus_targets(values, targets):
@@ -858,3 +858,98 @@ def test_column_limit_ignores_one_or_two_stray_long_lines():
     assert widened.endswith(
         b"#elif __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030 || \\\n    __CUDA_ARCH__ == 1100\n#endif\n"
     )
+
+
+# ---------------------------------------------------------------- one equality, and where a growing chain breaks (ef687e900)
+
+# a header in xqa's shape: lines up to 100 columns (three of them), one stray longer line
+XQA_HEADER = (
+    "// Copyright (c) 2025, the xqa authors. The shared memory a CTA may use on each arch this header is built for.\n"
+    + "#define XQA_CHECK(cond) do { if (!(cond)) { printf(\"xqa check %s\\n\", #cond); __trap(); } } while (0)\n" * 3
+)
+XQA_TILES = (
+    "#if __CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ == 1200\n"
+    "constexpr uint32_t kHeadPartBytes = 64;\n"
+    "#elif {elif_}\n"
+    "constexpr uint32_t kHeadPartBytes = 128;\n"
+    "#else\n"
+    "#error \"kHeadPartBytes not defined\"\n"
+    "#endif\n"
+)
+
+
+def widen_line(source: bytes, line: int, targets: tuple[Arch, ...]) -> bytes:
+    [gate] = [gate for gate in find(source, DEFAULT_ARCHS) if gate.line == line]
+    return apply_edits(source, widen(source, gate, targets, DEFAULT_ARCHS))
+
+
+SM100_103 = (Arch.parse("sm_100"), Arch.parse("sm_103"))
+
+
+@pytest.mark.parametrize(
+    ("elif_before", "targets", "elif_after"),
+    [
+        pytest.param(
+            "__CUDA_ARCH__ == 900",
+            SM100_103,
+            "__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030",
+            id="one-equality-gains-equalities-not-a-range",
+        ),
+        pytest.param(
+            "(__CUDA_ARCH__ == 900)",
+            (Arch.parse("sm_120"),),
+            "(__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1200)",
+            id="one-equality-in-parentheses-extended-inside-as-a-chain-is",
+        ),
+        pytest.param(
+            "__CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 900",
+            SM100_103,
+            "__CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 900 || \\\n"
+            "    __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030",
+            id="breaks-before-the-added-terms-though-the-first-would-fit",
+        ),
+        pytest.param(
+            "__CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 900",
+            (Arch.parse("sm_100"),),
+            "__CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000",
+            id="one-added-term-that-fits-stays-on-the-line",
+        ),
+        pytest.param(
+            "__CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 900 || \\\n"
+            "    __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030",
+            (Arch.parse("sm_110"),),
+            "__CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 900 || \\\n"
+            "    __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030 || __CUDA_ARCH__ == 1100",
+            id="added-to-the-continuation-line-where-it-fits",
+        ),
+    ],
+)
+def test_widen_chain_in_xqa_shape(elif_before, targets, elif_after):
+    source = (XQA_HEADER + XQA_TILES.format(elif_=elif_before)).encode()
+    line = XQA_HEADER.count("\n") + 3
+    widened = widen_line(source, line, targets)
+    assert widened == (XQA_HEADER + XQA_TILES.format(elif_=elif_after)).encode()
+    assert b">=" not in widened
+    [gate] = [gate for gate in find(widened, DEFAULT_ARCHS) if gate.line == line]
+    assert widen(widened, gate, targets, DEFAULT_ARCHS) == []
+
+
+@pytest.mark.parametrize(
+    ("elif_", "targets"),
+    [
+        pytest.param("__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030", SM100_103, id="already-admitted"),
+        pytest.param("__CUDA_ARCH__ == 900", (Arch.parse("sm_90"),), id="one-equality-already-admitting"),
+    ],
+)
+def test_noop_chain_in_xqa_shape(elif_, targets):
+    source = (XQA_HEADER + XQA_TILES.format(elif_=elif_)).encode()
+    assert widen_line(source, XQA_HEADER.count("\n") + 3, targets) == source
+
+
+def test_one_equality_with_a_variant_target_falls_back_to_a_checked_range():
+    # `== 1200` would admit plain sm_120 as well: the chain cannot name sm_120a
+    source = b"#if __CUDA_ARCH__ == 900\n#endif\n"
+    widened = apply_edits(source, widen_all(source, (Arch.parse("sm_120a"),), UNIVERSE))
+    [gate] = find(widened, UNIVERSE)
+    assert gate.admits.admitted == {Arch.parse("sm_90"), Arch.parse("sm_90a"), Arch.parse("sm_120a")}
+    assert b"__CUDA_ARCH__ == 1200" not in widened

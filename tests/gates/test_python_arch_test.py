@@ -3,7 +3,7 @@
 from textwrap import dedent, indent
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, parse_archs
@@ -290,3 +290,195 @@ def test_widened_test_admits_old_set_plus_targets(number: int, negated: bool, ma
 
         [after] = python_arch_or.find(widened, DEFAULT_ARCHS, known)
     assert after.admits.admitted == gate.admits.admitted | set(targets)
+
+
+# ---------------------------------------------------------------- a test that outgrows the line, wrapped as black wraps it
+
+SERVER_ARGS = """\
+from sglang.srt.utils import is_sm100_supported, is_sm120_supported
+
+
+class ServerArgs:
+    def _handle_kv_cache(self):
+        if self.kv_cache_dtype == "fp4_e2m1" and not (is_sm100_supported() or is_sm120_supported()):
+            raise ValueError("fp4 KV cache requires SM100 or SM120")
+
+    def _handle_environment_variables(self):
+{body}
+"""
+
+
+def _server_args(body: str) -> str:
+    return SERVER_ARGS.format(body=indent(dedent(body).strip("\n"), "        "))
+
+
+@pytest.mark.parametrize(
+    "before, after, archs, known, selector",
+    [
+        pytest.param(
+            _server_args("""\
+            if self.enable_nsa_prefill_context_parallel_fp4 and not is_sm100_supported():
+                raise ValueError("requires SM100")
+            """),
+            _server_args("""\
+            if self.enable_nsa_prefill_context_parallel_fp4 and not (
+                is_sm100_supported() or is_sm120_supported()
+            ):
+                raise ValueError("requires SM100")
+            """),
+            SM12X, SGLANG, {"function": "_handle_environment_variables"},
+            id="sglang-0.5.17-right-hand-split-past-the-files-longest-code-line",
+        ),
+        pytest.param(
+            _server_args("""\
+            if self.enable_fp4_indexer and not is_sm100_supported():
+                raise ValueError("requires SM100")
+            """),
+            _server_args("""\
+            if self.enable_fp4_indexer and not (is_sm100_supported() or is_sm120_supported()):
+                raise ValueError("requires SM100")
+            """),
+            SM12X, SGLANG, {"function": "_handle_environment_variables"},
+            id="within-the-files-longest-code-line-stays-on-one-line",
+        ),
+        pytest.param(
+            """\
+            from flashinfer.utils import is_sm120a_supported
+
+
+            def test_fmha_v2_prefill_deepseek(batch_size):
+                if not is_sm120a_supported(torch.device("cuda")):
+                    pytest.skip("fmha_v2_prefill_deepseek is only supported on SM120 GPUs.")
+            """,
+            """\
+            from flashinfer.utils import is_sm120a_supported, is_sm121a_supported
+
+
+            def test_fmha_v2_prefill_deepseek(batch_size):
+                if not (
+                    is_sm120a_supported(torch.device("cuda"))
+                    or is_sm121a_supported(torch.device("cuda"))
+                ):
+                    pytest.skip("fmha_v2_prefill_deepseek is only supported on SM120 GPUs.")
+            """,
+            SM12X, FLASHINFER, {},
+            id="flashinfer-9e5ec6a0c-test-split-before-each-or",
+        ),
+        pytest.param(
+            """\
+            from sglang.srt.utils import is_sm100_supported, is_sm120_supported
+
+
+            def quantize(x, use_block_scaled_fp4_kernel_for_this_layer):
+                if x.is_cuda:
+                    pass
+                elif use_block_scaled_fp4_kernel_for_this_layer and is_sm100_supported():
+                    return fp4_quantize(x)
+            """,
+            """\
+            from sglang.srt.utils import is_sm100_supported, is_sm120_supported
+
+
+            def quantize(x, use_block_scaled_fp4_kernel_for_this_layer):
+                if x.is_cuda:
+                    pass
+                elif use_block_scaled_fp4_kernel_for_this_layer and (
+                    is_sm100_supported() or is_sm120_supported()
+                ):
+                    return fp4_quantize(x)
+            """,
+            SM12X, SGLANG, {},
+            id="elif-operand-parenthesized-then-split",
+        ),
+        pytest.param(
+            "from sglang.srt.utils import is_sm90_supported, is_sm100_supported, is_sm120_supported\r\n\r\n\r\n"
+            "class ServerArgs:\r\n    def check(self):\r\n"
+            "        if self.enable_nsa_prefill_context_parallel_fp4 and not is_sm100_supported():\r\n"
+            "            raise ValueError(\"requires SM100\")\r\n"
+            "        if not (is_sm90_supported() or is_sm100_supported()):\r\n            pass\r\n",
+            "from sglang.srt.utils import is_sm90_supported, is_sm100_supported, is_sm120_supported\r\n\r\n\r\n"
+            "class ServerArgs:\r\n    def check(self):\r\n"
+            "        if self.enable_nsa_prefill_context_parallel_fp4 and not (\r\n"
+            "            is_sm100_supported() or is_sm120_supported()\r\n"
+            "        ):\r\n"
+            "            raise ValueError(\"requires SM100\")\r\n"
+            "        if not (is_sm90_supported() or is_sm100_supported() or is_sm120_supported()):\r\n"
+            "            pass\r\n",
+            SM12X, SGLANG, {},
+            id="crlf-kept-and-a-line-that-fits-left-alone",
+        ),
+    ],
+)
+def test_widen_wraps_as_black(before: str, after: str, archs: str, known: dict, selector: dict) -> None:
+    source = dedent(before).encode()
+    widened = _rewrite(source, archs, known, **selector)
+    assert widened.decode() == dedent(after)
+    assert _rewrite(widened, archs, known, **selector) == widened
+
+
+IMPORTS = "from sglang.srt.utils import is_sm100_supported, is_sm120_supported\n\n\n"
+
+
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        pytest.param(
+            _server_args("""\
+            n = self.model_runner.server_args.speculative_num_draft_tokens_for_the_verify_step_of_the_scheduler + 1
+            if self.enable_nsa_prefill_context_parallel_fp4 and not is_sm100_supported():
+                raise ValueError("requires SM100")
+            """),
+            _server_args("""\
+            n = self.model_runner.server_args.speculative_num_draft_tokens_for_the_verify_step_of_the_scheduler + 1
+            if self.enable_nsa_prefill_context_parallel_fp4 and not (is_sm100_supported() or is_sm120_supported()):
+                raise ValueError("requires SM100")
+            """),
+            id="a-file-with-longer-code-lines-is-not-black-at-88",
+        ),
+        pytest.param(
+            _server_args("""\
+            if self.enable_nsa_prefill_context_parallel and self.fp4 and not is_sm100_supported():
+                pass
+            """),
+            _server_args("""\
+            if self.enable_nsa_prefill_context_parallel and self.fp4 and not (is_sm100_supported() or is_sm120_supported()):
+                pass
+            """),
+            id="several-operators-black-splits-otherwise-left-on-one-line",
+        ),
+        pytest.param(
+            IMPORTS + "def f(self):\n    if is_sm100_supported(self.device_of_the_model_weights_and_the_kv_cache_pool_xx):\n        pass\n",
+            IMPORTS + "def f(self):\n    if is_sm100_supported(self.device_of_the_model_weights_and_the_kv_cache_pool_xx)"
+            " or is_sm120_supported(self.device_of_the_model_weights_and_the_kv_cache_pool_xx):\n        pass\n",
+            id="last-brackets-are-a-call-left-on-one-line",
+        ),
+    ],
+)
+def test_widen_leaves_other_long_shapes_on_one_line(before: str, after: str) -> None:
+    widened = _rewrite(before.encode(), SM12X, SGLANG)
+    assert widened.decode() == after
+    assert _rewrite(widened, SM12X, SGLANG) == widened
+
+
+@settings(deadline=None, max_examples=25)
+@given(
+    condition=st.sampled_from(["", "self.enable_fp4_indexer and ", "self.enable_nsa_prefill_context_parallel_fp4_for_the_indexer and "]),
+    device=st.text(alphabet="abcdefghij_", min_size=0, max_size=48).map(lambda s: "dev_" + s),
+    depth=st.integers(min_value=0, max_value=2),
+)
+def test_wrapped_test_is_what_ruff_format_writes(condition: str, device: str, depth: int) -> None:
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("ruff") is None:
+        pytest.skip("ruff (the test extra) is not installed")
+    test = f"if {condition}not is_sm120a_supported({device}):"
+    assume(len(test) + 4 * (depth + 1) <= 88)  # black at 88 wrote the file: the line fits before widening
+    body = f"{test}\n    raise ValueError(\"needs SM12x\")\n"
+    for _ in range(depth):
+        body = f"if True:\n{indent(body, '    ')}"
+    source = f"from flashinfer.utils import is_sm120a_supported\n\n\ndef check({device}):\n{indent(body, '    ')}".encode()
+    widened = _rewrite(source, SM12X, FLASHINFER)
+    formatted = subprocess.run([sys.executable, "-m", "ruff", "format", "--isolated", "-"], input=widened, capture_output=True, check=True).stdout
+    assert widened.decode() == formatted.decode()

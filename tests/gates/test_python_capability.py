@@ -35,11 +35,14 @@ def test_fp8_groupwise(dtype):
 '''
 
 
-def _rewrite(source: str, archs: str, **selector) -> str:
+def _rewrite(source: str, archs: str, picks: str = "", **selector) -> str:
+    """Widen every gate the selectors pick; with `picks`, only those admitting these archs (a change's `admits`)."""
     data = source.encode()
     edits = []
     universe = tuple(dict.fromkeys(DEFAULT_ARCHS + parse_archs(archs)))  # sm_107 is not among the defaults
     for gate in find(data, universe, **selector):
+        if picks and not all(gate.admits.admits(a) for a in parse_archs(picks)):
+            continue
         edits += widen(data, gate, parse_archs(archs), universe)
     return apply_edits(data, edits).decode()
 
@@ -105,15 +108,18 @@ def test_selectors_pick_the_comparison():
     ("source", "reason"),
     [
         ("def f():\n    if get_device_sm() == SM_VERSION:\n        pass\n", "computed"),
-        ("def f():\n    if get_device_sm() < 100:\n        pass\n", "bound"),
+        # no rewrite admits sm_121 without sm_120: dropping or moving `< 120` admits both
+        ("def f():\n    if get_device_sm() >= 100 and get_device_sm() < 120:\n        pass\n", "exactly"),
+        ("def f():\n    major, minor = get_device_capability()\n    return major == 10 and minor == SM_MINOR\n", "computed"),
         ("def f():\n    if 120 == get_device_sm():\n        pass\n", "left"),
     ],
 )
 def test_refusals_name_the_line_and_the_reason(source, reason):
     data = source.encode()
     gates = find(data)
-    assert [g.line for g in gates] == [2]
-    with pytest.raises(CannotWiden, match=rf"^line 2: .*{reason}"):
+    line = gates[0].line
+    assert [g.line for g in gates] == [line]
+    with pytest.raises(CannotWiden, match=rf"^line {line}: .*{reason}"):
         widen(data, gates[0], (Arch.parse("sm_121"),))
 
 
@@ -228,6 +234,200 @@ def test_assigns_also_picks_the_value_of_an_assignment():
     assert [g.line for g in find(source.encode(), assigns="SCALE_UE8M0")] == [6]
     after = _rewrite(source, "sm_121", assigns="SCALE_UE8M0")
     assert after == source.replace("or get_device_sm() == 120", "or get_device_sm() in (120, 121)")
+
+
+# ---------------------------------------------------------------- conditions: comparisons joined by and / or / not
+
+# SGLang's vision backend choice: the FA4 branch excludes SM103 by its minor.
+VISION_BACKEND = '''\
+def _pick_backend(passed):
+    major, minor = get_device_capability()
+    if major == 9:
+        backend = "fa3"
+    elif major == 10 and minor != 3:
+        backend = "fa4"
+    else:
+        backend = "triton"
+    return backend
+'''
+
+
+def test_a_condition_admits_exactly_what_it_says():
+    gates = find(VISION_BACKEND.encode())
+    assert [(g.line, g.text, sorted(a.name for a in g.admits.admitted)) for g in gates] == [
+        (3, "major == 9", ["sm_90"]),
+        (5, "major == 10 and minor != 3", ["sm_100"]),  # not sm_103: `minor != 3` rules it out
+    ]
+
+
+CONDITION_WIDENINGS = [
+    pytest.param(
+        "def jit_module():\n    major, minor = torch.cuda.get_device_capability()\n    if major < 10:\n"
+        "        raise RuntimeError('needs SM100+')\n", "sm_120,sm_121",
+        "def jit_module():\n    major, minor = torch.cuda.get_device_capability()\n    if major < 10 or major == 12:\n"
+        "        raise RuntimeError('needs SM100+')\n",
+        id="bound-kept-and-an-equality-added-when-moving-it-admits-majors-between",
+    ),
+    pytest.param(
+        "def f(x):\n    major, _ = torch.cuda.get_device_capability()\n    return x.is_cuda and major < 10\n", "sm_120",
+        "def f(x):\n    major, _ = torch.cuda.get_device_capability()\n    return x.is_cuda and (major < 10 or major == 12)\n",
+        id="added-equality-parenthesized-inside-an-and",
+    ),
+    pytest.param(
+        "def try_fused(q):\n    if not (\n        torch.version.cuda is not None\n"
+        "        and torch.cuda.get_device_capability(q.device)[0] >= 10\n    ):\n        return None\n", "sm_90",
+        "def try_fused(q):\n    if not (\n        torch.version.cuda is not None\n"
+        "        and torch.cuda.get_device_capability(q.device)[0] >= 9\n    ):\n        return None\n",
+        id="lower-bound-moved-when-no-major-lies-between",
+    ),
+    pytest.param(
+        "def f():\n    major, _ = torch.cuda.get_device_capability()\n    return check(major < 10)\n", "sm_120",
+        "def f():\n    major, _ = torch.cuda.get_device_capability()\n    return check(major < 10 or major == 12)\n",
+        id="added-equality-bare-as-a-call-argument",
+    ),
+    pytest.param(
+        "def f():\n    major, _ = torch.cuda.get_device_capability()\n    return 10 <= major\n", "sm_90",
+        "def f():\n    major, _ = torch.cuda.get_device_capability()\n    return 9 <= major\n",
+        id="bound-with-its-value-on-the-left-moved",
+    ),
+    pytest.param(
+        "def f():\n    return get_device_sm() >= 100\n", "sm_90",
+        "def f():\n    return get_device_sm() >= 90\n",
+        id="sm-bound-moved-to-the-target",
+    ),
+    pytest.param(
+        "def f():\n    return torch.cuda.get_device_capability() >= (10, 0)\n", "sm_90",
+        "def f():\n    return torch.cuda.get_device_capability() >= (9, 0)\n",
+        id="pair-bound-moved-element-by-element",
+    ),
+    pytest.param(
+        "def f():\n    major, minor = torch.cuda.get_device_capability()\n    return major >= 9 and major < 12\n",
+        "sm_120,sm_121",
+        "def f():\n    major, minor = torch.cuda.get_device_capability()\n    return major >= 9\n",
+        id="upper-bound-dropped",
+    ),
+    pytest.param(
+        "def f():\n    major, minor = torch.cuda.get_device_capability()\n    return major < 10 or major == 12\n", "sm_110",
+        "def f():\n    major, minor = torch.cuda.get_device_capability()\n    return major < 10 or major in (11, 12)\n",
+        id="equality-in-an-or-gains-the-value-in-order",
+    ),
+    pytest.param(
+        "def f(w):\n    major, minor = torch.cuda.get_device_capability()\n    return major == 12 and w.ok and minor == 0\n",
+        "sm_121",
+        "def f(w):\n    major, minor = torch.cuda.get_device_capability()\n    return major == 12 and w.ok and minor in (0, 1)\n",
+        id="comparisons-of-an-and-read-together-around-another-operand",
+    ),
+    pytest.param(
+        "def f(block):\n    if block in [64, 128]:\n        pass\n    return get_device_sm() == 100\n", "sm_103",
+        "def f(block):\n    if block in [64, 128]:\n        pass\n    return get_device_sm() in [100, 103]\n",
+        id="a-file-that-lists-numbers-in-brackets-gets-brackets",
+    ),
+    pytest.param(
+        "def f(act):\n    assert act in ['silu', 'gelu']\n    return get_device_sm() == 100\n", "sm_103",
+        "def f(act):\n    assert act in ['silu', 'gelu']\n    return get_device_sm() in (100, 103)\n",
+        id="string-lists-say-nothing-about-the-style",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("before", "archs", "after"), CONDITION_WIDENINGS)
+def test_widen_condition(before, archs, after):
+    assert _rewrite(before, archs) == after
+    assert _rewrite(after, archs) == after  # a second pass changes nothing
+
+
+def test_admits_picks_one_branch_of_an_if_elif():
+    """A change's `admits = ["sm_100"]` picks the branch for SM100, not the `if major == 9:` before it."""
+    after = VISION_BACKEND.replace("major == 10 and minor != 3", "major == 10")
+    assert _rewrite(VISION_BACKEND, "sm_103", picks="sm_100") == after
+    assert _rewrite(after, "sm_103", picks="sm_100") == after
+    # without it both branches are widened: `major == 9` gains 10 (and so sm_103)
+    assert "if major in (9, 10):" in _rewrite(VISION_BACKEND, "sm_103")
+
+
+@pytest.mark.parametrize(
+    ("source", "archs"),
+    [
+        pytest.param("def f():\n    major, minor = get_device_capability()\n    if major == 10 and minor != 3:\n        go()\n",
+                     "sm_100", id="exclusion-does-not-touch-sm100"),
+        pytest.param("def f():\n    major, _ = get_device_capability()\n    return major < 10 or major == 12\n", "sm_121",
+                     id="equality-in-the-or-admits-the-family"),
+        pytest.param("def f():\n    return get_device_capability()[0] >= 9 and get_device_capability()[1] != 3\n", "sm_120",
+                     id="exclusion-rules-out-another-minor"),
+        pytest.param("def f():\n    # if get_device_sm() == 100:\n    return 'get_device_sm() == 100'\n", "sm_103",
+                     id="comment-and-string-are-no-gates"),
+    ],
+)  # fmt: skip
+def test_condition_noop(source, archs):
+    assert _rewrite(source, archs) == source
+
+
+def test_a_lone_negation_is_a_check_but_inside_a_chain_an_exclusion():
+    lone = find(b"def f():\n    major, minor = get_device_capability()\n    if minor != 3:\n        skip()\n")
+    chained = find(b"def f():\n    major, minor = get_device_capability()\n    if major == 10 and minor != 3:\n        go()\n")
+    assert sorted(a.name for a in lone[0].admits.admitted) == ["sm_103"]  # `if minor != 3: skip()` checks for 3
+    assert sorted(a.name for a in chained[0].admits.admitted) == ["sm_100"]
+
+
+# the property: a comparison, or any and/or/not of them, admits exactly the archs where it holds
+
+_OPS = ["==", "!=", "<", "<=", ">", ">=", "in", "not in"]
+_comparison = st.tuples(
+    st.sampled_from(["major", "minor"]),
+    st.sampled_from(_OPS),
+    st.lists(st.integers(0, 13), min_size=1, max_size=3, unique=True),
+)
+
+
+def _spell(comparison) -> str:
+    name, op, values = comparison
+    if op in ("in", "not in"):
+        return f"{name} {op} ({', '.join(map(str, values))},)"
+    return f"{name} {op} {values[0]}"
+
+
+@st.composite
+def _conditions(draw):
+    terms = [_spell(c) for c in draw(st.lists(_comparison, min_size=1, max_size=4))]
+    text = terms[0]
+    for term in terms[1:]:
+        text = f"{text} {draw(st.sampled_from(['and', 'or']))} {term}"
+        if draw(st.booleans()):
+            text = f"({text})"
+        if draw(st.integers(0, 5)) == 0:
+            text = f"not {text}" if text.startswith("(") else f"not ({text})"
+    return text
+
+
+def _holds(condition: str) -> set:
+    return {a for a in DEFAULT_ARCHS if eval(condition, {}, {"major": a.major, "minor": a.minor})}
+
+
+@settings(max_examples=150, deadline=None)
+@given(condition=_conditions(), targets=st.lists(st.sampled_from(DEFAULT_ARCHS), min_size=1, max_size=2, unique=True))
+def test_conditions_admit_exactly_where_they_hold_and_widen_to_exactly_the_targets(condition, targets):
+    source = f"def f():\n    major, minor = torch.cuda.get_device_capability()\n    return {condition}\n"
+    data = source.encode()
+    lone = ast.parse(condition, mode="eval").body
+    if isinstance(lone, ast.Compare) and isinstance(lone.ops[0], (ast.NotEq, ast.NotIn)):
+        return  # alone, a recipe reads it as a check for its values (test_negated_major_becomes_not_in)
+    (gate,) = find(data)
+    assert ast.dump(ast.parse(gate.text, mode="eval")) == ast.dump(ast.parse(condition, mode="eval"))  # one gate: all of it
+    assert set(gate.admits.admitted) == _holds(gate.text) and not gate.admits.unknown
+    try:
+        edits = widen(data, gate, tuple(targets))
+    except CannotWiden as exc:
+        assert str(exc).startswith("line 3: no rewrite of ")
+        return
+    after = apply_edits(data, edits)
+    (again,) = find(after)
+    # and what the condition cannot tell from a target: one that reads only the major admits sm_121 with sm_120
+    sides = [side for side in ("major", "minor") if side in gate.text]
+    told = {tuple(getattr(t, side) for side in sides) for t in targets}
+    cannot_tell = {a for a in DEFAULT_ARCHS if tuple(getattr(a, side) for side in sides) in told}
+    assert _holds(again.text) == _holds(gate.text) | cannot_tell
+    assert set(again.admits.admitted) == _holds(again.text)
+    assert widen(after, again, tuple(targets)) == []
 
 
 # ---------------------------------------------------------------- capability values as real code holds them

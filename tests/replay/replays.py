@@ -100,13 +100,7 @@ REPLAYS = [
     _fi("mm-fp4-sm121", "a5ff03391", None, "0.4.1: no py3-none-any wheel on PyPI"),
     _fi("svdquant-sm107", "a6dfe70b7", None, "after v0.6.17, the last release tag of the clone"),
     _fi("cute-dsl-sm107", "f09227492", None, "after v0.6.17, the last release tag of the clone"),
-    _fi(
-        "xqa-fp8-sm100", "ef687e900", None, "0.4.1: no py3-none-any wheel on PyPI",
-        fails="cuda_guard: a one-term `#elif __CUDA_ARCH__ == 900` is widened with a range"
-        " (`|| (__CUDA_ARCH__ >= 1000 && __CUDA_ARCH__ < 1100)`), not as an equality chain"
-        " (`|| __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030`); and a continued chain is filled up to the"
-        " column limit before the backslash, where upstream breaks before the terms it adds",
-    ),
+    _fi("xqa-fp8-sm100", "ef687e900", None, "0.4.1: no py3-none-any wheel on PyPI"),
     # SGLang release diffs
     _sg("sg-mxfp4-marlin-sm120", ("0.5.12", "0.5.13"), named=True),
     _sg("sg-deepgemm-ue8m0-sm121", ("0.5.20", "0.5.21")),
@@ -123,31 +117,13 @@ REPLAYS = [
         fails="python_capability writes `_device_sm in (100, 103)` where upstream writes `in [100, 103]` (a list);"
         " `names = { _device_sm = \"sm\" }` finds the comparison",
     ),
-    _sg(
-        "sg-dsv4-fp4-indexer-sm120", ("0.5.16", "0.5.17"),
-        fails="python_arch_test does not wrap a condition that grows past the file's line length the way"
-        " its formatter (black) does: upstream has `... and not (` / `is_sm100_supported() or"
-        " is_sm120_supported()` / `):`, codemod one 102-column line",
-    ),
-    _sg(
-        "sg-kimi-attn-res-sm12x", ("0.5.18", "0.5.19"),
-        fails="python_capability refuses a bound (`major < 10`); upstream keeps the bound and adds an"
-        " equality disjunct (`major < 10 or major == 12`), a shape codemod lacks",
-    ),
-    _sg(
-        "sg-qwen-qkv-epilogue-sm90", ("0.5.19", "0.5.20"),
-        fails="python_capability refuses moving a bound (`get_device_capability(...)[0] >= 10` -> `>= 9`)"
-        " even where no other major lies between the old bound and the new one",
-    ),
+    _sg("sg-dsv4-fp4-indexer-sm120", ("0.5.16", "0.5.17")),
+    _sg("sg-kimi-attn-res-sm12x", ("0.5.18", "0.5.19")),
+    _sg("sg-qwen-qkv-epilogue-sm90", ("0.5.19", "0.5.20")),
     _sg(
         "sg-minimax-h3-sage-sm120", ("0.5.20", "0.5.21"),
     ),
-    _sg(
-        "sg-vision-fa4-sm103", ("0.5.20", "0.5.21"),
-        fails="python_capability reads `major == 10 and minor != 3` as admitting sm_103 (the `minor != 3`"
-        " exclusion is ignored), so it widens the `if major == 9:` (fa3) branch to `in (9, 10)` instead"
-        " of dropping the exclusion (`elif major == 10:`); no selector picks one branch of an if/elif",
-    ),
+    _sg("sg-vision-fa4-sm103", ("0.5.20", "0.5.21")),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}

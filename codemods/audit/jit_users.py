@@ -1,0 +1,200 @@
+"""Who uses a JIT module: the ways into the function that makes its spec, and the arch gate on each way.
+
+A spec's `supported_major_versions` list keeps its module from an arch, but
+the list is what the arch is missing only if some code the arch runs asks
+for the module. FlashInfer's `moe_utils` is listed for `[10]`; its only ways
+in are `cute_dsl_fused_moe_nvfp4` and `CuteDslMoEWrapper`, both
+`@supported_compute_capability([100, 103])` (their CuTe DSL kernels use
+tcgen05), and `aot.py`'s `if has_sm100f:`. Widening the list alone gives
+sm_121 a module nothing on sm_121 calls.
+
+`ways_in` walks from the spec's function up through its callers (by name,
+over the package's Python files) and stops on each way at the first arch
+gate that decides it:
+
+- an `if` whose test is a gate (`if has_sm100f:`),
+- a decorator gate on the enclosing function,
+- a decorator gate on `__init__` of the enclosing function's class (no
+  instance exists on an arch its constructor refuses).
+
+A way with no gate ends at module-level code, at a function a package
+`__init__.py` exports, or at a reference that is not a call (a registry, a
+callback): it is *ungated*. A function nothing calls and nothing exports is
+no way in. Re-exports of the spec functions themselves (`flashinfer.jit`
+lists every `gen_*_module`) are not uses. Pure: files come through `read`.
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+_SPEC_FUNCTION_RE = re.compile(r"^gen_\w+_module$")
+_MAX_DEPTH = 8  # callers followed up from the spec's function
+_MAX_NAMES = 64  # distinct names followed before giving up (a common method name fans out)
+
+
+@dataclass(frozen=True)
+class Way:
+    """One way into a module: where it ends (a gate's file and line, or an ungated place) and through what."""
+
+    file: str
+    line: int
+    function: str  # the function (or `<module>`) where the way ends
+    gated: bool  # whether a gate at (file, line) decides this way
+
+
+class _References(ast.NodeVisitor):
+    """Every name and attribute of a module, with the nodes around it (its functions, classes, `if`s)."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[ast.AST, list[ast.AST]]] = []  # (node, its ancestors, outermost first)
+        self._stack: list[ast.AST] = []
+
+    def generic_visit(self, node: ast.AST) -> None:
+        self._stack.append(node)
+        super().generic_visit(node)
+        self._stack.pop()
+
+    def visit_Name(self, node: ast.Name) -> None:
+        self.found.append((node, list(self._stack)))
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        self.found.append((node, list(self._stack)))
+        self.generic_visit(node)
+
+
+def _referenced(node: ast.AST) -> str:
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+
+
+def ways_in(
+    read: Callable[[str], bytes], files: Iterable[str], gates: dict[str, set[int]], function: str
+) -> list[Way] | None:
+    """The ways into `function` (a spec's function) over the Python `files`; None when they cannot be followed.
+
+    `gates` maps a file to the lines of its Python arch gates (any kind).
+    """
+    files = [rel for rel in files if rel.endswith(".py")]
+    sources: dict[str, bytes] = {}
+    parsed: dict[str, ast.Module | None] = {}
+
+    def source(rel: str) -> bytes:
+        if rel not in sources:
+            try:
+                sources[rel] = read(rel)
+            except OSError:
+                sources[rel] = b""
+        return sources[rel]
+
+    def tree(rel: str) -> ast.Module | None:
+        if rel not in parsed:
+            try:
+                parsed[rel] = ast.parse(source(rel))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                parsed[rel] = None
+        return parsed[rel]
+
+    ways: list[Way] = []
+    todo = [(function, 0)]
+    seen = {function}
+    while todo:
+        name, depth = todo.pop()
+        if depth > _MAX_DEPTH or len(seen) > _MAX_NAMES:
+            return None
+        for rel in files:
+            if name.encode() not in source(rel):
+                continue
+            module = tree(rel)
+            if module is None:
+                continue
+            for node, ancestors in _references(module, name):
+                parent = ancestors[-1] if ancestors else None
+                way = _decided(rel, node, ancestors, gates.get(rel, set()))
+                if way is not None:
+                    ways.append(way)
+                    continue
+                enclosing = _enclosing_function(ancestors)
+                called = isinstance(parent, ast.Call) and parent.func is node
+                if enclosing is None or not called:
+                    ways.append(Way(rel, getattr(node, "lineno", 0), enclosing.name if enclosing else "<module>", False))
+                else:
+                    caller = _caller_name(enclosing, ancestors)
+                    if caller not in seen:
+                        seen.add(caller)
+                        todo.append((caller, depth + 1))
+        if depth > 0 and not _SPEC_FUNCTION_RE.match(name):
+            ways += [Way(rel, line, name, False) for rel, line in _exports(files, source, tree, name)]
+    return ways
+
+
+def _references(module: ast.Module, name: str) -> list[tuple[ast.AST, list[ast.AST]]]:
+    visitor = _References()
+    visitor.visit(module)
+    return [(node, ancestors) for node, ancestors in visitor.found if _referenced(node) == name]
+
+
+def _enclosing_function(ancestors: list[ast.AST]) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    for node in reversed(ancestors):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return node
+    return None
+
+
+def _caller_name(function: ast.FunctionDef | ast.AsyncFunctionDef, ancestors: list[ast.AST]) -> str:
+    """The name callers use for `function`: its own, or its class's for `__init__` (`Wrapper(...)` calls it)."""
+    position = next(i for i in range(len(ancestors) - 1, -1, -1) if ancestors[i] is function)
+    owner = ancestors[position - 1] if position else None
+    if function.name == "__init__" and isinstance(owner, ast.ClassDef):
+        return owner.name
+    return function.name
+
+
+def _decorator_gate(function: ast.FunctionDef | ast.AsyncFunctionDef, lines: set[int]) -> int | None:
+    if not function.decorator_list:
+        return None
+    first = min(d.lineno for d in function.decorator_list)
+    return next((line for line in sorted(lines) if first <= line < function.lineno), None)
+
+
+def _decided(rel: str, node: ast.AST, ancestors: list[ast.AST], lines: set[int]) -> Way | None:
+    """The gate that decides whether the reference at `node` runs: an enclosing `if`, a decorator, a gated class."""
+    for position in range(len(ancestors) - 1, -1, -1):
+        holder = ancestors[position]
+        if isinstance(holder, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            line = _decorator_gate(holder, lines)
+            if line is not None:
+                return Way(rel, line, holder.name, True)
+            owner = ancestors[position - 1] if position else None
+            if isinstance(owner, ast.ClassDef):
+                for member in owner.body:
+                    if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and member.name == "__init__":
+                        line = _decorator_gate(member, lines)
+                        if line is not None:
+                            return Way(rel, line, f"{owner.name}.__init__", True)
+            return None
+        if isinstance(holder, ast.If):
+            child = ancestors[position + 1] if position + 1 < len(ancestors) else node
+            if any(child is statement for statement in holder.body):
+                test = range(holder.test.lineno, (holder.test.end_lineno or holder.test.lineno) + 1)
+                line = next((line for line in sorted(lines) if line in test), None)
+                if line is not None:
+                    function = _enclosing_function(ancestors[:position])
+                    return Way(rel, line, function.name if function else "<module>", True)
+    return None
+
+
+def _exports(files, source, tree, name: str) -> list[tuple[str, int]]:
+    """Where a package `__init__.py` imports `name` (a public way in that nothing in the package calls)."""
+    out = []
+    for rel in files:
+        if posixpath.basename(rel) != "__init__.py" or name.encode() not in source(rel):
+            continue
+        module = tree(rel)
+        for node in ast.walk(module) if module is not None else ():
+            if isinstance(node, ast.ImportFrom) and any(alias.name == name for alias in node.names):
+                out.append((rel, node.lineno))
+    return out

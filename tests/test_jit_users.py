@@ -1,0 +1,263 @@
+"""A JIT list that keeps a module from sm_121 is widenable only if widening it gives sm_121 something that works.
+
+Two shapes of FlashInfer 0.6.10 scan used to call widenable: `moe_utils` (`[10]`), whose only ways in are
+CuTe DSL MoE APIs for sm_100/103 and `aot.py`'s `if has_sm100f:`, and `mixed_comm` (`[9, 10]`), whose kernels
+are `multimem` (NVLS) collectives that need multicast hardware. Each is a small tree in FlashInfer's shape:
+the case that needs a human, and the same tree with the one difference that makes the list widenable.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+
+from codemods.audit.jit_users import ways_in
+from codemods.audit.scan import scan
+from codemods.core.arch import Arch
+
+SM121 = Arch.parse("sm_121")
+
+MOE_UTILS_SPEC = """\
+from . import env as jit_env
+from .core import JitSpec, current_compilation_context, gen_jit_spec
+
+
+def gen_moe_utils_module() -> JitSpec:
+    nvcc_flags = ["-DENABLE_BF16"]
+    nvcc_flags += current_compilation_context.get_nvcc_flags_list(
+        supported_major_versions=[10]
+    )
+    return gen_jit_spec(
+        "moe_utils",
+        [jit_env.FLASHINFER_CSRC_DIR / "moe_utils_binding.cu"],
+        extra_cuda_cflags=nvcc_flags,
+    )
+"""
+
+PORTABLE_KERNEL = """\
+#include <cuda_runtime.h>
+
+__global__ void moe_permute_kernel(const int* in, int* out, const int* map) {
+#if (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900))
+  cudaGridDependencySynchronize();
+#endif
+  out[map[threadIdx.x]] = in[threadIdx.x];
+}
+"""
+
+MOE_UTILS_PY = """\
+import functools
+
+from ...jit.moe_utils import gen_moe_utils_module
+
+
+@functools.cache
+def _get_moe_utils_module():
+    spec = gen_moe_utils_module()
+    return spec.build_and_load()
+
+
+def moe_sort(topk_ids, num_experts):
+    module = _get_moe_utils_module()
+    return module.moe_sort(topk_ids, num_experts)
+
+
+def moe_permute(x, permuted):
+    module = _get_moe_utils_module()
+    return module.moe_permute(x, permuted)
+"""
+
+FUSED_MOE_PY = """\
+from ...utils import supported_compute_capability
+from .moe_utils import moe_sort
+
+
+def _moe_core_impl(x, topk_ids):
+    order = moe_sort(topk_ids, 256)
+    return x[order]
+
+
+class CuteDslMoEWrapper:
+    @supported_compute_capability([100, 103])
+    def __init__(self, num_experts: int):
+        self.num_experts = num_experts
+
+    def run(self, x, topk_ids):
+        return _moe_core_impl(x, topk_ids)
+
+
+@supported_compute_capability([100, 103])
+def cute_dsl_fused_moe_nvfp4(x, topk_ids):
+    return _moe_core_impl(x, topk_ids)
+"""
+
+AOT_PY = """\
+from .jit.moe_utils import gen_moe_utils_module
+
+
+def gen_all_modules(has_sm90: bool, has_sm100f: bool):
+    jit_specs = []
+    if has_sm100f:
+        jit_specs.append(gen_moe_utils_module())
+    return jit_specs
+"""
+
+# an API nothing gates, exported by the package: sm_121 reaches moe_utils through it
+UNGATED_EXPORT = ("flashinfer/__init__.py", "from .fused_moe.cute_dsl.moe_utils import moe_permute as moe_permute\n")
+
+MIXED_COMM_SPEC = """\
+from . import env as jit_env
+from .core import JitSpec, current_compilation_context, gen_jit_spec
+
+
+def gen_mixed_comm_module() -> JitSpec:
+    source_paths = [jit_env.FLASHINFER_CSRC_DIR / "mixed_comm.cu"]
+    nvcc_flags = current_compilation_context.get_nvcc_flags_list(
+        supported_major_versions=[9, 10]
+    ) + ["-rdc=true"]
+    return gen_jit_spec("mixed_comm", source_paths, extra_cuda_cflags=nvcc_flags)
+"""
+
+MIXED_COMM_CU = '#include "flashinfer/comm/mixed_comm.cuh"\n'
+
+MULTIMEM_CUH = """\
+#pragma once
+#include <cuda_runtime.h>
+
+__device__ __forceinline__ void multimem_add(uint32_t* mc_ptr, uint32_t value) {
+  asm volatile("multimem.red.release.sys.global.add.u32 [%0], %1;" ::"l"(mc_ptr), "r"(value) : "memory");
+}
+"""
+
+UNICAST_CUH = """\
+#pragma once
+#include <cuda_runtime.h>
+
+__device__ __forceinline__ void unicast_add(uint32_t* ptr, uint32_t value) { atomicAdd(ptr, value); }
+"""
+
+MIXED_COMM_PY = """\
+from ..jit.comm import gen_mixed_comm_module
+
+
+def get_mixed_comm_module():
+    return gen_mixed_comm_module().build_and_load()
+
+
+def run_mixed_comm(x):
+    return get_mixed_comm_module().allreduce(x)
+"""
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (root / "include").mkdir(exist_ok=True)
+    return root
+
+
+def moe_tree(root: Path, *extra: tuple[str, str]) -> Path:
+    return write(root, {
+        "flashinfer/jit/moe_utils.py": MOE_UTILS_SPEC,
+        "csrc/moe_utils_binding.cu": PORTABLE_KERNEL,
+        "flashinfer/fused_moe/cute_dsl/moe_utils.py": MOE_UTILS_PY,
+        "flashinfer/fused_moe/cute_dsl/fused_moe.py": FUSED_MOE_PY,
+        "flashinfer/aot.py": AOT_PY,
+        "flashinfer/jit/__init__.py": "from .moe_utils import gen_moe_utils_module as gen_moe_utils_module\n",
+        **dict(extra),
+    })
+
+
+def comm_tree(root: Path, header: str) -> Path:
+    return write(root, {
+        "flashinfer/jit/comm.py": MIXED_COMM_SPEC,
+        "csrc/mixed_comm.cu": MIXED_COMM_CU,
+        "include/flashinfer/comm/mixed_comm.cuh": header,
+        "flashinfer/comm/mixed_comm.py": MIXED_COMM_PY,
+        "flashinfer/comm/__init__.py": "from .mixed_comm import run_mixed_comm as run_mixed_comm\n",
+    })
+
+
+def gate(root: Path, file: str) -> dict:
+    [found] = [g for g in scan(root, SM121, jobs=1).gates if g["file"] == file and g["kind"] == "python_arch_list"]
+    return found
+
+
+def test_a_module_only_apis_for_other_archs_use_needs_a_human(tmp_path):
+    found = gate(moe_tree(tmp_path), "flashinfer/jit/moe_utils.py")
+    assert found["classification"] == "needs-human", found["reason"]
+    assert "only code kept from sm_121 uses it" in found["reason"]
+    for where in ("flashinfer/aot.py:6", "fused_moe.py:11, [100, 103]", "fused_moe.py:19, [100, 103]"):
+        assert where in found["reason"]
+
+
+def test_the_same_module_with_an_ungated_export_is_widenable(tmp_path):
+    found = gate(moe_tree(tmp_path, UNGATED_EXPORT), "flashinfer/jit/moe_utils.py")
+    assert (found["classification"], found["reason"]) == ("widenable", "moe_utils is not built for sm_121")
+
+
+def test_a_module_an_sm12x_api_uses_stays_widenable(tmp_path):
+    sm12x = FUSED_MOE_PY.replace("[100, 103])\ndef", "[100, 103, 120])\ndef")
+    found = gate(moe_tree(tmp_path, ("flashinfer/fused_moe/cute_dsl/fused_moe.py", sm12x)), "flashinfer/jit/moe_utils.py")
+    assert found["classification"] == "widenable"  # the API gate admits sm_120: the list goes with widening it
+
+
+def test_multimem_kernels_need_a_human(tmp_path):
+    found = gate(comm_tree(tmp_path, MULTIMEM_CUH), "flashinfer/jit/comm.py")
+    assert found["classification"] == "needs-human", found["reason"]
+    assert "multimem.red (include/flashinfer/comm/mixed_comm.cuh:5)" in found["reason"]
+    assert "NVLink multicast" in found["reason"]
+
+
+def test_the_same_collective_without_multimem_is_widenable(tmp_path):
+    found = gate(comm_tree(tmp_path, UNICAST_CUH), "flashinfer/jit/comm.py")
+    assert found["classification"] == "widenable"
+
+
+def _ways(tmp_path, files: dict[str, str], gates: dict[str, set[int]], function: str):
+    root = write(tmp_path, files)
+    rels = [p.relative_to(root).as_posix() for p in root.rglob("*.py")]
+    return ways_in(lambda rel: (root / rel).read_bytes(), rels, gates, function)
+
+
+@pytest.mark.parametrize(
+    "caller, gated",
+    [
+        pytest.param("if has_sm100f:\n        specs.append(gen_x_module())", [True], id="enclosing-if-gate"),
+        # not inside the if: the way goes on to gen_all_modules's callers, and nothing calls or exports it
+        pytest.param("if not has_sm100f:\n        return specs\n    specs.append(gen_x_module())", [],
+                     id="call-after-an-early-return-is-not-inside-the-if"),
+        pytest.param("registry = {'x': gen_x_module}", [False], id="a-reference-that-is-not-a-call"),
+    ],
+)
+def test_ways_in_stop_at_the_gate_that_decides(tmp_path, caller, gated):
+    aot = f"def gen_all_modules(has_sm100f):\n    specs = []\n    {caller}\n    return specs\n"
+    gate_lines = {n for n, text in enumerate(aot.splitlines(), 1) if "has_sm100f:" in text}
+    ways = _ways(tmp_path, {"flashinfer/aot.py": aot}, {"flashinfer/aot.py": gate_lines}, "gen_x_module")
+    assert ways is not None and [w.gated for w in ways] == gated
+
+
+def test_ways_in_follow_a_class_to_its_constructor_calls(tmp_path):
+    handler = dedent(
+        """\
+        class MixedCommHandler:
+            def __init__(self, group):
+                self.module = get_x_module()
+
+
+        def make_handler(group):
+            return MixedCommHandler(group)
+        """
+    )
+    files = {"flashinfer/comm/mixed.py": handler + "\n\ndef get_x_module():\n    return gen_x_module()\n",
+             "flashinfer/comm/__init__.py": "from .mixed import make_handler as make_handler\n"}
+    ways = _ways(tmp_path, files, {}, "gen_x_module")
+    assert ways is not None and [(w.file, w.function, w.gated) for w in ways] == [
+        ("flashinfer/comm/__init__.py", "make_handler", False)
+    ]
+    assert ast.parse(handler)  # the fixture is Python
