@@ -109,7 +109,8 @@ def test_json_and_sarif_carry_the_audit_groups(result):
         assert sorted((g["file"], g["line"]) for g in data["gates"] if g["classification"] == name) == sorted(
             (g["file"], g["line"]) for g in members
         )
-    assert [g["line"] for g in data["gates"] if g.get("specific")] == [222]  # mma_tensor_op.h: sm_120, not sm_121
+    # mma_tensor_op.h and the b12x launch check: sm_120, not sm_121
+    assert [g["line"] for g in data["gates"] if g.get("specific")] == [222, 1591]
     [run] = to_sarif(result)["runs"]
     gates = [r for r in run["results"] if r["ruleId"] == "gate-excludes-arch"]
     assert run["properties"]["classifications"] == {
