@@ -77,6 +77,10 @@ NAMED_PREDICATES: dict[str, frozenset[int]] = {
     "is_blackwell": frozenset({10, 12}),
 }
 
+# The statements this kind and python_arch_test read (`parse`'s keep): those naming a predicate or flag,
+# which holds every chain, test, sibling definition and import they find or widen.
+MENTIONS = re.compile(rb"(?:is|has)_sm\d|" + b"|".join(re.escape(name.encode()) for name in sorted(NAMED_PREDICATES)))
+
 
 @dataclass(frozen=True)
 class Predicate:
@@ -119,7 +123,7 @@ def find(
     `self.enable_flashinfer_allreduce_fusion`), only chains inside the test of
     an `if` whose body assigns that target directly.
     """
-    parsed = parse(source)
+    parsed = parse(source, MENTIONS)
     gates = []
     for node in parsed.nodes(cst.BooleanOperation):
         if not is_or(node) or is_or(parsed.parent(node)):
@@ -366,7 +370,7 @@ def _plan(
     universe: tuple[Arch, ...] = DEFAULT_ARCHS,
     meanings: Mapping[str, Meaning] | None = None,
 ) -> _Plan:
-    parsed = parse(source)
+    parsed = parse(source, MENTIONS)
     chain = _locate(parsed, gate)
     predicates = _predicates(chain)
     if predicates is None:

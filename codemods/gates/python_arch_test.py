@@ -69,7 +69,7 @@ def find(
     function: str | None = None, assigns: str | None = None, calls: str | list[str] | None = None,
 ) -> list[Gate]:
     """Every predicate test (single, negated, negated chain, flag chain), in source order."""
-    parsed = parse(source)
+    parsed = parse(source, chains.MENTIONS)
     wanted = [calls] if isinstance(calls, str) else list(calls or [])
     gates = []
     for node, shape, predicates in _shapes(parsed):
@@ -110,7 +110,7 @@ def widen(
     meanings: Mapping[str, Meaning] | None = None,
 ) -> list[Edit]:
     """Edits that make the test admit `targets` too; `[]` if it does already."""
-    parsed = parse(source)
+    parsed = parse(source, chains.MENTIONS)
     node, shape, predicates = _locate(parsed, gate)
     template, numbers = chains.new_predicates(predicates, gate, targets, universe, meanings)
     if template is None:
