@@ -8,16 +8,21 @@ it goes. Separators, parentheses and one-name-per-line layouts are kept.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
-import libcst as cst
-from libcst.helpers import get_full_name_for_node
-
+from codemods.core.lazy import LazyModule
 from codemods.gates import CannotWiden, Edit, edit_between
 from codemods.gates._python import PythonSource, tidy_insertion
 
-# Where the added aliases go: (the statement, the aliases libcst made, (new, sibling) names) -> the names in order.
-Place = Callable[[cst.ImportFrom, list[cst.ImportAlias], list[tuple[str, str]]], list[cst.ImportAlias]]
+if TYPE_CHECKING:
+    import libcst as cst
+    from libcst import helpers as cst_helpers
+
+    # Where the added aliases go: (the statement, the aliases made, (new, sibling) names) -> the names in order.
+    Place = Callable[[cst.ImportFrom, list[cst.ImportAlias], list[tuple[str, str]]], list[cst.ImportAlias]]
+else:  # imported on first use: `codemod list` needs no libcst
+    cst = LazyModule("libcst")
+    cst_helpers = LazyModule("libcst.helpers")
 
 
 def import_beside_siblings(
@@ -140,5 +145,5 @@ def _without_comment(comma: cst.Comma | cst.MaybeSentinel) -> cst.Comma | cst.Ma
 
 def _symbol(node: cst.ImportFrom, name: str) -> str:
     dots = "." * len(node.relative)
-    module = get_full_name_for_node(node.module) if node.module is not None else ""
+    module = cst_helpers.get_full_name_for_node(node.module) if node.module is not None else ""
     return f"{dots}{module}.{name}" if module else f"{dots}{name}"

@@ -25,14 +25,19 @@ from functools import cached_property, lru_cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING, cast
 
-import libcst as cst
-from libcst.metadata import Assignment, ByteSpanPositionProvider, MetadataWrapper, Scope, ScopeProvider
-
 from codemods.core.arch import Arch, ArchSet
+from codemods.core.lazy import LazyModule
 from codemods.gates import Edit, Gate, SourceError, TooDeep, decode, line_of
 
 if TYPE_CHECKING:
+    import libcst as cst
+    from libcst import metadata
+    from libcst.metadata import Scope
+
     from codemods.gates.python_capability import PythonText
+else:  # imported on first parse: `codemod list` and a scan answered from the cache need no libcst (a fifth of a second)
+    cst = LazyModule("libcst")
+    metadata = LazyModule("libcst.metadata")
 
 _BOM = "\ufeff"
 # What may stand between two tokens inside brackets: blanks, line breaks, continuations, comments.
@@ -176,8 +181,12 @@ class Pruned:
                     run = None
                 if isinstance(stmt, COMPOUND):
                     if whole is not None:
-                        first = stmt.cases[0] if isinstance(stmt, ast.Match) else stmt.body[0]
-                        if whole(text.data[start : text.span(first)[0]]):
+                        if isinstance(stmt, ast.Match):  # a case has no position of its own; its pattern has
+                            pattern = stmt.cases[0].pattern
+                            header_end = text.offset(pattern.lineno, pattern.col_offset)
+                        else:
+                            header_end = text.span(cast(list[ast.stmt], getattr(stmt, "body"))[0])[0]
+                        if whole(text.data[start:header_end]):
                             continue
                     inner = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) or (
                         in_function and not isinstance(stmt, ast.ClassDef)
@@ -257,8 +266,8 @@ class PythonSource:
             text = self.pruned.source.decode("utf-8")
         try:
             self.module = cst.parse_module(text[1:] if self.bom else text)
-            self._wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._spans = MappingProxyType(dict(self._wrapper.resolve(ByteSpanPositionProvider)))
+            self._wrapper = metadata.MetadataWrapper(self.module, unsafe_skip_copy=True)
+            self._spans = MappingProxyType(dict(self._wrapper.resolve(metadata.ByteSpanPositionProvider)))
         except cst.ParserSyntaxError as exc:
             raise SourceError(f"not valid Python: line {exc.raw_line}: {exc.message}") from None
         except RecursionError:
@@ -269,7 +278,7 @@ class PythonSource:
         parents: dict[cst.CSTNode, cst.CSTNode] = {}
         order: list[cst.CSTNode] = []
         try:
-            self.module.visit(_Walk(parents, order))
+            self.module.visit(_walk()(parents, order))
         except RecursionError:
             raise nested_too_deeply() from None
         self._parents = MappingProxyType(parents)
@@ -341,7 +350,7 @@ class PythonSource:
             return [node for node in self._order if isinstance(node, kind)]
         found: list[cst.CSTNode] = []
         try:
-            within.visit(_Walk({}, found))
+            within.visit(_walk()({}, found))
         except RecursionError:
             raise nested_too_deeply() from None
         return [node for node in found if isinstance(node, kind)]
@@ -377,7 +386,7 @@ class PythonSource:
     @cached_property
     def _scopes(self) -> Mapping[cst.CSTNode, Scope | None]:
         try:
-            return MappingProxyType(dict(self._wrapper.resolve(ScopeProvider)))
+            return MappingProxyType(dict(self._wrapper.resolve(metadata.ScopeProvider)))
         except RecursionError:
             raise nested_too_deeply() from None
 
@@ -395,7 +404,7 @@ class PythonSource:
             statements = [
                 assignment.node
                 for assignment in self.scope(node)[name]
-                if isinstance(assignment, Assignment) and isinstance(assignment.node, cst.ImportFrom)
+                if isinstance(assignment, metadata.Assignment) and isinstance(assignment.node, cst.ImportFrom)
             ]
             if self.pruned is None:
                 return statements
@@ -500,23 +509,29 @@ class PythonSource:
         )
 
 
-class _Walk(cst.CSTVisitor):
-    """Record each node's parent and the order nodes appear in."""
+@lru_cache(maxsize=1)
+def _walk() -> Callable[[dict[cst.CSTNode, cst.CSTNode], list[cst.CSTNode]], cst.CSTVisitor]:
+    """The visitor class, made on first use (it derives from libcst's, imported then)."""
 
-    def __init__(self, parents: dict[cst.CSTNode, cst.CSTNode], order: list[cst.CSTNode]) -> None:
-        self._parents = parents
-        self._order = order
-        self._stack: list[cst.CSTNode] = []
+    class _Walk(cst.CSTVisitor):
+        """Record each node's parent and the order nodes appear in."""
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self._stack:
-            self._parents[node] = self._stack[-1]
-        self._order.append(node)
-        self._stack.append(node)
-        return True
+        def __init__(self, parents: dict[cst.CSTNode, cst.CSTNode], order: list[cst.CSTNode]) -> None:
+            self._parents = parents
+            self._order = order
+            self._stack: list[cst.CSTNode] = []
 
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self._stack.pop()
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if self._stack:
+                self._parents[node] = self._stack[-1]
+            self._order.append(node)
+            self._stack.append(node)
+            return True
+
+        def on_leave(self, original_node: cst.CSTNode) -> None:
+            self._stack.pop()
+
+    return _Walk
 
 
 def tidy_insertion(source: bytes, edit: Edit) -> Edit:

@@ -50,12 +50,18 @@ import bisect
 import re
 from dataclasses import dataclass
 
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
+from codemods.core.lazy import LazyModule
 from codemods.gates import CannotWiden, Edit, Gate
 from codemods.gates._arch_lists import Listed, Value, admits_of, ast_entries, cst_entries, majors_detail, read_entries
 from codemods.gates._python import LONE_CR, PythonSource, mentioning, parse, skip_trivia
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:  # imported on first use: `codemod list` needs no libcst
+    cst = LazyModule("libcst")
 
 KIND = "python_arch_list"
 

@@ -52,17 +52,22 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import libcst as cst
-from libcst.helpers import get_full_name_for_node
-
 from collections.abc import Mapping
-from typing import TypeGuard
+from typing import TYPE_CHECKING, TypeGuard
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
+from codemods.core.lazy import LazyModule
 from codemods.gates import CannotWiden, Edit, Gate
 from codemods.gates._predicates import Meaning
 from codemods.gates._imports import import_beside_siblings, insert_at
 from codemods.gates._python import PythonSource, admits_of_expression, parse
+
+if TYPE_CHECKING:
+    import libcst as cst
+    from libcst import helpers as cst_helpers
+else:  # imported on first use: `codemod list` needs no libcst
+    cst = LazyModule("libcst")
+    cst_helpers = LazyModule("libcst.helpers")
 
 KIND = "python_arch_or"
 
@@ -293,7 +298,7 @@ def assigned_in(body: cst.BaseSuite, target: str) -> bool:
             targets = [statement.target]
         else:
             continue
-        if any(get_full_name_for_node(node) == target for node in targets):
+        if any(cst_helpers.get_full_name_for_node(node) == target for node in targets):
             return True
     return False
 

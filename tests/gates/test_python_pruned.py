@@ -77,6 +77,44 @@ def test_pruned_nodes_stand_where_the_whole_module_has_them() -> None:
     assert gate.context == "_handle_model_specific_adjustments"
 
 
+def test_compound_statements_of_every_shape_are_cut_and_kept() -> None:
+    """match, try, with, while and for: a header naming a predicate keeps the statement whole, a body only itself."""
+    source = dedent(
+        """\
+        match mode:
+            case "a" if is_sm90_supported():
+                x = 1
+            case _:
+                y = is_sm100_supported() or is_sm90_supported()
+        match is_sm90_supported():
+            case True:
+                z = 1
+        try:
+            w = 1
+        except ValueError:
+            w = is_sm90_supported() or is_sm100_supported()
+        finally:
+            v = 2
+        with open(f) as handle:
+            u = 3
+        while is_sm90_supported() or is_sm100_supported():
+            break
+        for i in range(3):
+            pass
+        """
+    ).encode()
+    pruned = PythonSource(source, python_arch_or.MENTIONS)
+    assert pruned.pruned is not None
+    kept = pruned.pruned.source
+    assert b"z = 1" in kept and b"break" in kept  # the headers name a predicate (a case guard is no header)
+    assert b"w = 1" not in kept and b"v = 2" not in kept and b"u = 3" not in kept and b"range" not in kept
+    full = PythonSource(source)
+    chains = [n for n in full.nodes(cst.BooleanOperation) if python_arch_or.is_or(n)]
+    assert python_arch_or.find(source) and [g.start for g in python_arch_or.find(source)] == [
+        full.outer_span(n)[0] for n in chains
+    ]
+
+
 def test_scopes_come_from_the_whole_module() -> None:
     """A lambda's scope is libcst's; the statements left out of the parse still bind names."""
     source = dedent(
