@@ -19,7 +19,7 @@ import bisect
 import builtins
 import re
 import symtable
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from functools import cached_property, lru_cache
 from types import MappingProxyType
@@ -76,8 +76,9 @@ def parse(source: bytes, keep: re.Pattern[bytes] | None = None) -> PythonSource:
 
 
 @lru_cache(maxsize=32)
-def mentioning(words: Iterable[str]) -> re.Pattern[bytes]:
-    """A `keep` pattern for `parse`: any of `words` anywhere in a statement (a tuple, so the pattern is cached)."""
+def mentioning(words: tuple[str, ...]) -> re.Pattern[bytes]:
+    """A `keep` pattern for `parse`: any of `words` anywhere in a statement (one pattern object per tuple, so
+    `find` and `widen` share the cached parse)."""
     return re.compile(b"|".join(re.escape(word.encode()) for word in sorted(set(words))))
 
 
