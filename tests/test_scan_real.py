@@ -20,7 +20,7 @@ from codemods.audit import c_files, listing, prefilter, python_files, records
 from codemods.audit import scan as scanner
 from codemods.cpp import lexer
 from codemods.core.arch import DEFAULT_ARCHS, Arch
-from codemods.gates import SourceError, cuda_guard, decode, python_arch_list, python_arch_or, python_capability
+from codemods.gates import SourceError, _python, cuda_guard, decode, python_arch_list, python_arch_or, python_capability
 
 pytestmark = pytest.mark.real
 SM120 = Arch.parse("sm_120")
@@ -111,7 +111,7 @@ def test_pruned_python_gives_the_same_gates(real_unpacked, project):
         text = python_capability.PythonText(data)
         patterns = [prefilter for kind, prefilter in prefilter.PYTHON_PREFILTERS if kind in kinds]
         patterns.append(prefilter.named_or_re())
-        pruned = python_files.Pruned(text, ast.parse(data), lambda piece, stmt, inside: any(p.search(piece) for p in patterns))
+        pruned = _python.Pruned(text, ast.parse(data), lambda piece, stmt, inside: any(p.search(piece) for p in patterns))
         for kind in kinds:
             full = kind.find(data, UNIVERSE)
             assert _gates(pruned.gate(g) for g in kind.find(pruned.source, UNIVERSE)) == _gates(full), rel

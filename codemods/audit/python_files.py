@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -32,7 +31,7 @@ from codemods.core.arch import Arch
 from codemods.core.lazy import LazyModule
 from codemods.cpp.lexer import NoComments
 from codemods.gates import Gate, SourceError, decode, python_capability
-from codemods.gates.python_capability import COMPOUND, PythonText, nodes_in
+from codemods.gates.python_capability import PythonText, nodes_in
 
 if TYPE_CHECKING:
     from codemods.gates import _python
@@ -42,84 +41,12 @@ else:  # imported on first use: a scan of C sources, or one answered from the ca
     _python = LazyModule("codemods.gates._python")
 
 
-class Pruned:
-    """A Python source with the statements no gate can be in cut out, and the way back to the original offsets.
-
-    Each run of consecutive statements `wanted` rejects becomes one `0`; a
-    kept compound statement keeps its header and has its bodies pruned the
-    same way, so the text stays valid Python and everything kept is byte
-    for byte the original. libcst then parses a few hundred bytes instead of
-    a 150 KB module (its cost grows with every line, blank ones included).
-    """
-
-    def __init__(
-        self, text: PythonText, tree: ast.Module, wanted: Callable[[bytes, ast.stmt, bool], bool]
-    ) -> None:
-        """`wanted(source, statement, in_function)` says which statements to keep."""
-        self.text = text
-        cuts: list[tuple[int, int]] = []
-
-        def visit(body: list, in_function: bool) -> None:
-            run: list[int] | None = None
-            for stmt in body:
-                start, end = text.span(stmt)
-                if not wanted(text.data[start:end], stmt, in_function):
-                    run = [run[0], end] if run else [start, end]
-                    continue
-                if run:
-                    cuts.append((run[0], run[1]))
-                    run = None
-                if isinstance(stmt, COMPOUND):
-                    inner = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) or (
-                        in_function and not isinstance(stmt, ast.ClassDef)
-                    )
-                    for name in ("body", "orelse", "finalbody"):
-                        visit(getattr(stmt, name, None) or [], inner)
-                    for handler in getattr(stmt, "handlers", None) or []:
-                        visit(handler.body, inner)
-                    for case in getattr(stmt, "cases", None) or []:
-                        visit(case.body, inner)
-            if run:
-                cuts.append((run[0], run[1]))
-
-        visit(tree.body, False)
-        data = text.data
-        pieces: list[bytes] = []
-        self._compact: list[int] = []  # where each piece starts in the pruned text
-        self._original: list[int] = []  # and in the original
-        pos = size = 0
-        for start, end in sorted(cuts):
-            for piece, origin in ((data[pos:start], pos), (b"0", start)):
-                self._compact.append(size)
-                self._original.append(origin)
-                pieces.append(piece)
-                size += len(piece)
-            pos = end
-        self._compact.append(size)
-        self._original.append(pos)
-        pieces.append(data[pos:])
-        self.source = b"".join(pieces)
-        self._line_starts: list[int] | None = None
-
-    def offset(self, compact: int) -> int:
-        i = bisect.bisect_right(self._compact, compact) - 1
-        return self._original[i] + compact - self._compact[i]
-
-    def line(self, compact_line: int) -> int:
-        """The original line of a line of the pruned text."""
-        if self._line_starts is None:
-            self._line_starts = [0] + [m.end() for m in re.finditer(rb"\n", self.source)]
-        return self.text.line(self.offset(self._line_starts[compact_line - 1]))
-
-    def gate(self, gate: Gate) -> Gate:
-        start, end = self.offset(gate.start), self.offset(gate.end - 1) + 1 if gate.end > gate.start else self.offset(gate.start)
-        return replace(gate, start=start, end=end, line=self.text.line(start))
-
-    def spec(self, spec: jit_specs.JitSpec) -> jit_specs.JitSpec:
-        gate = spec.gate
-        if gate is not None:
-            gate = replace(gate, line=self.line(gate.line))
-        return replace(spec, line=self.line(spec.line), gate=gate)
+def _placed_spec(pruned: _python.Pruned, spec: jit_specs.JitSpec) -> jit_specs.JitSpec:
+    """A spec found in the pruned text, with the original's lines."""
+    gate = spec.gate
+    if gate is not None:
+        gate = replace(gate, line=pruned.line(gate.line))
+    return replace(spec, line=pruned.line(spec.line), gate=gate)
 
 
 def _jit_names(text: PythonText, tree: ast.Module) -> set[str]:
@@ -206,11 +133,11 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
                 return False
             return bool(JIT_RE.search(piece)) or (names_re is not None and bool(names_re.search(piece)))
 
-        pruned = Pruned(text, tree, wanted)
+        pruned = _python.Pruned(text, tree, wanted)
         for kind in kinds:
             gates += [pruned.gate(gate) for gate in _find_every(kind, pruned.source, context.universe)]
         if want_specs:
-            out.specs = [pruned.spec(spec) for spec in jit_specs.find(pruned.source, context.universe)]
+            out.specs = [_placed_spec(pruned, spec) for spec in jit_specs.find(pruned.source, context.universe)]
     if want_capability:
         gates += python_capability.gates(text, tree.body, context.universe)
     if in_strings:

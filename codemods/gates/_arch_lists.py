@@ -15,7 +15,14 @@ import re
 from dataclasses import dataclass
 from typing import TypeAlias, cast, overload
 
-import libcst as cst
+from typing import TYPE_CHECKING
+
+from codemods.core.lazy import LazyModule
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:  # imported on first use: `codemod list` needs no libcst
+    cst = LazyModule("libcst")
 
 from codemods.core.arch import Arch, ArchSet
 

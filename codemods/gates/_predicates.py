@@ -34,6 +34,8 @@ import ast
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from types import MappingProxyType
 from typing import Any, cast
 
 from codemods.core.arch import Arch, ArchSet
@@ -88,11 +90,17 @@ FREE = _Free()
 
 def read(source: bytes, file: str = "", known: Mapping[str, Meaning] | None = None) -> dict[str, Meaning]:
     """The meaning of every predicate this file defines, by name; {} when it does not parse."""
+    return dict(_read(source, file, frozenset((known or {}).items())))
+
+
+@lru_cache(maxsize=16)
+def _read(source: bytes, file: str, known: frozenset[tuple[str, Meaning]]) -> Mapping[str, Meaning]:
+    """`read`, once per file and known meanings: a recipe's changes read the same predicate files."""
     try:
         tree = ast.parse(source)
-        return _Reader(tree, file, known or {}).meanings()
+        return MappingProxyType(_Reader(tree, file, dict(known)).meanings())
     except (SyntaxError, ValueError, MemoryError, RecursionError):  # MemoryError: Python's parser on deep nesting
-        return {}
+        return MappingProxyType({})
 
 
 class _Reader:

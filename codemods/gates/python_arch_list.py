@@ -50,12 +50,18 @@ import bisect
 import re
 from dataclasses import dataclass
 
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
+from codemods.core.lazy import LazyModule
 from codemods.gates import CannotWiden, Edit, Gate
 from codemods.gates._arch_lists import Listed, Value, admits_of, ast_entries, cst_entries, majors_detail, read_entries
-from codemods.gates._python import LONE_CR, PythonSource, parse, skip_trivia
+from codemods.gates._python import LONE_CR, PythonSource, mentioning, parse, skip_trivia
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:  # imported on first use: `codemod list` needs no libcst
+    cst = LazyModule("libcst")
 
 KIND = "python_arch_list"
 
@@ -128,12 +134,13 @@ def find(
     With `function`, only those whose innermost enclosing function or method
     (or the function a decorator decorates) has that name.
     """
-    return _find(parse(source), universe, _shapes(keyword, call, position), function)
+    shapes = _shapes(keyword, call, position)
+    return _find(parse(source, mentioning(tuple(s.call or s.keyword or MAJORS_KEYWORD for s in shapes))), universe, shapes, function)
 
 
 def find_known(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> list[Gate]:
     """Every gate of the shapes `scan` lists: `supported_major_versions` lists and the KNOWN_CALLS arguments."""
-    return _find(parse(source), universe, KNOWN_SHAPES, None)
+    return _find(parse(source, mentioning(tuple(s.call or s.keyword or MAJORS_KEYWORD for s in KNOWN_SHAPES))), universe, KNOWN_SHAPES, None)
 
 
 def _callee(node: cst.CSTNode | None) -> str | None:
@@ -347,7 +354,7 @@ def widen(
     universe: tuple[Arch, ...] = DEFAULT_ARCHS,
 ) -> list[Edit]:
     """Edits that add the values of `targets` the list lacks, in its style; `[]` if it has them all."""
-    parsed = parse(source)
+    parsed = parse(source, mentioning((gate.detail.get("call") or gate.detail.get("keyword") or MAJORS_KEYWORD,)))
     node = _locate(parsed, gate)
     where = f"line {gate.line}: {gate.text}"
     if not isinstance(node, (cst.List, cst.Tuple)):
