@@ -46,16 +46,15 @@ whose entries carry different suffixes: both are refused.
 from __future__ import annotations
 
 import ast
-import bisect
 import re
 from dataclasses import dataclass
 
 import libcst as cst
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
-from codemods.gates import CannotWiden, Edit, Gate
+from codemods.gates import CannotWiden, Edit, Gate, SourceError, decode, line_of
 from codemods.gates._arch_lists import Listed, Value, admits_of, ast_entries, cst_entries, majors_detail, read_entries
-from codemods.gates._python import LONE_CR, PythonSource, parse, skip_trivia
+from codemods.gates._python import MAX_DEPTH, PythonSource, nested_too_deeply, parse, skip_trivia, too_deep
 
 KIND = "python_arch_list"
 
@@ -114,212 +113,234 @@ def check_selector(name: str, value) -> str:
 def find(
     source: bytes,
     universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+    tree: ast.Module | None = None,
     *,
     function: str | None = None,
     keyword: str | None = None,
     call: str | None = None,
     position: int | None = None,
+    assigns: str | None = None,
 ) -> list[Gate]:
     """Every list the selectors pick, in source order.
 
     Without `call` and `position`: lists given to `keyword` (default
     `supported_major_versions`) in any call. With `call`: that call's argument
-    at `position`, or its `keyword` argument, or else every list it is given.
-    With `function`, only those whose innermost enclosing function or method
-    (or the function a decorator decorates) has that name.
+    at `position`, or its `keyword` argument, or else every list it is given;
+    a selected argument that is a name stands for the list literal that name
+    is assigned once at module level (see `_Names`). With `function`, only
+    those whose innermost enclosing function or method (or the function a
+    decorator decorates) has that name; with `assigns`, only those in a call
+    inside the value assigned to that target (`is_sm_supported`, `self.ok`).
+    `tree`: the stdlib `ast` parse of `source`, when the caller has it.
     """
-    return _find(parse(source), universe, _shapes(keyword, call, position), function)
+    return _find(source, tree, universe, _shapes(keyword, call, position), function, assigns)
 
 
-def find_known(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> list[Gate]:
+def find_known(
+    source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, tree: ast.Module | None = None
+) -> list[Gate]:
     """Every gate of the shapes `scan` lists: `supported_major_versions` lists and the KNOWN_CALLS arguments."""
-    return _find(parse(source), universe, KNOWN_SHAPES, None)
+    return _find(source, tree, universe, KNOWN_SHAPES, None, None)
 
 
-def _callee(node: cst.CSTNode | None) -> str | None:
-    if not isinstance(node, cst.Call):
-        return None
-    func = node.func
-    if isinstance(func, cst.Name):
-        return func.value
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
-    return ""
+# Where Python's tokenizer ends a line: a lone CR too (libcst counts it as no line end; byte offsets agree).
+_LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
-def _find(parsed: PythonSource, universe, shapes: tuple[_Shape, ...], function: str | None) -> list[Gate]:
-    gates = []
-    for arg in parsed.nodes(cst.Arg):
-        parent = parsed.parent(arg)
-        callee = _callee(parent)
-        keyword = arg.keyword.value if arg.keyword is not None else None
-        index = _position_of(parent, arg) if keyword is None else None
+class _Lines:
+    """Byte offsets in `source` of the stdlib `ast` positions (UTF-8 byte columns; line 1 starts after a BOM)."""
+
+    def __init__(self, source: bytes) -> None:
+        self.source = source
+        bom = 3 if source.startswith(b"\xef\xbb\xbf") else 0
+        self.starts = [bom] + [match.end() for match in _LINE_END.finditer(source)]
+
+    def offset(self, line: int | None, column: int | None) -> int:
+        # typeshed allows None for end positions, which ast.parse sets on every node it makes
+        assert line is not None and column is not None
+        return self.starts[line - 1] + column
+
+    def span(self, node: ast.expr) -> tuple[int, int]:
+        return self.offset(node.lineno, node.col_offset), self.offset(node.end_lineno, node.end_col_offset)
+
+
+def _parse(source: bytes) -> ast.Module:
+    text = decode(source)
+    try:
+        # from text, not bytes: a coding cookie must not change what the UTF-8 bytes say
+        return ast.parse(text[1:] if text.startswith("\ufeff") else text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        if too_deep(exc):
+            raise nested_too_deeply(getattr(exc, "lineno", None)) from None
+        raise SourceError(f"not valid Python: line {getattr(exc, 'lineno', None)}: {getattr(exc, 'msg', exc)}") from None
+
+
+@dataclass(frozen=True)
+class _Argument:
+    """A call's argument that a shape selects."""
+
+    value: ast.expr
+    at: int | None  # just past the `(`, `,` or `=` before it (parentheses may follow); None if not found
+    keyword: str | None
+    callee: str | None
+    index: int | None
+    shape: _Shape
+    function: str
+    in_fstring: bool
+
+
+def _find(
+    source: bytes,
+    tree: ast.Module | None,
+    universe: tuple[Arch, ...],
+    shapes: tuple[_Shape, ...],
+    function: str | None,
+    assigns: str | None,
+) -> list[Gate]:
+    if tree is None:
+        tree = _parse(source)
+    elif not any((shape.call or shape.keyword or "").encode() in source for shape in shapes):
+        return []  # the caller parsed it, so there is nothing left to check
+    lines = _Lines(source)
+    found: list[_Argument] = []
+
+    def consider(value: ast.expr, at: int | None, keyword: str | None, callee: str | None, index: int | None, where) -> None:
         for shape in shapes:
             if not shape.matches(callee, keyword, index):
                 continue
-            if shape.literal_only() and not isinstance(arg.value, (cst.List, cst.Tuple)):
+            if shape.literal_only() and not isinstance(value, (ast.List, ast.Tuple)):
                 continue
             if keyword is None and shape.call is None:
                 continue
-            context = parsed.enclosing_function(arg)
-            if function is None or context == function:
-                gates.append(_gate(parsed, arg.value, shape, callee, keyword, index, context, universe))
-            break
-    return gates
+            found.append(_Argument(value, at, keyword, callee, index, shape, *where))
+            return
+
+    def keywords(node: ast.Call | ast.ClassDef, callee: str | None, where) -> None:
+        for kw in node.keywords:
+            if kw.arg is not None:
+                at = _after_equals(source, lines.offset(kw.lineno, kw.col_offset), kw.arg)
+                consider(kw.value, at, kw.arg, callee, None, where)
+
+    def visit(node: ast.AST, depth: int, where: tuple[str, bool], assigned: frozenset[str]) -> None:
+        if depth > MAX_DEPTH:  # what libcst cannot read, `widen` could not edit: refused here already
+            raise nested_too_deeply(getattr(node, "lineno", None))
+        selected = (function is None or where[0] == function) and (assigns is None or assigns in assigned)
+        if selected and isinstance(node, ast.Call):
+            func = node.func
+            callee = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            index: int | None = 0
+            after_func = skip_trivia(source, lines.offset(func.end_lineno, func.end_col_offset))
+            at: int | None = after_func + 1 if source[after_func : after_func + 1] == b"(" else None
+            for arg in node.args:
+                if isinstance(arg, ast.Starred):
+                    index = None  # the place of what follows a spread is not known
+                    continue
+                if index is not None and index > 0:
+                    at = _past(source, at, b",")
+                consider(arg, at, None, callee, index, where)
+                if index is not None:
+                    index += 1
+                    at = lines.offset(arg.end_lineno, arg.end_col_offset)
+            keywords(node, callee, where)
+        elif selected and isinstance(node, ast.ClassDef):
+            keywords(node, None, where)
+        # as check_depth measures: `a or b or c` is one ast node, a nested pair per `or` in libcst
+        step = len(node.values) if isinstance(node, ast.BoolOp) else 1
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else where[0]
+            targets = assigned
+            if isinstance(node, ast.Assign) and child is node.value:
+                targets = assigned | {_dotted(target) for target in node.targets}
+            elif isinstance(node, ast.AnnAssign) and child is node.value:
+                targets = assigned | {_dotted(node.target)}
+            visit(child, depth + step, (inner, where[1] or isinstance(child, ast.JoinedStr)), targets)
+
+    visit(tree, 0, ("", False), frozenset())
+    names = _Names(tree, lines)
+    gates: dict[int, Gate] = {}
+    for argument in found:
+        gate = _gate(lines, argument, names, universe)
+        gates.setdefault(gate.start, gate)  # two calls naming one list: one gate
+    return sorted(gates.values(), key=lambda gate: gate.start)
 
 
-def _position_of(parent: cst.CSTNode | None, arg: cst.Arg) -> int | None:
-    """The 0-based index of a positional argument; None after a `*spread` (its place is not known) or for one."""
-    if not isinstance(parent, cst.Call):
-        return None
-    index = 0
-    for other in parent.args:
-        if other.star:
-            return None
-        if other is arg:
-            return index
-        if other.keyword is None:
-            index += 1
-    return None
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else ""
+    return ""
 
 
-def _detail(shape: _Shape, callee, keyword, index, listed: Listed) -> dict:
-    detail = {"keyword": keyword, "majors": majors_detail(listed)}
-    if shape.call is not None:
-        detail.update(call=callee, position=index)
+def _gate(lines: _Lines, argument: _Argument, names: _Names, universe: tuple[Arch, ...]) -> Gate:
+    source, value = lines.source, argument.value
+    detail: dict = {"keyword": argument.keyword}
+    if isinstance(value, ast.Name):  # only a selected argument (no list literal needed) can be one
+        followed = names.follow(value.id)
+        detail["name"] = value.id
+        if isinstance(followed, str):
+            detail["unread"] = followed
+            start, end = lines.span(value)
+        else:
+            value, (start, end) = followed
+            detail["named_at"] = line_of(source, lines.offset(argument.value.lineno, argument.value.col_offset))
+    else:
+        start, end = _outer(source, argument.at, *lines.span(value))
+        if argument.in_fstring:
+            _check_placed(source, value, start, end)
+    entries = ast_entries(source, value, lines.offset)
+    listed = read_entries(entries, argument.keyword == MAJORS_KEYWORD) if entries is not None else Listed(None, None)
+    detail["majors"] = majors_detail(listed)
+    if argument.shape.call is not None:
+        detail.update(call=argument.callee, position=argument.index)
     detail["style"] = listed.style.kind if listed.style is not None else None
-    return detail
-
-
-def _gate(parsed: PythonSource, node: cst.BaseExpression, shape: _Shape, callee, keyword, index, context: str, universe) -> Gate:
-    start, end = parsed.outer_span(node)
-    entries = cst_entries(node)
-    listed = read_entries(entries, keyword == MAJORS_KEYWORD) if entries is not None else Listed(None, None)
     return Gate(
         kind=KIND,
         start=start,
         end=end,
-        line=parsed.line(start),
-        text=parsed.text(start, end),
+        line=line_of(source, start),
+        text=source[start:end].decode("utf-8"),
         admits=admits_of(listed, universe),
-        context=context,
-        detail=_detail(shape, callee, keyword, index, listed),
+        context=argument.function,
+        detail=detail,
     )
 
 
-def find_in_tree(
-    source: bytes,
-    tree: ast.Module,
-    universe: tuple[Arch, ...] = DEFAULT_ARCHS,
-    *,
-    keyword: str = MAJORS_KEYWORD,
-    known: bool = False,
-) -> list[Gate] | None:
-    """`find(source, keyword=keyword)` (or `find_known` with `known`) from a stdlib `ast` parse of the same bytes.
+def _outer(source: bytes, at: int | None, start: int, end: int) -> tuple[int, int]:
+    """The span `start:end` widened to the parentheses written around it, reading on from `at`.
 
-    Several times faster than libcst. ast columns are UTF-8 byte offsets in
-    their line, so with the line starts (after a BOM on line 1) they give
-    libcst's byte spans; the text keeps the parentheses written around a list
-    (`=([9, 10])`), as libcst's outer span does. None when it cannot vouch to
-    agree with `find` (a line ended by a lone CR, a list inside an f-string,
-    anything but parentheses between `=` and the list): the caller then calls `find`.
+    libcst's outer span, which `widen` locates the list by: `=([9, 10])`
+    keeps its parentheses. The bare span when anything else stands between.
     """
-    shapes = KNOWN_SHAPES if known else (_Shape(keyword=keyword),)
-    needles = []
-    for shape in shapes:
-        needle = shape.call or shape.keyword
-        assert needle is not None  # KNOWN_SHAPES and `_Shape(keyword=keyword)` each name a call or a keyword
-        needles.append(needle.encode())
-    if not any(needle in source for needle in needles):
-        return []
-    if b"\r" in source and LONE_CR.search(source):
-        return None
-    bom = 3 if source.startswith(b"\xef\xbb\xbf") else 0
-    starts = [bom] + [match.end() for match in re.finditer(b"\n", source)]
+    if at is None:
+        return start, end
+    outer, opened = start, 0
+    while (at := skip_trivia(source, at)) < start:
+        if source[at : at + 1] != b"(":
+            return start, end
+        outer = min(outer, at)
+        opened += 1
+        at += 1
+    if at != start:
+        return start, end
+    closed = end
+    for _ in range(opened):
+        closed = skip_trivia(source, closed)
+        if source[closed : closed + 1] != b")":
+            return start, end
+        closed += 1
+    return outer, closed
 
-    def offset(line: int | None, column: int | None) -> int:
-        # typeshed allows None for end positions, which ast.parse sets on every node it makes
-        assert line is not None and column is not None
-        return starts[line - 1] + column
 
-    # (value, where to read on from toward it, its keyword or None, callee, position, the shape, function, in an f-string)
-    found: list[tuple] = []
-
-    def consider(value, at, keyword_name, callee, index, function, in_fstring) -> None:
-        for shape in shapes:
-            if not shape.matches(callee, keyword_name, index):
-                continue
-            if shape.literal_only() and not isinstance(value, (ast.List, ast.Tuple)):
-                continue
-            if keyword_name is None and shape.call is None:
-                continue
-            found.append((value, at, keyword_name, callee, index, shape, function, in_fstring))
-            return
-
-    def visit(node: ast.AST, function: str, in_fstring: bool) -> None:
-        if isinstance(node, ast.Call):
-            func = node.func
-            callee = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            index: int | None = 0
-            after_func = skip_trivia(source, offset(func.end_lineno, func.end_col_offset))
-            at: int | None = after_func + 1 if source[after_func : after_func + 1] == b"(" else None
-            for arg in node.args:
-                if isinstance(arg, ast.Starred):
-                    index = None
-                    continue
-                if index is not None and index > 0:
-                    at = _after_comma(source, at)
-                consider(arg, at, None, callee, index, function, in_fstring)
-                if index is not None:
-                    index += 1
-                    at = offset(arg.end_lineno, arg.end_col_offset)
-            for kw in node.keywords:
-                if kw.arg is not None:
-                    consider(kw.value, _after_equals(source, offset(kw.lineno, kw.col_offset), kw.arg), kw.arg, callee, None, function, in_fstring)
-        elif isinstance(node, ast.ClassDef):
-            for kw in node.keywords:
-                if kw.arg is not None:
-                    consider(kw.value, _after_equals(source, offset(kw.lineno, kw.col_offset), kw.arg), kw.arg, None, None, function, in_fstring)
-        for child in ast.iter_child_nodes(node):
-            inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
-            visit(child, inner, in_fstring or isinstance(child, ast.JoinedStr))
-
-    visit(tree, "", False)
-    gates = []
-    for value, at, keyword_name, callee, index, shape, function, in_fstring in found:
-        if in_fstring or at is None:
-            return None  # before Python 3.12, positions inside f-strings are computed after the fact
-        start, end = offset(value.lineno, value.col_offset), offset(value.end_lineno, value.end_col_offset)
-        outer, opened = start, 0
-        while (at := skip_trivia(source, at)) < start:
-            if source[at : at + 1] != b"(":
-                return None
-            outer = min(outer, at)
-            opened += 1
-            at += 1
-        if at != start:
-            return None
-        for _ in range(opened):
-            end = skip_trivia(source, end)
-            if source[end : end + 1] != b")":
-                return None
-            end += 1
-        entries = ast_entries(source, value, offset)
-        listed = read_entries(entries, keyword_name == MAJORS_KEYWORD) if entries is not None else Listed(None, None)
-        gates.append(
-            Gate(
-                kind=KIND,
-                start=outer,
-                end=end,
-                line=bisect.bisect_right(starts, outer),
-                text=source[outer:end].decode("utf-8"),
-                admits=admits_of(listed, universe),
-                context=function,
-                detail=_detail(shape, callee, keyword_name, index, listed),
-            )
-        )
-    gates.sort(key=lambda gate: gate.start)
-    return gates
+def _check_placed(source: bytes, value: ast.expr, start: int, end: int) -> None:
+    """Before Python 3.12, positions inside f-strings are computed after the fact: the text there must be the list."""
+    try:
+        placed = ast.dump(ast.parse(source[start:end].decode("utf-8"), mode="eval").body) == ast.dump(value)
+    except (SyntaxError, ValueError, UnicodeDecodeError):
+        placed = False
+    if not placed:
+        raise SourceError(f"line {value.lineno}: an arch list inside an f-string that Python does not place exactly; edit it by hand")
 
 
 def _after_equals(source: bytes, at: int, keyword: str) -> int | None:
@@ -328,8 +349,8 @@ def _after_equals(source: bytes, at: int, keyword: str) -> int | None:
     return at + 1 if source[at : at + 1] == b"=" else None
 
 
-def _after_comma(source: bytes, at: int | None) -> int | None:
-    """Just past the `,` after the previous argument (which ends at `at`, maybe inside parentheses)."""
+def _past(source: bytes, at: int | None, token: bytes) -> int | None:
+    """Just past the `token` (`,` `=`) after what ends at `at` (maybe inside parentheses); None if another stands there."""
     if at is None:
         return None
     while True:
@@ -337,7 +358,102 @@ def _after_comma(source: bytes, at: int | None) -> int | None:
         if source[at : at + 1] == b")":
             at += 1
             continue
-        return at + 1 if source[at : at + 1] == b"," else None
+        return at + 1 if source[at : at + 1] == token else None
+
+
+# Methods that change a list in place: a list changed after its assignment is not what its literal says.
+_MUTATORS = frozenset({"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"})
+
+
+class _Names:
+    """The module-level list literals that a selected argument's name stands for.
+
+    `@supported_compute_capability(_HASH_TOPK_SUPPORTED_CC)` with
+    `_HASH_TOPK_SUPPORTED_CC = [80, 86, 100]` at module level is the gate
+    `[80, 86, 100]`: widening it widens every use of the name, as upstream
+    does. Followed only when the file binds the name once, in any scope, by
+    `NAME = [...]` or `NAME: T = [...]` (a list or tuple literal) directly at
+    module level, and never changes it in place (`NAME.append(...)`,
+    `NAME[0] = ...`, `NAME += ...`) nor may rebind it by a later `import *`;
+    otherwise the reason, which `widen` refuses with.
+    """
+
+    def __init__(self, tree: ast.Module, lines: _Lines) -> None:
+        self.tree = tree
+        self.lines = lines
+        self._followed: dict[str, tuple[ast.expr, tuple[int, int]] | str] = {}
+
+    def follow(self, name: str) -> tuple[ast.expr, tuple[int, int]] | str:
+        """The literal and its outer span, or why the name cannot be followed."""
+        if name not in self._followed:
+            self._followed[name] = self._follow(name)
+        return self._followed[name]
+
+    def _follow(self, name: str) -> tuple[ast.expr, tuple[int, int]] | str:
+        bound, changed, star = _uses(self.tree, name)
+        if not bound:
+            return "it is not assigned in this file"
+        if len(bound) > 1:
+            return f"it is bound more than once in this file (lines {', '.join(map(str, sorted(bound)))})"
+        for statement in self.tree.body:
+            if isinstance(statement, ast.Assign) and any(
+                isinstance(target, ast.Name) and target.id == name for target in statement.targets
+            ):
+                before = statement.targets[-1]
+                break
+            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.target.id == name:
+                before = statement.annotation
+                break
+        else:
+            return f"it is bound at line {bound[0]} other than by `{name} = [...]` at module level"
+        value = statement.value
+        if not isinstance(value, (ast.List, ast.Tuple)):
+            return f"it is assigned a computed value at line {statement.lineno}"
+        if changed:
+            return f"it is changed after its assignment (line {min(changed)})"
+        later = [line for line in star if line > statement.lineno]
+        if later:
+            return f"`from ... import *` at line {later[0]} may rebind it"
+        source = self.lines.source
+        at = _past(source, self.lines.offset(before.end_lineno, before.end_col_offset), b"=")
+        return value, _outer(source, at, *self.lines.span(value))
+
+
+def _uses(tree: ast.Module, name: str) -> tuple[list[int], list[int], list[int]]:
+    """The lines where `name` is bound (any scope), changed in place, and where `import *` stands."""
+    bound: list[int] = []
+    changed: list[int] = []
+    star: list[int] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if node.id == name and not isinstance(node.ctx, ast.Load):
+                bound.append(node.lineno)
+        elif isinstance(node, ast.arg):
+            if node.arg == name:
+                bound.append(node.lineno)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name == name:
+                bound.append(node.lineno)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    star.append(node.lineno)
+                elif (alias.asname or alias.name.split(".")[0]) == name:
+                    bound.append(node.lineno)
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+            if node.name == name:
+                bound.append(node.lineno)
+        elif isinstance(node, ast.MatchMapping):
+            if node.rest == name:
+                bound.append(node.lineno)
+        elif isinstance(node, ast.Subscript):
+            if isinstance(node.value, ast.Name) and node.value.id == name and not isinstance(node.ctx, ast.Load):
+                changed.append(node.lineno)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == name and func.attr in _MUTATORS:
+                changed.append(node.lineno)
+    return bound, changed, star
 
 
 def widen(
@@ -347,9 +463,11 @@ def widen(
     universe: tuple[Arch, ...] = DEFAULT_ARCHS,
 ) -> list[Edit]:
     """Edits that add the values of `targets` the list lacks, in its style; `[]` if it has them all."""
+    where = f"line {gate.line}: {gate.text}"
+    if "unread" in gate.detail:
+        raise CannotWiden(f"{where} is not a list literal, and {gate.detail['unread']}; widen it by hand")
     parsed = parse(source)
     node = _locate(parsed, gate)
-    where = f"line {gate.line}: {gate.text}"
     if not isinstance(node, (cst.List, cst.Tuple)):
         raise CannotWiden(f"{where} is not a list literal (a name or a computed value); widen it by hand")
     entries = cst_entries(node)
@@ -391,8 +509,13 @@ def _key(value: Value) -> tuple[int, int]:
 
 
 def _locate(parsed: PythonSource, gate: Gate) -> cst.BaseExpression:
+    """The list `find` gave (an argument, or the literal a name stands for), or the argument it refused."""
+    span = (gate.start, gate.end)
+    for node in parsed.nodes((cst.List, cst.Tuple)):
+        if span in (parsed.outer_span(node), parsed.span(node)):
+            return node
     for arg in parsed.nodes(cst.Arg):
-        if parsed.outer_span(arg.value) == (gate.start, gate.end):
+        if parsed.outer_span(arg.value) == span:
             return arg.value
     raise CannotWiden(
         f"line {gate.line}: {gate.text} is no longer at this place; find the gates again"

@@ -450,28 +450,43 @@ def _gates(gates) -> list[tuple]:
         ),
     ],
 )
-def test_find_in_tree_agrees_with_find(source: str) -> None:
+def test_find_spans_are_libcsts(source: str) -> None:
+    """find reads the stdlib ast; widen edits through libcst: each gate's span is a libcst node's, and a tree the
+    caller parsed gives the same gates."""
     import ast
 
     data = source.encode()
-    fast = python_arch_list.find_in_tree(data, ast.parse(data))
-    assert fast is not None
-    assert _gates(fast) == _gates(find(data))
+    found = find(data)
+    assert {(g.start, g.end) for g in found} <= _libcst_spans(data)
+    assert _gates(find(data, tree=ast.parse(data))) == _gates(found)
+
+
+def _libcst_spans(data: bytes) -> set[tuple[int, int]]:
+    import libcst as cst
+
+    from codemods.gates._python import parse
+
+    parsed = parse(data)
+    return {parsed.outer_span(node) for node in parsed.nodes((cst.List, cst.Tuple))} | {
+        parsed.outer_span(arg.value) for arg in parsed.nodes(cst.Arg)
+    }
 
 
 @pytest.mark.parametrize(
-    "source",
+    "source, line",
     [
-        pytest.param("x = 1\ry = 2\ndef g():\n    f(supported_major_versions=[9])\n", id="lone-carriage-return"),
-        pytest.param("def g():\n    s = f'{f(supported_major_versions=[9, 10])}'\n", id="inside-an-f-string"),
+        # Python's tokenizer ends a line at a lone CR, libcst and codemod's line numbers do not: offsets agree
+        pytest.param("x = 1\ry = 2\ndef g():\n    f(supported_major_versions=[9])\n", 3, id="lone-carriage-return"),
+        pytest.param("def g():\n    s = f'{f(supported_major_versions=[9])}'\n", 2, id="inside-an-f-string"),
+        pytest.param("s = f\"\"\"{x}\n{f(supported_major_versions=[9])}\"\"\"\n", 2, id="f-string-second-line"),
     ],
 )
-def test_find_in_tree_declines_what_it_cannot_vouch_for(source: str) -> None:
-    import ast
-
+def test_find_places_what_ast_positions_differently(source: str, line: int) -> None:
     data = source.encode()
-    assert python_arch_list.find_in_tree(data, ast.parse(data)) is None
-    assert len(find(data)) == 1
+    [gate] = find(data)
+    assert (gate.text, gate.line, data[gate.start : gate.end]) == ("[9]", line, b"[9]")
+    assert (gate.start, gate.end) in _libcst_spans(data)
+    assert _rewrite(data, parse_archs("sm_120")) == data.replace(b"[9]", b"[9, 12]")
 
 
 # ---------------------------------------------------------------- call arguments: capability lists by position
@@ -742,10 +757,10 @@ def test_widened_capability_list_admits_old_set_plus_targets(listed, targets, sp
         pytest.param("def f(a):\n    return _match_sm_version(a.device, [(100), 0x64])\n", id="parenthesized-and-hex-entries"),
     ],
 )
-def test_find_in_tree_known_agrees_with_find_known(source: str) -> None:
+def test_find_known_spans_are_libcsts(source: str) -> None:
     import ast
 
     data = source.encode()
-    fast = python_arch_list.find_in_tree(data, ast.parse(data), known=True)
-    assert fast is not None
-    assert _gates(fast) == _gates(python_arch_list.find_known(data))
+    found = python_arch_list.find_known(data)
+    assert {(g.start, g.end) for g in found} <= _libcst_spans(data)
+    assert _gates(python_arch_list.find_known(data, tree=ast.parse(data))) == _gates(found)
