@@ -16,8 +16,24 @@ A gate is one such list (or tuple). By default it is the list given to the
 `supported_major_versions` keyword of any call; a recipe picks others with
 `call` (the callee's name: `supported_compute_capability`, or the last name of
 `ctx.flags`) plus `position` (0-based positional argument) or `keyword`.
-With `call` alone every list given to the call is a gate. `scan` also knows
-the capability-list calls in `KNOWN_CALLS`.
+With `call` alone every list given to the call is a gate. `function` keeps
+those in (or decorating) one function, `assigns` those in the value assigned
+to one target, of several calls alike:
+
+    is_sm_supported = _match_sm_version(A.device, ["100", "103", "110"])
+    is_sm120_supported = _match_sm_version(A.device, ["120", "121"])
+
+A selected argument that is a name (`@supported_compute_capability(_CCS)`)
+stands for the list literal the file assigns it once at module level
+(`_CCS = [100, 103]`): that literal is the gate, and widening it widens every
+use of the name. A name bound more than once, elsewhere than at module
+level, to a computed value, or changed in place is refused with the reason
+(`_arch_lists.Names`). `scan` also knows the capability-list calls in
+`KNOWN_CALLS`.
+
+One reader finds them all: the stdlib `ast` (`find` and `find_known` take
+the caller's parse, as `scan` has one), with byte spans equal to libcst's,
+which `widen` edits through.
 
 The list's values decide its style and what it admits:
 
@@ -30,8 +46,9 @@ The list's values decide its style and what it admits:
 
 A list that is not all literals of one style (a name, a comprehension, a
 `*spread`, `[9, 100]`, concatenated strings) admits unknown and is never
-rewritten; a call's argument that is not a list at all (`CCS`) is such a
-gate too, so a recipe that selects it is refused with the reason.
+rewritten; a selected argument that is not a list at all (`CCS + [120]`, a
+name that cannot be followed) is such a gate too, so a recipe that selects
+it is refused with the reason.
 
 `widen` inserts what the list lacks where it sorts, in the list's own style:
 `[9, 10]` gains the major `12`; `[120]` gains `121`; `["100", "103"]` gains
@@ -46,14 +63,25 @@ whose entries carry different suffixes: both are refused.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 
 import libcst as cst
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, SourceError, decode, line_of
-from codemods.gates._arch_lists import Listed, Value, admits_of, ast_entries, cst_entries, majors_detail, read_entries
+from codemods.gates._arch_lists import (
+    Lines,
+    Listed,
+    Names,
+    Value,
+    admits_of,
+    ast_entries,
+    cst_entries,
+    majors_detail,
+    outer_span,
+    past,
+    read_entries,
+)
 from codemods.gates._python import MAX_DEPTH, PythonSource, nested_too_deeply, parse, skip_trivia, too_deep
 
 KIND = "python_arch_list"
@@ -127,7 +155,7 @@ def find(
     `supported_major_versions`) in any call. With `call`: that call's argument
     at `position`, or its `keyword` argument, or else every list it is given;
     a selected argument that is a name stands for the list literal that name
-    is assigned once at module level (see `_Names`). With `function`, only
+    is assigned once at module level (see `Names`). With `function`, only
     those whose innermost enclosing function or method (or the function a
     decorator decorates) has that name; with `assigns`, only those in a call
     inside the value assigned to that target (`is_sm_supported`, `self.ok`).
@@ -141,27 +169,6 @@ def find_known(
 ) -> list[Gate]:
     """Every gate of the shapes `scan` lists: `supported_major_versions` lists and the KNOWN_CALLS arguments."""
     return _find(source, tree, universe, KNOWN_SHAPES, None, None)
-
-
-# Where Python's tokenizer ends a line: a lone CR too (libcst counts it as no line end; byte offsets agree).
-_LINE_END = re.compile(rb"\r\n|\r|\n")
-
-
-class _Lines:
-    """Byte offsets in `source` of the stdlib `ast` positions (UTF-8 byte columns; line 1 starts after a BOM)."""
-
-    def __init__(self, source: bytes) -> None:
-        self.source = source
-        bom = 3 if source.startswith(b"\xef\xbb\xbf") else 0
-        self.starts = [bom] + [match.end() for match in _LINE_END.finditer(source)]
-
-    def offset(self, line: int | None, column: int | None) -> int:
-        # typeshed allows None for end positions, which ast.parse sets on every node it makes
-        assert line is not None and column is not None
-        return self.starts[line - 1] + column
-
-    def span(self, node: ast.expr) -> tuple[int, int]:
-        return self.offset(node.lineno, node.col_offset), self.offset(node.end_lineno, node.end_col_offset)
 
 
 def _parse(source: bytes) -> ast.Module:
@@ -201,7 +208,7 @@ def _find(
         tree = _parse(source)
     elif not any((shape.call or shape.keyword or "").encode() in source for shape in shapes):
         return []  # the caller parsed it, so there is nothing left to check
-    lines = _Lines(source)
+    lines = Lines(source)
     found: list[_Argument] = []
 
     def consider(value: ast.expr, at: int | None, keyword: str | None, callee: str | None, index: int | None, where) -> None:
@@ -236,7 +243,7 @@ def _find(
                     index = None  # the place of what follows a spread is not known
                     continue
                 if index is not None and index > 0:
-                    at = _past(source, at, b",")
+                    at = past(source, at, b",")
                 consider(arg, at, None, callee, index, where)
                 if index is not None:
                     index += 1
@@ -256,7 +263,7 @@ def _find(
             visit(child, depth + step, (inner, where[1] or isinstance(child, ast.JoinedStr)), targets)
 
     visit(tree, 0, ("", False), frozenset())
-    names = _Names(tree, lines)
+    names = Names(tree, lines)
     gates: dict[int, Gate] = {}
     for argument in found:
         gate = _gate(lines, argument, names, universe)
@@ -273,7 +280,7 @@ def _dotted(node: ast.expr) -> str:
     return ""
 
 
-def _gate(lines: _Lines, argument: _Argument, names: _Names, universe: tuple[Arch, ...]) -> Gate:
+def _gate(lines: Lines, argument: _Argument, names: Names, universe: tuple[Arch, ...]) -> Gate:
     source, value = lines.source, argument.value
     detail: dict = {"keyword": argument.keyword}
     if isinstance(value, ast.Name):  # only a selected argument (no list literal needed) can be one
@@ -286,7 +293,7 @@ def _gate(lines: _Lines, argument: _Argument, names: _Names, universe: tuple[Arc
             value, (start, end) = followed
             detail["named_at"] = line_of(source, lines.offset(argument.value.lineno, argument.value.col_offset))
     else:
-        start, end = _outer(source, argument.at, *lines.span(value))
+        start, end = outer_span(source, argument.at, *lines.span(value))
         if argument.in_fstring:
             _check_placed(source, value, start, end)
     entries = ast_entries(source, value, lines.offset)
@@ -307,32 +314,6 @@ def _gate(lines: _Lines, argument: _Argument, names: _Names, universe: tuple[Arc
     )
 
 
-def _outer(source: bytes, at: int | None, start: int, end: int) -> tuple[int, int]:
-    """The span `start:end` widened to the parentheses written around it, reading on from `at`.
-
-    libcst's outer span, which `widen` locates the list by: `=([9, 10])`
-    keeps its parentheses. The bare span when anything else stands between.
-    """
-    if at is None:
-        return start, end
-    outer, opened = start, 0
-    while (at := skip_trivia(source, at)) < start:
-        if source[at : at + 1] != b"(":
-            return start, end
-        outer = min(outer, at)
-        opened += 1
-        at += 1
-    if at != start:
-        return start, end
-    closed = end
-    for _ in range(opened):
-        closed = skip_trivia(source, closed)
-        if source[closed : closed + 1] != b")":
-            return start, end
-        closed += 1
-    return outer, closed
-
-
 def _check_placed(source: bytes, value: ast.expr, start: int, end: int) -> None:
     """Before Python 3.12, positions inside f-strings are computed after the fact: the text there must be the list."""
     try:
@@ -347,113 +328,6 @@ def _after_equals(source: bytes, at: int, keyword: str) -> int | None:
     """Just past the `=` of `keyword=` written at `at`; None when something else stands there."""
     at = skip_trivia(source, at + len(keyword))
     return at + 1 if source[at : at + 1] == b"=" else None
-
-
-def _past(source: bytes, at: int | None, token: bytes) -> int | None:
-    """Just past the `token` (`,` `=`) after what ends at `at` (maybe inside parentheses); None if another stands there."""
-    if at is None:
-        return None
-    while True:
-        at = skip_trivia(source, at)
-        if source[at : at + 1] == b")":
-            at += 1
-            continue
-        return at + 1 if source[at : at + 1] == token else None
-
-
-# Methods that change a list in place: a list changed after its assignment is not what its literal says.
-_MUTATORS = frozenset({"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"})
-
-
-class _Names:
-    """The module-level list literals that a selected argument's name stands for.
-
-    `@supported_compute_capability(_HASH_TOPK_SUPPORTED_CC)` with
-    `_HASH_TOPK_SUPPORTED_CC = [80, 86, 100]` at module level is the gate
-    `[80, 86, 100]`: widening it widens every use of the name, as upstream
-    does. Followed only when the file binds the name once, in any scope, by
-    `NAME = [...]` or `NAME: T = [...]` (a list or tuple literal) directly at
-    module level, and never changes it in place (`NAME.append(...)`,
-    `NAME[0] = ...`, `NAME += ...`) nor may rebind it by a later `import *`;
-    otherwise the reason, which `widen` refuses with.
-    """
-
-    def __init__(self, tree: ast.Module, lines: _Lines) -> None:
-        self.tree = tree
-        self.lines = lines
-        self._followed: dict[str, tuple[ast.expr, tuple[int, int]] | str] = {}
-
-    def follow(self, name: str) -> tuple[ast.expr, tuple[int, int]] | str:
-        """The literal and its outer span, or why the name cannot be followed."""
-        if name not in self._followed:
-            self._followed[name] = self._follow(name)
-        return self._followed[name]
-
-    def _follow(self, name: str) -> tuple[ast.expr, tuple[int, int]] | str:
-        bound, changed, star = _uses(self.tree, name)
-        if not bound:
-            return "it is not assigned in this file"
-        if len(bound) > 1:
-            return f"it is bound more than once in this file (lines {', '.join(map(str, sorted(bound)))})"
-        for statement in self.tree.body:
-            if isinstance(statement, ast.Assign) and any(
-                isinstance(target, ast.Name) and target.id == name for target in statement.targets
-            ):
-                before = statement.targets[-1]
-                break
-            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.target.id == name:
-                before = statement.annotation
-                break
-        else:
-            return f"it is bound at line {bound[0]} other than by `{name} = [...]` at module level"
-        value = statement.value
-        if not isinstance(value, (ast.List, ast.Tuple)):
-            return f"it is assigned a computed value at line {statement.lineno}"
-        if changed:
-            return f"it is changed after its assignment (line {min(changed)})"
-        later = [line for line in star if line > statement.lineno]
-        if later:
-            return f"`from ... import *` at line {later[0]} may rebind it"
-        source = self.lines.source
-        at = _past(source, self.lines.offset(before.end_lineno, before.end_col_offset), b"=")
-        return value, _outer(source, at, *self.lines.span(value))
-
-
-def _uses(tree: ast.Module, name: str) -> tuple[list[int], list[int], list[int]]:
-    """The lines where `name` is bound (any scope), changed in place, and where `import *` stands."""
-    bound: list[int] = []
-    changed: list[int] = []
-    star: list[int] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            if node.id == name and not isinstance(node.ctx, ast.Load):
-                bound.append(node.lineno)
-        elif isinstance(node, ast.arg):
-            if node.arg == name:
-                bound.append(node.lineno)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if node.name == name:
-                bound.append(node.lineno)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                if alias.name == "*":
-                    star.append(node.lineno)
-                elif (alias.asname or alias.name.split(".")[0]) == name:
-                    bound.append(node.lineno)
-        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
-            if node.name == name:
-                bound.append(node.lineno)
-        elif isinstance(node, ast.MatchMapping):
-            if node.rest == name:
-                bound.append(node.lineno)
-        elif isinstance(node, ast.Subscript):
-            if isinstance(node.value, ast.Name) and node.value.id == name and not isinstance(node.ctx, ast.Load):
-                changed.append(node.lineno)
-        elif isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == name and func.attr in _MUTATORS:
-                changed.append(node.lineno)
-    return bound, changed, star
 
 
 def widen(
