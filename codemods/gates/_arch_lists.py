@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeAlias, cast, overload
 
@@ -248,9 +249,10 @@ class Names:
     otherwise the reason, which `widen` refuses with.
     """
 
-    def __init__(self, tree: ast.Module, lines: Lines) -> None:
+    def __init__(self, tree: ast.Module, lines: Lines, left_out: Sequence[tuple[int, bytes]] = ()) -> None:
         self.tree = tree
         self.lines = lines
+        self.left_out = left_out  # top-level statements Python's parser rejects, not in `tree`
         self._followed: dict[str, tuple[ast.expr, tuple[int, int]] | str] = {}
 
     def follow(self, name: str) -> tuple[ast.expr, tuple[int, int]] | str:
@@ -260,6 +262,9 @@ class Names:
         return self._followed[name]
 
     def _follow(self, name: str) -> tuple[ast.expr, tuple[int, int]] | str:
+        for line, piece in self.left_out:
+            if name.encode() in piece:
+                return f"line {line}, which Python's parser rejects, may bind it"
         bound, changed, star = _uses(self.tree, name)
         if not bound:
             return "it is not assigned in this file"

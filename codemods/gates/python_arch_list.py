@@ -63,12 +63,13 @@ whose entries carry different suffixes: both are refused.
 from __future__ import annotations
 
 import ast
+import bisect
 from dataclasses import dataclass
 
 import libcst as cst
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
-from codemods.gates import CannotWiden, Edit, Gate, SourceError, decode, line_of
+from codemods.gates import CannotWiden, Edit, Gate, SourceError, TooDeep, decode, line_of
 from codemods.gates._arch_lists import (
     Lines,
     Listed,
@@ -171,15 +172,46 @@ def find_known(
     return _find(source, tree, universe, KNOWN_SHAPES, None, None)
 
 
-def _parse(source: bytes) -> ast.Module:
+def _parse(source: bytes, needles: list[bytes]) -> tuple[ast.Module, list[tuple[int, bytes]]]:
+    """The module's tree, and the top-level statements left out of it (their line and bytes).
+
+    libcst reads some syntax Python's own parser rejects (a newer Python's,
+    or libcst's leniency); then each top-level statement is read alone, and
+    one the parser rejects is left out when it holds no needle (a call or
+    keyword asked for), else the file is refused with the parser's reason.
+    """
     text = decode(source)
     try:
         # from text, not bytes: a coding cookie must not change what the UTF-8 bytes say
-        return ast.parse(text[1:] if text.startswith("\ufeff") else text)
+        return ast.parse(text[1:] if text.startswith("\ufeff") else text), []
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         if too_deep(exc):
             raise nested_too_deeply(getattr(exc, "lineno", None)) from None
-        raise SourceError(f"not valid Python: line {getattr(exc, 'lineno', None)}: {getattr(exc, 'msg', exc)}") from None
+        rejected = f"not valid Python: line {getattr(exc, 'lineno', None)}: {getattr(exc, 'msg', exc)}"
+    try:
+        parsed = parse(source)
+    except TooDeep:
+        raise
+    except SourceError:
+        raise SourceError(rejected) from None
+    starts = Lines(source).starts
+    body: list[ast.stmt] = []
+    left_out: list[tuple[int, bytes]] = []
+    for statement in parsed.module.body:
+        decorators = getattr(statement, "decorators", ())
+        start, end = parsed.span(decorators[0] if decorators else statement)[0], parsed.span(statement)[1]
+        piece, line = source[start:end], bisect.bisect_right(starts, start)
+        try:
+            tree = ast.parse(piece.decode("utf-8"))
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            if too_deep(exc):
+                raise nested_too_deeply(line) from None
+            if any(needle in piece for needle in needles):
+                raise SourceError(f"not valid Python: line {line - 1 + (getattr(exc, 'lineno', None) or 1)}: {getattr(exc, 'msg', exc)}") from None
+            left_out.append((line, piece))
+            continue
+        body += ast.increment_lineno(tree, line - 1).body
+    return ast.Module(body=body, type_ignores=[]), left_out
 
 
 @dataclass(frozen=True)
@@ -204,9 +236,11 @@ def _find(
     function: str | None,
     assigns: str | None,
 ) -> list[Gate]:
+    needles = [(shape.call or shape.keyword or "").encode() for shape in shapes]
+    left_out: list[tuple[int, bytes]] = []
     if tree is None:
-        tree = _parse(source)
-    elif not any((shape.call or shape.keyword or "").encode() in source for shape in shapes):
+        tree, left_out = _parse(source, needles)
+    elif not any(needle in source for needle in needles):
         return []  # the caller parsed it, so there is nothing left to check
     lines = Lines(source)
     found: list[_Argument] = []
@@ -263,7 +297,7 @@ def _find(
             visit(child, depth + step, (inner, where[1] or isinstance(child, ast.JoinedStr)), targets)
 
     visit(tree, 0, ("", False), frozenset())
-    names = Names(tree, lines)
+    names = Names(tree, lines, left_out)
     gates: dict[int, Gate] = {}
     for argument in found:
         gate = _gate(lines, argument, names, universe)

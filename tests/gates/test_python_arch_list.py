@@ -1066,3 +1066,18 @@ def test_a_named_list_widens_as_the_same_list_written_in_the_call(listed, target
     after_inline = widened(inline)
     new_literal = after_inline[after_inline.index(b"(") + 1 : after_inline.index(b")")]
     assert widened(named) == named.replace(literal.encode(), new_literal, 1)
+
+
+def test_a_statement_pythons_parser_rejects_is_left_out_when_it_holds_no_list() -> None:
+    # libcst reads `[*a for a in b]`, Python's parser does not: the other statements are read alone
+    source = b"X = [*a for a in b]\n\n\n@register(supported_major_versions=[10])\ndef gen_m():\n    pass\n"
+    [gate] = find(source)
+    assert (gate.line, gate.text, gate.context) == (4, "[10]", "gen_m")
+    assert (gate.start, gate.end) in _libcst_spans(source)
+    assert _rewrite(source, parse_archs("sm_120")) == source.replace(b"[10]", b"[10, 12]")
+    with pytest.raises(SourceError, match="^not valid Python: line 1: iterable unpacking"):
+        find(b"X = [*a for a in b]; flags(supported_major_versions=[10])\n")
+    named = b"_CCS = [*a for a in [[100]]]\n\n\n@supported_compute_capability(_CCS)\ndef f():\n    pass\n"
+    [gate] = find(named, **CC)
+    with pytest.raises(CannotWiden, match="line 1, which Python's parser rejects, may bind it"):
+        widen(named, gate, parse_archs("sm_120"))
