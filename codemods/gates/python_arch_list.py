@@ -159,7 +159,8 @@ def find(
     is assigned once at module level (see `Names`). With `function`, only
     those whose innermost enclosing function or method (or the function a
     decorator decorates) has that name; with `assigns`, only those in a call
-    inside the value assigned to that target (`is_sm_supported`, `self.ok`).
+    inside the value assigned to that target (`is_sm_supported`, `self.ok`,
+    `(ok := ...)`).
     `tree`: the stdlib `ast` parse of `source`, when the caller has it.
     """
     return _find(source, tree, universe, _shapes(keyword, call, position), function, assigns)
@@ -292,7 +293,7 @@ def _find(
             targets = assigned
             if isinstance(node, ast.Assign) and child is node.value:
                 targets = assigned | {_dotted(target) for target in node.targets}
-            elif isinstance(node, ast.AnnAssign) and child is node.value:
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and child is node.value:
                 targets = assigned | {_dotted(node.target)}
             visit(child, depth + step, (inner, where[1] or isinstance(child, ast.JoinedStr)), targets)
 

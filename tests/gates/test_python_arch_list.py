@@ -849,6 +849,21 @@ PARTIAL = {"call": "partial", "keyword": "device_capability_majors"}
         ),
         pytest.param(
             """\
+            def _check(a):
+                if not (fp8_ok := _match_sm_version(a.device, ["90"])) and not _match_sm_version(a.device, ["89"]):
+                    raise ValueError("unsupported")
+            """,
+            """\
+            def _check(a):
+                if not (fp8_ok := _match_sm_version(a.device, ["90", "120"])) and not _match_sm_version(a.device, ["89"]):
+                    raise ValueError("unsupported")
+            """,
+            "sm_120",
+            {**MATCH, "assigns": "fp8_ok"},
+            id="assigns-walrus-target",
+        ),
+        pytest.param(
+            """\
             # portable across every tensor-core arch
             _TOPK_CCS = [80, 86, 89, 90, 100, 103, 110, 120, 121]
 
