@@ -160,7 +160,10 @@ def test_capability_blocks_give_what_a_whole_module_parse_gives(real_unpacked, p
 
 @pytest.mark.parametrize("project", ["flashinfer", "sglang"])
 def test_fast_python_readers_agree_with_libcst(real_unpacked, project):
-    """jit_specs' ast reader and python_arch_list.find_in_tree give what the libcst readers give, file by file."""
+    """jit_specs' ast reader gives what the libcst reader gives, and python_arch_list (which reads the stdlib ast)
+    gives spans that are libcst's (widen edits through libcst), file by file."""
+    import libcst as cst
+
     from codemods.gates._python import parse
 
     specs = lists = 0
@@ -169,9 +172,12 @@ def test_fast_python_readers_agree_with_libcst(real_unpacked, project):
             fast = jit_specs._specs(jit_specs._AstIndex(data))
             assert fast == jit_specs._specs(jit_specs._LibcstIndex(parse(data), data, UNIVERSE)), rel
             specs += len(fast)
-        if b"supported_major_versions" in data:
-            found = python_arch_list.find_in_tree(data, ast.parse(data), UNIVERSE)
-            assert found is not None, rel
-            assert _gates(found) == _gates(python_arch_list.find(data, UNIVERSE)), rel
-            lists += len(found)
+        if b"supported_major_versions" in data or b"supported_compute_capability" in data:
+            listed, known = python_arch_list.find(data, UNIVERSE), python_arch_list.find_known(data, UNIVERSE)
+            assert _gates(python_arch_list.find_known(data, UNIVERSE, ast.parse(data))) == _gates(known), rel
+            parsed = parse(data)
+            spans = {parsed.outer_span(node) for node in parsed.nodes((cst.List, cst.Tuple))}
+            spans |= {parsed.outer_span(arg.value) for arg in parsed.nodes(cst.Arg)}
+            assert {(g.start, g.end) for g in listed + known} <= spans, rel
+            lists += len(listed)
     assert (specs > 50 and lists > 10) if project == "flashinfer" else True

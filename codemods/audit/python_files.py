@@ -109,10 +109,8 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
     text = PythonText(data)
     gates: list[Gate] = []
     if python_arch_list in kinds:
-        listed = python_arch_list.find_in_tree(data, tree, context.universe, known=True)
-        if listed is not None:  # else libcst decides, below
-            gates += listed
-            kinds = [kind for kind in kinds if kind is not python_arch_list]
+        gates += python_arch_list.find_known(data, context.universe, tree)
+        kinds = [kind for kind in kinds if kind is not python_arch_list]
     if kinds or want_specs:
         patterns = [prefilter for kind, prefilter in PYTHON_PREFILTERS if kind in kinds]
         if python_arch_or in kinds:

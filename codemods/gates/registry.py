@@ -70,7 +70,7 @@ CPP_REPLACE = GateKind(
 
 PYTHON_ARCH_LIST = GateKind(
     name=python_arch_list.KIND,
-    selectors=_optional("function", "keyword", "call", "position", hints=python_arch_list.SELECTOR_HINTS),
+    selectors=_optional("function", "keyword", "call", "position", "assigns", hints=python_arch_list.SELECTOR_HINTS),
     find=lambda source, universe, where, selector: python_arch_list.find(source, universe, **selector),
     admits=lambda text, universe, where, detail: python_arch_list.admits(text, universe),
     widen=lambda source, gate, targets, universe, where: python_arch_list.widen(source, gate, targets, universe),
