@@ -90,8 +90,16 @@ def read(source: bytes, file: str = "", known: Mapping[str, Meaning] | None = No
     """The meaning of every predicate this file defines, by name; {} when it does not parse."""
     try:
         tree = ast.parse(source)
-        return _Reader(tree, file, known or {}).meanings()
     except (SyntaxError, ValueError, MemoryError, RecursionError):  # MemoryError: Python's parser on deep nesting
+        return {}
+    return read_tree(tree, file, known)
+
+
+def read_tree(tree: ast.Module, file: str = "", known: Mapping[str, Meaning] | None = None) -> dict[str, Meaning]:
+    """`read` of a module already parsed."""
+    try:
+        return _Reader(tree, file, known or {}).meanings()
+    except (MemoryError, RecursionError):
         return {}
 
 

@@ -34,10 +34,11 @@ import ast
 import bisect
 import re
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
-from codemods.gates import CannotWiden, Edit, Gate, SourceError
+from codemods.gates import CannotWiden, Edit, Gate, SourceError, _polarity
 
 KIND = "python_capability"
 
@@ -218,6 +219,7 @@ def _found(
         return ""
 
     found = []
+    readable: dict[int, frozenset[Arch] | None] = {}  # id of each comparison of the capability -> where it is true
     for node, scope in compares.values():
         if len(node.ops) != 1:
             continue
@@ -228,6 +230,7 @@ def _found(
         if side == "" or op not in _COMPARE:
             continue
         admitted = None if value is None else _admitted(side, op, value, universe, checked)
+        readable[id(node)] = admitted
         detail = {"side": _SIDES[side], "op": op.__name__, "flipped": flipped, "checked": checked}
         if admitted is None:
             if not computed:
@@ -242,8 +245,48 @@ def _found(
             admits=admits, detail=detail,
         )  # fmt: skip
         found.append((gate, node, scope))
+    if not checked and found:
+        found = _on_paths(found, body, readable, universe)
     found.sort(key=lambda item: (item[0].line, item[0].start))
     return found
+
+
+def _on_paths(
+    found: list[tuple[Gate, ast.Compare, int]], body: list[ast.stmt], readable: dict[int, frozenset[Arch] | None],
+    universe: tuple[Arch, ...],
+) -> list[tuple[Gate, ast.Compare, int]]:
+    """Each readable comparison's gate admits what the code path it guards admits (`_polarity`): `if cap != 9:
+    raise` admits 9, `skipif(cap[0] not in [10, 12])` 10 and 12, the comparisons of one test the same archs."""
+    lines = {node.lineno for _, node, _ in found}
+    def first(stmt: ast.stmt) -> int:
+        return min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+
+    tops = [stmt for stmt in body if any(first(stmt) <= line <= (stmt.end_lineno or stmt.lineno) for line in lines)]
+    up = _polarity.parents(tops)
+    out = []
+    for gate, node, scope in found:
+        if readable.get(id(node)) is None:
+            out.append((gate, node, scope))
+            continue
+        test, runs = _polarity.need(node, up)
+        unread = any(isinstance(n, ast.Compare) and id(n) in readable and readable[id(n)] is None for n in ast.walk(test))
+        admitted, unknown = set(), set()
+        for arch in universe:
+
+            def leaf(operand: ast.expr, arch: Arch = arch) -> bool | None:
+                archs = readable.get(id(operand))
+                return None if archs is None else arch in archs
+
+            result = _polarity.value(test, leaf)
+            if result is runs or (result is None and not unread):
+                admitted.add(arch)  # an operand that does not depend on the GPU may let it through
+            elif result is None:
+                unknown.add(arch)
+        detail = {**gate.detail, "runs_where": "true" if runs else "false"}
+        if test is not node:
+            detail["test"] = ast.unparse(test)
+        out.append((replace(gate, admits=ArchSet(universe, frozenset(admitted), frozenset(unknown)), detail=detail), node, scope))
+    return out
 
 
 def nodes_in(text: PythonText, body: list, test: Callable[[bytes], bool], scope: int) -> Iterator[tuple[ast.AST, int]]:
