@@ -26,6 +26,13 @@ CAPABILITY_KIND = python_capability.KIND
 _CLASSIFIED_BY_MODULES = ("python_arch_or", "python_arch_list", CAPABILITY_KIND)
 
 
+# Kinds whose records already say what the arch gets (a predicate's definition, a lookup that raises).
+OWN_PATH = ("python_predicate", "python_arch_map")
+# A test of build flags only (`has_sm120`, `has_sm120 or has_sm121`, `not has_sm90 and not has_sm100`).
+_FLAG = r"[\s(]*(?:not\s+)?_?has_sm\d{2,3}[af]?[\s)]*"
+_FLAGS_RE = re.compile(rf"{_FLAG}(?:(?:and|or){_FLAG})*")
+
+
 def classify_jit_gates(gates: list[dict], modules: list[Module], paths: kernel_paths.Tree, arch: Arch) -> None:
     """Classify each Python gate that excludes `arch` by the JIT modules it keeps from it.
 
@@ -43,7 +50,7 @@ def classify_jit_gates(gates: list[dict], modules: list[Module], paths: kernel_p
         if gate is not None:
             spec_gates.setdefault((module.file, gate.line), []).append(module)
     for record in gates:
-        if not record["excludes_arch"] or not record["kind"].startswith("python_"):
+        if not record["excludes_arch"] or not record["kind"].startswith("python_") or record["kind"] in OWN_PATH:
             continue
         held = spec_gates.get((record["file"], record["line"]))
         if held is not None:
@@ -68,7 +75,13 @@ def classify_jit_gates(gates: list[dict], modules: list[Module], paths: kernel_p
                 what += f" (it builds {', '.join(found.modules[:2])})"
         if not specs and held is None:
             family = [a for a in record["admits"] if Arch.parse(a).major == arch.major]
-            if family:
+            if _FLAGS_RE.fullmatch(record["text"]):
+                path = classify.Path(
+                    classify.UNDECIDED,
+                    f"{what}: an AOT build flag picks the modules built ahead of time for its own target "
+                    f"({', '.join(record['admits']) or 'no arch'}); what {arch.name} builds is not followed",
+                )
+            elif family:
                 path = classify.Path(classify.NOTHING, f"{what}, while it admits {', '.join(family)}")
             else:
                 path = classify.Path(
