@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from codemods.audit import classify
@@ -157,3 +159,21 @@ def owners(gates: list[dict], modules: list[Module]) -> None:
         names = list(dict.fromkeys(compiling.get(f"{gate['file']}:{gate['line']}") or compiling.get(gate["file"], [])))
         if names:
             gate["owner"] = names[0] + (f" (and {len(names) - 1} more)" if len(names) > 1 else "")
+
+
+def outside_the_package(gates: list[dict], exists: Callable[[str], bool], python: str) -> None:
+    """A definition gate (OWN_PATH) in a Python file the package cannot import as one of its modules (a folder
+    between it and the package folder `python` has no `__init__.py`: the CUTLASS sources a wheel ships for JIT
+    builds) is covered: the code that runs imports its own copy, if any."""
+    for record in gates:
+        if record["kind"] not in OWN_PATH or not record["excludes_arch"]:
+            continue
+        if python != "." and not record["file"].startswith(python + "/"):
+            continue
+        folder = posixpath.dirname(record["file"])
+        while folder and folder != python and posixpath.dirname(folder) != folder:
+            if not exists(f"{folder}/__init__.py"):
+                record["classification"] = classify.COVERED
+                record["reason"] = f"{folder} has no __init__.py: the package never imports this copy"
+                break
+            folder = posixpath.dirname(folder)

@@ -41,7 +41,7 @@ from codemods.audit.cache import (
     objects_folder,
     prune_cache,
 )
-from codemods.audit.jit_classify import classify_jit_gates, owners
+from codemods.audit.jit_classify import classify_jit_gates, outside_the_package, owners
 from codemods.audit.jit_hazards import empty_kernels, python_gate_paths, unsupported
 from codemods.audit.jit_modules import (
     Layout,
@@ -342,6 +342,7 @@ def _assemble(job: _Job) -> ScanResult:
             paths.know_specs(rel, [spec for file, spec in specs if file == rel])
         result.hazards += python_gate_paths(result.gates, modules, paths, arch)
         classify_jit_gates(result.gates, modules, paths, arch)
+        outside_the_package(result.gates, tree.exists, python)
         owners(result.gates, modules)
         job.touched = tree.touched
     if hazards:
