@@ -25,7 +25,7 @@ import ast
 import re
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
-from codemods.gates import Gate, _polarity
+from codemods.gates import CannotWiden, Edit, Gate, _polarity
 from codemods.gates.python_capability import PythonText
 
 KIND = "python_arch_map"
@@ -114,3 +114,23 @@ def _admits(key: str, arch: Arch) -> bool:
     if match["suffix"] == "f":
         return arch.major == major and arch.minor >= minor
     return (arch.major, arch.minor) == (major, minor)
+
+
+def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> ArchSet:
+    """The archs a dict literal's keys name; unknown when the text is not such a dict."""
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        node = None
+    entries = node.keys if isinstance(node, ast.Dict) else []
+    keys = [k.value for k in entries if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+    if not keys or len(keys) != len(entries) or not all(_KEY_RE.match(k) for k in keys):
+        return ArchSet(universe, frozenset(), frozenset(universe))
+    return ArchSet(universe, frozenset(a for a in universe if any(_admits(k, a) for k in keys)))
+
+
+def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[Edit]:
+    """Never: a new key needs a value only the author knows."""
+    if all(gate.admits.admits(arch) for arch in targets):
+        return []
+    raise CannotWiden(f"line {gate.line}: `{gate.context}` needs a value for the new arch's key; add it by hand")

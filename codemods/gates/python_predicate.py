@@ -26,8 +26,8 @@ import ast
 import re
 from collections.abc import Mapping
 
-from codemods.core.arch import DEFAULT_ARCHS, Arch
-from codemods.gates import Gate, _predicates
+from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
+from codemods.gates import CannotWiden, Edit, Gate, _predicates
 from codemods.gates._predicates import Meaning
 from codemods.gates.python_capability import PythonText
 
@@ -88,3 +88,17 @@ def covers(target: str, arch: Arch) -> bool | None:
         return (arch.major, arch.minor) == (built.major, built.minor)
     return arch.major == built.major and arch.minor >= built.minor
 
+
+
+def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> ArchSet:
+    """Unknown: a `return` read alone lacks the names its function binds (`major, minor = ...`)."""
+    return ArchSet(universe, frozenset(), frozenset(universe))
+
+
+def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[Edit]:
+    """Never: every caller of the predicate would change with it."""
+    if all(gate.admits.admits(arch) for arch in targets):
+        return []
+    raise CannotWiden(
+        f"line {gate.line}: `{gate.context}` is a predicate every caller uses; change its definition by hand"
+    )
