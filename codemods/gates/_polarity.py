@@ -111,4 +111,6 @@ def value(test: ast.expr, leaf: Callable[[ast.expr], bool | None]) -> bool | Non
         if decisive in values:
             return decisive
         return None if None in values else not decisive
+    if isinstance(test, ast.Constant) and isinstance(test.value, bool):
+        return test.value
     return leaf(test)

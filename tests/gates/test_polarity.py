@@ -175,6 +175,8 @@ CASES = [
                  ["sm_89", "sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"], id="body-of-a-compound-test"),
     pytest.param("if-return-true", "major == 12", ["sm_120", "sm_121"], id="return-true-is-the-path"),
     pytest.param("if-raise", "major >= 10 and use_x", [a.name for a in DEFAULT_ARCHS], id="a-free-operand-lets-it-through"),
+    pytest.param("if-raise", "major < 10 and True", ["sm_100", "sm_103", "sm_110", "sm_120", "sm_121"],
+                 id="a-constant-operand-is-its-value"),
 ]
 
 
