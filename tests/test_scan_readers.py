@@ -153,3 +153,42 @@ def test_skips_and_raises_report_what_the_test_runs_on(tmp_path):
         (10, ["sm_100", "sm_103"], True),  # skips sm_121
         (16, ["sm_90"], True),  # skipped everywhere but SM90
     ]
+
+
+PREDICATE_TESTS = '''\
+def test_not_on_hopper():
+    if is_sm90_supported():
+        pytest.skip("not on Hopper")
+    run()
+
+
+def attention(q):
+    if not is_sm100_supported():
+        return fallback_attention(q)  # the body is the path: it runs where SM100 is not
+
+
+def gemm(a):
+    if not is_sm100_supported():
+        raise RuntimeError("needs SM100")
+    return gemm_sm100(a)
+
+
+def moe(x):
+    if use_cutlass and is_sm100_supported():
+        raise RuntimeError("cutlass MoE is broken on SM100")  # SM100 still runs it without use_cutlass
+    return moe_kernel(x)
+'''
+
+
+def test_predicate_tests_report_what_their_path_admits(tmp_path):
+    root = tmp_path / "pkg"
+    root.mkdir()
+    (root / "m.py").write_text(PREDICATE_TESTS)
+    found = [(g["line"], g["excludes_arch"], "sm_90" in g["admits"], "sm_100" in g["admits"])
+             for g in scan(root, SM121, jobs=1).gates]
+    assert found == [
+        (2, False, False, True),  # before: reported as admitting sm_90 only, the archs it skips
+        (8, False, True, False),  # before: reported as admitting sm_100 only, where the fallback does not run
+        (13, True, False, True),  # a check for SM100, as before
+        (19, False, True, True),  # one operand of an `and` under a raise excludes nothing by itself
+    ]

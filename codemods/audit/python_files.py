@@ -34,10 +34,10 @@ from codemods.audit.prefilter import (
     python_predicate,
 )
 from codemods.audit.records import Context, FileScan, gate_record
-from codemods.core.arch import Arch
+from codemods.core.arch import Arch, ArchSet
 from codemods.core.lazy import LazyModule
 from codemods.cpp.lexer import NoComments
-from codemods.gates import Gate, SourceError, _predicates, decode, python_capability
+from codemods.gates import Gate, SourceError, _polarity, _predicates, decode, python_capability
 from codemods.gates._predicates import Meaning
 from codemods.gates.python_capability import COMPOUND, PythonText, nodes_in
 
@@ -234,6 +234,8 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
             gates += [pruned.gate(gate) for gate in _find_every(kind, pruned.source, context.universe, meanings)]
         if want_specs:
             out.specs = [pruned.spec(spec) for spec in jit_specs.find(pruned.source, context.universe)]
+    if python_arch_test in kinds:
+        gates = _arch_test_paths(text, tree, gates)
     if want_capability:
         gates += python_capability.gates(text, tree.body, context.universe)
     if in_strings:
@@ -259,6 +261,40 @@ def _definitions(rel: str, data: bytes, tree: ast.Module, context: Context) -> l
     for gate in python_arch_map.find(data, universe, tree):
         records.append(gate_record(rel, gate, arch, classify.lookup_path(gate.context, gate.detail["lookup"], arch)))
     return records
+
+
+_NEGATED_SHAPES = ("not", "not_or", "and_not")  # python_arch_test's shapes whose test holds where no predicate does
+
+
+def _arch_test_paths(text: PythonText, tree: ast.Module, gates: list[Gate]) -> list[Gate]:
+    """A predicate test (python_arch_test, which reads `not P` as a check for P) reports what the code it guards
+    admits (gates/_polarity): `if P: raise` admits the archs P does not, `if not P: fallback()` the fallback's;
+    an operand of an `and` under an exit excludes nothing by itself (the other operands may let an arch through)."""
+    statements = [
+        (text.span(node.test), node)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp))
+    ]
+    out = []
+    for gate in gates:
+        if gate.kind != "python_arch_test":
+            out.append(gate)
+            continue
+        around = [(span, node) for span, node in statements if span[0] <= gate.start and gate.end <= span[1]]
+        if not around:
+            out.append(gate)
+            continue
+        (start, end), statement = max(around, key=lambda item: item[0][0])
+        runs = _polarity.statement_path(statement)
+        whole = text.data[start:end].strip(b"() \t\r\n") == text.data[gate.start : gate.end].strip(b"() \t\r\n")
+        holds = gate.detail.get("shape") not in _NEGATED_SHAPES  # the test holds where the predicates do
+        admits, universe = gate.admits, gate.admits.universe
+        if not runs and not whole:
+            admits = ArchSet(universe, frozenset(universe) - admits.unknown, admits.unknown)
+        elif runs != holds:
+            admits = ArchSet(universe, frozenset(universe) - admits.admitted - admits.unknown, admits.unknown)
+        out.append(replace(gate, admits=admits, detail={**gate.detail, "runs_where": "true" if runs else "false"}))
+    return out
 
 
 def _reads_predicates(kinds: list) -> bool:

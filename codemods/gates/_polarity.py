@@ -114,3 +114,9 @@ def value(test: ast.expr, leaf: Callable[[ast.expr], bool | None]) -> bool | Non
     if isinstance(test, ast.Constant) and isinstance(test.value, bool):
         return test.value
     return leaf(test)
+
+
+def statement_path(statement: ast.stmt | ast.expr) -> bool:
+    """The value of a statement's test on which the code it guards runs: an `if` whose body exits guards the
+    code after it (False); an `if` otherwise, `while`, `assert` and `x if test else y` their own path (True)."""
+    return not exits(statement.body) if isinstance(statement, ast.If) else True
