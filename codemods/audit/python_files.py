@@ -13,24 +13,32 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from codemods.audit import classify
 from codemods.audit.c_files import cuda_gates
 from codemods.audit.prefilter import (
     ARCH_TOKEN,
     JIT_RE,
     PYTHON_PREFILTERS,
+    defines_predicates,
+    may_hold_arch_map,
     named_or_re,
     python_arch_list,
+    python_arch_map,
     python_arch_or,
+    python_arch_test,
     python_kinds,
+    python_predicate,
 )
 from codemods.audit.records import Context, FileScan, gate_record
-from codemods.core.arch import Arch
+from codemods.core.arch import Arch, ArchSet
 from codemods.core.lazy import LazyModule
 from codemods.cpp.lexer import NoComments
-from codemods.gates import Gate, SourceError, decode, python_capability
+from codemods.gates import Gate, SourceError, _polarity, _predicates, decode, python_capability
+from codemods.gates._predicates import Meaning
 from codemods.gates.python_capability import PythonText, nodes_in
 
 if TYPE_CHECKING:
@@ -71,10 +79,23 @@ def _jit_names(text: PythonText, tree: ast.Module) -> set[str]:
     return names
 
 
-def _find_every(kind, data: bytes, universe: tuple[Arch, ...]) -> list[Gate]:
-    """Every gate of the kind that scan lists: a kind with a table of known shapes says so with `find_known`."""
+def _find_every(kind, data: bytes, universe: tuple[Arch, ...], meanings: Mapping[str, Meaning] | None = None) -> list[Gate]:
+    """Every gate of the kind that scan lists: a kind with a table of known shapes says so with `find_known`;
+    the kinds of arch predicates read what each admits from `meanings` (their definitions), not from names."""
     known = getattr(kind, "find_known", None)
-    return known(data, universe) if known is not None else kind.find(data, universe)
+    if known is not None:
+        return known(data, universe)
+    if kind in (python_arch_or, python_arch_test):
+        return kind.find(data, universe, meanings)
+    return kind.find(data, universe)
+
+
+def _meanings(rel: str, data: bytes, tree: ast.Module | None, context: Context) -> Mapping[str, Meaning] | None:
+    """What each predicate this file can use admits: the project's, then the file's own definitions."""
+    if context.meanings is None:
+        return None
+    own = _predicates.read_tree(tree, rel, context.meanings) if tree is not None else _predicates.read(data, rel, context.meanings)
+    return {**context.meanings, **own} if own else context.meanings
 
 
 def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> FileScan:
@@ -84,10 +105,11 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
     want_specs = in_jit and b"gen_jit_spec" in data
     want_capability = python_capability.may_hold(data)
     in_strings = cuda_gates(data, NoComments(), context.universe, "cuda") if ARCH_TOKEN in data else []
-    if not (kinds or want_specs or want_capability or in_strings):
+    want_definitions = defines_predicates(data) or may_hold_arch_map(data)
+    if not (kinds or want_specs or want_capability or in_strings or want_definitions):
         return out
     out.parsed = True
-    if want_capability and not (kinds or want_specs or in_strings):
+    if want_capability and not (kinds or want_specs or in_strings or want_definitions):
         blocks = python_capability.blocks(data)
         if blocks is not None:  # the functions around each call, parsed alone
             out.gates = [gate_record(rel, gate, context.arch) for gate in python_capability.gates(*blocks, context.universe)]
@@ -101,7 +123,8 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
             line = getattr(exc, "lineno", None)
             raise SourceError(f"not valid Python: line {line}: {getattr(exc, 'msg', exc)}") from None
         # ast may not know newer syntax libcst does; libcst decides (and says what is wrong).
-        found = [gate for kind in kinds for gate in _find_every(kind, data, context.universe)]
+        meanings = _meanings(rel, data, None, context) if _reads_predicates(kinds) else None
+        found = [gate for kind in kinds for gate in _find_every(kind, data, context.universe, meanings)]
         out.gates = [gate_record(rel, gate, context.arch) for gate in found]
         if want_specs:
             out.specs = jit_specs.find(data, context.universe)
@@ -132,17 +155,76 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
             return bool(JIT_RE.search(piece)) or (names_re is not None and bool(names_re.search(piece)))
 
         pruned = _python.Pruned(text, tree, wanted)
+        meanings = _meanings(rel, data, tree, context) if _reads_predicates(kinds) else None
         for kind in kinds:
-            gates += [pruned.gate(gate) for gate in _find_every(kind, pruned.source, context.universe)]
+            gates += [pruned.gate(gate) for gate in _find_every(kind, pruned.source, context.universe, meanings)]
         if want_specs:
             out.specs = [_placed_spec(pruned, spec) for spec in jit_specs.find(pruned.source, context.universe)]
+    if python_arch_test in kinds:
+        gates = _arch_test_paths(text, tree, gates)
     if want_capability:
         gates += python_capability.gates(text, tree.body, context.universe)
     if in_strings:
         gates += _string_guards(text, tree, in_strings)
     gates.sort(key=lambda gate: (gate.line, gate.start))
     out.gates = [gate_record(rel, gate, context.arch) for gate in gates]
+    if want_definitions:
+        out.gates += _definitions(rel, data, tree, context)
+        out.gates.sort(key=lambda record: record["line"])
     return out
+
+
+def _definitions(rel: str, data: bytes, tree: ast.Module, context: Context) -> list[dict]:
+    """The gates a definition makes for every user: an arch predicate's deciding `return` (python_predicate), an
+    arch-keyed map whose lookup fails for a missing arch (python_arch_map), each with what the arch gets there."""
+    arch, universe = context.arch, context.universe
+    records = []
+    for gate in python_predicate.find(data, universe, context.meanings, tree):
+        target = gate.detail.get("target")
+        covers = python_predicate.covers(target, arch) if target else None
+        path = classify.predicate_path(gate.context, covers, gate.admits.names(), arch)
+        records.append(gate_record(rel, gate, arch, path))
+    for gate in python_arch_map.find(data, universe, tree):
+        records.append(gate_record(rel, gate, arch, classify.lookup_path(gate.context, gate.detail["lookup"], arch)))
+    return records
+
+
+_NEGATED_SHAPES = ("not", "not_or", "and_not")  # python_arch_test's shapes whose test holds where no predicate does
+
+
+def _arch_test_paths(text: PythonText, tree: ast.Module, gates: list[Gate]) -> list[Gate]:
+    """A predicate test (python_arch_test, which reads `not P` as a check for P) reports what the code it guards
+    admits (gates/_polarity): `if P: raise` admits the archs P does not, `if not P: fallback()` the fallback's;
+    an operand of an `and` under an exit excludes nothing by itself (the other operands may let an arch through)."""
+    statements = [
+        (text.span(node.test), node)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp))
+    ]
+    out = []
+    for gate in gates:
+        if gate.kind != "python_arch_test":
+            out.append(gate)
+            continue
+        around = [(span, node) for span, node in statements if span[0] <= gate.start and gate.end <= span[1]]
+        if not around:
+            out.append(gate)
+            continue
+        (start, end), statement = max(around, key=lambda item: item[0][0])
+        runs = _polarity.statement_path(statement)
+        whole = text.data[start:end].strip(b"() \t\r\n") == text.data[gate.start : gate.end].strip(b"() \t\r\n")
+        holds = gate.detail.get("shape") not in _NEGATED_SHAPES  # the test holds where the predicates do
+        admits, universe = gate.admits, gate.admits.universe
+        if not runs and not whole:
+            admits = ArchSet(universe, frozenset(universe) - admits.unknown, admits.unknown)
+        elif runs != holds:
+            admits = ArchSet(universe, frozenset(universe) - admits.admitted - admits.unknown, admits.unknown)
+        out.append(replace(gate, admits=admits, detail={**gate.detail, "runs_where": "true" if runs else "false"}))
+    return out
+
+
+def _reads_predicates(kinds: list) -> bool:
+    return python_arch_or in kinds or python_arch_test in kinds
 
 
 def _string_guards(text: PythonText, tree: ast.Module, candidates: list[Gate]) -> list[Gate]:
