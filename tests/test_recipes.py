@@ -227,13 +227,81 @@ def test_call_position_selectors_in_a_recipe(cli, tmp_path):
 def test_call_argument_that_is_no_list_is_refused_naming_file_and_line(cli, example_repo, tmp_path):
     fi = example_repo("flashinfer")
     target = fi / "flashinfer" / "nvfp4_attention_sm120.py"
-    target.write_text("SM12X_CCS = [120]\n\n\n@supported_compute_capability(SM12X_CCS)\ndef _nvfp4_attention_requirement(q):\n    return True\n")
+    target.write_text(
+        "SM12X_CCS = [120]\nif _has_sm121():\n    SM12X_CCS = [120, 121]\n\n\n"
+        "@supported_compute_capability(SM12X_CCS)\ndef _nvfp4_attention_requirement(q):\n    return True\n"
+    )
     git(fi, "add", "-A")
     git(fi, "commit", "-qm", "nvfp4")
     path = tmp_path / "nvfp4-attention-sm121.toml"
     path.write_text(CALL_RECIPE)
     result = cli("run", path, "--repo", fi)
     assert result.exit_code == 3, result.output
-    assert "flashinfer/nvfp4_attention_sm120.py:4: cannot widen `SM12X_CCS`" in result.stderr
-    assert "is not a list literal" in result.stderr
+    assert "flashinfer/nvfp4_attention_sm120.py:6: cannot widen `SM12X_CCS`" in result.stderr
+    assert "is not a list literal, and it is bound more than once in this file (lines 1, 3)" in result.stderr
     assert git(fi, "status", "--porcelain") == ""
+
+
+def test_a_named_module_level_list_is_widened_where_it_is_assigned(cli, example_repo, tmp_path):
+    fi = example_repo("flashinfer")
+    target = fi / "flashinfer" / "nvfp4_attention_sm120.py"
+    before = "SM12X_CCS = [120]\n\n\n@supported_compute_capability(SM12X_CCS)\ndef _nvfp4_attention_requirement(q):\n    return True\n"
+    target.write_text(before)
+    git(fi, "add", "-A")
+    git(fi, "commit", "-qm", "nvfp4")
+    path = tmp_path / "nvfp4-attention-sm121.toml"
+    path.write_text(CALL_RECIPE)
+    result = cli("run", path, "--repo", fi)
+    assert result.exit_code == 0, result.output
+    assert target.read_text() == before.replace("SM12X_CCS = [120]", "SM12X_CCS = [120, 121]")
+    assert git(fi, "diff", "--name-only", "main", "HEAD").split() == ["flashinfer/nvfp4_attention_sm120.py"]
+
+
+ASSIGNS_RECIPE = """\
+id = "bmm-fp8-heuristic-sm107"
+summary = "one call among several, by the name its result is assigned to"
+arch = "sm_107"
+admit = "exact"
+
+[[change]]
+id = "flashinfer.bmm-fp8-heuristic"
+project = "flashinfer"
+file = "{python}/gemm/gemm_base.py"
+kind = "python_arch_list"
+call = "_match_sm_version"
+position = 1
+assigns = "sm_ok"
+
+[[test]]
+change = "flashinfer.bmm-fp8-heuristic"
+before = '''
+def _pick_backend(a):
+    sm_ok = _match_sm_version(a.device, ["100", "103"])
+    sm12x_ok = _match_sm_version(a.device, ["120", "121"])
+'''
+after = '''
+def _pick_backend(a):
+    sm_ok = _match_sm_version(a.device, ["100", "103", "107"])
+    sm12x_ok = _match_sm_version(a.device, ["120", "121"])
+'''
+
+[[test]]
+change = "flashinfer.bmm-fp8-heuristic"
+before = '''
+def _pick_backend(a):
+    sm12x_ok = _match_sm_version(a.device, ["120", "121"])
+'''
+outcome = "failed"
+"""
+
+
+def test_assigns_selector_in_recipe_test(cli, tmp_path):
+    path = tmp_path / "bmm-fp8-heuristic-sm107.toml"
+    path.write_text(ASSIGNS_RECIPE)
+    result = cli("recipe", "test", path)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.endswith("2 passed, 0 failed\n")
+    path.write_text(ASSIGNS_RECIPE.replace('assigns = "sm_ok"', "assigns = 3"))
+    result = cli("list", "--recipes", tmp_path)
+    assert result.exit_code == 8
+    assert f"{path}:13: " in result.stderr and "'assigns' must be a string" in result.stderr

@@ -20,7 +20,7 @@ from codemods.audit import c_files, listing, prefilter, python_files, records
 from codemods.audit import scan as scanner
 from codemods.cpp import lexer
 from codemods.core.arch import DEFAULT_ARCHS, Arch
-from codemods.gates import SourceError, cuda_guard, decode, python_arch_list, python_arch_or, python_capability
+from codemods.gates import SourceError, _python, cuda_guard, decode, python_arch_list, python_arch_or, python_capability
 
 pytestmark = pytest.mark.real
 SM120 = Arch.parse("sm_120")
@@ -111,7 +111,7 @@ def test_pruned_python_gives_the_same_gates(real_unpacked, project):
         text = python_capability.PythonText(data)
         patterns = [prefilter for kind, prefilter in prefilter.PYTHON_PREFILTERS if kind in kinds]
         patterns.append(prefilter.named_or_re())
-        pruned = python_files.Pruned(text, ast.parse(data), lambda piece, stmt, inside: any(p.search(piece) for p in patterns))
+        pruned = _python.Pruned(text, ast.parse(data), lambda piece, stmt, inside: any(p.search(piece) for p in patterns))
         for kind in kinds:
             full = kind.find(data, UNIVERSE)
             assert _gates(pruned.gate(g) for g in kind.find(pruned.source, UNIVERSE)) == _gates(full), rel
@@ -160,7 +160,10 @@ def test_capability_blocks_give_what_a_whole_module_parse_gives(real_unpacked, p
 
 @pytest.mark.parametrize("project", ["flashinfer", "sglang"])
 def test_fast_python_readers_agree_with_libcst(real_unpacked, project):
-    """jit_specs' ast reader and python_arch_list.find_in_tree give what the libcst readers give, file by file."""
+    """jit_specs' ast reader gives what the libcst reader gives, and python_arch_list (which reads the stdlib ast)
+    gives spans that are libcst's (widen edits through libcst), file by file."""
+    import libcst as cst
+
     from codemods.gates._python import parse
 
     specs = lists = 0
@@ -169,9 +172,12 @@ def test_fast_python_readers_agree_with_libcst(real_unpacked, project):
             fast = jit_specs._specs(jit_specs._AstIndex(data))
             assert fast == jit_specs._specs(jit_specs._LibcstIndex(parse(data), data, UNIVERSE)), rel
             specs += len(fast)
-        if b"supported_major_versions" in data:
-            found = python_arch_list.find_in_tree(data, ast.parse(data), UNIVERSE)
-            assert found is not None, rel
-            assert _gates(found) == _gates(python_arch_list.find(data, UNIVERSE)), rel
-            lists += len(found)
+        if b"supported_major_versions" in data or b"supported_compute_capability" in data:
+            listed, known = python_arch_list.find(data, UNIVERSE), python_arch_list.find_known(data, UNIVERSE)
+            assert _gates(python_arch_list.find_known(data, UNIVERSE, ast.parse(data))) == _gates(known), rel
+            parsed = parse(data)
+            spans = {parsed.outer_span(node) for node in parsed.nodes((cst.List, cst.Tuple))}
+            spans |= {parsed.outer_span(arg.value) for arg in parsed.nodes(cst.Arg)}
+            assert {(g.start, g.end) for g in listed + known} <= spans, rel
+            lists += len(listed)
     assert (specs > 50 and lists > 10) if project == "flashinfer" else True

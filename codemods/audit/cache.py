@@ -113,8 +113,9 @@ def code_fingerprint() -> str:
     return digest.hexdigest()[:32]
 
 
-def context_key(arch: Arch, universe: tuple[Arch, ...], layout: bool, hazards: bool) -> str:
-    text = f"{code_fingerprint()}|{arch.name}|{','.join(a.name for a in universe)}|{int(layout)}|{int(hazards)}"
+def context_key(arch: Arch, universe: tuple[Arch, ...], layout: bool, hazards: bool, meanings: str = "") -> str:
+    """`meanings`: a digest of what the project's predicates admit (records.Context.meanings)."""
+    text = f"{code_fingerprint()}|{arch.name}|{','.join(a.name for a in universe)}|{int(layout)}|{int(hazards)}|{meanings}"
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 

@@ -260,6 +260,22 @@ def python_path(kind: str, detail: str, arch: Arch) -> Path:
     return Path(NOTHING, f"{detail or 'the guarded code'} does not run on {arch.name}")
 
 
+def predicate_path(name: str, target: bool | None, admits: list[str], arch: Arch) -> Path:
+    """What `arch` gets where the definition of the predicate `name` excludes it: every caller takes its False
+    path. `target`: whether the build target the name stands for runs on `arch` (python_predicate.covers)."""
+    if target is False:
+        return Path(IMPLEMENTATION, f"`{name}` stands for a target {arch.name} does not run on; excluding it is right")
+    if target or any(Arch.parse(a).major == arch.major for a in admits):
+        return Path(NOTHING, f"`{name}` is False on {arch.name} (it admits {', '.join(admits)}): every caller "
+                             f"takes its other path")
+    return Path(UNDECIDED, f"`{name}` is written for {', '.join(admits) or 'no arch'}; its callers are not followed")
+
+
+def lookup_path(name: str, line: int, arch: Arch) -> Path:
+    """What `arch` gets where an arch-keyed map lacks it: the lookup at `line` fails."""
+    return Path(ERROR, f"`{name}` has no key for {arch.name}: the lookup at line {line} fails")
+
+
 def runtime_path(holder: str, arch: Arch) -> Path:
     """What `arch` gets where a cpp_runtime_check excludes it: a failed check macro is an error;
     an `if`/`while`/`?:` is a dispatch whose other arms codemod does not follow."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from codemods.audit import classify
@@ -25,6 +27,13 @@ CAPABILITY_KIND = python_capability.KIND
 # (kernel_paths.SELECTING_KINDS: a recipe widening it is checked), but aot.py's `if has_smXX:` blocks build
 # their own arch's modules; classifying those tests by module waits until the audit sample judges them.
 _CLASSIFIED_BY_MODULES = ("python_arch_or", "python_arch_list", CAPABILITY_KIND)
+
+
+# Kinds whose records already say what the arch gets (a predicate's definition, a lookup that raises).
+OWN_PATH = ("python_predicate", "python_arch_map")
+# A test of build flags only (`has_sm120`, `has_sm120 or has_sm121`, `not has_sm90 and not has_sm100`).
+_FLAG = r"[\s(]*(?:not\s+)?_?has_sm\d{2,3}[af]?[\s)]*"
+_FLAGS_RE = re.compile(rf"{_FLAG}(?:(?:and|or){_FLAG})*")
 
 
 def classify_jit_gates(
@@ -56,7 +65,7 @@ def classify_jit_gates(
         if gate is not None:
             spec_gates.setdefault((module.file, gate.line), []).append(module)
     for record in gates:
-        if not record["excludes_arch"] or not record["kind"].startswith("python_"):
+        if not record["excludes_arch"] or not record["kind"].startswith("python_") or record["kind"] in OWN_PATH:
             continue
         held = spec_gates.get((record["file"], record["line"]))
         if held is not None:
@@ -82,7 +91,13 @@ def classify_jit_gates(
                 record["owner"] = found.modules[0] + (f" (and {len(found.modules) - 1} more)" if len(found.modules) > 1 else "")
         if not specs and held is None:
             family = [a for a in record["admits"] if Arch.parse(a).major == arch.major]
-            if family:
+            if _FLAGS_RE.fullmatch(record["text"]):
+                path = classify.Path(
+                    classify.UNDECIDED,
+                    f"{what}: an AOT build flag picks the modules built ahead of time for its own target "
+                    f"({', '.join(record['admits']) or 'no arch'}); what {arch.name} builds is not followed",
+                )
+            elif family:
                 path = classify.Path(classify.NOTHING, f"{what}, while it admits {', '.join(family)}")
             else:
                 path = classify.Path(
@@ -211,3 +226,21 @@ def owners(gates: list[dict], modules: list[Module]) -> None:
         names = list(dict.fromkeys(compiling.get(f"{gate['file']}:{gate['line']}") or compiling.get(gate["file"], [])))
         if names:
             gate["owner"] = names[0] + (f" (and {len(names) - 1} more)" if len(names) > 1 else "")
+
+
+def outside_the_package(gates: list[dict], exists: Callable[[str], bool], python: str) -> None:
+    """A definition gate (OWN_PATH) in a Python file the package cannot import as one of its modules (a folder
+    between it and the package folder `python` has no `__init__.py`: the CUTLASS sources a wheel ships for JIT
+    builds) is covered: the code that runs imports its own copy, if any."""
+    for record in gates:
+        if record["kind"] not in OWN_PATH or not record["excludes_arch"]:
+            continue
+        if python != "." and not record["file"].startswith(python + "/"):
+            continue
+        folder = posixpath.dirname(record["file"])
+        while folder and folder != python and posixpath.dirname(folder) != folder:
+            if not exists(f"{folder}/__init__.py"):
+                record["classification"] = classify.COVERED
+                record["reason"] = f"{folder} has no __init__.py: the package never imports this copy"
+                break
+            folder = posixpath.dirname(folder)

@@ -14,13 +14,17 @@ if TYPE_CHECKING:
     from codemods.gates import (
         cpp_runtime_check,
         python_arch_list,
+        python_arch_map,
         python_arch_or,
         python_arch_test,
+        python_predicate,
     )
 else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of them
     python_arch_list = LazyModule("codemods.gates.python_arch_list")
     python_arch_or = LazyModule("codemods.gates.python_arch_or")
     python_arch_test = LazyModule("codemods.gates.python_arch_test")
+    python_arch_map = LazyModule("codemods.gates.python_arch_map")
+    python_predicate = LazyModule("codemods.gates.python_predicate")
     cpp_runtime_check = LazyModule("codemods.gates.cpp_runtime_check")
 
 
@@ -64,8 +68,20 @@ def may_hold_gates(rel: str, data: bytes, in_jit: bool) -> bool:
             or python_capability.names_arch(data)
             or bool(python_kinds(data))
             or (in_jit and b"gen_jit_spec" in data)
+            or defines_predicates(data)
+            or may_hold_arch_map(data)
         )
     return ARCH_TOKEN in data or bool(runtime_check_re().search(data))
+
+
+def defines_predicates(data: bytes) -> bool:
+    """Whether `data` may define an arch predicate (python_predicate)."""
+    return b"def" in data and (b"_sm" in data or b"is_" in data) and bool(python_predicate.PREFILTER.search(data))
+
+
+def may_hold_arch_map(data: bytes) -> bool:
+    """Whether `data` may hold a dict keyed by arch strings (python_arch_map)."""
+    return (b'"sm' in data or b"'sm" in data) and bool(python_arch_map.PREFILTER.search(data))
 
 
 def python_kinds(data: bytes) -> list:

@@ -13,26 +13,33 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from codemods.audit import classify
 from codemods.audit.c_files import cuda_gates
 from codemods.audit.prefilter import (
     ARCH_TOKEN,
     JIT_RE,
     PYTHON_PREFILTERS,
+    defines_predicates,
+    may_hold_arch_map,
     named_or_re,
     python_arch_list,
+    python_arch_map,
     python_arch_or,
+    python_arch_test,
     python_kinds,
+    python_predicate,
 )
 from codemods.audit.records import Context, FileScan, gate_record
-from codemods.core.arch import Arch
+from codemods.core.arch import Arch, ArchSet
 from codemods.core.lazy import LazyModule
 from codemods.cpp.lexer import NoComments
-from codemods.gates import Gate, SourceError, decode, python_capability
-from codemods.gates.python_capability import COMPOUND, PythonText, nodes_in
+from codemods.gates import Gate, SourceError, _polarity, _predicates, decode, python_capability
+from codemods.gates._predicates import Meaning
+from codemods.gates.python_capability import PythonText, nodes_in
 
 if TYPE_CHECKING:
     from codemods.gates import _python
@@ -42,84 +49,12 @@ else:  # imported on first use: a scan of C sources, or one answered from the ca
     _python = LazyModule("codemods.gates._python")
 
 
-class Pruned:
-    """A Python source with the statements no gate can be in cut out, and the way back to the original offsets.
-
-    Each run of consecutive statements `wanted` rejects becomes one `0`; a
-    kept compound statement keeps its header and has its bodies pruned the
-    same way, so the text stays valid Python and everything kept is byte
-    for byte the original. libcst then parses a few hundred bytes instead of
-    a 150 KB module (its cost grows with every line, blank ones included).
-    """
-
-    def __init__(
-        self, text: PythonText, tree: ast.Module, wanted: Callable[[bytes, ast.stmt, bool], bool]
-    ) -> None:
-        """`wanted(source, statement, in_function)` says which statements to keep."""
-        self.text = text
-        cuts: list[tuple[int, int]] = []
-
-        def visit(body: list, in_function: bool) -> None:
-            run: list[int] | None = None
-            for stmt in body:
-                start, end = text.span(stmt)
-                if not wanted(text.data[start:end], stmt, in_function):
-                    run = [run[0], end] if run else [start, end]
-                    continue
-                if run:
-                    cuts.append((run[0], run[1]))
-                    run = None
-                if isinstance(stmt, COMPOUND):
-                    inner = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) or (
-                        in_function and not isinstance(stmt, ast.ClassDef)
-                    )
-                    for name in ("body", "orelse", "finalbody"):
-                        visit(getattr(stmt, name, None) or [], inner)
-                    for handler in getattr(stmt, "handlers", None) or []:
-                        visit(handler.body, inner)
-                    for case in getattr(stmt, "cases", None) or []:
-                        visit(case.body, inner)
-            if run:
-                cuts.append((run[0], run[1]))
-
-        visit(tree.body, False)
-        data = text.data
-        pieces: list[bytes] = []
-        self._compact: list[int] = []  # where each piece starts in the pruned text
-        self._original: list[int] = []  # and in the original
-        pos = size = 0
-        for start, end in sorted(cuts):
-            for piece, origin in ((data[pos:start], pos), (b"0", start)):
-                self._compact.append(size)
-                self._original.append(origin)
-                pieces.append(piece)
-                size += len(piece)
-            pos = end
-        self._compact.append(size)
-        self._original.append(pos)
-        pieces.append(data[pos:])
-        self.source = b"".join(pieces)
-        self._line_starts: list[int] | None = None
-
-    def offset(self, compact: int) -> int:
-        i = bisect.bisect_right(self._compact, compact) - 1
-        return self._original[i] + compact - self._compact[i]
-
-    def line(self, compact_line: int) -> int:
-        """The original line of a line of the pruned text."""
-        if self._line_starts is None:
-            self._line_starts = [0] + [m.end() for m in re.finditer(rb"\n", self.source)]
-        return self.text.line(self.offset(self._line_starts[compact_line - 1]))
-
-    def gate(self, gate: Gate) -> Gate:
-        start, end = self.offset(gate.start), self.offset(gate.end - 1) + 1 if gate.end > gate.start else self.offset(gate.start)
-        return replace(gate, start=start, end=end, line=self.text.line(start))
-
-    def spec(self, spec: jit_specs.JitSpec) -> jit_specs.JitSpec:
-        gate = spec.gate
-        if gate is not None:
-            gate = replace(gate, line=self.line(gate.line))
-        return replace(spec, line=self.line(spec.line), gate=gate)
+def _placed_spec(pruned: _python.Pruned, spec: jit_specs.JitSpec) -> jit_specs.JitSpec:
+    """A spec found in the pruned text, with the original's lines."""
+    gate = spec.gate
+    if gate is not None:
+        gate = replace(gate, line=pruned.line(gate.line))
+    return replace(spec, line=pruned.line(spec.line), gate=gate)
 
 
 def _jit_names(text: PythonText, tree: ast.Module) -> set[str]:
@@ -144,10 +79,23 @@ def _jit_names(text: PythonText, tree: ast.Module) -> set[str]:
     return names
 
 
-def _find_every(kind, data: bytes, universe: tuple[Arch, ...]) -> list[Gate]:
-    """Every gate of the kind that scan lists: a kind with a table of known shapes says so with `find_known`."""
+def _find_every(kind, data: bytes, universe: tuple[Arch, ...], meanings: Mapping[str, Meaning] | None = None) -> list[Gate]:
+    """Every gate of the kind that scan lists: a kind with a table of known shapes says so with `find_known`;
+    the kinds of arch predicates read what each admits from `meanings` (their definitions), not from names."""
     known = getattr(kind, "find_known", None)
-    return known(data, universe) if known is not None else kind.find(data, universe)
+    if known is not None:
+        return known(data, universe)
+    if kind in (python_arch_or, python_arch_test):
+        return kind.find(data, universe, meanings)
+    return kind.find(data, universe)
+
+
+def _meanings(rel: str, data: bytes, tree: ast.Module | None, context: Context) -> Mapping[str, Meaning] | None:
+    """What each predicate this file can use admits: the project's, then the file's own definitions."""
+    if context.meanings is None:
+        return None
+    own = _predicates.read_tree(tree, rel, context.meanings) if tree is not None else _predicates.read(data, rel, context.meanings)
+    return {**context.meanings, **own} if own else context.meanings
 
 
 def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> FileScan:
@@ -157,10 +105,11 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
     want_specs = in_jit and b"gen_jit_spec" in data
     want_capability = python_capability.may_hold(data)
     in_strings = cuda_gates(data, NoComments(), context.universe, "cuda") if ARCH_TOKEN in data else []
-    if not (kinds or want_specs or want_capability or in_strings):
+    want_definitions = defines_predicates(data) or may_hold_arch_map(data)
+    if not (kinds or want_specs or want_capability or in_strings or want_definitions):
         return out
     out.parsed = True
-    if want_capability and not (kinds or want_specs or in_strings):
+    if want_capability and not (kinds or want_specs or in_strings or want_definitions):
         blocks = python_capability.blocks(data)
         if blocks is not None:  # the functions around each call, parsed alone
             out.gates = [gate_record(rel, gate, context.arch) for gate in python_capability.gates(*blocks, context.universe)]
@@ -174,7 +123,8 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
             line = getattr(exc, "lineno", None)
             raise SourceError(f"not valid Python: line {line}: {getattr(exc, 'msg', exc)}") from None
         # ast may not know newer syntax libcst does; libcst decides (and says what is wrong).
-        found = [gate for kind in kinds for gate in _find_every(kind, data, context.universe)]
+        meanings = _meanings(rel, data, None, context) if _reads_predicates(kinds) else None
+        found = [gate for kind in kinds for gate in _find_every(kind, data, context.universe, meanings)]
         out.gates = [gate_record(rel, gate, context.arch) for gate in found]
         if want_specs:
             out.specs = jit_specs.find(data, context.universe)
@@ -182,10 +132,8 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
     text = PythonText(data)
     gates: list[Gate] = []
     if python_arch_list in kinds:
-        listed = python_arch_list.find_in_tree(data, tree, context.universe, known=True)
-        if listed is not None:  # else libcst decides, below
-            gates += listed
-            kinds = [kind for kind in kinds if kind is not python_arch_list]
+        gates += python_arch_list.find_known(data, context.universe, tree)
+        kinds = [kind for kind in kinds if kind is not python_arch_list]
     if kinds or want_specs:
         patterns = [prefilter for kind, prefilter in PYTHON_PREFILTERS if kind in kinds]
         if python_arch_or in kinds:
@@ -206,18 +154,77 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
                 return False
             return bool(JIT_RE.search(piece)) or (names_re is not None and bool(names_re.search(piece)))
 
-        pruned = Pruned(text, tree, wanted)
+        pruned = _python.Pruned(text, tree, wanted)
+        meanings = _meanings(rel, data, tree, context) if _reads_predicates(kinds) else None
         for kind in kinds:
-            gates += [pruned.gate(gate) for gate in _find_every(kind, pruned.source, context.universe)]
+            gates += [pruned.gate(gate) for gate in _find_every(kind, pruned.source, context.universe, meanings)]
         if want_specs:
-            out.specs = [pruned.spec(spec) for spec in jit_specs.find(pruned.source, context.universe)]
+            out.specs = [_placed_spec(pruned, spec) for spec in jit_specs.find(pruned.source, context.universe)]
+    if python_arch_test in kinds:
+        gates = _arch_test_paths(text, tree, gates)
     if want_capability:
         gates += python_capability.gates(text, tree.body, context.universe)
     if in_strings:
         gates += _string_guards(text, tree, in_strings)
     gates.sort(key=lambda gate: (gate.line, gate.start))
     out.gates = [gate_record(rel, gate, context.arch) for gate in gates]
+    if want_definitions:
+        out.gates += _definitions(rel, data, tree, context)
+        out.gates.sort(key=lambda record: record["line"])
     return out
+
+
+def _definitions(rel: str, data: bytes, tree: ast.Module, context: Context) -> list[dict]:
+    """The gates a definition makes for every user: an arch predicate's deciding `return` (python_predicate), an
+    arch-keyed map whose lookup fails for a missing arch (python_arch_map), each with what the arch gets there."""
+    arch, universe = context.arch, context.universe
+    records = []
+    for gate in python_predicate.find(data, universe, context.meanings, tree):
+        target = gate.detail.get("target")
+        covers = python_predicate.covers(target, arch) if target else None
+        path = classify.predicate_path(gate.context, covers, gate.admits.names(), arch)
+        records.append(gate_record(rel, gate, arch, path))
+    for gate in python_arch_map.find(data, universe, tree):
+        records.append(gate_record(rel, gate, arch, classify.lookup_path(gate.context, gate.detail["lookup"], arch)))
+    return records
+
+
+_NEGATED_SHAPES = ("not", "not_or", "and_not")  # python_arch_test's shapes whose test holds where no predicate does
+
+
+def _arch_test_paths(text: PythonText, tree: ast.Module, gates: list[Gate]) -> list[Gate]:
+    """A predicate test (python_arch_test, which reads `not P` as a check for P) reports what the code it guards
+    admits (gates/_polarity): `if P: raise` admits the archs P does not, `if not P: fallback()` the fallback's;
+    an operand of an `and` under an exit excludes nothing by itself (the other operands may let an arch through)."""
+    statements = [
+        (text.span(node.test), node)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp))
+    ]
+    out = []
+    for gate in gates:
+        if gate.kind != "python_arch_test":
+            out.append(gate)
+            continue
+        around = [(span, node) for span, node in statements if span[0] <= gate.start and gate.end <= span[1]]
+        if not around:
+            out.append(gate)
+            continue
+        (start, end), statement = max(around, key=lambda item: item[0][0])
+        runs = _polarity.statement_path(statement)
+        whole = text.data[start:end].strip(b"() \t\r\n") == text.data[gate.start : gate.end].strip(b"() \t\r\n")
+        holds = gate.detail.get("shape") not in _NEGATED_SHAPES  # the test holds where the predicates do
+        admits, universe = gate.admits, gate.admits.universe
+        if not runs and not whole:
+            admits = ArchSet(universe, frozenset(universe) - admits.unknown, admits.unknown)
+        elif runs != holds:
+            admits = ArchSet(universe, frozenset(universe) - admits.admitted - admits.unknown, admits.unknown)
+        out.append(replace(gate, admits=admits, detail={**gate.detail, "runs_where": "true" if runs else "false"}))
+    return out
+
+
+def _reads_predicates(kinds: list) -> bool:
+    return python_arch_or in kinds or python_arch_test in kinds
 
 
 def _string_guards(text: PythonText, tree: ast.Module, candidates: list[Gate]) -> list[Gate]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -11,6 +12,7 @@ from codemods.audit import classify
 from codemods.core.arch import Arch, ArchSet
 from codemods.cpp.structure import Structure
 from codemods.gates import Gate, cuda_guard
+from codemods.gates._predicates import Meaning
 
 if TYPE_CHECKING:
     from codemods.jit import specs as jit_specs
@@ -56,6 +58,9 @@ class Context:
     hazards: bool  # whether to build #if structures and read JIT specs (widenability and hazards)
     cache: str | None  # the object folder of the cache, None without a cache
     key: str  # what the cached results depend on besides a file's bytes
+    # what each arch predicate of the project admits, read from its predicate files (None: no project known,
+    # predicates are read by their names)
+    meanings: Mapping[str, Meaning] | None = None
 
 
 def gate_record(

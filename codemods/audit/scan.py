@@ -21,6 +21,7 @@ render.scan_text, render.scan_json and render.sarif.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import posixpath
 import stat
@@ -40,7 +41,7 @@ from codemods.audit.cache import (
     objects_folder,
     prune_cache,
 )
-from codemods.audit.jit_classify import classify_jit_gates, owners
+from codemods.audit.jit_classify import classify_jit_gates, outside_the_package, owners
 from codemods.audit.jit_hazards import empty_kernels, python_gate_paths, unsupported
 from codemods.audit.jit_modules import (
     Layout,
@@ -50,12 +51,14 @@ from codemods.audit.jit_modules import (
     detect,
     read_modules,
 )
-from codemods.audit.listing import NOT_REGULAR, list_files
+from codemods.audit.listing import NOT_REGULAR, list_files, read_regular
 from codemods.audit.pool import POOL_MINIMUM, Outcome, make_chunks, scan_chunk
 from codemods.audit.records import Context, FileScan, ScanResult
+from codemods.core import errors
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.core.lazy import LazyModule
 from codemods.cpp.structure import Structure
+from codemods.gates._predicates import Meaning
 
 if TYPE_CHECKING:
     from codemods.jit import kernel_paths
@@ -192,6 +195,7 @@ def _prepare(
     started = time.perf_counter()
     layout = detect(root)
     rels, unlisted = list_files(root, include_all)
+    meanings = project_meanings(root)
     listed = time.perf_counter()
     context = Context(
         root=str(root),
@@ -202,7 +206,8 @@ def _prepare(
         include_all=include_all,
         hazards=hazards,
         cache=objects_folder(cache) if cache is not None else None,
-        key=context_key(arch, universe, layout is not None, hazards),
+        key=context_key(arch, universe, layout is not None, hazards, _digest(meanings)),
+        meanings=meanings,
     )
     mode = f"{int(include_all)}{int(hazards)}"
     index = Index.load(Path(cache), root, mode) if cache is not None else None
@@ -247,6 +252,33 @@ def _prepare(
                 continue
         job.todo.append((rel, status.st_size))
     return job
+
+
+def project_meanings(root: Path) -> dict[str, Meaning] | None:
+    """What each arch predicate of the project at `root` admits, read from its definitions in the project's
+    predicate files (plan.widen.meanings_for, as `codemod run` reads them); None when no project is known there."""
+    from codemods.plan.widen import meanings_for
+    from codemods.recipes.load import detect as detect_project
+
+    try:
+        tree = detect_project(root)
+    except errors.UnknownProject:
+        return None
+
+    def read(rel: str) -> bytes:
+        found = read_regular(root / rel)
+        if found is None:
+            raise FileNotFoundError(rel)
+        return found[0]
+
+    return meanings_for(tree.project, "", b"", tree, read)
+
+
+def _digest(meanings: dict[str, Meaning] | None) -> str:
+    if meanings is None:
+        return ""
+    text = "|".join(f"{name}={sorted(m.caps) if m.caps is not None else m.reason}" for name, m in sorted(meanings.items()))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _finish(job: _Job, outcomes: list[Outcome], workers: int) -> ScanResult:
@@ -310,6 +342,7 @@ def _assemble(job: _Job) -> ScanResult:
             paths.know_specs(rel, [spec for file, spec in specs if file == rel])
         result.hazards += python_gate_paths(result.gates, modules, paths, arch)
         classify_jit_gates(result.gates, modules, paths, arch, _python_files(job.rels, python, layout))
+        outside_the_package(result.gates, tree.exists, python)
         owners(result.gates, modules)
         job.touched = tree.touched
     if hazards:

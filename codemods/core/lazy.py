@@ -8,6 +8,7 @@ command's start-up time is part of every scan.
 from __future__ import annotations
 
 import importlib
+from types import ModuleType
 
 
 class LazyModule:
@@ -15,9 +16,12 @@ class LazyModule:
 
     def __init__(self, name: str) -> None:
         self._name = name
+        self._module: ModuleType | None = None
 
     def __getattr__(self, attr: str):
-        return getattr(importlib.import_module(self._name), attr)
+        if self._module is None:
+            self._module = importlib.import_module(self._name)
+        return getattr(self._module, attr)
 
     def __repr__(self) -> str:
         return f"<module {self._name} (lazy)>"

@@ -1,8 +1,7 @@
-"""Capability values as real code spells them, for python_capability: arch names held as strings, and
-which `if` ends the code path (what follows runs where its test is false).
+"""Capability values as real code spells them, for python_capability: arch names held as strings.
 
     if sm_version != "sm_120":          # "sm_120", "sm_100a", "compute_90": an arch by itself
-        raise ValueError(...)           # what follows runs on sm_120 only
+        raise ValueError(...)
     elif backend in ("100", "110"):     # digits: an arch only where a recipe's `names` says so
 
 A string reads as its arch's number (major * 10 + minor: "sm_120", "120" and
@@ -27,8 +26,6 @@ _BEFORE_RE = re.compile(rb"(?:[!=]=|\bin)\s*[(\[{]?\s*\Z")
 _AFTER_RE = re.compile(rb"\s*(?:[!=]=|\bin\b|\bnot\b)")
 NAMED_ARCH_RE = re.compile(r"(?:sm|compute)_\d{2,3}[af]?")
 NAME_RE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\(\))?")
-_EXITS = ("skip", "exit", "fail", "_exit")  # a call ending the code path, like `raise`
-_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 def arch_comparisons(data: bytes, first: bool = False) -> list[int]:
@@ -85,35 +82,3 @@ def spell(arch: Arch, sample: str) -> str:
     except ValueError:
         variant = ""  # sm_80 has no `a` target: "sm_90a" gains "sm_80"
     return f"{quote}{style['prefix'] or ''}{number}{variant}{quote}"
-
-
-def exit_tests(body: list) -> set[int]:
-    """The comparisons that decide an `if` (alone, or one of its `or`) whose body ends the code path: what
-    follows runs where they are false (`if sm_version != "sm_120": raise ...`)."""
-    out: set[int] = set()
-    stack = list(body)
-    while stack:
-        stmt = stack.pop()
-        if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and ends(stmt.body[-1]):
-            test = stmt.test
-            for operand in test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test]:
-                if isinstance(operand, ast.Compare):
-                    out.add(id(operand))
-        for name in _BODIES:
-            stack += getattr(stmt, name, None) or []
-    return out
-
-
-def ends(stmt: ast.stmt) -> bool:
-    """A statement that leaves the code path: `raise`, a bare `return` (`return True` may be what the if
-    decides), `continue`, or `pytest.skip(...)`-like calls."""
-    if isinstance(stmt, (ast.Raise, ast.Continue)):
-        return True
-    if isinstance(stmt, ast.Return):
-        return stmt.value is None or isinstance(stmt.value, ast.Constant) and stmt.value.value is None
-    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and _callee(stmt.value) in _EXITS
-
-
-def _callee(call: ast.Call) -> str:
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""

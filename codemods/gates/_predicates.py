@@ -34,6 +34,8 @@ import ast
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from types import MappingProxyType
 from typing import Any, cast
 
 from codemods.core.arch import Arch, ArchSet
@@ -88,10 +90,24 @@ FREE = _Free()
 
 def read(source: bytes, file: str = "", known: Mapping[str, Meaning] | None = None) -> dict[str, Meaning]:
     """The meaning of every predicate this file defines, by name; {} when it does not parse."""
+    return dict(_read(source, file, frozenset((known or {}).items())))
+
+
+@lru_cache(maxsize=16)
+def _read(source: bytes, file: str, known: frozenset[tuple[str, Meaning]]) -> Mapping[str, Meaning]:
+    """`read`, once per file and known meanings: a recipe's changes read the same predicate files."""
     try:
         tree = ast.parse(source)
-        return _Reader(tree, file, known or {}).meanings()
     except (SyntaxError, ValueError, MemoryError, RecursionError):  # MemoryError: Python's parser on deep nesting
+        return MappingProxyType({})
+    return MappingProxyType(read_tree(tree, file, dict(known)))
+
+
+def read_tree(tree: ast.Module, file: str = "", known: Mapping[str, Meaning] | None = None) -> dict[str, Meaning]:
+    """`read` of a module already parsed."""
+    try:
+        return _Reader(tree, file, known or {}).meanings()
+    except (MemoryError, RecursionError):
         return {}
 
 
@@ -103,7 +119,7 @@ class _Reader:
             node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
         self.values: dict[str, list[ast.Assign]] = {}
-        self.targets: dict[str, tuple[int, int]] = {}
+        self.targets: dict[str, frozenset[tuple[int, int]]] = {}
         self.attributes: list[tuple[str, str, int]] = []
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign):
@@ -406,7 +422,7 @@ class _Reader:
             if _TARGET_KEY.match(key):
                 if key not in self.targets:
                     raise _Unreadable(f"line {node.lineno}: no `{key!r}: has_sm(\"compute_...\")` entry in this file")
-                return cap == self.targets[key]
+                return cap in self.targets[key]
         if isinstance(node.func, ast.Name) and self._defined(name):
             meaning = self._lookup(name)
             if meaning is not None:
@@ -479,15 +495,18 @@ def _returns_false(body: list[ast.stmt]) -> bool:
     )
 
 
-def _compute_target(node: ast.AST) -> tuple[int, int] | None:
-    """`has_sm("compute_120", "12.8")` -> (12, 0): the build target a flag stands for."""
+def _compute_target(node: ast.AST) -> frozenset[tuple[int, int]] | None:
+    """`has_sm("compute_120", "12.8")` -> {(12, 0)}: the GPUs a build flag's target runs on; a family target
+    (`compute_120f`) runs on every later minor of its major (`compute_120f` -> sm_121, ARCH_FACTS)."""
     if not isinstance(node, ast.Call) or not node.args:
         return None
     first = node.args[0]
     if not (isinstance(first, ast.Constant) and isinstance(first.value, str) and _COMPUTE.match(first.value)):
         return None
     arch = Arch.parse(first.value.rstrip("af"))
-    return arch.major, arch.minor
+    if first.value.endswith("f"):
+        return frozenset((arch.major, minor) for minor in range(arch.minor, 10))
+    return frozenset({(arch.major, arch.minor)})
 
 
 def table(entries: Mapping[str, Sequence[str]], where: str) -> dict[str, Meaning]:

@@ -4,23 +4,40 @@ libcst decides where an edit goes; the edit itself is a byte splice on the
 original file. `PythonSource` parses the bytes once and maps every node to its
 byte span in those bytes, so anything outside an edit (comments, quotes,
 CRLF line endings, a BOM) is kept as it was.
+
+libcst's cost grows with every line of a module (SGLang's server_args.py has
+5,500), so a kind says which statements it reads (`parse(source, keep)`): the
+stdlib `ast` locates them, `Pruned` blanks every other statement (same
+offsets back), and libcst parses the few hundred bytes left. `codemod scan`
+prunes the same way (audit.python_files).
 """
 
 from __future__ import annotations
 
 import ast
+import bisect
 import builtins
 import re
 import symtable
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from functools import cached_property, lru_cache
 from types import MappingProxyType
-
-import libcst as cst
-from libcst.metadata import Assignment, ByteSpanPositionProvider, MetadataWrapper, Scope, ScopeProvider
+from typing import TYPE_CHECKING, cast
 
 from codemods.core.arch import Arch, ArchSet
-from codemods.gates import Edit, SourceError, TooDeep, decode, line_of
+from codemods.core.lazy import LazyModule
+from codemods.gates import Edit, Gate, SourceError, TooDeep, decode, line_of
+
+if TYPE_CHECKING:
+    import libcst as cst
+    from libcst import metadata
+    from libcst.metadata import Scope
+
+    from codemods.gates.python_capability import PythonText
+else:  # imported on first parse: `codemod list` and a scan answered from the cache need no libcst (a fifth of a second)
+    cst = LazyModule("libcst")
+    metadata = LazyModule("libcst.metadata")
 
 _BOM = "\ufeff"
 # What may stand between two tokens inside brackets: blanks, line breaks, continuations, comments.
@@ -46,13 +63,23 @@ def skip_trivia(source: bytes, at: int) -> int:
 
 
 @lru_cache(maxsize=8)
-def parse(source: bytes) -> PythonSource:
-    """The parsed source, shared by `find` and `widen` calls on the same bytes.
+def parse(source: bytes, keep: re.Pattern[bytes] | None = None) -> PythonSource:
+    """The parsed source, shared by `find` and `widen` calls on the same bytes (and the same `keep`).
 
+    With `keep`, only the statements whose bytes `keep` matches are handed to
+    libcst (see `PythonSource`); a kind passes a pattern that matches every
+    statement its `find` and `widen` read, and asks no question about others.
     Shared, so read-only: a `PythonSource` refuses new attribute values, its
     tables are read-only views, and libcst's nodes are immutable.
     """
-    return PythonSource(source)
+    return PythonSource(source, keep)
+
+
+@lru_cache(maxsize=32)
+def mentioning(words: tuple[str, ...]) -> re.Pattern[bytes]:
+    """A `keep` pattern for `parse`: any of `words` anywhere in a statement (one pattern object per tuple, so
+    `find` and `widen` share the cached parse)."""
+    return re.compile(b"|".join(re.escape(word.encode()) for word in sorted(set(words))))
 
 
 def defines(source: bytes, name: str) -> bool:
@@ -81,11 +108,11 @@ def nested_too_deeply(line: int | None = None) -> TooDeep:
     return TooDeep(f"nested too deeply{where} (codemod reads at most {MAX_DEPTH} levels)")
 
 
-def check_depth(text: str) -> None:
-    """Raise TooDeep when `text` nests deeper than MAX_DEPTH, before libcst ever sees it.
+def check_depth(text: str) -> ast.Module | None:
+    """Raise TooDeep when `text` nests deeper than MAX_DEPTH, before libcst ever sees it; else its `ast` tree.
 
     Python's own parser measures it (in linear time, and deep input is an error there, not a
-    crash); source it rejects for other reasons is measured by its brackets alone.
+    crash); source it rejects for other reasons is measured by its brackets alone (None: no tree).
     """
     try:
         tree = ast.parse(text)
@@ -100,7 +127,7 @@ def check_depth(text: str) -> None:
                     raise nested_too_deeply(text.count("\n", 0, match.start()) + 1) from None
             elif match.group(0) in ")]}":
                 depth = max(depth - 1, 0)
-        return
+        return None
     stack: list[tuple[ast.AST, int]] = [(node, 1) for node in tree.body]
     while stack:
         node, depth = stack.pop()
@@ -110,6 +137,104 @@ def check_depth(text: str) -> None:
             stack.extend((child, depth + len(node.values)) for child in node.values)
         else:
             stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return tree
+
+
+def _ast_text(source: bytes) -> PythonText:
+    from codemods.gates.python_capability import PythonText  # here: that module imports this one on first use
+
+    return PythonText(source)
+
+
+class Pruned:
+    """A Python source with the statements no gate can be in cut out, and the way back to the original offsets.
+
+    Each run of consecutive statements `wanted` rejects becomes one `0`; a
+    kept compound statement keeps its header and has its bodies pruned the
+    same way (unless `whole` says its header alone decides: then it is kept
+    whole), so the text stays valid Python and everything kept is byte for
+    byte the original. libcst then parses a few hundred bytes instead of a
+    150 KB module (its cost grows with every line, blank ones included).
+    """
+
+    def __init__(
+        self,
+        text: PythonText,
+        tree: ast.Module,
+        wanted: Callable[[bytes, ast.stmt, bool], bool],
+        whole: Callable[[bytes], object] | None = None,
+    ) -> None:
+        """`wanted(source, statement, in_function)` says which statements to keep; `whole(header)`, which whole."""
+        from codemods.gates.python_capability import COMPOUND
+
+        self.text = text
+        cuts: list[tuple[int, int]] = []
+
+        def visit(body: list, in_function: bool) -> None:
+            run: list[int] | None = None
+            for stmt in body:
+                start, end = text.span(stmt)
+                if not wanted(text.data[start:end], stmt, in_function):
+                    run = [run[0], end] if run else [start, end]
+                    continue
+                if run:
+                    cuts.append((run[0], run[1]))
+                    run = None
+                if isinstance(stmt, COMPOUND):
+                    if whole is not None:
+                        if isinstance(stmt, ast.Match):  # a case has no position of its own; its pattern has
+                            pattern = stmt.cases[0].pattern
+                            header_end = text.offset(pattern.lineno, pattern.col_offset)
+                        else:
+                            header_end = text.span(cast(list[ast.stmt], getattr(stmt, "body"))[0])[0]
+                        if whole(text.data[start:header_end]):
+                            continue
+                    inner = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) or (
+                        in_function and not isinstance(stmt, ast.ClassDef)
+                    )
+                    for name in ("body", "orelse", "finalbody"):
+                        visit(getattr(stmt, name, None) or [], inner)
+                    for handler in getattr(stmt, "handlers", None) or []:
+                        visit(handler.body, inner)
+                    for case in getattr(stmt, "cases", None) or []:
+                        visit(case.body, inner)
+            if run:
+                cuts.append((run[0], run[1]))
+
+        visit(tree.body, False)
+        data = text.data
+        pieces: list[bytes] = []
+        self._compact: list[int] = []  # where each piece starts in the pruned text
+        self._original: list[int] = []  # and in the original
+        pos = size = 0
+        for start, end in sorted(cuts):
+            for piece, origin in ((data[pos:start], pos), (b"0", start)):
+                self._compact.append(size)
+                self._original.append(origin)
+                pieces.append(piece)
+                size += len(piece)
+            pos = end
+        self._compact.append(size)
+        self._original.append(pos)
+        pieces.append(data[pos:])
+        self.source = b"".join(pieces)
+        self._line_starts: list[int] | None = None
+
+    def offset(self, compact: int) -> int:
+        """The original offset of an offset into the pruned text (the end of a cut for the end of its `0`)."""
+        i = bisect.bisect_right(self._compact, compact) - 1
+        return self._original[i] + compact - self._compact[i]
+
+    def line(self, compact_line: int) -> int:
+        """The original line of a line of the pruned text."""
+        if self._line_starts is None:
+            self._line_starts = [0] + [m.end() for m in re.finditer(rb"\n", self.source)]
+        return self.text.line(self.offset(self._line_starts[compact_line - 1]))
+
+    def gate(self, gate: Gate) -> Gate:
+        """A gate found in the pruned text, placed in the original."""
+        start, end = self.offset(gate.start), self.offset(gate.end - 1) + 1 if gate.end > gate.start else self.offset(gate.start)
+        return replace(gate, start=start, end=end, line=self.text.line(start))
 
 
 class PythonSource:
@@ -123,15 +248,27 @@ class PythonSource:
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"PythonSource is read-only (parse shares it): cannot delete {name}")
 
-    def __init__(self, source: bytes) -> None:
+    def __init__(self, source: bytes, keep: re.Pattern[bytes] | None = None) -> None:
+        """With `keep`, libcst parses only the statements `keep` matches (`Pruned`); spans are the original's.
+
+        A compound statement whose header (`if is_sm90_supported():`, a
+        decorator) matches is kept whole, body and all; one that matches only
+        in its body keeps its header and has its body pruned the same way.
+        Without `keep`, or for source `ast` cannot read or whose lines end in a
+        lone CR (which libcst does not count as a line), the whole module.
+        """
         text = decode(source)
         # libcst drops a leading BOM from its tree, so its offsets start after it.
         self.bom = len(_BOM.encode()) if text.startswith(_BOM) else 0
-        check_depth(text[1:] if self.bom else text)
+        tree = check_depth(text[1:] if self.bom else text)
+        self.pruned: Pruned | None = None
+        if keep is not None and tree is not None and not (b"\r" in source and LONE_CR.search(source)):
+            self.pruned = Pruned(_ast_text(source), tree, lambda piece, stmt, in_function: bool(keep.search(piece)), keep.search)
+            text = self.pruned.source.decode("utf-8")
         try:
             self.module = cst.parse_module(text[1:] if self.bom else text)
-            self._wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._spans = MappingProxyType(dict(self._wrapper.resolve(ByteSpanPositionProvider)))
+            self._wrapper = metadata.MetadataWrapper(self.module, unsafe_skip_copy=True)
+            self._spans = MappingProxyType(dict(self._wrapper.resolve(metadata.ByteSpanPositionProvider)))
         except cst.ParserSyntaxError as exc:
             raise SourceError(f"not valid Python: line {exc.raw_line}: {exc.message}") from None
         except RecursionError:
@@ -142,7 +279,7 @@ class PythonSource:
         parents: dict[cst.CSTNode, cst.CSTNode] = {}
         order: list[cst.CSTNode] = []
         try:
-            self.module.visit(_Walk(parents, order))
+            self.module.visit(_walk()(parents, order))
         except RecursionError:
             raise nested_too_deeply() from None
         self._parents = MappingProxyType(parents)
@@ -152,7 +289,10 @@ class PythonSource:
     def span(self, node: cst.CSTNode) -> tuple[int, int]:
         """Byte span of `node`, without the parentheses around it."""
         span = self._spans[node]
-        return self.bom + span.start, self.bom + span.start + span.length
+        start, end = self.bom + span.start, self.bom + span.start + span.length
+        if self.pruned is not None:
+            return self.pruned.offset(start), self.pruned.offset(end)
+        return start, end
 
     def outer_span(self, node: cst.CSTNode) -> tuple[int, int]:
         """Byte span of `node` including the parentheses the author wrote around it."""
@@ -211,7 +351,7 @@ class PythonSource:
             return [node for node in self._order if isinstance(node, kind)]
         found: list[cst.CSTNode] = []
         try:
-            within.visit(_Walk({}, found))
+            within.visit(_walk()({}, found))
         except RecursionError:
             raise nested_too_deeply() from None
         return [node for node in found if isinstance(node, kind)]
@@ -224,14 +364,30 @@ class PythonSource:
         Python's own symbol tables, and come here only for shapes those
         cannot be matched to (lambdas, comprehensions).
         """
+        if self.pruned is not None:  # bindings in the statements left out count too: ask the whole module
+            full = parse(self.source)
+            return full.scope(full._counterpart(node, self))
         scope = self._scopes[node]
         assert scope is not None  # libcst types a scope as optional, yet gives every node of a module one
         return scope
 
+    def _counterpart(self, node: cst.CSTNode, other: PythonSource) -> cst.CSTNode:
+        """The node of this parse that stands where `node` of `other` (a parse of the same bytes) does."""
+        if node is other.module:
+            return self.module
+        return self._by_span[(type(node), other.span(node))]
+
+    @cached_property
+    def _by_span(self) -> Mapping[tuple[type, tuple[int, int]], cst.CSTNode]:
+        found: dict[tuple[type, tuple[int, int]], cst.CSTNode] = {}
+        for node in reversed(self._order):  # the outermost of nodes with one span wins (`(a)` and `a`)
+            found[(type(node), self.span(node))] = node
+        return MappingProxyType(found)
+
     @cached_property
     def _scopes(self) -> Mapping[cst.CSTNode, Scope | None]:
         try:
-            return MappingProxyType(dict(self._wrapper.resolve(ScopeProvider)))
+            return MappingProxyType(dict(self._wrapper.resolve(metadata.ScopeProvider)))
         except RecursionError:
             raise nested_too_deeply() from None
 
@@ -246,11 +402,15 @@ class PythonSource:
         """The `from ... import` statements that bind `name` where `node` is evaluated, in source order."""
         found = self._binding_table(node, name)
         if found is None:
-            return [
+            statements = [
                 assignment.node
                 for assignment in self.scope(node)[name]
-                if isinstance(assignment, Assignment) and isinstance(assignment.node, cst.ImportFrom)
+                if isinstance(assignment, metadata.Assignment) and isinstance(assignment.node, cst.ImportFrom)
             ]
+            if self.pruned is None:
+                return statements
+            full = parse(self.source)  # scope() answered from the whole module: its nodes, here ours
+            return [cast(cst.ImportFrom, self._counterpart(statement, full)) for statement in statements]
         if found is False:
             return []
         owner = found[1]
@@ -350,23 +510,29 @@ class PythonSource:
         )
 
 
-class _Walk(cst.CSTVisitor):
-    """Record each node's parent and the order nodes appear in."""
+@lru_cache(maxsize=1)
+def _walk() -> Callable[[dict[cst.CSTNode, cst.CSTNode], list[cst.CSTNode]], cst.CSTVisitor]:
+    """The visitor class, made on first use (it derives from libcst's, imported then)."""
 
-    def __init__(self, parents: dict[cst.CSTNode, cst.CSTNode], order: list[cst.CSTNode]) -> None:
-        self._parents = parents
-        self._order = order
-        self._stack: list[cst.CSTNode] = []
+    class _Walk(cst.CSTVisitor):
+        """Record each node's parent and the order nodes appear in."""
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self._stack:
-            self._parents[node] = self._stack[-1]
-        self._order.append(node)
-        self._stack.append(node)
-        return True
+        def __init__(self, parents: dict[cst.CSTNode, cst.CSTNode], order: list[cst.CSTNode]) -> None:
+            self._parents = parents
+            self._order = order
+            self._stack: list[cst.CSTNode] = []
 
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self._stack.pop()
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if self._stack:
+                self._parents[node] = self._stack[-1]
+            self._order.append(node)
+            self._stack.append(node)
+            return True
+
+        def on_leave(self, original_node: cst.CSTNode) -> None:
+            self._stack.pop()
+
+    return _Walk
 
 
 def tidy_insertion(source: bytes, edit: Edit) -> Edit:

@@ -16,8 +16,24 @@ A gate is one such list (or tuple). By default it is the list given to the
 `supported_major_versions` keyword of any call; a recipe picks others with
 `call` (the callee's name: `supported_compute_capability`, or the last name of
 `ctx.flags`) plus `position` (0-based positional argument) or `keyword`.
-With `call` alone every list given to the call is a gate. `scan` also knows
-the capability-list calls in `KNOWN_CALLS`.
+With `call` alone every list given to the call is a gate. `function` keeps
+those in (or decorating) one function, `assigns` those in the value assigned
+to one target, of several calls alike:
+
+    is_sm_supported = _match_sm_version(A.device, ["100", "103", "110"])
+    is_sm120_supported = _match_sm_version(A.device, ["120", "121"])
+
+A selected argument that is a name (`@supported_compute_capability(_CCS)`)
+stands for the list literal the file assigns it once at module level
+(`_CCS = [100, 103]`): that literal is the gate, and widening it widens every
+use of the name. A name bound more than once, elsewhere than at module
+level, to a computed value, or changed in place is refused with the reason
+(`_arch_lists.Names`). `scan` also knows the capability-list calls in
+`KNOWN_CALLS`.
+
+One reader finds them all: the stdlib `ast` (`find` and `find_known` take
+the caller's parse, as `scan` has one), with byte spans equal to libcst's,
+which `widen` edits through.
 
 The list's values decide its style and what it admits:
 
@@ -30,8 +46,9 @@ The list's values decide its style and what it admits:
 
 A list that is not all literals of one style (a name, a comprehension, a
 `*spread`, `[9, 100]`, concatenated strings) admits unknown and is never
-rewritten; a call's argument that is not a list at all (`CCS`) is such a
-gate too, so a recipe that selects it is refused with the reason.
+rewritten; a selected argument that is not a list at all (`CCS + [120]`, a
+name that cannot be followed) is such a gate too, so a recipe that selects
+it is refused with the reason.
 
 `widen` inserts what the list lacks where it sorts, in the list's own style:
 `[9, 10]` gains the major `12`; `[120]` gains `121`; `["100", "103"]` gains
@@ -47,15 +64,32 @@ from __future__ import annotations
 
 import ast
 import bisect
-import re
 from dataclasses import dataclass
 
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
-from codemods.gates import CannotWiden, Edit, Gate
-from codemods.gates._arch_lists import Listed, Value, admits_of, ast_entries, cst_entries, majors_detail, read_entries
-from codemods.gates._python import LONE_CR, PythonSource, parse, skip_trivia
+from codemods.core.lazy import LazyModule
+from codemods.gates import CannotWiden, Edit, Gate, SourceError, TooDeep, decode, line_of
+from codemods.gates._arch_lists import (
+    Lines,
+    Listed,
+    Names,
+    Value,
+    admits_of,
+    ast_entries,
+    cst_entries,
+    majors_detail,
+    outer_span,
+    past,
+    read_entries,
+)
+from codemods.gates._python import MAX_DEPTH, PythonSource, nested_too_deeply, parse, skip_trivia, too_deep
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:  # imported on first use: `codemod list` needs no libcst
+    cst = LazyModule("libcst")
 
 KIND = "python_arch_list"
 
@@ -114,230 +148,227 @@ def check_selector(name: str, value) -> str:
 def find(
     source: bytes,
     universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+    tree: ast.Module | None = None,
     *,
     function: str | None = None,
     keyword: str | None = None,
     call: str | None = None,
     position: int | None = None,
+    assigns: str | None = None,
 ) -> list[Gate]:
     """Every list the selectors pick, in source order.
 
     Without `call` and `position`: lists given to `keyword` (default
     `supported_major_versions`) in any call. With `call`: that call's argument
-    at `position`, or its `keyword` argument, or else every list it is given.
-    With `function`, only those whose innermost enclosing function or method
-    (or the function a decorator decorates) has that name.
+    at `position`, or its `keyword` argument, or else every list it is given;
+    a selected argument that is a name stands for the list literal that name
+    is assigned once at module level (see `Names`). With `function`, only
+    those whose innermost enclosing function or method (or the function a
+    decorator decorates) has that name; with `assigns`, only those in a call
+    inside the value assigned to that target (`is_sm_supported`, `self.ok`,
+    `(ok := ...)`).
+    `tree`: the stdlib `ast` parse of `source`, when the caller has it.
     """
-    return _find(parse(source), universe, _shapes(keyword, call, position), function)
+    return _find(source, tree, universe, _shapes(keyword, call, position), function, assigns)
 
 
-def find_known(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> list[Gate]:
+def find_known(
+    source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, tree: ast.Module | None = None
+) -> list[Gate]:
     """Every gate of the shapes `scan` lists: `supported_major_versions` lists and the KNOWN_CALLS arguments."""
-    return _find(parse(source), universe, KNOWN_SHAPES, None)
+    return _find(source, tree, universe, KNOWN_SHAPES, None, None)
 
 
-def _callee(node: cst.CSTNode | None) -> str | None:
-    if not isinstance(node, cst.Call):
-        return None
-    func = node.func
-    if isinstance(func, cst.Name):
-        return func.value
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
-    return ""
+def _parse(source: bytes, needles: list[bytes]) -> tuple[ast.Module, list[tuple[int, bytes]]]:
+    """The module's tree, and the top-level statements left out of it (their line and bytes).
+
+    libcst reads some syntax Python's own parser rejects (a newer Python's,
+    or libcst's leniency); then each top-level statement is read alone, and
+    one the parser rejects is left out when it holds no needle (a call or
+    keyword asked for), else the file is refused with the parser's reason.
+    """
+    text = decode(source)
+    try:
+        # from text, not bytes: a coding cookie must not change what the UTF-8 bytes say
+        return ast.parse(text[1:] if text.startswith("\ufeff") else text), []
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        if too_deep(exc):
+            raise nested_too_deeply(getattr(exc, "lineno", None)) from None
+        rejected = f"not valid Python: line {getattr(exc, 'lineno', None)}: {getattr(exc, 'msg', exc)}"
+    try:
+        parsed = parse(source)
+    except TooDeep:
+        raise
+    except SourceError:
+        raise SourceError(rejected) from None
+    starts = Lines(source).starts
+    body: list[ast.stmt] = []
+    left_out: list[tuple[int, bytes]] = []
+    for statement in parsed.module.body:
+        decorators = getattr(statement, "decorators", ())
+        start, end = parsed.span(decorators[0] if decorators else statement)[0], parsed.span(statement)[1]
+        piece, line = source[start:end], bisect.bisect_right(starts, start)
+        try:
+            tree = ast.parse(piece.decode("utf-8"))
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            if too_deep(exc):
+                raise nested_too_deeply(line) from None
+            if any(needle in piece for needle in needles):
+                raise SourceError(f"not valid Python: line {line - 1 + (getattr(exc, 'lineno', None) or 1)}: {getattr(exc, 'msg', exc)}") from None
+            left_out.append((line, piece))
+            continue
+        body += ast.increment_lineno(tree, line - 1).body
+    return ast.Module(body=body, type_ignores=[]), left_out
 
 
-def _find(parsed: PythonSource, universe, shapes: tuple[_Shape, ...], function: str | None) -> list[Gate]:
-    gates = []
-    for arg in parsed.nodes(cst.Arg):
-        parent = parsed.parent(arg)
-        callee = _callee(parent)
-        keyword = arg.keyword.value if arg.keyword is not None else None
-        index = _position_of(parent, arg) if keyword is None else None
+@dataclass(frozen=True)
+class _Argument:
+    """A call's argument that a shape selects."""
+
+    value: ast.expr
+    at: int | None  # just past the `(`, `,` or `=` before it (parentheses may follow); None if not found
+    keyword: str | None
+    callee: str | None
+    index: int | None
+    shape: _Shape
+    function: str
+    in_fstring: bool
+
+
+def _find(
+    source: bytes,
+    tree: ast.Module | None,
+    universe: tuple[Arch, ...],
+    shapes: tuple[_Shape, ...],
+    function: str | None,
+    assigns: str | None,
+) -> list[Gate]:
+    needles = [(shape.call or shape.keyword or "").encode() for shape in shapes]
+    left_out: list[tuple[int, bytes]] = []
+    if tree is None:
+        tree, left_out = _parse(source, needles)
+    elif not any(needle in source for needle in needles):
+        return []  # the caller parsed it, so there is nothing left to check
+    lines = Lines(source)
+    found: list[_Argument] = []
+
+    def consider(value: ast.expr, at: int | None, keyword: str | None, callee: str | None, index: int | None, where) -> None:
         for shape in shapes:
             if not shape.matches(callee, keyword, index):
                 continue
-            if shape.literal_only() and not isinstance(arg.value, (cst.List, cst.Tuple)):
+            if shape.literal_only() and not isinstance(value, (ast.List, ast.Tuple)):
                 continue
             if keyword is None and shape.call is None:
                 continue
-            context = parsed.enclosing_function(arg)
-            if function is None or context == function:
-                gates.append(_gate(parsed, arg.value, shape, callee, keyword, index, context, universe))
-            break
-    return gates
+            found.append(_Argument(value, at, keyword, callee, index, shape, *where))
+            return
+
+    def keywords(node: ast.Call | ast.ClassDef, callee: str | None, where) -> None:
+        for kw in node.keywords:
+            if kw.arg is not None:
+                at = _after_equals(source, lines.offset(kw.lineno, kw.col_offset), kw.arg)
+                consider(kw.value, at, kw.arg, callee, None, where)
+
+    def visit(node: ast.AST, depth: int, where: tuple[str, bool], assigned: frozenset[str]) -> None:
+        if depth > MAX_DEPTH:  # what libcst cannot read, `widen` could not edit: refused here already
+            raise nested_too_deeply(getattr(node, "lineno", None))
+        selected = (function is None or where[0] == function) and (assigns is None or assigns in assigned)
+        if selected and isinstance(node, ast.Call):
+            func = node.func
+            callee = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            index: int | None = 0
+            after_func = skip_trivia(source, lines.offset(func.end_lineno, func.end_col_offset))
+            at: int | None = after_func + 1 if source[after_func : after_func + 1] == b"(" else None
+            for arg in node.args:
+                if isinstance(arg, ast.Starred):
+                    index = None  # the place of what follows a spread is not known
+                    continue
+                if index is not None and index > 0:
+                    at = past(source, at, b",")
+                consider(arg, at, None, callee, index, where)
+                if index is not None:
+                    index += 1
+                    at = lines.offset(arg.end_lineno, arg.end_col_offset)
+            keywords(node, callee, where)
+        elif selected and isinstance(node, ast.ClassDef):
+            keywords(node, None, where)
+        # as check_depth measures: `a or b or c` is one ast node, a nested pair per `or` in libcst
+        step = len(node.values) if isinstance(node, ast.BoolOp) else 1
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else where[0]
+            targets = assigned
+            if isinstance(node, ast.Assign) and child is node.value:
+                targets = assigned | {_dotted(target) for target in node.targets}
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and child is node.value:
+                targets = assigned | {_dotted(node.target)}
+            visit(child, depth + step, (inner, where[1] or isinstance(child, ast.JoinedStr)), targets)
+
+    visit(tree, 0, ("", False), frozenset())
+    names = Names(tree, lines, left_out)
+    gates: dict[int, Gate] = {}
+    for argument in found:
+        gate = _gate(lines, argument, names, universe)
+        gates.setdefault(gate.start, gate)  # two calls naming one list: one gate
+    return sorted(gates.values(), key=lambda gate: gate.start)
 
 
-def _position_of(parent: cst.CSTNode | None, arg: cst.Arg) -> int | None:
-    """The 0-based index of a positional argument; None after a `*spread` (its place is not known) or for one."""
-    if not isinstance(parent, cst.Call):
-        return None
-    index = 0
-    for other in parent.args:
-        if other.star:
-            return None
-        if other is arg:
-            return index
-        if other.keyword is None:
-            index += 1
-    return None
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else ""
+    return ""
 
 
-def _detail(shape: _Shape, callee, keyword, index, listed: Listed) -> dict:
-    detail = {"keyword": keyword, "majors": majors_detail(listed)}
-    if shape.call is not None:
-        detail.update(call=callee, position=index)
+def _gate(lines: Lines, argument: _Argument, names: Names, universe: tuple[Arch, ...]) -> Gate:
+    source, value = lines.source, argument.value
+    detail: dict = {"keyword": argument.keyword}
+    if isinstance(value, ast.Name):  # only a selected argument (no list literal needed) can be one
+        followed = names.follow(value.id)
+        detail["name"] = value.id
+        if isinstance(followed, str):
+            detail["unread"] = followed
+            start, end = lines.span(value)
+        else:
+            value, (start, end) = followed
+            detail["named_at"] = line_of(source, lines.offset(argument.value.lineno, argument.value.col_offset))
+    else:
+        start, end = outer_span(source, argument.at, *lines.span(value))
+        if argument.in_fstring:
+            _check_placed(source, value, start, end)
+    entries = ast_entries(source, value, lines.offset)
+    listed = read_entries(entries, argument.keyword == MAJORS_KEYWORD) if entries is not None else Listed(None, None)
+    detail["majors"] = majors_detail(listed)
+    if argument.shape.call is not None:
+        detail.update(call=argument.callee, position=argument.index)
     detail["style"] = listed.style.kind if listed.style is not None else None
-    return detail
-
-
-def _gate(parsed: PythonSource, node: cst.BaseExpression, shape: _Shape, callee, keyword, index, context: str, universe) -> Gate:
-    start, end = parsed.outer_span(node)
-    entries = cst_entries(node)
-    listed = read_entries(entries, keyword == MAJORS_KEYWORD) if entries is not None else Listed(None, None)
     return Gate(
         kind=KIND,
         start=start,
         end=end,
-        line=parsed.line(start),
-        text=parsed.text(start, end),
+        line=line_of(source, start),
+        text=source[start:end].decode("utf-8"),
         admits=admits_of(listed, universe),
-        context=context,
-        detail=_detail(shape, callee, keyword, index, listed),
+        context=argument.function,
+        detail=detail,
     )
 
 
-def find_in_tree(
-    source: bytes,
-    tree: ast.Module,
-    universe: tuple[Arch, ...] = DEFAULT_ARCHS,
-    *,
-    keyword: str = MAJORS_KEYWORD,
-    known: bool = False,
-) -> list[Gate] | None:
-    """`find(source, keyword=keyword)` (or `find_known` with `known`) from a stdlib `ast` parse of the same bytes.
-
-    Several times faster than libcst. ast columns are UTF-8 byte offsets in
-    their line, so with the line starts (after a BOM on line 1) they give
-    libcst's byte spans; the text keeps the parentheses written around a list
-    (`=([9, 10])`), as libcst's outer span does. None when it cannot vouch to
-    agree with `find` (a line ended by a lone CR, a list inside an f-string,
-    anything but parentheses between `=` and the list): the caller then calls `find`.
-    """
-    shapes = KNOWN_SHAPES if known else (_Shape(keyword=keyword),)
-    needles = []
-    for shape in shapes:
-        needle = shape.call or shape.keyword
-        assert needle is not None  # KNOWN_SHAPES and `_Shape(keyword=keyword)` each name a call or a keyword
-        needles.append(needle.encode())
-    if not any(needle in source for needle in needles):
-        return []
-    if b"\r" in source and LONE_CR.search(source):
-        return None
-    bom = 3 if source.startswith(b"\xef\xbb\xbf") else 0
-    starts = [bom] + [match.end() for match in re.finditer(b"\n", source)]
-
-    def offset(line: int | None, column: int | None) -> int:
-        # typeshed allows None for end positions, which ast.parse sets on every node it makes
-        assert line is not None and column is not None
-        return starts[line - 1] + column
-
-    # (value, where to read on from toward it, its keyword or None, callee, position, the shape, function, in an f-string)
-    found: list[tuple] = []
-
-    def consider(value, at, keyword_name, callee, index, function, in_fstring) -> None:
-        for shape in shapes:
-            if not shape.matches(callee, keyword_name, index):
-                continue
-            if shape.literal_only() and not isinstance(value, (ast.List, ast.Tuple)):
-                continue
-            if keyword_name is None and shape.call is None:
-                continue
-            found.append((value, at, keyword_name, callee, index, shape, function, in_fstring))
-            return
-
-    def visit(node: ast.AST, function: str, in_fstring: bool) -> None:
-        if isinstance(node, ast.Call):
-            func = node.func
-            callee = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            index: int | None = 0
-            after_func = skip_trivia(source, offset(func.end_lineno, func.end_col_offset))
-            at: int | None = after_func + 1 if source[after_func : after_func + 1] == b"(" else None
-            for arg in node.args:
-                if isinstance(arg, ast.Starred):
-                    index = None
-                    continue
-                if index is not None and index > 0:
-                    at = _after_comma(source, at)
-                consider(arg, at, None, callee, index, function, in_fstring)
-                if index is not None:
-                    index += 1
-                    at = offset(arg.end_lineno, arg.end_col_offset)
-            for kw in node.keywords:
-                if kw.arg is not None:
-                    consider(kw.value, _after_equals(source, offset(kw.lineno, kw.col_offset), kw.arg), kw.arg, callee, None, function, in_fstring)
-        elif isinstance(node, ast.ClassDef):
-            for kw in node.keywords:
-                if kw.arg is not None:
-                    consider(kw.value, _after_equals(source, offset(kw.lineno, kw.col_offset), kw.arg), kw.arg, None, None, function, in_fstring)
-        for child in ast.iter_child_nodes(node):
-            inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
-            visit(child, inner, in_fstring or isinstance(child, ast.JoinedStr))
-
-    visit(tree, "", False)
-    gates = []
-    for value, at, keyword_name, callee, index, shape, function, in_fstring in found:
-        if in_fstring or at is None:
-            return None  # before Python 3.12, positions inside f-strings are computed after the fact
-        start, end = offset(value.lineno, value.col_offset), offset(value.end_lineno, value.end_col_offset)
-        outer, opened = start, 0
-        while (at := skip_trivia(source, at)) < start:
-            if source[at : at + 1] != b"(":
-                return None
-            outer = min(outer, at)
-            opened += 1
-            at += 1
-        if at != start:
-            return None
-        for _ in range(opened):
-            end = skip_trivia(source, end)
-            if source[end : end + 1] != b")":
-                return None
-            end += 1
-        entries = ast_entries(source, value, offset)
-        listed = read_entries(entries, keyword_name == MAJORS_KEYWORD) if entries is not None else Listed(None, None)
-        gates.append(
-            Gate(
-                kind=KIND,
-                start=outer,
-                end=end,
-                line=bisect.bisect_right(starts, outer),
-                text=source[outer:end].decode("utf-8"),
-                admits=admits_of(listed, universe),
-                context=function,
-                detail=_detail(shape, callee, keyword_name, index, listed),
-            )
-        )
-    gates.sort(key=lambda gate: gate.start)
-    return gates
+def _check_placed(source: bytes, value: ast.expr, start: int, end: int) -> None:
+    """Before Python 3.12, positions inside f-strings are computed after the fact: the text there must be the list."""
+    try:
+        placed = ast.dump(ast.parse(source[start:end].decode("utf-8"), mode="eval").body) == ast.dump(value)
+    except (SyntaxError, ValueError, UnicodeDecodeError):
+        placed = False
+    if not placed:
+        raise SourceError(f"line {value.lineno}: an arch list inside an f-string that Python does not place exactly; edit it by hand")
 
 
 def _after_equals(source: bytes, at: int, keyword: str) -> int | None:
     """Just past the `=` of `keyword=` written at `at`; None when something else stands there."""
     at = skip_trivia(source, at + len(keyword))
     return at + 1 if source[at : at + 1] == b"=" else None
-
-
-def _after_comma(source: bytes, at: int | None) -> int | None:
-    """Just past the `,` after the previous argument (which ends at `at`, maybe inside parentheses)."""
-    if at is None:
-        return None
-    while True:
-        at = skip_trivia(source, at)
-        if source[at : at + 1] == b")":
-            at += 1
-            continue
-        return at + 1 if source[at : at + 1] == b"," else None
 
 
 def widen(
@@ -347,9 +378,11 @@ def widen(
     universe: tuple[Arch, ...] = DEFAULT_ARCHS,
 ) -> list[Edit]:
     """Edits that add the values of `targets` the list lacks, in its style; `[]` if it has them all."""
+    where = f"line {gate.line}: {gate.text}"
+    if "unread" in gate.detail:
+        raise CannotWiden(f"{where} is not a list literal, and {gate.detail['unread']}; widen it by hand")
     parsed = parse(source)
     node = _locate(parsed, gate)
-    where = f"line {gate.line}: {gate.text}"
     if not isinstance(node, (cst.List, cst.Tuple)):
         raise CannotWiden(f"{where} is not a list literal (a name or a computed value); widen it by hand")
     entries = cst_entries(node)
@@ -391,8 +424,13 @@ def _key(value: Value) -> tuple[int, int]:
 
 
 def _locate(parsed: PythonSource, gate: Gate) -> cst.BaseExpression:
+    """The list `find` gave (an argument, or the literal a name stands for), or the argument it refused."""
+    span = (gate.start, gate.end)
+    for node in parsed.nodes((cst.List, cst.Tuple)):
+        if span in (parsed.outer_span(node), parsed.span(node)):
+            return node
     for arg in parsed.nodes(cst.Arg):
-        if parsed.outer_span(arg.value) == (gate.start, gate.end):
+        if parsed.outer_span(arg.value) == span:
             return arg.value
     raise CannotWiden(
         f"line {gate.line}: {gate.text} is no longer at this place; find the gates again"

@@ -52,17 +52,22 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import libcst as cst
-from libcst.helpers import get_full_name_for_node
-
 from collections.abc import Mapping
-from typing import TypeGuard
+from typing import TYPE_CHECKING, TypeGuard
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
+from codemods.core.lazy import LazyModule
 from codemods.gates import CannotWiden, Edit, Gate
 from codemods.gates._predicates import Meaning
 from codemods.gates._imports import import_beside_siblings, insert_at
 from codemods.gates._python import PythonSource, admits_of_expression, parse
+
+if TYPE_CHECKING:
+    import libcst as cst
+    from libcst import helpers as cst_helpers
+else:  # imported on first use: `codemod list` needs no libcst
+    cst = LazyModule("libcst")
+    cst_helpers = LazyModule("libcst.helpers")
 
 KIND = "python_arch_or"
 
@@ -76,6 +81,10 @@ NAMED_PREDICATES: dict[str, frozenset[int]] = {
     "is_blackwell_supported": frozenset({10, 12}),
     "is_blackwell": frozenset({10, 12}),
 }
+
+# The statements this kind and python_arch_test read (`parse`'s keep): those naming a predicate or flag,
+# which holds every chain, test, sibling definition and import they find or widen.
+MENTIONS = re.compile(rb"(?:is|has)_sm\d|" + b"|".join(re.escape(name.encode()) for name in sorted(NAMED_PREDICATES)))
 
 
 @dataclass(frozen=True)
@@ -119,7 +128,7 @@ def find(
     `self.enable_flashinfer_allreduce_fusion`), only chains inside the test of
     an `if` whose body assigns that target directly.
     """
-    parsed = parse(source)
+    parsed = parse(source, MENTIONS)
     gates = []
     for node in parsed.nodes(cst.BooleanOperation):
         if not is_or(node) or is_or(parsed.parent(node)):
@@ -289,7 +298,7 @@ def assigned_in(body: cst.BaseSuite, target: str) -> bool:
             targets = [statement.target]
         else:
             continue
-        if any(get_full_name_for_node(node) == target for node in targets):
+        if any(cst_helpers.get_full_name_for_node(node) == target for node in targets):
             return True
     return False
 
@@ -366,7 +375,7 @@ def _plan(
     universe: tuple[Arch, ...] = DEFAULT_ARCHS,
     meanings: Mapping[str, Meaning] | None = None,
 ) -> _Plan:
-    parsed = parse(source)
+    parsed = parse(source, MENTIONS)
     chain = _locate(parsed, gate)
     predicates = _predicates(chain)
     if predicates is None:

@@ -47,21 +47,29 @@ import keyword
 import re
 import tokenize
 from collections.abc import Mapping
-from typing import TypeGuard
-
-import libcst as cst
-from libcst.helpers import get_full_name_for_node
+from functools import cache
+from typing import TYPE_CHECKING, TypeGuard
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
+from codemods.core.lazy import LazyModule
 from codemods.gates import CannotWiden, Edit, Gate
 from codemods.gates import python_arch_or as chains
 from codemods.gates._predicates import Meaning
 from codemods.gates._python import PythonSource, parse
 
+if TYPE_CHECKING:
+    import libcst as cst
+    from libcst import helpers as cst_helpers
+else:  # imported on first use: `codemod list` needs no libcst
+    cst = LazyModule("libcst")
+    cst_helpers = LazyModule("libcst.helpers")
+
 KIND = "python_arch_test"
 
 _FLAG_RE = re.compile(r"^_?has_sm\d{2,3}[af]?$")
-_TESTED = (cst.If, cst.While, cst.Assert, cst.IfExp)
+@cache
+def _tested() -> tuple[type[cst.If], type[cst.While], type[cst.Assert], type[cst.IfExp]]:
+    return (cst.If, cst.While, cst.Assert, cst.IfExp)
 
 
 def check_selector(name: str, value) -> str:
@@ -77,7 +85,7 @@ def find(
     function: str | None = None, assigns: str | None = None, calls: str | list[str] | None = None,
 ) -> list[Gate]:
     """Every predicate test (single, negated, negated chain, flag chain), in source order."""
-    parsed = parse(source)
+    parsed = parse(source, chains.MENTIONS)
     wanted = [calls] if isinstance(calls, str) else list(calls or [])
     gates = []
     for node, shape, predicates in _shapes(parsed):
@@ -118,7 +126,7 @@ def widen(
     meanings: Mapping[str, Meaning] | None = None,
 ) -> list[Edit]:
     """Edits that make the test admit `targets` too; `[]` if it does already."""
-    parsed = parse(source)
+    parsed = parse(source, chains.MENTIONS)
     node, shape, predicates = _locate(parsed, gate)
     template, numbers = chains.new_predicates(predicates, gate, targets, universe, meanings)
     if template is None:
@@ -256,14 +264,14 @@ def _tested_by(parsed: PythonSource, node: cst.CSTNode) -> cst.CSTNode | None:
     child, parent = node, parsed.parent(node)
     while _is_and(parent):
         child, parent = parent, parsed.parent(parent)
-    if isinstance(parent, _TESTED) and parent.test is child:
+    if isinstance(parent, _tested()) and parent.test is child:
         return parent
     return None
 
 
 def _needs_parentheses(parsed: PythonSource, node: cst.CSTNode, parent) -> bool:
     """`P or Q` needs parentheses unless it is the whole test."""
-    return not (isinstance(parent, _TESTED) and parent.test is node)
+    return not (isinstance(parent, _tested()) and parent.test is node)
 
 
 def _locate(parsed: PythonSource, gate: Gate):
@@ -466,7 +474,7 @@ def _called(node: cst.CSTNode) -> set[str]:
             names.add(func.value)
         elif isinstance(func, cst.Attribute):
             names.add(func.attr.value)
-            full = get_full_name_for_node(func)
+            full = cst_helpers.get_full_name_for_node(func)
             if full:
                 names.add(full)
     return names

@@ -57,13 +57,13 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
-from codemods.gates import CannotWiden, Edit, Gate, SourceError, apply_edits
-from codemods.gates._capability_values import NAME_RE, arch_comparisons, exit_tests, named, names_arch, spell, strings
+from codemods.gates import CannotWiden, Edit, Gate, SourceError, _polarity, apply_edits
+from codemods.gates._capability_values import NAME_RE, arch_comparisons, named, names_arch, spell, strings
 
 KIND = "python_capability"
 
@@ -235,18 +235,22 @@ def gates(text: PythonText, body: list[ast.stmt], universe: tuple[Arch, ...], co
     """Every capability comparison in `body`; with `computed`, also those with a value it cannot read (unknown).
 
     Only statements that name a capability call (or a name bound from one, or an arch string) are walked.
-    What a gate admits is where the code it guards runs: the comparison's truth set, or, when an `if`
-    with no `else` ends the code path (`raise`, a bare `return`, `pytest.skip(...)`), the archs where it is false.
+    Each gate admits what the code path it guards admits (`_on_paths`: polarity), not where its comparison
+    is true (`if sm_version != "sm_120": raise` admits sm_120).
     """
-    return [gate for gate, _, _ in _found(text, body, universe, computed, polarity=True)]
+    readable: dict[int, frozenset[Arch] | None] = {}
+    found = [(gate, leaf.node, scope) for gate, leaf, scope in _found(text, body, universe, computed, readable)]
+    return [gate for gate, _, _ in (_on_paths(found, body, readable, universe) if found else found)]
 
 
 def _found(
-    text: PythonText, body: list[ast.stmt], universe, computed: bool, names: Mapping[str, Side] | None = None,
-    polarity: bool = False,
+    text: PythonText, body: list[ast.stmt], universe, computed: bool,
+    readable: dict[int, frozenset[Arch] | None] | None = None, names: Mapping[str, Side] | None = None,
 ) -> list[tuple[Gate, _Leaf, int]]:
-    """The comparisons in `body`: those of the capability calls, of names bound from them, of arch strings
-    and of the `names` a recipe declares (`{"_device_sm": "sm"}`, read as sides)."""
+    """Each capability comparison of `body`, its gate (where it is true) and its scope; `readable` collects
+    id -> where each comparison read is true (None: computed), unknown ones included. Read: the comparisons
+    of the capability calls, of names bound from them, of arch strings and of the `names` a recipe declares
+    (`{"_device_sm": "sm"}`, read as sides)."""
     declared = dict(names or {})
     bound: dict[tuple[int, str], Side] = {}  # (scope, name) -> 0 major, 1 minor, None the pair, "sm"
     compares: dict[int, tuple[ast.Compare, int]] = {}
@@ -265,7 +269,6 @@ def _found(
     def bound_in(scope: int) -> Callable[[str], Side]:
         return lambda name: bound.get((scope, name), bound.get((0, name), declared.get(name, "")))
 
-    exits: set[int] | None = None
     found = []
     for node, scope in compares.values():
         leaf = _leaf(node, bound_in(scope))
@@ -274,6 +277,8 @@ def _found(
         side, op, flipped = leaf.side, leaf.op, leaf.flipped
         truth = {arch: _truth(node, arch, lambda _: leaf) for arch in universe}  # where the comparison is true
         admitted = None if None in truth.values() else frozenset(arch for arch, true in truth.items() if true)
+        if readable is not None:
+            readable[id(node)] = admitted
         detail = {"side": _SIDES[side], "op": op.__name__, "flipped": flipped}
         if admitted is None:
             if not computed:
@@ -281,10 +286,6 @@ def _found(
             detail["unknown"] = _unreadable(leaf)
             admits = ArchSet(universe, frozenset(), frozenset(universe))
         else:
-            if polarity:
-                exits = exit_tests(body) if exits is None else exits
-                if id(node) in exits:  # what follows the `if` runs where the comparison is false
-                    admitted = frozenset(universe) - admitted
             admits = ArchSet(universe, admitted)
         start, end = text.span(node)
         gate = Gate(
@@ -373,6 +374,44 @@ def _leaf(node: ast.AST, lookup: Callable[[str], Side]) -> _Leaf | None:
         if isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and (spelled := _spelled(n)) and lookup(spelled) != ""
     )  # fmt: skip
     return _Leaf(node, side, op, value, flipped, names, is_text)
+
+
+def _on_paths(
+    found: list[tuple[Gate, ast.Compare, int]], body: list[ast.stmt], readable: dict[int, frozenset[Arch] | None],
+    universe: tuple[Arch, ...],
+) -> list[tuple[Gate, ast.Compare, int]]:
+    """Each readable comparison's gate admits what the code path it guards admits (`_polarity`): `if cap != 9:
+    raise` admits 9, `skipif(cap[0] not in [10, 12])` 10 and 12, the comparisons of one test the same archs."""
+    lines = {node.lineno for _, node, _ in found}
+    def first(stmt: ast.stmt) -> int:
+        return min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+
+    tops = [stmt for stmt in body if any(first(stmt) <= line <= (stmt.end_lineno or stmt.lineno) for line in lines)]
+    up = _polarity.parents(tops)
+    out = []
+    for gate, node, scope in found:
+        if readable.get(id(node)) is None:
+            out.append((gate, node, scope))
+            continue
+        test, runs = _polarity.need(node, up)
+        unread = any(isinstance(n, ast.Compare) and id(n) in readable and readable[id(n)] is None for n in ast.walk(test))
+        admitted, unknown = set(), set()
+        for arch in universe:
+
+            def leaf(operand: ast.expr, arch: Arch = arch) -> bool | None:
+                archs = readable.get(id(operand))
+                return None if archs is None else arch in archs
+
+            result = _polarity.value(test, leaf)
+            if result is runs or (result is None and not unread):
+                admitted.add(arch)  # an operand that does not depend on the GPU may let it through
+            elif result is None:
+                unknown.add(arch)
+        detail = {**gate.detail, "runs_where": "true" if runs else "false"}
+        if test is not node:
+            detail["test"] = ast.unparse(test)
+        out.append((replace(gate, admits=ArchSet(universe, frozenset(admitted), frozenset(unknown)), detail=detail), node, scope))
+    return out
 
 
 def nodes_in(text: PythonText, body: list, test: Callable[[bytes], bool], scope: int) -> Iterator[tuple[ast.AST, int]]:

@@ -18,9 +18,11 @@ from codemods.gates import (
     cpp_runtime_check,
     cuda_guard,
     python_arch_list,
+    python_arch_map,
     python_arch_or,
     python_arch_test,
     python_capability,
+    python_predicate,
 )
 from codemods.gates.base import GateKind, Selector
 
@@ -70,7 +72,7 @@ CPP_REPLACE = GateKind(
 
 PYTHON_ARCH_LIST = GateKind(
     name=python_arch_list.KIND,
-    selectors=_optional("function", "keyword", "call", "position", hints=python_arch_list.SELECTOR_HINTS),
+    selectors=_optional("function", "keyword", "call", "position", "assigns", hints=python_arch_list.SELECTOR_HINTS),
     find=lambda source, universe, where, selector: python_arch_list.find(source, universe, **selector),
     admits=lambda text, universe, where, detail: python_arch_list.admits(text, universe),
     widen=lambda source, gate, targets, universe, where: python_arch_list.widen(source, gate, targets, universe),
@@ -112,6 +114,22 @@ PYTHON_CAPABILITY = GateKind(
     selects_kernels=True,
 )
 
+# Read by `scan`, never widened: a predicate's definition and an arch-keyed map are every caller's gate.
+PYTHON_PREDICATE = GateKind(
+    name=python_predicate.KIND,
+    find=lambda source, universe, where, selector: python_predicate.find(source, universe, where.meanings),
+    admits=lambda text, universe, where, detail: python_predicate.admits(text, universe),
+    widen=lambda source, gate, targets, universe, where: python_predicate.widen(source, gate, targets),
+    reads_predicates=True,
+)
+
+PYTHON_ARCH_MAP = GateKind(
+    name=python_arch_map.KIND,
+    find=lambda source, universe, where, selector: python_arch_map.find(source, universe),
+    admits=lambda text, universe, where, detail: python_arch_map.admits(text, universe),
+    widen=lambda source, gate, targets, universe, where: python_arch_map.widen(source, gate, targets),
+)
+
 # The kind each module implements, by kind name.
 _MODULES: dict[str, tuple[GateKind, ModuleType]] = {
     kind.name: (kind, module)
@@ -123,6 +141,8 @@ _MODULES: dict[str, tuple[GateKind, ModuleType]] = {
         (PYTHON_ARCH_OR, python_arch_or),
         (PYTHON_ARCH_TEST, python_arch_test),
         (PYTHON_CAPABILITY, python_capability),
+        (PYTHON_PREDICATE, python_predicate),
+        (PYTHON_ARCH_MAP, python_arch_map),
     )
 }
 

@@ -91,10 +91,7 @@ class AstIndex(Index):
         self._literals: list[ast.expr] = []  # string literals and f-strings, outside f-strings
         self._block_bodies: dict[int, bool] = {}
         self._visit(tree, None)
-        listed = python_arch_list.find_in_tree(source, tree)
-        if listed is None:
-            raise Unsupported
-        for gate in listed:
+        for gate in python_arch_list.find(source, tree=tree):
             self._lists.setdefault(gate.context, []).append((gate.detail["majors"], gate.text, gate.line))
         if not source.isascii() and not self._ascii_names(bom):
             raise Unsupported  # ast normalizes a non-ASCII name (NFKC), libcst keeps it as written

@@ -450,28 +450,43 @@ def _gates(gates) -> list[tuple]:
         ),
     ],
 )
-def test_find_in_tree_agrees_with_find(source: str) -> None:
+def test_find_spans_are_libcsts(source: str) -> None:
+    """find reads the stdlib ast; widen edits through libcst: each gate's span is a libcst node's, and a tree the
+    caller parsed gives the same gates."""
     import ast
 
     data = source.encode()
-    fast = python_arch_list.find_in_tree(data, ast.parse(data))
-    assert fast is not None
-    assert _gates(fast) == _gates(find(data))
+    found = find(data)
+    assert {(g.start, g.end) for g in found} <= _libcst_spans(data)
+    assert _gates(find(data, tree=ast.parse(data))) == _gates(found)
+
+
+def _libcst_spans(data: bytes) -> set[tuple[int, int]]:
+    import libcst as cst
+
+    from codemods.gates._python import parse
+
+    parsed = parse(data)
+    return {parsed.outer_span(node) for node in parsed.nodes((cst.List, cst.Tuple))} | {
+        parsed.outer_span(arg.value) for arg in parsed.nodes(cst.Arg)
+    }
 
 
 @pytest.mark.parametrize(
-    "source",
+    "source, line",
     [
-        pytest.param("x = 1\ry = 2\ndef g():\n    f(supported_major_versions=[9])\n", id="lone-carriage-return"),
-        pytest.param("def g():\n    s = f'{f(supported_major_versions=[9, 10])}'\n", id="inside-an-f-string"),
+        # Python's tokenizer ends a line at a lone CR, libcst and codemod's line numbers do not: offsets agree
+        pytest.param("x = 1\ry = 2\ndef g():\n    f(supported_major_versions=[9])\n", 3, id="lone-carriage-return"),
+        pytest.param("def g():\n    s = f'{f(supported_major_versions=[9])}'\n", 2, id="inside-an-f-string"),
+        pytest.param("s = f\"\"\"{x}\n{f(supported_major_versions=[9])}\"\"\"\n", 2, id="f-string-second-line"),
     ],
 )
-def test_find_in_tree_declines_what_it_cannot_vouch_for(source: str) -> None:
-    import ast
-
+def test_find_places_what_ast_positions_differently(source: str, line: int) -> None:
     data = source.encode()
-    assert python_arch_list.find_in_tree(data, ast.parse(data)) is None
-    assert len(find(data)) == 1
+    [gate] = find(data)
+    assert (gate.text, gate.line, data[gate.start : gate.end]) == ("[9]", line, b"[9]")
+    assert (gate.start, gate.end) in _libcst_spans(data)
+    assert _rewrite(data, parse_archs("sm_120")) == data.replace(b"[9]", b"[9, 12]")
 
 
 # ---------------------------------------------------------------- call arguments: capability lists by position
@@ -742,10 +757,342 @@ def test_widened_capability_list_admits_old_set_plus_targets(listed, targets, sp
         pytest.param("def f(a):\n    return _match_sm_version(a.device, [(100), 0x64])\n", id="parenthesized-and-hex-entries"),
     ],
 )
-def test_find_in_tree_known_agrees_with_find_known(source: str) -> None:
+def test_find_known_spans_are_libcsts(source: str) -> None:
     import ast
 
     data = source.encode()
-    fast = python_arch_list.find_in_tree(data, ast.parse(data), known=True)
-    assert fast is not None
-    assert _gates(fast) == _gates(python_arch_list.find_known(data))
+    found = python_arch_list.find_known(data)
+    assert {(g.start, g.end) for g in found} <= _libcst_spans(data)
+    assert _gates(python_arch_list.find_known(data, tree=ast.parse(data))) == _gates(found)
+
+
+# ---------------------------------------------------------------- `assigns`, and a name standing for a module-level list
+
+
+PARTIAL = {"call": "partial", "keyword": "device_capability_majors"}
+
+
+@pytest.mark.parametrize(
+    "before, after, archs, selector",
+    [
+        pytest.param(
+            """\
+            is_sm100_supported = lru_cache(maxsize=1)(
+                partial(_check_device, device_capability_majors=[10], cuda_version=(12, 8))
+            )
+            is_blackwell_supported = is_blackwell = lru_cache(maxsize=1)(
+                partial(
+                    _check_device,
+                    device_capability_majors=[10, 12],
+                    cuda_version=(12, 8),
+                )
+            )
+            """,
+            """\
+            is_sm100_supported = lru_cache(maxsize=1)(
+                partial(_check_device, device_capability_majors=[10], cuda_version=(12, 8))
+            )
+            is_blackwell_supported = is_blackwell = lru_cache(maxsize=1)(
+                partial(
+                    _check_device,
+                    device_capability_majors=[10, 11, 12],
+                    cuda_version=(12, 8),
+                )
+            )
+            """,
+            "sm_110",
+            {**PARTIAL, "assigns": "is_blackwell_supported"},
+            id="assigns-one-module-level-partial-sglang-0.5.9",
+        ),
+        pytest.param(
+            "is_hopper = is_h100 = partial(_check_device, device_capability_majors=[9])\n"
+            "is_ada = partial(_check_device, device_capability_majors=[8])\n",
+            "is_hopper = is_h100 = partial(_check_device, device_capability_majors=[9, 12])\n"
+            "is_ada = partial(_check_device, device_capability_majors=[8])\n",
+            "sm_120",
+            {**PARTIAL, "assigns": "is_h100"},
+            id="assigns-any-name-of-a-chained-assignment",
+        ),
+        pytest.param(
+            """\
+            def _pick_gemm_backend(suitable, a, b, backend):
+                sm_ok = _match_sm_version(a.device, ["100", "103", "110"])
+                sm12x_ok = _match_sm_version(a.device, ["120", "121"])
+                return sm_ok or sm12x_ok
+            """,
+            """\
+            def _pick_gemm_backend(suitable, a, b, backend):
+                sm_ok = _match_sm_version(a.device, ["100", "103", "107", "110"])
+                sm12x_ok = _match_sm_version(a.device, ["120", "121"])
+                return sm_ok or sm12x_ok
+            """,
+            "sm_107",
+            {**MATCH, "function": "_pick_gemm_backend", "assigns": "sm_ok"},
+            id="assigns-one-call-among-several-290c09186",
+        ),
+        pytest.param(
+            """\
+            class Runner:
+                def __init__(self, dev):
+                    self.fp8_ok = _match_sm_version(dev, ["89", "90"])
+                    self.fp4_ok: bool = _match_sm_version(dev, ["100"])
+            """,
+            """\
+            class Runner:
+                def __init__(self, dev):
+                    self.fp8_ok = _match_sm_version(dev, ["89", "90"])
+                    self.fp4_ok: bool = _match_sm_version(dev, ["100", "120"])
+            """,
+            "sm_120",
+            {**MATCH, "assigns": "self.fp4_ok"},
+            id="assigns-dotted-annotated-target",
+        ),
+        pytest.param(
+            """\
+            def _check(a):
+                if not (fp8_ok := _match_sm_version(a.device, ["90"])) and not _match_sm_version(a.device, ["89"]):
+                    raise ValueError("unsupported")
+            """,
+            """\
+            def _check(a):
+                if not (fp8_ok := _match_sm_version(a.device, ["90", "120"])) and not _match_sm_version(a.device, ["89"]):
+                    raise ValueError("unsupported")
+            """,
+            "sm_120",
+            {**MATCH, "assigns": "fp8_ok"},
+            id="assigns-walrus-target",
+        ),
+        pytest.param(
+            """\
+            # portable across every tensor-core arch
+            _TOPK_CCS = [80, 86, 89, 90, 100, 103, 110, 120, 121]
+
+
+            @supported_compute_capability(_TOPK_CCS)
+            def _check_topk_supported(scores):
+                return True
+            """,
+            """\
+            # portable across every tensor-core arch
+            _TOPK_CCS = [80, 86, 89, 90, 100, 103, 107, 110, 120, 121]
+
+
+            @supported_compute_capability(_TOPK_CCS)
+            def _check_topk_supported(scores):
+                return True
+            """,
+            "sm_107",
+            {**CC, "function": "_check_topk_supported"},
+            id="named-module-level-list-290c09186",
+        ),
+        pytest.param(
+            """\
+            _SM_VERSIONS: tuple[str, ...] = (
+                "100",
+                "103",
+            )
+
+
+            def _fp4_requirement(a):
+                return _match_sm_version(a.device, _SM_VERSIONS)
+            """,
+            """\
+            _SM_VERSIONS: tuple[str, ...] = (
+                "100",
+                "103",
+                "120",
+                "121",
+            )
+
+
+            def _fp4_requirement(a):
+                return _match_sm_version(a.device, _SM_VERSIONS)
+            """,
+            "sm_120,sm_121",
+            MATCH,
+            id="named-annotated-tuple-one-per-line",
+        ),
+        pytest.param(
+            "_CCS = (  # SM100 family\n    [100, 103]\n)\n\n\n@supported_compute_capability(_CCS)\ndef a():\n    pass\n\n\n"
+            "@supported_compute_capability(_CCS)\ndef b():\n    pass\n",
+            "_CCS = (  # SM100 family\n    [100, 103, 110]\n)\n\n\n@supported_compute_capability(_CCS)\ndef a():\n    pass\n\n\n"
+            "@supported_compute_capability(_CCS)\ndef b():\n    pass\n",
+            "sm_110",
+            CC,
+            id="named-by-two-decorators-widened-once",
+        ),
+    ],
+)
+def test_widen_assigned_or_named(before: str, after: str, archs: str, selector: dict) -> None:
+    targets = tuple(Arch.parse(a) for a in archs.split(","))
+    source = dedent(before).encode()
+    universe = tuple(dict.fromkeys(DEFAULT_ARCHS + targets))
+    found = find(source, universe, **selector)
+    assert found, "the case must have a gate"
+    edits = [edit for gate in found for edit in widen(source, gate, targets, universe)]
+    widened = apply_edits(source, edits)
+    assert widened == dedent(after).encode()
+    again = find(widened, universe, **selector)
+    assert [(g.start, g.line) for g in again] == [(g.start, g.line) for g in found]
+    assert all(widen(widened, gate, targets, universe) == [] for gate in again)
+    assert all(gate.admits.admits(t) for gate in again for t in targets)
+
+
+@pytest.mark.parametrize(
+    "source, selector",
+    [
+        pytest.param(
+            "def pick(a):\n    sm_ok = _match_sm_version(a.device, ['100'])\n    sm12x_ok = _match_sm_version(a.device, ['120', '121'])\n",
+            {**MATCH, "assigns": "sm12x_ok"},
+            id="assigns-picks-the-list-that-already-admits",
+        ),
+        pytest.param(
+            "def pick(a):\n    if _match_sm_version(a.device, ['100']):\n        sm_ok = True\n",
+            {**MATCH, "assigns": "sm_ok"},
+            id="assigns-only-the-value-assigned-not-an-if-around-it",
+        ),
+        pytest.param(
+            "def pick(a):\n    sm_ok, other = _match_sm_version(a.device, ['100']), 1\n",
+            {**MATCH, "assigns": "sm_ok"},
+            id="assigns-not-an-unpacking-target",
+        ),
+        pytest.param(
+            "is_sm100 = partial(_check_device, device_capability_majors=[10])\n",
+            {**PARTIAL, "assigns": "is_blackwell_supported"},
+            id="assigns-names-no-target-of-the-file",
+        ),
+        pytest.param(
+            "_CCS = [100, 120, 121]\n\n\n@supported_compute_capability(_CCS)\ndef f():\n    pass\n",
+            CC,
+            id="named-list-already-admits",
+        ),
+        pytest.param(
+            "_CCS = [100]\n\n\n@supported_compute_capability(_CCS)\ndef f():\n    pass\n",
+            {**CC, "function": "g"},
+            id="named-list-of-another-function",
+        ),
+        pytest.param(
+            "_CCS = [100]\n\n\ndef f():\n    return flags(supported_major_versions=_CCS)\n",
+            {},
+            id="default-keyword-never-follows-a-name",
+        ),
+    ],
+)
+def test_noop_assigned_or_named(source: str, selector: dict) -> None:
+    data = source.encode()
+    assert _rewrite(data, parse_archs("sm_120,sm_121"), **selector) == data
+
+
+@pytest.mark.parametrize(
+    "source, reason",
+    [
+        pytest.param(
+            "_CCS = [100]\nif _HAS_SM103:\n    _CCS = [100, 103]\n\n\n@supported_compute_capability(_CCS)\ndef f():\n    pass\n",
+            "it is bound more than once in this file (lines 1, 3)",
+            id="bound-twice",
+        ),
+        pytest.param(
+            "_CCS = [100]\n_CCS += [103]\n\n\n@supported_compute_capability(_CCS)\ndef f():\n    pass\n",
+            "it is bound more than once in this file (lines 1, 2)",
+            id="augmented",
+        ),
+        pytest.param(
+            "@supported_compute_capability(_CCS)\ndef f():\n    pass\n\n\ndef setup():\n    global _CCS\n    _CCS = [100]\n",
+            "it is bound at line 8 other than by `_CCS = [...]` at module level",
+            id="assigned-only-in-a-function",
+        ),
+        pytest.param(
+            "def f(a, ccs):\n    return _match_sm_version(a.device, ccs)\n",
+            "it is bound at line 1 other than by `ccs = [...]` at module level",
+            id="a-parameter",
+        ),
+        pytest.param(
+            "from .archs import _CCS\n\n\n@supported_compute_capability(_CCS)\ndef f():\n    pass\n",
+            "it is bound at line 1 other than by `_CCS = [...]` at module level",
+            id="imported",
+        ),
+        pytest.param(
+            "_CCS, _OLD = [100], [90]\n\n\n@supported_compute_capability(_CCS)\ndef f():\n    pass\n",
+            "it is bound at line 1 other than by `_CCS = [...]` at module level",
+            id="unpacked",
+        ),
+        pytest.param(
+            "_CCS = _BASE_CCS + [120]\n\n\n@supported_compute_capability(_CCS)\ndef f():\n    pass\n",
+            "it is assigned a computed value at line 1",
+            id="computed",
+        ),
+        pytest.param(
+            "_CCS = [100]\n_CCS.append(103)\n\n\n@supported_compute_capability(_CCS)\ndef f():\n    pass\n",
+            "it is changed after its assignment (line 2)",
+            id="appended-to",
+        ),
+        pytest.param(
+            "_CCS = [100]\n\n\ndef extend():\n    _CCS[0] = 103\n\n\n@supported_compute_capability(_CCS)\ndef f():\n    pass\n",
+            "it is changed after its assignment (line 5)",
+            id="item-assigned",
+        ),
+        pytest.param(
+            "_CCS = [100]\nfrom .overrides import *\n\n\n@supported_compute_capability(_CCS)\ndef f():\n    pass\n",
+            "`from ... import *` at line 2 may rebind it",
+            id="star-import-after",
+        ),
+    ],
+)
+def test_named_list_refused_with_reason(source: str, reason: str) -> None:
+    data = source.encode()
+    call = {"call": "_match_sm_version", "position": 1} if "_match_sm_version" in source else CC
+    [gate] = find(data, **call)
+    named_at = next(i for i, line in enumerate(source.splitlines(), 1) if "(_CCS)" in line or "device, ccs)" in line)
+    assert gate.line == named_at and gate.admits.unknown == frozenset(DEFAULT_ARCHS)
+    with pytest.raises(CannotWiden) as caught:
+        widen(data, gate, parse_archs("sm_120"))
+    assert str(caught.value) == f"line {gate.line}: {gate.text} is not a list literal, and {reason}; widen it by hand"
+
+
+def test_named_gate_is_the_literal_with_where_it_is_named() -> None:
+    source = b"_CCS = [100, 103]\n\n\n@supported_compute_capability(_CCS)\ndef _req(a):\n    return True\n"
+    [gate] = find(source, **CC, function="_req")
+    assert (gate.line, gate.context, gate.text, source[gate.start : gate.end]) == (1, "_req", "[100, 103]", b"[100, 103]")
+    assert gate.detail == {
+        "keyword": None, "name": "_CCS", "named_at": 4, "majors": None,
+        "call": "supported_compute_capability", "position": 0, "style": "capabilities",
+    }
+    assert gate.admits.names() == ["sm_100", "sm_103"]
+    # scan lists the same gate
+    assert [(g.line, g.text) for g in python_arch_list.find_known(source)] == [(1, "[100, 103]")]
+
+
+@given(
+    listed=st.lists(st.sampled_from(_CAPABILITIES), min_size=1, max_size=5, unique=True).map(sorted),
+    targets=st.lists(st.sampled_from(_CAPABILITIES), min_size=1, max_size=3),
+)
+def test_a_named_list_widens_as_the_same_list_written_in_the_call(listed, targets) -> None:
+    universe = tuple(dict.fromkeys(DEFAULT_ARCHS + tuple(_CAPABILITIES)))
+    literal = "[" + ", ".join(str(a.code) for a in listed) + "]"
+    inline = f"@supported_compute_capability({literal})\ndef f():\n    pass\n".encode()
+    named = f"_CCS = {literal}\n\n\n@supported_compute_capability(_CCS)\ndef f():\n    pass\n".encode()
+
+    def widened(source: bytes) -> bytes:
+        [gate] = find(source, universe, **CC)
+        return apply_edits(source, widen(source, gate, tuple(targets), universe))
+
+    [inline_gate], [named_gate] = find(inline, universe, **CC), find(named, universe, **CC)
+    assert named_gate.admits == inline_gate.admits
+    after_inline = widened(inline)
+    new_literal = after_inline[after_inline.index(b"(") + 1 : after_inline.index(b")")]
+    assert widened(named) == named.replace(literal.encode(), new_literal, 1)
+
+
+def test_a_statement_pythons_parser_rejects_is_left_out_when_it_holds_no_list() -> None:
+    # libcst reads `[*a for a in b]`, Python's parser does not: the other statements are read alone
+    source = b"X = [*a for a in b]\n\n\n@register(supported_major_versions=[10])\ndef gen_m():\n    pass\n"
+    [gate] = find(source)
+    assert (gate.line, gate.text, gate.context) == (4, "[10]", "gen_m")
+    assert (gate.start, gate.end) in _libcst_spans(source)
+    assert _rewrite(source, parse_archs("sm_120")) == source.replace(b"[10]", b"[10, 12]")
+    with pytest.raises(SourceError, match="^not valid Python: line 1: iterable unpacking"):
+        find(b"X = [*a for a in b]; flags(supported_major_versions=[10])\n")
+    named = b"_CCS = [*a for a in [[100]]]\n\n\n@supported_compute_capability(_CCS)\ndef f():\n    pass\n"
+    [gate] = find(named, **CC)
+    with pytest.raises(CannotWiden, match="line 1, which Python's parser rejects, may bind it"):
+        widen(named, gate, parse_archs("sm_120"))

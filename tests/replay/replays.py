@@ -72,17 +72,8 @@ REPLAYS = [
         force="the JIT hazard check finds wgmma in nv_internal/.../deep_gemm/mma_utils.cuh, a header member"
         " function the SM12x build never instantiates; upstream shipped the same lists",
     ),
-    _fi(
-        "hash-topk-sm107", "290c09186", ("0.6.15", "0.6.16"),
-        fails="python_arch_list cannot follow a decorator argument that names a module-level list"
-        " (`@supported_compute_capability(_HASH_TOPK_SUPPORTED_CC)`): refused as not a list literal",
-    ),
-    _fi(
-        "bmm-fp8-heuristic-sm107", "290c09186", ("0.6.15", "0.6.16"),
-        fails="python_arch_list has no selector for one call among several in a function: `call ="
-        " \"_match_sm_version\"`, `position = 1` also picks `is_sm120_supported = _match_sm_version(A.device,"
-        " [\"120\", \"121\"])` beside `is_sm_supported = ...` and adds \"107\" there too (an `assigns` selector)",
-    ),
+    _fi("hash-topk-sm107", "290c09186", ("0.6.15", "0.6.16")),
+    _fi("bmm-fp8-heuristic-sm107", "290c09186", ("0.6.15", "0.6.16")),
     _fi(
         "cutlass-moe-backend-sm107", "290c09186", ("0.6.15", "0.6.16"),
         force="the JIT hazard check finds wgmma in nv_internal/.../deep_gemm/mma_utils.cuh, compiled by"
@@ -106,12 +97,7 @@ REPLAYS = [
     _sg("sg-deepgemm-ue8m0-sm121", ("0.5.20", "0.5.21")),
     _sg("sg-bf16-gemv-sm12x", ("0.5.22", "0.5.23")),
     _sg("sg-mxfp4-marlin-moe-sm12x", ("0.5.13", "0.5.14")),
-    _sg(
-        "sg-blackwell-sm110", ("0.5.8", "0.5.9"),
-        fails="python_arch_list has no selector for a module-level assignment: `call = \"partial\"` +"
-        " `keyword` picks all five `partial(_check_cuda_device_version, device_capability_majors=[...])`"
-        " predicates of utils/common.py, not only `is_blackwell_supported = ...` (an `assigns` selector)",
-    ),
+    _sg("sg-blackwell-sm110", ("0.5.8", "0.5.9")),
     _sg(
         "sg-dsv3-router-gemm-sm103", ("0.5.10", "0.5.11"),
         fails="python_capability writes `_device_sm in (100, 103)` where upstream writes `in [100, 103]` (a list);"

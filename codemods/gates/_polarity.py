@@ -1,0 +1,122 @@
+"""What a condition means for the code it guards: whether the guarded path runs where it is true or false.
+
+A gate reports what the guarded code path admits, not where its condition
+holds (issue 18 item 1):
+
+    @pytest.mark.skipif(cap[0] not in [10, 11, 12], reason=...)   # runs on 10, 11, 12
+    if major != 9:                                              # the code after runs on 9
+        raise RuntimeError(...)                                 # (pytest.skip, sys.exit, bare return, continue)
+    assert major >= 9                                           # the code after runs on 9 and later
+    if major >= 9:                                              # the body runs on 9 and later
+        use_tma()
+
+`need(node, parents)` walks up from a condition (through `not`, `and`,
+`or`, parentheses) to what decides a path, and says on which value of the
+whole test the path runs. A test that exits (`raise`, `pytest.skip(...)`,
+`sys.exit(...)`, `return`, `return False`, `continue`, `break`) guards the
+code after it: that runs where the test is false, as it does for
+`skipif`/`skipIf`/`skip_if...(cond)`. A body that returns a value other
+than a false constant is the guarded path itself (`if sm == 120: return
+True`). `value(test, leaf)` folds the test on one arch with Kleene
+logic: operands that do not depend on the GPU may go either way, so an arch
+is excluded only when no value of them lets it through. Pure: ast in, sets out.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterable, Mapping
+
+# Calls that end the code path where they run: pytest.skip, pytest.fail, sys.exit, os._exit, self.skipTest ...
+_EXIT_CALLS = frozenset({"skip", "fail", "xfail", "exit", "_exit", "quit", "abort", "skipTest"})
+# Helpers that skip a test when their first argument holds (or unless it holds).
+_SKIP_UNLESS = re.compile(r"skip_?(?:unless|if_?not)", re.IGNORECASE)
+_SKIP_IF = re.compile(r"skip_?if", re.IGNORECASE)
+
+
+def _callee(node: ast.AST) -> str:
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
+
+
+def exits(body: list[ast.stmt]) -> bool:
+    """Whether a block ends the code path: its last statement raises, skips, exits, returns nothing (or a false
+    constant), or leaves the loop."""
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, (ast.Raise, ast.Continue, ast.Break)):
+        return True
+    if isinstance(last, ast.Return):
+        value = last.value
+        return value is None or (isinstance(value, ast.Constant) and not value.value)
+    if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
+        return _callee(last.value) in _EXIT_CALLS
+    return False
+
+
+def parents(nodes: Iterable[ast.AST]) -> dict[int, ast.AST]:
+    """Each node's parent (by id), for every node under `nodes`."""
+    out: dict[int, ast.AST] = {}
+    for top in nodes:
+        for node in ast.walk(top):
+            for child in ast.iter_child_nodes(node):
+                out[id(child)] = node
+    return out
+
+
+def need(node: ast.expr, up: Mapping[int, ast.AST]) -> tuple[ast.expr, bool]:
+    """(the test that decides a path, the value of that test on which the guarded path runs).
+
+    The test is the outermost boolean expression around `node` (`not`,
+    `and`, `or`); an expression no statement tests is its own path (True).
+    """
+    test: ast.expr = node
+    while True:
+        parent = up.get(id(test))
+        if isinstance(parent, ast.BoolOp) or (isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)):
+            test = parent
+            continue
+        break
+    if isinstance(parent, ast.If) and parent.test is test:
+        return test, not exits(parent.body)
+    if isinstance(parent, ast.Assert) and parent.test is test:
+        return test, True
+    if isinstance(parent, ast.Call) and (parent.args[:1] == [test] or any(
+        k.arg == "condition" and k.value is test for k in parent.keywords
+    )):
+        name = _callee(parent)
+        if _SKIP_UNLESS.search(name):
+            return test, True
+        if _SKIP_IF.search(name):
+            return test, False
+    return test, True
+
+
+def value(test: ast.expr, leaf: Callable[[ast.expr], bool | None]) -> bool | None:
+    """The test's value on one arch: `leaf` gives each operand's (None: it does not depend on the GPU, or is
+    not read); `not`, `and`, `or` fold with Kleene logic (None: either)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = value(test.operand, leaf)
+        return None if inner is None else not inner
+    if isinstance(test, ast.BoolOp):
+        values = [value(operand, leaf) for operand in test.values]
+        decisive = isinstance(test.op, ast.Or)  # True decides an `or`, False an `and`
+        if decisive in values:
+            return decisive
+        return None if None in values else not decisive
+    if isinstance(test, ast.Constant) and isinstance(test.value, bool):
+        return test.value
+    return leaf(test)
+
+
+def statement_path(statement: ast.stmt | ast.expr) -> bool:
+    """The value of a statement's test on which the code it guards runs: an `if` whose body exits guards the
+    code after it (False); an `if` otherwise, `while`, `assert` and `x if test else y` their own path (True)."""
+    return not exits(statement.body) if isinstance(statement, ast.If) else True

@@ -1,0 +1,234 @@
+"""Polarity (issue 18 item 1): a capability gate reports what the code path it guards admits.
+
+Each shape is run: the snippet is executed once per arch with a device of that
+capability, and the archs on which the guarded code is reached must be exactly
+the archs scan's reader says the gate admits. So no gate is reported reversed.
+"""
+
+from __future__ import annotations
+
+import ast
+from textwrap import dedent
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codemods.core.arch import DEFAULT_ARCHS, Arch
+from codemods.gates import python_capability
+
+CAP = "torch.cuda.get_device_capability()"
+
+# How FlashInfer and SGLang tests and helpers guard code, with `{cond}` the condition and `reached()` the
+# guarded code. `probe()` runs it.
+SHAPES = {
+    "if-raise": """
+        def probe():
+            major, minor = torch.cuda.get_device_capability()
+            if {cond}:
+                raise RuntimeError("unsupported GPU")
+            reached()
+    """,
+    "if-skip": """
+        def probe():
+            major, minor = torch.cuda.get_device_capability()
+            if {cond}:
+                pytest.skip("needs another GPU")
+            reached()
+    """,
+    "if-return": """
+        def probe():
+            major, minor = torch.cuda.get_device_capability()
+            if {cond}:
+                return
+            reached()
+    """,
+    "if-return-false": """
+        def probe():
+            major, minor = torch.cuda.get_device_capability()
+            if {cond}:
+                return False
+            reached()
+            return True
+    """,
+    "if-exit": """
+        def probe():
+            major, minor = torch.cuda.get_device_capability()
+            if {cond}:
+                sys.exit(0)
+            reached()
+    """,
+    "if-body": """
+        def probe():
+            major, minor = torch.cuda.get_device_capability()
+            if {cond}:
+                reached()
+    """,
+    "if-return-true": """
+        def probe():
+            major, minor = torch.cuda.get_device_capability()
+            if {cond}:
+                reached()
+                return True
+            return False
+    """,
+    "assert": """
+        def probe():
+            major, minor = torch.cuda.get_device_capability()
+            assert {cond}, "unsupported GPU"
+            reached()
+    """,
+    "skipif": """
+        major, minor = 0, 0  # the decorator reads the device itself
+
+
+        @pytest.mark.skipif({cond_cap}, reason="needs another GPU")
+        def probe():
+            reached()
+    """,
+    "skip_if-helper": """
+        def probe():
+            major, minor = torch.cuda.get_device_capability()
+            skip_if({cond}, "needs another GPU")
+            reached()
+    """,
+    "skipUnless": """
+        @unittest.skipUnless({cond_cap}, "needs this GPU")
+        def probe():
+            reached()
+    """,
+}
+
+
+class _Skipped(Exception):
+    pass
+
+
+def _skip(reason: str = "") -> None:
+    raise _Skipped(reason)
+
+
+def _reached_on(source: str, arch: Arch, flag: bool) -> bool:
+    """Whether `probe()` reaches `reached()` on a device of `arch`'s capability."""
+    hits: list[bool] = []
+
+    def skipif(condition, reason=""):
+        return (lambda fn: (lambda: _skip(reason))) if condition else (lambda fn: fn)
+
+    def skip_unless(condition, reason=""):
+        return skipif(not condition, reason)
+
+    def skip_if(condition, reason=""):
+        if condition:
+            _skip(reason)
+
+    namespace = {
+        "torch": SimpleNamespace(cuda=SimpleNamespace(get_device_capability=lambda *a: (arch.major, arch.minor))),
+        "pytest": SimpleNamespace(skip=_skip, mark=SimpleNamespace(skipif=skipif)),
+        "unittest": SimpleNamespace(skipUnless=skip_unless),
+        "sys": SimpleNamespace(exit=lambda code=0: _skip(str(code))),
+        "skip_if": skip_if,
+        "use_x": flag,
+        "reached": lambda: hits.append(True),
+    }
+    exec(compile(source, "<probe>", "exec"), namespace)
+    try:
+        namespace["probe"]()
+    except (_Skipped, RuntimeError, AssertionError):
+        pass
+    return bool(hits)
+
+
+def _snippet(shape: str, cond: str) -> str:
+    cond_cap = cond.replace("major", f"{CAP}[0]").replace("minor", f"{CAP}[1]")
+    return dedent(SHAPES[shape]).format(cond=cond, cond_cap=cond_cap)
+
+
+def _check(shape: str, cond: str) -> None:
+    source = _snippet(shape, cond)
+    data = source.encode()
+    gates = python_capability.gates(python_capability.PythonText(data), ast.parse(data).body, DEFAULT_ARCHS)
+    assert gates, source
+    free = "use_x" in cond
+    ran = {a.name for a in DEFAULT_ARCHS if any(_reached_on(source, a, flag) for flag in ((True, False) if free else (True,)))}
+    for gate in gates:
+        assert not gate.admits.unknown, source
+        assert set(gate.admits.names()) == ran, f"{gate.text} in\n{source}"
+
+
+# Shapes from the issue and the real code: (shape, condition, the archs whose guarded path runs)
+CASES = [
+    pytest.param("skipif", "major not in [10, 11, 12]", ["sm_100", "sm_103", "sm_110", "sm_120", "sm_121"],
+                 id="skipif-not-in-runs-on-the-listed-majors"),
+    pytest.param("skipif", "major not in [10]", ["sm_100", "sm_103"], id="skipif-not-in-10-skips-sm121"),
+    pytest.param("if-skip", "major != 9", ["sm_90"], id="skip-unless-hopper"),
+    pytest.param("if-raise", "major != 12 or minor != 0", ["sm_120"], id="raise-unless-exactly-sm120"),
+    pytest.param("if-return", "major < 10", ["sm_100", "sm_103", "sm_110", "sm_120", "sm_121"], id="early-return"),
+    pytest.param("if-return-false", "major != 12", ["sm_120", "sm_121"], id="return-false-first"),
+    pytest.param("if-exit", "major == 12 and minor == 0", [a.name for a in DEFAULT_ARCHS if a.name != "sm_120"],
+                 id="sys-exit-on-sm120"),
+    pytest.param("assert", "major >= 9", ["sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"], id="assert"),
+    pytest.param("skip_if-helper", "major < 12", ["sm_120", "sm_121"], id="skip-if-helper"),
+    pytest.param("skipUnless", "major == 12", ["sm_120", "sm_121"], id="skip-unless-decorator"),
+    pytest.param("if-body", "major > 8 or (major == 8 and minor >= 9)",
+                 ["sm_89", "sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"], id="body-of-a-compound-test"),
+    pytest.param("if-return-true", "major == 12", ["sm_120", "sm_121"], id="return-true-is-the-path"),
+    pytest.param("if-raise", "major >= 10 and use_x", [a.name for a in DEFAULT_ARCHS], id="a-free-operand-lets-it-through"),
+    pytest.param("if-raise", "major < 10 and True", ["sm_100", "sm_103", "sm_110", "sm_120", "sm_121"],
+                 id="a-constant-operand-is-its-value"),
+]
+
+
+@pytest.mark.parametrize("shape, cond, runs", CASES)
+def test_a_gate_reports_what_its_path_admits(shape, cond, runs):
+    source = _snippet(shape, cond).encode()
+    gates = python_capability.gates(python_capability.PythonText(source), ast.parse(source).body, DEFAULT_ARCHS)
+    assert gates and {tuple(g.admits.names()) for g in gates} == {tuple(runs)}
+    _check(shape, cond)
+
+
+def test_before_the_polarity_reader_skipif_reported_where_its_condition_holds():
+    """Issue 18: `skipif(cap[0] not in [10, 11, 12])` was reported as admitting sm_80...sm_90 (the condition's
+    truth set) and so excluding sm_121; the path it guards runs on 10, 11 and 12."""
+    source = _snippet("skipif", "major not in [10, 11, 12]").encode()
+    [gate] = python_capability.gates(python_capability.PythonText(source), ast.parse(source).body, DEFAULT_ARCHS)
+    truth = [a.name for a in DEFAULT_ARCHS if a.major not in (10, 11, 12)]
+    assert truth == ["sm_80", "sm_86", "sm_89", "sm_90"]  # before
+    assert gate.admits.names() == ["sm_100", "sm_103", "sm_110", "sm_120", "sm_121"] and gate.detail["runs_where"] == "false"
+
+
+def test_a_recipe_still_reads_a_negated_comparison_as_a_check_for_its_values():
+    source = _snippet("if-body", "major != 9").encode()
+    [gate] = python_capability.find(source, DEFAULT_ARCHS)
+    assert gate.admits.names() == ["sm_90"]  # `if cap != 9: fallback()`: run's view, unchanged
+
+
+_SIDE = st.sampled_from(["major", "minor"])
+_OP = st.sampled_from(["==", "!=", "<", ">=", "in", "not in"])
+
+
+@st.composite
+def _conditions(draw) -> str:
+    def one() -> str:
+        side, op = draw(_SIDE), draw(_OP)
+        values = draw(st.lists(st.sampled_from([0, 1, 3, 8, 9, 10, 11, 12]), min_size=1, max_size=3, unique=True))
+        value = f"{values}" if "in" in op else str(values[0])
+        return f"{side} {op} {value}"
+
+    cond = one()
+    for _ in range(draw(st.integers(0, 2))):
+        joint = draw(st.sampled_from(["and", "or"]))
+        other = draw(st.sampled_from(["cmp", "cmp", "not", "free"]))
+        operand = one() if other == "cmp" else f"not ({one()})" if other == "not" else "use_x"
+        cond = f"({cond}) {joint} {operand}"
+    return cond
+
+
+@settings(max_examples=150, deadline=None)
+@given(shape=st.sampled_from(sorted(SHAPES)), cond=_conditions())
+def test_no_gate_is_reported_reversed(shape, cond):
+    if shape in ("skipif", "skipUnless") and "use_x" in cond:
+        cond = cond.replace("use_x", "True")  # a decorator is run once, at import
+    _check(shape, cond)
+
