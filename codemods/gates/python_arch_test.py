@@ -190,9 +190,15 @@ def _is_and(node: cst.CSTNode | None) -> TypeGuard[cst.BooleanOperation]:
 
 
 def _and_operands(node: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if _is_and(node) and not node.lpar:
+    """The operands of an `and` chain; parenthesized chains in it are flattened: `(a and b) and c` is `a and b and c`."""
+    if _is_and(node):
         return _and_operands(node.left) + _and_operands(node.right)
     return [node]
+
+
+def _negated_operands(node: cst.BooleanOperation) -> list[cst.BaseExpression]:
+    """The operands of an `and` chain that are negated predicates (`not P`), whatever else it tests."""
+    return [o for o in _and_operands(node) if _negated(o) is not None]
 
 
 def _read(node: cst.BaseExpression):
@@ -203,8 +209,11 @@ def _read(node: cst.BaseExpression):
         predicates = [_predicate(o) for o in chains.operands(node)]
         return None if any(p is None for p in predicates) else predicates
     if _is_and(node):
-        predicates = [_negated(o) for o in _and_operands(node)]
-        return None if any(p is None for p in predicates) else predicates
+        # `cond and not P and not Q`: the other operands are conditions, unless one is a predicate itself
+        if any(_predicate(o) is not None for o in _and_operands(node)):
+            return None
+        predicates = [_negated(o) for o in _negated_operands(node)]
+        return predicates or None
     single = _predicate(node)
     return None if single is None else [single]
 
@@ -225,13 +234,14 @@ def _shapes(parsed: PythonSource):
             yield node, "or", predicates  # what `P` and `not (P)` widen into, so a second pass finds it
             continue
         if _is_and(node):
-            if _is_and(parsed.parent(node)) and not node.lpar:
+            if _is_and(parsed.parent(node)):
                 continue
-            operands = _and_operands(node)
-            predicates = [_negated(o) for o in operands]
-            if len(operands) >= 2 and all(p is not None for p in predicates):
-                taken.update(id(n) for o in operands for n in parsed.nodes(cst.CSTNode, within=o))
-                yield node, "and_not", predicates
+            # the negated predicates of one `and` chain are one gate, among other operands too, so that
+            # `cond and not P` widened into `cond and not P and not Q` is found again as admitting both
+            negated = _negated_operands(node)
+            if len(negated) >= 2:
+                taken.update(id(n) for o in negated for n in parsed.nodes(cst.CSTNode, within=o))
+                yield node, "and_not", [_negated(o) for o in negated]
             continue
         if isinstance(node, cst.UnaryOperation):
             inner = node.expression
@@ -292,10 +302,7 @@ def _negation_style(parsed: PythonSource, template) -> str:
         and all(_predicate(o) is not None for o in chains.operands(node.expression))
         for node in parsed.nodes(cst.UnaryOperation)
     )
-    spread = any(
-        _is_and(node) and len(ops := _and_operands(node)) >= 2 and all(_negated(o) is not None for o in ops)
-        for node in parsed.nodes(cst.BooleanOperation)
-    )
+    spread = any(_is_and(node) and len(_negated_operands(node)) >= 2 for node in parsed.nodes(cst.BooleanOperation))
     if grouped != spread:
         return "parentheses" if grouped else "and_not"
     called_with_arguments = isinstance(template.operand, cst.Call) and bool(template.operand.args)

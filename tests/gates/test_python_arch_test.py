@@ -198,6 +198,57 @@ def _rewrite(source: bytes, archs: str, known: dict, **selector) -> bytes:
             """),
             SM12X, {}, {}, id="negated-flag-chain",
         ),
+        pytest.param(
+            """\
+            from sglang.srt.utils import is_sm90_supported
+
+            def check(self):
+                if self.enabled and self.fp4 and not is_sm90_supported():
+                    raise ValueError("needs SM90")
+            """,
+            """\
+            from sglang.srt.utils import is_sm90_supported, is_sm120_supported
+
+            def check(self):
+                if self.enabled and self.fp4 and not is_sm90_supported() and not is_sm120_supported():
+                    raise ValueError("needs SM90")
+            """,
+            SM12X, SGLANG, {}, id="and-not-after-other-operands-found-again-as-one-gate",
+        ),
+        pytest.param(
+            """\
+            from sglang.srt.utils import is_sm90_supported, is_sm100_supported
+
+            def check(self):
+                if not is_sm90_supported() and self.fp4 and not is_sm100_supported():
+                    raise ValueError("needs SM90 or SM100")
+            """,
+            """\
+            from sglang.srt.utils import is_sm90_supported, is_sm100_supported, is_sm120_supported
+
+            def check(self):
+                if not is_sm90_supported() and self.fp4 and not is_sm100_supported() and not is_sm120_supported():
+                    raise ValueError("needs SM90 or SM100")
+            """,
+            SM12X, SGLANG, {}, id="negated-chain-with-another-operand-widened-once",
+        ),
+        pytest.param(
+            """\
+            from sglang.srt.utils import is_sm90_supported
+
+            def check(self):
+                if (not is_sm90_supported() and self.fp4):
+                    raise ValueError("needs SM90")
+            """,
+            """\
+            from sglang.srt.utils import is_sm90_supported, is_sm120_supported
+
+            def check(self):
+                if (not is_sm90_supported() and not is_sm120_supported() and self.fp4):
+                    raise ValueError("needs SM90")
+            """,
+            SM12X, SGLANG, {}, id="parenthesized-test-with-and-not-before-another-operand",
+        ),
     ],
 )
 def test_widen(before: str, after: str, archs: str, known: dict, selector: dict) -> None:
