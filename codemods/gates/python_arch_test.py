@@ -155,7 +155,8 @@ def admits(
 ) -> ArchSet:
     """The archs a predicate test, given as text, admits (those its predicates admit)."""
     try:
-        node = cst.parse_expression(text)
+        # a test split as black splits it may start with the line break put before its `(`
+        node = cst.parse_expression(text.strip())
     except cst.ParserSyntaxError:
         return ArchSet(universe, frozenset(), frozenset(universe))
     predicates = _read(node)
