@@ -25,7 +25,9 @@ import or definition it needs (as python_arch_or does):
   predicate called with arguments (FlashInfer's `is_sm120a_supported(device)`,
   9e5ec6a0c) gets the parentheses and one without (SGLang's
   `is_sm90_supported()`) the `and not`;
-- a negated chain gains ` and not Q`, an `or` chain ` or Q`.
+- a negated chain gains ` and not Q`, an `or` chain ` or Q`; the negated
+  predicates of one `and` are one chain among other conditions too
+  (`cond and not P and not Q`), so a second pass finds what the first made.
 
 An `if`/`elif`/`while` line the widening makes longer than the file's line
 length (88, or the longest line long for its code) is split as black splits
