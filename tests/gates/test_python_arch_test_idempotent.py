@@ -44,7 +44,14 @@ PROJECTS = {
         "_is_sm{n}_supported",
         SGLANG_UNITS,
     ),
+    # FlashInfer aot.py's build flags, each what its `has_sm("compute_NNN", ...)` entry builds for
+    "flashinfer-aot": ({}, "has_sm{n}", {100: ((10, 0),), 103: ((10, 3),), 120: ((12, 0),), 121: ((12, 1),)}),
 }
+FLAGS = """\
+def detect_sm_capabilities():
+    return {{
+{entries}    }}
+"""
 EXTRAS = ["ready", "not ready", "(ready or x.is_cpu)", "self.fp4", "x.is_cuda", "enabled(1)", "self.enable_nsa_prefill_context_parallel_fp4_for_the_indexer"]
 # another function of the file that shows how it negates several predicates (or does not)
 STYLES = {
@@ -91,6 +98,9 @@ def cases(draw):
         head = f"from m import {', '.join(f'is_sm{n}_supported' for n in used)}\n\n" + "".join(
             f"_is_sm{n}_supported = _is_cuda and is_sm{n}_supported()\n" for n in used
         )
+    elif spelling.startswith("has_"):  # flags bound in the function, what each builds for said below
+        body = "".join(f'    has_sm{n} = sm_capabilities.get("sm{n}", False)\n' for n in numbers) + body
+        head = FLAGS.format(entries="".join(f'        "sm{n}": has_sm("compute_{n}", "12.9"),\n' for n in numbers))
     else:
         head = f"from m import {', '.join(spelling.format(n=n).split('(')[0] for n in used)}\n"
     source = f"{head}\n\ndef check(self, x, d):\n{body}{style}"
