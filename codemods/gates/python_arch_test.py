@@ -29,6 +29,10 @@ import or definition it needs (as python_arch_or does):
   predicates of one `and` are one chain among other conditions too
   (`cond and not P and not Q`), so a second pass finds what the first made.
 
+An `and` that requires one predicate and refuses another (`is_sm90_supported()
+and not is_sm100_supported()`) admits no one set: its gates are refused
+(widen it by hand), since `not Q` there excludes Q rather than guarding for it.
+
 An `if`/`elif`/`while` line the widening makes longer than the file's line
 length (88, or the longest line long for its code) is split as black splits
 it: `... and not (` / the predicates one level deeper / `):`, and before each
@@ -131,6 +135,12 @@ def widen(
             f"needs a human: the block of line {gate.line} also runs {lines}, which the recipe does not name; "
             "split the block (upstream did) or name those calls too"
         )
+    both_ways = _both_ways(parsed, node)
+    if both_ways:
+        raise CannotWiden(
+            f"line {gate.line}: its test has `{both_ways[0]}` beside `{both_ways[1]}`: a predicate required and one "
+            "refused in one `and`, so what it admits is no one set; widen it by hand"
+        )
     spelled = [_spelled(parsed, template, n) for n in numbers]
     start, end = parsed.outer_span(template.operand)
     if shape in ("or", "single", "not_or"):
@@ -212,9 +222,7 @@ def _read(node: cst.BaseExpression):
         predicates = [_predicate(o) for o in chains.operands(node)]
         return None if any(p is None for p in predicates) else predicates
     if _is_and(node):
-        # `cond and not P and not Q`: the other operands are conditions, unless one is a predicate itself
-        if any(_predicate(o) is not None for o in _and_operands(node)):
-            return None
+        # `cond and not P and not Q`: the other operands are conditions
         predicates = [_negated(o) for o in _negated_operands(node)]
         return predicates or None
     single = _predicate(node)
@@ -243,7 +251,8 @@ def _shapes(parsed: PythonSource):
             # `cond and not P` widened into `cond and not P and not Q` is found again as admitting both
             negated = _negated_operands(node)
             if len(negated) >= 2:
-                taken.update(id(n) for o in negated for n in parsed.nodes(cst.CSTNode, within=o))
+                # the whole chain is the gate: an arch test among its other operands is no gate of its own (see widen)
+                taken.update(id(n) for o in _and_operands(node) for n in parsed.nodes(cst.CSTNode, within=o))
                 yield node, "and_not", [_negated(o) for o in negated]
             continue
         if isinstance(node, cst.UnaryOperation):
@@ -262,6 +271,24 @@ def _shapes(parsed: PythonSource):
         if predicate is not None and not (isinstance(node, cst.Attribute) and isinstance(parsed.parent(node), cst.Call)):
             taken.update(id(n) for n in parsed.nodes(cst.CSTNode, within=node))
             yield node, "single", [predicate]
+
+
+def _both_ways(parsed: PythonSource, node: cst.CSTNode) -> tuple[str, str] | None:
+    """A required and a refused arch test of the `and` chain around `node` (`is_sm90_supported() and not
+    is_sm100_supported()`), as text; None when its arch tests all go one way."""
+    top = node
+    while _is_and(parent := parsed.parent(top)):
+        top = parent
+    required, refused = [], []
+    for operand in _and_operands(top) if _is_and(top) else []:
+        inner = operand.expression if isinstance(operand, cst.UnaryOperation) and isinstance(operand.operator, cst.Not) else None
+        if inner is not None and _read(inner) is not None:
+            refused.append(operand)
+        elif inner is None and _read(operand) is not None:
+            required.append(operand)
+    if required and refused:
+        return parsed.text(*parsed.span(required[0])), parsed.text(*parsed.span(refused[0]))
+    return None
 
 
 def _tested_by(parsed: PythonSource, node: cst.CSTNode) -> cst.CSTNode | None:

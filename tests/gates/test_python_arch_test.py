@@ -304,6 +304,24 @@ def test_unknown_predicate_is_refused_with_where_and_why() -> None:
         widen(source, gate, parse_archs(SM12X), DEFAULT_ARCHS, FLASHINFER)
 
 
+@pytest.mark.parametrize(
+    "test",
+    [
+        pytest.param("is_sm90_supported() and not is_sm100_supported()", id="hopper-but-not-blackwell-sglang"),
+        pytest.param("not is_sm80_supported() and ready and is_sm90_supported() and not is_sm100_supported()", id="and-not-chain-beside-a-required-one"),
+    ],
+)
+def test_predicates_required_and_refused_in_one_and_are_refused(test: str) -> None:
+    # `not P` beside a required predicate excludes P rather than guarding for it: widening it as a guard
+    # (` and not is_sm120_supported()`) would refuse the very arch asked for
+    source = f"from m import is_sm80_supported, is_sm90_supported, is_sm100_supported\n\nif {test}:\n    x = 1\n".encode()
+    gates = find(source, DEFAULT_ARCHS, SGLANG)
+    assert gates
+    for gate in gates:
+        with pytest.raises(CannotWiden, match=r"a predicate required and one refused in one `and`.*widen it by hand"):
+            widen(source, gate, parse_archs(SM12X), DEFAULT_ARCHS, SGLANG)
+
+
 def test_flashinfer_sm120a_admits_sm120_only() -> None:
     source = b"if is_sm120a_supported(d):\n    x = 1\n"
     [gate] = find(source, DEFAULT_ARCHS, FLASHINFER)
