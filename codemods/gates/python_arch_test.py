@@ -25,7 +25,13 @@ import or definition it needs (as python_arch_or does):
   predicate called with arguments (FlashInfer's `is_sm120a_supported(device)`,
   9e5ec6a0c) gets the parentheses and one without (SGLang's
   `is_sm90_supported()`) the `and not`;
-- a negated chain gains ` and not Q`, an `or` chain ` or Q`.
+- a negated chain gains ` and not Q`, an `or` chain ` or Q`; the negated
+  predicates of one `and` are one chain among other conditions too
+  (`cond and not P and not Q`), so a second pass finds what the first made.
+
+An `and` that requires one predicate and refuses another (`is_sm90_supported()
+and not is_sm100_supported()`) admits no one set: its gates are refused
+(widen it by hand), since `not Q` there excludes Q rather than guarding for it.
 
 An `if`/`elif`/`while` line the widening makes longer than the file's line
 length (88, or the longest line long for its code) is split as black splits
@@ -137,6 +143,12 @@ def widen(
             f"needs a human: the block of line {gate.line} also runs {lines}, which the recipe does not name; "
             "split the block (upstream did) or name those calls too"
         )
+    both_ways = _both_ways(parsed, node)
+    if both_ways:
+        raise CannotWiden(
+            f"line {gate.line}: its test has `{both_ways[0]}` beside `{both_ways[1]}`: a predicate required and one "
+            "refused in one `and`, so what it admits is no one set; widen it by hand"
+        )
     spelled = [_spelled(parsed, template, n) for n in numbers]
     start, end = parsed.outer_span(template.operand)
     if shape in ("or", "single", "not_or"):
@@ -163,7 +175,8 @@ def admits(
 ) -> ArchSet:
     """The archs a predicate test, given as text, admits (those its predicates admit)."""
     try:
-        node = cst.parse_expression(text)
+        # a test split as black splits it may start with the line break put before its `(`
+        node = cst.parse_expression(text.strip())
     except cst.ParserSyntaxError:
         return ArchSet(universe, frozenset(), frozenset(universe))
     predicates = _read(node)
@@ -198,9 +211,15 @@ def _is_and(node: cst.CSTNode | None) -> TypeGuard[cst.BooleanOperation]:
 
 
 def _and_operands(node: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if _is_and(node) and not node.lpar:
+    """The operands of an `and` chain; parenthesized chains in it are flattened: `(a and b) and c` is `a and b and c`."""
+    if _is_and(node):
         return _and_operands(node.left) + _and_operands(node.right)
     return [node]
+
+
+def _negated_operands(node: cst.BooleanOperation) -> list[cst.BaseExpression]:
+    """The operands of an `and` chain that are negated predicates (`not P`), whatever else it tests."""
+    return [o for o in _and_operands(node) if _negated(o) is not None]
 
 
 def _read(node: cst.BaseExpression):
@@ -211,8 +230,9 @@ def _read(node: cst.BaseExpression):
         predicates = [_predicate(o) for o in chains.operands(node)]
         return None if any(p is None for p in predicates) else predicates
     if _is_and(node):
-        predicates = [_negated(o) for o in _and_operands(node)]
-        return None if any(p is None for p in predicates) else predicates
+        # `cond and not P and not Q`: the other operands are conditions
+        predicates = [_negated(o) for o in _negated_operands(node)]
+        return predicates or None
     single = _predicate(node)
     return None if single is None else [single]
 
@@ -233,13 +253,15 @@ def _shapes(parsed: PythonSource):
             yield node, "or", predicates  # what `P` and `not (P)` widen into, so a second pass finds it
             continue
         if _is_and(node):
-            if _is_and(parsed.parent(node)) and not node.lpar:
+            if _is_and(parsed.parent(node)):
                 continue
-            operands = _and_operands(node)
-            predicates = [_negated(o) for o in operands]
-            if len(operands) >= 2 and all(p is not None for p in predicates):
-                taken.update(id(n) for o in operands for n in parsed.nodes(cst.CSTNode, within=o))
-                yield node, "and_not", predicates
+            # the negated predicates of one `and` chain are one gate, among other operands too, so that
+            # `cond and not P` widened into `cond and not P and not Q` is found again as admitting both
+            negated = _negated_operands(node)
+            if len(negated) >= 2:
+                # the whole chain is the gate: an arch test among its other operands is no gate of its own (see widen)
+                taken.update(id(n) for o in _and_operands(node) for n in parsed.nodes(cst.CSTNode, within=o))
+                yield node, "and_not", [_negated(o) for o in negated]
             continue
         if isinstance(node, cst.UnaryOperation):
             inner = node.expression
@@ -257,6 +279,24 @@ def _shapes(parsed: PythonSource):
         if predicate is not None and not (isinstance(node, cst.Attribute) and isinstance(parsed.parent(node), cst.Call)):
             taken.update(id(n) for n in parsed.nodes(cst.CSTNode, within=node))
             yield node, "single", [predicate]
+
+
+def _both_ways(parsed: PythonSource, node: cst.CSTNode) -> tuple[str, str] | None:
+    """A required and a refused arch test of the `and` chain around `node` (`is_sm90_supported() and not
+    is_sm100_supported()`), as text; None when its arch tests all go one way."""
+    top = node
+    while _is_and(parent := parsed.parent(top)):
+        top = parent
+    required, refused = [], []
+    for operand in _and_operands(top) if _is_and(top) else []:
+        inner = operand.expression if isinstance(operand, cst.UnaryOperation) and isinstance(operand.operator, cst.Not) else None
+        if inner is not None and _read(inner) is not None:
+            refused.append(operand)
+        elif inner is None and _read(operand) is not None:
+            required.append(operand)
+    if required and refused:
+        return parsed.text(*parsed.span(required[0])), parsed.text(*parsed.span(refused[0]))
+    return None
 
 
 def _tested_by(parsed: PythonSource, node: cst.CSTNode) -> cst.CSTNode | None:
@@ -300,10 +340,7 @@ def _negation_style(parsed: PythonSource, template) -> str:
         and all(_predicate(o) is not None for o in chains.operands(node.expression))
         for node in parsed.nodes(cst.UnaryOperation)
     )
-    spread = any(
-        _is_and(node) and len(ops := _and_operands(node)) >= 2 and all(_negated(o) is not None for o in ops)
-        for node in parsed.nodes(cst.BooleanOperation)
-    )
+    spread = any(_is_and(node) and len(_negated_operands(node)) >= 2 for node in parsed.nodes(cst.BooleanOperation))
     if grouped != spread:
         return "parentheses" if grouped else "and_not"
     called_with_arguments = isinstance(template.operand, cst.Call) and bool(template.operand.args)

@@ -198,6 +198,57 @@ def _rewrite(source: bytes, archs: str, known: dict, **selector) -> bytes:
             """),
             SM12X, {}, {}, id="negated-flag-chain",
         ),
+        pytest.param(
+            """\
+            from sglang.srt.utils import is_sm90_supported
+
+            def check(self):
+                if self.enabled and self.fp4 and not is_sm90_supported():
+                    raise ValueError("needs SM90")
+            """,
+            """\
+            from sglang.srt.utils import is_sm90_supported, is_sm120_supported
+
+            def check(self):
+                if self.enabled and self.fp4 and not is_sm90_supported() and not is_sm120_supported():
+                    raise ValueError("needs SM90")
+            """,
+            SM12X, SGLANG, {}, id="and-not-after-other-operands-found-again-as-one-gate",
+        ),
+        pytest.param(
+            """\
+            from sglang.srt.utils import is_sm90_supported, is_sm100_supported
+
+            def check(self):
+                if not is_sm90_supported() and self.fp4 and not is_sm100_supported():
+                    raise ValueError("needs SM90 or SM100")
+            """,
+            """\
+            from sglang.srt.utils import is_sm90_supported, is_sm100_supported, is_sm120_supported
+
+            def check(self):
+                if not is_sm90_supported() and self.fp4 and not is_sm100_supported() and not is_sm120_supported():
+                    raise ValueError("needs SM90 or SM100")
+            """,
+            SM12X, SGLANG, {}, id="negated-chain-with-another-operand-widened-once",
+        ),
+        pytest.param(
+            """\
+            from sglang.srt.utils import is_sm90_supported
+
+            def check(self):
+                if (not is_sm90_supported() and self.fp4):
+                    raise ValueError("needs SM90")
+            """,
+            """\
+            from sglang.srt.utils import is_sm90_supported, is_sm120_supported
+
+            def check(self):
+                if (not is_sm90_supported() and not is_sm120_supported() and self.fp4):
+                    raise ValueError("needs SM90")
+            """,
+            SM12X, SGLANG, {}, id="parenthesized-test-with-and-not-before-another-operand",
+        ),
     ],
 )
 def test_widen(before: str, after: str, archs: str, known: dict, selector: dict) -> None:
@@ -251,6 +302,24 @@ def test_unknown_predicate_is_refused_with_where_and_why() -> None:
     assert "is_sm130a_supported" in gate.detail["unknown"][0]
     with pytest.raises(CannotWiden, match="line 3: what `is_sm130a_supported`: no definition .* is unknown"):
         widen(source, gate, parse_archs(SM12X), DEFAULT_ARCHS, FLASHINFER)
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        pytest.param("is_sm90_supported() and not is_sm100_supported()", id="hopper-but-not-blackwell-sglang"),
+        pytest.param("not is_sm80_supported() and ready and is_sm90_supported() and not is_sm100_supported()", id="and-not-chain-beside-a-required-one"),
+    ],
+)
+def test_predicates_required_and_refused_in_one_and_are_refused(test: str) -> None:
+    # `not P` beside a required predicate excludes P rather than guarding for it: widening it as a guard
+    # (` and not is_sm120_supported()`) would refuse the very arch asked for
+    source = f"from m import is_sm80_supported, is_sm90_supported, is_sm100_supported\n\nif {test}:\n    x = 1\n".encode()
+    gates = find(source, DEFAULT_ARCHS, SGLANG)
+    assert gates
+    for gate in gates:
+        with pytest.raises(CannotWiden, match=r"a predicate required and one refused in one `and`.*widen it by hand"):
+            widen(source, gate, parse_archs(SM12X), DEFAULT_ARCHS, SGLANG)
 
 
 def test_flashinfer_sm120a_admits_sm120_only() -> None:
