@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from codemods.core.arch import Arch
 from codemods.cpp.hazards import FEATURE_SWITCH_RE
 from codemods.cpp.structure import Branch, Structure
+from codemods.gates.registry import KINDS
 
 BLOCKER = "blocker"
 WIDENABLE = "widenable"
@@ -48,8 +49,8 @@ ADMITS = "admits"
 GROUPS = (BLOCKER, WIDENABLE, NEEDS_HUMAN, UNKNOWN)
 CLASSIFICATIONS = (*GROUPS, COVERED, ADMITS)
 
-# Gate kinds `codemod run` can widen.
-EDITABLE_KINDS = frozenset({"cuda_guard", "python_arch_list", "python_arch_or", "cpp_runtime_check"})
+# Gate kinds `codemod run` can widen (the registry says which: not an edit kind, and not read by scan alone).
+EDITABLE_KINDS = frozenset(name for name, kind in KINDS.items() if kind.widen is not None and kind.widens)
 
 # What the arch gets where the gate excludes it.
 NOTHING, ERROR, STUB = "nothing", "error", "stub"  # the arch gets nothing

@@ -87,6 +87,7 @@ class GateKind:
     check_selector: Callable[[str, object], str] = strings_only
     reads_predicates: bool = False  # its hooks read `Where.meanings`: the planner reads the project's predicates
     selects_kernels: bool = False  # its gates pick which JIT modules a device builds (kernel_paths checks them)
+    widens: bool = True  # False: scan reads its gates, `run` refuses them (its `widen` says why)
     doc: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:

@@ -121,6 +121,7 @@ PYTHON_PREDICATE = GateKind(
     admits=lambda text, universe, where, detail: python_predicate.admits(text, universe),
     widen=lambda source, gate, targets, universe, where: python_predicate.widen(source, gate, targets),
     reads_predicates=True,
+    widens=False,
 )
 
 PYTHON_ARCH_MAP = GateKind(
@@ -128,6 +129,7 @@ PYTHON_ARCH_MAP = GateKind(
     find=lambda source, universe, where, selector: python_arch_map.find(source, universe),
     admits=lambda text, universe, where, detail: python_arch_map.admits(text, universe),
     widen=lambda source, gate, targets, universe, where: python_arch_map.widen(source, gate, targets),
+    widens=False,
 )
 
 # The kind each module implements, by kind name.
