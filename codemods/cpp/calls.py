@@ -73,6 +73,7 @@ class Names:
     usings: tuple[tuple[Scope, Scope], ...]  # (scope of the directive, namespace as written)
     aliases: tuple[tuple[Scope, str, Scope], ...]  # (scope, alias, namespace as written)
     namespaces: frozenset[Scope]  # every namespace the file opens
+    brought: tuple[tuple[Scope, Scope], ...]  # `using ns::name;`: (scope it declares the name in, ns as written)
     unread: tuple[int, ...]  # offsets where the name is used other than as a call or a declaration
 
 
@@ -193,6 +194,7 @@ def read(source: bytes, name: str, file: str = "") -> Names:
     usings: list[tuple[Scope, Scope]] = []
     aliases: list[tuple[Scope, str, Scope]] = []
     namespaces: set[Scope] = set()
+    brought: list[tuple[Scope, Scope]] = []
     spans: list[tuple[int, int]] = []  # where the name is read: declarators and callees
     stack = [tree.root_node]
     while stack:
@@ -209,9 +211,14 @@ def read(source: bytes, name: str, file: str = "") -> Names:
             label = node.child_by_field_name("name")
             if label is not None:
                 namespaces.add(_scope(node) + tuple(p for p in _path(_text(label)) if p))
-        elif kind == "using_declaration" and re.match(r"using\s+namespace\b", _text(node)):
+        elif kind == "using_declaration":
             target = next((c for c in node.named_children if c.type != "comment"), None)
-            usings.append((_scope(node), _path(_text(target))))
+            written = _path(_text(target))
+            if re.match(r"using\s+namespace\b", _text(node)):
+                usings.append((_scope(node), written))
+            elif len(written) > 1 and written[-1] == name and target is not None:
+                brought.append((_scope(node), written[:-1]))
+                spans.append((target.start_byte, target.end_byte))
         elif kind == "namespace_alias_definition" and node.named_child_count >= 2:
             alias, target = node.named_children[0], node.named_children[-1]
             aliases.append((_scope(node), _text(alias), _path(_text(target))))
@@ -223,7 +230,9 @@ def read(source: bytes, name: str, file: str = "") -> Names:
                 spans.append((callee.start_byte, callee.end_byte))
         stack.extend(node.children)
     unread = _unread(source, name, spans)
-    return Names(file, tuple(functions), tuple(calls), tuple(usings), tuple(aliases), frozenset(namespaces), unread)
+    return Names(
+        file, tuple(functions), tuple(calls), tuple(usings), tuple(aliases), frozenset(namespaces), tuple(brought), unread
+    )
 
 
 def _call(node: tree_sitter.Node, name: str, file: str) -> Call | None:
@@ -266,6 +275,7 @@ class Known:
     usings: tuple[tuple[Scope, Scope], ...]
     aliases: tuple[tuple[Scope, str, Scope], ...]
     namespaces: frozenset[Scope]
+    brought: tuple[tuple[Scope, Scope], ...] = ()
 
     @classmethod
     def of(cls, names: list[Names]) -> Known:
@@ -274,6 +284,7 @@ class Known:
             tuple(dict.fromkeys(u for n in names for u in n.usings)),
             tuple(dict.fromkeys(a for n in names for a in n.aliases)),
             frozenset().union(*(n.namespaces for n in names)),
+            tuple(dict.fromkeys(b for n in names for b in n.brought)),
         )
 
     def scopes(self) -> set[Scope]:
@@ -316,13 +327,17 @@ def resolve(call: Call, known: Known) -> Scope | None:
             continue
         target = _namespace(written, where, known) or tuple(p for p in written if p)
         visible.setdefault(_common(where, target), set()).add(target)
+    brought: dict[Scope, set[Scope]] = {}  # `using ns::f;` declares ns's f right where it stands
+    for where, written in known.brought:
+        target = _namespace(written, where, known)
+        brought.setdefault(where, set()).add(target if target is not None else ("?", *written))
     for depth in range(len(call.scope), -1, -1):
         prefix = call.scope[:depth]
-        found = {prefix} & declared | (visible.get(prefix, set()) & declared)
-        if len(found) == 1:
+        found = ({prefix} | visible.get(prefix, set())) & declared | brought.get(prefix, set())
+        if len(found) == 1 and not next(iter(found))[:1] == ("?",):
             return found.pop()
         if found:
-            return None  # ambiguous in C++ too, or overloads across namespaces: cannot tell
+            return None  # ambiguous in C++ too, overloads across namespaces, or a namespace not read: cannot tell
     return None
 
 
