@@ -165,6 +165,8 @@ class _Callers:
 
     def _judge(self, function: calls.Function, module: Module) -> tuple[bool | None, str]:
         name = function.name
+        if not calls.named_calls_only(function):
+            return None, f"`{function.qualified}` is called without its name (an operator, constructor or destructor)"
         found: list[calls.Names] = []
         for rel in sorted(module.files):
             if (rel, name) not in self._holding:

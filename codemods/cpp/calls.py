@@ -77,6 +77,8 @@ class Names:
     unread: tuple[int, ...]  # offsets where the name is used other than as a call or a declaration
 
 
+# Every file here is compiled by nvcc as part of a JIT module, headers (`.h`) included: read with the CUDA grammar.
+_GRAMMAR = "cuda"
 _KERNEL_RE = re.compile(rb"\b__global__\b")
 _TEMPLATE_ARGS_RE = re.compile(r"<[^<>]*>")
 
@@ -171,7 +173,7 @@ def _function(node: tree_sitter.Node, source: bytes, file: str) -> Function | No
 
 def enclosing(source: bytes, offset: int, file: str = "") -> Function | None:
     """The innermost function definition whose body holds `offset`, or None (file or class level)."""
-    tree = syntax.parse_code(source, syntax_language(file))
+    tree = syntax.parse_code(source, _GRAMMAR)
     node: tree_sitter.Node | None = tree.root_node.descendant_for_byte_range(offset, offset)
     while node is not None:
         if node.type == "function_definition":
@@ -182,13 +184,9 @@ def enclosing(source: bytes, offset: int, file: str = "") -> Function | None:
     return None
 
 
-def syntax_language(file: str) -> str:
-    return "cpp" if file.endswith((".cpp", ".cc", ".cxx", ".hpp")) and "cute" not in file else "cuda"
-
-
 def read(source: bytes, name: str, file: str = "") -> Names:
     """What `source` says about `name`: its functions, its calls, and the directives name lookup needs."""
-    tree = syntax.parse_code(source, syntax_language(file))
+    tree = syntax.parse_code(source, _GRAMMAR)
     functions: list[Function] = []
     calls: list[Call] = []
     usings: list[tuple[Scope, Scope]] = []
@@ -348,8 +346,9 @@ def reaches(call: Call, function: Function, known: Known) -> bool | None:
     scope = resolve(call, known)
     if scope is None:
         # A qualifier codemod cannot place still names its namespace by its last name, unless it is an alias.
+        # (A member can also be reached through a type alias or a template parameter: no such answer there.)
         aliased = any(alias == call.qualifier[0] for _, alias, _ in known.aliases) if call.qualifier else True
-        if call.qualifier is not None and not aliased and call.qualifier[-1:] != function.scope[-1:]:
+        if call.qualifier is not None and not (aliased or function.member) and call.qualifier[-1:] != function.scope[-1:]:
             return False
         return None
     if scope != function.scope or not _admits(function.arity, call.arguments):
@@ -359,6 +358,11 @@ def reaches(call: Call, function: Function, known: Known) -> bool | None:
         if f.scope == scope and f.definition and not _same_body(f, function) and _admits(f.arity, call.arguments)
     ]  # fmt: skip
     return None if others else True
+
+
+def named_calls_only(function: Function) -> bool:
+    """Whether code reaches `function` only by calling its name: not an operator, constructor or destructor."""
+    return function.name.isidentifier() and not (function.member and function.scope[-1:] == (function.name,))
 
 
 def _same_body(a: Function, b: Function) -> bool:

@@ -165,3 +165,34 @@ def test_member_defined_out_of_class_looks_in_its_class_first():
     known = calls.Known.of([names])
     free = next(f for f in known.functions if f.scope == ("tllm",))
     assert [calls.reaches(call, free, known) for call in names.calls] == [False]
+
+
+def test_a_member_reached_through_a_template_parameter_cannot_be_told():
+    source = dedent(
+        """\
+        namespace tllm {
+        struct Sm90 { static __device__ uint32_t elect_one_sync() { return 1; } };
+        template <class Arch> __global__ void run(int* out) { out[0] = Arch::elect_one_sync(); }
+        }
+        """
+    )
+    names = calls.read(source.encode(), NAME)
+    known = calls.Known.of([names])
+    (member,) = known.functions
+    assert member.member and member.scope == ("tllm", "Sm90")
+    assert [calls.reaches(call, member, known) for call in names.calls] == [None]
+
+
+@pytest.mark.parametrize(
+    "source, name, named",
+    [
+        pytest.param("struct Op { __device__ int operator()(int x) { return x; } };", "operator()", False, id="operator"),
+        pytest.param("struct Op { __device__ Op() {} };", "Op", False, id="constructor"),
+        pytest.param("struct Op { __device__ int get() { return 0; } };", "get", True, id="named-member"),
+    ],
+)
+def test_functions_called_without_their_name(source, name, named):
+    offset = source.index("{", source.index(name + "(")) + 1
+    function = calls.enclosing(source.encode(), offset)
+    assert function is not None and function.name == name
+    assert calls.named_calls_only(function) is named
