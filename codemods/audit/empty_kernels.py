@@ -42,7 +42,9 @@ def find(
     `root`). This is scan's own analysis (jit_modules.read_modules,
     jit_hazards.empty_kernels over what analysis.analyse reads from the JIT spec
     files and the closure files), run on the tree as it is on disk, without
-    listing the whole tree; [] where there is no FlashInfer JIT layout.
+    listing the whole tree; [] where there is no FlashInfer JIT layout. Only
+    definite hazards: a guard in a device function that codemod cannot tell
+    the module calls is scan's `potential` and not returned.
     """
     from codemods.audit import analysis, jit_hazards, jit_modules, listing, records
 
@@ -81,9 +83,12 @@ def find(
         if shape is not None:
             structures[rel] = shape
     all_specific = jit_modules.builds_all_specific(root, layout)
+    read = jit_modules.TreeFiles(root).read
     found = []
     for arch in targets:
-        for hazard in jit_hazards.empty_kernels(chosen, structures, arch, universe, all_specific):
+        for hazard in jit_hazards.empty_kernels(chosen, structures, arch, universe, all_specific, read):
+            if hazard["potential"]:
+                continue  # a guard in a helper codemod cannot tell is called: scan lists it, nothing fails on it
             module = next(m for m in chosen if m.name == hazard["module"] and m.admits(arch))
             branch = structures[hazard["file"]].at_line(hazard["line"])
             guard = f"{branch.directive} {branch.condition}" if branch is not None else ""

@@ -34,12 +34,14 @@ the csrc folder and the spec's extra include dirs), and reports:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from codemods.audit.jit_modules import Module
 from codemods.audit.records import one_line
 from codemods.core.arch import Arch
 from codemods.core.lazy import LazyModule
+from codemods.cpp import calls
 from codemods.cpp import instructions as instruction_table
 from codemods.cpp.structure import Structure
 from codemods.gates import python_capability
@@ -57,9 +59,19 @@ def empty_kernels(
     arch: Arch,
     universe: tuple[Arch, ...],
     all_specific: bool,
+    read: Callable[[str], bytes] | None = None,
 ) -> list[dict]:
+    """`empty-kernel` hazards of `modules` on `arch` (see the module docstring).
+
+    With `read` (a tree file's bytes), a guard inside a device function that is
+    no kernel counts only where the module's code calls that function: it is
+    definite when a call surely reaches it (C++ name lookup, codemods.cpp.calls),
+    potential when codemod cannot tell which definition a call reaches, and no
+    hazard when nothing the module compiles calls it.
+    """
     found: dict[tuple[str, int], dict] = {}
     details: dict[tuple[str, int], tuple] = {}
+    callers = _Callers(read) if read is not None else None
     for module in modules:
         gate = module.spec.gate
         if gate is None or not gate.admits(arch):
@@ -86,33 +98,108 @@ def empty_kernels(
                 )
                 if not kept:
                     continue
+                called, why = callers.called(rel, branch.start, module) if callers is not None else (True, "")
+                if called is False:
+                    continue  # a helper nothing the module compiles calls: no kernel loses this code
                 key = (rel, branch.line)
                 if key in found:
                     found[key]["read_modules"].append(module.name)
+                    if called and found[key]["potential"]:
+                        found[key]["potential"], details[key] = False, (branch, target, kept, module, why)
                     continue
                 found[key] = {
                     "kind": "empty-kernel",
                     "file": rel,
                     "line": branch.line,
                     "module": module.name,
-                    "potential": False,
+                    "potential": called is None,
                     "read_modules": [module.name],
                 }
-                details[key] = (branch, target, kept, module)
+                details[key] = (branch, target, kept, module, why)
     out = []
     for key, record in found.items():
-        branch, target, kept, module = details[key]
+        branch, target, kept, module, why = details[key]
         names = list(dict.fromkeys(record.pop("read_modules")))
         gate = module.spec.gate
+        runs = "may run" if record["potential"] else "runs"
         record["message"] = (
             f"{' and '.join(names)} {'is' if len(names) == 1 else 'are'} built for {arch.name} "
             f"({module.file}:{gate.line} admits it; compiled as {target.name}), but "
             f"`{branch.directive} {branch.condition}` compiles this code out there while "
-            f"{', '.join(a.name for a in kept)} keep{'s' if len(kept) == 1 else ''} it: the kernel runs without it "
+            f"{', '.join(a.name for a in kept)} keep{'s' if len(kept) == 1 else ''} it: the kernel {runs} without it "
             "and returns garbage without an error; widen this guard together with the JIT gate"
+            + (f" ({why})" if why else "")
         )
         out.append(record)
     return out
+
+
+class _Callers:
+    """Whether a module's code calls the device function around a guard (codemods.cpp.calls), remembered per name."""
+
+    def __init__(self, read: Callable[[str], bytes]) -> None:
+        self._read = read
+        self._functions: dict[tuple[str, int], calls.Function | None] = {}
+        self._holding: dict[tuple[str, str], bool] = {}
+        self._names: dict[tuple[str, str], calls.Names] = {}
+        self._verdicts: dict[tuple[str, int, str], tuple[bool | None, str]] = {}
+
+    def _source(self, rel: str) -> bytes | None:
+        try:
+            return self._read(rel)
+        except OSError:
+            return None
+
+    def called(self, rel: str, offset: int, module: Module) -> tuple[bool | None, str]:
+        """(True: a call reaches it, or no helper holds the guard; None: cannot tell; False: nothing calls it, why)."""
+        if (rel, offset) not in self._functions:
+            source = self._source(rel)
+            self._functions[rel, offset] = None if source is None else calls.enclosing(source, offset, rel)
+        function = self._functions[rel, offset]
+        if function is None or function.kernel:
+            return True, ""
+        key = (rel, function.start, module.name)
+        if key not in self._verdicts:
+            self._verdicts[key] = self._judge(function, module)
+        return self._verdicts[key]
+
+    def _judge(self, function: calls.Function, module: Module) -> tuple[bool | None, str]:
+        name = function.name
+        if not calls.named_calls_only(function):
+            return None, f"`{function.qualified}` is called without its name (an operator, constructor or destructor)"
+        found: list[calls.Names] = []
+        for rel in sorted(module.files):
+            if (rel, name) not in self._holding:
+                source = self._source(rel)
+                self._holding[rel, name] = source is not None and name.encode() in source
+                if self._holding[rel, name]:
+                    assert source is not None
+                    self._names[rel, name] = calls.read(source, name, rel)
+            if self._holding[rel, name]:
+                found.append(self._names[rel, name])
+        known = calls.Known.of(found)
+        reached: list[calls.Call] = []
+        unsure: list[str] = []
+        for names in found:
+            for call in names.calls:
+                if call.file == function.file and function.start <= call.offset < function.end:
+                    continue  # a call inside the function itself
+                verdict = calls.reaches(call, function, known)
+                if verdict:
+                    reached.append(call)
+                elif verdict is None:
+                    unsure.append(f"a call at {call.file}:{_line(self._source(call.file), call.offset)}")
+            unsure += [f"a use at {names.file}:{_line(self._source(names.file), at)}" for at in names.unread[:1]]
+        if reached:
+            first = reached[0]
+            return True, f"`{function.qualified}` is called at {first.file}:{_line(self._source(first.file), first.offset)}"
+        if unsure:
+            return None, f"whether {unsure[0]} reaches `{function.qualified}` codemod cannot tell"
+        return False, ""
+
+
+def _line(source: bytes | None, offset: int) -> int:
+    return 0 if source is None else source.count(b"\n", 0, offset) + 1
 
 
 def unsupported(

@@ -336,7 +336,7 @@ def _assemble(job: _Job) -> ScanResult:
         closures = closures_over(tree, layout)
         modules = read_modules(specs, closures, arch)
         result.modules = [module.record for module in modules]
-        result.hazards = empty_kernels(modules, structures, arch, universe, all_specific)
+        result.hazards = empty_kernels(modules, structures, arch, universe, all_specific, tree.read)
         paths = kernel_paths.Tree(python, closures, tree.read, all_specific)
         for rel in dict.fromkeys(rel for rel, _ in specs):
             paths.know_specs(rel, [spec for file, spec in specs if file == rel])
