@@ -33,8 +33,6 @@ if TYPE_CHECKING:
     import libcst as cst
     from libcst import metadata
     from libcst.metadata import Scope
-
-    from codemods.gates.python_capability import PythonText
 else:  # imported on first parse: `codemod list` and a scan answered from the cache need no libcst (a fifth of a second)
     cst = LazyModule("libcst")
     metadata = LazyModule("libcst.metadata")
@@ -48,6 +46,11 @@ LONE_CR = re.compile(rb"\r(?!\n)")
 # crashes the process (SIGSEGV). CPython refuses more than 200 nested brackets; the Python files
 # of FlashInfer 0.5.3-0.6.17 and SGLang 0.5.13 nest at most 46 levels (measured as check_depth does).
 MAX_DEPTH = 64
+# The statements with bodies of their own (a pruned one keeps its header; a scope may start there).
+COMPOUND: tuple[type[ast.stmt], ...] = (
+    ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.FunctionDef,
+    ast.AsyncFunctionDef, ast.ClassDef, ast.Match, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
+)  # fmt: skip
 # Brackets outside comments and string literals, for source Python's own parser rejects.
 _BRACKETS = re.compile(
     r"#[^\r\n]*|'''.*?(?:'''|\Z)|\"\"\".*?(?:\"\"\"|\Z)|'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\"|([(\[{])|[)\]}]",
@@ -140,10 +143,31 @@ def check_depth(text: str) -> ast.Module | None:
     return tree
 
 
-def _ast_text(source: bytes) -> PythonText:
-    from codemods.gates.python_capability import PythonText  # here: that module imports this one on first use
+class PythonText:
+    """Byte offsets of ast positions (ast columns are UTF-8 byte offsets)."""
 
-    return PythonText(source)
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.bom = len(_BOM.encode()) if data.startswith(_BOM.encode()) else 0
+        self.starts = [0]
+        for line in data.splitlines(keepends=True):
+            self.starts.append(self.starts[-1] + len(line))
+
+    def offset(self, line: int, column: int) -> int:
+        return self.starts[line - 1] + column + (self.bom if line == 1 else 0)
+
+    def line(self, offset: int) -> int:
+        return bisect.bisect_right(self.starts, offset)
+
+    def span(self, node: ast.stmt | ast.expr) -> tuple[int, int]:
+        # typeshed allows None for end positions, which ast.parse sets on every node it makes
+        assert node.end_lineno is not None and node.end_col_offset is not None
+        start = self.offset(node.lineno, node.col_offset)
+        decorators = getattr(node, "decorator_list", None)
+        if decorators:
+            first = decorators[0]
+            start = self.data.rfind(b"@", 0, self.offset(first.lineno, first.col_offset))
+        return start, self.offset(node.end_lineno, node.end_col_offset)
 
 
 class Pruned:
@@ -165,8 +189,6 @@ class Pruned:
         whole: Callable[[bytes], object] | None = None,
     ) -> None:
         """`wanted(source, statement, in_function)` says which statements to keep; `whole(header)`, which whole."""
-        from codemods.gates.python_capability import COMPOUND
-
         self.text = text
         cuts: list[tuple[int, int]] = []
 
@@ -263,7 +285,7 @@ class PythonSource:
         tree = check_depth(text[1:] if self.bom else text)
         self.pruned: Pruned | None = None
         if keep is not None and tree is not None and not (b"\r" in source and LONE_CR.search(source)):
-            self.pruned = Pruned(_ast_text(source), tree, lambda piece, stmt, in_function: bool(keep.search(piece)), keep.search)
+            self.pruned = Pruned(PythonText(source), tree, lambda piece, stmt, in_function: bool(keep.search(piece)), keep.search)
             text = self.pruned.source.decode("utf-8")
         try:
             self.module = cst.parse_module(text[1:] if self.bom else text)

@@ -26,7 +26,7 @@ import re
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, _polarity
-from codemods.gates.python_capability import PythonText
+from codemods.gates._python import PythonText
 
 KIND = "python_arch_map"
 

@@ -64,22 +64,18 @@ from typing import Any
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, SourceError, _polarity, apply_edits
 from codemods.gates._capability_values import NAME_RE, arch_comparisons, named, names_arch, spell, strings
+from codemods.gates._python import COMPOUND, PythonText
 
 KIND = "python_capability"
 
 CALLS = ("get_device_capability", "get_device_sm")
 TOKENS = tuple(name.encode() for name in CALLS)
-_BOM = b"\xef\xbb\xbf"
 _SIDES = {0: "major", 1: "minor", None: "pair", "sm": "sm", "cuda_arch": "cuda_arch"}
 Side = int | str | None  # 0 the major, 1 the minor, None the (major, minor) pair, "sm", "cuda_arch"; "" for none of them
 # What a recipe's `names` says a name holds (cpp_runtime_check.MEANINGS), as a side of the capability.
 _DECLARED: dict[str, Side] = {"major": 0, "minor": 1, "sm": "sm", "cuda_arch": "cuda_arch"}
 _EQUALITY = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
 
-COMPOUND: tuple[type[ast.stmt], ...] = (
-    ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.FunctionDef,
-    ast.AsyncFunctionDef, ast.ClassDef, ast.Match, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
-)  # fmt: skip
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 _COMPARE = {
     ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
@@ -88,33 +84,6 @@ _COMPARE = {
 }  # fmt: skip
 _CHECKED = {ast.NotEq: ast.Eq, ast.NotIn: ast.In}  # a recipe's view of a negated comparison: the values it checks for
 _FLIPPED = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE, ast.Eq: ast.Eq, ast.NotEq: ast.NotEq}
-
-
-class PythonText:
-    """Byte offsets of ast positions (ast columns are UTF-8 byte offsets)."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.bom = len(_BOM) if data.startswith(_BOM) else 0
-        self.starts = [0]
-        for line in data.splitlines(keepends=True):
-            self.starts.append(self.starts[-1] + len(line))
-
-    def offset(self, line: int, column: int) -> int:
-        return self.starts[line - 1] + column + (self.bom if line == 1 else 0)
-
-    def line(self, offset: int) -> int:
-        return bisect.bisect_right(self.starts, offset)
-
-    def span(self, node: ast.stmt | ast.expr) -> tuple[int, int]:
-        # typeshed allows None for end positions, which ast.parse sets on every node it makes
-        assert node.end_lineno is not None and node.end_col_offset is not None
-        start = self.offset(node.lineno, node.col_offset)
-        decorators = getattr(node, "decorator_list", None)
-        if decorators:
-            first = decorators[0]
-            start = self.data.rfind(b"@", 0, self.offset(first.lineno, first.col_offset))
-        return start, self.offset(node.end_lineno, node.end_col_offset)
 
 
 def callee(call: ast.Call) -> str:
