@@ -56,260 +56,25 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, replace
-from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
-from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
-from codemods.gates import CannotWiden, Edit, Gate, SourceError, _polarity, apply_edits
-from codemods.gates._capability_blocks import (
-    CAPABILITY_RE, CAPABILITY_TOKEN, _capability_call, _holds, bind, blocks, callee, may_compare, may_hold, nodes_in,
+from codemods.core.arch import DEFAULT_ARCHS, Arch
+from codemods.gates import CannotWiden, Edit, Gate, apply_edits
+from codemods.gates._capability_blocks import CAPABILITY_RE, CAPABILITY_TOKEN, blocks, callee, may_compare, may_hold, nodes_in
+from codemods.gates._capability_reading import (
+    _CHECKED, _DECLARED, _SIDES, KIND, LeafOf, Side, _conditions, _dotted, _have, _leaves, _literal, _parents, _parse,
+    _pure, _reading, _truth, _unreadable, admits, gates,
 )  # fmt: skip
-from codemods.gates._capability_values import NAME_RE, named, names_arch, spell, strings
+from codemods.gates._capability_values import NAME_RE, names_arch, spell
 from codemods.gates._python import PythonText
-
-KIND = "python_capability"
 
 # The kind's hooks (registry), and what `codemod scan` reads through this module (audit.python_files, audit.prefilter).
 __all__ = [
     "CAPABILITY_RE", "CAPABILITY_TOKEN", "KIND", "PythonText", "admits", "blocks", "check_selector", "find", "gates",
     "may_compare", "may_hold", "names_arch", "nodes_in", "widen",
 ]  # fmt: skip
-
-_SIDES = {0: "major", 1: "minor", None: "pair", "sm": "sm", "cuda_arch": "cuda_arch"}
-Side = int | str | None  # 0 the major, 1 the minor, None the (major, minor) pair, "sm", "cuda_arch"; "" for none of them
-# What a recipe's `names` says a name holds (cpp_runtime_check.MEANINGS), as a side of the capability.
-_DECLARED: dict[str, Side] = {"major": 0, "minor": 1, "sm": "sm", "cuda_arch": "cuda_arch"}
-_EQUALITY = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
-
-_COMPARE = {
-    ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
-    ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
-    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
-}  # fmt: skip
-_CHECKED = {ast.NotEq: ast.Eq, ast.NotIn: ast.In}  # a recipe's view of a negated comparison: the values it checks for
-_FLIPPED = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE, ast.Eq: ast.Eq, ast.NotEq: ast.NotEq}
-
-
-def _literal(node: ast.AST, strings: bool = False):
-    """An int, a tuple of ints, or a tuple/list/set of those; None for anything else.
-
-    With `strings`, a string naming an arch (`"sm_120"`, `"120"`, `"12.0a"`) reads as its number
-    (major * 10 + minor: 120); a collection mixing strings and ints is not read (Python's `"120" != 120`).
-    """
-    if isinstance(node, ast.Constant):
-        if type(node.value) is int and not strings:
-            return node.value
-        if isinstance(node.value, str) and strings:
-            try:
-                return Arch.parse(node.value).code
-            except ValueError:
-                return None
-        return None
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        items = [_literal(item, strings) for item in node.elts]
-        return None if any(item is None for item in items) else tuple(items)
-    return None
-
-
-def _spelled(node: ast.AST) -> str:
-    """A compared expression as a recipe's `names` writes it: `x`, `self.backend`, `capability.to_int()`."""
-    if isinstance(node, ast.Call) and not node.args and not node.keywords:
-        inner = _dotted(node.func)
-        return f"{inner}()" if inner else ""
-    return _dotted(node)
-
-
-def _have(arch: Arch, side) -> object:
-    if side == "sm":
-        return arch.major * 10 + arch.minor
-    if side == "cuda_arch":
-        return arch.cuda_arch
-    return (arch.major, arch.minor) if side is None else (arch.major, arch.minor)[side]
-
-
-def gates(text: PythonText, body: list[ast.stmt], universe: tuple[Arch, ...], computed: bool = False) -> list[Gate]:
-    """Every capability comparison in `body`; with `computed`, also those with a value it cannot read (unknown).
-
-    Only statements that name a capability call (or a name bound from one, or an arch string) are walked.
-    Each gate admits what the code path it guards admits (`_on_paths`: polarity), not where its comparison
-    is true (`if sm_version != "sm_120": raise` admits sm_120).
-    """
-    readable: dict[int, frozenset[Arch] | None] = {}
-    found = [(gate, leaf.node, scope) for gate, leaf, scope in _found(text, body, universe, computed, readable)]
-    return [gate for gate, _, _ in (_on_paths(found, body, readable, universe) if found else found)]
-
-
-def _found(
-    text: PythonText, body: list[ast.stmt], universe, computed: bool,
-    readable: dict[int, frozenset[Arch] | None] | None = None, names: Mapping[str, Side] | None = None,
-) -> list[tuple[Gate, _Leaf, int]]:
-    """Each capability comparison of `body`, its gate (where it is true) and its scope; `readable` collects
-    id -> where each comparison read is true (None: computed), unknown ones included. Read: the comparisons
-    of the capability calls, of names bound from them, of arch strings and of the `names` a recipe declares
-    (`{"_device_sm": "sm"}`, read as sides)."""
-    declared = dict(names or {})
-    bound: dict[tuple[int, str], Side] = {}  # (scope, name) -> 0 major, 1 minor, None the pair, "sm"
-    compares: dict[int, tuple[ast.Compare, int]] = {}
-    for node, scope in nodes_in(text, body, _holds, 0):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            bind(node.targets[0], node.value, scope, bound)
-        elif isinstance(node, ast.Compare):
-            compares[id(node)] = (node, scope)
-    words = {name for _, name in bound} | {re.findall(r"\w+", spelled)[-1] for spelled in declared if re.search(r"\w", spelled)}
-    if words:
-        pattern = re.compile(rb"\b(?:%s)\b" % b"|".join(re.escape(word.encode()) for word in sorted(words)))
-        for node, scope in nodes_in(text, body, lambda piece: bool(pattern.search(piece)), 0):
-            if isinstance(node, ast.Compare):
-                compares.setdefault(id(node), (node, scope))
-
-    def bound_in(scope: int) -> Callable[[str], Side]:
-        return lambda name: bound.get((scope, name), bound.get((0, name), declared.get(name, "")))
-
-    found = []
-    for node, scope in compares.values():
-        leaf = _leaf(node, bound_in(scope))
-        if leaf is None:
-            continue
-        side, op, flipped = leaf.side, leaf.op, leaf.flipped
-        truth = {arch: _truth(node, arch, lambda _: leaf) for arch in universe}  # where the comparison is true
-        admitted = None if None in truth.values() else frozenset(arch for arch, true in truth.items() if true)
-        if readable is not None:
-            readable[id(node)] = admitted
-        detail = {"side": _SIDES[side], "op": op.__name__, "flipped": flipped}
-        if admitted is None:
-            if not computed:
-                continue
-            detail["unknown"] = _unreadable(leaf)
-            admits = ArchSet(universe, frozenset(), frozenset(universe))
-        else:
-            admits = ArchSet(universe, admitted)
-        start, end = text.span(node)
-        gate = Gate(
-            kind=KIND, start=start, end=end, line=node.lineno, text=text.data[start:end].decode("utf-8"),
-            admits=admits, detail=detail,
-        )  # fmt: skip
-        found.append((gate, leaf, scope))
-    found.sort(key=lambda item: (item[0].line, item[0].start))
-    return found
-
-
-def _unreadable(leaf: _Leaf) -> str:
-    if leaf.strings and leaf.op not in _EQUALITY:
-        return "a string compared by order (`<`, `>=`), not by value"
-    if leaf.strings:
-        return "the string compared is not an arch name (`\"sm_120\"`, `\"120\"`, `\"12.0a\"`) or holds no capability"
-    return "the value compared is computed, not a literal" if leaf.value is None else "a major compared with a pair"
-
-
-def _part(node: ast.AST, lookup: Callable[[str], Side]) -> Side:
-    """0 or 1 for the major or minor, None for the (major, minor) pair, "sm", "cuda_arch", or "" for anything
-    else; `lookup` says what a name holds (the same codes, "" for nothing known), a bound or declared one."""
-    call = _capability_call(node)
-    if call is not None:
-        return None if call == "pair" else "sm"
-    if isinstance(node, (ast.Attribute, ast.Call)) and _spelled(node) and lookup(_spelled(node)) != "":
-        return lookup(_spelled(node))  # declared: `self.backend`, `cap.to_int()`
-    if isinstance(node, ast.Attribute) and node.attr in ("major", "minor"):  # a capability object's fields
-        return ("major", "minor").index(node.attr) if _part(node.value, lookup) is None else ""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to_int" and not node.args:
-        return "sm" if _part(node.func.value, lookup) is None else ""  # SGLang's DeviceCapability.to_int()
-    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value in (0, 1):
-        index: Side = 0 if node.slice.value == 0 else 1
-        return index if _capability_call(node.value) == "pair" or _part(node.value, lookup) is None else ""
-    if isinstance(node, ast.Name):
-        return lookup(node.id)
-    return ""
-
-
-@dataclass(frozen=True)
-class _Leaf:
-    """One comparison of the capability with a literal, read with the capability on the left."""
-
-    node: ast.Compare
-    side: Side
-    op: type[ast.cmpop]
-    value: object  # the literal; None when computed
-    flipped: bool  # the value is on the left
-    names: tuple[tuple[str, Side], ...] = ()  # the names it reads the capability through, and what each holds
-    strings: bool = False  # its values are strings naming archs (read as major * 10 + minor)
-
-    @property
-    def operand(self) -> ast.expr:
-        return self.node.comparators[0] if self.flipped else self.node.left
-
-    @property
-    def literal(self) -> ast.expr:
-        return self.node.left if self.flipped else self.node.comparators[0]
-
-
-def _leaf(node: ast.AST, lookup: Callable[[str], Side]) -> _Leaf | None:
-    """`node` read as a capability comparison, or None when it is none."""
-    if not isinstance(node, ast.Compare) or len(node.ops) != 1:
-        return None
-    left, op, right = node.left, type(node.ops[0]), node.comparators[0]
-
-    def read(held: ast.AST, literal: ast.AST) -> tuple[Side, object, bool]:
-        """(side, value, strings) of `held` compared with `literal`: side "" when `held` holds no capability."""
-        side = _part(held, lookup)
-        if strings(literal) is None:
-            return side, _literal(literal), False
-        if side == "" and named(literal) and isinstance(held, (ast.Name, ast.Attribute, ast.Call)):
-            side = "sm"  # "sm_120" says what it is, whatever name holds it (`arch[:5]` is not the arch)
-        return side, (_literal(literal, strings=True) if side == "sm" else None), True
-
-    (side, value, is_text), flipped = read(left, right), False
-    if (side == "" or value is None) and op in _FLIPPED and (_part(right, lookup) != "" or named(left)):
-        (side, value, is_text), op, flipped = read(right, left), _FLIPPED[op], True
-    if side == "" or op not in _COMPARE:
-        return None
-    if is_text and op not in _EQUALITY:
-        value = None  # "sm_90" < "sm_100" is False: strings compare by their letters
-    operand = right if flipped else left
-    names = tuple(
-        (spelled, lookup(spelled)) for n in ast.walk(operand)
-        if isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and (spelled := _spelled(n)) and lookup(spelled) != ""
-    )  # fmt: skip
-    return _Leaf(node, side, op, value, flipped, names, is_text)
-
-
-def _on_paths(
-    found: list[tuple[Gate, ast.Compare, int]], body: list[ast.stmt], readable: dict[int, frozenset[Arch] | None],
-    universe: tuple[Arch, ...],
-) -> list[tuple[Gate, ast.Compare, int]]:
-    """Each readable comparison's gate admits what the code path it guards admits (`_polarity`): `if cap != 9:
-    raise` admits 9, `skipif(cap[0] not in [10, 12])` 10 and 12, the comparisons of one test the same archs."""
-    lines = {node.lineno for _, node, _ in found}
-    def first(stmt: ast.stmt) -> int:
-        return min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
-
-    tops = [stmt for stmt in body if any(first(stmt) <= line <= (stmt.end_lineno or stmt.lineno) for line in lines)]
-    up = _polarity.parents(tops)
-    out = []
-    for gate, node, scope in found:
-        if readable.get(id(node)) is None:
-            out.append((gate, node, scope))
-            continue
-        test, runs = _polarity.need(node, up)
-        unread = any(isinstance(n, ast.Compare) and id(n) in readable and readable[id(n)] is None for n in ast.walk(test))
-        admitted, unknown = set(), set()
-        for arch in universe:
-
-            def leaf(operand: ast.expr, arch: Arch = arch) -> bool | None:
-                archs = readable.get(id(operand))
-                return None if archs is None else arch in archs
-
-            result = _polarity.value(test, leaf)
-            if result is runs or (result is None and not unread):
-                admitted.add(arch)  # an operand that does not depend on the GPU may let it through
-            elif result is None:
-                unknown.add(arch)
-        detail = {**gate.detail, "runs_where": "true" if runs else "false"}
-        if test is not node:
-            detail["test"] = ast.unparse(test)
-        out.append((replace(gate, admits=ArchSet(universe, frozenset(admitted), frozenset(unknown)), detail=detail), node, scope))
-    return out
-
 
 # ---------------------------------------------------------------- the kind's interface (recipes)
 
@@ -332,34 +97,6 @@ def check_selector(name: str, value) -> str:
     return python_arch_test.check_selector(name, value)
 
 
-def _parse(source: bytes) -> tuple[PythonText, ast.Module]:
-    from codemods.gates import _python
-
-    try:
-        return PythonText(source), ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        if _python.too_deep(exc):
-            raise _python.nested_too_deeply(getattr(exc, "lineno", None)) from None
-        raise SourceError(f"not valid Python: line {getattr(exc, 'lineno', None)}: {getattr(exc, 'msg', exc)}") from None
-
-
-def _parents(tree: ast.AST) -> dict[int, ast.AST]:
-    parents = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
-    return parents
-
-
-def _dotted(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else ""
-    return ""
-
-
 def _body_assigns(statements: list[ast.stmt], target: str) -> bool:
     for stmt in statements:
         for node in ast.walk(stmt):
@@ -379,100 +116,8 @@ def _body_calls(statements: list[ast.stmt], wanted: set[str]) -> bool:
     return False
 
 
-# ---------------------------------------------------------------- conditions: the comparisons an `and`/`or` joins
-
-
-LeafOf = Callable[[ast.AST], "_Leaf | None"]
 # operators that bind tighter than `or`: an `or` added inside one needs parentheses
 _TIGHTER = (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.BinOp, ast.Attribute, ast.Starred, ast.Await)
-
-
-def _pure(node: ast.AST, leaf_of: LeafOf) -> bool:
-    """Whether `node` is made only of capability comparisons joined by `and`, `or` and `not`."""
-    if isinstance(node, ast.Compare):
-        return leaf_of(node) is not None
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return _pure(node.operand, leaf_of)
-    if isinstance(node, ast.BoolOp):
-        return all(_pure(value, leaf_of) for value in node.values)
-    return False
-
-
-def _leaves(node: ast.AST, leaf_of: LeafOf) -> list[_Leaf]:
-    """The comparisons a condition reads (in an `and`/`or` with other operands, only its pure operands')."""
-    if isinstance(node, ast.Compare):
-        leaf = leaf_of(node)
-        return [leaf] if leaf is not None else []
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return _leaves(node.operand, leaf_of)
-    if isinstance(node, ast.BoolOp):
-        return [leaf for value in node.values if _pure(value, leaf_of) for leaf in _leaves(value, leaf_of)]
-    return []
-
-
-def _checked(node: ast.AST, leaf_of: LeafOf) -> bool:
-    """A recipe reads a lone negated comparison (`!= 9`, `not in (9, 10)`) as a check *for* its values."""
-    leaf = leaf_of(node) if isinstance(node, ast.Compare) else None
-    return leaf is not None and leaf.op in _CHECKED
-
-
-def _truth(node: ast.AST, arch: Arch, leaf_of: LeafOf, checked: bool = False) -> bool | None:
-    """Whether the condition holds on `arch`: True, False, or None (unknown). In an `and`/`or` that
-    also has other operands, only its pure operands count: it admits what they do not rule out."""
-    if isinstance(node, ast.Compare):
-        leaf = leaf_of(node)
-        if leaf is None or leaf.value is None:
-            return None
-        op = _CHECKED.get(leaf.op, leaf.op) if checked else leaf.op
-        try:
-            return bool(_COMPARE[op](_have(arch, leaf.side), leaf.value))
-        except TypeError:
-            return None  # a major compared with a pair
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        value = _truth(node.operand, arch, leaf_of)
-        return None if value is None else not value
-    if isinstance(node, ast.BoolOp):
-        values = [_truth(v, arch, leaf_of) for v in node.values if _pure(v, leaf_of)]
-        decisive = isinstance(node.op, ast.Or)  # True decides an `or`, False an `and`
-        if decisive in values:
-            return decisive
-        return None if None in values or not values else not decisive
-    return None
-
-
-def _reading(node: ast.AST, leaf_of: LeafOf, universe: tuple[Arch, ...]) -> ArchSet:
-    checked = _checked(node, leaf_of)
-    admitted, unknown = set(), set()
-    for arch in universe:
-        value = _truth(node, arch, leaf_of, checked)
-        if value is None:
-            unknown.add(arch)
-        elif value:
-            admitted.add(arch)
-    return ArchSet(universe, frozenset(admitted), frozenset(unknown))
-
-
-def _conditions(
-    text: PythonText, tree: ast.Module, universe, parents: dict[int, ast.AST], names: Mapping[str, Side] | None = None
-) -> tuple[list[ast.expr], LeafOf]:
-    """Each condition over the capability: the largest `and`/`or`/`not` of comparisons around each one;
-    in an `and`/`or` that also has other operands, its comparisons together (`major == 10 and x and minor != 3`)."""
-    found = _found(text, tree.body, universe, computed=True, names=names)
-    leaves = {id(leaf.node): leaf for _, leaf, _ in found}
-
-    def leaf_of(node: ast.AST) -> _Leaf | None:
-        return leaves.get(id(node))
-
-    roots: dict[int, ast.expr] = {}
-    for _, leaf, _ in found:
-        top: ast.expr = leaf.node
-        while isinstance(parents.get(id(top)), (ast.BoolOp, ast.UnaryOp)) and _pure(parents[id(top)], leaf_of):
-            top = parents[id(top)]  # type: ignore[assignment]  # a BoolOp or a `not`: an expression
-        up = parents.get(id(top))
-        if isinstance(up, ast.BoolOp) and sum(_pure(value, leaf_of) for value in up.values) > 1:
-            top = up
-        roots.setdefault(id(top), top)
-    return sorted(roots.values(), key=text.span), leaf_of
 
 
 def _condition_gate(text: PythonText, root: ast.expr, leaf_of: LeafOf, universe, context: str) -> Gate:
@@ -777,24 +422,3 @@ def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[
         + (" (moving its bound would admit the archs in between)" if bound else "")
         + "; edit it by hand"
     )
-
-
-def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS, detail: Mapping[str, Any] | None = None) -> ArchSet:
-    """The archs a condition, given as text, admits; `detail` (from `find`) says what each name it compares holds."""
-    unknown = ArchSet(universe, frozenset(), frozenset(universe))
-    try:
-        node = ast.parse("(\n" + text + "\n)", mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return unknown
-    names = dict((detail or {}).get("names", {}))
-    codes = {name: code for code, name in _SIDES.items()}
-    cache: dict[int, _Leaf | None] = {}
-
-    def leaf_of(node: ast.AST) -> _Leaf | None:
-        if id(node) not in cache:
-            cache[id(node)] = _leaf(node, lambda name: codes[names[name]] if name in names else "")
-        return cache[id(node)]
-
-    if not _leaves(node, leaf_of) or not (_pure(node, leaf_of) or isinstance(node, ast.BoolOp)):
-        return unknown
-    return _reading(node, leaf_of, universe)
