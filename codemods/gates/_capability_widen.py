@@ -1,0 +1,265 @@
+"""Widening a python_capability condition: the rewrites `widen` tries, in the order python_capability's docstring gives.
+
+Each rewrite (`_extend`, `_drop`, `_move_bound`, `_add_disjunct`) looks at
+one `_Place` (the condition, its comparisons, the archs it must gain) and
+proposes edits or nothing; `widen` keeps the first whose condition, read
+again, admits exactly the old archs plus the targets.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from codemods.core.arch import DEFAULT_ARCHS, Arch
+from codemods.gates import CannotWiden, Edit, Gate, apply_edits
+from codemods.gates._capability_reading import (
+    _CHECKED, _SIDES, LeafOf, Side, _conditions, _have, _leaves, _literal, _parents, _parse, _pure, _reading, _truth,
+    admits,
+)  # fmt: skip
+from codemods.gates._capability_values import spell
+from codemods.gates._python import PythonText
+
+_EQUAL = (ast.Eq, ast.In)
+_BOUNDS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+# operators that bind tighter than `or`: an `or` added inside one needs parentheses
+_TIGHTER = (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.BinOp, ast.Attribute, ast.Starred, ast.Await)
+
+
+@dataclass(frozen=True)
+class _Place:
+    """A condition being widened: the file, the condition's node and the archs it must gain."""
+
+    source: bytes
+    text: PythonText
+    tree: ast.Module
+    parents: dict[int, ast.AST]
+    root: ast.expr
+    leaf_of: LeafOf
+    missing: tuple[Arch, ...]
+
+    def failing(self, node: ast.AST) -> tuple[Arch, ...]:
+        """The missing archs `node` (a part of the condition) rules out."""
+        return tuple(arch for arch in self.missing if _truth(node, arch, self.leaf_of) is False)
+
+    def failing_operands(self) -> list[ast.expr]:
+        """The operands of an `and` condition that rule out a missing arch."""
+        if not (isinstance(self.root, ast.BoolOp) and isinstance(self.root.op, ast.And)):
+            return []
+        return [v for v in self.root.values if _pure(v, self.leaf_of) and self.failing(v)]
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        """`node`'s bytes with the parentheses written around it inside the condition."""
+        assert isinstance(node, (ast.expr, ast.stmt))
+        start, end = self.text.span(node)
+        low, high = self.text.span(self.root)
+        data = self.source
+        while True:
+            before, after = data[low:start].rstrip(), data[end:high].lstrip()
+            if not (before.endswith(b"(") and after.startswith(b")")):
+                return start, end
+            start, end = low + len(before) - 1, high - len(after) + 1
+
+    def brackets(self) -> tuple[str, str]:
+        """The file's own collection for a membership test of numbers: a list when it writes more `in [9, 10]`
+        than `in (9, 10)`, else a tuple (other values say nothing: SGLang's unquant.py has `in ['silu', ...]`
+        and upstream wrote `not in (9, 12)` there)."""
+        counts = {ast.List: 0, ast.Tuple: 0}
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Compare):
+                for op, right in zip(node.ops, node.comparators):
+                    if isinstance(op, (ast.In, ast.NotIn)) and type(right) in counts and _literal(right):
+                        counts[type(right)] += 1
+        return ("[", "]") if counts[ast.List] > counts[ast.Tuple] else ("(", ")")
+
+
+def _values(side: Side, archs: tuple[Arch, ...]) -> list:
+    return sorted({_have(arch, side) for arch in archs})  # type: ignore[type-var]  # ints, or pairs of ints
+
+
+def _extend(place: _Place) -> list[Edit] | None:
+    """Add the values to an equality or membership: `== 120` -> `in (120, 121)`, `in [9, 10]` -> `in [9, 10, 12]`,
+    `!= 9` (alone: a check for 9) -> `not in (9, 12)`; in an `and`, the one comparison a target fails."""
+    root, leaf_of = place.root, place.leaf_of
+    if isinstance(root, ast.Compare):
+        leaf, allowed = leaf_of(root), (*_EQUAL, *_CHECKED)
+    elif isinstance(root, ast.BoolOp) and isinstance(root.op, ast.And):
+        failing = place.failing_operands()
+        leaf, allowed = (leaf_of(failing[0]) if len(failing) == 1 else None), _EQUAL
+    elif isinstance(root, ast.BoolOp):
+        equal = [leaf_of(v) for v in root.values if isinstance(v, ast.Compare)]
+        leaf, allowed = next((e for e in equal if e is not None and e.op in _EQUAL), None), _EQUAL
+    else:
+        return None
+    if leaf is None or leaf.flipped or leaf.op not in allowed or leaf.value is None:
+        return None
+    archs = place.missing if leaf.node is root else place.failing(leaf.node)
+    have = [leaf.value] if leaf.op in (ast.Eq, ast.NotEq) else list(leaf.value)  # type: ignore[call-overload]
+    values = [v for v in _values(leaf.side, archs) if v not in have]
+    if not values:
+        return None
+    source, text, node = place.source, place.text, leaf.node
+    right = node.comparators[0]
+    start, end = text.span(right)
+    spelled = [repr(v) for v in values]
+    if leaf.strings:  # in the spelling of a string already there: "sm_120" gains "sm_121", "100" gains "107"
+        sample = right.elts[0] if isinstance(right, (ast.Tuple, ast.List, ast.Set)) and right.elts else right
+        model = source[slice(*text.span(sample))].decode("utf-8")
+        spelled = [spell(next(a for a in archs if _have(a, leaf.side) == v), model) for v in values]
+    if leaf.op in (ast.Eq, ast.NotEq):
+        op_start = text.span(node.left)[1]
+        word = b"in" if leaf.op is ast.Eq else b"not in"
+        new_between = re.sub(rb"==|!=", word, source[op_start:start], count=1)
+        opening, closing = place.brackets()
+        written = (leaf.value, source[start:end].decode("utf-8"))
+        items = ", ".join(item for _, item in sorted([written, *zip(values, spelled)]))
+        return [Edit(op_start, start, new_between), Edit(start, end, f"{opening}{items}{closing}".encode())]
+    if not isinstance(right, (ast.Tuple, ast.List, ast.Set)) or not right.elts:
+        return None
+    return _insert(source, text, right, have, dict(zip(values, spelled)))
+
+
+def _insert(source: bytes, text: PythonText, right: ast.Tuple | ast.List | ast.Set, there: list, new: dict) -> list[Edit]:
+    """Edits adding `new` (value -> spelling) to the literal collection `right` holding the values `there`:
+    each in its place where those are in ascending order (`("100", "110")` gains `"107"` between), else at the end."""
+    spans = [text.span(item) for item in right.elts]
+    ordered = there == sorted(there)
+    after: dict[int, list[str]] = {}  # the index of the item each new value follows (-1: before the first)
+    for value, spelled in sorted(new.items()) if ordered else new.items():
+        index = sum(1 for old in there if old < value) - 1 if ordered else len(there) - 1
+        after.setdefault(index, []).append(spelled)
+    edits = []
+    end = text.span(right)[1]
+    for index, items in sorted(after.items()):
+        if index < 0:
+            edits.append(Edit(spans[0][0], spans[0][0], "".join(s + ", " for s in items).encode()))
+            continue
+        last_end = spans[index][1]
+        added = "".join(", " + s for s in items).encode()
+        if len(spans) == 1 and isinstance(right, ast.Tuple) and source[last_end:end].lstrip().startswith(b","):
+            edits.append(Edit(last_end, source.index(b",", last_end) + 1, added))  # `(90,)` becomes `(90, 120)`
+        else:
+            edits.append(Edit(last_end, last_end, added))
+    return edits
+
+
+def _drop(place: _Place) -> list[Edit] | None:
+    """Drop the comparisons of an `and` that rule a target out: `major == 10 and minor != 3` -> `major == 10`."""
+    root = place.root
+    failing = {id(v) for v in place.failing_operands()}
+    if not failing or len(failing) == sum(_pure(v, place.leaf_of) for v in root.values):  # type: ignore[attr-defined]
+        return None
+    assert isinstance(root, ast.BoolOp)
+    spans = [place.span(v) for v in root.values]
+    cuts, kept_before = [], False
+    for i, value in enumerate(root.values):
+        if id(value) not in failing:
+            kept_before = True
+        elif kept_before:
+            cuts.append(Edit(spans[i - 1][1], spans[i][1], b""))
+        else:
+            cuts.append(Edit(spans[i][0], spans[i + 1][0], b""))
+    return cuts
+
+
+def _move_bound(place: _Place) -> list[Edit] | None:
+    """Move a bound to the targets' value: `[0] >= 10` -> `[0] >= 9` (kept only when that admits no arch between)."""
+    root, leaf_of = place.root, place.leaf_of
+    failing = [root] if isinstance(root, ast.Compare) else place.failing_operands()
+    leaf = leaf_of(failing[0]) if len(failing) == 1 and isinstance(failing[0], ast.Compare) else None
+    if leaf is None or leaf.op not in _BOUNDS or leaf.value is None:
+        return None
+    values = _values(leaf.side, place.failing(leaf.node))
+    if not values or type(values[0]) is not type(leaf.value):
+        return None
+    lower = leaf.op in (ast.Gt, ast.GtE)
+    new = values[0] if lower else values[-1]
+    if leaf.op in (ast.Gt, ast.Lt):
+        if not isinstance(new, int):
+            return None
+        new = new - 1 if lower else new + 1
+    literal = leaf.literal
+    if isinstance(literal, ast.Constant):
+        return [Edit(*place.text.span(literal), str(new).encode())]
+    if isinstance(literal, ast.Tuple) and all(isinstance(e, ast.Constant) for e in literal.elts):
+        return [Edit(*place.text.span(e), str(n).encode()) for e, n in zip(literal.elts, new) if e.value != n]  # type: ignore[attr-defined,arg-type]
+    return None
+
+
+def _add_disjunct(place: _Place) -> list[Edit] | None:
+    """Keep a bound and add an equality for the targets: `major < 10` -> `major < 10 or major == 12`."""
+    root, leaf_of = place.root, place.leaf_of
+    if isinstance(root, ast.Compare):
+        leaf = leaf_of(root)
+        if leaf is None or leaf.op not in _BOUNDS:
+            return None
+    elif isinstance(root, ast.BoolOp) and isinstance(root.op, ast.Or):
+        leaf = _leaves(root, leaf_of)[0]
+    else:
+        return None
+    values = _values(leaf.side, place.missing)
+    operand = place.source[slice(*place.text.span(leaf.operand))].decode("utf-8")
+    if len(values) == 1:
+        term = f"{operand} == {values[0]!r}"
+    else:
+        opening, closing = place.brackets()
+        term = f"{operand} in {opening}{', '.join(map(repr, values))}{closing}"
+    start, end = place.text.span(root)
+    parent = place.parents.get(id(root))
+    binds_tighter = isinstance(parent, _TIGHTER) and not (isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.Or))
+    if isinstance(root, ast.BoolOp) or not binds_tighter:
+        return [Edit(end, end, f" or {term}".encode())]
+    return [Edit(start, start, b"("), Edit(end, end, f" or {term})".encode())]
+
+
+def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> list[Edit]:
+    """Edits that make the condition admit `targets` too, and no arch it can tell from them; `[]` if it does already.
+
+    Tried in order, each kept only when the rewritten condition, read again,
+    admits exactly its archs plus the targets (and what its comparisons
+    cannot tell from them: `== 12` admits sm_121 with sm_120): add values to
+    an equality or membership, drop the comparisons of an `and` that rule a
+    target out, move a bound, add an equality after a bound or in an `or`.
+    """
+    if gate.detail.get("unknown"):
+        raise CannotWiden(f"line {gate.line}: {gate.detail['unknown']}; edit it by hand")
+    if all(gate.admits.admits(arch) for arch in targets):
+        return []
+    text, tree = _parse(source)
+    parents = _parents(tree)
+    codes = {name: code for code, name in _SIDES.items()}
+    names = {name: codes[side] for name, side in gate.detail.get("names", {}).items()}
+    roots, leaf_of = _conditions(text, tree, universe, parents, names)
+    root = next((r for r in roots if text.span(r) == (gate.start, gate.end)), None)
+    if root is None:
+        raise CannotWiden(f"line {gate.line}: {gate.text} is no longer at this place; find the gates again")
+    lone = leaf_of(root) if isinstance(root, ast.Compare) else None
+    if lone is not None and lone.flipped and lone.op not in _BOUNDS:
+        raise CannotWiden(f"line {gate.line}: `{gate.text}` has its value on the left; edit it by hand")
+    scope = tuple(dict.fromkeys((*universe, *targets)))
+    before = _reading(root, leaf_of, scope)
+    sides = sorted({repr(leaf.side) for leaf in _leaves(root, leaf_of)})
+    leaf_sides = {repr(leaf.side): leaf.side for leaf in _leaves(root, leaf_of)}
+
+    def told(arch: Arch) -> tuple:
+        return tuple(_have(arch, leaf_sides[side]) for side in sides)
+
+    wanted = {told(arch) for arch in targets}
+    expected = before.admitted | {arch for arch in scope if told(arch) in wanted}
+    place = _Place(source, text, tree, parents, root, leaf_of, tuple(a for a in targets if not before.admits(a)))
+    for rewrite in (_extend, _drop, _move_bound, _add_disjunct):
+        edits = rewrite(place)
+        if not edits:
+            continue
+        end = gate.end + sum(len(e.text) - (e.end - e.start) for e in edits)
+        after = admits(apply_edits(source, edits)[gate.start : end].decode("utf-8"), scope, gate.detail)
+        if not after.unknown and after.admitted == expected:
+            return edits
+    plus = ", ".join(a.name for a in targets if not before.admits(a))
+    bound = any(leaf.op in _BOUNDS for leaf in _leaves(root, leaf_of))
+    raise CannotWiden(
+        f"line {gate.line}: no rewrite of `{gate.text}` admits exactly what it admits plus {plus}"
+        + (" (moving its bound would admit the archs in between)" if bound else "")
+        + "; edit it by hand"
+    )
