@@ -503,7 +503,7 @@ def test_a_header_outside_the_listing_that_a_jit_source_includes_voids_the_snaps
     generated.write_text("#pragma once\n")
     guarded = folder / "launch_guarded.cuh"  # listed, but no JIT source includes it yet
     guarded.write_text(
-        "#pragma once\n__device__ void launch() {\n#if (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 1200))\n"
+        "#pragma once\n__global__ void launch() {\n#if (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 1200))\n"
         '  asm volatile("griddepcontrol.wait;" ::: "memory");\n#endif\n}\n'
     )
     header.write_text('#include "generated_launch.cuh"\n' + header.read_text())
