@@ -19,7 +19,10 @@ nothing there. `scan` gives every gate record a `classification`:
 - `covered`: the gate excludes the arch, and that is fine: it takes the real
   implementation (`#if __CUDA_ARCH__ < 800` bf16 fallbacks), a default for a
   tuning macro, or the gate only splits the host pass from the device pass,
-  or an enclosing branch the arch does not take decides.
+  or an enclosing branch the arch does not take decides, or the guard sits
+  in a device function that no call in the files of the JIT modules
+  compiling it reaches (no kernel of any arch runs that code: see
+  jit_classify.uncalled_guards).
 - `admits`: the gate admits the arch.
 
 `guard_path` reads what the arch takes in a conditional group (one
@@ -59,9 +62,10 @@ FALLBACK = "fallback"  # another branch with code, written for other archs
 # one whose kernels need hardware codemod cannot check (multicast for multimem)
 PORT = "port"
 IMPLEMENTATION, DEFAULT, HOST, OUTER = "implementation", "default", "host", "outer"  # fine
+UNCALLED = "uncalled"  # fine: the guard sits in a device function nothing the JIT modules compile calls
 UNDECIDED = "unknown"
 _GETS_NOTHING = (NOTHING, ERROR, STUB)
-_FINE = (IMPLEMENTATION, DEFAULT, HOST, OUTER)
+_FINE = (IMPLEMENTATION, DEFAULT, HOST, OUTER, UNCALLED)
 
 
 @dataclass(frozen=True)

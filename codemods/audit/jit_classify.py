@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from codemods.audit import classify
+from codemods.audit.jit_hazards import _Callers
 from codemods.audit.jit_modules import Module
 from codemods.audit.jit_users import ways_in
 from codemods.core.arch import Arch
@@ -209,6 +210,54 @@ def _arch_tags(paths: kernel_paths.Tree, specs, arch: Arch, files: set[str]) -> 
             return [f"{match.group().decode()} ({rel}:{line}): a CUTLASS kernel built from sm_{match.group(1).decode()} "
                     f"collectives, whose instructions {arch.name} lacks"]
     return []
+
+
+def uncalled_guards(gates: list[dict], modules: list[Module], read: Callable[[str], bytes]) -> None:
+    """A CUDA guard listed as a blocker or widenable inside a device function (not a kernel) that no call in the
+    files of any JIT module compiling it reaches (C++ name lookup, codemods.cpp.calls, the reader the empty-kernel
+    hazard uses) is covered: no kernel of any arch runs that code, so the arch loses nothing there and widening
+    changes nothing. A guard whose function a call reaches, or may reach (a call codemod cannot resolve), or in
+    a file no module compiles, keeps its classification."""
+    listed = [
+        g for g in gates
+        if g["kind"] == "cuda_guard" and g.get("classification") in (classify.BLOCKER, classify.WIDENABLE)
+    ]  # fmt: skip
+    if not listed:
+        return
+    compiling: dict[str, list[Module]] = {}
+    for module in modules:
+        for rel in module.files:
+            compiling.setdefault(rel, []).append(module)
+    callers = _Callers(read)
+    starts: dict[str, list[int]] = {}
+    for record in listed:
+        holders = compiling.get(record["file"])
+        if not holders:
+            continue
+        rel = record["file"]
+        if rel not in starts:
+            try:
+                source = read(rel)
+            except OSError:
+                continue
+            starts[rel] = [0] + [i + 1 for i, byte in enumerate(source) if byte == 0x0A]
+        offsets = starts[rel]
+        if record["line"] > len(offsets):
+            continue
+        offset = offsets[record["line"] - 1]
+        function = callers.function(rel, offset)
+        if function is None or function.kernel:
+            continue
+        if any(callers.called(rel, offset, module)[0] is not False for module in holders):
+            continue
+        names = list(dict.fromkeys(m.name for m in holders))
+        shown = ", ".join(names[:3]) + (f" (and {len(names) - 3} more)" if len(names) > 3 else "")
+        path = classify.Path(
+            classify.UNCALLED,
+            f"no call in the files of {shown} reaches `{function.qualified}`, the device function around this guard: "
+            "no kernel runs this code on any arch",
+        )
+        record["classification"], record["reason"] = classify.classify(True, path, [], False)
 
 
 def owners(gates: list[dict], modules: list[Module]) -> None:

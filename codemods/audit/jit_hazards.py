@@ -150,12 +150,16 @@ class _Callers:
         except OSError:
             return None
 
-    def called(self, rel: str, offset: int, module: Module) -> tuple[bool | None, str]:
-        """(True: a call reaches it, or no helper holds the guard; None: cannot tell; False: nothing calls it, why)."""
+    def function(self, rel: str, offset: int) -> calls.Function | None:
+        """The function definition around `offset` in `rel` (None: file level, or the file cannot be read)."""
         if (rel, offset) not in self._functions:
             source = self._source(rel)
             self._functions[rel, offset] = None if source is None else calls.enclosing(source, offset, rel)
-        function = self._functions[rel, offset]
+        return self._functions[rel, offset]
+
+    def called(self, rel: str, offset: int, module: Module) -> tuple[bool | None, str]:
+        """(True: a call reaches it, or no helper holds the guard; None: cannot tell; False: nothing calls it, why)."""
+        function = self.function(rel, offset)
         if function is None or function.kernel:
             return True, ""
         key = (rel, function.start, module.name)

@@ -41,7 +41,7 @@ from codemods.audit.cache import (
     objects_folder,
     prune_cache,
 )
-from codemods.audit.jit_classify import classify_jit_gates, outside_the_package, owners
+from codemods.audit.jit_classify import classify_jit_gates, outside_the_package, owners, uncalled_guards
 from codemods.audit.jit_hazards import empty_kernels, python_gate_paths, unsupported
 from codemods.audit.jit_modules import (
     Layout,
@@ -343,6 +343,7 @@ def _assemble(job: _Job) -> ScanResult:
         result.hazards += python_gate_paths(result.gates, modules, paths, arch)
         classify_jit_gates(result.gates, modules, paths, arch, _python_files(job.rels, python, layout))
         outside_the_package(result.gates, tree.exists, python)
+        uncalled_guards(result.gates, modules, tree.read)
         owners(result.gates, modules)
         job.touched = tree.touched
     if hazards:

@@ -18,7 +18,7 @@ from typing import Any
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import Gate, SourceError, _polarity
-from codemods.gates._capability_blocks import _capability_call, _holds, bind, nodes_in
+from codemods.gates._capability_blocks import _BODIES, _capability_call, _holds, bind, nodes_in
 from codemods.gates._capability_values import named, strings
 from codemods.gates._python import PythonText, nested_too_deeply, too_deep
 
@@ -367,7 +367,23 @@ def gates(text: PythonText, body: list[ast.stmt], universe: tuple[Arch, ...], co
     """
     readable: dict[int, frozenset[Arch] | None] = {}
     found = [(gate, leaf.node, scope) for gate, leaf, scope in _found(text, body, universe, computed, readable)]
-    return [gate for gate, _, _ in (_on_paths(found, body, readable, universe) if found else found)]
+    if not found:
+        return []
+    names = _function_names(body)  # each gate's context: the function around it, as the other Python kinds give it
+    return [replace(gate, context=names.get(scope, "")) for gate, _, scope in _on_paths(found, body, readable, universe)]
+
+
+def _function_names(body: list) -> dict[int, str]:
+    """id -> name of every function (or method) defined in `body`'s statements: nodes_in's scopes."""
+    names: dict[int, str] = {}
+    stack = list(body)
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names[id(stmt)] = stmt.name
+        for field in _BODIES:
+            stack.extend(getattr(stmt, field, None) or [])
+    return names
 
 
 def _on_paths(

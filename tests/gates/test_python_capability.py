@@ -135,6 +135,43 @@ def test_scan_reads_the_same_comparisons(tmp_path):
     ]  # fmt: skip
 
 
+NESTED = """\
+import torch
+
+IS_HOPPER = torch.cuda.get_device_capability()[0] == 9
+
+
+class Runner:
+    def select(self):
+        def pick():
+            if torch.cuda.get_device_capability()[0] == 10:
+                return "sm100"
+            return ""
+
+        if torch.cuda.get_device_capability()[0] != 12:
+            raise RuntimeError("needs SM12x")
+        return pick()
+"""
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        pytest.param("", id="capability-only-file-read-by-blocks"),
+        pytest.param("\nFLAGS = supported_major_versions=[9]\n", id="file-read-whole-with-other-kinds"),
+    ],
+)
+def test_scan_gives_each_comparison_its_enclosing_function(tmp_path, extra):
+    # as the other Python kinds do (gate.context): the innermost function or method, "" at module level
+    from codemods.audit.scan import scan
+
+    (tmp_path / "m.py").write_text(NESTED + extra)
+    gates = scan(tmp_path, Arch.parse("sm_121")).gates
+    assert [(g["line"], g["symbol"]) for g in gates if g["kind"] == "python_capability"] == [
+        (3, ""), (9, "pick"), (13, "select"),
+    ]  # fmt: skip
+
+
 RECIPE = """\
 id = "fp4-sm121"
 summary = "FP4 kernels on SM121 (SGLang)"
