@@ -82,6 +82,11 @@ def plan_change(
             continue
         try:
             gate_edits = widen(source, gate, targets, universe, where)
+        except SourceError as exc:  # the file, read whole to edit it (a kind may find from a cut-down parse)
+            pc.outcome, pc.reason = "failed", f"{pc.file}: {exc}"
+            pc.too_deep = isinstance(exc, TooDeep)
+            pc.gates.clear()
+            return
         except CannotWiden as exc:
             if change.requires_symbol and tree is not None and not _symbol_defined(change, tree, source, read):
                 symbol_missing = True  # said below, the way every version without the predicate is refused

@@ -121,3 +121,44 @@ def test_the_planner_names_no_gate_kind():
     source = "\n".join(path.read_text() for path in sorted(folder.glob("*.py")))
     assert not [name for name in KINDS if re.search(rf"[\"']{name}[\"']", source)]
     assert "inspect" not in source and ".kind ==" not in source and ".kind !=" not in source
+
+
+LIST_RECIPE = """\
+id = "sm120-comm"
+summary = "widen one FlashInfer JIT list"
+arch = "sm_120"
+
+[[change]]
+id = "flashinfer.comm-jit"
+project = "flashinfer"
+file = "{python}/jit/comm.py"
+kind = "python_arch_list"
+function = "gen_trtllm_comm_module"
+"""
+
+COMM = """\
+def gen_trtllm_comm_module():
+    return gen_jit_spec("trtllm_comm", sources, supported_major_versions=[9, 10])
+"""
+
+
+@pytest.mark.parametrize(
+    "deep",
+    [
+        pytest.param("x = (" + "'a' " * 650 + ")\n", id="implicit-concatenation-650-strings"),
+        pytest.param("x = " + "-" * 400 + "1\n", id="unary-minus-400"),
+    ],
+)
+def test_a_file_found_from_a_cut_down_read_but_too_deep_to_edit_is_a_failed_change(tmp_path, deep):
+    """The stdlib ast finds the list (the deep statement is elsewhere); the edit needs libcst's whole-file parse,
+    which refuses the nesting: the change fails naming the file, no exception reaches the caller."""
+    root = tmp_path / "wheel" / "flashinfer"
+    (root / "jit").mkdir(parents=True)
+    (root / "data" / "include" / "flashinfer").mkdir(parents=True)
+    (root / "jit" / "comm.py").write_text(COMM + deep)
+    (tmp_path / "recipe.toml").write_text(LIST_RECIPE)
+    plan = planner.plan(load_recipe(tmp_path / "recipe.toml"), detect(tmp_path / "wheel", ["flashinfer"]))
+    [change] = plan.changes
+    assert (change.outcome, change.too_deep) == ("failed", True)
+    assert change.reason == "flashinfer/jit/comm.py: nested too deeply (codemod reads at most 64 levels)"
+    assert change.after == change.before
