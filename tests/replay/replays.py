@@ -124,9 +124,9 @@ REPLAYS = [
     _sg("sg-gdn-target-verify-sm100", ("0.5.12", "0.5.13")),
     _sg(
         "sg-mxfp4-cutlass-moe-sm120", ("0.5.15", "0.5.16"),
-        fails="refused twice over: `is_sm90_supported() and not is_sm100_supported()` (required + refused in one"
-        " `and`, which upstream rewrote to `is_sm90_supported() or is_sm120_supported()`), and the `calls` block"
-        " also runs an import",
+        fails="refused: on 0.5.15 the `calls` block also runs an import (needs a human), and the test itself,"
+        " `is_sm90_supported() and not is_sm100_supported()`, requires one predicate and refuses another"
+        " (refused in the recipe's case); upstream rewrote it to `is_sm90_supported() or is_sm120_supported()`",
     ),
     _sg(
         "sg-kvfp4-flashinfer-sm120", ("0.5.15", "0.5.16"),
@@ -157,6 +157,7 @@ REPLAYS = [
         fails="python_capability writes `minor in [0, 1]` (the first README rewrite that admits sm_121) where"
         " upstream drops `minor == 0` from the `and`; without `names` the `return` expression is not found",
     ),
+    _fi("cutlass-tile-config-sm121", "20435b409", ("0.5.2", "0.5.3")),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
