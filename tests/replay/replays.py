@@ -110,6 +110,54 @@ REPLAYS = [
         "sg-minimax-h3-sage-sm120", ("0.5.20", "0.5.21"),
     ),
     _sg("sg-vision-fa4-sm103", ("0.5.20", "0.5.21")),
+    # Held out: found after the engine was built, recipes written from the README alone, in the order examined
+    _sg(
+        "sg-mxfp8-block-test-sm120", ("0.5.9", "0.5.10"),
+        fails="python_arch_test negates in the `not a and not b` style where upstream writes `not (a or b)`:"
+        " the file has no negated pair to copy a style from, and codemod's default is the `and not` chain",
+    ),
+    _sg(
+        "sg-moe-runner-fp4-sm110", ("0.5.21", "0.5.22"),
+        fails="refused: 0.5.21 has no `is_sm110` on the platform object; upstream added the predicate"
+        " (runtime_context.py) in the same release, which a recipe cannot create",
+    ),
+    _sg("sg-gdn-target-verify-sm100", ("0.5.12", "0.5.13")),
+    _sg(
+        "sg-mxfp4-cutlass-moe-sm120", ("0.5.15", "0.5.16"),
+        fails="refused: on 0.5.15 the `calls` block also runs an import (needs a human), and the test itself,"
+        " `is_sm90_supported() and not is_sm100_supported()`, requires one predicate and refuses another"
+        " (refused in the recipe's case); upstream rewrote it to `is_sm90_supported() or is_sm120_supported()`",
+    ),
+    _sg(
+        "sg-kvfp4-flashinfer-sm120", ("0.5.15", "0.5.16"),
+        fails="refused as needs a human: each `if is_sm100_supported():` block starts with"
+        " `from flashinfer import nvfp4_kv_...` (and dequantize runs more lines), which `calls` does not name;"
+        " no other README selector picks one `if` among the function's arch tests",
+    ),
+    _sg(
+        "sg-mxfp4-marlin-sm100", ("0.5.16", "0.5.17"),
+        fails="the new `and not is_sm100_supported()` is appended, not put where it sorts (between sm90 and sm120),"
+        " and the over-long `if` without brackets is left on one line where black (upstream) wraps it in"
+        " parentheses, one predicate a line",
+    ),
+    _fi("gdn-cp-heuristic-sm100", "7dce28302", None, "after v0.6.17, the last release tag of the clone"),
+    _sg(
+        "sg-subblock-sparse-sm120", ("0.5.19", "0.5.20"),
+        fails="no kind reads a class attribute holding a set of (major, minor) tuples,"
+        " `supported_capabilities = {(9, 0), (10, 0)}`: python_arch_list finds no gate",
+    ),
+    _sg(
+        "sg-diffusion-fa4-sm120", ("0.5.19", "0.5.20"),
+        fails="wrongly `unchanged` (already enabled): `cls.is_blackwell()`, the multimodal platform's classmethod"
+        " (major == 10), is read as srt.utils.common's `is_blackwell` (a partial over several majors),"
+        " so scan says `not cls.is_blackwell()` admits sm_80..sm_90 only",
+    ),
+    _fi(
+        "sm120f-family-sm121", "ec0178acd", ("0.6.10", "0.6.11"),
+        fails="python_capability writes `minor in [0, 1]` (the first README rewrite that admits sm_121) where"
+        " upstream drops `minor == 0` from the `and`; without `names` the `return` expression is not found",
+    ),
+    _fi("cutlass-tile-config-sm121", "20435b409", ("0.5.2", "0.5.3")),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
