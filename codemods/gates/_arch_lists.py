@@ -4,8 +4,9 @@ The one reader of arch lists: `python_arch_list` finds the lists with it
 (from a stdlib `ast` parse) and widens them (from libcst), and `jit.specs`
 reads a spec's `supported_major_versions` through `python_arch_list`. Majors
 are integers below 20 (`[9, 10]`), capabilities integers from 20 (`[90,
-120]`), strings one spelling (`["100", "103"]`, `["sm_100a"]`, `["12.0a"]`);
-anything else makes the list unknown. `Names` follows a name given where a
+120]`), strings one spelling (`["100", "103"]`, `["sm_100a"]`, `["12.0a"]`),
+`(major, minor)` pairs (`{(9, 0), (10, 0)}`, a set too); anything else makes
+the list unknown. `Names` follows a name given where a
 list is expected to the literal it is assigned once at module level.
 """
 
@@ -39,12 +40,13 @@ _STRING_RE = re.compile(r"""^[rRuU]?(?:'([^'\\\n]*)'|"([^"\\\n]*)")$""")
 class Style:
     """How a list spells its entries."""
 
-    kind: str  # "majors", "capabilities" or "strings"
+    kind: str  # "majors", "capabilities", "strings" or "pairs"
     majors_only: bool = False  # strings: `"9"`, `"10"`
     prefix: str = ""
     dotted: bool = False  # strings: `12.0` rather than `120`
     suffix: str = ""
     quote: str = '"'
+    comma: str = ", "  # pairs: what stands between major and minor, `(9, 0)`
 
     def spell(self, major: int, minor: int | None) -> str:
         if self.kind == "majors":
@@ -52,6 +54,9 @@ class Style:
         if self.kind == "capabilities":
             assert minor is not None, "a capability spells a minor"
             return str(major * 10 + minor)
+        if self.kind == "pairs":
+            assert minor is not None, "a pair spells a minor"
+            return f"({major}{self.comma}{minor})"
         if self.majors_only:
             body = str(major)
         else:
@@ -61,7 +66,18 @@ class Style:
 
 
 Value = tuple[int, "int | None"]  # (major, minor); minor None for a whole major
-Entry: TypeAlias = "int | tuple[str, str] | None"  # an int literal, a string's (quote, body), or anything else
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A `(major, minor)` tuple of two integer literals, and what stands between them."""
+
+    major: int
+    minor: int
+    comma: str
+
+
+Entry: TypeAlias = "int | tuple[str, str] | Pair | None"  # an int literal, a string's (quote, body), a pair, or anything else
 
 
 @dataclass(frozen=True)
@@ -85,6 +101,11 @@ def read_entries(entries: list[Entry], majors_default: bool) -> Listed:
         if all(20 <= entry < 200 for entry in ints):
             return Listed(tuple(divmod(entry, 10) for entry in ints), Style("capabilities"))
         return Listed(None, None)
+    if all(isinstance(entry, Pair) for entry in entries):
+        pairs = cast("list[Pair]", entries)
+        if not all(0 < pair.major < 20 and 0 <= pair.minor < 10 for pair in pairs):
+            return Listed(None, None)
+        return Listed(tuple((pair.major, pair.minor) for pair in pairs), Style("pairs", comma=pairs[0].comma))
     if not all(isinstance(entry, tuple) for entry in entries):
         return Listed(None, None)
     strings = cast("list[tuple[str, str]]", entries)  # as above: the all() checked each is a tuple
@@ -146,12 +167,12 @@ def _string_entry(text: str) -> tuple[str, str] | None:
 
 
 @overload
-def cst_entries(node: cst.List | cst.Tuple) -> list[Entry]: ...
+def cst_entries(node: cst.List | cst.Tuple | cst.Set) -> list[Entry]: ...
 @overload
 def cst_entries(node: cst.BaseExpression) -> list[Entry] | None: ...
 def cst_entries(node: cst.BaseExpression) -> list[Entry] | None:
-    """A list's or tuple's entries as `read_entries` takes them; None when `node` is no list literal."""
-    if not isinstance(node, (cst.List, cst.Tuple)):
+    """A list's, tuple's or set's entries as `read_entries` takes them; None when `node` is no list literal."""
+    if not isinstance(node, (cst.List, cst.Tuple, cst.Set)):
         return None
     entries: list[Entry] = []
     for element in node.elements:
@@ -160,13 +181,39 @@ def cst_entries(node: cst.BaseExpression) -> list[Entry] | None:
             entries.append(value.evaluated_value)
         elif isinstance(value, cst.SimpleString):
             entries.append(_string_entry(value.value))
+        elif isinstance(value, cst.Tuple):
+            entries.append(_cst_pair(value))
         else:
             entries.append(None)
     return entries
 
 
+def _cst_pair(node: cst.Tuple) -> Pair | None:
+    items = [element.value for element in node.elements if isinstance(element, cst.Element)]
+    if len(node.elements) != 2 or len(items) != 2 or not all(isinstance(item, cst.Integer) for item in items):
+        return None
+    first, second = cast("list[cst.Integer]", items)
+    comma = node.elements[0].comma
+    if not isinstance(comma, cst.Comma) or first.lpar or second.lpar:
+        return None
+    between = cst.Module([]).code_for_node(comma)
+    if between.strip() != ",":
+        return None
+    return Pair(int(first.evaluated_value), int(second.evaluated_value), between)
+
+
+def _ast_pair(source: bytes, node: ast.Tuple, offset) -> Pair | None:
+    if len(node.elts) != 2 or not all(isinstance(e, ast.Constant) and type(e.value) is int for e in node.elts):
+        return None
+    first, second = cast("list[ast.Constant]", node.elts)
+    between = source[offset(first.end_lineno, first.end_col_offset) : offset(second.lineno, second.col_offset)].decode("utf-8")
+    if between.strip() != ",":  # a comment, a line break or a parenthesis in the pair
+        return None
+    return Pair(first.value, second.value, between)
+
+
 def ast_entries(source: bytes, node: ast.AST, offset) -> list[Entry] | None:
-    if not isinstance(node, (ast.List, ast.Tuple)):
+    if not isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         return None
     entries: list[Entry] = []
     for element in node.elts:
@@ -175,6 +222,8 @@ def ast_entries(source: bytes, node: ast.AST, offset) -> list[Entry] | None:
         elif isinstance(element, ast.Constant) and type(element.value) is str:
             start, end = offset(element.lineno, element.col_offset), offset(element.end_lineno, element.end_col_offset)
             entries.append(_string_entry(source[start:end].decode("utf-8")))
+        elif isinstance(element, ast.Tuple):
+            entries.append(_ast_pair(source, element, offset))
         else:
             entries.append(None)
     return entries

@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from typing import TYPE_CHECKING
@@ -169,14 +170,31 @@ def find(
     `(ok := ...)`).
     `tree`: the stdlib `ast` parse of `source`, when the caller has it.
     """
-    return _find(source, tree, universe, _shapes(keyword, call, position), function, assigns)
+    literal = _Literal(lambda target: target == assigns) if assigns is not None and call is None and keyword is None and position is None else None
+    return _find(source, tree, universe, _shapes(keyword, call, position), function, assigns, literal)
 
 
 def find_known(
     source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, tree: ast.Module | None = None
 ) -> list[Gate]:
-    """Every gate of the shapes `scan` lists: `supported_major_versions` lists and the KNOWN_CALLS arguments."""
-    return _find(source, tree, universe, KNOWN_SHAPES, None, None)
+    """Every gate of the shapes `scan` lists: `supported_major_versions` lists, the KNOWN_CALLS arguments, and
+    `(major, minor)` pairs assigned to a name that says capability (`supported_capabilities = {(9, 0), (10, 0)}`)."""
+    return _find(source, tree, universe, KNOWN_SHAPES, None, None, KNOWN_LITERAL)
+
+
+@dataclass(frozen=True)
+class _Literal:
+    """Which assignments' own list, tuple or set literal is a gate: by the target's name, maybe only `(major, minor)` pairs."""
+
+    target: Callable[[str], bool]
+    pairs_only: bool = False
+    needles: tuple[bytes, ...] = ()  # what the source must hold for one to be there (besides the target's name)
+
+
+# What `scan` lists of assigned literals: `(major, minor)` pairs assigned to a name that says capability.
+KNOWN_LITERAL = _Literal(
+    lambda target: "capabilit" in target.rpartition(".")[2].lower(), True, (b"apabilit", b"APABILIT")
+)
 
 
 def _parse(source: bytes, needles: list[bytes]) -> tuple[ast.Module, list[tuple[int, bytes]]]:
@@ -233,6 +251,7 @@ class _Argument:
     shape: _Shape
     function: str
     in_fstring: bool
+    assigned: str | None = None  # an assigned literal: the target it is selected by
 
 
 def _find(
@@ -242,8 +261,11 @@ def _find(
     shapes: tuple[_Shape, ...],
     function: str | None,
     assigns: str | None,
+    literal: _Literal | None = None,
 ) -> list[Gate]:
     needles = [(shape.call or shape.keyword or "").encode() for shape in shapes]
+    if literal is not None:
+        needles += list(literal.needles) or [(assigns or "").rpartition(".")[2].encode()]
     left_out: list[tuple[int, bytes]] = []
     if tree is None:
         tree, left_out = _parse(source, needles)
@@ -269,6 +291,23 @@ def _find(
                 at = _after_equals(source, lines.offset(kw.lineno, kw.col_offset), kw.arg)
                 consider(kw.value, at, kw.arg, callee, None, where)
 
+    def assigned_literal(node: ast.Assign | ast.AnnAssign, where: tuple[str, bool]) -> None:
+        assert literal is not None
+        value = node.value
+        if not isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+            return
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = [name for name in map(_dotted, targets) if name and literal.target(name)]
+        if not names:
+            return
+        if literal.pairs_only:
+            listed = read_entries(ast_entries(source, value, lines.offset) or [], False)
+            if listed.style is None or listed.style.kind != "pairs":
+                return
+        before = targets[-1] if isinstance(node, ast.Assign) else node.annotation
+        at = past(source, lines.offset(before.end_lineno, before.end_col_offset), b"=")
+        found.append(_Argument(value, at, None, None, None, _Shape(), *where, assigned=names[0]))
+
     def visit(node: ast.AST, depth: int, where: tuple[str, bool], assigned: frozenset[str]) -> None:
         if depth > MAX_DEPTH:  # what libcst cannot read, `widen` could not edit: refused here already
             raise nested_too_deeply(getattr(node, "lineno", None))
@@ -292,10 +331,12 @@ def _find(
             keywords(node, callee, where)
         elif selected and isinstance(node, ast.ClassDef):
             keywords(node, None, where)
+        elif literal is not None and isinstance(node, (ast.Assign, ast.AnnAssign)) and (function is None or where[0] == function):
+            assigned_literal(node, where)
         # as check_depth measures: `a or b or c` is one ast node, a nested pair per `or` in libcst
         step = len(node.values) if isinstance(node, ast.BoolOp) else 1
         for child in ast.iter_child_nodes(node):
-            inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else where[0]
+            inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else where[0]
             targets = assigned
             if isinstance(node, ast.Assign) and child is node.value:
                 targets = assigned | {_dotted(target) for target in node.targets}
@@ -342,6 +383,8 @@ def _gate(lines: Lines, argument: _Argument, names: Names, universe: tuple[Arch,
     detail["majors"] = majors_detail(listed)
     if argument.shape.call is not None:
         detail.update(call=argument.callee, position=argument.index)
+    if argument.assigned is not None:
+        detail["assigns"] = argument.assigned
     detail["style"] = listed.style.kind if listed.style is not None else None
     return Gate(
         kind=KIND,
@@ -383,7 +426,7 @@ def widen(
         raise CannotWiden(f"{where} is not a list literal, and {gate.detail['unread']}; widen it by hand")
     parsed = parse(source)
     node = _locate(parsed, gate)
-    if not isinstance(node, (cst.List, cst.Tuple)):
+    if not isinstance(node, (cst.List, cst.Tuple, cst.Set)):
         raise CannotWiden(f"{where} is not a list literal (a name or a computed value); widen it by hand")
     entries = cst_entries(node)
     listed = read_entries(entries, gate.detail.get("keyword") == MAJORS_KEYWORD)
@@ -426,7 +469,7 @@ def _key(value: Value) -> tuple[int, int]:
 def _locate(parsed: PythonSource, gate: Gate) -> cst.BaseExpression:
     """The list `find` gave (an argument, or the literal a name stands for), or the argument it refused."""
     span = (gate.start, gate.end)
-    for node in parsed.nodes((cst.List, cst.Tuple)):
+    for node in parsed.nodes((cst.List, cst.Tuple, cst.Set)):
         if span in (parsed.outer_span(node), parsed.span(node)):
             return node
     for arg in parsed.nodes(cst.Arg):
@@ -442,7 +485,7 @@ def _position(keys: list[tuple[int, int]], key: tuple[int, int]) -> int:
     return next((i for i, listed in enumerate(keys) if listed > key), len(keys))
 
 
-def _one_per_line(parsed: PythonSource, node: cst.List | cst.Tuple) -> bool:
+def _one_per_line(parsed: PythonSource, node: cst.List | cst.Tuple | cst.Set) -> bool:
     """True when every element starts on a line of its own."""
     return all(
         parsed.indent(parsed.outer_span(element.value)[0]) is not None for element in node.elements

@@ -141,11 +141,7 @@ REPLAYS = [
         " parentheses, one predicate a line",
     ),
     _fi("gdn-cp-heuristic-sm100", "7dce28302", None, "after v0.6.17, the last release tag of the clone"),
-    _sg(
-        "sg-subblock-sparse-sm120", ("0.5.19", "0.5.20"),
-        fails="no kind reads a class attribute holding a set of (major, minor) tuples,"
-        " `supported_capabilities = {(9, 0), (10, 0)}`: python_arch_list finds no gate",
-    ),
+    _sg("sg-subblock-sparse-sm120", ("0.5.19", "0.5.20")),
     _sg(
         "sg-diffusion-fa4-sm120", ("0.5.19", "0.5.20"),
         fails="wrongly `unchanged` (already enabled): `cls.is_blackwell()`, the multimodal platform's classmethod"
