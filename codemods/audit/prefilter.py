@@ -31,8 +31,12 @@ else:  # imported on first use: a scan of C sources, or one answered from the ca
 ARCH_TOKEN = b"__CUDA_ARCH"
 # Cheap byte tests before a Python file is parsed: only what each kind's `find` could match.
 PYTHON_PREFILTERS = (
-    # keyword lists, and the capability-list calls python_arch_list.KNOWN_CALLS names
-    (python_arch_list, re.compile(rb"supported_major_versions\s*=\s*[\[(]|\b(?:supported_compute_capability|_match_sm_version)\s*\(")),
+    # keyword lists, the capability-list calls python_arch_list.KNOWN_CALLS names, and (major, minor) pairs
+    # assigned to a name that says capability (python_arch_list.KNOWN_LITERAL)
+    (python_arch_list, re.compile(
+        rb"supported_major_versions\s*=\s*[\[(]|\b(?:supported_compute_capability|_match_sm_version)\s*\("
+        rb"|(?i:capabilit)\w*\s*(?::[^=\n]*)?=\s*[\[({]\s*\(\s*\d"
+    )),
     # a chain starts with a predicate (maybe called) and `or`: `is_sm100a_supported(device)\n or`
     (python_arch_or, re.compile(rb"is_sm\d{2,3}a?(?:_supported)?\b\s*(?:\((?:[^()]|\([^()]*\))*\))?\s*\)*\s*\bor\b")),
     # a predicate or flag right after `if`/`elif`/`while`/`assert`/`and`/`not`; python_arch_or.NAMED_PREDICATES too
@@ -49,7 +53,7 @@ def named_or_re() -> re.Pattern:
     return re.compile(rb"\b_?(?:%s)\b\s*(?:\([^()]*\))?\s*\)*\s*\bor\b|\bor\b\s*\(*\s*[\w.]*\b_?(?:%s)\b" % (names, names))
 
 
-_PREFILTER_LITERALS = ((b"supported_major_versions", b"supported_compute_capability", b"_match_sm_version"), (b"is_sm",), (b"_sm", b"is_blackwell"))
+_PREFILTER_LITERALS = ((b"supported_major_versions", b"supported_compute_capability", b"_match_sm_version", b"apabilit", b"APABILIT"), (b"is_sm",), (b"_sm", b"is_blackwell"))
 
 
 # What a FlashInfer JIT spec can be made of (jit_specs): statements with none of these are blanked.
