@@ -704,3 +704,19 @@ def test_python_prefilters_let_every_gate_through(tmp_path, source):
     found = [kind for kind, prefilter in _PYTHON_PREFILTERS if kind.find(source.encode())]
     assert found and all(prefilter.search(source.encode()) for kind, prefilter in _PYTHON_PREFILTERS if kind in found)
     assert [g["kind"] for g in scan(write(tmp_path / "t", {"m.py": source}), SM120).gates] == [found[0].KIND]
+
+
+def test_scan_lists_capability_pairs_a_class_attribute_holds(tmp_path):
+    source = (
+        "class _BlockSparseResolver(_CudaResolver):\n"
+        "    supported_capabilities = {(9, 0), (10, 0)}\n\n"
+        "    @classmethod\n"
+        "    def resolve(cls, platform):\n"
+        "        cap = platform.get_device_capability()\n"
+        "        if (cap.major, cap.minor) not in cls.supported_capabilities:\n"
+        "            raise ValueError(cap)\n"
+    )
+    result = scan(write(tmp_path / "t", {"platforms/cuda.py": source, "shapes.py": "KERNEL_SIZES = ((3, 3), (3, 1))\n"}), SM120)
+    assert [(g["file"], g["line"], g["kind"], g["text"], g["admits"]) for g in result.gates] == [
+        ("platforms/cuda.py", 2, "python_arch_list", "{(9, 0), (10, 0)}", ["sm_90", "sm_100"])
+    ]

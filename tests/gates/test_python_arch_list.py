@@ -467,7 +467,7 @@ def _libcst_spans(data: bytes) -> set[tuple[int, int]]:
     from codemods.gates._python import parse
 
     parsed = parse(data)
-    return {parsed.outer_span(node) for node in parsed.nodes((cst.List, cst.Tuple))} | {
+    return {parsed.outer_span(node) for node in parsed.nodes((cst.List, cst.Tuple, cst.Set))} | {
         parsed.outer_span(arg.value) for arg in parsed.nodes(cst.Arg)
     }
 
@@ -1096,3 +1096,186 @@ def test_a_statement_pythons_parser_rejects_is_left_out_when_it_holds_no_list() 
     [gate] = find(named, **CC)
     with pytest.raises(CannotWiden, match="line 1, which Python's parser rejects, may bind it"):
         widen(named, gate, parse_archs("sm_120"))
+
+
+# ---------------------------------------------------------------- (major, minor) pairs: the literal assigned to `assigns`
+
+
+RESOLVER = {"function": "_BlockSparseResolver", "assigns": "supported_capabilities"}
+
+
+@pytest.mark.parametrize(
+    "before, after, archs, selector",
+    [
+        pytest.param(
+            """\
+            class _BlockSparseResolver(_CudaResolver):
+                backend = Backend.BLOCK_SPARSE
+
+                # Hopper and Blackwell datacenter only
+                supported_capabilities = {(9, 0), (10, 0)}
+
+                @classmethod
+                def resolve(cls, platform) -> str:
+                    cap = platform.get_device_capability()
+                    if (cap.major, cap.minor) not in cls.supported_capabilities:
+                        raise ValueError("unsupported")
+
+
+            class _WindowResolver(_CudaResolver):
+                supported_capabilities = {(9, 0), (10, 0)}
+            """,
+            """\
+            class _BlockSparseResolver(_CudaResolver):
+                backend = Backend.BLOCK_SPARSE
+
+                # Hopper and Blackwell datacenter only
+                supported_capabilities = {(9, 0), (10, 0), (12, 0)}
+
+                @classmethod
+                def resolve(cls, platform) -> str:
+                    cap = platform.get_device_capability()
+                    if (cap.major, cap.minor) not in cls.supported_capabilities:
+                        raise ValueError("unsupported")
+
+
+            class _WindowResolver(_CudaResolver):
+                supported_capabilities = {(9, 0), (10, 0)}
+            """,
+            "sm_120",
+            RESOLVER,
+            id="class-attribute-set-sglang-0.5.20",
+        ),
+        pytest.param(
+            """\
+            class _BlockSparseResolver(_CudaResolver):
+                supported_capabilities = {
+                    (8, 0),
+                    (9, 0),
+                    (10, 3),
+                }
+            """,
+            """\
+            class _BlockSparseResolver(_CudaResolver):
+                supported_capabilities = {
+                    (8, 0),
+                    (9, 0),
+                    (10, 0),
+                    (10, 3),
+                    (12, 0),
+                    (12, 1),
+                }
+            """,
+            "sm_100,sm_120,sm_121",
+            RESOLVER,
+            id="one-pair-a-line-in-order",
+        ),
+        pytest.param(
+            "_IHC_CAPABILITIES: tuple[tuple[int, int], ...] = ((9,0), (10,0))\n",
+            "_IHC_CAPABILITIES: tuple[tuple[int, int], ...] = ((9,0), (10,0), (12,1))\n",
+            "sm_121",
+            {"assigns": "_IHC_CAPABILITIES"},
+            id="module-level-annotated-tuple-keeps-its-spacing",
+        ),
+        pytest.param(
+            "class R:\n    def __init__(self):\n        self.ok = [(9, 0)]\n",
+            "class R:\n    def __init__(self):\n        self.ok = [(9, 0), (11, 0)]\n",
+            "sm_110",
+            {"assigns": "self.ok"},
+            id="dotted-target-list",
+        ),
+        pytest.param(
+            "SM_MAJORS = ALSO = [9, 10]\n",
+            "SM_MAJORS = ALSO = [9, 10, 12]\n",
+            "sm_120",
+            {"assigns": "SM_MAJORS"},
+            id="assigned-majors-chained",
+        ),
+    ],
+)
+def test_widen_assigned_literal(before: str, after: str, archs: str, selector: dict) -> None:
+    test_widen_assigned_or_named(before, after, archs, selector)
+
+
+@pytest.mark.parametrize(
+    "source, selector",
+    [
+        pytest.param("class _BlockSparseResolver:\n    supported_capabilities = {(9, 0), (12, 0), (12, 1)}\n", RESOLVER, id="already-admits"),
+        pytest.param("class _Other:\n    supported_capabilities = {(9, 0)}\n", RESOLVER, id="another-class"),
+        pytest.param("class _BlockSparseResolver:\n    other = {(9, 0)}\n", RESOLVER, id="another-attribute"),
+        pytest.param(
+            "class _BlockSparseResolver:\n    def m(self):\n        if cap in {(9, 0)}:\n            pass\n", RESOLVER, id="not-assigned"
+        ),
+        pytest.param("supported_capabilities = {(9, 0)}\n", {"assigns": "supported_capabilities", "keyword": "archs"}, id="keyword-selects-call-lists"),
+    ],
+)
+def test_noop_assigned_literal(source: str, selector: dict) -> None:
+    data = source.encode()
+    assert _rewrite(data, parse_archs("sm_120,sm_121"), **selector) == data
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param("supported_capabilities = {(9, 0), (64, 8)}\n", id="not-a-capability"),
+        pytest.param("supported_capabilities = {(9, 0), 100}\n", id="mixed-styles"),
+        pytest.param("supported_capabilities = {(9, 0), (10, 0, 1)}\n", id="a-triple"),
+        pytest.param("supported_capabilities = {(9,  # hopper\n    0)}\n", id="comment-in-a-pair"),
+        pytest.param("supported_capabilities = {(9, 0), (MAJOR, 0)}\n", id="a-name-in-a-pair"),
+    ],
+)
+def test_assigned_literal_not_in_one_style_is_refused(source: str) -> None:
+    [gate] = find(source.encode(), assigns="supported_capabilities")
+    assert gate.admits.unknown == frozenset(DEFAULT_ARCHS)
+    with pytest.raises(CannotWiden, match="not a list of integer literals or arch strings in one style"):
+        widen(source.encode(), gate, parse_archs("sm_120"))
+
+
+def test_scan_lists_pairs_assigned_to_a_capability_name() -> None:
+    import ast
+
+    source = dedent(
+        """\
+        _HPC_CAPABILITIES = ((9, 0), (10, 0), (10, 3))
+        _CONV_KERNEL_SIZES = ((3, 3), (3, 3))
+        SUPPORTED_CAPABILITIES = [90, 100]
+
+
+        class _Resolver:
+            supported_capabilities = {(9, 0), (10, 0)}
+
+            def resolve(self):
+                self.capabilities = [(8, 0)]
+                shapes = {(1, 2)}
+        """
+    ).encode()
+    found = python_arch_list.find_known(source)
+    assert [(g.line, g.text, g.context, g.detail["assigns"], g.detail["style"]) for g in found] == [
+        (1, "((9, 0), (10, 0), (10, 3))", "", "_HPC_CAPABILITIES", "pairs"),
+        (7, "{(9, 0), (10, 0)}", "_Resolver", "supported_capabilities", "pairs"),
+        (10, "[(8, 0)]", "resolve", "self.capabilities", "pairs"),
+    ]
+    assert sorted(a.name for a in found[0].admits.admitted) == ["sm_100", "sm_103", "sm_90"]
+    assert {(g.start, g.end) for g in found} <= _libcst_spans(source)
+    assert _gates(python_arch_list.find_known(source, tree=ast.parse(source))) == _gates(found)
+
+
+_PAIRS = [a for a in DEFAULT_ARCHS + (Arch(8, 7), Arch(10, 7))]
+
+
+@given(
+    listed=st.lists(st.sampled_from(_PAIRS), min_size=1, max_size=5, unique=True).map(sorted),
+    targets=st.lists(st.sampled_from(_PAIRS), min_size=1, max_size=4),
+    container=st.sampled_from(["{}", "[]", "()"]),
+)
+def test_widened_pairs_admit_old_set_plus_targets(listed, targets, container) -> None:
+    universe = tuple(dict.fromkeys(DEFAULT_ARCHS + tuple(_PAIRS)))
+    pairs = ", ".join(f"({a.major}, {a.minor})" for a in listed) + ("," if container == "()" and len(listed) == 1 else "")
+    source = f"class R:\n    supported_capabilities = {container[0]}{pairs}{container[1]}\n".encode()
+    [gate] = find(source, universe, assigns="supported_capabilities")
+    widened = apply_edits(source, widen(source, gate, tuple(targets), universe))
+    [after] = find(widened, universe, assigns="supported_capabilities")
+    assert after.admits.admitted == {a for a in universe if a.plain in set(listed) | {t.plain for t in targets}}
+    assert widen(widened, after, tuple(targets), universe) == []
+    values = [tuple(map(int, pair)) for pair in re.findall(r"\((\d+), (\d+)\)", after.text)]
+    assert values == sorted(values), "pairs stay in ascending order"
