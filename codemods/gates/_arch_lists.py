@@ -209,7 +209,7 @@ def _ast_pair(source: bytes, node: ast.Tuple, offset) -> Pair | None:
     between = source[offset(first.end_lineno, first.end_col_offset) : offset(second.lineno, second.col_offset)].decode("utf-8")
     if between.strip() != ",":  # a comment, a line break or a parenthesis in the pair
         return None
-    return Pair(first.value, second.value, between)
+    return Pair(cast(int, first.value), cast(int, second.value), between)
 
 
 def ast_entries(source: bytes, node: ast.AST, offset) -> list[Entry] | None:

@@ -23,13 +23,21 @@ to one target, of several calls alike:
     is_sm_supported = _match_sm_version(A.device, ["100", "103", "110"])
     is_sm120_supported = _match_sm_version(A.device, ["120", "121"])
 
+With `assigns` and neither `call`, `position` nor `keyword`, the literal
+assigned to that target is a gate too, module-level or a class attribute
+(`function` then names the class):
+
+    class _SubBlockSparseAttentionBackendResolver(_CudaAttentionBackendResolver):
+        supported_capabilities = {(9, 0), (10, 0)}
+
 A selected argument that is a name (`@supported_compute_capability(_CCS)`)
 stands for the list literal the file assigns it once at module level
 (`_CCS = [100, 103]`): that literal is the gate, and widening it widens every
 use of the name. A name bound more than once, elsewhere than at module
 level, to a computed value, or changed in place is refused with the reason
 (`_arch_lists.Names`). `scan` also knows the capability-list calls in
-`KNOWN_CALLS`.
+`KNOWN_CALLS`, and pairs assigned to a name that says capability
+(`KNOWN_LITERAL`).
 
 One reader finds them all: the stdlib `ast` (`find` and `find_known` take
 the caller's parse, as `scan` has one), with byte spans equal to libcst's,
@@ -42,7 +50,9 @@ The list's values decide its style and what it admits:
   those archs, whichever variant;
 - strings (`["100", "103"]`, `["sm_100a"]`, `["12.0a"]`): capabilities (or
   majors, `["9", "10"]`) spelled with one prefix, one form (`120` or `12.0`)
-  and a suffix.
+  and a suffix;
+- `(major, minor)` pairs, in a list, tuple or set (`{(9, 0), (10, 0)}`): those
+  archs, whichever variant.
 
 A list that is not all literals of one style (a name, a comprehension, a
 `*spread`, `[9, 100]`, concatenated strings) admits unknown and is never
@@ -52,7 +62,7 @@ it is refused with the reason.
 
 `widen` inserts what the list lacks where it sorts, in the list's own style:
 `[9, 10]` gains the major `12`; `[120]` gains `121`; `["100", "103"]` gains
-`"120", "121"` with the same quotes; `["9.0a", "10.0a"]` gains `"12.0a"`. A
+`"120", "121"` with the same quotes; `["9.0a", "10.0a"]` gains `"12.0a"`; `{(9, 0), (10, 0)}` gains `(12, 0)`. A
 list written one element per line gets a new line with the same indentation
 and line ending. The brackets, the separators, a trailing comma and any
 comment in or around the list stay byte for byte. An empty list has no style
@@ -447,6 +457,7 @@ def widen(
     keys = [_key(value) for value in listed.values]
     elements = list(node.elements)
     if not elements:
+        assert not isinstance(node, cst.Set), "libcst reads `{}` as a dict"
         return [_fill_empty(parsed, node, [style.spell(*value) for value in missing])]
     insert = _insert_lines if _one_per_line(parsed, node) else _insert_inline
     edits: list[Edit] = []
