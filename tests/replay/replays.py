@@ -151,7 +151,12 @@ REPLAYS = [
     _fi(
         "sm120f-family-sm121", "ec0178acd", ("0.6.10", "0.6.11"),
         fails="python_capability writes `minor in [0, 1]` (the first README rewrite that admits sm_121) where"
-        " upstream drops `minor == 0` from the `and`; without `names` the `return` expression is not found",
+        " upstream drops `minor == 0` from the `and`. Both admit exactly sm_120 and sm_121 of the universe; upstream"
+        " drops the minor only where the target is a family (sm_120f covers all 12.x, as is_sm100f_supported and"
+        " is_sm12x_supported test the major alone) and enumerates minors for arch-specific targets (nvfp4-attention-sm121:"
+        " `props.minor == 0` -> `(props.minor == 0 || props.minor == 1)`; `is_sm120a_supported` gains"
+        " `is_sm121a_supported`). Only the function's name says family here, and the recipe asks `admit = \"exact\"`"
+        " (under `family` it extends the minor too): no rule short of reading `f` from the name fits",
     ),
     _fi("cutlass-tile-config-sm121", "20435b409", ("0.5.2", "0.5.3")),
 ]
