@@ -446,7 +446,8 @@ SM120_UNIVERSE = tuple(Arch.parse(a) for a in ("sm_80", "sm_90", "sm_100", "sm_1
 
 
 _CAPABILITY_PIECES = [
-    b"get_device_capability", b"(", b")", b"[0]", b"[1]", b" ", b"\n", b">=", b"<", b"=", b"!=", b" in ",
+    b"get_device_capability", b"get_compute_capability", b"(", b")", b"[0]", b"[1]", b" ", b"\n", b">=", b"<", b"=",
+    b"!=", b" in ",
     b"in", b"not", b"x", b".", b"torch.cuda.", b"9", b"major", b",", b"(0)", b"#",
 ]  # fmt: skip
 

@@ -131,6 +131,30 @@ def test_a_predicate_definition_is_a_gate(tmp_path):
     assert after[24] == "admits"
 
 
+def test_a_predicate_definition_is_read_once_as_the_predicate(tmp_path):
+    # `major, minor = get_compute_capability(device)` is FlashInfer's (major, minor) (HELPERS): its comparisons are
+    # capability comparisons; in a predicate's deciding return they are the predicate, which knows its target
+    # (sm_120a: covered), not widenable comparisons reported a second time on the same line
+    root = _tree(tmp_path, {"flashinfer/gemm.py": GEMM_HEURISTIC})
+    gates = scan(root, SM121, jobs=1).gates
+    assert [g["line"] for g in gates if g["file"] == "flashinfer/utils.py" and g["kind"] == "python_capability"] == []
+    assert [(g["line"], g["text"], g["admits"]) for g in gates if g["file"] == "flashinfer/gemm.py"] == [
+        (6, "major == 12", ["sm_120"]), (6, "minor == 0", ["sm_120"]),
+    ]  # fmt: skip
+
+
+GEMM_HEURISTIC = '''\
+from flashinfer.utils import get_compute_capability
+
+
+def _check_b12x_mm_fp4(a):
+    major, minor = get_compute_capability(a.device)
+    if not (major == 12 and minor == 0):
+        raise ValueError("b12x requires SM120")
+    return run_b12x(a)
+'''
+
+
 def test_an_arch_keyed_map_with_a_raising_lookup_is_a_gate(tmp_path):
     root = _tree(tmp_path, {"flashinfer/cute_dsl/__init__.py": "", "flashinfer/cute_dsl/compat.py": COMPAT})
     [gate] = [g for g in scan(root, SM121, jobs=1).gates if g["kind"] == "python_arch_map"]

@@ -68,7 +68,7 @@ def may_hold_gates(rel: str, data: bytes, in_jit: bool) -> bool:
     if rel.endswith(PYTHON_SUFFIXES):
         return (
             ARCH_TOKEN in data
-            or python_capability.CAPABILITY_TOKEN in data
+            or python_capability.has_pair_token(data)
             or python_capability.names_arch(data)
             or bool(python_kinds(data))
             or (in_jit and b"gen_jit_spec" in data)

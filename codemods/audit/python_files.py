@@ -169,7 +169,12 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
     gates.sort(key=lambda gate: (gate.line, gate.start))
     out.gates = [gate_record(rel, gate, context.arch) for gate in gates]
     if want_definitions:
-        out.gates += _definitions(rel, data, tree, context)
+        definitions = _definitions(rel, data, tree, context)
+        # a predicate's deciding `return major == 12 and minor == 0` is read once, as the predicate it defines
+        # (python_predicate knows the target it is named for), not again as the capability comparisons in it
+        deciding = {record["line"] for record in definitions if record["kind"] == "python_predicate"}
+        out.gates = [g for g in out.gates if not (g["kind"] == "python_capability" and g["line"] in deciding)]
+        out.gates += definitions
         out.gates.sort(key=lambda record: record["line"])
     return out
 

@@ -18,20 +18,25 @@ from collections.abc import Callable, Iterator
 from codemods.gates._capability_values import arch_comparisons, names_arch
 from codemods.gates._python import COMPOUND, PythonText
 
-CALLS = ("get_device_capability", "get_device_sm")
+# The calls that return the device's capability, and what each returns: "pair" the (major, minor) tuple,
+# "sm" major * 10 + minor. torch's own; FlashInfer's `get_compute_capability(device)` (flashinfer/utils.py
+# returns `torch.cuda.get_device_capability(device.index)`; tests/replay/test_replay_real.py checks that
+# against the release source); SGLang's `get_device_sm()`.
+HELPERS = {"get_device_capability": "pair", "get_compute_capability": "pair", "get_device_sm": "sm"}
+CALLS = tuple(HELPERS)
 TOKENS = tuple(name.encode() for name in CALLS)
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
-# The byte tests `codemod scan` runs before it parses a file for this kind.
-CAPABILITY_TOKEN = b"get_device_capability"
+# The byte tests `codemod scan` runs before it parses a file for this kind: the calls returning the pair.
+PAIR_TOKENS = tuple(name.encode() for name, returns in HELPERS.items() if returns == "pair")
+CAPABILITY_TOKEN = PAIR_TOKENS[0]
+_PAIR = b"(?:%s)" % b"|".join(PAIR_TOKENS)
 # A comparison with the call, or a name bound from it: nothing else can be a python_capability gate.
-CAPABILITY_RE = re.compile(
-    rb"get_device_capability\s*\((?:[^()]|\([^()]*\))*\)\s*(?:\[\s*[01]\s*\]\s*)?\)*\s*(?:[<>!=]=|[<>]|\bin\b|\bnot\b)"
-    rb"|(?:[<>!=]=|[<>]|\bin)\s*[\w.]*get_device_capability|=\s*[\w.]*get_device_capability"
-)
+_CALL_COMPARED = _PAIR + rb"\s*\((?:[^()]|\([^()]*\))*\)\s*(?:\[\s*[01]\s*\]\s*)?\)*\s*(?:[<>!=]=|[<>]|\bin\b|\bnot\b)"
+CAPABILITY_RE = re.compile(_CALL_COMPARED + rb"|(?:[<>!=]=|[<>]|\bin)\s*[\w.]*" + _PAIR + rb"|=\s*[\w.]*" + _PAIR)
 # SGLang's `get_device_sm()` (major * 10 + minor), compared or bound
 SM_COMPARE_RE = re.compile(rb"\bget_device_sm\s*\(\s*\)\s*(?:[<>!=]=|[<>]|\bin\b|\bnot\b)|=\s*[\w.]*\bget_device_sm\s*\(")
-_CAPABILITY_CALL_RE = re.compile(CAPABILITY_RE.pattern.split(b"|(?:")[0])
+_CAPABILITY_CALL_RE = re.compile(_CALL_COMPARED)
 _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
 _SPACE_BYTES = frozenset(b" \t\n\r\f\v")
 
@@ -42,31 +47,37 @@ def may_compare(data: bytes) -> bool:
     The regex's last two branches start with no literal, so re tries them at
     every byte; this looks at each `get_device_capability` and what precedes it.
     """
-    pos = data.find(CAPABILITY_TOKEN)
-    while pos >= 0:
-        if _CAPABILITY_CALL_RE.match(data, pos):
-            return True
-        name = pos
-        while name > 0 and data[name - 1] in _NAME_BYTES:
-            name -= 1
-        before = name
-        while before > 0 and data[before - 1] in _SPACE_BYTES:
-            before -= 1
-        if data[before - 1 : before] in (b"<", b">", b"=") if before else False:
-            return True
-        if data[max(0, before - 2) : before] == b"in" or b"in" in data[name:pos]:
-            return True
-        pos = data.find(CAPABILITY_TOKEN, pos + 1)
+    for token in PAIR_TOKENS:
+        pos = data.find(token)
+        while pos >= 0:
+            if _CAPABILITY_CALL_RE.match(data, pos):
+                return True
+            name = pos
+            while name > 0 and data[name - 1] in _NAME_BYTES:
+                name -= 1
+            before = name
+            while before > 0 and data[before - 1] in _SPACE_BYTES:
+                before -= 1
+            if data[before - 1 : before] in (b"<", b">", b"=") if before else False:
+                return True
+            if data[max(0, before - 2) : before] == b"in" or b"in" in data[name:pos]:
+                return True
+            pos = data.find(token, pos + 1)
     return False
 
 
 def may_hold(data: bytes) -> bool:
     """Whether `data` may hold a comparison of this kind: nothing else is worth parsing."""
     return (
-        (CAPABILITY_TOKEN in data and may_compare(data))
+        (has_pair_token(data) and may_compare(data))
         or bool(b"get_device_sm" in data and SM_COMPARE_RE.search(data))
         or names_arch(data)
     )
+
+
+def has_pair_token(data: bytes) -> bool:
+    """Whether `data` names a call returning the (major, minor) pair (the prefilter's test)."""
+    return any(token in data for token in PAIR_TOKENS)
 
 
 def has_token(piece: bytes) -> bool:
@@ -91,15 +102,13 @@ def callee(call: ast.Call) -> str:
 
 
 def _capability_call(node: ast.AST) -> str | None:
-    """"pair" for `get_device_capability(...)`, "sm" for `get_device_sm(...)`, else None."""
+    """What a call of one of HELPERS returns ("pair" for `get_device_capability(...)`, "sm" for `get_device_sm(...)`), else None."""
     if not isinstance(node, ast.Call):
         return None
     name = callee(node)
     if name.endswith("get_device_capability"):
         return "pair"
-    if name == "get_device_sm":
-        return "sm"
-    return None
+    return HELPERS.get(name)
 
 
 def bind(target: ast.AST, value: ast.AST, scope: int, bound: dict) -> None:

@@ -5,6 +5,7 @@
     if torch.cuda.get_device_capability()[0] != 9:        # negated: a check for 9
     major, minor = torch.cuda.get_device_capability()
     elif major == 10 and minor != 3:                      # one condition: sm_100, not sm_103
+    major, minor = get_compute_capability(q.device)       # FlashInfer's helper: the same pair
 
 What a comparison admits is decided per arch from its (major, minor): the
 major (`[0]`, a name bound from it), the minor (`[1]`), the pair (`>= (9,
@@ -60,7 +61,9 @@ from typing import Any
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import Gate
-from codemods.gates._capability_blocks import CAPABILITY_RE, CAPABILITY_TOKEN, blocks, callee, may_compare, may_hold, nodes_in
+from codemods.gates._capability_blocks import (
+    CAPABILITY_RE, CAPABILITY_TOKEN, HELPERS, blocks, callee, has_pair_token, may_compare, may_hold, nodes_in,
+)  # fmt: skip
 from codemods.gates._capability_reading import (
     _DECLARED, _SIDES, KIND, LeafOf, _conditions, _dotted, _leaves, _parents, _parse, _reading, _unreadable, admits, gates,
 )  # fmt: skip
@@ -72,8 +75,8 @@ from codemods.gates._python import PythonText
 # Made of: _capability_blocks (where a comparison can be, from the bytes), _capability_reading (what each one reads,
 # where a condition holds), _capability_widen (the rewrites), _capability_values (values spelled as strings).
 __all__ = [
-    "CAPABILITY_RE", "CAPABILITY_TOKEN", "KIND", "PythonText", "admits", "blocks", "check_selector", "find", "gates",
-    "may_compare", "may_hold", "names_arch", "nodes_in", "widen",
+    "CAPABILITY_RE", "CAPABILITY_TOKEN", "HELPERS", "KIND", "PythonText", "admits", "blocks", "check_selector", "find",
+    "gates", "has_pair_token", "may_compare", "may_hold", "names_arch", "nodes_in", "widen",
 ]  # fmt: skip
 
 

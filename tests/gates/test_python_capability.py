@@ -650,3 +650,57 @@ def test_string_values_read_as_their_numbers(style, op, chosen, targets):
     (text_again,), (int_again,) = find(wide_text, names=names), find(wide_int)
     assert text_again.admits == int_again.admits
     assert widen(wide_text, text_again, tuple(targets)) == []
+
+
+# FlashInfer's own capability helper (flashinfer/utils.py: `get_compute_capability(device)` returns the device's
+# (major, minor)), declared in _capability_blocks.HELPERS and checked against the release source
+# (tests/replay/test_replay_real.py); a helper that is not declared is not guessed from its name.
+FLASHINFER_HELPER = '''\
+from flashinfer.utils import get_compute_capability
+
+
+def _mm_fp4_backends(a):
+    major, minor = get_compute_capability(a.device)
+    if major == 12 and minor == 0:
+        return ["b12x", "cutlass"]
+    return ["cutlass"]
+
+
+def xqa(query):
+    cap = get_compute_capability(query.device)
+    if cap[0] not in [9, 10, 12]:
+        raise ValueError("xqa needs SM90, SM100 or SM120")
+    return run_xqa(query)
+'''
+
+
+def test_flashinfer_helper_before_an_undeclared_helper_is_not_read():
+    # before: the reader knew torch's and SGLang's calls only; a helper it is not told about still reads nothing
+    undeclared = FLASHINFER_HELPER.replace("get_compute_capability", "get_device_caps")
+    assert find(undeclared.encode()) == []
+
+
+def test_flashinfer_helper_after_its_pair_is_read_by_run():
+    gates = find(FLASHINFER_HELPER.encode())
+    assert [(g.line, g.text, sorted(a.name for a in g.admits.admitted)) for g in gates] == [
+        (6, "major == 12 and minor == 0", ["sm_120"]),
+        (13, "cap[0] not in [9, 10, 12]", ["sm_100", "sm_103", "sm_120", "sm_121", "sm_90"]),
+    ]
+    data = FLASHINFER_HELPER.encode()
+    widened = apply_edits(data, widen(data, gates[0], (Arch.parse("sm_121"),)))
+    assert b"    if major == 12 and minor in [0, 1]:\n" in widened
+
+
+def test_flashinfer_helper_after_scan_reads_the_same_comparisons(tmp_path):
+    from codemods.audit.scan import scan
+
+    (tmp_path / "m.py").write_text(FLASHINFER_HELPER)
+    gates = scan(tmp_path, Arch.parse("sm_121")).gates
+    assert [(g["kind"], g["line"], g["symbol"], g["text"], g["admits"], g["excludes_arch"]) for g in gates] == [
+        # scan lists each comparison, with what the whole condition's path admits: the b12x path runs on sm_120 only
+        ("python_capability", 6, "_mm_fp4_backends", "major == 12", ["sm_120"], True),
+        ("python_capability", 6, "_mm_fp4_backends", "minor == 0", ["sm_120"], True),
+        # the code after `if cap[0] not in [...]: raise` runs on 9, 10 and 12: sm_121 is admitted
+        ("python_capability", 13, "xqa", "cap[0] not in [9, 10, 12]", ["sm_90", "sm_100", "sm_103", "sm_120", "sm_121"],
+         False),
+    ]  # fmt: skip

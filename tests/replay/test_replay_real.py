@@ -31,3 +31,22 @@ def test_predicate_table_matches_the_release_source(project: str, real_unpacked)
         assert _predicates.describe(read["is_sm120a_supported"]) == ["sm_120"]
     else:
         assert _predicates.describe(read["is_sm120_supported"]) == ["sm_12x"]
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("release", [REAL_RELEASES["flashinfer"][1], "0.6.10"])
+def test_capability_helpers_return_what_the_reader_is_told(release: str, real_unpacked) -> None:
+    """FlashInfer's `get_compute_capability(device)` (declared in gates/_capability_blocks.HELPERS, not guessed
+    from its name) returns the device's (major, minor): flashinfer/utils.py returns torch's own call."""
+    import ast
+
+    from codemods.gates._capability_blocks import HELPERS, _capability_call
+    from conftest import unpack_wheel
+
+    root = real_unpacked["flashinfer"] if release == REAL_RELEASES["flashinfer"][1] else unpack_wheel("flashinfer-python", release)
+    tree = ast.parse((root / "flashinfer/utils.py").read_bytes())
+    (helper,) = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "get_compute_capability"]
+    returns = [node.value for node in ast.walk(helper) if isinstance(node, ast.Return)]
+    assert returns and all(value is not None and ast.unparse(value).startswith("torch.cuda.get_device_capability(")
+                           for value in returns), [ast.unparse(v) for v in returns if v is not None]
+    assert {_capability_call(value) for value in returns if value is not None} == {HELPERS["get_compute_capability"]} == {"pair"}
