@@ -260,9 +260,20 @@ def python_path(kind: str, detail: str, arch: Arch) -> Path:
     """What `arch` gets where a Python gate excludes it: the module or API the gate guards does not run.
 
     `detail` names what the gate guards (a JIT module, a decorated API, a
-    branch). The polarity readers (issue 18 item 1) pass a path of their own.
+    branch). The polarity readers (issue 18 item 1) pass a path of their own; a comparison that guards no
+    path gets `value_path`.
     """
     return Path(NOTHING, f"{detail or 'the guarded code'} does not run on {arch.name}")
+
+
+def value_path(choice: str | None, decides: str, arch: Arch) -> Path:
+    """What `arch` gets where a capability comparison that guards no code path excludes it (gates/_polarity.use):
+    with `choice`, the other value of `x if test else y` (another branch with code: a fallback at most);
+    otherwise the comparison is a value stored, passed or returned, and `decides` says what decides instead."""
+    if choice is not None:
+        return Path(FALLBACK, f"{arch.name} gets `{choice}` instead: the condition picks between two values, "
+                              "not a path it lacks; widening would change which one it gets")
+    return Path(UNDECIDED, f"a value, not a guard: {decides}")
 
 
 def predicate_path(name: str, target: bool | None, admits: list[str], arch: Arch) -> Path:

@@ -420,5 +420,8 @@ def _on_paths(
         detail = {**gate.detail, "runs_where": "true" if runs else "false"}
         if test is not node:
             detail["test"] = ast.unparse(test)
+        used = _polarity.use(test, up)  # a test that guards no code path: a choice between values, or a value
+        if used is not None:
+            detail[used[0]] = used[1]
         out.append((replace(gate, admits=ArchSet(universe, frozenset(admitted), frozenset(unknown)), detail=detail), node, scope))
     return out

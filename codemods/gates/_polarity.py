@@ -19,7 +19,15 @@ code after it: that runs where the test is false, as it does for
 than a false constant is the guarded path itself (`if sm == 120: return
 True`). `value(test, leaf)` folds the test on one arch with Kleene
 logic: operands that do not depend on the GPU may go either way, so an arch
-is excluded only when no value of them lets it through. Pure: ast in, sets out.
+is excluded only when no value of them lets it through. `use(test, up)`
+says when a test guards no code path at all (issue 18 item 2: "a branch an
+arch does not take is a blocker only when the arch then gets nothing"):
+
+    backend = "trtllm-gen" if cap[0] == 10 else "xqa"   # a choice: the other archs get "xqa"
+    is_sm120 = major == 12 and minor == 0                # a value: what uses `is_sm120` decides
+    run(use_tma=major >= 9)                              # a value passed: what `run` does with it decides
+
+Pure: ast in, sets out.
 """
 
 from __future__ import annotations
@@ -97,6 +105,57 @@ def need(node: ast.expr, up: Mapping[int, ast.AST]) -> tuple[ast.expr, bool]:
         if _SKIP_IF.search(name):
             return test, False
     return test, True
+
+
+# What `use` says of a test that guards no code path: a choice between two values, or a value stored, passed,
+# or returned by a function that is not a predicate.
+CHOICE, VALUE = "choice", "value"
+
+
+def use(test: ast.expr, up: Mapping[int, ast.AST]) -> tuple[str, str] | None:
+    """None when `test` (from `need`) guards a code path; else (CHOICE, the value the archs where it is false
+    get) for `x if test else y`, or (VALUE, what decides instead: the name it is stored in, the call it is passed
+    to, the function that returns it). A skip helper's argument, an `if`, `while`, `assert`, a comprehension's
+    `if` and a predicate's `return` (every `return` of the function gives a test) guard a path."""
+    parent = up.get(id(test))
+    if isinstance(parent, ast.IfExp) and parent.test is test:
+        other = parent.orelse
+        if isinstance(other, ast.Constant) and other.value is None:
+            return VALUE, f"it picks `None` elsewhere (`{ast.unparse(parent)}`): what uses that `None` decides"
+        return CHOICE, ast.unparse(other)
+    if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and parent.value is test:
+        targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+        return VALUE, "what uses " + ", ".join(f"`{ast.unparse(t)}`" for t in targets) + " decides"
+    if isinstance(parent, ast.keyword) and parent.value is test:
+        parent = up.get(id(parent))
+    if isinstance(parent, ast.Call) and parent.func is not test:
+        name = _callee(parent)
+        if _SKIP_UNLESS.search(name) or _SKIP_IF.search(name) or parent.args[:1] == [test] and name in _EXIT_CALLS:
+            return None
+        return VALUE, f"what `{ast.unparse(parent.func)}` does with it decides"
+    if isinstance(parent, ast.Return) and parent.value is test:
+        function = parent
+        while function is not None and not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            function = up.get(id(function))  # type: ignore[assignment]
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _predicate(function):
+            return VALUE, f"what the callers of `{function.name}` do with it decides"
+    return None
+
+
+def _predicate(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether every `return` of the function (not of functions nested in it) gives a test or a bool."""
+    returns, stack = [], list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            returns.append(node.value)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+    tests = (ast.Compare, ast.BoolOp)
+    return all(
+        isinstance(v, tests) or (isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.Not))
+        or (isinstance(v, ast.Constant) and isinstance(v.value, bool)) for v in returns
+    )  # fmt: skip
 
 
 def value(test: ast.expr, leaf: Callable[[ast.expr], bool | None]) -> bool | None:
