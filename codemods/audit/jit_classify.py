@@ -68,6 +68,8 @@ def classify_jit_gates(
     for record in gates:
         if not record["excludes_arch"] or not record["kind"].startswith("python_") or record["kind"] in OWN_PATH:
             continue
+        if record["classification"] not in (classify.BLOCKER, classify.WIDENABLE):
+            continue  # the arch does not get nothing there: a comparison that guards no code path (value_path)
         held = spec_gates.get((record["file"], record["line"]))
         if held is not None:
             specs = [(m.file, m.spec) for m in held]
