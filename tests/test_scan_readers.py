@@ -7,7 +7,7 @@ from pathlib import Path
 
 from codemods.audit.scan import scan
 from codemods.core.arch import DEFAULT_ARCHS, Arch
-from codemods.gates import python_arch_or
+from codemods.gates import apply_edits, python_arch_or, python_capability
 
 SM121 = Arch.parse("sm_121")
 
@@ -216,3 +216,74 @@ def test_predicate_tests_report_what_their_path_admits(tmp_path):
         (13, True, False, True),  # a check for SM100, as before
         (19, False, True, True),  # one operand of an `and` under a raise excludes nothing by itself
     ]
+
+
+BACKEND_CHOICES = '''\
+from flashinfer.utils import get_compute_capability
+
+
+def batch_decode(query, backend="auto"):
+    if backend == "auto":
+        backend = "trtllm-gen" if get_compute_capability(query.device)[0] == 10 else "xqa"
+    return run_decode(query, backend)
+
+
+def _heuristic_mm_fp4(a, suitable):
+    major, minor = get_compute_capability(a.device)
+    is_sm120 = major == 12 and minor == 0
+    if is_sm120:
+        return [c for c in ("b12x", "cutlass") if c in suitable]
+    return [c for c in ("cutlass", "b12x") if c in suitable]
+
+
+def launch(a):
+    major, _ = get_compute_capability(a.device)
+    return run_gemm(a, use_tma=major == 10)
+
+
+def _kernel_for(a):
+    major, _ = get_compute_capability(a.device)
+    return gen_kernel(a) if major == 10 else None
+
+
+def check(a):
+    major, minor = get_compute_capability(a.device)
+    if not (major == 12 and minor == 0):
+        raise ValueError("needs SM120")
+    return run_check(a)
+'''
+
+
+def test_a_comparison_that_guards_no_code_path_is_not_a_blocker(tmp_path):
+    # issue 18 item 2: a branch an arch does not take is a blocker only when the arch then gets nothing there
+    root = _tree(tmp_path, {"flashinfer/backends.py": BACKEND_CHOICES})
+    records = [g for g in scan(root, SM121, jobs=1).gates
+               if g["file"] == "flashinfer/backends.py" and g["kind"] == "python_capability"]
+    found = [(g["line"], g["text"], g["admits"], g["excludes_arch"], g["classification"]) for g in records]
+    assert found == [
+        # sm_121 takes the other value of `x if test else y`: a fallback at most (before: widenable)
+        (6, "get_compute_capability(query.device)[0] == 10", ["sm_100", "sm_103"], True, "needs-human"),
+        # a flag stored in a name: what uses it decides (before: widenable, once per comparison)
+        (12, "major == 12", ["sm_120"], True, "unknown"),
+        (12, "minor == 0", ["sm_120"], True, "unknown"),
+        (20, "major == 10", ["sm_100", "sm_103"], True, "unknown"),  # a value passed to a call
+        (25, "major == 10", ["sm_100", "sm_103"], True, "unknown"),  # `... else None`: what uses the None decides
+        # a guard: `raise` where it does not hold, as before (sm_121 gets nothing there)
+        (30, "major == 12", ["sm_120"], True, "widenable"),
+        (30, "minor == 0", ["sm_120"], True, "widenable"),
+    ]
+    reasons = {g["line"]: g["reason"] for g in records}
+    assert reasons[6].startswith("sm_121 gets `'xqa'` instead: the condition picks between two values")
+    assert reasons[12] == "a value, not a guard: what uses `is_sm120` decides"
+    assert reasons[20] == "a value, not a guard: what `run_gemm` does with it decides"
+    assert "picks `None` elsewhere" in reasons[25]
+
+
+def test_the_recipe_still_reads_and_widens_a_backend_choice(tmp_path):
+    # the recipes' side is unchanged: python_capability.find reads the comparison where it holds, and widens it
+    data = BACKEND_CHOICES.encode()
+    found = {(g.line, g.text) for g in python_capability.find(data, DEFAULT_ARCHS)}
+    assert {(6, "get_compute_capability(query.device)[0] == 10"), (12, "major == 12 and minor == 0")} <= found
+    [choice] = [g for g in python_capability.find(data, DEFAULT_ARCHS) if g.line == 6]
+    widened = apply_edits(data, python_capability.widen(data, choice, (SM121,)))
+    assert widened.splitlines()[5].strip().startswith(b'backend = "trtllm-gen" if get_compute_capability(query.device)[0] in')

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
-from codemods.gates import python_capability
+from codemods.gates import _polarity, python_capability
 
 CAP = "torch.cuda.get_device_capability()"
 
@@ -232,3 +232,47 @@ def test_no_gate_is_reported_reversed(shape, cond):
         cond = cond.replace("use_x", "True")  # a decorator is run once, at import
     _check(shape, cond)
 
+
+
+@pytest.mark.parametrize(
+    "line, use",
+    [
+        ('backend = "trtllm-gen" if cap[0] == 10 else "xqa"', ("choice", "'xqa'")),
+        ("kernel = gen() if cap[0] == 10 else None", None),  # a value: checked below
+        ("is_sm120 = cap[0] == 12 and cap[1] == 0", ("value", "what uses `is_sm120` decides")),
+        ("run(a, use_tma=cap[0] >= 9)", ("value", "what `run` does with it decides")),
+        ("if cap[0] >= 9:\n                use_tma()", None),
+        ("assert cap[0] >= 9", None),
+        ('pytest.mark.skipif(cap[0] < 9, reason="needs SM90")', None),
+    ],
+)
+def test_a_test_that_guards_no_code_path_says_what_decides_instead(line, use):
+    """Issue 18 item 2: `use` tells a choice between two values or a value stored/passed from a guard."""
+    tree = ast.parse(dedent(f"""\
+        def f(a):
+            cap = torch.cuda.get_device_capability()
+            {line}
+        """))
+    up = _polarity.parents([tree])
+    compare = next(n for n in ast.walk(tree) if isinstance(n, ast.Compare))
+    test, _ = _polarity.need(compare, up)
+    got = _polarity.use(test, up)
+    if "else None" in line:
+        assert got is not None and got[0] == "value" and "picks `None` elsewhere" in got[1]
+    else:
+        assert got == use
+
+
+def test_a_predicate_return_guards_a_path_another_return_is_a_value():
+    tree = ast.parse(dedent("""\
+        def _supports_tma(cap):
+            return cap[0] >= 9
+
+        def _tile(cap):
+            if cap[0] == 12:
+                return (128, 64)
+            return cap[0] >= 9
+        """))
+    up = _polarity.parents([tree])
+    uses = [_polarity.use(_polarity.need(n, up)[0], up) for n in ast.walk(tree) if isinstance(n, ast.Compare)]
+    assert uses == [None, None, ("value", "what the callers of `_tile` do with it decides")]
