@@ -130,7 +130,7 @@ def use(test: ast.expr, up: Mapping[int, ast.AST]) -> tuple[str, str] | None:
         parent = up.get(id(parent))
     if isinstance(parent, ast.Call) and parent.func is not test:
         name = _callee(parent)
-        if _SKIP_UNLESS.search(name) or _SKIP_IF.search(name) or parent.args[:1] == [test] and name in _EXIT_CALLS:
+        if _SKIP_UNLESS.search(name) or _SKIP_IF.search(name):
             return None
         return VALUE, f"what `{ast.unparse(parent.func)}` does with it decides"
     if isinstance(parent, ast.Return) and parent.value is test:
@@ -144,7 +144,7 @@ def use(test: ast.expr, up: Mapping[int, ast.AST]) -> tuple[str, str] | None:
 
 def _predicate(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether every `return` of the function (not of functions nested in it) gives a test or a bool."""
-    returns, stack = [], list(function.body)
+    returns, stack = [], list[ast.AST](function.body)
     while stack:
         node = stack.pop()
         if isinstance(node, ast.Return):
