@@ -271,3 +271,15 @@ def test_json_and_sarif_carry_the_text_groups(cli, tmp_path):
     # sm_120 has no sibling: no `specific` anywhere
     plain = json.loads(cli("scan", "--repo", tmp_path, "--arch", "sm_120", "--format", "json").stdout)
     assert all("specific" not in g for g in plain["gates"])
+
+
+def test_a_choice_is_a_fallback_and_a_value_is_unknown_never_a_blocker():
+    from codemods.audit import classify
+
+    choice = classify.value_path("'xqa'", "", SM121)
+    assert classify.classify(True, choice, [], editable=True) == (
+        "needs-human", "sm_121 gets `'xqa'` instead: the condition picks between two values, not a path it lacks; "
+        "widening would change which one it gets")
+    value = classify.value_path(None, "what uses `is_sm120` decides", SM121)
+    assert classify.classify(True, value, [], editable=True) == (
+        "unknown", "a value, not a guard: what uses `is_sm120` decides")
