@@ -9,14 +9,14 @@ on) over the files a scan would read, searches side by side:
 - the capability comparison cpp_runtime_check reads (prefilter.runtime_check_pattern),
   in C files: only those are handed to its parser.
 
-Both search the bytes as they are: `--text` (a NUL byte stops nothing; the
+All search the bytes as they are: `--text` (a NUL byte stops nothing; the
 workers decide what is binary), `--encoding none` (no BOM sniffing),
 `--no-unicode` (`\\b`, `\\w`, `\\s`, `\\d` are ASCII, as in Python's bytes
 regexes) and, for the regex, `--multiline`, so `\\s*` spans newlines as `re`
 does. A file rg could not read is handed to the workers, which say why.
 Multi-threaded and with a literal-optimised regex engine, this is some 40x
 faster than Python's `re` over a release's 650 MB of CUDA headers
-(bench/scan.py).
+(bench/scan_results.md).
 """
 
 from __future__ import annotations
