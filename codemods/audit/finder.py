@@ -1,11 +1,11 @@
 """The finder of a scan: ripgrep says which listed files could hold a gate, and which hold a runtime check.
 
 `find(root, rels)` runs `rg` (from the `ripgrep` wheel this package depends
-on) over the files a scan would read, searches side by side:
+on) over the files a scan would read, two searches side by side:
 
-- the literal tokens every gate kind's prefilter needs: in Python files
-  prefilter.FINDER_TOKENS, in C files `__CUDA_ARCH`; a file with none of
-  them is never read, since nothing in it could be a gate;
+- the literal tokens every gate kind's prefilter needs (prefilter.FINDER_TOKENS),
+  in every file: a file with none of them is never read, since nothing in it
+  could be a gate;
 - the capability comparison cpp_runtime_check reads (prefilter.runtime_check_pattern),
   in C files: only those are handed to its parser.
 
@@ -28,7 +28,7 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codemods.audit.prefilter import ARCH_TOKEN, FINDER_TOKENS, is_c_file, runtime_check_pattern
+from codemods.audit.prefilter import FINDER_TOKENS, is_c_file, runtime_check_pattern
 from codemods.core.errors import InstallBroken
 
 # Paths per rg command: well under the kernel's limit on a command line (ARG_MAX, often 2 MiB with the environment).
@@ -62,33 +62,19 @@ def find(root: Path | str, rels: list[str]) -> Found:
     if not rels:
         return found
     rg = rg_path()
-    python = [rel for rel in rels if not is_c_file(rel)]
-    c = [rel for rel in rels if is_c_file(rel)]
     tokens = [arg for token in FINDER_TOKENS for arg in ("-e", token.decode("latin-1"))]
-    searches = [
-        ([*_COMMON, "--fixed-strings", *tokens], python),
-        ([*_COMMON, "--fixed-strings", "-e", ARCH_TOKEN.decode()], c),
-        ([*_COMMON, "--multiline", "-e", runtime_check_pattern().decode("latin-1")], c),
-    ]
-    python_hits, arch_hits, runtime_hits = _run(rg, root, searches)
-    found.runtime = runtime_hits
-    found.candidates = python_hits | arch_hits | runtime_hits
+    c_rels = [rel for rel in rels if is_c_file(rel)]
+    for batch in _batches(rels):
+        literal = _start(rg, root, [*_COMMON, "--fixed-strings", *tokens], batch)
+        c_batch = [rel for rel in batch if is_c_file(rel)] if c_rels else []
+        regex = _start(rg, root, [*_COMMON, "--multiline", "-e", runtime_check_pattern().decode("latin-1")], c_batch) if c_batch else None
+        printed, failed = _finish(literal)
+        # A file rg could not read is read by a worker, which reports why (rg's exit 2 does not say which).
+        found.candidates |= set(batch) if failed else printed
+        if regex is not None:
+            found.runtime |= _finish(regex)[0]
+    found.candidates |= found.runtime
     return found
-
-
-def _run(rg: str, root: Path | str, searches: list[tuple[list[str], list[str]]]) -> list[set[str]]:
-    """The files each search found: the searches side by side, each over its files a batch at a time.
-
-    A file rg could not read (exit 2, which does not say which) counts as found: the worker that reads it says why.
-    """
-    results: list[set[str]] = [set() for _ in searches]
-    pending = [list(_batches(rels)) for _, rels in searches]
-    while any(pending):
-        started = [(i, batch, _start(rg, root, searches[i][0], batch)) for i, batches in enumerate(pending) if batches for batch in [batches.pop(0)]]
-        for i, batch, proc in started:
-            printed, failed = _finish(proc)
-            results[i] |= set(batch) if failed else printed
-    return results
 
 
 def _batches(rels: list[str]):

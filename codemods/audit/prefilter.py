@@ -47,7 +47,7 @@ def named_or_re() -> re.Pattern:
 
 _PREFILTER_LITERALS = ((b"supported_major_versions", b"supported_compute_capability", b"_match_sm_version"), (b"is_sm",), (b"_sm", b"is_blackwell"))
 JIT_TOKEN = b"gen_jit_spec"
-# Every Python file may_hold_gates passes holds one of these: what the finder looks for (in C files: ARCH_TOKEN, runtime_check_pattern).
+# Every file may_hold_gates passes holds one of these (or, a C file, runtime_check_pattern): what the finder looks for.
 FINDER_TOKENS = tuple(
     dict.fromkeys((ARCH_TOKEN, python_capability.CAPABILITY_TOKEN, JIT_TOKEN, *(t for group in _PREFILTER_LITERALS for t in group)))
 )
