@@ -282,7 +282,7 @@ def main() -> None:
         print(f"\nsecond (cached) scan vs the first, which wrote the cache: {speedup:.1f}x faster")
 
     data = json.loads(out.read_bytes())
-    stats = {k: len(v) for k, v in data.items()}
+    stats = {k: len(v) for k, v in data.items() if isinstance(v, (list, dict))}
     print(f"\ncodemod scan (cold) output: {stats}")
     if args.baseline is not None:
         base = json.loads((home / "baseline.json").read_bytes())
