@@ -9,7 +9,7 @@ on) over the files a scan would read, two searches side by side:
 - the capability comparison cpp_runtime_check reads (prefilter.runtime_check_pattern),
   in C files: only those are handed to its parser.
 
-All search the bytes as they are: `--text` (a NUL byte stops nothing; the
+Both search the bytes as they are: `--text` (a NUL byte stops nothing; the
 workers decide what is binary), `--encoding none` (no BOM sniffing),
 `--no-unicode` (`\\b`, `\\w`, `\\s`, `\\d` are ASCII, as in Python's bytes
 regexes) and, for the regex, `--multiline`, so `\\s*` spans newlines as `re`
