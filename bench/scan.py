@@ -19,9 +19,13 @@ against the guard lines found from rg's matches: every `#if`/`#elif`
 names `__CUDA_ARCH__`, `__CUDA_ARCH_SPECIFIC__`, `__CUDA_ARCH_FAMILY_SPECIFIC__`
 or `__CUDA_ARCH_FEAT_SM<NN>_ALL`. Nothing it downloads is committed.
 
-    python bench/scan.py [--runs 3] [--ast-grep-runs 1] [--cache DIR] [--jobs 0]
+    python bench/scan.py [--runs 3] [--ast-grep-runs 1] [--cache DIR] [--jobs 0] [--baseline CHECKOUT]
 
-ripgrep: `apt-get install -y ripgrep` (Debian) or `pip install ripgrep`;
+`--baseline CHECKOUT` also times the cold scan of another checkout of codemod
+(say `git worktree add /tmp/base main`) in the same run, for before/after
+ratios on a loaded machine.
+
+ripgrep: codemod scan's finder, installed with codemod (`ripgrep==14.1.0`);
 ast-grep: `pip install ast-grep-cli`. A missing tool is reported and skipped.
 """
 
@@ -201,6 +205,7 @@ def main() -> None:
     parser.add_argument("--ast-grep-runs", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=0)
     parser.add_argument("--arch", default="sm_120")
+    parser.add_argument("--baseline", type=Path, help="another codemod checkout whose cold scan is timed too")
     args = parser.parse_args()
 
     folders = fetch(args.cache)
@@ -228,6 +233,13 @@ def main() -> None:
         print(f"{label}: {', '.join(f'{s[0]:.2f}s' for s in samples)}", file=sys.stderr)
 
     measure("codemod scan (cold, --no-cache)", [*scan, "--no-cache"], args.runs, output=out)
+    if args.baseline is not None:
+        before = {**env, "PYTHONPATH": str(args.baseline.resolve())}
+        label = f"baseline {args.baseline.name}: codemod scan (cold, --no-cache)"
+        samples = [run([*scan, "--no-cache"], before, home / "baseline.json") for _ in range(args.runs)]
+        rows[label] = {"walls": [s[0] for s in samples], "rss": max(s[1] for s in samples), "tree": max(s[2] for s in samples),
+                       "command": [*scan, "--no-cache"]}
+        print(f"{label}: {', '.join(f'{s[0]:.2f}s' for s in samples)}", file=sys.stderr)
     # the first scan with a cache writes it: each run starts from an empty one
     firsts = []
     for n in range(args.runs):
@@ -270,8 +282,12 @@ def main() -> None:
         print(f"\nsecond (cached) scan vs the first, which wrote the cache: {speedup:.1f}x faster")
 
     data = json.loads(out.read_bytes())
-    stats = {k: len(v) for k, v in data.items()}
+    stats = {k: len(v) for k, v in data.items() if isinstance(v, (list, dict))}
     print(f"\ncodemod scan (cold) output: {stats}")
+    if args.baseline is not None:
+        base = json.loads((home / "baseline.json").read_bytes())
+        differing = [key for key in ("gates", "hazards", "skipped", "modules") if base.get(key) != data.get(key)]
+        print(f"baseline's output: {'the same gates, hazards, skipped files and modules' if not differing else 'differs in ' + ', '.join(differing)}")
     if rg:
         reference = guard_lines(rg, folders)
         several = len(folders) > 1

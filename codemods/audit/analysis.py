@@ -9,12 +9,15 @@ from codemods.audit.records import Context, FileScan
 from codemods.gates import SourceError
 
 
-def analyse(rel: str, data: bytes, context: Context, in_jit: bool) -> FileScan:
-    """Parse one file; never raises (a file that cannot be decoded or parsed comes back skipped)."""
+def analyse(rel: str, data: bytes, context: Context, in_jit: bool, runtime: bool) -> FileScan:
+    """Parse one file; never raises (a file that cannot be decoded or parsed comes back skipped).
+
+    `runtime`: the finder (audit.finder) found a capability comparison in this C file.
+    """
     try:
         if rel.endswith(PYTHON_SUFFIXES):
             return analyse_python(rel, data, context, in_jit)
-        return analyse_c(rel, data, context)
+        return analyse_c(rel, data, context, runtime)
     except SourceError as exc:
         return FileScan(rel, skipped=str(exc), parsed=True)
     except RecursionError:

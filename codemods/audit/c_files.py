@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from codemods.audit import classify
-from codemods.audit.prefilter import ARCH_TOKEN, runtime_check_re
+from codemods.audit.prefilter import ARCH_TOKEN
 from codemods.audit.records import Context, FileScan, gate_record
 from codemods.core.arch import Arch, ArchSet, is_arch_macro
 from codemods.core.lazy import LazyModule
@@ -127,7 +127,8 @@ def cuda_gates(data: bytes, comments: Comments, universe: tuple[Arch, ...], lang
     return gates
 
 
-def analyse_c(rel: str, data: bytes, context: Context) -> FileScan:
+def analyse_c(rel: str, data: bytes, context: Context, runtime: bool) -> FileScan:
+    """The gates of one C file; `runtime`: the finder found a capability comparison in it (cpp_runtime_check)."""
     decode(data)
     comments = Comments(data)
     directives = find_directives(data, comments)
@@ -135,7 +136,7 @@ def analyse_c(rel: str, data: bytes, context: Context) -> FileScan:
     language = c_language(rel)
     gates = cuda_gates(data, comments, context.universe, language)
     out = FileScan(rel, parsed=True)
-    checks = _runtime_checks(data, context.universe, language)
+    checks = cpp_runtime_check.find(data, context.universe, language) if runtime else []
     if not gates:
         out.gates = [gate_record(rel, gate, context.arch) for gate in checks]
         return out
@@ -188,13 +189,6 @@ def _name_functions(placed: list[tuple[dict, int]], data: bytes, language: str) 
     for (record, _), name in zip(placed, syntax.enclosing_functions(tree, nodes, language)):
         if name and not record["symbol"]:
             record["symbol"] = name
-
-
-def _runtime_checks(data: bytes, universe: tuple[Arch, ...], language: str) -> list[Gate]:
-    """cpp_runtime_check gates, parsed only in files whose bytes hold such a comparison."""
-    if not runtime_check_re().search(data):
-        return []
-    return cpp_runtime_check.find(data, universe, language)
 
 
 def _blockers(shape: Structure, gate: Gate, arch: Arch) -> list[str]:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from codemods.core.arch import Arch
 from codemods.cpp.hazards import FEATURE_SWITCH_RE
@@ -123,14 +124,21 @@ _STUB_RE = re.compile(
 _COMMENT_RE = re.compile(rb"""/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""", re.DOTALL)
 
 
+_BLANK = bytes(0x0A if byte == 0x0A else 0x20 for byte in range(256))
+
+
+@lru_cache(maxsize=4)
 def _masked(source: bytes) -> bytes:
-    """Comments blanked (strings kept: `asm("trap;")` is read from them), offsets unchanged."""
+    """Comments blanked (strings kept: `asm("trap;")` is read from them), offsets unchanged.
+
+    Every guard of a file that excludes the arch asks (guard_path): kept for the last files.
+    """
 
     def blank(match: re.Match) -> bytes:
         text = match.group()
         if text[:1] in (b'"', b"'"):
             return text
-        return re.sub(rb"[^\n]", b" ", text)
+        return text.translate(_BLANK)
 
     return _COMMENT_RE.sub(blank, source)
 

@@ -65,7 +65,7 @@ def find(
             found = None
         if found is None:
             return records.FileScan(rel)
-        return analysis.analyse(rel, found[0], context, in_jit)
+        return analysis.analyse(rel, found[0], context, in_jit, runtime=False)  # specs and #if structures only
 
     specs = []
     for file in sorted((root / layout.jit).rglob("*.py")):

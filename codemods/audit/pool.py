@@ -24,14 +24,14 @@ _CHUNK_BYTES = 4 << 20
 _CHUNK_FILES = 256
 
 
-def make_chunks(todo: list[tuple[str, int]], workers: int) -> list[list[str]]:
-    """Files in groups of about _CHUNK_BYTES, and at least one group per worker."""
+def make_chunks(todo: list[tuple[str, int, bool]], workers: int) -> list[list[tuple[str, bool]]]:
+    """Files (path, whether the finder found a runtime check) in groups of about _CHUNK_BYTES, at least one per worker."""
     most = max(1, min(_CHUNK_FILES, -(-len(todo) // max(1, workers))))
-    chunks: list[list[str]] = []
-    current: list[str] = []
+    chunks: list[list[tuple[str, bool]]] = []
+    current: list[tuple[str, bool]] = []
     size = 0
-    for rel, length in todo:
-        current.append(rel)
+    for rel, length, runtime in todo:
+        current.append((rel, runtime))
         size += length
         if size >= _CHUNK_BYTES or len(current) >= most:
             chunks.append(current)
@@ -52,13 +52,13 @@ class Outcome:
     reused: bool = False  # found in the cache by its content hash
 
 
-def scan_chunk(chunk: tuple[int, Context, list[str]]) -> tuple[int, list[Outcome]]:
+def scan_chunk(chunk: tuple[int, Context, list[tuple[str, bool]]]) -> tuple[int, list[Outcome]]:
     """The files of one chunk of tree `number` (run in a worker): (number, their outcomes)."""
-    number, context, rels = chunk
-    return number, [_scan_one(context, rel) for rel in rels]
+    number, context, files = chunk
+    return number, [_scan_one(context, rel, runtime) for rel, runtime in files]
 
 
-def _scan_one(context: Context, rel: str) -> Outcome:
+def _scan_one(context: Context, rel: str, runtime: bool) -> Outcome:
     path = os.path.join(context.root, rel)
     try:
         read = read_regular(path)
@@ -71,13 +71,13 @@ def _scan_one(context: Context, rel: str) -> Outcome:
     if not context.include_all and b"\0" in data[:BINARY_PROBE]:
         return Outcome(rel, stamp, "binary", None)
     in_jit = context.hazards and context.jit is not None and under(rel, context.jit)
-    if not may_hold_gates(rel, data, in_jit):
+    if not may_hold_gates(rel, data, in_jit, runtime):
         return Outcome(rel, stamp, "", None)
     digest = hashlib.sha1(data).hexdigest()
     if context.cache is not None:
         cached = load_object(context, digest, rel)
         if cached is not None:
             return Outcome(rel, stamp, digest, cached, reused=True)
-    item = analyse(rel, data, context, in_jit)
+    item = analyse(rel, data, context, in_jit, runtime)
     store_object(context, digest, in_jit, item)
     return Outcome(rel, stamp, digest, item)

@@ -1,8 +1,8 @@
 """`codemod scan`: every arch gate in a tree, and the hazards of one arch.
 
 `scan(root, arch)` lists the files of the tree (audit.listing), skips binary
-files, and parses only the files whose bytes can hold a gate
-(audit.prefilter): C, C++ and CUDA files in audit.c_files, Python files in
+files, and parses only the files whose bytes can hold a gate (ripgrep finds
+them, audit.finder; audit.prefilter decides): C, C++ and CUDA files in audit.c_files, Python files in
 audit.python_files. For each gate it reports what it admits and whether it
 excludes `arch`; a cuda_guard gate that excludes `arch` also says whether it
 is *widenable*: no token of an instruction `arch` lacks in the region it
@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from codemods.audit import finder
 from codemods.audit.cache import (
     Index,
     Snapshot,
@@ -51,7 +52,7 @@ from codemods.audit.jit_modules import (
     detect,
     read_modules,
 )
-from codemods.audit.listing import NOT_REGULAR, list_files, read_regular
+from codemods.audit.listing import NOT_REGULAR, list_files, read_regular, stamp_of
 from codemods.audit.pool import POOL_MINIMUM, Outcome, make_chunks, scan_chunk
 from codemods.audit.records import Context, FileScan, ScanResult
 from codemods.core import errors
@@ -78,7 +79,8 @@ class _Job:
     rels: list[str]
     unlisted: list[dict] = field(default_factory=list)  # skipped before any file is read: folders, special files
     scans: dict[str, FileScan] = field(default_factory=dict)
-    todo: list[tuple[str, int]] = field(default_factory=list)
+    todo: list[tuple[str, int, bool]] = field(default_factory=list)  # path, size, runtime check found (audit.finder)
+    unread: list[Outcome] = field(default_factory=list)  # files the finder found nothing in: never read
     stats: dict = field(default_factory=dict)
     snapshot: Snapshot | None = None
     result: ScanResult | None = None  # answered whole from the snapshot
@@ -237,6 +239,7 @@ def _prepare(
                 job.stats["cache_hits"] = len(statuses)
                 job.stats["binary"] = sum(entry is not None and entry[3] == "binary" for entry in entries)
                 return job
+    statuses_by_rel = dict(statuses)
     for position, (rel, status) in enumerate(statuses):
         entry = entries[position] if index is not None else None
         if entry is not None:
@@ -250,7 +253,15 @@ def _prepare(
                 job.stats["cache_hits"] += 1
                 job.scans[rel] = item
                 continue
-        job.todo.append((rel, status.st_size))
+        job.todo.append((rel, status.st_size, False))
+    found = finder.find(root, [rel for rel, _, _ in job.todo])
+    kept = []
+    for rel, size, _ in job.todo:
+        if rel in found.candidates:
+            kept.append((rel, size, rel in found.runtime))
+        else:
+            job.unread.append(Outcome(rel, stamp_of(statuses_by_rel[rel]), "", None))
+    job.todo = kept
     return job
 
 
@@ -288,7 +299,7 @@ def _finish(job: _Job, outcomes: list[Outcome], workers: int) -> ScanResult:
     if job.result is not None:
         result = job.result
     else:
-        for outcome in outcomes:
+        for outcome in [*job.unread, *outcomes]:
             stats["analysed"] += 1
             stats["binary"] += outcome.digest == "binary"
             stats["reused"] += outcome.reused

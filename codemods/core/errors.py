@@ -19,6 +19,7 @@ Exit codes (stable, documented in the README):
  11  verify --build: a tool or header the build needs is missing (nvcc, TVM-FFI, CUTLASS, spdlog)
  12  verify --build: nvcc rejected a source (the first compiler error, with its file and line)
  13  verify --build: FlashInfer's JIT code could not be read for the nvcc flags
+ 14  codemod's installation lacks a part it needs (ripgrep, which scan finds files with)
 """
 
 from __future__ import annotations
@@ -124,6 +125,12 @@ class UnknownRecipe(CodemodError):
     exit_code = 8
     code = "unknown-recipe"
     default_hint = "`codemod list` shows the recipes you can run"
+
+
+class InstallBroken(CodemodError):
+    exit_code = 14
+    code = "install-broken"
+    default_hint = "reinstall codemod with its dependencies: `pip install .` from its checkout"
 
 
 CATALOGUE: dict[str, type[CodemodError]] = {kind.code: kind for kind in CodemodError.__subclasses__()}

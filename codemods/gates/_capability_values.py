@@ -22,6 +22,7 @@ from codemods.gates import CannotWiden
 # capability value wherever it is compared (`if sm_version != "sm_120": raise`).
 _QUOTED_ARCH_RE = re.compile(rb"[\"'](?:sm|compute)_\d{2,3}[af]?[\"']")
 _QUOTES = (b'"sm_', b"'sm_", b'"compute_', b"'compute_")
+QUOTED_ARCH_TOKENS = _QUOTES  # one of them is in every file names_arch accepts (the finder's tokens)
 _BEFORE_RE = re.compile(rb"(?:[!=]=|\bin)\s*[(\[{]?\s*\Z")
 _AFTER_RE = re.compile(rb"\s*(?:[!=]=|\bin\b|\bnot\b)")
 NAMED_ARCH_RE = re.compile(r"(?:sm|compute)_\d{2,3}[af]?")

@@ -62,12 +62,12 @@ from typing import Any
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import Gate
 from codemods.gates._capability_blocks import (
-    CAPABILITY_RE, CAPABILITY_TOKEN, HELPERS, blocks, callee, has_pair_token, may_compare, may_hold, nodes_in,
+    CAPABILITY_RE, CAPABILITY_TOKEN, HELPERS, TOKENS, blocks, callee, has_pair_token, may_compare, may_hold, nodes_in,
 )  # fmt: skip
 from codemods.gates._capability_reading import (
     _DECLARED, _SIDES, KIND, LeafOf, _conditions, _dotted, _leaves, _parents, _parse, _reading, _unreadable, admits, gates,
 )  # fmt: skip
-from codemods.gates._capability_values import NAME_RE, names_arch
+from codemods.gates._capability_values import NAME_RE, QUOTED_ARCH_TOKENS, names_arch
 from codemods.gates._capability_widen import widen
 from codemods.gates._python import PythonText
 
@@ -76,7 +76,7 @@ from codemods.gates._python import PythonText
 # where a condition holds), _capability_widen (the rewrites), _capability_values (values spelled as strings).
 __all__ = [
     "CAPABILITY_RE", "CAPABILITY_TOKEN", "HELPERS", "KIND", "PythonText", "admits", "blocks", "check_selector", "find",
-    "gates", "has_pair_token", "may_compare", "may_hold", "names_arch", "nodes_in", "widen",
+    "gates", "has_pair_token", "may_compare", "may_hold", "names_arch", "nodes_in", "widen", "TOKENS", "QUOTED_ARCH_TOKENS",
 ]  # fmt: skip
 
 
