@@ -115,7 +115,10 @@ def find(
             if others:
                 detail["needs_human"] = others
         start, end = parsed.outer_span(node)
-        admits, unknown = chains.admits_of(predicates, universe, meanings)
+        cls = chains.owner(parsed, node)
+        if cls:
+            detail["class"] = cls
+        admits, unknown = chains.admits_of(predicates, universe, chains.scoped(meanings, cls))
         if unknown:
             detail["unknown"] = unknown
         gates.append(
@@ -134,7 +137,9 @@ def widen(
     """Edits that make the test admit `targets` too; `[]` if it does already."""
     parsed = parse(source, chains.MENTIONS)
     node, shape, predicates = _locate(parsed, gate)
-    template, numbers = chains.new_predicates(predicates, gate, targets, universe, meanings)
+    template, numbers = chains.new_predicates(
+        predicates, gate, targets, universe, chains.scoped(meanings, gate.detail.get("class"))
+    )
     if template is None:
         return []
     if gate.detail.get("needs_human"):

@@ -148,9 +148,9 @@ REPLAYS = [
     ),
     _sg(
         "sg-diffusion-fa4-sm120", ("0.5.19", "0.5.20"),
-        fails="wrongly `unchanged` (already enabled): `cls.is_blackwell()`, the multimodal platform's classmethod"
-        " (major == 10), is read as srt.utils.common's `is_blackwell` (a partial over several majors),"
-        " so scan says `not cls.is_blackwell()` admits sm_80..sm_90 only",
+        fails="refused as unknown: `cls.is_blackwell()` is `Platform.is_blackwell` (major == 10), a classmethod of"
+        " a base class in interface.py, which codemod does not read (only the gate's own file's classes);"
+        " and a named predicate gives no `is_smNN` to spell `cls.is_sm120()` after",
     ),
     _fi(
         "sm120f-family-sm121", "ec0178acd", ("0.6.10", "0.6.11"),
