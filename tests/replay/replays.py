@@ -134,12 +134,7 @@ REPLAYS = [
         " `from flashinfer import nvfp4_kv_...` (and dequantize runs more lines), which `calls` does not name;"
         " no other README selector picks one `if` among the function's arch tests",
     ),
-    _sg(
-        "sg-mxfp4-marlin-sm100", ("0.5.16", "0.5.17"),
-        fails="the new `and not is_sm100_supported()` is appended, not put where it sorts (between sm90 and sm120),"
-        " and the over-long `if` without brackets is left on one line where black (upstream) wraps it in"
-        " parentheses, one predicate a line",
-    ),
+    _sg("sg-mxfp4-marlin-sm100", ("0.5.16", "0.5.17")),
     _fi("gdn-cp-heuristic-sm100", "7dce28302", None, "after v0.6.17, the last release tag of the clone"),
     _sg(
         "sg-subblock-sparse-sm120", ("0.5.19", "0.5.20"),
