@@ -141,6 +141,8 @@ class _Reader:
         self.cache: dict[str, Meaning | None] = {}
         self.busy: set[str] = set()
         self.dependent = self._may_depend_on_the_gpu()
+        self.classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+        self.owner: str | None = None  # the class whose method is being read: what `cls.` and `self.` call
 
     def _may_depend_on_the_gpu(self) -> set[str]:
         """The definitions whose value might differ between GPUs: the only ones worth running on every capability.
@@ -185,7 +187,74 @@ class _Reader:
             meaning = out.get(value) or self.known.get(value)
             if meaning is not None:
                 out["." + key] = Meaning(meaning.caps, f"{self.file}:{line}", meaning.reason)
+        # A class's predicate methods, its own and those it inherits from classes of this file: `Class.is_sm120`
+        # (what `cls.is_sm120()` means in that class's methods; python_arch_or.scoped).
+        for name in self.classes:
+            for method in dict.fromkeys(m for c in self._lineage(name) for m in self._methods(c)):
+                if PREDICATE_NAME.match(method):
+                    found = self.method_meaning(name, method)
+                    if found is not None:
+                        out[f"{name}.{method}"] = found
         return out
+
+    def _methods(self, name: str) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+        return {
+            n.name: n for n in self.classes[name].body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+
+    def _lineage(self, name: str) -> list[str]:
+        """`name` and the classes of this file it derives from, nearest first (bases left to right)."""
+        out: list[str] = []
+        todo = [name]
+        while todo:
+            current = todo.pop(0)
+            if current in out or current not in self.classes:
+                continue
+            out.append(current)
+            todo += [b.id for b in self.classes[current].bases if isinstance(b, ast.Name)]
+        return out
+
+    def method_meaning(self, owner: str, method: str) -> Meaning | None:
+        """What `cls.<method>()` means in a method of class `owner`: the definition it finds first through the
+        classes of this file; unknown when a base it may come from is not in this file, or a subclass here
+        overrides it differently. None: no such method and every base is read (no definition at all)."""
+        key = f"{owner}.{method}"
+        if key in self.cache:
+            return self.cache[key]
+        self.cache[key] = Meaning(None, reason=f"`{key}` is defined through itself")
+        result = self._method_meaning(owner, method)
+        self.cache[key] = result
+        return result
+
+    def _method_meaning(self, owner: str, method: str) -> Meaning | None:
+        for current in self._lineage(owner):
+            node = self._methods(current).get(method)
+            if node is not None:
+                where = f"{self.file}:{node.lineno}"
+                outer = self.owner
+                self.owner = owner
+                try:
+                    meaning = self._evaluate(node, method, where)
+                except _Unreadable as exc:
+                    meaning = Meaning(None, where, str(exc))
+                finally:
+                    self.owner = outer
+                if meaning is None:
+                    return None
+                for other in self.classes:
+                    if other != owner and owner in self._lineage(other)[1:] and method in self._methods(other):
+                        overridden = self.method_meaning(other, method)
+                        if overridden is None or overridden.caps != meaning.caps:
+                            return Meaning(None, where, f"`{other}` (a subclass) overrides `{method}`")
+                return meaning
+            outside = [ast.unparse(b) for b in self.classes[current].bases if ast.unparse(b) not in self.classes]
+            outside = [b for b in outside if b not in ("object", "ABC", "abc.ABC")]
+            if outside:
+                return Meaning(
+                    None, f"{self.file}:{self.classes[current].lineno}",
+                    f"`{current}` inherits from `{outside[0]}`, which is not read: it may define `{method}`",
+                )
+        return Meaning(None, "", f"no class of `{owner}`'s lineage defines `{method}`")
 
     def meaning(self, name: str) -> Meaning | None:
         """None: `name` is defined here but is no arch predicate (or not defined here)."""
@@ -429,6 +498,15 @@ class _Reader:
                 assert meaning.caps is not None  # _lookup raises on an unknown meaning
                 return cap in meaning.caps
             return FREE
+        if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id in ("cls", "self"):
+            # a method: what the class being read defines, never a module's function of the same name
+            if not (PREDICATE_NAME.match(name) or _ARCH_WORDS.search(name)):
+                return FREE
+            meaning = self.method_meaning(self.owner, name) if self.owner is not None else None
+            if meaning is None or meaning.caps is None:
+                why = meaning.reason if meaning is not None else "not inside a class of this file"
+                raise _Unreadable(f"line {node.lineno}: calls `{ast.unparse(node.func)}()`: {why}")
+            return cap in meaning.caps
         if isinstance(node.func, ast.Attribute) and name in self.known:
             meaning = self._lookup(name)
             if meaning is not None:
@@ -507,6 +585,11 @@ def _compute_target(node: ast.AST) -> frozenset[tuple[int, int]] | None:
     if first.value.endswith("f"):
         return frozenset((arch.major, minor) for minor in range(arch.minor, 10))
     return frozenset({(arch.major, arch.minor)})
+
+
+def is_method(key: str) -> bool:
+    """Whether a key of `read`'s answer names a class's method (`Class.is_sm90`)."""
+    return "." in key[1:]
 
 
 def table(entries: Mapping[str, Sequence[str]], where: str) -> dict[str, Meaning]:

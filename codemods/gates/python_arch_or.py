@@ -99,12 +99,32 @@ class Predicate:
         """What the predicate admits: its definition's meaning, or the name's rule without meanings."""
         if meanings is None:
             return Meaning(frozenset((m, n) for m in self.majors for n in range(10)))
-        # An attribute (`get_platform().is_sm90`) is looked up as `.is_sm90`: the platform's own table.
-        key = ("." if self.form.startswith("attribute") else "") + self.ident.value
+        key = self.key()
         found = meanings.get(key)
+        if found is None and key.startswith("cls."):
+            return Meaning(None, reason=f"no definition of `{key}()` was read in its class or a base class of its file")
         if found is None:
             return Meaning(None, reason=f"no definition of `{key}` was read")
         return found
+
+    def key(self, name: str | None = None) -> str:
+        """Where `meanings` holds what this predicate (or its sibling `name`) admits.
+
+        An attribute (`get_platform().is_sm90`) is `.is_sm90`: the platform's own table. A method called on
+        `cls` or `self` is `cls.is_sm90`, what the enclosing class defines (`scoped`). Any other method call
+        is `.is_sm90()`, which nothing defines: its class is not known, so it is unknown (never a module's
+        function of the same name).
+        """
+        name = self.ident.value if name is None else name
+        if self.form == "attribute":
+            return "." + name
+        if self.form == "attribute_call":
+            func = self.operand.func if isinstance(self.operand, cst.Call) else self.operand
+            owner = func.value if isinstance(func, cst.Attribute) else None
+            if isinstance(owner, cst.Name) and owner.value in ("cls", "self"):
+                return "cls." + name
+            return "." + name + "()"
+        return name
 
 
 @dataclass(frozen=True)
@@ -147,7 +167,10 @@ def find(
             "form": forms.pop() if len(forms) == 1 else "mixed",
             "predicates": [predicate.ident.value for predicate in predicates],
         }
-        admits, unknown = admits_of(predicates, universe, meanings)
+        cls = owner(parsed, node)
+        if cls:
+            detail["class"] = cls
+        admits, unknown = admits_of(predicates, universe, scoped(meanings, cls))
         if unknown:
             detail["unknown"] = unknown
         gates.append(
@@ -163,6 +186,29 @@ def find(
             )
         )
     return gates
+
+
+def owner(parsed: PythonSource, node: cst.CSTNode) -> str:
+    """The class whose method holds `node` (what `cls.` and `self.` call there), "" outside a method."""
+    function = next((a for a in parsed.ancestors(node) if isinstance(a, cst.FunctionDef)), None)
+    if function is None:
+        return ""
+    for ancestor in parsed.ancestors(function):
+        if isinstance(ancestor, cst.ClassDef):
+            return ancestor.name.value
+        if not isinstance(ancestor, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+            return ""
+    return ""
+
+
+def scoped(meanings: Mapping[str, Meaning] | None, cls: str | None) -> Mapping[str, Meaning] | None:
+    """`meanings` as a method of class `cls` sees them: `cls.is_sm90` is that class's own `is_sm90`
+    (`_predicates` reads it as `Class.is_sm90`); without a class, `cls.` calls have no meaning."""
+    if meanings is None or not cls:
+        return meanings
+    prefix = cls + "."
+    own = {"cls." + k[len(prefix):]: m for k, m in meanings.items() if k.startswith(prefix)}
+    return {**meanings, **own} if own else meanings
 
 
 def admits_of(
@@ -348,7 +394,7 @@ def new_predicates(
         tried = []
         for number in dict.fromkeys((arch.code, arch.major * 10)):
             name = renamed(template.ident.value, number)
-            meaning = meanings.get(("." if template.form.startswith("attribute") else "") + name)
+            meaning = meanings.get(template.key(name))
             if meaning is None and template.form == "name" and name.startswith("_"):
                 # `_is_sm120_supported` is to be defined by copying its sibling's definition,
                 # which calls `is_sm120_supported()`: it admits what that admits
@@ -382,7 +428,7 @@ def _plan(
         raise CannotWiden(
             f"line {gate.line}: {gate.text} has an operand that is not an arch predicate"
         )
-    template, numbers = new_predicates(predicates, gate, targets, universe, meanings)
+    template, numbers = new_predicates(predicates, gate, targets, universe, scoped(meanings, gate.detail.get("class")))
     if template is None:
         return _Plan([], [])
     predicates = [p for p in predicates if p.number is not None]

@@ -115,7 +115,10 @@ def find(
             if others:
                 detail["needs_human"] = others
         start, end = parsed.outer_span(node)
-        admits, unknown = chains.admits_of(predicates, universe, meanings)
+        cls = chains.owner(parsed, node)
+        if cls:
+            detail["class"] = cls
+        admits, unknown = chains.admits_of(predicates, universe, chains.scoped(meanings, cls))
         if unknown:
             detail["unknown"] = unknown
         gates.append(
@@ -134,7 +137,9 @@ def widen(
     """Edits that make the test admit `targets` too; `[]` if it does already."""
     parsed = parse(source, chains.MENTIONS)
     node, shape, predicates = _locate(parsed, gate)
-    template, numbers = chains.new_predicates(predicates, gate, targets, universe, meanings)
+    template, numbers = chains.new_predicates(
+        predicates, gate, targets, universe, chains.scoped(meanings, gate.detail.get("class"))
+    )
     if template is None:
         return []
     if gate.detail.get("needs_human"):
@@ -167,7 +172,10 @@ def widen(
         else:
             at = parsed.outer_span(node)[1]
             edits = [Edit(at, at, b"".join(b" and not " + s for s in spelled))]
-    return chains.supporting(parsed, node, predicates, template, numbers, _wrapped(parsed, edits), gate).edits
+    if shape in ("or", "not_or", "and_not"):
+        edits = _in_order(parsed, shape, predicates, numbers, spelled) or edits
+    whole = _whole_test(parsed, node)
+    return chains.supporting(parsed, node, predicates, template, numbers, _wrapped(parsed, edits, whole), gate).edits
 
 
 def admits(
@@ -331,6 +339,32 @@ def _spelled(parsed: PythonSource, template, number: int) -> bytes:
     )
 
 
+def _in_order(parsed: PythonSource, shape: str, predicates: list, numbers: list[int], spelled: list[bytes]) -> list[Edit]:
+    """Edits that put each new predicate where its arch sorts, when the chain's predicates (two or more) are in
+    ascending arch order: `not P90 and not P120` + sm_100 is `not P90 and not P100 and not P120` (SGLang
+    0.5.17). [] to append: a single predicate or an unordered chain gives no order to keep (upstream appended
+    `is_sm110` after a lone `is_sm120`, 0.5.22)."""
+    known = [p.number for p in predicates]
+    if len(known) < 2 or None in known or known != sorted(set(known)):
+        return []
+    inserted: dict[int, bytes] = {}
+    for number, text in zip(numbers, spelled):
+        following = next((p for p in predicates if p.number > number), None)
+        if following is None:
+            return []  # it sorts last: appending is the same
+        operand = following.operand
+        if shape == "and_not":
+            negation = parsed.parent(operand)
+            if not isinstance(negation, cst.UnaryOperation):
+                return []
+            operand, text = negation, b"not " + text + b" and "
+        else:
+            text += b" or "
+        at = parsed.outer_span(operand)[0]
+        inserted[at] = inserted.get(at, b"") + text
+    return [Edit(at, at, text) for at, text in sorted(inserted.items())]
+
+
 def _negation_style(parsed: PythonSource, template) -> str:
     """How this file negates several predicates: `not (A or B)` ("parentheses") or `not A and not B`."""
     grouped = any(
@@ -380,7 +414,7 @@ def _line_length(source: bytes) -> int:
     return max([_BLACK_LINE_LENGTH, *long_for_code])
 
 
-def _wrapped(parsed: PythonSource, edits: list[Edit]) -> list[Edit]:
+def _wrapped(parsed: PythonSource, edits: list[Edit], whole: bool = False) -> list[Edit]:
     """`edits`, split over lines the way black splits the `if`/`elif`/`while` line they make too long.
 
     Only the shape real code has (SGLang 0.5.17's server_args.py, FlashInfer
@@ -390,8 +424,11 @@ def _wrapped(parsed: PythonSource, edits: list[Edit]) -> list[Edit]:
     hold on a line of its own, one level (4 spaces) deeper, and `):` on the
     next; what is still too long there is split before each `or`, one operand
     a line. No comma is added (black adds a magic trailing comma to
-    comma-separated collections only). Any other shape, or a head that would
-    stay too long, is left on one line.
+    comma-separated collections only). A test that is all the gate and has
+    several top-level `and`/`or`s (`if not P and not Q and not R:`, `whole`)
+    is put in parentheses the same way, split before each operator when still
+    too long. Any other
+    shape, or a head that would stay too long, is left on one line.
     """
     source = parsed.source
     if not edits:
@@ -412,7 +449,7 @@ def _wrapped(parsed: PythonSource, edits: list[Edit]) -> list[Edit]:
     line = "".join(c for c, _ in chars)
     if len(line) <= _BLACK_LINE_LENGTH or len(line) <= (limit := _line_length(source)):
         return edits
-    cuts = _black_cuts(line, limit, eol.decode())
+    cuts = _black_cuts(line, limit, eol.decode(), whole)
     if not cuts:
         return edits
     out: list[tuple[str, int | None]] = []
@@ -448,7 +485,7 @@ def _edits_between(chars: list[tuple[str, int | None]], start: int, end: int) ->
     return edits
 
 
-def _black_cuts(line: str, limit: int, eol: str) -> list[tuple[int, int, str]]:
+def _black_cuts(line: str, limit: int, eol: str, whole: bool = False) -> list[tuple[int, int, str]]:
     """(start, end, text) replacements of `line` (columns) that split it as black would; [] for another shape."""
     try:
         tokens = [t for t in tokenize.generate_tokens(io.StringIO(line + "\n").readline) if t.type != tokenize.INDENT]
@@ -467,6 +504,9 @@ def _black_cuts(line: str, limit: int, eol: str) -> list[tuple[int, int, str]]:
             last = (opened.pop(), index)
         elif token.type == tokenize.NAME and token.string in ("and", "or"):
             operators.append((depth, token.start[1]))
+    top = [column for d, column in operators if d == 0]
+    if len(top) > 1:
+        return _invisible_parentheses_cuts(line, tokens, top, limit, eol) if whole else []
     if last is None or tokens[last[0]].string != "(":
         return []
     open_index, close_index = last
@@ -475,8 +515,6 @@ def _black_cuts(line: str, limit: int, eol: str) -> list[tuple[int, int, str]]:
         before.type == tokenize.NAME and not keyword.iskeyword(before.string)
     ):
         return []  # a call's or a subscript's brackets: black splits those otherwise
-    if sum(1 for d, _ in operators if d == 0) > 1:
-        return []  # black splits the test at each operator instead
     open_col, close_col = tokens[open_index].end[1], tokens[close_index].start[1]
     if open_col > limit:
         return []  # the head itself too long: black lays the test out otherwise
@@ -497,6 +535,40 @@ def _black_cuts(line: str, limit: int, eol: str) -> list[tuple[int, int, str]]:
             space = len(line[:column]) - len(line[:column].rstrip())
             cuts.append((column - space, column, eol + inner))
     cuts.append((close_col - trail, close_col, eol + indent))
+    return cuts
+
+
+def _whole_test(parsed: PythonSource, node: cst.CSTNode) -> bool:
+    """Whether the gate is the whole test of its `if`/`elif`/`while` and tests nothing but predicates
+    (`not P and not Q`, not `cond and not P and not Q`)."""
+    statement = _tested_by(parsed, node)
+    test = getattr(statement, "test", None)
+    if test is None or parsed.outer_span(test) != parsed.outer_span(node):
+        return False
+    return not _is_and(node) or all(_negated(o) is not None for o in _and_operands(node))
+
+
+def _invisible_parentheses_cuts(line: str, tokens: list, top: list[int], limit: int, eol: str) -> list[tuple[int, int, str]]:
+    """Black's split of a test with several top-level `and`/`or`s (SGLang 0.5.17's mxfp4.py): it puts the test in
+    parentheses, `if (` ... `):`, one level (4 spaces) deeper, on one line when it fits, else one operand a
+    line, each operator leading its line. [] when a piece stays too long or the line is no `... :` test."""
+    colon = next((t for t in reversed(tokens) if t.type == tokenize.OP), None)
+    if colon is None or colon.string != ":" or len(tokens) < 2:
+        return []
+    start, end = tokens[1].start[1], colon.start[1]
+    indent = line[: len(line) - len(line.lstrip())]
+    inner = indent + "    "
+    if len(indent + tokens[0].string + " (") > limit:
+        return []
+    cuts = [(start, start, "(" + eol + inner)]
+    if len(inner + line[start:end].strip()) > limit:
+        pieces = [start, *top, end]
+        if any(len(inner + line[a:b].strip()) > limit for a, b in zip(pieces, pieces[1:])):
+            return []
+        for column in top:
+            space = len(line[:column]) - len(line[:column].rstrip())
+            cuts.append((column - space, column, eol + inner))
+    cuts.append((end, end, eol + indent + ")"))
     return cuts
 
 

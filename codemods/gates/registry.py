@@ -84,7 +84,9 @@ PYTHON_ARCH_OR = GateKind(
     name=python_arch_or.KIND,
     selectors=_optional("function", "assigns"),
     find=lambda source, universe, where, selector: python_arch_or.find(source, universe, where.meanings, **selector),
-    admits=lambda text, universe, where, detail: python_arch_or.admits(text, universe, where.meanings),
+    admits=lambda text, universe, where, detail: python_arch_or.admits(
+        text, universe, python_arch_or.scoped(where.meanings, detail.get("class"))
+    ),
     widen=lambda source, gate, targets, universe, where: python_arch_or.widen(source, gate, targets, universe, where.meanings),
     missing_symbols=lambda source, gate, targets, universe, where: python_arch_or.missing_symbols(
         source, gate, targets, universe, where.meanings
@@ -97,7 +99,9 @@ PYTHON_ARCH_TEST = GateKind(
     name=python_arch_test.KIND,
     selectors=_optional("function", "assigns", "calls"),
     find=lambda source, universe, where, selector: python_arch_test.find(source, universe, where.meanings, **selector),
-    admits=lambda text, universe, where, detail: python_arch_test.admits(text, universe, where.meanings),
+    admits=lambda text, universe, where, detail: python_arch_test.admits(
+        text, universe, python_arch_or.scoped(where.meanings, detail.get("class"))
+    ),
     widen=lambda source, gate, targets, universe, where: python_arch_test.widen(source, gate, targets, universe, where.meanings),
     check_selector=python_arch_test.check_selector,
     reads_predicates=True,

@@ -149,7 +149,8 @@ def meanings_for(project: Project, file: str, source: bytes, tree: ProjectTree |
                 data = read(rel)
             except OSError:
                 continue
-            known.update(_predicates.read(data, rel, known))
+            # a class's methods (`Class.is_sm90`) are what `cls.` means in that file only
+            known.update({k: m for k, m in _predicates.read(data, rel, known).items() if not _predicates.is_method(k)})
     known.update(_predicates.read(source, file, known))
     return known
 

@@ -6,20 +6,27 @@ admitted plus the targets, by `find` and by the kind's `admits` on its new text.
 predicates with this kind's code (`operands`, `predicate_of`, `admits_of`, `new_predicates`).
 """
 
+from textwrap import indent
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import apply_edits
 from codemods.gates._predicates import read, table
-from codemods.gates.python_arch_or import admits, find, widen
+from codemods.gates.python_arch_or import admits, find, scoped, widen
 
 UNITS = {80: 8, 90: 9, 100: 10, 110: 11, 120: 12}
 KNOWN = table(
     {f"{dot}is_sm{n}{tail}": [f"sm_{n // 10}x"] for n in UNITS for dot, tail in (("", "_supported"), (".", ""), (".", "_supported"))},
     "sglang.toml",
 )
-SPELLINGS = ["is_sm{n}_supported()", "_is_sm{n}_supported", "get_platform().is_sm{n}", "p.is_sm{n}_supported(0)"]
+SPELLINGS = ["is_sm{n}_supported()", "_is_sm{n}_supported", "get_platform().is_sm{n}", "cls.is_sm{n}_supported(0)"]
+# A method called on `cls` means what the class defines (never a table or a module function): its methods.
+BASE = "class Base:\n" + "".join(
+    f"    @classmethod\n    def is_sm{n}_supported(cls, device):\n        return get_device_capability(device)[0] == {m}\n\n"
+    for n, m in UNITS.items()
+)
 PLACES = {
     "if": "    if {chain}:\n        return 1\n",
     "assign": "    ok = {chain}\n",
@@ -58,9 +65,15 @@ def cases(draw):
         )
     elif spelling.startswith("is_"):
         head = f"from m import {', '.join(f'is_sm{n}_supported' for n in sorted(chosen))}\n"
+    elif spelling.startswith("cls."):
+        head = BASE
     else:
         head = "from m import get_platform\n"
-    source = f"{head}\n\ndef check(ready, p):\n" + PLACES[place].format(chain=chain)
+    if spelling.startswith("cls."):  # a classmethod of a subclass
+        body = PLACES[place].format(chain=chain.replace("\n", "\n    "))
+        source = f"{head}\nclass Platform(Base):\n    @classmethod\n    def check(cls, ready):\n" + indent(body, "    ")
+    else:
+        source = f"{head}\n\ndef check(ready, p):\n" + PLACES[place].format(chain=chain)
     picked = draw(st.lists(st.sampled_from(sorted(UNITS)), min_size=1, max_size=2, unique=True))
     return source.encode(), _archs(chosen), tuple(sorted(_archs(picked)))
 
@@ -82,5 +95,6 @@ def test_widen_twice_is_widen_once_and_admits_old_plus_targets(case) -> None:
     [after] = find(widened, DEFAULT_ARCHS, meanings_after)
     expected = old | set(targets)
     assert after.admits.admitted == expected, widened.decode()
-    assert admits(after.text, DEFAULT_ARCHS, meanings_after).admitted == expected
+    # as the registry calls it: in the gate's class, `cls.` calls mean its methods
+    assert admits(after.text, DEFAULT_ARCHS, scoped(meanings_after, after.detail.get("class"))).admitted == expected
     assert _widened(widened, meanings_after, targets) == widened
