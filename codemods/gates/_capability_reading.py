@@ -52,6 +52,7 @@ class _Leaf:
     flipped: bool  # the value is on the left
     names: tuple[tuple[str, Side], ...] = ()  # the names it reads the capability through, and what each holds
     strings: bool = False  # its values are strings naming archs (read as major * 10 + minor)
+    members: bool = False  # its values are CuTe DSL `Arch.sm_100f` members (read as major * 10 + minor)
 
     @property
     def operand(self) -> ast.expr:
@@ -71,6 +72,10 @@ def _leaf(node: ast.AST, lookup: Callable[[str], Side]) -> _Leaf | None:
     def read(held: ast.AST, literal: ast.AST) -> tuple[Side, object, bool]:
         """(side, value, strings) of `held` compared with `literal`: side "" when `held` holds no capability."""
         side = _part(held, lookup)
+        if _members(literal) is not None:  # CuTe DSL's `Arch.sm_100f`: an arch by itself, like "sm_100f"
+            if side == "" and isinstance(held, (ast.Name, ast.Attribute, ast.Call)):
+                side = "sm"
+            return side, (_members(literal) if side == "sm" else None), False
         if strings(literal) is None:
             return side, _literal(literal), False
         if side == "" and named(literal) and isinstance(held, (ast.Name, ast.Attribute, ast.Call)):
@@ -78,10 +83,11 @@ def _leaf(node: ast.AST, lookup: Callable[[str], Side]) -> _Leaf | None:
         return side, (_literal(literal, strings=True) if side == "sm" else None), True
 
     (side, value, is_text), flipped = read(left, right), False
-    if (side == "" or value is None) and op in _FLIPPED and (_part(right, lookup) != "" or named(left)):
+    if (side == "" or value is None) and op in _FLIPPED and (_part(right, lookup) != "" or named(left) or _members(left) is not None):
         (side, value, is_text), op, flipped = read(right, left), _FLIPPED[op], True
     if side == "" or op not in _COMPARE:
         return None
+    members = _members(right if flipped else left) is not None
     if is_text and op not in _EQUALITY:
         value = None  # "sm_90" < "sm_100" is False: strings compare by their letters
     operand = right if flipped else left
@@ -89,7 +95,26 @@ def _leaf(node: ast.AST, lookup: Callable[[str], Side]) -> _Leaf | None:
         (spelled, lookup(spelled)) for n in ast.walk(operand)
         if isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and (spelled := _spelled(n)) and lookup(spelled) != ""
     )  # fmt: skip
-    return _Leaf(node, side, op, value, flipped, names, is_text)
+    return _Leaf(node, side, op, value, flipped, names, is_text, members)
+
+
+_MEMBER_RE = re.compile(r"sm_(\d{2,3})[af]?")
+
+
+def _members(node: ast.AST):
+    """CuTe DSL `Arch.sm_100f` (or a tuple/list/set of them) as its number (major * 10 + minor: 100), else None.
+
+    CuTe's `Arch` orders its members by (major, minor) alone (`Arch.sm_100 <= arch <= Arch.sm_100f` holds on
+    sm_100, sm_100a, sm_100f), so an order reads as the numbers'; `==`/`in` read the same way as `"sm_100a"` does.
+    """
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and node.elts:
+        items = [_members(item) for item in node.elts]
+        return None if any(item is None for item in items) else tuple(items)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "Arch":
+        match = _MEMBER_RE.fullmatch(node.attr)
+        if match:
+            return int(match.group(1))
+    return None
 
 
 def _part(node: ast.AST, lookup: Callable[[str], Side]) -> Side:

@@ -22,7 +22,12 @@ from codemods.gates import CannotWiden
 # capability value wherever it is compared (`if sm_version != "sm_120": raise`).
 _QUOTED_ARCH_RE = re.compile(rb"[\"'](?:sm|compute)_\d{2,3}[af]?[\"']")
 _QUOTES = (b'"sm_', b"'sm_", b'"compute_', b"'compute_")
-QUOTED_ARCH_TOKENS = _QUOTES  # one of them is in every file names_arch accepts (the finder's tokens)
+# CuTe DSL's arch enum compared (`arch >= Arch.sm_100 and arch <= Arch.sm_100f`, `arch in (Arch.sm_120a, ...)`)
+_MEMBER = b"Arch.sm_"
+_MEMBER_COMPARED_RE = re.compile(
+    rb"(?:[<>!=]=|[<>]|\bin)\s*[(\[{]?\s*\bArch\.sm_\d{2,3}[af]?\b|\bArch\.sm_\d{2,3}[af]?\s*(?:[<>!=]=|[<>]|\bin\b|\bnot\b)"
+)
+QUOTED_ARCH_TOKENS = (*_QUOTES, _MEMBER)  # one of them is in every file names_arch accepts (the finder's tokens)
 _BEFORE_RE = re.compile(rb"(?:[!=]=|\bin)\s*[(\[{]?\s*\Z")
 _AFTER_RE = re.compile(rb"\s*(?:[!=]=|\bin\b|\bnot\b)")
 NAMED_ARCH_RE = re.compile(r"(?:sm|compute)_\d{2,3}[af]?")
@@ -43,11 +48,16 @@ def arch_comparisons(data: bytes, first: bool = False) -> list[int]:
                 if first:
                     return found
             pos = data.find(quote, pos + 1)
+    if _MEMBER in data:  # CuTe DSL's `Arch.sm_100f` compared
+        for match in _MEMBER_COMPARED_RE.finditer(data):
+            found.append(match.start())
+            if first:
+                return found
     return sorted(found)
 
 
 def names_arch(data: bytes) -> bool:
-    """Whether `data` compares something with a string naming an arch."""
+    """Whether `data` compares something with a string naming an arch, or with a CuTe DSL `Arch.sm_100f`."""
     return bool(arch_comparisons(data, first=True))
 
 

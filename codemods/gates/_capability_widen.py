@@ -92,8 +92,8 @@ def _extend(place: _Place) -> list[Edit] | None:
         leaf, allowed = next((e for e in equal if e is not None and e.op in _EQUAL), None), _EQUAL
     else:
         return None
-    if leaf is None or leaf.flipped or leaf.op not in allowed or leaf.value is None:
-        return None
+    if leaf is None or leaf.flipped or leaf.op not in allowed or leaf.value is None or leaf.members:
+        return None  # CuTe DSL's `Arch.sm_100f`: no spelling of a new member is written here
     archs = place.missing if leaf.node is root else place.failing(leaf.node)
     have = [leaf.value] if leaf.op in (ast.Eq, ast.NotEq) else list(leaf.value)  # type: ignore[call-overload]
     values = [v for v in _values(leaf.side, archs) if v not in have]
