@@ -704,3 +704,62 @@ def test_flashinfer_helper_after_scan_reads_the_same_comparisons(tmp_path):
         ("python_capability", 13, "xqa", "cap[0] not in [9, 10, 12]", ["sm_90", "sm_100", "sm_103", "sm_120", "sm_121"],
          False),
     ]  # fmt: skip
+
+
+# CuTe DSL (cutlass.base_dsl.arch.Arch): members `sm_100`, `sm_100a`, `sm_100f`, ... ordered by (major, minor) alone,
+# so `arch >= Arch.sm_100 and arch <= Arch.sm_100f` holds on the 10.0 targets only.
+CUTE_DSL = '''\
+import cutlass
+from cutlass.base_dsl.arch import Arch
+
+
+class Decode:
+    def pick(self, arch):
+        if cutlass.const_expr(arch >= Arch.sm_100 and arch <= Arch.sm_100f):
+            self.variant = 0
+        elif cutlass.const_expr(Arch.sm_103 <= arch and arch <= Arch.sm_103f):
+            self.variant = 1
+        else:
+            raise NotImplementedError(arch)
+
+    def tail(self):
+        if self.arch in (Arch.sm_120a, Arch.sm_121a):
+            return 2
+        return self.arch > Arch.sm_90a
+'''
+
+
+def test_cute_dsl_arch_members_read_as_their_numbers(tmp_path):
+    from codemods.audit.scan import scan
+
+    source = CUTE_DSL.encode()
+    found = {g.text: str(g.admits) for g in find(source)}
+    assert found == {
+        "arch >= Arch.sm_100 and arch <= Arch.sm_100f": "sm_100",
+        "Arch.sm_103 <= arch and arch <= Arch.sm_103f": "sm_103",
+        "self.arch in (Arch.sm_120a, Arch.sm_121a)": "sm_120,sm_121",
+        "self.arch > Arch.sm_90a": "sm_100,sm_103,sm_110,sm_120,sm_121",
+    }
+    (tmp_path / "decode.py").write_text(CUTE_DSL)
+    gates = scan(tmp_path, Arch.parse("sm_121"), cache=None).gates
+    assert [(g["line"], g["text"], g["admits"], g["excludes_arch"]) for g in gates] == [
+        (7, "arch >= Arch.sm_100", ["sm_100"], True),
+        (7, "arch <= Arch.sm_100f", ["sm_100"], True),
+        (9, "Arch.sm_103 <= arch", ["sm_103"], True),
+        (9, "arch <= Arch.sm_103f", ["sm_103"], True),
+        (15, "self.arch in (Arch.sm_120a, Arch.sm_121a)", ["sm_120", "sm_121"], False),
+        (17, "self.arch > Arch.sm_90a", ["sm_100", "sm_103", "sm_110", "sm_120", "sm_121"], False),
+    ]
+
+
+def test_cute_dsl_arch_members_are_not_widened():
+    """No `Arch.sm_121a` is written into a comparison of members: widen leaves it (CannotWiden, the bytes kept)."""
+    source = b"def pick(arch):\n    if arch == Arch.sm_100a:\n        pass\n    if arch >= Arch.sm_100 and arch <= Arch.sm_100f:\n        pass\n"
+    for gate in find(source):
+        with pytest.raises(CannotWiden):
+            widen(source, gate, (Arch.parse("sm_121"),))
+
+
+def test_cute_dsl_compile_target_is_no_gate():
+    """`cute.GPUArch("sm_90a")` names what a kernel is compiled for, compared with nothing: not read."""
+    assert find(b'def build(f):\n    return cute.compile(f, compile_options=(cute.GPUArch("sm_90a"),))\n') == []
