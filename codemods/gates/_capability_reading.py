@@ -87,7 +87,7 @@ def _leaf(node: ast.AST, lookup: Callable[[str], Side]) -> _Leaf | None:
         (side, value, is_text), op, flipped = read(right, left), _FLIPPED[op], True
     if side == "" or op not in _COMPARE:
         return None
-    members = _members(right if flipped else left) is not None
+    members = _members(left if flipped else right) is not None
     if is_text and op not in _EQUALITY:
         value = None  # "sm_90" < "sm_100" is False: strings compare by their letters
     operand = right if flipped else left
@@ -340,6 +340,8 @@ def _found(
         if readable is not None:
             readable[id(node)] = admitted
         detail = {"side": _SIDES[side], "op": op.__name__, "flipped": flipped}
+        if leaf.members:
+            detail["members"] = True  # CuTe DSL `Arch.sm_100f`: widen writes none (no edit for this gate)
         if admitted is None:
             if not computed:
                 continue
