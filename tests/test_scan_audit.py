@@ -177,6 +177,8 @@ def test_json_and_sarif_carry_the_audit_groups(result):
         # (sm_121 gets cutlass/cudnn): a value, not a guard; was widenable twice (sm121_sample.toml: not real)
         ("gemm_base.py", 5089, "unknown"),
         ("gemm_base.py", 5089, "unknown"),
+        # CuTe DSL copy under data/ (warp MmaSM120BlockScaledOp: `if not arch == Arch.sm_120a: raise`): not a module
+        ("mma.py", 138, "covered"),
         ("mma_tensor_op.h", 222, "needs-human"),  # CUTLASS: `__CUDA_ARCH__ == 1200`
         ("smem_allocator.py", 20, "covered"),  # CuTe DSL copy under data/: not a module of the package
         ("tmem.py", 28, "covered"),

@@ -281,11 +281,11 @@ def owners(gates: list[dict], modules: list[Module]) -> None:
 
 
 def outside_the_package(gates: list[dict], exists: Callable[[str], bool], python: str) -> None:
-    """A definition gate (OWN_PATH) in a Python file the package cannot import as one of its modules (a folder
+    """A definition gate (OWN_PATH), or a capability comparison (CuTe DSL's own `arch == Arch.sm_120a`), in a Python file the package cannot import as one of its modules (a folder
     between it and the package folder `python` has no `__init__.py`: the CUTLASS sources a wheel ships for JIT
     builds) is covered: the code that runs imports its own copy, if any."""
     for record in gates:
-        if record["kind"] not in OWN_PATH or not record["excludes_arch"]:
+        if record["kind"] not in (*OWN_PATH, "python_capability") or not record["excludes_arch"]:
             continue
         if python != "." and not record["file"].startswith(python + "/"):
             continue
