@@ -763,3 +763,16 @@ def test_cute_dsl_arch_members_are_not_widened():
 def test_cute_dsl_compile_target_is_no_gate():
     """`cute.GPUArch("sm_90a")` names what a kernel is compiled for, compared with nothing: not read."""
     assert find(b'def build(f):\n    return cute.compile(f, compile_options=(cute.GPUArch("sm_90a"),))\n') == []
+
+
+def test_a_cute_dsl_arch_check_that_raises_is_a_blocker_without_an_edit(tmp_path):
+    """`if not arch == Arch.sm_120a: raise`: sm_121 gets nothing, and widen writes no `Arch.sm_121a`: a blocker."""
+    from codemods.audit.scan import scan
+
+    (tmp_path / "op.py").write_text(
+        "from cutlass.base_dsl.arch import Arch\n\n\ndef check(arch):\n"
+        "    if not arch == Arch.sm_120a:\n        raise ValueError(arch)\n"
+    )
+    [gate] = scan(tmp_path, Arch.parse("sm_121"), cache=None).gates
+    assert (gate["text"], gate["admits"], gate["classification"]) == ("arch == Arch.sm_120a", ["sm_120"], "blocker")
+    assert gate["reason"].endswith("codemod has no edit for this gate")
