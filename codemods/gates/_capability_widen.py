@@ -237,6 +237,8 @@ def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[
     lone = leaf_of(root) if isinstance(root, ast.Compare) else None
     if lone is not None and lone.flipped and lone.op not in _BOUNDS:
         raise CannotWiden(f"line {gate.line}: `{gate.text}` has its value on the left; edit it by hand")
+    if any(leaf.members for leaf in _leaves(root, leaf_of)):
+        raise CannotWiden(f"line {gate.line}: `{gate.text}` compares CuTe DSL `Arch` members, which codemod does not write; edit it by hand")
     scope = tuple(dict.fromkeys((*universe, *targets)))
     before = _reading(root, leaf_of, scope)
     sides = sorted({repr(leaf.side) for leaf in _leaves(root, leaf_of)})

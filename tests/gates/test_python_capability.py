@@ -756,7 +756,7 @@ def test_cute_dsl_arch_members_are_not_widened():
     """No `Arch.sm_121a` is written into a comparison of members: widen leaves it (CannotWiden, the bytes kept)."""
     source = b"def pick(arch):\n    if arch == Arch.sm_100a:\n        pass\n    if arch >= Arch.sm_100 and arch <= Arch.sm_100f:\n        pass\n"
     for gate in find(source):
-        with pytest.raises(CannotWiden):
+        with pytest.raises(CannotWiden, match="compares CuTe DSL `Arch` members"):
             widen(source, gate, (Arch.parse("sm_121"),))
 
 
