@@ -20,7 +20,7 @@ from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import Gate, SourceError, _polarity
 from codemods.gates._capability_blocks import _BODIES, _capability_call, _holds, bind, nodes_in
 from codemods.gates._capability_values import named, strings
-from codemods.gates._python import PythonText, nested_too_deeply, too_deep
+from codemods.gates._python import PythonText, dotted, nested_too_deeply, too_deep
 
 KIND = "python_capability"
 
@@ -161,18 +161,9 @@ def _literal(node: ast.AST, strings: bool = False):
 def _spelled(node: ast.AST) -> str:
     """A compared expression as a recipe's `names` writes it: `x`, `self.backend`, `capability.to_int()`."""
     if isinstance(node, ast.Call) and not node.args and not node.keywords:
-        inner = _dotted(node.func)
+        inner = dotted(node.func)
         return f"{inner}()" if inner else ""
-    return _dotted(node)
-
-
-def _dotted(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else ""
-    return ""
+    return dotted(node)
 
 
 def _have(arch: Arch, side) -> object:

@@ -609,3 +609,13 @@ def admits_of_expression(
     if found is None:
         return ArchSet(universe, frozenset(), frozenset(universe))
     return ArchSet(universe, frozenset(a for a in universe if a.major in found))
+
+
+def dotted(node: ast.AST) -> str:
+    """`a.b.c` for a name or a chain of attributes over one; "" for anything else (a call, a subscript)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else ""
+    return ""

@@ -95,7 +95,7 @@ from codemods.gates._arch_lists import (
     past,
     read_entries,
 )
-from codemods.gates._python import MAX_DEPTH, PythonSource, nested_too_deeply, parse, skip_trivia, too_deep
+from codemods.gates._python import MAX_DEPTH, PythonSource, dotted, nested_too_deeply, parse, skip_trivia, too_deep
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -307,7 +307,7 @@ def _find(
         if not isinstance(value, (ast.List, ast.Tuple, ast.Set)):
             return
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        names = [name for name in map(_dotted, targets) if name and literal.target(name)]
+        names = [name for name in map(dotted, targets) if name and literal.target(name)]
         if not names:
             return
         if literal.pairs_only:
@@ -349,9 +349,9 @@ def _find(
             inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else where[0]
             targets = assigned
             if isinstance(node, ast.Assign) and child is node.value:
-                targets = assigned | {_dotted(target) for target in node.targets}
+                targets = assigned | {dotted(target) for target in node.targets}
             elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and child is node.value:
-                targets = assigned | {_dotted(node.target)}
+                targets = assigned | {dotted(node.target)}
             visit(child, depth + step, (inner, where[1] or isinstance(child, ast.JoinedStr)), targets)
 
     visit(tree, 0, ("", False), frozenset())
@@ -361,15 +361,6 @@ def _find(
         gate = _gate(lines, argument, names, universe)
         gates.setdefault(gate.start, gate)  # two calls naming one list: one gate
     return sorted(gates.values(), key=lambda gate: gate.start)
-
-
-def _dotted(node: ast.expr) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else ""
-    return ""
 
 
 def _gate(lines: Lines, argument: _Argument, names: Names, universe: tuple[Arch, ...]) -> Gate:

@@ -65,11 +65,11 @@ from codemods.gates._capability_blocks import (
     CAPABILITY_RE, CAPABILITY_TOKEN, HELPERS, TOKENS, blocks, callee, has_pair_token, may_compare, may_hold, nodes_in,
 )  # fmt: skip
 from codemods.gates._capability_reading import (
-    _DECLARED, _SIDES, KIND, LeafOf, _conditions, _dotted, _leaves, _parents, _parse, _reading, _unreadable, admits, gates,
+    _DECLARED, _SIDES, KIND, LeafOf, _conditions, _leaves, _parents, _parse, _reading, _unreadable, admits, gates,
 )  # fmt: skip
 from codemods.gates._capability_values import NAME_RE, QUOTED_ARCH_TOKENS, names_arch
 from codemods.gates._capability_widen import widen
-from codemods.gates._python import PythonText
+from codemods.gates._python import PythonText, dotted
 
 # The kind's hooks (registry), and what `codemod scan` reads through this module (audit.python_files, audit.prefilter).
 # Made of: _capability_blocks (where a comparison can be, from the bytes), _capability_reading (what each one reads,
@@ -104,7 +104,7 @@ def _body_assigns(statements: list[ast.stmt], target: str) -> bool:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
             for t in targets:
                 for leaf in ast.walk(t):
-                    if _dotted(leaf) == target:
+                    if dotted(leaf) == target:
                         return True
     return False
 
@@ -112,7 +112,7 @@ def _body_assigns(statements: list[ast.stmt], target: str) -> bool:
 def _body_calls(statements: list[ast.stmt], wanted: set[str]) -> bool:
     for stmt in statements:
         for node in ast.walk(stmt):
-            if isinstance(node, ast.Call) and ({callee(node), _dotted(node.func)} & wanted):
+            if isinstance(node, ast.Call) and ({callee(node), dotted(node.func)} & wanted):
                 return True
     return False
 
@@ -162,7 +162,7 @@ def find(
                 statement = up
             if assigns is not None and isinstance(up, (ast.Assign, ast.AnnAssign)) and up.value is child:
                 targets = up.targets if isinstance(up, ast.Assign) else [up.target]
-                assigned = assigned or any(_dotted(t) == assigns for t in targets)
+                assigned = assigned or any(dotted(t) == assigns for t in targets)
             if isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 around = up.name
                 break
