@@ -47,6 +47,8 @@ from codemods.cpp.structure import Structure
 from codemods.gates import python_capability
 
 if TYPE_CHECKING:
+    import tree_sitter
+
     from codemods.jit import kernel_paths
 else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of them
     kernel_paths = LazyModule("codemods.jit.kernel_paths")
@@ -140,6 +142,7 @@ class _Callers:
     def __init__(self, read: Callable[[str], bytes]) -> None:
         self._read = read
         self._functions: dict[tuple[str, int], calls.Function | None] = {}
+        self._trees: dict[str, tree_sitter.Tree] = {}  # one parse per file, whatever number of guards it holds
         self._holding: dict[tuple[str, str], bool] = {}
         self._names: dict[tuple[str, str], calls.Names] = {}
         self._verdicts: dict[tuple[str, int, str], tuple[bool | None, str]] = {}
@@ -154,7 +157,10 @@ class _Callers:
         """The function definition around `offset` in `rel` (None: file level, or the file cannot be read)."""
         if (rel, offset) not in self._functions:
             source = self._source(rel)
-            self._functions[rel, offset] = None if source is None else calls.enclosing(source, offset, rel)
+            if source is not None and rel not in self._trees:
+                self._trees[rel] = calls.parse(source)
+            found = None if source is None else calls.enclosing(source, offset, rel, self._trees[rel])
+            self._functions[rel, offset] = found
         return self._functions[rel, offset]
 
     def called(self, rel: str, offset: int, module: Module) -> tuple[bool | None, str]:

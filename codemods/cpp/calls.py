@@ -171,9 +171,16 @@ def _function(node: tree_sitter.Node, source: bytes, file: str) -> Function | No
     )
 
 
-def enclosing(source: bytes, offset: int, file: str = "") -> Function | None:
-    """The innermost function definition whose body holds `offset`, or None (file or class level)."""
-    tree = syntax.parse_code(source, _GRAMMAR)
+def parse(source: bytes) -> tree_sitter.Tree:
+    """The tree `enclosing` reads: parse a file once for all its offsets."""
+    return syntax.parse_code(source, _GRAMMAR)
+
+
+def enclosing(source: bytes, offset: int, file: str = "", tree: tree_sitter.Tree | None = None) -> Function | None:
+    """The innermost function definition whose body holds `offset`, or None (file or class level);
+    `tree`: `parse(source)`, when the caller asks about several offsets of one file."""
+    if tree is None:
+        tree = parse(source)
     node: tree_sitter.Node | None = tree.root_node.descendant_for_byte_range(offset, offset)
     while node is not None:
         if node.type == "function_definition":
