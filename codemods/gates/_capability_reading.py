@@ -287,11 +287,7 @@ def _parse(source: bytes) -> tuple[PythonText, ast.Module]:
 
 
 def _parents(tree: ast.AST) -> dict[int, ast.AST]:
-    parents = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
-    return parents
+    return _polarity.parents([tree])
 
 
 def _found(
