@@ -47,8 +47,7 @@ from codemods.cpp.structure import Structure
 from codemods.gates import python_capability
 
 if TYPE_CHECKING:
-    import tree_sitter
-
+    from codemods.cpp import syntax
     from codemods.jit import kernel_paths
 else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of them
     kernel_paths = LazyModule("codemods.jit.kernel_paths")
@@ -142,7 +141,7 @@ class _Callers:
     def __init__(self, read: Callable[[str], bytes]) -> None:
         self._read = read
         self._functions: dict[tuple[str, int], calls.Function | None] = {}
-        self._trees: dict[str, tree_sitter.Tree] = {}  # one parse per file, whatever number of guards it holds
+        self._definitions: dict[str, syntax.Definitions] = {}  # one parse per file, whatever number of guards it holds
         self._holding: dict[tuple[str, str], bool] = {}
         self._names: dict[tuple[str, str], calls.Names] = {}
         self._verdicts: dict[tuple[str, int, str], tuple[bool | None, str]] = {}
@@ -157,9 +156,12 @@ class _Callers:
         """The function definition around `offset` in `rel` (None: file level, or the file cannot be read)."""
         if (rel, offset) not in self._functions:
             source = self._source(rel)
-            if source is not None and rel not in self._trees:
-                self._trees[rel] = calls.parse(source)
-            found = None if source is None else calls.enclosing(source, offset, rel, self._trees[rel])
+            found = None
+            if source is not None:
+                if rel not in self._definitions:
+                    self._definitions[rel] = calls.definitions(source)
+                definition = self._definitions[rel].innermost(offset, body=True)
+                found = None if definition is None else calls.function(definition, source, rel)
             self._functions[rel, offset] = found
         return self._functions[rel, offset]
 

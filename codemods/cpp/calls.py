@@ -4,9 +4,10 @@
 namespace and class scope, whether each is a `__global__` kernel), the calls
 of that name (the scope around the call site, the qualification as written,
 the number of arguments) and the `using namespace` directives and namespace
-aliases in force. `enclosing(source, offset)` is the function definition
-around an offset. `reaches(call, function, known)` answers whether a call
-reaches one definition: True, False or None (codemod cannot tell).
+aliases in force. `definitions(source)` finds the function definition around
+an offset (codemods.cpp.syntax.Definitions) and `function` describes it.
+`reaches(call, function, known)` answers whether a call reaches one
+definition: True, False or None (codemod cannot tell).
 
 The lookup it models: an unqualified call inside namespace `N` finds `N::f`
 before any outer or other namespace's `f` (the innermost scope that declares
@@ -148,7 +149,8 @@ def _arity(declarator: tree_sitter.Node) -> tuple[int, int | None]:
     return fewest, most
 
 
-def _function(node: tree_sitter.Node, source: bytes, file: str) -> Function | None:
+def function(node: tree_sitter.Node, source: bytes, file: str = "") -> Function | None:
+    """The function a definition or declaration declares (None: it declares no function)."""
     declarator = _declarator(node)
     if declarator is None:
         return None
@@ -171,24 +173,13 @@ def _function(node: tree_sitter.Node, source: bytes, file: str) -> Function | No
     )
 
 
-def parse(source: bytes) -> tree_sitter.Tree:
-    """The tree `enclosing` reads: parse a file once for all its offsets."""
-    return syntax.parse_code(source, _GRAMMAR)
+def definitions(source: bytes) -> syntax.Definitions:
+    """The function definitions of `source`, read as `read` reads it: index a file once for all its offsets.
 
-
-def enclosing(source: bytes, offset: int, file: str = "", tree: tree_sitter.Tree | None = None) -> Function | None:
-    """The innermost function definition whose body holds `offset`, or None (file or class level);
-    `tree`: `parse(source)`, when the caller asks about several offsets of one file."""
-    if tree is None:
-        tree = parse(source)
-    node: tree_sitter.Node | None = tree.root_node.descendant_for_byte_range(offset, offset)
-    while node is not None:
-        if node.type == "function_definition":
-            body = node.child_by_field_name("body")
-            if body is not None and body.start_byte <= offset < body.end_byte:
-                return _function(node, source, file)
-        node = node.parent
-    return None
+    `definitions(source).innermost(offset, body=True)` is the definition whose
+    body holds `offset` (None: file or class level), `function` describes it.
+    """
+    return syntax.Definitions(syntax.parse_code(source, _GRAMMAR), _GRAMMAR)
 
 
 def read(source: bytes, name: str, file: str = "") -> Names:
@@ -206,7 +197,7 @@ def read(source: bytes, name: str, file: str = "") -> Names:
         node = stack.pop()
         kind = node.type
         if kind in ("function_definition", "declaration", "field_declaration"):
-            found = _function(node, source, file)
+            found = function(node, source, file)
             if found is not None and found.name == name:
                 functions.append(found)
                 declarator = _declarator(node)

@@ -7,6 +7,7 @@ whether a span parsed cleanly. Nothing here reads files.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator
 from functools import cache
 
@@ -113,29 +114,51 @@ def function_bodies(root: tree_sitter.Node, function: str | None = None) -> Iter
         stack.extend(reversed(node.children))
 
 
-def enclosing_functions(tree: tree_sitter.Tree, nodes: list[tree_sitter.Node], language: str) -> list[str]:
-    """For each of `nodes` (in source order), the name of the innermost function holding it, or "" at file scope.
+class Definitions:
+    """The function definitions of one tree, indexed once: which of them hold an offset.
 
-    One sweep over the function definitions: walking up from each node instead
-    costs the depth of the tree per step (tree-sitter finds a parent from the
-    root), cubic in the depth of nested `#if`s.
+    One query and one sweep per tree, then a bisection per offset: walking up
+    from a node instead costs the depth of the tree per step (tree-sitter finds
+    a parent from the root), cubic in the depth of nested `#if`s.
     """
-    found = captures(tree, language, "(function_definition) @function", "function")
-    pending = sorted(found, key=lambda node: (node.start_byte, -node.end_byte))
-    open_: list[tuple[int, tree_sitter.Node]] = []  # enclosing definitions, outermost first
-    names = []
-    index = 0
-    for node in nodes:
-        while index < len(pending) and pending[index].start_byte <= node.start_byte:
-            definition = pending[index]
-            while open_ and open_[-1][0] <= definition.start_byte:
+
+    def __init__(self, tree: tree_sitter.Tree, language: str) -> None:
+        found = captures(tree, language, "(function_definition) @function", "function")
+        self._nodes = sorted(found, key=lambda node: (node.start_byte, -node.end_byte))
+        self._starts = [node.start_byte for node in self._nodes]
+        self._parents: list[int] = []  # index of the innermost definition holding each one, -1 at file scope
+        open_: list[int] = []
+        for index, node in enumerate(self._nodes):
+            while open_ and self._nodes[open_[-1]].end_byte <= node.start_byte:
                 open_.pop()
-            open_.append((definition.end_byte, definition))
-            index += 1
-        while open_ and open_[-1][0] <= node.start_byte:
-            open_.pop()
-        names.append(function_name(open_[-1][1]) if open_ else "")
-    return names
+            self._parents.append(open_[-1] if open_ else -1)
+            open_.append(index)
+
+    def holding(self, offset: int) -> Iterator[tree_sitter.Node]:
+        """The definitions whose text holds `offset`, innermost first."""
+        index = bisect.bisect_right(self._starts, offset) - 1
+        while index >= 0 and self._nodes[index].end_byte <= offset:
+            index = self._parents[index]  # a definition that ended before `offset`: its holders may still hold it
+        while index >= 0:
+            yield self._nodes[index]
+            index = self._parents[index]
+
+    def innermost(self, offset: int, body: bool = False) -> tree_sitter.Node | None:
+        """The innermost definition holding `offset` (with `body`, in its body: not in its head or parameters)."""
+        for node in self.holding(offset):
+            if not body:
+                return node
+            block = node.child_by_field_name("body")
+            if block is not None and block.start_byte <= offset < block.end_byte:
+                return node
+        return None
+
+
+def enclosing_functions(tree: tree_sitter.Tree, nodes: list[tree_sitter.Node], language: str) -> list[str]:
+    """For each of `nodes`, the name of the innermost function holding it, or "" at file scope."""
+    definitions = Definitions(tree, language)
+    found = (definitions.innermost(node.start_byte) for node in nodes)
+    return [function_name(definition) if definition is not None else "" for definition in found]
 
 
 def field(node: tree_sitter.Node, name: str) -> tree_sitter.Node:

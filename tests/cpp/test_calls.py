@@ -56,6 +56,12 @@ def _verdicts(caller: str) -> list[bool | None]:
     return [calls.reaches(call, guarded, known) for n in names for call in n.calls]
 
 
+def _enclosing(source: bytes, offset: int, file: str = "") -> calls.Function | None:
+    """The function whose body holds `offset`, as the empty-kernel hazard asks it."""
+    definition = calls.definitions(source).innermost(offset, body=True)
+    return None if definition is None else calls.function(definition, source, file)
+
+
 REACHES = [
     pytest.param(_caller("  if (common::elect_one_sync()) out[0] = 1;\n"), [True], id="qualified-from-a-sibling-namespace"),
     pytest.param(_caller("  if (tllm::common::elect_one_sync()) out[0] = 1;\n"), [True], id="fully-qualified"),
@@ -142,13 +148,13 @@ def test_comments_and_declarations_are_not_uses():
 
 def test_enclosing_names_the_helper_and_tells_kernels():
     guard = COMMON_H.index("#if")
-    helper = calls.enclosing(COMMON_H.encode(), guard, "common.h")
+    helper = _enclosing(COMMON_H.encode(), guard, "common.h")
     assert helper is not None
     assert (helper.qualified, helper.kernel, helper.arity) == ("tllm::common::elect_one_sync", False, (0, 0))
     kernel_source = _caller("#if __CUDA_ARCH__ >= 900\n  out[0] = 1;\n#endif\n").encode()
-    kernel = calls.enclosing(kernel_source, kernel_source.index(b"#if __CUDA"), "quantize.cuh")
+    kernel = _enclosing(kernel_source, kernel_source.index(b"#if __CUDA"), "quantize.cuh")
     assert kernel is not None and kernel.kernel and kernel.qualified == "tllm::kernels::quantize"
-    assert calls.enclosing(COMMON_H.encode(), 0, "common.h") is None  # file level
+    assert _enclosing(COMMON_H.encode(), 0, "common.h") is None  # file level
 
 
 def test_member_defined_out_of_class_looks_in_its_class_first():
@@ -193,6 +199,6 @@ def test_a_member_reached_through_a_template_parameter_cannot_be_told():
 )
 def test_functions_called_without_their_name(source, name, named):
     offset = source.index("{", source.index(name + "(")) + 1
-    function = calls.enclosing(source.encode(), offset)
+    function = _enclosing(source.encode(), offset)
     assert function is not None and function.name == name
     assert calls.named_calls_only(function) is named
