@@ -1,6 +1,6 @@
 """`scan`'s empty-kernel hazard in a device helper: counted only where the module's code calls that helper.
 
-The shape is TensorRT-LLM's in FlashInfer 0.6.10: two namespaces define the
+The shape is TensorRT-LLM's in FlashInfer 0.6.10 (tests/fixtures/device_helpers.py): two namespaces define the
 same `elect_one_sync`; `common`'s is guarded for sm_90 through sm_11x with an
 empty `#else`, `kernels`' is not; a file-level `using namespace ...common`,
 and the kernel's call inside `namespace ...kernels`, which C++ resolves to
@@ -18,115 +18,14 @@ import pytest
 from codemods.audit.scan import check, scan
 from codemods.core.arch import Arch
 from conftest import unpack_wheel
+from fixtures.device_helpers import COMMON, COMMON_GUARD_LINE, GUARD, tree as _tree
 
 SM121 = Arch.parse("sm_121")
-GUARD = "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200"
-
-QUANT_PY = """\
-from . import env as jit_env
-from .core import JitSpec, current_compilation_context, gen_jit_spec
-
-
-def gen_fp4_quantization_module() -> JitSpec:
-    nvcc_flags = current_compilation_context.get_nvcc_flags_list(
-        supported_major_versions=[9, 10, 12]
-    )
-    return gen_jit_spec(
-        "fp4_quantization",
-        [
-            jit_env.FLASHINFER_CSRC_DIR / "fp4_quantization.cu",
-        ],
-        extra_cuda_cflags=nvcc_flags,
-    )
-"""
-
-QUANT_CU = """\
-#include <cstdint>
-
-#include "flashinfer/tllm/quantization.cuh"
-"""
-
-COMMON_H = f"""\
-#pragma once
-#include <cstdint>
-
-namespace tllm {{
-namespace common {{
-
-inline __device__ uint32_t elect_one_sync() {{
-  uint32_t pred = 0;
-{GUARD}
-  uint32_t laneid = 0;
-  asm volatile("elect.sync %0|%1, %2;" : "+r"(laneid), "+r"(pred) : "r"(0xFFFFFFFF));
-#else
-#endif
-  return pred;
-}}
-
-}}  // namespace common
-}}  // namespace tllm
-"""
-COMMON_GUARD_LINE = 9
-
-KERNELS_H = """\
-#pragma once
-#include <cstdint>
-
-namespace tllm {
-namespace kernels {
-
-inline __device__ uint32_t elect_one_sync() {
-  uint32_t pred = 0;
-  asm volatile("elect.sync _|%0, 0xffffffff;" : "=r"(pred));
-  return pred;
-}
-
-}  // namespace kernels
-}  // namespace tllm
-"""
-
-QUANT_CUH = """\
-#pragma once
-#include "common.h"
-#include "kernels.h"
-
-using namespace tllm::common;
-{prologue}
-namespace tllm {{
-namespace kernels {{
-
-__global__ void quantize_kernel(int* out) {{
-  if (threadIdx.x < 32 && {call}) {{
-    out[blockIdx.x] = 1;
-  }}
-}}
-
-}}  // namespace kernels
-}}  // namespace tllm
-"""
-
-
-def _tree(tmp_path: Path, call: str, prologue: str = "") -> Path:
-    root = tmp_path / "fi"
-    files = {
-        "flashinfer/jit/quantization.py": QUANT_PY,
-        "csrc/fp4_quantization.cu": QUANT_CU,
-        "include/flashinfer/tllm/common.h": COMMON_H,
-        "include/flashinfer/tllm/kernels.h": KERNELS_H,
-        "include/flashinfer/tllm/quantization.cuh": QUANT_CUH.format(call=call, prologue=prologue),
-    }
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    return root
 
 
 def _empty(root: Path) -> list[tuple[str, int, bool]]:
     result = scan(root, SM121)
     return [(h["file"], h["line"], h["potential"]) for h in result.hazards if h["kind"] == "empty-kernel"]
-
-
-COMMON = "include/flashinfer/tllm/common.h"
 
 
 def test_unqualified_call_in_kernels_reaches_kernels_helper_so_no_hazard(tmp_path, cli):

@@ -8,40 +8,9 @@ from pathlib import Path
 from codemods.audit.scan import scan
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import apply_edits, python_arch_or, python_capability
+from fixtures.predicates import SM120F_RETURN, SM120F_RETURN_FIXED, UTILS
 
 SM121 = Arch.parse("sm_121")
-
-UTILS = '''\
-import torch
-
-
-def get_compute_capability(device: torch.device) -> Tuple[int, int]:
-    return torch.cuda.get_device_capability(device.index)
-
-
-def version_at_least(version: str, base: str) -> bool:
-    return tuple(map(int, version.split("."))) >= tuple(map(int, base.split(".")))
-
-
-def is_sm90a_supported(device: torch.device) -> bool:
-    major, _ = get_compute_capability(device)
-    return major == 9 and version_at_least(torch.version.cuda, "12.3")
-
-
-def is_sm120a_supported(device: torch.device) -> bool:
-    major, minor = get_compute_capability(device)
-    return major == 12 and minor == 0 and version_at_least(torch.version.cuda, "12.8")
-
-
-def is_sm120f_supported(device: torch.device) -> bool:
-    major, minor = get_compute_capability(device)
-    return major == 12 and minor == 0 and version_at_least(torch.version.cuda, "12.9")
-
-
-def is_sm121a_supported(device: torch.device) -> bool:
-    major, minor = get_compute_capability(device)
-    return major == 12 and minor == 1 and version_at_least(torch.version.cuda, "12.9")
-'''
 
 DECODE = '''\
 from .utils import is_sm90a_supported, is_sm120a_supported
@@ -119,16 +88,16 @@ def test_a_predicate_definition_is_a_gate(tmp_path):
     root = _tree(tmp_path, {})
     found = {line: (admits, classification) for _, line, admits, _, classification in _gates(root, "python_predicate")}
     assert found == {
-        14: (["sm_90"], "covered"),  # sm_90a: a target sm_121 does not run
-        19: (["sm_120"], "covered"),  # sm_120a: compute_120a cannot be compiled for sm_121a
-        24: (["sm_120"], "blocker"),  # sm_120f runs on sm_121, the definition refuses it
-        29: (["sm_121"], "admits"),
+        16: (["sm_90"], "covered"),  # sm_90a: a target sm_121 does not run
+        21: (["sm_120"], "covered"),  # sm_120a: compute_120a cannot be compiled for sm_121a
+        26: (["sm_120"], "blocker"),  # sm_120f runs on sm_121, the definition refuses it
+        31: (["sm_121"], "admits"),
     }
-    fixed = UTILS.replace("return major == 12 and minor == 0 and version_at_least(torch.version.cuda, \"12.9\")",
-                          "return major == 12 and version_at_least(torch.version.cuda, \"12.9\")")
+    fixed = UTILS.replace(SM120F_RETURN, SM120F_RETURN_FIXED)
+    assert fixed != UTILS
     (root / "flashinfer/utils.py").write_text(fixed)
     after = {line: classification for _, line, _, _, classification in _gates(root, "python_predicate")}
-    assert after[24] == "admits"
+    assert after[26] == "admits"
 
 
 def test_a_predicate_definition_is_read_once_as_the_predicate(tmp_path):

@@ -7,45 +7,11 @@ from textwrap import dedent
 import pytest
 
 from codemods.cpp import calls
-
-NAME = "elect_one_sync"
-
-# Two namespaces define the same helper: `common`'s is guarded (elect.sync only under a Hopper feature
-# macro, 0 elsewhere), `kernels`' is not. A using-directive at file level brings `common` in.
-COMMON_H = """\
-#pragma once
-namespace tllm {
-namespace common {
-inline __device__ uint32_t elect_one_sync() {
-  uint32_t pred = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200
-  asm volatile("elect.sync %0|%1, 0xffffffff;" : "+r"(pred));
-#else
-#endif
-  return pred;
-}
-}  // namespace common
-}  // namespace tllm
-"""
-
-KERNELS_H = """\
-#pragma once
-namespace tllm {
-namespace kernels {
-inline __device__ uint32_t elect_one_sync() { return threadIdx.x % 32 == 0; }
-}  // namespace kernels
-}  // namespace tllm
-"""
+from fixtures.device_helpers import COMMON_H, KERNELS_H, NAME, kernel_header
 
 
 def _caller(body: str, *, around: tuple[str, ...] = ("tllm", "kernels"), prologue: str = "") -> str:
-    opened = "".join(f"namespace {n} {{\n" for n in around)
-    closed = "".join(f"}}  // namespace {n}\n" for n in reversed(around))
-    return (
-        "#include \"common.h\"\n#include \"kernels.h\"\n"
-        f"using namespace tllm::common;\n{dedent(prologue)}{opened}"
-        f"__global__ void quantize(int* out) {{\n{dedent(body)}}}\n{closed}"
-    )
+    return kernel_header(dedent(body), around=around, prologue=dedent(prologue))
 
 
 def _verdicts(caller: str) -> list[bool | None]:
@@ -153,7 +119,7 @@ def test_enclosing_names_the_helper_and_tells_kernels():
     assert (helper.qualified, helper.kernel, helper.arity) == ("tllm::common::elect_one_sync", False, (0, 0))
     kernel_source = _caller("#if __CUDA_ARCH__ >= 900\n  out[0] = 1;\n#endif\n").encode()
     kernel = _enclosing(kernel_source, kernel_source.index(b"#if __CUDA"), "quantize.cuh")
-    assert kernel is not None and kernel.kernel and kernel.qualified == "tllm::kernels::quantize"
+    assert kernel is not None and kernel.kernel and kernel.qualified == "tllm::kernels::quantize_kernel"
     assert _enclosing(COMMON_H.encode(), 0, "common.h") is None  # file level
 
 

@@ -1,41 +1,13 @@
 """python_predicate: an arch predicate's definition is a gate, admitting what its definition says (scan only)."""
 
-from textwrap import dedent
-
 import pytest
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import CannotWiden
 from codemods.gates.python_predicate import covers, find, widen
+from fixtures.predicates import SM12X, SM120F_RETURN, SM120F_RETURN_FIXED, UTILS as PREDICATES_UTILS
 
-# FlashInfer's utils.py shape (0.6.10): the capability unpacked from its own helper, a CUDA version beside it.
-UTILS = dedent('''\
-    import torch
-
-
-    def get_compute_capability(device: torch.device) -> Tuple[int, int]:
-        if device.type != "cuda":
-            raise ValueError("device must be a cuda device")
-        return torch.cuda.get_device_capability(device.index)
-
-
-    def is_sm90a_supported(device: torch.device) -> bool:
-        major, _ = get_compute_capability(device)
-        return major == 9 and version_at_least(torch.version.cuda, "12.3")
-
-
-    def is_sm120f_supported(device: torch.device) -> bool:
-        major, minor = get_compute_capability(device)
-        return major == 12 and minor == 0 and version_at_least(torch.version.cuda, "12.9")
-
-
-    def is_sm12x_supported(device: torch.device) -> bool:
-        major, minor = get_compute_capability(device)
-        if major != 12:
-            return False
-        min_cuda = "12.9" if minor >= 1 else "12.8"
-        return version_at_least(torch.version.cuda, min_cuda)
-''').encode()
+UTILS = (PREDICATES_UTILS + SM12X).encode()
 
 
 def _found(source: bytes) -> dict[str, tuple[int, list[str]]]:
@@ -44,16 +16,18 @@ def _found(source: bytes) -> dict[str, tuple[int, list[str]]]:
 
 def test_the_deciding_return_admits_what_the_definition_says():
     assert _found(UTILS) == {
-        "is_sm90a_supported": (12, ["sm_90"]),
-        "is_sm120f_supported": (17, ["sm_120"]),  # `minor == 0`: not sm_121, whatever the name says
-        "is_sm12x_supported": (25, ["sm_120", "sm_121"]),  # the early `return False` read as well
+        "is_sm90a_supported": (16, ["sm_90"]),
+        "is_sm120a_supported": (21, ["sm_120"]),
+        "is_sm120f_supported": (26, ["sm_120"]),  # `minor == 0`: not sm_121, whatever the name says
+        "is_sm121a_supported": (31, ["sm_121"]),
+        "is_sm12x_supported": (39, ["sm_120", "sm_121"]),  # the early `return False` read as well
     }
 
 
 def test_after_the_upstream_fix_the_family_predicate_admits_sm121():
-    fixed = UTILS.replace(b"major == 12 and minor == 0 and version_at_least(torch.version.cuda, \"12.9\")",
-                          b"major == 12 and version_at_least(torch.version.cuda, \"12.9\")")
-    assert _found(fixed)["is_sm120f_supported"] == (17, ["sm_120", "sm_121"])  # ec0178acd
+    fixed = UTILS.replace(SM120F_RETURN.encode(), SM120F_RETURN_FIXED.encode())
+    assert fixed != UTILS
+    assert _found(fixed)["is_sm120f_supported"] == (26, ["sm_120", "sm_121"])  # ec0178acd
 
 
 @pytest.mark.parametrize(
@@ -87,6 +61,6 @@ def test_covers(target, arch, expected):
 
 def test_never_widened():
     gate = next(g for g in find(UTILS, DEFAULT_ARCHS) if g.context == "is_sm120f_supported")
-    with pytest.raises(CannotWiden, match="line 17: `is_sm120f_supported` is a predicate every caller uses"):
+    with pytest.raises(CannotWiden, match="line 26: `is_sm120f_supported` is a predicate every caller uses"):
         widen(UTILS, gate, (Arch.parse("sm_121"),))
     assert widen(UTILS, gate, (Arch.parse("sm_120"),)) == []
