@@ -41,6 +41,7 @@ from functools import lru_cache
 from codemods.core.arch import Arch
 from codemods.cpp.hazards import FEATURE_SWITCH_RE
 from codemods.cpp.structure import Branch, Structure
+from codemods.gates import Gate
 from codemods.gates.registry import KINDS
 
 BLOCKER = "blocker"
@@ -53,9 +54,6 @@ ADMITS = "admits"
 GROUPS = (BLOCKER, WIDENABLE, NEEDS_HUMAN, UNKNOWN)
 CLASSIFICATIONS = (*GROUPS, COVERED, ADMITS)
 
-# Gate kinds `codemod run` can widen (the registry says which: not an edit kind, and not read by scan alone).
-EDITABLE_KINDS = frozenset(name for name, kind in KINDS.items() if kind.widen is not None and kind.widens)
-
 # What the arch gets where the gate excludes it.
 NOTHING, ERROR, STUB = "nothing", "error", "stub"  # the arch gets nothing
 FALLBACK = "fallback"  # another branch with code, written for other archs
@@ -67,6 +65,12 @@ UNCALLED = "uncalled"  # fine: the guard sits in a device function nothing the J
 UNDECIDED = "unknown"
 _GETS_NOTHING = (NOTHING, ERROR, STUB)
 _FINE = (IMPLEMENTATION, DEFAULT, HOST, OUTER, UNCALLED)
+
+
+def editable(gate: Gate) -> bool:
+    """Whether `codemod run` has an edit for `gate`: its kind's answer (GateKind.editable)."""
+    kind = KINDS.get(gate.kind)
+    return kind is not None and kind.editable(gate)
 
 
 @dataclass(frozen=True)

@@ -114,8 +114,8 @@ def classify_jit_gates(
             lacking = _module_lacking(paths, specs, arch)
             if held is not None and not lacking:
                 path = _spec_path(held, paths, python_files, python_gates, lines, arch) or path
-        # a blocker here already had no edit (gate_record): a kind without one, or a CuTe DSL `Arch.sm_100f` compared
-        editable = record["kind"] in classify.EDITABLE_KINDS and record["classification"] == classify.WIDENABLE
+        # gate_record asked the gate's kind (classify.editable): of blocker and widenable, widenable has an edit
+        editable = record["classification"] == classify.WIDENABLE
         record["classification"], record["reason"] = classify.classify(True, path, lacking, editable)
 
 

@@ -75,8 +75,7 @@ def gate_record(
     if path is None:
         path = _default_path(gate, arch)
     state = False if arch.name in admits else (None if arch.name in unknown else True)
-    editable = gate.kind in classify.EDITABLE_KINDS and not gate.detail.get("members")  # widen writes no `Arch.sm_121a`
-    classification, reason = classify.classify(state, path, list(lacking), editable)
+    classification, reason = classify.classify(state, path, list(lacking), classify.editable(gate))
     return {
         "file": rel,
         "line": gate.line,

@@ -11,6 +11,8 @@ planner calls every kind alike and never asks a kind's name or signature:
 - `blockers(source, gate, targets) -> [str]`: why widening would break the build (`[]`: nothing);
 - `missing_symbols(source, gate, targets, universe, where) -> [str]`: names the
   widened code takes from other modules, which its file cannot vouch for;
+- `has_edit(gate) -> bool`: whether `widen` writes an edit for this gate at all
+  (`GateKind.editable`: scan calls a gate the arch gets nothing from widenable, else a blocker);
 - an *edit kind* has `rewrite(source, where, selector) -> [Edit]` instead of find/widen/admits.
 
 `Where` is what the planner knows of the file: its name (and so its
@@ -60,6 +62,10 @@ def no_blockers(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[st
     return []
 
 
+def every_gate(gate: Gate) -> bool:
+    return True
+
+
 def no_symbols(source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...], where: Where) -> list[str]:
     return []
 
@@ -88,6 +94,7 @@ class GateKind:
     reads_predicates: bool = False  # its hooks read `Where.meanings`: the planner reads the project's predicates
     selects_kernels: bool = False  # its gates pick which JIT modules a device builds (kernel_paths checks them)
     widens: bool = True  # False: scan reads its gates, `run` refuses them (its `widen` says why)
+    has_edit: Callable[[Gate], bool] = every_gate  # which of its gates `widen` writes an edit for (the rest it refuses)
     doc: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -100,6 +107,10 @@ class GateKind:
     def edit_kind(self) -> bool:
         """An edit kind rewrites code the same on every arch instead of widening gates."""
         return self.rewrite is not None
+
+    def editable(self, gate: Gate) -> bool:
+        """Whether `codemod run` has an edit for `gate`: a kind that widens, and a gate its `has_edit` accepts."""
+        return self.widen is not None and self.widens and self.has_edit(gate)
 
     @property
     def selector_names(self) -> tuple[str, ...]:

@@ -116,6 +116,7 @@ PYTHON_CAPABILITY = GateKind(
     widen=lambda source, gate, targets, universe, where: python_capability.widen(source, gate, targets, universe),
     check_selector=python_capability.check_selector,
     selects_kernels=True,
+    has_edit=lambda gate: not gate.detail.get("members"),  # widen writes no CuTe DSL `Arch.sm_121a`
 )
 
 # Read by `scan`, never widened: a predicate's definition and an arch-keyed map are every caller's gate.

@@ -1,6 +1,7 @@
 """python_capability: capability comparisons in Python, read once (scan and recipes) and widened in their own style."""
 
 import ast
+from dataclasses import replace
 from textwrap import dedent
 
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 from codemods.core.arch import DEFAULT_ARCHS, Arch, parse_archs
 from codemods.gates import CannotWiden, apply_edits
 from codemods.gates.python_capability import admits, find, widen
+from codemods.gates.registry import KINDS
 
 # SGLang's shape: a helper returning major * 10 + minor, compared with an int.
 SGLANG_SM = '''\
@@ -758,6 +760,27 @@ def test_cute_dsl_arch_members_are_not_widened():
     for gate in find(source):
         with pytest.raises(CannotWiden, match="compares CuTe DSL `Arch` members"):
             widen(source, gate, (Arch.parse("sm_121"),))
+
+
+def test_the_kind_says_run_has_no_edit_for_a_comparison_of_members(tmp_path):
+    """GateKind.editable (python_capability's has_edit): scan's widenable where widen edits, blocker for members."""
+    from codemods.audit.scan import scan
+
+    (tmp_path / "op.py").write_text(
+        "import torch\nfrom cutlass.base_dsl.arch import Arch\n\n\ndef check(arch):\n"
+        "    if not arch == Arch.sm_120a:\n        raise ValueError(arch)\n"
+        "    major, minor = torch.cuda.get_device_capability()\n    if not (major == 12 and minor == 0):\n"
+        "        raise ValueError(minor)\n"
+    )
+    gates = scan(tmp_path, Arch.parse("sm_121"), cache=None).gates
+    assert [(g["text"], g["classification"]) for g in gates] == [
+        ("arch == Arch.sm_120a", "blocker"), ("major == 12", "widenable"), ("minor == 0", "widenable"),
+    ]  # fmt: skip
+    kind = KINDS["python_capability"]
+    (number,) = find(b"major, minor = torch.cuda.get_device_capability()\nif major == 12:\n    pass\n")
+    members = replace(number, detail={**number.detail, "members": True})
+    assert (kind.editable(number), kind.editable(members)) == (True, False)
+    assert not KINDS["python_predicate"].editable(number) and not KINDS["python_arch_map"].editable(number)
 
 
 def test_cute_dsl_compile_target_is_no_gate():
