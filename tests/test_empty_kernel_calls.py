@@ -1,7 +1,7 @@
 """`scan`'s empty-kernel hazard in a device helper: counted only where the module's code calls that helper.
 
-The shape is TensorRT-LLM's in FlashInfer 0.6.10 (tests/fixtures/device_helpers.py): two namespaces define the
-same `elect_one_sync`; `common`'s is guarded for sm_90 through sm_11x with an
+The shape is TensorRT-LLM's in FlashInfer 0.6.10 (tests/fixtures/device_helpers.py):
+two namespaces define the same `elect_one_sync`; `common`'s is guarded for sm_90 through sm_11x with an
 empty `#else`, `kernels`' is not; a file-level `using namespace ...common`,
 and the kernel's call inside `namespace ...kernels`, which C++ resolves to
 `kernels::elect_one_sync`. Before this rule scan called the guard a definite
@@ -18,7 +18,7 @@ import pytest
 from codemods.audit.scan import check, scan
 from codemods.core.arch import Arch
 from conftest import unpack_wheel
-from fixtures.device_helpers import COMMON, COMMON_GUARD_LINE, GUARD, tree as _tree
+from fixtures.device_helpers import COMMON, COMMON_GUARD_LINE, GUARD, REACHING_CALLS, UNRESOLVED_CALLS, tree as _tree
 
 SM121 = Arch.parse("sm_121")
 
@@ -34,14 +34,7 @@ def test_unqualified_call_in_kernels_reaches_kernels_helper_so_no_hazard(tmp_pat
     assert cli("scan", "--repo", root, "--arch", "sm_121", "--check").exit_code == 0
 
 
-@pytest.mark.parametrize(
-    "call, prologue",
-    [
-        pytest.param("common::elect_one_sync()", "", id="qualified-from-a-sibling-namespace"),
-        pytest.param("::tllm::common::elect_one_sync()", "", id="absolute"),
-        pytest.param("tc::elect_one_sync()", "namespace tc = tllm::common;", id="namespace-alias"),
-    ],
-)
+@pytest.mark.parametrize("call, prologue", REACHING_CALLS)
 def test_a_call_that_reaches_the_guarded_helper_is_definite(tmp_path, cli, call, prologue):
     root = _tree(tmp_path, call, prologue)
     assert _empty(root) == [(COMMON, COMMON_GUARD_LINE, False)]
@@ -52,18 +45,7 @@ def test_a_call_that_reaches_the_guarded_helper_is_definite(tmp_path, cli, call,
     assert "`tllm::common::elect_one_sync` is called at include/flashinfer/tllm/quantization.cuh:11" in hazard["message"]
 
 
-@pytest.mark.parametrize(
-    "call, prologue",
-    [
-        pytest.param("ELECT()", "#define ELECT() elect_one_sync()", id="called-from-a-macro-body"),
-        pytest.param(
-            "elect_one_sync()",
-            "namespace tllm { namespace kernels { using common::elect_one_sync; } }",
-            id="a-using-declaration-makes-both-candidates",
-        ),
-        pytest.param("other::common::elect_one_sync()", "", id="qualifier-codemod-cannot-place"),
-    ],
-)
+@pytest.mark.parametrize("call, prologue", UNRESOLVED_CALLS)
 def test_a_call_codemod_cannot_resolve_makes_it_potential(tmp_path, cli, call, prologue):
     root = _tree(tmp_path, call, prologue)
     assert _empty(root) == [(COMMON, COMMON_GUARD_LINE, True)]

@@ -8,7 +8,7 @@ from pathlib import Path
 from codemods.audit.scan import scan
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import apply_edits, python_arch_or, python_capability
-from fixtures.predicates import SM120F_RETURN, SM120F_RETURN_FIXED, UTILS
+from fixtures.predicates import COMPAT, SM120F_RETURN, SM120F_RETURN_FIXED, UTILS
 
 SM121 = Arch.parse("sm_121")
 
@@ -20,20 +20,6 @@ def get_trtllm_gen_decode_module(device):
     if is_sm90a_supported(device) or is_sm120a_supported(device):
         return build_decode_module()
     raise RuntimeError("trtllm-gen decode needs SM90a or SM120a")
-'''
-
-COMPAT = '''\
-import cutlass.cute as cute
-
-_TMEM_MAX_ALLOC_COLUMNS_MAP = {"sm_100": 512, "sm_103": 512, "sm_120": 512}
-
-
-def get_max_tmem_alloc_cols(compute_capability: str) -> int:
-    if hasattr(cute.arch, "get_max_tmem_alloc_cols"):
-        return cute.arch.get_max_tmem_alloc_cols(compute_capability)
-    if compute_capability not in _TMEM_MAX_ALLOC_COLUMNS_MAP:
-        raise ValueError(f"Unsupported compute capability: {compute_capability}")
-    return _TMEM_MAX_ALLOC_COLUMNS_MAP[compute_capability]
 '''
 
 TEST_GEMM = '''\
@@ -128,8 +114,8 @@ def test_an_arch_keyed_map_with_a_raising_lookup_is_a_gate(tmp_path):
     root = _tree(tmp_path, {"flashinfer/cute_dsl/__init__.py": "", "flashinfer/cute_dsl/compat.py": COMPAT})
     [gate] = [g for g in scan(root, SM121, jobs=1).gates if g["kind"] == "python_arch_map"]
     assert (gate["file"], gate["line"], gate["admits"], gate["classification"]) == (
-        "flashinfer/cute_dsl/compat.py", 3, ["sm_100", "sm_103", "sm_120"], "blocker")
-    assert gate["reason"].startswith("`_TMEM_MAX_ALLOC_COLUMNS_MAP` has no key for sm_121: the lookup at line 9 fails")
+        "flashinfer/cute_dsl/compat.py", 4, ["sm_100", "sm_103", "sm_120"], "blocker")
+    assert gate["reason"].startswith("`_TMEM_MAX_ALLOC_COLUMNS_MAP` has no key for sm_121: the lookup at line 10 fails")
     # a copy the package cannot import (no __init__.py on the way, as CUTLASS's python/ in flashinfer/data)
     root2 = _tree(tmp_path / "copy", {"flashinfer/data/cutlass/python/cute/compat.py": COMPAT})
     [copy] = [g for g in scan(root2, SM121, jobs=1).gates if g["kind"] == "python_arch_map"]

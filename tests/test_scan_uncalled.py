@@ -19,7 +19,7 @@ import pytest
 
 from codemods.audit.scan import scan
 from codemods.core.arch import Arch
-from fixtures.device_helpers import COMMON, COMMON_GUARD_LINE, tree as _tree
+from fixtures.device_helpers import COMMON, COMMON_GUARD_LINE, REACHING_CALLS, UNRESOLVED_CALLS, tree as _tree
 
 SM121 = Arch.parse("sm_121")
 
@@ -29,13 +29,7 @@ def _guard(root: Path) -> dict:
     return record
 
 
-@pytest.mark.parametrize(
-    "call, prologue",
-    [
-        pytest.param("common::elect_one_sync()", "", id="qualified-call-reaches-the-guarded-helper"),
-        pytest.param("::tllm::common::elect_one_sync()", "", id="absolute-call"),
-    ],
-)
+@pytest.mark.parametrize("call, prologue", REACHING_CALLS)
 def test_before_a_guard_in_a_helper_a_kernel_calls_stays_widenable(tmp_path, call, prologue):
     record = _guard(_tree(tmp_path, call, prologue))
     assert record["excludes_arch"] is True
@@ -61,17 +55,7 @@ def test_after_a_guard_in_a_helper_no_call_reaches_is_covered(tmp_path, cli):
     assert f"{COMMON}:{COMMON_GUARD_LINE}" not in text.stdout
 
 
-@pytest.mark.parametrize(
-    "call, prologue",
-    [
-        pytest.param("ELECT()", "#define ELECT() elect_one_sync()", id="called-from-a-macro-body"),
-        pytest.param(
-            "elect_one_sync()",
-            "namespace tllm { namespace kernels { using common::elect_one_sync; } }",
-            id="a-using-declaration-makes-both-candidates",
-        ),
-    ],
-)
+@pytest.mark.parametrize("call, prologue", UNRESOLVED_CALLS)
 def test_a_call_codemod_cannot_resolve_keeps_the_guard_listed(tmp_path, call, prologue):
     assert _guard(_tree(tmp_path, call, prologue))["classification"] == "widenable"
 

@@ -1,33 +1,18 @@
 """python_arch_map: a dict keyed by arch strings whose lookup fails for a missing arch (scan only)."""
 
-from textwrap import dedent
-
 import pytest
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import CannotWiden
 from codemods.gates.python_arch_map import admits, find, widen
+from fixtures.predicates import COMPAT as FLASHINFER_COMPAT
 
-# FlashInfer's cute_dsl/attention/compat.py shape (0.6.10): a fallback for cutlass-dsl releases without the lookup.
-COMPAT = dedent('''\
-    import cutlass.cute as cute
-
-    # get_max_tmem_alloc_cols added in cutlass-dsl 4.4
-    _TMEM_COLUMNS = {"sm_100": 512, "sm_103": 512, "sm_120": 512}
-
-
-    def max_tmem_columns(compute_capability: str) -> int:
-        if hasattr(cute.arch, "get_max_tmem_alloc_cols"):
-            return cute.arch.get_max_tmem_alloc_cols(compute_capability)
-        if compute_capability not in _TMEM_COLUMNS:
-            raise ValueError(f"Unsupported compute capability: {compute_capability}")
-        return _TMEM_COLUMNS[compute_capability]
-''').encode()
+COMPAT = FLASHINFER_COMPAT.encode()
 
 
 def test_a_map_with_a_raising_membership_test_is_a_gate():
     [gate] = find(COMPAT, DEFAULT_ARCHS)
-    assert (gate.line, gate.context, gate.detail["lookup"]) == (4, "_TMEM_COLUMNS", 10)
+    assert (gate.line, gate.context, gate.detail["lookup"]) == (4, "_TMEM_MAX_ALLOC_COLUMNS_MAP", 10)
     assert gate.text == '{"sm_100": 512, "sm_103": 512, "sm_120": 512}'
     assert gate.admits.names() == ["sm_100", "sm_103", "sm_120"] and gate.admits.admits(Arch.parse("sm_121")) is False
 
@@ -74,5 +59,5 @@ def test_admits_reads_the_keys_and_widen_is_refused():
     assert admits('{"sm_100": 1, "sm_121": 2}', DEFAULT_ARCHS).names() == ["sm_100", "sm_121"]
     assert admits("SOME_MAP", DEFAULT_ARCHS).unknown
     [gate] = find(COMPAT, DEFAULT_ARCHS)
-    with pytest.raises(CannotWiden, match="line 4: `_TMEM_COLUMNS` needs a value for the new arch's key"):
+    with pytest.raises(CannotWiden, match="line 4: `_TMEM_MAX_ALLOC_COLUMNS_MAP` needs a value for the new arch's key"):
         widen(COMPAT, gate, (Arch.parse("sm_121"),))
