@@ -142,6 +142,7 @@ class _Reader:
         self.busy: set[str] = set()
         self.dependent = self._may_depend_on_the_gpu()
         self.classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+        self.imports = imported_names(tree)
         self.owner: str | None = None  # the class whose method is being read: what `cls.` and `self.` call
 
     def _may_depend_on_the_gpu(self) -> set[str]:
@@ -195,7 +196,19 @@ class _Reader:
                     found = self.method_meaning(name, method)
                     if found is not None:
                         out[f"{name}.{method}"] = found
+            # ... and those it inherits from a class another file defines, read there (`inherited`)
+            for current in self._lineage(name):
+                for module, base in self._imported_bases(current):
+                    prefix = f"{module}:{base}."
+                    for key, meaning in self.known.items():
+                        if key.startswith(prefix):
+                            out.setdefault(f"{name}.{key[len(prefix):]}", meaning)
         return out
+
+    def _imported_bases(self, name: str) -> list[tuple[str, str]]:
+        """(module as imported, class) of each base of class `name` that a `from ... import` binds here."""
+        wanted = {b.id for b in self.classes[name].bases if isinstance(b, ast.Name) and b.id not in self.classes}
+        return [(module, base) for module, base, bound in self.imports if bound in wanted]
 
     def _methods(self, name: str) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
         return {
@@ -585,6 +598,33 @@ def _compute_target(node: ast.AST) -> frozenset[tuple[int, int]] | None:
     if first.value.endswith("f"):
         return frozenset((arch.major, minor) for minor in range(arch.minor, 10))
     return frozenset({(arch.major, arch.minor)})
+
+
+def imported_names(tree: ast.Module) -> list[tuple[str, str, str]]:
+    """(module as written, with its leading dots; name; the name it binds) of each module-level `from ... import`."""
+    return [
+        ("." * node.level + (node.module or ""), alias.name, alias.asname or alias.name)
+        for node in tree.body if isinstance(node, ast.ImportFrom) for alias in node.names
+    ]
+
+
+def base_classes(source: bytes) -> list[tuple[str, str]]:
+    """(module as imported, class) of each base class this file's classes import from another module."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return []
+    bases = {
+        b.id for node in tree.body if isinstance(node, ast.ClassDef) for b in node.bases if isinstance(b, ast.Name)
+    }
+    return [(module, name) for module, name, bound in imported_names(tree) if bound in bases]
+
+
+def inherited(module: str, base: str, meanings: Mapping[str, Meaning]) -> dict[str, Meaning]:
+    """`read`'s meanings of class `base`'s predicate methods, keyed as a file importing it from `module` finds
+    them (`module:Base.is_sm120`): what `cls.` means in its subclasses there."""
+    prefix = base + "."
+    return {f"{module}:{key}": m for key, m in meanings.items() if key.startswith(prefix)}
 
 
 def is_method(key: str) -> bool:

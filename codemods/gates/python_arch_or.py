@@ -364,11 +364,15 @@ def new_predicates(
     targets: tuple[Arch, ...],
     universe: tuple[Arch, ...],
     meanings: Mapping[str, Meaning] | None,
-) -> tuple[Predicate | None, list[int]]:
-    """The predicate to spell new ones like, and the numbers of those that make the gate admit `targets`.
+) -> tuple[Predicate | None, list[str]]:
+    """The predicate to spell new ones like, and the names of those that make the gate admit `targets`.
 
-    `(None, [])` when the gate admits them already. Raises CannotWiden when a
-    predicate's meaning is unknown, or no predicate spelled like the last one
+    `(None, [])` when the gate admits them already. A new predicate is the last
+    numbered one renamed (`is_sm100_supported` -> `is_sm120_supported`); in a
+    test of named methods or attributes only (`cls.is_blackwell()`), it is the
+    one method or attribute of the same object whose definition admits the
+    target and nothing that was not asked (`cls.is_sm120()`). Raises
+    CannotWiden when a predicate's meaning is unknown, or no such predicate
     admits a target without admitting more than was asked.
     """
     admits, unknown = admits_of(predicates, universe, meanings)
@@ -380,20 +384,19 @@ def new_predicates(
     if not missing:
         return None, []
     numbered = [p for p in predicates if p.number is not None]
-    if not numbered:
+    if not numbered and not (meanings is not None and predicates[-1].form in ("attribute", "attribute_call")):
         raise CannotWiden(f"line {gate.line}: {gate.text} names no is_smNN predicate to spell a new one like")
-    template = numbered[-1]
+    template = numbered[-1] if numbered else predicates[-1]
     if meanings is None:
-        return template, sorted({a.major * 10 for a in missing})
+        return template, [renamed(template.ident.value, n) for n in sorted({a.major * 10 for a in missing})]
     wanted = admits.admitted | set(targets)
     covered = set(admits.admitted)
-    numbers: list[int] = []
+    names: list[str] = []
     for arch in missing:
         if arch in covered:
             continue
         tried = []
-        for number in dict.fromkeys((arch.code, arch.major * 10)):
-            name = renamed(template.ident.value, number)
+        for name in _candidates(template, arch, meanings):
             meaning = meanings.get(template.key(name))
             if meaning is None and template.form == "name" and name.startswith("_"):
                 # `_is_sm120_supported` is to be defined by copying its sibling's definition,
@@ -406,12 +409,27 @@ def new_predicates(
             if extra:
                 tried.append(f"`{name}` would also admit {', '.join(sorted(a.name for a in extra))}")
                 continue
-            numbers.append(number)
+            names.append(name)
             covered |= meaning.admitted(universe)
             break
         else:
+            if not tried:
+                tried.append(f"no predicate of `{template.key()}`'s object is read")
             raise CannotWiden(f"line {gate.line}: no predicate admits {arch.name} here: " + "; ".join(tried))
-    return template, numbers
+    return template, names
+
+
+def _candidates(template: Predicate, arch: Arch, meanings: Mapping[str, Meaning]) -> list[str]:
+    """The names a predicate admitting `arch` may have beside `template`: it renamed to the arch's number and
+    its major's; for a named template (`cls.is_blackwell()`), the numbered predicates of the same object that
+    `meanings` defines, those naming the arch's number or its major's first."""
+    if template.number is not None:
+        return [renamed(template.ident.value, n) for n in dict.fromkeys((arch.code, arch.major * 10))]
+    prefix = template.key("")
+    if prefix.endswith("()"):  # `.is_sm90()`: a method of an unknown class; nothing defines it
+        return []
+    found = [k[len(prefix):] for k in meanings if k.startswith(prefix) and PREDICATE_RE.match(k[len(prefix):])]
+    return sorted(found, key=lambda name: (number_of(name) not in (arch.code, arch.major * 10), name))
 
 
 def _plan(
@@ -428,12 +446,12 @@ def _plan(
         raise CannotWiden(
             f"line {gate.line}: {gate.text} has an operand that is not an arch predicate"
         )
-    template, numbers = new_predicates(predicates, gate, targets, universe, scoped(meanings, gate.detail.get("class")))
+    template, names = new_predicates(predicates, gate, targets, universe, scoped(meanings, gate.detail.get("class")))
     if template is None:
         return _Plan([], [])
     predicates = [p for p in predicates if p.number is not None]
-    edits = [_append(parsed, template, numbers)]
-    return supporting(parsed, chain, predicates, template, numbers, edits, gate)
+    edits = [_append(parsed, template, names)]
+    return supporting(parsed, chain, predicates, template, names, edits, gate)
 
 
 def supporting(
@@ -441,7 +459,7 @@ def supporting(
     chain: cst.CSTNode,
     predicates: list[Predicate],
     template: Predicate,
-    numbers: list[int],
+    names: list[str],
     edits: list[Edit],
     gate: Gate,
 ) -> _Plan:
@@ -449,7 +467,7 @@ def supporting(
     symbols: list[str] = []
     needed: list[tuple[str, list[str], cst.CSTNode]] = []  # (name to bind, its siblings, a node where it is used)
     if template.form == "name":
-        undefined = [n for n in numbers if not parsed.bound(chain, renamed(template.ident.value, n))]
+        undefined = [number_of(n) for n in names if not parsed.bound(chain, n)]
         if undefined:
             definition, uses, attributes = _define(parsed, predicates, template, undefined)
             edits.append(definition)
@@ -459,7 +477,7 @@ def supporting(
         siblings = [template.ident.value] + [
             p.ident.value for p in reversed(predicates) if p.form == "call" and p is not template
         ]
-        needed += [(renamed(template.ident.value, n), siblings, chain) for n in numbers]
+        needed += [(n, siblings, chain) for n in names]
     else:
         owner = template.operand
         if template.form == "attribute_call":
@@ -467,12 +485,8 @@ def supporting(
             owner = owner.func
         start, end = parsed.span(owner)
         ident_start, ident_end = parsed.span(template.ident)
-        for number in numbers:
-            symbols.append(
-                parsed.text(start, ident_start)
-                + renamed(template.ident.value, number)
-                + parsed.text(ident_end, end)
-            )
+        for name in names:
+            symbols.append(parsed.text(start, ident_start) + name + parsed.text(ident_end, end))
     import_edits, imported = import_beside_siblings(parsed, needed, _placed)
     edits += import_edits
     symbols += imported
@@ -480,15 +494,9 @@ def supporting(
     return _Plan(sorted(edits), symbols)
 
 
-def _append(parsed: PythonSource, template: Predicate, numbers: list[int]) -> Edit:
+def _append(parsed: PythonSource, template: Predicate, names: list[str]) -> Edit:
     """` or <predicate>` after the last operand, spelled like it."""
-    start, end = parsed.span(template.operand)
-    ident_start, ident_end = parsed.span(template.ident)
-    before, after = parsed.source[start:ident_start], parsed.source[ident_end:end]
-    text = b"".join(
-        b" or " + before + renamed(template.ident.value, number).encode() + after
-        for number in numbers
-    )
+    text = b"".join(b" or " + spelled(parsed, template, name) for name in names)
     at = parsed.outer_span(template.operand)[1]
     return Edit(at, at, text)
 
@@ -588,9 +596,9 @@ def _placed(
             or old not in [alias.evaluated_name for alias in aliases]
         ):
             raise CannotWiden(f"`{old}` is imported under another name; import `{new}` by hand")
-        number = _number(new)
+        number = number_of(new)
         siblings = [
-            (i, _number(alias.evaluated_name))
+            (i, number_of(alias.evaluated_name))
             for i, alias in enumerate(aliases)
             if renamed(alias.evaluated_name, number) == new
         ]
@@ -600,7 +608,15 @@ def _placed(
     return aliases
 
 
-def _number(name: str) -> int:
+def spelled(parsed: PythonSource, template: Predicate, name: str) -> bytes:
+    """`template`'s operand with its predicate named `name` (`cls.is_blackwell()` -> `cls.is_sm120()`)."""
+    start, end = parsed.span(template.operand)
+    ident_start, ident_end = parsed.span(template.ident)
+    return parsed.source[start:ident_start] + name.encode() + parsed.source[ident_end:end]
+
+
+def number_of(name: str) -> int:
+    """The arch number a predicate's name carries (`is_sm120a_supported`: 120); -1 for a named one."""
     match = PREDICATE_RE.match(name)
     return int(match["number"]) if match else -1
 

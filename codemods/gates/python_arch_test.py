@@ -137,7 +137,7 @@ def widen(
     """Edits that make the test admit `targets` too; `[]` if it does already."""
     parsed = parse(source, chains.MENTIONS)
     node, shape, predicates = _locate(parsed, gate)
-    template, numbers = chains.new_predicates(
+    template, names = chains.new_predicates(
         predicates, gate, targets, universe, chains.scoped(meanings, gate.detail.get("class"))
     )
     if template is None:
@@ -154,7 +154,7 @@ def widen(
             f"line {gate.line}: its test has `{both_ways[0]}` beside `{both_ways[1]}`: a predicate required and one "
             "refused in one `and`, so what it admits is no one set; widen it by hand"
         )
-    spelled = [_spelled(parsed, template, n) for n in numbers]
+    spelled = [chains.spelled(parsed, template, n) for n in names]
     start, end = parsed.outer_span(template.operand)
     if shape in ("or", "single", "not_or"):
         text = b"".join(b" or " + s for s in spelled)
@@ -173,9 +173,9 @@ def widen(
             at = parsed.outer_span(node)[1]
             edits = [Edit(at, at, b"".join(b" and not " + s for s in spelled))]
     if shape in ("or", "not_or", "and_not"):
-        edits = _in_order(parsed, shape, predicates, numbers, spelled) or edits
+        edits = _in_order(parsed, shape, predicates, [chains.number_of(n) for n in names], spelled) or edits
     whole = _whole_test(parsed, node)
-    return chains.supporting(parsed, node, predicates, template, numbers, _wrapped(parsed, edits, whole), gate).edits
+    return chains.supporting(parsed, node, predicates, template, names, _wrapped(parsed, edits, whole), gate).edits
 
 
 def admits(
@@ -327,16 +327,6 @@ def _locate(parsed: PythonSource, gate: Gate):
         if parsed.outer_span(node) == (gate.start, gate.end):
             return node, shape, predicates
     raise CannotWiden(f"line {gate.line}: {gate.text} is no longer at this place; find the gates again")
-
-
-def _spelled(parsed: PythonSource, template, number: int) -> bytes:
-    start, end = parsed.span(template.operand)
-    ident_start, ident_end = parsed.span(template.ident)
-    return (
-        parsed.source[start:ident_start]
-        + chains.renamed(template.ident.value, number).encode()
-        + parsed.source[ident_end:end]
-    )
 
 
 def _in_order(parsed: PythonSource, shape: str, predicates: list, numbers: list[int], spelled: list[bytes]) -> list[Edit]:

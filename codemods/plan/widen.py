@@ -7,6 +7,7 @@ find, blockers, widen, missing_symbols, admits. The planner never asks a kind's 
 from __future__ import annotations
 
 import bisect
+import posixpath
 from collections.abc import Callable
 
 from codemods.jit import kernel_paths
@@ -151,8 +152,36 @@ def meanings_for(project: Project, file: str, source: bytes, tree: ProjectTree |
                 continue
             # a class's methods (`Class.is_sm90`) are what `cls.` means in that file only
             known.update({k: m for k, m in _predicates.read(data, rel, known).items() if not _predicates.is_method(k)})
+        for module, base in _predicates.base_classes(source):  # `cls.is_sm120()` defined in another file's class
+            found = _module_file(tree, file, module, read)
+            if found is not None:
+                known.update(_predicates.inherited(module, base, _predicates.read(found[1], found[0], known)))
     known.update(_predicates.read(source, file, known))
     return known
+
+
+def _module_file(tree: ProjectTree, file: str, module: str, read: Read) -> tuple[str, bytes] | None:
+    """The project file `module` (as `file` imports it: `pkg.a.b` or `.b`) is, and its bytes; None when
+    `read` cannot read it (outside the project)."""
+    name = module.lstrip(".")
+    parts = [p for p in name.split(".") if p]
+    if len(name) < len(module):  # relative: from the importing file's package, one level up per extra dot
+        up = len(module) - len(name) - 1
+        folder = posixpath.dirname(file)
+        for _ in range(up):
+            folder = posixpath.dirname(folder)
+    else:
+        python = tree.layout.places.get("python")
+        if python is None or not parts or parts[0] != posixpath.basename(python.rstrip("/")):
+            return None
+        folder, parts = python, parts[1:]
+    base = posixpath.join(folder, *parts)
+    for rel in (base + ".py", posixpath.join(base, "__init__.py")):
+        try:
+            return rel, read(rel)
+        except OSError:
+            continue
+    return None
 
 
 def _span_after(gate: Gate, shifts: tuple[list[Edit], list[int], list[int]]) -> tuple[int, int]:

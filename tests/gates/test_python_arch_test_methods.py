@@ -11,7 +11,7 @@ import pytest
 
 from codemods.core.arch import parse_archs
 from codemods.gates import CannotWiden, apply_edits
-from codemods.gates._predicates import read
+from codemods.gates._predicates import inherited, read
 from codemods.gates.python_arch_test import find, widen
 
 # srt/utils/common.py and runtime_context.py: module functions and the platform table
@@ -142,3 +142,35 @@ def test_method_reading_cls_predicate_inside_the_class() -> None:
     meanings = _meanings(source)
     assert meanings["P2.is_blackwell"].caps == meanings["Platform.is_blackwell"].caps
     assert (12, 0) not in meanings["Platform.is_blackwell"].caps
+
+
+def test_base_class_read_from_another_file_widens_with_its_numbered_sibling() -> None:
+    # what plan.widen.meanings_for gives when interface.py is read: its class's methods, keyed by the import
+    base = read(PLATFORM.encode(), "interface.py", read(COMMON, "common.py"))
+    source = ("from .interface import Platform\n\n\n" + CUDA.format(test="is_blackwell")).encode()
+    known = {**read(COMMON, "common.py"), **inherited(".interface", "Platform", base)}
+    meanings = {**known, **read(source, "cuda.py", known)}
+    [gate] = find(source, meanings=meanings)
+    assert "unknown" not in gate.detail
+    assert {a.name for a in gate.admits.admitted} == {"sm_100", "sm_103"}
+    after = apply_edits(source, widen(source, gate, parse_archs("sm_120,sm_121"), meanings=meanings))
+    # `is_blackwell` names no arch number: the new predicate is the class's method that admits the targets
+    assert after == source.replace(b"if not cls.is_blackwell():", b"if not cls.is_blackwell() and not cls.is_sm120():")
+
+
+def test_named_predicate_refuses_a_sibling_admitting_more_than_asked() -> None:
+    source = (PLATFORM + CUDA.format(test="is_blackwell")).encode()
+    meanings = _meanings(source)
+    [gate] = find(source, meanings=meanings)
+    # `cls.is_sm120()` tests the major alone: it admits sm_121 too, which `sm_120` alone does not ask
+    with pytest.raises(CannotWiden, match=r"`is_sm120` would also admit sm_121"):
+        widen(source, gate, parse_archs("sm_120"), meanings=meanings)
+
+
+def test_base_class_of_an_unimported_name_is_not_borrowed() -> None:
+    # `Platform` here is this file's own name, not the imported module's: nothing is inherited from the table
+    base = read(PLATFORM.encode(), "interface.py", {})
+    source = ("from .other import Platform\n\n\n" + CUDA.format(test="is_blackwell")).encode()
+    known = inherited(".interface", "Platform", base)
+    [gate] = find(source, meanings={**known, **read(source, "cuda.py", known)})
+    assert gate.detail["unknown"]

@@ -139,9 +139,11 @@ REPLAYS = [
     _sg("sg-subblock-sparse-sm120", ("0.5.19", "0.5.20")),
     _sg(
         "sg-diffusion-fa4-sm120", ("0.5.19", "0.5.20"),
-        fails="refused as unknown: `cls.is_blackwell()` is `Platform.is_blackwell` (major == 10), a classmethod of"
-        " a base class in interface.py, which codemod does not read (only the gate's own file's classes);"
-        " and a named predicate gives no `is_smNN` to spell `cls.is_sm120()` after",
+        fails="codemod now reads `Platform.is_blackwell` (major == 10) and `Platform.is_sm120` in interface.py,"
+        " the base class's file, and writes `if not cls.is_blackwell() and not cls.is_sm120():` where upstream writes"
+        " `if not (cls.is_blackwell() or cls.is_sm120()):`. The file has no negated pair to copy a style from; of the"
+        " replays with a lone `if not P:`, upstream chose `not (a or b)` three times (here, 9e5ec6a0c,"
+        " sg-mxfp8-block-test) and `and not` twice (both in mxfp4.py), with nothing in the code to tell them apart",
     ),
     _fi(
         "sm120f-family-sm121", "ec0178acd", ("0.6.10", "0.6.11"),
