@@ -261,3 +261,83 @@ def test_ways_in_follow_a_class_to_its_constructor_calls(tmp_path):
         ("flashinfer/comm/__init__.py", "make_handler", False)
     ]
     assert ast.parse(handler)  # the fixture is Python
+
+
+# A held-out audit (tests/audit/sm110_flashinfer.toml) scanned for sm_110 called widenable the `[12]` lists of
+# FlashInfer's SM120 modules (gemm_sm120, fp4_gemm_cutlass_sm120) and `[10]` of fused_moe_trtllm_sm100: widening
+# them builds kernels written for another family (block-scaled mma.sync, sm_100a cubins) for sm_110.
+SM110 = Arch.parse("sm_110")
+
+GEMM_SPEC = """\
+from . import env as jit_env
+from .core import JitSpec, current_compilation_context, gen_jit_spec
+
+
+def gen_gemm_sm120_module() -> JitSpec:
+    nvcc_flags = current_compilation_context.get_nvcc_flags_list(
+        supported_major_versions=[12]
+    )
+    return gen_jit_spec(
+        "gemm_sm120",
+        [jit_env.FLASHINFER_CSRC_DIR / "gemm_groupwise_sm120.cu"],
+        extra_cuda_cflags=nvcc_flags,
+    )
+"""
+
+GEMM_CU = '#include "flashinfer/gemm/gemm_groupwise.cuh"\n'
+
+SM120_COLLECTIVE_CUH = """\
+#pragma once
+#include <cutlass/gemm/collective/collective_builder.hpp>
+
+namespace flashinfer::gemm {
+using ArchTag = cutlass::arch::Sm120;
+using OperatorClass = cutlass::arch::OpClassBlockScaledTensorOp;
+}  // namespace flashinfer::gemm
+"""
+
+PLAIN_CUH = """\
+#pragma once
+#include <cuda_runtime.h>
+
+__global__ void scale_kernel(float* out, const float* in, float s) { out[threadIdx.x] = in[threadIdx.x] * s; }
+"""
+
+
+def gemm_tree(root: Path, header: str, name: str = "gemm_sm120") -> Path:
+    spec = GEMM_SPEC.replace('"gemm_sm120"', f'"{name}"')
+    source = "gemm_groupwise_sm120.cu" if name.endswith("sm120") else "gemm_groupwise.cu"
+    return write(root, {
+        "flashinfer/jit/gemm/core.py": spec.replace("gemm_groupwise_sm120.cu", source),
+        f"csrc/{source}": GEMM_CU,
+        "include/flashinfer/gemm/gemm_groupwise.cuh": header,
+    })
+
+
+def gemm_gate(root: Path, arch: Arch = SM110) -> dict:
+    [found] = [g for g in scan(root, arch, jobs=1).gates if g["file"] == "flashinfer/jit/gemm/core.py"]
+    return found
+
+
+def test_a_module_named_for_another_family_needs_a_human(tmp_path):
+    found = gemm_gate(gemm_tree(tmp_path, PLAIN_CUH))
+    assert found["classification"] == "needs-human", found["reason"]
+    assert "named for another family than sm_110 (gemm_sm120 for sm_120)" in found["reason"]
+
+
+def test_the_same_module_named_for_no_arch_is_widenable(tmp_path):
+    found = gemm_gate(gemm_tree(tmp_path, PLAIN_CUH, name="gemm_groupwise"))
+    assert (found["classification"], found["reason"]) == ("widenable", "gemm_groupwise is not built for sm_110")
+
+
+def test_a_module_named_for_the_arch_family_stays_widenable(tmp_path):
+    tree = gemm_tree(tmp_path, PLAIN_CUH)
+    (tree / "flashinfer/jit/gemm/core.py").write_text(GEMM_SPEC.replace("[12]", "[10]"))
+    found = gemm_gate(tree, Arch.parse("sm_121"))  # gemm_sm120 kept from sm_121 by its list: same family
+    assert found["classification"] == "widenable", found["reason"]
+
+
+def test_an_sm120_cutlass_arch_tag_is_a_port_for_sm110(tmp_path):
+    found = gemm_gate(gemm_tree(tmp_path, SM120_COLLECTIVE_CUH, name="gemm_groupwise"))
+    assert found["classification"] == "needs-human", found["reason"]
+    assert "cutlass::arch::Sm120 (include/flashinfer/gemm/gemm_groupwise.cuh:5)" in found["reason"]

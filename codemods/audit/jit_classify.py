@@ -114,6 +114,8 @@ def classify_jit_gates(
             lacking = _module_lacking(paths, specs, arch)
             if held is not None and not lacking:
                 path = _spec_path(held, paths, python_files, python_gates, lines, arch) or path
+            if not lacking and path.gets == classify.NOTHING:
+                path = _written_for_another_family(specs, arch, what) or path
         # a blocker here already had no edit (gate_record): a kind without one, or a CuTe DSL `Arch.sm_100f` compared
         editable = record["kind"] in classify.EDITABLE_KINDS and record["classification"] == classify.WIDENABLE
         record["classification"], record["reason"] = classify.classify(True, path, lacking, editable)
@@ -179,6 +181,33 @@ def _spec_path(
     return None
 
 
+# an arch a module or one of its sources is named for: `gemm_sm120`, `fused_moe_trtllm_sm100`, `..._sm120.cu`
+_NAMED_ARCH_RE = re.compile(r"(?<![a-z0-9])sm_?(\d{2,3})[af]?(?![0-9])", re.IGNORECASE)
+
+
+def _written_for_another_family(
+    specs: list[tuple[str, jit_specs.JitSpec]], arch: Arch, what: str
+) -> classify.Path | None:
+    """A `port` path when every module the gate keeps from `arch` is named (itself, or its sources) for archs of
+    other families only: the maintainers name a module for the arch its kernels are written for (gemm_sm120's
+    block-scaled mma.sync, fused_moe_trtllm_sm100's sm_100a cubins); widening builds that code for `arch`."""
+    named: dict[str, list[str]] = {}
+    for _, spec in specs:
+        texts = [spec.module, *(posixpath.basename(path) for _, path in spec.sources)]
+        archs = {f"sm_{m}" for text in texts for m in _NAMED_ARCH_RE.findall(text)}
+        if not archs or any(int(a[3:]) // 10 == arch.major for a in archs):
+            return None
+        named[spec.module] = sorted(archs, key=lambda a: int(a[3:]))
+    if not named:
+        return None
+    shown = "; ".join(f"{module} for {', '.join(archs)}" for module, archs in named.items())
+    return classify.Path(
+        classify.PORT,
+        f"{what}; its modules are named for another family than {arch.name} ({shown}): their kernels are "
+        f"written for those archs, so widening builds them for {arch.name} unported",
+    )
+
+
 # multimem compiles on every target from sm_90; it needs a multicast object and multicast hardware to run
 _MULTIMEM_RE = re.compile(rb"\bmultimem\.[a-z_]+")
 
@@ -198,8 +227,9 @@ def _module_hardware(paths: kernel_paths.Tree, specs: list[tuple[str, jit_specs.
     return ""
 
 
-# A CUTLASS 3.x kernel's ArchTag picks its collectives: Sm90 ones use wgmma, Sm100/103/110 ones tcgen05/UMMA.
-_ARCH_TAG_RE = re.compile(rb"\bcutlass::arch::Sm(90|100|101|103|110)\b")
+# A CUTLASS 3.x kernel's ArchTag picks its collectives: Sm90 ones use wgmma, Sm100/103/110 ones tcgen05/UMMA,
+# Sm120/121 ones block-scaled mma.sync (ARCH_FACTS: it breaks when an SM120-only region is widened to SM100/103/110).
+_ARCH_TAG_RE = re.compile(rb"\bcutlass::arch::Sm(90|100|101|103|110|120|121)\b")
 
 
 def _arch_tags(paths: kernel_paths.Tree, specs, arch: Arch, files: set[str]) -> list[str]:
