@@ -341,3 +341,34 @@ def test_an_sm120_cutlass_arch_tag_is_a_port_for_sm110(tmp_path):
     found = gemm_gate(gemm_tree(tmp_path, SM120_COLLECTIVE_CUH, name="gemm_groupwise"))
     assert found["classification"] == "needs-human", found["reason"]
     assert "cutlass::arch::Sm120 (include/flashinfer/gemm/gemm_groupwise.cuh:5)" in found["reason"]
+
+
+GEMM_CHECK_CU = """\
+#include "flashinfer/gemm/gemm_groupwise.cuh"
+
+void gemm_fp8_nt_groupwise(int64_t device) {
+  int major = 0, minor = 0;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+  TVM_FFI_ICHECK(major == 12) << "gemm_sm120 requires SM 12.x, got SM " << major << minor;
+}
+"""
+
+
+def _check(root: Path, source: str) -> dict:
+    (root / "csrc" / source).write_text(GEMM_CHECK_CU)
+    [found] = [g for g in scan(root, SM110, jobs=1).gates if g["kind"] == "cpp_runtime_check"]
+    return found
+
+
+def test_a_check_only_a_module_for_another_family_compiles_needs_a_human(tmp_path):
+    # FlashInfer 0.6.10 trtllm_fused_moe_kernel_launcher.cu: `TVM_FFI_ICHECK(major == 10 || major == 12)`, compiled
+    # by fused_moe_trtllm_sm100 only, was widenable for sm_110 while the module's list needs a port
+    found = _check(gemm_tree(tmp_path, PLAIN_CUH), "gemm_groupwise_sm120.cu")
+    assert found["classification"] == "needs-human", found["reason"]
+    assert found["reason"].startswith("only gemm_sm120 compile this file, and the list keeping it from the arch needs a human")
+
+
+def test_the_same_check_in_a_module_whose_list_is_widenable_stays_widenable(tmp_path):
+    found = _check(gemm_tree(tmp_path, PLAIN_CUH, name="gemm_groupwise"), "gemm_groupwise.cu")
+    assert found["classification"] == "widenable", found["reason"]

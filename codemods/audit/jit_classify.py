@@ -293,6 +293,40 @@ def uncalled_guards(gates: list[dict], modules: list[Module], read: Callable[[st
         record["classification"], record["reason"] = classify.classify(True, path, [], False)
 
 
+def in_ported_modules(gates: list[dict], modules: list[Module]) -> None:
+    """A C gate (cuda_guard, cpp_runtime_check) listed as a blocker or widenable in a file that only modules whose
+    JIT lists keep them from the arch and need a human compile (fused_moe_trtllm_sm100 for sm_110: written for
+    another family) needs a human too: widening it alone builds nothing for the arch, and its modules are a port.
+    A file some other module compiles (or one whose list is widenable, trtllm_comm for sm_121) keeps its
+    classification."""
+    lists = {(g["file"], g["line"]): g for g in gates if g["kind"] == "python_arch_list"}
+    compiling: dict[str, list[Module]] = {}
+    for module in modules:
+        for rel in module.files:
+            compiling.setdefault(rel, []).append(module)
+    for record in gates:
+        if record["kind"] not in ("cuda_guard", "cpp_runtime_check"):
+            continue
+        if record.get("classification") not in (classify.BLOCKER, classify.WIDENABLE):
+            continue
+        holders = compiling.get(record["file"])
+        if not holders:
+            continue
+        held = [
+            lists.get((m.file, m.spec.gate.line)) if m.spec.gate is not None else None for m in holders
+        ]  # fmt: skip
+        if any(g is None or not g["excludes_arch"] or g["classification"] != classify.NEEDS_HUMAN for g in held):
+            continue
+        first = next(g for g in held if g is not None)
+        names = ", ".join(dict.fromkeys(m.name for m in holders))
+        path = classify.Path(
+            classify.PORT,
+            f"only {names} compile this file, and the list keeping it from the arch needs a human "
+            f"({first['file']}:{first['line']}: {first['reason']}): widening this gate alone builds nothing",
+        )
+        record["classification"], record["reason"] = classify.classify(True, path, [], False)
+
+
 def owners(gates: list[dict], modules: list[Module]) -> None:
     """`owner` of each gate that excludes the arch: the JIT module(s) compiling its file, or made by its spec."""
     compiling: dict[str, list[str]] = {}
