@@ -372,3 +372,49 @@ def test_a_check_only_a_module_for_another_family_compiles_needs_a_human(tmp_pat
 def test_the_same_check_in_a_module_whose_list_is_widenable_stays_widenable(tmp_path):
     found = _check(gemm_tree(tmp_path, PLAIN_CUH, name="gemm_groupwise"), "gemm_groupwise.cu")
     assert found["classification"] == "widenable", found["reason"]
+
+
+# FlashInfer mla.py: a refusal in one backend's branch (`if backend == "xqa": if cap[0] != 12: raise`) guards the
+# code after it in that branch, not the trtllm-gen branch beside it; scan called it widenable for sm_110 ("it
+# builds fmha_gen"), the module of the other branch.
+FMHA_SPEC = """\
+from . import env as jit_env
+from .core import JitSpec, gen_jit_spec
+
+
+def gen_trtllm_gen_fmha_module() -> JitSpec:
+    return gen_jit_spec("fmha_gen", [jit_env.FLASHINFER_CSRC_DIR / "trtllm_fmha_kernel_launcher.cu"])
+"""
+
+MLA_PY = """\
+import functools
+
+from .jit.attention import gen_trtllm_gen_fmha_module
+from .utils import get_compute_capability
+
+
+@functools.cache
+def get_trtllm_gen_fmha_module():
+    return gen_trtllm_gen_fmha_module().build_and_load()
+
+
+def trtllm_batch_decode_with_kv_cache_mla(query, kv_cache, backend="auto"):
+    if backend == "xqa":
+        if get_compute_capability(query.device)[0] != 12:
+            raise ValueError("XQA MLA only supports fp8 operation on SM120 GPUs")
+        return xqa_batch_decode_with_kv_cache_mla(query, kv_cache)
+    elif backend == "trtllm-gen":
+        return get_trtllm_gen_fmha_module().trtllm_paged_attention_decode(query, kv_cache)
+    raise ValueError(f"Backend {backend} not supported")
+"""
+
+
+def test_a_refusal_guards_the_code_after_it_not_the_branch_beside_it(tmp_path):
+    root = write(tmp_path, {
+        "flashinfer/jit/attention.py": FMHA_SPEC,
+        "csrc/trtllm_fmha_kernel_launcher.cu": PLAIN_CUH,
+        "flashinfer/mla.py": MLA_PY,
+    })
+    [found] = [g for g in scan(root, SM110, jobs=1).gates if g["file"] == "flashinfer/mla.py"]
+    assert (found["line"], found["classification"]) == (14, "unknown"), found["reason"]
+    assert "fmha_gen" not in found["reason"] and "kernels it runs are not followed" in found["reason"]
