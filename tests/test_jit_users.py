@@ -418,3 +418,28 @@ def test_a_refusal_guards_the_code_after_it_not_the_branch_beside_it(tmp_path):
     [found] = [g for g in scan(root, SM110, jobs=1).gates if g["file"] == "flashinfer/mla.py"]
     assert (found["line"], found["classification"]) == (14, "unknown"), found["reason"]
     assert "fmha_gen" not in found["reason"] and "kernels it runs are not followed" in found["reason"]
+
+
+FMHA_V2_SPEC = """\
+from . import env as jit_env
+from .core import JitSpec, current_compilation_context, gen_jit_spec
+from .fmha_v2_generator import generate_jit_sources
+
+
+def gen_fmha_v2_module(input_layout, dtype) -> JitSpec:
+    uri = f"fmha_v2_{input_layout}_{dtype}"
+    source_paths = generate_jit_sources(uri, input_layout, dtype, compilation_context=current_compilation_context)
+    nvcc_flags = current_compilation_context.get_nvcc_flags_list(
+        supported_major_versions=[9, 12]
+    )
+    return gen_jit_spec(uri, source_paths, extra_cuda_cflags=nvcc_flags)
+"""
+
+
+def test_a_list_of_a_module_whose_sources_are_computed_is_not_widenable(tmp_path):
+    # FlashInfer 0.6.10 fmha_v2: its kernels are generated at JIT time (for sm_90 and sm_120 only); scan called its
+    # `[9, 12]` widenable for sm_110 without having read a line of what widening builds
+    root = write(tmp_path, {"flashinfer/jit/fmha_v2.py": FMHA_V2_SPEC, "csrc/fmha_v2_run.cu": PLAIN_CUH})
+    [found] = [g for g in scan(root, SM110, jobs=1).gates if g["file"] == "flashinfer/jit/fmha_v2.py"]
+    assert found["classification"] == "unknown", found["reason"]
+    assert "are computed: codemod cannot read what widening would build" in found["reason"]

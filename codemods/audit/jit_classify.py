@@ -115,7 +115,7 @@ def classify_jit_gates(
             if held is not None and not lacking:
                 path = _spec_path(held, paths, python_files, python_gates, lines, arch) or path
             if not lacking and path.gets == classify.NOTHING:
-                path = _written_for_another_family(specs, arch, what) or path
+                path = _written_for_another_family(specs, arch, what) or _computed_sources(specs, what) or path
         # a blocker here already had no edit (gate_record): a kind without one, or a CuTe DSL `Arch.sm_100f` compared
         editable = record["kind"] in classify.EDITABLE_KINDS and record["classification"] == classify.WIDENABLE
         record["classification"], record["reason"] = classify.classify(True, path, lacking, editable)
@@ -205,6 +205,20 @@ def _written_for_another_family(
         classify.PORT,
         f"{what}; its modules are named for another family than {arch.name} ({shown}): their kernels are "
         f"written for those archs, so widening builds them for {arch.name} unported",
+    )
+
+
+def _computed_sources(specs: list[tuple[str, jit_specs.JitSpec]], what: str) -> classify.Path | None:
+    """An `unknown` path when a module's sources are computed (FlashInfer's fmha_v2 generates its kernels at
+    JIT time): widenable says the code uses nothing the arch lacks, which codemod cannot say of code it did not
+    read."""
+    computed = [spec.module for _, spec in specs if not spec.sources]
+    if not computed:
+        return None
+    return classify.Path(
+        classify.UNDECIDED,
+        f"{what}; the sources of {', '.join(dict.fromkeys(computed))} are computed: codemod cannot read what "
+        "widening would build",
     )
 
 
