@@ -261,3 +261,185 @@ def test_ways_in_follow_a_class_to_its_constructor_calls(tmp_path):
         ("flashinfer/comm/__init__.py", "make_handler", False)
     ]
     assert ast.parse(handler)  # the fixture is Python
+
+
+# A held-out audit (tests/audit/sm110_flashinfer.toml) scanned for sm_110 called widenable the `[12]` lists of
+# FlashInfer's SM120 modules (gemm_sm120, fp4_gemm_cutlass_sm120) and `[10]` of fused_moe_trtllm_sm100: widening
+# them builds kernels written for another family (block-scaled mma.sync, sm_100a cubins) for sm_110.
+SM110 = Arch.parse("sm_110")
+
+GEMM_SPEC = """\
+from . import env as jit_env
+from .core import JitSpec, current_compilation_context, gen_jit_spec
+
+
+def gen_gemm_sm120_module() -> JitSpec:
+    nvcc_flags = current_compilation_context.get_nvcc_flags_list(
+        supported_major_versions=[12]
+    )
+    return gen_jit_spec(
+        "gemm_sm120",
+        [jit_env.FLASHINFER_CSRC_DIR / "gemm_groupwise_sm120.cu"],
+        extra_cuda_cflags=nvcc_flags,
+    )
+"""
+
+GEMM_CU = '#include "flashinfer/gemm/gemm_groupwise.cuh"\n'
+
+SM120_COLLECTIVE_CUH = """\
+#pragma once
+#include <cutlass/gemm/collective/collective_builder.hpp>
+
+namespace flashinfer::gemm {
+using ArchTag = cutlass::arch::Sm120;
+using OperatorClass = cutlass::arch::OpClassBlockScaledTensorOp;
+}  // namespace flashinfer::gemm
+"""
+
+PLAIN_CUH = """\
+#pragma once
+#include <cuda_runtime.h>
+
+__global__ void scale_kernel(float* out, const float* in, float s) { out[threadIdx.x] = in[threadIdx.x] * s; }
+"""
+
+
+def gemm_tree(root: Path, header: str, name: str = "gemm_sm120") -> Path:
+    spec = GEMM_SPEC.replace('"gemm_sm120"', f'"{name}"')
+    source = "gemm_groupwise_sm120.cu" if name.endswith("sm120") else "gemm_groupwise.cu"
+    return write(root, {
+        "flashinfer/jit/gemm/core.py": spec.replace("gemm_groupwise_sm120.cu", source),
+        f"csrc/{source}": GEMM_CU,
+        "include/flashinfer/gemm/gemm_groupwise.cuh": header,
+    })
+
+
+def gemm_gate(root: Path, arch: Arch = SM110) -> dict:
+    [found] = [g for g in scan(root, arch, jobs=1).gates if g["file"] == "flashinfer/jit/gemm/core.py"]
+    return found
+
+
+def test_a_module_named_for_another_family_needs_a_human(tmp_path):
+    found = gemm_gate(gemm_tree(tmp_path, PLAIN_CUH))
+    assert found["classification"] == "needs-human", found["reason"]
+    assert "named for another family than sm_110 (gemm_sm120 for sm_120)" in found["reason"]
+
+
+def test_the_same_module_named_for_no_arch_is_widenable(tmp_path):
+    found = gemm_gate(gemm_tree(tmp_path, PLAIN_CUH, name="gemm_groupwise"))
+    assert (found["classification"], found["reason"]) == ("widenable", "gemm_groupwise is not built for sm_110")
+
+
+def test_a_module_named_for_the_arch_family_stays_widenable(tmp_path):
+    tree = gemm_tree(tmp_path, PLAIN_CUH)
+    (tree / "flashinfer/jit/gemm/core.py").write_text(GEMM_SPEC.replace("[12]", "[10]"))
+    found = gemm_gate(tree, Arch.parse("sm_121"))  # gemm_sm120 kept from sm_121 by its list: same family
+    assert found["classification"] == "widenable", found["reason"]
+
+
+def test_an_sm120_cutlass_arch_tag_is_a_port_for_sm110(tmp_path):
+    found = gemm_gate(gemm_tree(tmp_path, SM120_COLLECTIVE_CUH, name="gemm_groupwise"))
+    assert found["classification"] == "needs-human", found["reason"]
+    assert "cutlass::arch::Sm120 (include/flashinfer/gemm/gemm_groupwise.cuh:5)" in found["reason"]
+
+
+GEMM_CHECK_CU = """\
+#include "flashinfer/gemm/gemm_groupwise.cuh"
+
+void gemm_fp8_nt_groupwise(int64_t device) {
+  int major = 0, minor = 0;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+  TVM_FFI_ICHECK(major == 12) << "gemm_sm120 requires SM 12.x, got SM " << major << minor;
+}
+"""
+
+
+def _check(root: Path, source: str) -> dict:
+    (root / "csrc" / source).write_text(GEMM_CHECK_CU)
+    [found] = [g for g in scan(root, SM110, jobs=1).gates if g["kind"] == "cpp_runtime_check"]
+    return found
+
+
+def test_a_check_only_a_module_for_another_family_compiles_needs_a_human(tmp_path):
+    # FlashInfer 0.6.10 trtllm_fused_moe_kernel_launcher.cu: `TVM_FFI_ICHECK(major == 10 || major == 12)`, compiled
+    # by fused_moe_trtllm_sm100 only, was widenable for sm_110 while the module's list needs a port
+    found = _check(gemm_tree(tmp_path, PLAIN_CUH), "gemm_groupwise_sm120.cu")
+    assert found["classification"] == "needs-human", found["reason"]
+    assert found["reason"].startswith("only gemm_sm120 compile this file, and the list keeping it from the arch needs a human")
+
+
+def test_the_same_check_in_a_module_whose_list_is_widenable_stays_widenable(tmp_path):
+    found = _check(gemm_tree(tmp_path, PLAIN_CUH, name="gemm_groupwise"), "gemm_groupwise.cu")
+    assert found["classification"] == "widenable", found["reason"]
+
+
+# FlashInfer mla.py: a refusal in one backend's branch (`if backend == "xqa": if cap[0] != 12: raise`) guards the
+# code after it in that branch, not the trtllm-gen branch beside it; scan called it widenable for sm_110 ("it
+# builds fmha_gen"), the module of the other branch.
+FMHA_SPEC = """\
+from . import env as jit_env
+from .core import JitSpec, gen_jit_spec
+
+
+def gen_trtllm_gen_fmha_module() -> JitSpec:
+    return gen_jit_spec("fmha_gen", [jit_env.FLASHINFER_CSRC_DIR / "trtllm_fmha_kernel_launcher.cu"])
+"""
+
+MLA_PY = """\
+import functools
+
+from .jit.attention import gen_trtllm_gen_fmha_module
+from .utils import get_compute_capability
+
+
+@functools.cache
+def get_trtllm_gen_fmha_module():
+    return gen_trtllm_gen_fmha_module().build_and_load()
+
+
+def trtllm_batch_decode_with_kv_cache_mla(query, kv_cache, backend="auto"):
+    if backend == "xqa":
+        if get_compute_capability(query.device)[0] != 12:
+            raise ValueError("XQA MLA only supports fp8 operation on SM120 GPUs")
+        return xqa_batch_decode_with_kv_cache_mla(query, kv_cache)
+    elif backend == "trtllm-gen":
+        return get_trtllm_gen_fmha_module().trtllm_paged_attention_decode(query, kv_cache)
+    raise ValueError(f"Backend {backend} not supported")
+"""
+
+
+def test_a_refusal_guards_the_code_after_it_not_the_branch_beside_it(tmp_path):
+    root = write(tmp_path, {
+        "flashinfer/jit/attention.py": FMHA_SPEC,
+        "csrc/trtllm_fmha_kernel_launcher.cu": PLAIN_CUH,
+        "flashinfer/mla.py": MLA_PY,
+    })
+    [found] = [g for g in scan(root, SM110, jobs=1).gates if g["file"] == "flashinfer/mla.py"]
+    assert (found["line"], found["classification"]) == (14, "unknown"), found["reason"]
+    assert "fmha_gen" not in found["reason"] and "kernels it runs are not followed" in found["reason"]
+
+
+FMHA_V2_SPEC = """\
+from . import env as jit_env
+from .core import JitSpec, current_compilation_context, gen_jit_spec
+from .fmha_v2_generator import generate_jit_sources
+
+
+def gen_fmha_v2_module(input_layout, dtype) -> JitSpec:
+    uri = f"fmha_v2_{input_layout}_{dtype}"
+    source_paths = generate_jit_sources(uri, input_layout, dtype, compilation_context=current_compilation_context)
+    nvcc_flags = current_compilation_context.get_nvcc_flags_list(
+        supported_major_versions=[9, 12]
+    )
+    return gen_jit_spec(uri, source_paths, extra_cuda_cflags=nvcc_flags)
+"""
+
+
+def test_a_list_of_a_module_whose_sources_are_computed_is_not_widenable(tmp_path):
+    # FlashInfer 0.6.10 fmha_v2: its kernels are generated at JIT time (for sm_90 and sm_120 only); scan called its
+    # `[9, 12]` widenable for sm_110 without having read a line of what widening builds
+    root = write(tmp_path, {"flashinfer/jit/fmha_v2.py": FMHA_V2_SPEC, "csrc/fmha_v2_run.cu": PLAIN_CUH})
+    [found] = [g for g in scan(root, SM110, jobs=1).gates if g["file"] == "flashinfer/jit/fmha_v2.py"]
+    assert found["classification"] == "unknown", found["reason"]
+    assert "are computed: codemod cannot read what widening would build" in found["reason"]

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from codemods.audit.scan import scan
 from codemods.core.arch import DEFAULT_ARCHS, Arch
-from codemods.gates import apply_edits, python_arch_or, python_capability
+from codemods.gates import apply_edits, python_arch_or, python_arch_test, python_capability
+from codemods.gates._predicates import read
 from fixtures.predicates import COMPAT, SM120F_RETURN, SM120F_RETURN_FIXED, UTILS
 
 SM121 = Arch.parse("sm_121")
@@ -143,7 +144,7 @@ def test_not_on_hopper():
 
 def attention(q):
     if not is_sm100_supported():
-        return fallback_attention(q)  # the body is the path: it runs where SM100 is not
+        return fallback_attention(q)  # an early value, no refusal: the code after is the SM100 path
 
 
 def gemm(a):
@@ -167,7 +168,10 @@ def test_predicate_tests_report_what_their_path_admits(tmp_path):
              for g in scan(root, SM121, jobs=1).gates]
     assert found == [
         (2, False, False, True),  # before: reported as admitting sm_90 only, the archs it skips
-        (8, False, True, False),  # before: reported as admitting sm_100 only, where the fallback does not run
+        # `if not P(): return value`: the code after is P's path, as `codemod run` reads it (it widens `not P` to
+        # `not (P or Q)`); sm_121 gets the early value, a fallback (before: the body was read as the path, admitting
+        # every arch but sm_100, so scan called sm_121 admitted where run would change its path)
+        (8, True, False, True),
         (13, True, False, True),  # a check for SM100, as before
         (19, False, True, True),  # one operand of an `and` under a raise excludes nothing by itself
     ]
@@ -242,3 +246,37 @@ def test_the_recipe_still_reads_and_widens_a_backend_choice(tmp_path):
     [choice] = [g for g in python_capability.find(data, DEFAULT_ARCHS) if g.line == 6]
     widened = apply_edits(data, python_capability.widen(data, choice, (SM121,)))
     assert widened.splitlines()[5].strip().startswith(b'backend = "trtllm-gen" if get_compute_capability(query.device)[0] in')
+
+
+EARLY_RETURN = '''\
+from .utils import is_sm120a_supported
+
+
+def _b12x_can_implement(a, b):
+    if not is_sm120a_supported(a.device):
+        return True
+    return a.shape[1] % 128 == 0 and b.shape[1] % 128 == 0
+
+
+def _b12x_requirement(a, b):
+    if not is_sm120a_supported(a.device):
+        raise ValueError("b12x needs SM120")
+    return True
+'''
+
+
+def test_scan_and_run_read_an_early_return_of_a_value_alike(tmp_path):
+    root = _tree(tmp_path, {"flashinfer/gemm/b12x.py": EARLY_RETURN})
+    records = {g["line"]: g for g in scan(root, SM121, jobs=1).gates if g["kind"] == "python_arch_test"}
+    early, refusal = records[5], records[11]
+    # both exclude sm_121 from the code after, written for sm_120 (the polarity run widens by)
+    assert (early["admits"], early["excludes_arch"], early["classification"]) == (["sm_120"], True, "needs-human")
+    assert early["reason"].startswith("sm_121 returns `True` early instead (no refusal)")
+    assert (refusal["admits"], refusal["excludes_arch"], refusal["classification"]) == (["sm_120"], True, "widenable")
+    # run's reader: the same gate, excluding sm_121; widening it makes sm_121 take the code after
+    data = (root / "flashinfer/gemm/b12x.py").read_bytes()
+    meanings = read(UTILS.encode(), "flashinfer/utils.py")
+    [gate, _] = python_arch_test.find(data, DEFAULT_ARCHS, meanings)
+    assert (gate.line, gate.admits.admits(SM121)) == (5, False)
+    widened = apply_edits(data, python_arch_test.widen(data, gate, (SM121,), DEFAULT_ARCHS, meanings))
+    assert b"if not (is_sm120a_supported(a.device) or is_sm121a_supported(a.device)):\n        return True" in widened

@@ -114,6 +114,8 @@ def classify_jit_gates(
             lacking = _module_lacking(paths, specs, arch)
             if held is not None and not lacking:
                 path = _spec_path(held, paths, python_files, python_gates, lines, arch) or path
+            if not lacking and path.gets == classify.NOTHING:
+                path = _written_for_another_family(specs, arch, what) or _computed_sources(specs, what) or path
         # gate_record asked the gate's kind (classify.editable): of blocker and widenable, widenable has an edit
         editable = record["classification"] == classify.WIDENABLE
         record["classification"], record["reason"] = classify.classify(True, path, lacking, editable)
@@ -179,6 +181,47 @@ def _spec_path(
     return None
 
 
+# an arch a module or one of its sources is named for: `gemm_sm120`, `fused_moe_trtllm_sm100`, `..._sm120.cu`
+_NAMED_ARCH_RE = re.compile(r"(?<![a-z0-9])sm_?(\d{2,3})[af]?(?![0-9])", re.IGNORECASE)
+
+
+def _written_for_another_family(
+    specs: list[tuple[str, jit_specs.JitSpec]], arch: Arch, what: str
+) -> classify.Path | None:
+    """A `port` path when every module the gate keeps from `arch` is named (itself, or its sources) for archs of
+    other families only: the maintainers name a module for the arch its kernels are written for (gemm_sm120's
+    block-scaled mma.sync, fused_moe_trtllm_sm100's sm_100a cubins); widening builds that code for `arch`."""
+    named: dict[str, list[str]] = {}
+    for _, spec in specs:
+        texts = [spec.module, *(posixpath.basename(path) for _, path in spec.sources)]
+        archs = {f"sm_{m}" for text in texts for m in _NAMED_ARCH_RE.findall(text)}
+        if not archs or any(int(a[3:]) // 10 == arch.major for a in archs):
+            return None
+        named[spec.module] = sorted(archs, key=lambda a: int(a[3:]))
+    if not named:
+        return None
+    shown = "; ".join(f"{module} for {', '.join(archs)}" for module, archs in named.items())
+    return classify.Path(
+        classify.PORT,
+        f"{what}; its modules are named for another family than {arch.name} ({shown}): their kernels are "
+        f"written for those archs, so widening builds them for {arch.name} unported",
+    )
+
+
+def _computed_sources(specs: list[tuple[str, jit_specs.JitSpec]], what: str) -> classify.Path | None:
+    """An `unknown` path when a module's sources are computed (FlashInfer's fmha_v2 generates its kernels at
+    JIT time): widenable says the code uses nothing the arch lacks, which codemod cannot say of code it did not
+    read."""
+    computed = [spec.module for _, spec in specs if not spec.sources]
+    if not computed:
+        return None
+    return classify.Path(
+        classify.UNDECIDED,
+        f"{what}; the sources of {', '.join(dict.fromkeys(computed))} are computed: codemod cannot read what "
+        "widening would build",
+    )
+
+
 # multimem compiles on every target from sm_90; it needs a multicast object and multicast hardware to run
 _MULTIMEM_RE = re.compile(rb"\bmultimem\.[a-z_]+")
 
@@ -198,8 +241,9 @@ def _module_hardware(paths: kernel_paths.Tree, specs: list[tuple[str, jit_specs.
     return ""
 
 
-# A CUTLASS 3.x kernel's ArchTag picks its collectives: Sm90 ones use wgmma, Sm100/103/110 ones tcgen05/UMMA.
-_ARCH_TAG_RE = re.compile(rb"\bcutlass::arch::Sm(90|100|101|103|110)\b")
+# A CUTLASS 3.x kernel's ArchTag picks its collectives: Sm90 ones use wgmma, Sm100/103/110 ones tcgen05/UMMA,
+# Sm120/121 ones block-scaled mma.sync (ARCH_FACTS: it breaks when an SM120-only region is widened to SM100/103/110).
+_ARCH_TAG_RE = re.compile(rb"\bcutlass::arch::Sm(90|100|101|103|110|120|121)\b")
 
 
 def _arch_tags(paths: kernel_paths.Tree, specs, arch: Arch, files: set[str]) -> list[str]:
@@ -259,6 +303,40 @@ def uncalled_guards(gates: list[dict], modules: list[Module], read: Callable[[st
             classify.UNCALLED,
             f"no call in the files of {shown} reaches `{function.qualified}`, the device function around this guard: "
             "no kernel runs this code on any arch",
+        )
+        record["classification"], record["reason"] = classify.classify(True, path, [], False)
+
+
+def in_ported_modules(gates: list[dict], modules: list[Module]) -> None:
+    """A C gate (cuda_guard, cpp_runtime_check) listed as a blocker or widenable in a file that only modules whose
+    JIT lists keep them from the arch and need a human compile (fused_moe_trtllm_sm100 for sm_110: written for
+    another family) needs a human too: widening it alone builds nothing for the arch, and its modules are a port.
+    A file some other module compiles (or one whose list is widenable, trtllm_comm for sm_121) keeps its
+    classification."""
+    lists = {(g["file"], g["line"]): g for g in gates if g["kind"] == "python_arch_list"}
+    compiling: dict[str, list[Module]] = {}
+    for module in modules:
+        for rel in module.files:
+            compiling.setdefault(rel, []).append(module)
+    for record in gates:
+        if record["kind"] not in ("cuda_guard", "cpp_runtime_check"):
+            continue
+        if record.get("classification") not in (classify.BLOCKER, classify.WIDENABLE):
+            continue
+        holders = compiling.get(record["file"])
+        if not holders:
+            continue
+        held = [
+            lists.get((m.file, m.spec.gate.line)) if m.spec.gate is not None else None for m in holders
+        ]  # fmt: skip
+        if any(g is None or not g["excludes_arch"] or g["classification"] != classify.NEEDS_HUMAN for g in held):
+            continue
+        first = next(g for g in held if g is not None)
+        names = ", ".join(dict.fromkeys(m.name for m in holders))
+        path = classify.Path(
+            classify.PORT,
+            f"only {names} compile this file, and the list keeping it from the arch needs a human "
+            f"({first['file']}:{first['line']}: {first['reason']}): widening this gate alone builds nothing",
         )
         record["classification"], record["reason"] = classify.classify(True, path, [], False)
 

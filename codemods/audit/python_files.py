@@ -219,12 +219,16 @@ def _arch_test_paths(text: PythonText, tree: ast.Module, gates: list[Gate]) -> l
         runs = _polarity.statement_path(statement)
         whole = text.data[start:end].strip(b"() \t\r\n") == text.data[gate.start : gate.end].strip(b"() \t\r\n")
         holds = gate.detail.get("shape") not in _NEGATED_SHAPES  # the test holds where the predicates do
+        detail = {**gate.detail}
+        early = None if holds or not whole else _polarity.early_value(statement)
+        if early is not None:  # `if not P(): return True`: the code after is P's path, the others get True
+            runs, detail["returns_early"] = False, early
         admits, universe = gate.admits, gate.admits.universe
         if not runs and not whole:
             admits = ArchSet(universe, frozenset(universe) - admits.unknown, admits.unknown)
         elif runs != holds:
             admits = ArchSet(universe, frozenset(universe) - admits.admitted - admits.unknown, admits.unknown)
-        out.append(replace(gate, admits=admits, detail={**gate.detail, "runs_where": "true" if runs else "false"}))
+        out.append(replace(gate, admits=admits, detail={**detail, "runs_where": "true" if runs else "false"}))
     return out
 
 

@@ -96,6 +96,8 @@ def _default_path(gate: Gate, arch: Arch) -> classify.Path:
         return classify.Path(classify.UNDECIDED, "the #if group around it was not read (--gates-only, or CUDA text in a string)")
     if gate.kind == "cpp_runtime_check":
         return classify.runtime_path(str(gate.detail.get("in", "")), arch)
+    if "returns_early" in gate.detail:
+        return classify.early_return_path(str(gate.detail["returns_early"]), arch)
     if gate.kind == "python_capability" and ("choice" in gate.detail or "value" in gate.detail):
         return classify.value_path(gate.detail.get("choice"), str(gate.detail.get("value", "")), arch)
     return classify.python_path(gate.kind, f"`{gate.context}`" if gate.context else "", arch)

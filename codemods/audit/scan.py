@@ -42,7 +42,13 @@ from codemods.audit.cache import (
     objects_folder,
     prune_cache,
 )
-from codemods.audit.jit_classify import classify_jit_gates, outside_the_package, owners, uncalled_guards
+from codemods.audit.jit_classify import (
+    classify_jit_gates,
+    in_ported_modules,
+    outside_the_package,
+    owners,
+    uncalled_guards,
+)
 from codemods.audit.jit_hazards import empty_kernels, python_gate_paths, unsupported
 from codemods.audit.jit_modules import (
     Layout,
@@ -355,6 +361,7 @@ def _assemble(job: _Job) -> ScanResult:
         classify_jit_gates(result.gates, modules, paths, arch, _python_files(job.rels, python, layout))
         outside_the_package(result.gates, tree.exists, python)
         uncalled_guards(result.gates, modules, tree.read)
+        in_ported_modules(result.gates, modules)
         owners(result.gates, modules)
         job.touched = tree.touched
     if hazards:

@@ -75,6 +75,8 @@ def _leaf(node: ast.AST, lookup: Callable[[str], Side]) -> _Leaf | None:
         if _members(literal) is not None:  # CuTe DSL's `Arch.sm_100f`: an arch by itself, like "sm_100f"
             if side == "" and isinstance(held, (ast.Name, ast.Attribute, ast.Call)):
                 side = "sm"
+            if op in _EQUALITY and not _default_targets(literal):
+                return side, None, False  # `arch == Arch.sm_100f`: which target the DSL compiles for decides
             return side, (_members(literal) if side == "sm" else None), False
         if strings(literal) is None:
             return side, _literal(literal), False
@@ -83,7 +85,10 @@ def _leaf(node: ast.AST, lookup: Callable[[str], Side]) -> _Leaf | None:
         return side, (_literal(literal, strings=True) if side == "sm" else None), True
 
     (side, value, is_text), flipped = read(left, right), False
-    if (side == "" or value is None) and op in _FLIPPED and (_part(right, lookup) != "" or named(left) or _members(left) is not None):
+    member_target = side != "" and _members(right) is not None  # `arch == Arch.sm_100f`: read, its target unknown
+    if (side == "" or value is None) and not member_target and op in _FLIPPED and (
+        _part(right, lookup) != "" or named(left) or _members(left) is not None
+    ):
         (side, value, is_text), op, flipped = read(right, left), _FLIPPED[op], True
     if side == "" or op not in _COMPARE:
         return None
@@ -115,6 +120,26 @@ def _members(node: ast.AST):
         if match:
             return int(match.group(1))
     return None
+
+
+def _default_targets(node: ast.AST) -> bool:
+    """Whether every CuTe DSL `Arch` member in `node` is the target the DSL compiles for on its GPU by default.
+
+    `Arch` is an Enum of (major, minor, suffix): `==` and `in` compare the suffix too, unlike its order. Unless
+    CUTE_DSL_ARCH says otherwise, the DSL's arch on a GPU of major 9 or later is its `a` target (`sm_100a` on
+    SM100, env_manager's `suffix = "a"`), below 9 the plain one: `arch == Arch.sm_100a` holds on SM100, while
+    `arch == Arch.sm_100f` or `arch == Arch.sm_100` holds on none by default (only with CUTE_DSL_ARCH set)."""
+    items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+    for item in items:
+        if not isinstance(item, ast.Attribute):
+            return False
+        match = _MEMBER_RE.fullmatch(item.attr)
+        if match is None:
+            return False
+        major = int(match.group(1)) // 10
+        if item.attr.endswith(("a", "f")) != (major >= 9) or item.attr.endswith("f"):
+            return False
+    return True
 
 
 def _part(node: ast.AST, lookup: Callable[[str], Side]) -> Side:
@@ -175,6 +200,9 @@ def _have(arch: Arch, side) -> object:
 
 
 def _unreadable(leaf: _Leaf) -> str:
+    if leaf.members:
+        return ("a CuTe DSL `Arch` member other than a GPU's default target compared by `==`/`in` (the Enum compares "
+                "the suffix): it holds only where CUTE_DSL_ARCH names that target")
     if leaf.strings and leaf.op not in _EQUALITY:
         return "a string compared by order (`<`, `>=`), not by value"
     if leaf.strings:

@@ -175,6 +175,20 @@ def value(test: ast.expr, leaf: Callable[[ast.expr], bool | None]) -> bool | Non
     return leaf(test)
 
 
+def early_value(statement: ast.stmt | ast.expr) -> str | None:
+    """The value an `if` whose body does not exit returns early (`if not P(): return True` gives "True"), else None.
+
+    For an arch predicate tested negated this is no refusal and no guarded path of its own: the code after is
+    the path written for the predicate's archs (`not P` is a check for P, as python_arch_test reads it and
+    `codemod run` widens it), and the archs kept from it get this value instead."""
+    if not isinstance(statement, ast.If) or not statement.body or exits(statement.body):
+        return None
+    last = statement.body[-1]
+    if isinstance(last, ast.Return) and last.value is not None:
+        return ast.unparse(last.value)
+    return None
+
+
 def statement_path(statement: ast.stmt | ast.expr) -> bool:
     """The value of a statement's test on which the code it guards runs: an `if` whose body exits guards the
     code after it (False); an `if` otherwise, `while`, `assert` and `x if test else y` their own path (True)."""

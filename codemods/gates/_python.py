@@ -420,6 +420,11 @@ class PythonSource:
             return name in self.scope(node)
         return found is not False or hasattr(builtins, name)
 
+    def local(self, node: cst.CSTNode, name: str) -> bool:
+        """Whether `name`, where `node` is evaluated, is a function's own (assigned there, or a parameter)."""
+        found = self._binding_table(node, name)
+        return bool(found) and isinstance(found[1], cst.FunctionDef)
+
     def importers(self, node: cst.CSTNode, name: str) -> list[cst.ImportFrom]:
         """The `from ... import` statements that bind `name` where `node` is evaluated, in source order."""
         found = self._binding_table(node, name)

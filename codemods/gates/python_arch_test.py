@@ -96,7 +96,7 @@ def find(
     gates = []
     for node, shape, predicates in _shapes(parsed):
         statement = _tested_by(parsed, node)
-        if statement is None:
+        if statement is None or _local_values(parsed, node, predicates):
             continue
         context = parsed.enclosing_function(node)
         if function is not None and context != function:
@@ -305,6 +305,17 @@ def _both_ways(parsed: PythonSource, node: cst.CSTNode) -> tuple[str, str] | Non
     if required and refused:
         return parsed.text(*parsed.span(required[0])), parsed.text(*parsed.span(refused[0]))
     return None
+
+
+def _local_values(parsed: PythonSource, node: cst.CSTNode, predicates) -> bool:
+    """Whether the test names a function's own variable or parameter spelled like a predicate (FlashInfer's
+    `is_sm120 = major == 12 and minor == 0` then `if is_sm120 and use_nvfp4:`): a value, not a predicate; what
+    it holds is read where it is assigned (python_capability: "a value, not a guard"), never from its name.
+    Build flags (`has_sm120`, aot.py's locals) are read from their definitions (`_predicates`)."""
+    return any(
+        p.form == "name" and not _FLAG_RE.match(p.ident.value) and parsed.local(node, p.ident.value)
+        for p in predicates
+    )
 
 
 def _tested_by(parsed: PythonSource, node: cst.CSTNode) -> cst.CSTNode | None:

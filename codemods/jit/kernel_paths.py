@@ -46,7 +46,7 @@ from codemods.cpp.instructions import Hit, family_reason, jit_target, lacking
 from codemods.cpp.structure import Branch, Structure, file_structure
 from codemods.jit import specs as jit_specs
 from codemods.core.arch import Arch
-from codemods.gates import SourceError
+from codemods.gates import SourceError, _polarity
 
 SELECTING_KINDS = ("python_arch_or", "python_arch_list", "python_capability", "python_arch_test")
 # The functions a gate's body calls that build or fetch a JIT module (FlashInfer's naming).
@@ -332,9 +332,12 @@ def _file_specs(source: bytes) -> list[jit_specs.JitSpec]:
 
 
 def _selected_calls(module: ast.Module, line: int) -> list[str]:
-    """The module-building functions the gate at `line` selects: called in the body it guards, else in its function."""
+    """The module-building functions the gate at `line` selects: called in the body it guards; for a refusal
+    (`if test: raise`, gates/_polarity.exits) in the code after it, which is what it guards (none there: none,
+    not the function's other branches); else in its function."""
     function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
     guard: list[ast.stmt] | list[ast.expr] | None = None
+    guard_node: ast.AST | None = None
     guard_at = (0, 0)
     around = [stmt for stmt in module.body if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno)]
     for node in (inner for stmt in around for inner in ast.walk(stmt)):
@@ -351,13 +354,45 @@ def _selected_calls(module: ast.Module, line: int) -> list[str]:
             continue
         at = (node.lineno, node.col_offset)
         if min(node.lineno, test.lineno) <= line <= (test.end_lineno or test.lineno) and at > guard_at:
-            guard, guard_at = body, at
+            guard, guard_at, guard_node = body, at, node
     if guard is not None and function is not None and guard_at[0] < function.lineno:
         guard = None  # the innermost function holding the gate is inside that guard's body
+    if guard is not None and function is not None and isinstance(guard_node, ast.If) and _polarity.exits(guard_node.body):
+        return _calls(_code_after(function, guard_node))
     names = _calls(guard or [])
     if not names and function is not None:
         names = [name for name in _calls(function.body) if name != function.name]
     return names
+
+
+def _code_after(function: ast.FunctionDef | ast.AsyncFunctionDef, statement: ast.stmt) -> list[ast.stmt]:
+    """The statements that run after `statement` in `function`: the rest of its block, then of each enclosing
+    block, until one ends the path (a `return` or `raise`); an enclosing `if`'s other branch does not run."""
+    after: list[ast.stmt] = []
+    target: ast.AST = statement
+    while target is not function:
+        block, holder = _block_of(function, target)
+        if block is None or holder is None:
+            break
+        rest = block[block.index(target) + 1 :]  # type: ignore[arg-type]
+        after += rest
+        if any(isinstance(s, (ast.Return, ast.Raise)) for s in rest) or isinstance(holder, (ast.For, ast.While)):
+            break
+        target = holder
+    return after
+
+
+def _block_of(function: ast.AST, target: ast.AST) -> tuple[list[ast.stmt] | None, ast.AST | None]:
+    """The statement list holding `target` and the node owning it, searched under `function`."""
+    for node in ast.walk(function):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if isinstance(block, list) and any(s is target for s in block):
+                return block, node
+        for handler in getattr(node, "handlers", None) or []:
+            if any(s is target for s in handler.body):
+                return handler.body, node
+    return None, None
 
 
 def _calls(body: list) -> list[str]:

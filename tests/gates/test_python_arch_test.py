@@ -551,3 +551,69 @@ def test_wrapped_test_is_what_ruff_format_writes(condition: str, device: str, de
     widened = _rewrite(source, SM12X, FLASHINFER)
     formatted = subprocess.run([sys.executable, "-m", "ruff", "format", "--isolated", "-"], input=widened, capture_output=True, check=True).stdout
     assert widened.decode() == formatted.decode()
+
+
+# FlashInfer 0.6.10 gemm_base.py: a function's own variables spelled like predicates, tested later. They are
+# values (what they hold is read where they are assigned), never predicates read by their names.
+LOCAL_VALUES = """\
+from ..utils import get_compute_capability, is_sm120a_supported
+
+
+def _heuristic_func_mm_fp4(suitable_backends, a, use_nvfp4):
+    major, minor = get_compute_capability(a.device)
+    is_sm103 = major == 10 and minor == 3
+    is_sm120 = major == 12 and minor == 0
+
+    if is_sm120 and use_nvfp4:
+        return [c for c in ("b12x", "cutlass", "cudnn") if c in suitable_backends]
+    if is_sm103:
+        return ["cutlass", "cudnn"]
+    return ["cudnn", "cutlass"]
+
+
+def _heuristic_func_bmm_fp8(A, suitable_backends, is_sm_supported: bool):
+    is_sm120_supported = _match_sm_version(A.device, ["120", "121"])
+    if is_sm_supported:
+        return ["cutlass_sm10x"]
+    elif is_sm120_supported:
+        return ["cutlass_sm12x"]
+    return ["cublas"]
+
+
+def gemm_fp8(a):
+    if is_sm120a_supported(a.device):
+        return "sm120"
+    return "sm100"
+"""
+
+
+def test_a_functions_own_variable_named_like_a_predicate_is_no_gate():
+    source = LOCAL_VALUES.encode()
+    found = [(g.line, g.text) for g in find(source, DEFAULT_ARCHS, FLASHINFER)]
+    assert found == [(26, "is_sm120a_supported(a.device)")]  # the predicate call, tested by an `if`, stays
+
+
+def test_a_variable_named_like_a_predicate_is_no_gate_in_scan_either(tmp_path):
+    from codemods.audit.scan import scan  # scan prunes the file before reading it: the assignment must stay
+    from codemods.core.arch import Arch
+
+    (tmp_path / "flashinfer/gemm").mkdir(parents=True)
+    (tmp_path / "flashinfer/gemm/gemm_base.py").write_text(LOCAL_VALUES)
+    gates = scan(tmp_path, Arch.parse("sm_121"), jobs=1, cache=None).gates
+    tests = [(g["line"], g["text"]) for g in gates if g["kind"] == "python_arch_test"]
+    assert tests == [(26, "is_sm120a_supported(a.device)")]
+
+
+def test_a_module_level_cached_value_and_a_build_flag_are_still_predicates():
+    source = dedent("""\
+        _is_sm100_supported = is_cuda() and is_sm100_supported()
+
+
+        def gen_all_modules(sm_capabilities):
+            has_sm120 = sm_capabilities.get("sm120", False)
+            if has_sm120:
+                pass
+            if _is_sm100_supported:
+                pass
+    """).encode()
+    assert [g.text for g in find(source, DEFAULT_ARCHS, SGLANG)] == ["has_sm120", "_is_sm100_supported"]

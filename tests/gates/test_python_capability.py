@@ -799,3 +799,45 @@ def test_a_cute_dsl_arch_check_that_raises_is_a_blocker_without_an_edit(tmp_path
     [gate] = scan(tmp_path, Arch.parse("sm_121"), cache=None).gates
     assert (gate["text"], gate["admits"], gate["classification"]) == ("arch == Arch.sm_120a", ["sm_120"], "blocker")
     assert gate["reason"].endswith("codemod has no edit for this gate")
+
+
+# CuTe DSL's `Arch` is an Enum of (major, minor, suffix): `==` and `in` compare the suffix, and on a GPU of major 9 or
+# later the DSL's arch is its `a` target by default (cutlass.base_dsl.env_manager: `suffix = "a"`).
+CUTE_DSL_EQUALITY = '''\
+from cutlass.base_dsl.arch import Arch
+from cutlass.cutlass_dsl import BaseDSL
+
+
+class MmaSM120BlockScaledOp:
+    def __post_init__(self) -> None:
+        arch = BaseDSL._get_dsl().get_arch_enum()
+        if not Arch.sm_120a == arch:
+            raise ValueError(f"expects arch to be sm_120a, but got {arch}")
+
+
+class MmaSM100FamilyOp:
+    def __post_init__(self) -> None:
+        arch = BaseDSL._get_dsl().get_arch_enum()
+        if not arch == Arch.sm_100f:
+            raise ValueError(f"expects arch to be sm_100f, but got {arch}")
+
+    def pick(self, arch):
+        return 1 if arch in (Arch.sm_100, Arch.sm_103) else 0
+'''
+
+
+def test_cute_dsl_equality_compares_the_members_suffix(tmp_path):
+    from codemods.audit.scan import scan
+
+    source = CUTE_DSL_EQUALITY.encode()
+    found = {g.line: (str(g.admits), g.detail.get("unknown", "")) for g in find(source)}
+    # an `a` member is the GPU's default target: read as its arch, flipped or not (as before)
+    assert found[8] == ("sm_80,sm_86,sm_89,sm_90,sm_100,sm_103,sm_110,sm_121", "")
+    # `f` and plain members (major >= 9) are no GPU's default target: before, read as sm_100 (and sm_100, sm_103)
+    for line in (15, 19):
+        assert found[line][0].startswith("none (unknown:") and "CUTE_DSL_ARCH" in found[line][1]
+    (tmp_path / "mma.py").write_text(CUTE_DSL_EQUALITY)
+    gates = scan(tmp_path, Arch.parse("sm_121"), cache=None).gates
+    assert [(g["line"], g["text"], g["admits"], g["excludes_arch"]) for g in gates] == [
+        (8, "Arch.sm_120a == arch", ["sm_120"], True),  # the scan lists no comparison it cannot read
+    ]
