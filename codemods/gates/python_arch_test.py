@@ -61,7 +61,9 @@ from codemods.core.lazy import LazyModule
 from codemods.gates import CannotWiden, Edit, Gate
 from codemods.gates import python_arch_or as chains
 from codemods.gates._predicates import Meaning
+from codemods.gates._python import BLACK_LINE_LENGTH as _BLACK_LINE_LENGTH
 from codemods.gates._python import PythonSource, parse
+from codemods.gates._python import line_length as _line_length
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -382,37 +384,6 @@ def _negation_style(parsed: PythonSource, template) -> str:
 
 
 # ---------------------------------------------------------------- a test line that grows too long
-
-# black's and ruff format's default line length, which SGLang and FlashInfer keep
-_BLACK_LINE_LENGTH = 88
-_NOT_CODE = {tokenize.STRING, tokenize.COMMENT} | {
-    getattr(tokenize, name) for name in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END") if hasattr(tokenize, name)
-}
-
-
-def _line_length(source: bytes) -> int:
-    """The file's line length: its longest line that is long for its code, 88 at least.
-
-    A wheel has no black/ruff settings. Black leaves strings and comments long,
-    so a line counts only when it is past 88 without them: in SGLang 0.5.16
-    (black, 88) 93% of the files have none, and server_args.py two of 93
-    (attribute chains black cannot split). The longest one, not a count: a
-    file with such lines up to 120 was formatted at 120, or not at all.
-    """
-    text = source.decode("utf-8", "replace")
-    lines = text.splitlines()
-    not_code = [0] * (len(lines) + 2)  # per line number: columns taken by strings and comments
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            if token.type in _NOT_CODE:
-                first, last = token.start[0], token.end[0]
-                for number in range(first, min(last, len(lines)) + 1):
-                    not_code[number] += token.end[1] - token.start[1] if first == last else len(lines[number - 1])
-    except (tokenize.TokenError, SyntaxError):
-        return _BLACK_LINE_LENGTH
-    long_for_code = (len(line) for number, line in enumerate(lines, 1) if len(line) - not_code[number] > _BLACK_LINE_LENGTH)
-    return max([_BLACK_LINE_LENGTH, *long_for_code])
-
 
 def _wrapped(parsed: PythonSource, edits: list[Edit], whole: bool = False) -> list[Edit]:
     """`edits`, split over lines the way black splits the `if`/`elif`/`while` line they make too long.
