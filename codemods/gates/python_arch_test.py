@@ -40,10 +40,19 @@ it: `... and not (` / the predicates one level deeper / `):`, and before each
 
 Selectors pick the `if`: `function` (the function around it), `assigns` (its
 body assigns that dotted target) and `calls` (its body calls that function,
-or any of a list). With `calls`, a body that also runs statements calling
-none of them is not widened: upstream split such blocks (c25bd1486 moved
-`gen_fp4_quantization_sm121_module` out of `if has_sm121:`), so the gate
-fails as "needs a human", naming those lines.
+or any of a list). With `calls`, the feature is the body's statements that
+call one of them, and, to a fixpoint, the statements that only serve those:
+
+- backward: a statement whose every bound name (import or assignment target)
+  the feature reads and no other statement of the body does (`from flashinfer
+  import nvfp4_kv_dequantize`, `quant_2d = quant.view(...).reshape(...)`);
+- forward: a statement that binds nothing, reads a name the feature binds and
+  calls no free function outside the list (`return output_2d.reshape(b, m,
+  -1)`; a method call is no free function).
+
+A body that runs any other statement is not widened: upstream split such
+blocks (c25bd1486 moved `gen_fp4_quantization_sm121_module` out of `if
+has_sm121:`), so the gate fails as "needs a human", naming those lines.
 """
 
 from __future__ import annotations
