@@ -101,11 +101,7 @@ REPLAYS = [
     _sg("sg-bf16-gemv-sm12x", ("0.5.22", "0.5.23")),
     _sg("sg-mxfp4-marlin-moe-sm12x", ("0.5.13", "0.5.14")),
     _sg("sg-blackwell-sm110", ("0.5.8", "0.5.9")),
-    _sg(
-        "sg-dsv3-router-gemm-sm103", ("0.5.10", "0.5.11"),
-        fails="python_capability writes `_device_sm in (100, 103)` where upstream writes `in [100, 103]` (a list);"
-        " `names = { _device_sm = \"sm\" }` finds the comparison",
-    ),
+    _sg("sg-dsv3-router-gemm-sm103", ("0.5.10", "0.5.11")),
     _sg("sg-dsv4-fp4-indexer-sm120", ("0.5.16", "0.5.17")),
     _sg("sg-kimi-attn-res-sm12x", ("0.5.18", "0.5.19")),
     _sg("sg-qwen-qkv-epilogue-sm90", ("0.5.19", "0.5.20")),
