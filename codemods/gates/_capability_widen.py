@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import CannotWiden, Edit, Gate, apply_edits
 from codemods.gates._capability_reading import (
-    _CHECKED, _SIDES, LeafOf, Side, _conditions, _have, _leaves, _literal, _parents, _parse, _pure, _reading, _truth,
+    _CHECKED, _SIDES, LeafOf, Side, _conditions, _have, _leaves, _parents, _parse, _pure, _reading, _truth,
     admits,
 )  # fmt: skip
 from codemods.gates._capability_values import spell

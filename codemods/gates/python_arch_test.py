@@ -604,7 +604,7 @@ def _other_statements(parsed: PythonSource, body: cst.BaseSuite, wanted: list[st
     """
     statements = _statements(body)
     names = set(wanted)
-    binds = [_bound(s) for s in statements]
+    binds = [_binding_names(s)[1] for s in statements]
     reads = [_read_names(s) for s in statements]
     free = [_free_calls(s) for s in statements]
     feature = {i for i, s in enumerate(statements) if _called(s) & names}
@@ -663,10 +663,6 @@ def _binding_names(statement: cst.CSTNode) -> tuple[list[cst.Name], set[str]]:
         else:
             names.add(alias.evaluated_name.split(".")[0])
     return targets, names
-
-
-def _bound(statement: cst.CSTNode) -> set[str]:
-    return _binding_names(statement)[1]
 
 
 def _read_names(statement: cst.CSTNode) -> set[str]:
