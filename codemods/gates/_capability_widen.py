@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import CannotWiden, Edit, Gate, apply_edits
 from codemods.gates._capability_reading import (
-    _CHECKED, _SIDES, LeafOf, Side, _conditions, _have, _leaves, _literal, _parents, _parse, _pure, _reading, _truth,
+    _CHECKED, _SIDES, LeafOf, Side, _conditions, _have, _leaves, _parents, _parse, _pure, _reading, _truth,
     admits,
 )  # fmt: skip
 from codemods.gates._capability_values import spell
@@ -62,16 +62,31 @@ class _Place:
             start, end = low + len(before) - 1, high - len(after) + 1
 
     def brackets(self) -> tuple[str, str]:
-        """The file's own collection for a membership test of numbers: a list when it writes more `in [9, 10]`
-        than `in (9, 10)`, else a tuple (other values say nothing: SGLang's unquant.py has `in ['silu', ...]`
-        and upstream wrote `not in (9, 12)` there)."""
-        counts = {ast.List: 0, ast.Tuple: 0}
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Compare):
-                for op, right in zip(node.ops, node.comparators):
-                    if isinstance(op, (ast.In, ast.NotIn)) and type(right) in counts and _literal(right):
-                        counts[type(right)] += 1
-        return ("[", "]") if counts[ast.List] > counts[ast.Tuple] else ("(", ")")
+        return membership_brackets(self.tree)
+
+
+def membership_brackets(tree: ast.AST) -> tuple[str, str]:
+    """The brackets a file writes its membership tests' literal collections in: `[`/`]` when more of its
+    one-line `in`/`not in` collections of constants (numbers or strings) are lists than tuples, else `(`/`)`.
+
+    One-line ones only, the shape of the test being written: SGLang 0.5.10's deepseek_v2.py has `not in
+    ["correction_bias"]` and a black-exploded tuple of quantization names, and upstream wrote `_device_sm in
+    [100, 103]`; 0.5.15's unquant.py has only an exploded `in [` list of activation names, and upstream wrote
+    `not in (9, 12)`. A tie, or a file with none, gets a tuple, as most of SGLang and FlashInfer write.
+    """
+    counts = {ast.List: 0, ast.Tuple: 0}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for op, right in zip(node.ops, node.comparators):
+                if (
+                    isinstance(op, (ast.In, ast.NotIn))
+                    and isinstance(right, (ast.List, ast.Tuple))
+                    and right.elts
+                    and right.lineno == right.end_lineno
+                    and all(isinstance(e.operand if isinstance(e, ast.UnaryOp) else e, ast.Constant) for e in right.elts)
+                ):
+                    counts[type(right)] += 1
+    return ("[", "]") if counts[ast.List] > counts[ast.Tuple] else ("(", ")")
 
 
 def _values(side: Side, archs: tuple[Arch, ...]) -> list:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, overload
 
 from codemods.core.lazy import LazyModule
 from codemods.gates import CannotWiden, Edit, edit_between
-from codemods.gates._python import PythonSource, tidy_insertion
+from codemods.gates._python import PythonSource, line_length, tidy_insertion
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -72,9 +72,36 @@ def _extend_import(
     aliases = place(node, added, names)
     new_text = parsed.module.code_for_node(node.with_changes(names=aliases)).encode()
     start, end = parsed.span(node)
+    new_text = _exploded(parsed, node, aliases, new_text)
     edit = edit_between(parsed.source[start:end], new_text)
     assert edit is not None  # names were added, so the text changed
     return tidy_insertion(parsed.source, Edit(start + edit.start, start + edit.end, edit.text))
+
+
+def _exploded(parsed: PythonSource, node: cst.ImportFrom, aliases: list[cst.ImportAlias], text: bytes) -> bytes:
+    """`text`, the import with its names added, split one name a line as black splits an import it makes
+    longer than the file's line length: `from m import (`, each name and a comma one level (4 spaces)
+    deeper, `)` (SGLang 0.5.16's kvfp4_tensor.py). An import in parentheses already, or sharing its line
+    with other code or a comment, is left as it is."""
+    if node.lpar is not None:
+        return text
+    start, end = parsed.span(node)
+    source = parsed.source
+    line_end = parsed.line_end(end)
+    eol = parsed.eol(start)
+    indent = parsed.indent(start)
+    rest = source[end:line_end]
+    if indent is None or rest.strip() or not rest.endswith(b"\n"):
+        return text
+    if len((indent + text).decode("utf-8")) <= line_length(source):
+        return text
+    assert not isinstance(node.names, cst.ImportStar)  # importers() yields no `import *`
+    head = source[start : parsed.span(node.names[0])[0]]  # `from m import `
+    if b"\n" in head or b"\\" in head:
+        return text
+    names = [parsed.module.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)).encode() for a in aliases]
+    inner = indent + b"    "
+    return head + b"(" + eol + b"".join(inner + name + b"," + eol for name in names) + indent + b")"
 
 
 def insert_at(

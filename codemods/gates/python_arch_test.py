@@ -40,10 +40,19 @@ it: `... and not (` / the predicates one level deeper / `):`, and before each
 
 Selectors pick the `if`: `function` (the function around it), `assigns` (its
 body assigns that dotted target) and `calls` (its body calls that function,
-or any of a list). With `calls`, a body that also runs statements calling
-none of them is not widened: upstream split such blocks (c25bd1486 moved
-`gen_fp4_quantization_sm121_module` out of `if has_sm121:`), so the gate
-fails as "needs a human", naming those lines.
+or any of a list). With `calls`, the feature is the body's statements that
+call one of them, and, to a fixpoint, the statements that only serve those:
+
+- backward: a statement whose every bound name (import or assignment target)
+  the feature reads and no other statement of the body does (`from flashinfer
+  import nvfp4_kv_dequantize`, `quant_2d = quant.view(...).reshape(...)`);
+- forward: a statement that binds nothing, reads a name the feature binds and
+  calls no free function outside the list (`return output_2d.reshape(b, m,
+  -1)`; a method call is no free function).
+
+A body that runs any other statement is not widened: upstream split such
+blocks (c25bd1486 moved `gen_fp4_quantization_sm121_module` out of `if
+has_sm121:`), so the gate fails as "needs a human", naming those lines.
 """
 
 from __future__ import annotations
@@ -61,7 +70,9 @@ from codemods.core.lazy import LazyModule
 from codemods.gates import CannotWiden, Edit, Gate
 from codemods.gates import python_arch_or as chains
 from codemods.gates._predicates import Meaning
+from codemods.gates._python import BLACK_LINE_LENGTH as _BLACK_LINE_LENGTH
 from codemods.gates._python import PythonSource, parse
+from codemods.gates._python import line_length as _line_length
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -384,37 +395,6 @@ def _negation_style(parsed: PythonSource, template) -> str:
 
 # ---------------------------------------------------------------- a test line that grows too long
 
-# black's and ruff format's default line length, which SGLang and FlashInfer keep
-_BLACK_LINE_LENGTH = 88
-_NOT_CODE = {tokenize.STRING, tokenize.COMMENT} | {
-    getattr(tokenize, name) for name in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END") if hasattr(tokenize, name)
-}
-
-
-def _line_length(source: bytes) -> int:
-    """The file's line length: its longest line that is long for its code, 88 at least.
-
-    A wheel has no black/ruff settings. Black leaves strings and comments long,
-    so a line counts only when it is past 88 without them: in SGLang 0.5.16
-    (black, 88) 93% of the files have none, and server_args.py two of 93
-    (attribute chains black cannot split). The longest one, not a count: a
-    file with such lines up to 120 was formatted at 120, or not at all.
-    """
-    text = source.decode("utf-8", "replace")
-    lines = text.splitlines()
-    not_code = [0] * (len(lines) + 2)  # per line number: columns taken by strings and comments
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            if token.type in _NOT_CODE:
-                first, last = token.start[0], token.end[0]
-                for number in range(first, min(last, len(lines)) + 1):
-                    not_code[number] += token.end[1] - token.start[1] if first == last else len(lines[number - 1])
-    except (tokenize.TokenError, SyntaxError):
-        return _BLACK_LINE_LENGTH
-    long_for_code = (len(line) for number, line in enumerate(lines, 1) if len(line) - not_code[number] > _BLACK_LINE_LENGTH)
-    return max([_BLACK_LINE_LENGTH, *long_for_code])
-
-
 def _wrapped(parsed: PythonSource, edits: list[Edit], whole: bool = False) -> list[Edit]:
     """`edits`, split over lines the way black splits the `if`/`elif`/`while` line they make too long.
 
@@ -590,7 +570,7 @@ def _called(node: cst.CSTNode) -> set[str]:
     return names
 
 
-def _walk(node: cst.CSTNode, kind: type) -> list:
+def _walk(node: cst.CSTNode, kind: type | tuple[type, ...]) -> list:
     found: list = []
 
     class _Visitor(cst.CSTVisitor):
@@ -612,12 +592,91 @@ def _calls(body: cst.BaseSuite, wanted: list[str]) -> bool:
 
 
 def _other_statements(parsed: PythonSource, body: cst.BaseSuite, wanted: list[str]) -> list[str]:
-    """`line N (text)` for each statement of the body that calls none of `wanted`."""
+    """`line N (`text`)` for each statement of the body that is not part of the feature `wanted` names.
+
+    The feature is the statements calling one of `wanted`, plus, to a fixpoint,
+    each statement that only serves them: one whose every bound name (import
+    or assignment target) the feature reads and no other statement of the body
+    does (`from flashinfer import f`, `x_2d = x.reshape(...)` before `f(x_2d)`),
+    and one that binds nothing, reads a name the feature binds and calls no
+    free function outside `wanted` (`return out.reshape(b, m, -1)` after
+    `out = f(...)`). Both conditions only grow with the feature, so the
+    fixpoint does not depend on the order statements are looked at.
+    """
+    statements = _statements(body)
+    names = set(wanted)
+    binds = [_binding_names(s)[1] for s in statements]
+    reads = [_read_names(s) for s in statements]
+    free = [_free_calls(s) for s in statements]
+    feature = {i for i, s in enumerate(statements) if _called(s) & names}
+    grown = True
+    while grown:
+        grown = False
+        for i in range(len(statements)):
+            if i in feature:
+                continue
+            read_by_feature = set().union(*(reads[j] for j in feature))
+            read_by_others = set().union(*(reads[j] for j in range(len(statements)) if j != i and j not in feature))
+            bound_by_feature = set().union(*(binds[j] for j in feature))
+            backward = bool(binds[i]) and binds[i] <= read_by_feature and not binds[i] & read_by_others
+            forward = not binds[i] and bool(reads[i] & bound_by_feature) and free[i] <= names
+            if backward or forward:
+                feature.add(i)
+                grown = True
     out = []
-    for statement in _statements(body):
-        if _called(statement) & set(wanted):
+    for i, statement in enumerate(statements):
+        if i in feature:
             continue
         start, end = parsed.span(statement)
         text = parsed.text(start, end).strip().splitlines()[0]
         out.append(f"line {parsed.line(start)} (`{text}`)")
     return out
+
+
+def _target_names(target: cst.BaseExpression) -> list[cst.Name]:
+    """The names an assignment target binds: `x`, each of `x, (y, *z)`; none for `x.a` or `x[i]`."""
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for element in target.elements for n in _target_names(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
+
+
+def _binding_names(statement: cst.CSTNode) -> tuple[list[cst.Name], set[str]]:
+    """The Name nodes a statement binds without reading them, and the names it binds (imports included)."""
+    targets: list[cst.Name] = []
+    for assign in _walk(statement, cst.Assign):
+        targets += [n for t in assign.targets for n in _target_names(t.target)]
+    for node in _walk(statement, (cst.AnnAssign, cst.For, cst.NamedExpr)):
+        targets += _target_names(node.target)
+    for item in _walk(statement, cst.WithItem):
+        if item.asname is not None:
+            targets += _target_names(item.asname.name)
+    for node in _walk(statement, (cst.FunctionDef, cst.ClassDef)):
+        targets.append(node.name)
+    names = {n.value for n in targets}
+    names |= {n.value for n in _walk(statement, cst.AugAssign) for n in _target_names(n.target)}
+    for alias in _walk(statement, cst.ImportAlias):
+        if alias.asname is not None:
+            names |= {n.value for n in _target_names(alias.asname.name)}
+        else:
+            names.add(alias.evaluated_name.split(".")[0])
+    return targets, names
+
+
+def _read_names(statement: cst.CSTNode) -> set[str]:
+    """The names a statement reads: every name but attribute and keyword names, imported names and the
+    targets it only assigns."""
+    skipped = {id(n) for n in _binding_names(statement)[0]}
+    skipped |= {id(a.attr) for a in _walk(statement, cst.Attribute)}
+    skipped |= {id(a.keyword) for a in _walk(statement, cst.Arg) if a.keyword is not None}
+    for node in _walk(statement, (cst.Import, cst.ImportFrom)):
+        skipped |= {id(n) for n in _walk(node, cst.Name)}
+    return {n.value for n in _walk(statement, cst.Name) if id(n) not in skipped}
+
+
+def _free_calls(statement: cst.CSTNode) -> set[str]:
+    """The free functions a statement calls (`f(x)`, not the method `x.f()`)."""
+    return {c.func.value for c in _walk(statement, cst.Call) if isinstance(c.func, cst.Name)}

@@ -128,13 +128,13 @@ SERVER_ARGS = """\
         ),
         pytest.param(
             """\
-            from sglang.srt.utils import is_cuda, is_sm90_supported, is_sm100_supported
+            from sglang.srt.utils import is_sm90_supported, is_sm100_supported
 
             if is_sm90_supported() or is_sm100_supported():
                 use_fusion = True
             """,
             """\
-            from sglang.srt.utils import is_cuda, is_sm90_supported, is_sm100_supported, is_sm120_supported
+            from sglang.srt.utils import is_sm90_supported, is_sm100_supported, is_sm120_supported
 
             if is_sm90_supported() or is_sm100_supported() or is_sm120_supported():
                 use_fusion = True
@@ -142,6 +142,45 @@ SERVER_ARGS = """\
             "sm_120",
             {},
             id="call-import-on-one-line",
+        ),
+        pytest.param(
+            """\
+            from sglang.srt.utils import is_cuda, is_sm90_supported, is_sm100_supported
+
+            if is_sm90_supported() or is_sm100_supported():
+                use_fusion = True
+            """,
+            """\
+            from sglang.srt.utils import (
+                is_cuda,
+                is_sm90_supported,
+                is_sm100_supported,
+                is_sm120_supported,
+            )
+
+            if is_sm90_supported() or is_sm100_supported() or is_sm120_supported():
+                use_fusion = True
+            """,
+            "sm_120",
+            {},
+            id="import-past-88-split-one-name-a-line-as-black-sglang-0.5.16",
+        ),
+        pytest.param(
+            """\
+            from sglang.srt.utils import is_cuda, is_sm90_supported, is_sm100_supported
+
+            if is_sm90_supported() or is_sm100_supported():
+                use_fusion = compute_the_fusion_setting(first_argument, second_argument, third_argument, fourth)
+            """,
+            """\
+            from sglang.srt.utils import is_cuda, is_sm90_supported, is_sm100_supported, is_sm120_supported
+
+            if is_sm90_supported() or is_sm100_supported() or is_sm120_supported():
+                use_fusion = compute_the_fusion_setting(first_argument, second_argument, third_argument, fourth)
+            """,
+            "sm_120",
+            {},
+            id="import-within-the-files-own-longer-line-length-stays-on-one-line",
         ),
         pytest.param(
             """\
@@ -324,7 +363,12 @@ SERVER_ARGS = """\
             ok = _is_sm90_supported or _is_sm100_supported
             """,
             """\
-            from sglang.srt.utils import is_sm90_supported, is_sm100_supported, is_sm110_supported, is_sm120_supported
+            from sglang.srt.utils import (
+                is_sm90_supported,
+                is_sm100_supported,
+                is_sm110_supported,
+                is_sm120_supported,
+            )
 
             _is_sm100_supported = is_sm100_supported()  # blackwell
             _is_sm90_supported = is_sm90_supported()
@@ -349,7 +393,11 @@ SERVER_ARGS = """\
             """,
             """\
             if _is_cuda:
-                from sglang.srt.utils import is_sm90_supported, is_sm100_supported, is_sm120_supported
+                from sglang.srt.utils import (
+                    is_sm90_supported,
+                    is_sm100_supported,
+                    is_sm120_supported,
+                )
 
                 _is_sm90_supported = is_sm90_supported()
                 _is_sm100_supported = is_sm100_supported()

@@ -72,6 +72,26 @@ def test_major_and_minor_comparisons_each_widen():
     assert after == source.replace("minor == 0", "minor in (0, 1)")
 
 
+@pytest.mark.parametrize(
+    ("tests", "brackets"),
+    [
+        pytest.param([], "()", id="none-tuple"),
+        pytest.param(["x in [1, 2]", "x in (3, 4)"], "()", id="a-tie-tuple"),
+        pytest.param(["x in [1, 2]", "y not in ['a']", "z in (3,)"], "[]", id="more-lists"),
+        pytest.param(["x in [\n    1,\n    2,\n]", "y in [\n    'a',\n]"], "()", id="exploded-lists-not-counted"),
+        pytest.param(["x in [a, b]", "x in [f(1)]", "x == [1]"], "()", id="collections-of-non-constants-and-equalities-not-counted"),
+        pytest.param(["x in [-1, 0]"], "[]", id="negative-numbers-are-constants"),
+    ],
+)
+def test_membership_brackets(tests: list[str], brackets: str) -> None:
+    import ast
+
+    from codemods.gates._capability_widen import membership_brackets
+
+    source = "".join(f"if {test}:\n    pass\n" for test in tests)
+    assert "".join(membership_brackets(ast.parse(source))) == brackets
+
+
 def test_membership_lists_grow_in_their_brackets():
     source = "def f():\n    if get_device_sm() in [100, 103]:\n        pass\n    if get_device_sm() in (90,):\n        pass\n"
     after = _rewrite(source, "sm_120")
@@ -361,9 +381,16 @@ CONDITION_WIDENINGS = [
         id="a-file-that-lists-numbers-in-brackets-gets-brackets",
     ),
     pytest.param(
-        "def f(act):\n    assert act in ['silu', 'gelu']\n    return get_device_sm() == 100\n", "sm_103",
-        "def f(act):\n    assert act in ['silu', 'gelu']\n    return get_device_sm() in (100, 103)\n",
-        id="string-lists-say-nothing-about-the-style",
+        "def f(act):\n    assert act in [\n        'silu',\n        'gelu',\n    ]\n    return get_device_sm() == 100\n", "sm_103",
+        "def f(act):\n    assert act in [\n        'silu',\n        'gelu',\n    ]\n    return get_device_sm() in (100, 103)\n",
+        id="an-exploded-string-list-says-nothing-about-the-style-sglang-0.5.15-unquant",
+    ),
+    pytest.param(
+        "def f(q, name):\n    if q in (\n        'fp8',\n        'quark',\n    ):\n        pass\n"
+        "    if name not in ['correction_bias']:\n        pass\n    return get_device_sm() == 100\n", "sm_103",
+        "def f(q, name):\n    if q in (\n        'fp8',\n        'quark',\n    ):\n        pass\n"
+        "    if name not in ['correction_bias']:\n        pass\n    return get_device_sm() in [100, 103]\n",
+        id="a-one-line-string-list-gives-brackets-sglang-0.5.10-deepseek-v2",
     ),
 ]  # fmt: skip
 
