@@ -52,7 +52,7 @@ def keys_callers_pass(gates: list[dict], read: Callable[[str], bytes], files: tu
         shown = ", ".join(where[:_SHOWN]) + (f" (and {len(where) - _SHOWN} more)" if len(where) > _SHOWN else "")
         reaching = [item for item, (_, key) in zip(where, passed) if key is not None and python_arch_map.names(key, arch)]
         if reaching:
-            record["reason"] += f"; a caller of `{keyed.function}` passes {arch.name}: {', '.join(reaching[:_SHOWN])}"
+            record["reason"] += f"; `{keyed.function}`'s callers pass {arch.name}: {', '.join(reaching[:_SHOWN])}"
             continue
         record["excludes_arch"] = False
         record["classification"] = classify.COVERED
