@@ -142,12 +142,13 @@ def test_the_cached_map_record_follows_its_callers(tmp_path):
     # compat.py is unchanged between the scans (its record comes from the cache); only a caller changes
     cache = tmp_path / "cache"
     root = _tree(tmp_path, _decode('_get_max_tmem_alloc_cols("sm_100")'))
+    for file in root.rglob("*.py"):  # written long before the scan: the cache trusts their stamps
+        os.utime(file, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
     assert _map(root, SM110, cache)["excludes_arch"] is False
     assert _map(root, SM110, cache)["excludes_arch"] is False  # answered from the snapshot
     caller = root / "flashinfer/cute_dsl/attention/mla_decode.py"
     caller.write_text(DECODE.format(call='_get_max_tmem_alloc_cols("sm_110")'))
-    stat = caller.stat()
-    os.utime(caller, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    os.utime(caller, ns=(1_600_000_001_000_000_000, 1_600_000_001_000_000_000))
     result = scan(root, SM110, jobs=1, cache=cache)
     assert result.stats["cache_hits"] >= 1 and not result.stats["snapshot"]  # compat.py's record is the cached one
     [again] = [g for g in result.gates if g["kind"] == "python_arch_map"]
