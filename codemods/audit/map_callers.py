@@ -55,7 +55,7 @@ def keys_callers_pass(gates: list[dict], read: Callable[[str], bytes], files: tu
             record["reason"] += f"; `{keyed.function}`'s callers pass {arch.name}: {', '.join(reaching[:_SHOWN])}"
             continue
         record["excludes_arch"] = False
-        record["classification"] = classify.COVERED
+        record["classification"] = classify.ADMITS
         record["reason"] = (
             f"`{record['symbol']}` is looked up with `{keyed.function}`'s `{keyed.parameter}`, and every call passes a "
             f"literal: {shown}; the lookup never sees {arch.name}"

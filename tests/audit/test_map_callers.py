@@ -79,7 +79,7 @@ def test_callers_passing_a_literal_other_arch_keep_the_arch_from_the_lookup(tmp_
     })  # fmt: skip
     record = _map(root, arch)
     assert (record["file"], record["line"], record["excludes_arch"], record["classification"]) == (
-        COMPAT_REL, 4, False, "covered")
+        COMPAT_REL, 4, False, "admits")
     assert record["admits"] == ["sm_100", "sm_103", "sm_120"]  # the map's keys are what they were
     assert record["reason"] == (
         "`_TMEM_MAX_ALLOC_COLUMNS_MAP` is looked up with `get_max_tmem_alloc_cols`'s `compute_capability`, and every "
@@ -97,7 +97,7 @@ def test_a_caller_passing_the_arch_keeps_the_blocker(tmp_path):
         "; `get_max_tmem_alloc_cols`'s callers pass sm_110: flashinfer/cute_dsl/attention/mla_decode.py:10 "
         'passes "sm_110"')
     # the same callers never pass sm_121
-    assert (_map(root, SM121)["excludes_arch"], _map(root, SM121)["classification"]) == (False, "covered")
+    assert (_map(root, SM121)["excludes_arch"], _map(root, SM121)["classification"]) == (False, "admits")
 
 
 @pytest.mark.parametrize(
@@ -160,7 +160,7 @@ def test_the_cli_no_longer_lists_the_map_as_a_blocker(cli, tmp_path):
     out = cli("scan", "--repo", root, "--arch", "sm_110", "--no-cache", "--format", "json")
     assert out.exit_code == 0, out.output
     [record] = [g for g in json.loads(out.stdout)["gates"] if g["kind"] == "python_arch_map"]
-    assert (record["excludes_arch"], record["classification"]) == (False, "covered")
+    assert (record["excludes_arch"], record["classification"]) == (False, "admits")
     text = cli("scan", "--repo", root, "--arch", "sm_110", "--no-cache", "--verbose")
     assert text.exit_code == 0, text.output
     assert "    0 blockers" in text.stdout
