@@ -263,8 +263,8 @@ def calls(read: Callable[[str], bytes], files: Iterable[str], defining: str, fun
             else:
                 continue
             parent = ancestors[-1] if ancestors else None
-            called = isinstance(parent, ast.Call) and parent.func is node
-            found.append(Reference(rel, getattr(node, "lineno", 0), parent if called else None))  # type: ignore[arg-type]
+            call = parent if isinstance(parent, ast.Call) and parent.func is node else None
+            found.append(Reference(rel, getattr(node, "lineno", 0), call))
     return found
 
 
