@@ -14,7 +14,7 @@ from textwrap import dedent
 
 import pytest
 
-from codemods.audit.jit_users import ways_in
+from codemods.audit.jit_users import calls, ways_in
 from codemods.audit.scan import scan
 from codemods.core.arch import Arch
 
@@ -443,3 +443,25 @@ def test_a_list_of_a_module_whose_sources_are_computed_is_not_widenable(tmp_path
     [found] = [g for g in scan(root, SM110, jobs=1).gates if g["file"] == "flashinfer/jit/fmha_v2.py"]
     assert found["classification"] == "unknown", found["reason"]
     assert "are computed: codemod cannot read what widening would build" in found["reason"]
+
+
+def test_calls_follow_the_names_importers_give_a_function():
+    files = {
+        "python/pkg/attention/compat.py": "def cols(cc):\n    return cc\n\n\ndef twice(cc):\n    return cols(cc) * 2\n",
+        "python/pkg/attention/decode.py": "from .compat import cols as _cols\n\n\ndef run():\n    return _cols('sm_100')\n",
+        "python/pkg/mla.py": "import pkg.attention.compat as compat\n\nX = compat.cols('sm_103')\n",
+        "python/pkg/gdn.py": "import cutlass.cute as cute\nfrom other import cols\n\n"
+                             "a = cute.arch.cols('sm_90')\nb = cols(x)\n",  # other libraries' `cols`
+        "python/pkg/table.py": "from pkg.attention.compat import cols\n\nTABLE = [cols]\n",
+    }
+    found = calls(lambda rel: files[rel].encode(), list(files), "python/pkg/attention/compat.py", "cols")
+    assert found is not None
+    seen = sorted((r.file, r.line, r.call is not None) for r in found)
+    assert seen == [
+        ("python/pkg/attention/compat.py", 6, True),
+        ("python/pkg/attention/decode.py", 5, True),
+        ("python/pkg/mla.py", 3, True),
+        ("python/pkg/table.py", 3, False),
+    ]
+    exported = {**files, "python/pkg/__init__.py": "from .attention.compat import cols\n"}
+    assert calls(lambda rel: exported[rel].encode(), list(exported), "python/pkg/attention/compat.py", "cols") is None

@@ -21,7 +21,13 @@ A way with no gate ends at module-level code, at a function a package
 `__init__.py` exports, or at a reference that is not a call (a registry, a
 callback): it is *ungated*. A function nothing calls and nothing exports is
 no way in. Re-exports of the spec functions themselves (`flashinfer.jit`
-lists every `gen_*_module`) are not uses. Pure: files come through `read`.
+lists every `gen_*_module`) are not uses.
+
+`calls` finds the references to one module-level function over the
+package's Python files, under the names its importers give it
+(`from .compat import get_max_tmem_alloc_cols as _get_max_tmem_alloc_cols`),
+so a caller's arguments can be read (audit.map_callers). Pure: files come
+through `read`.
 """
 
 from __future__ import annotations
@@ -197,4 +203,109 @@ def _exports(files, source, tree, name: str) -> list[tuple[str, int]]:
         for node in ast.walk(module) if module is not None else ():
             if isinstance(node, ast.ImportFrom) and any(alias.name == name for alias in node.names):
                 out.append((rel, node.lineno))
+    return out
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A reference to a function: where, and the call it is the callee of (None: not a call, e.g. a callback)."""
+
+    file: str
+    line: int
+    call: ast.Call | None
+
+
+def calls(read: Callable[[str], bytes], files: Iterable[str], defining: str, function: str) -> list[Reference] | None:
+    """The references to `function`, defined at module level in the file `defining`, over the Python `files`;
+    None when a package `__init__.py` exports it (anyone may call it).
+
+    A reference counts when its name is bound to `function`: in `defining`
+    itself, by `from <its module> import function [as name]`, or as
+    `<its module>.function`; a name bound by another import, or defined in the
+    file, is another function (`cute.arch.get_max_tmem_alloc_cols` is CuTe's).
+    A name codemod cannot bind (`self.function`, a star import) counts.
+    """
+    ours = _module_parts(defining) + [function]
+    found: list[Reference] = []
+    for rel in files:
+        if not rel.endswith(".py"):
+            continue
+        try:
+            source = read(rel)
+        except OSError:
+            continue
+        if function.encode() not in source:
+            continue
+        try:
+            module = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        bound = _imports(module, rel)  # local name -> the dotted name it is bound to
+        local = {alias for alias, target in bound.items() if _same(target, ours)}
+        if local and posixpath.basename(rel) == "__init__.py":
+            return None
+        defined = rel != defining and any(
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == function
+            for node in module.body
+        )
+        visitor = _References()
+        visitor.visit(module)
+        for node, ancestors in visitor.found:
+            if isinstance(node, ast.Name):
+                if node.id in local:
+                    pass
+                elif node.id != function or defined or node.id in bound:
+                    continue
+            elif isinstance(node, ast.Attribute) and node.attr == function:
+                chain = _chain(node.value)
+                if chain is not None and chain[0] in bound and not _same([*bound[chain[0]], *chain[1:], function], ours):
+                    continue
+            else:
+                continue
+            parent = ancestors[-1] if ancestors else None
+            call = parent if isinstance(parent, ast.Call) and parent.func is node else None
+            found.append(Reference(rel, getattr(node, "lineno", 0), call))
+    return found
+
+
+def _module_parts(rel: str) -> list[str]:
+    parts = rel[: -len(".py")].split("/") if rel.endswith(".py") else rel.split("/")
+    return parts[:-1] if parts and parts[-1] == "__init__" else parts
+
+
+def _same(target: list[str], ours: list[str]) -> bool:
+    """Whether the dotted name `target` an import binds is `ours` (a suffix of it: the tree may sit under a
+    source folder, `python/sglang/...`, that absolute imports do not name)."""
+    return bool(target) and len(target) <= len(ours) and ours[len(ours) - len(target):] == target
+
+
+def _chain(node: ast.expr) -> list[str] | None:
+    """`a.b.c` as [a, b, c]; None when it does not start with a name (a call's result, a subscript)."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.insert(0, node.attr)
+        node = node.value
+    return [node.id, *parts] if isinstance(node, ast.Name) else None
+
+
+def _imports(module: ast.Module, rel: str) -> dict[str, list[str]]:
+    """The names a file's imports bind, each with the dotted name it stands for (relative imports resolved)."""
+    package = _module_parts(rel) if posixpath.basename(rel) == "__init__.py" else _module_parts(rel)[:-1]
+    out: dict[str, list[str]] = {}
+    for node in ast.walk(module):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    out[alias.asname] = alias.name.split(".")
+                else:
+                    out[alias.name.split(".")[0]] = alias.name.split(".")[:1]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)] if node.level - 1 <= len(package) else []
+            else:
+                base = []
+            source = base + (node.module.split(".") if node.module else [])
+            for alias in node.names:
+                if alias.name != "*":
+                    out[alias.asname or alias.name] = [*source, alias.name]
     return out

@@ -59,6 +59,7 @@ from codemods.audit.jit_modules import (
     read_modules,
 )
 from codemods.audit.listing import NOT_REGULAR, list_files, read_regular, stamp_of
+from codemods.audit.map_callers import keys_callers_pass
 from codemods.audit.pool import POOL_MINIMUM, Outcome, make_chunks, scan_chunk
 from codemods.audit.records import Context, FileScan, ScanResult
 from codemods.core import errors
@@ -346,9 +347,12 @@ def _assemble(job: _Job) -> ScanResult:
     result.skipped += [dict(item) for item in job.unlisted]
     modules: list[Module] = []
     all_specific = False
+    tree = TreeFiles(root)
+    python = (posixpath.dirname(layout.jit) or ".") if layout is not None else "."
+    if hazards:  # the keys an arch-keyed map sees are what its function's callers pass
+        own = _python_files(job.rels, python, layout) if layout is not None else tuple(r for r in job.rels if r.endswith(".py"))
+        keys_callers_pass(result.gates, tree.read, own, arch)
     if layout is not None and hazards:
-        tree = TreeFiles(root)
-        python = posixpath.dirname(layout.jit) or "."
         all_specific = kernel_paths.all_specific(tree.read, python)
         closures = closures_over(tree, layout)
         modules = read_modules(specs, closures, arch)
@@ -363,7 +367,7 @@ def _assemble(job: _Job) -> ScanResult:
         uncalled_guards(result.gates, modules, tree.read)
         in_ported_modules(result.gates, modules)
         owners(result.gates, modules)
-        job.touched = tree.touched
+    job.touched = tree.touched
     if hazards:
         result.hazards += unsupported(modules, structures, arch, all_specific)
     result.gates.sort(key=lambda g: (g["file"], g["line"]))

@@ -17,12 +17,17 @@ arch, a family key (`"sm_120f"`) every later minor of its major. A map read
 with `.get(key, default)` or only iterated is no gate. No edit: a new key
 needs a value (columns, a tile shape) that only the author knows (upstream
 5a767523c added `"sm_121": 512` by hand).
+
+`keyed_by` says which parameter of a module-level function every failing
+lookup of a map uses as its key (`compute_capability` above): scan reads the
+keys its callers pass (audit.map_callers).
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, _polarity
@@ -56,7 +61,7 @@ def find(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, tree: ast.Mo
     up = _polarity.parents([tree])
     failing: dict[str, int] = {}
     for node in ast.walk(tree):
-        name, line = _failing_lookup(node, maps, up)
+        name, line, _ = _failing_lookup(node, maps, up)
         if name is not None and name not in failing:
             failing[name] = line
     text = PythonText(source)
@@ -73,13 +78,13 @@ def find(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, tree: ast.Mo
     return gates
 
 
-def _failing_lookup(node: ast.AST, maps: dict, up: dict[int, ast.AST]) -> tuple[str | None, int]:
-    """(the map's name, the line) when `node` looks a map up so that a missing arch fails."""
+def _failing_lookup(node: ast.AST, maps: dict, up: dict[int, ast.AST]) -> tuple[str | None, int, ast.expr | None]:
+    """(the map's name, the line, the key looked up) when `node` looks a map up so that a missing arch fails."""
     if (
         isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name)
         and node.value.id in maps and not isinstance(node.slice, ast.Constant) and not _guarded(node, node.value.id, up)
     ):
-        return node.value.id, node.lineno
+        return node.value.id, node.lineno, node.slice
     if (
         isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn))
         and isinstance(node.comparators[0], ast.Name) and node.comparators[0].id in maps
@@ -89,8 +94,91 @@ def _failing_lookup(node: ast.AST, maps: dict, up: dict[int, ast.AST]) -> tuple[
         if test is node and isinstance(parent, (ast.If, ast.Assert)):
             # the guarded path runs only where the key is in the map
             if runs == isinstance(node.ops[0], ast.In) and (isinstance(parent, ast.Assert) or not runs):
-                return node.comparators[0].id, node.lineno
-    return None, 0
+                return node.comparators[0].id, node.lineno, node.left
+    return None, 0, None
+
+
+@dataclass(frozen=True)
+class KeyedBy:
+    """The parameter of a module-level function that a map's failing lookups use as their key."""
+
+    function: str
+    parameter: str
+    position: int | None  # its index among the positional parameters; None when keyword-only
+    keyword: bool  # whether a call may pass it by name (not positional-only)
+    default: ast.expr | None  # what a call that omits it passes
+
+    def passes(self, call: ast.Call) -> str | None:
+        """The arch string `call` passes for the parameter, when it is a literal one (`"sm_100"`); else None
+        (a variable, an expression, `*args`/`**kwargs` that may hold it, or an argument missing with no default)."""
+        value: ast.expr | None = None
+        if self.keyword:
+            value = next((kw.value for kw in call.keywords if kw.arg == self.parameter), None)
+        if value is None and self.position is not None:
+            before = call.args[: self.position + 1]
+            if any(isinstance(arg, ast.Starred) for arg in before):
+                return None
+            if self.position < len(call.args):
+                value = call.args[self.position]
+        if value is None:
+            if any(kw.arg is None for kw in call.keywords):
+                return None  # **kwargs may hold it
+            value = self.default
+        if isinstance(value, ast.Constant) and isinstance(value.value, str) and _KEY_RE.match(value.value):
+            return value.value
+        return None
+
+
+def keyed_by(source: bytes, name: str, tree: ast.Module | None = None) -> KeyedBy | None:
+    """The parameter every failing lookup of the map `name` uses as its key, when they all use one parameter of
+    one module-level function that the function never rebinds; None otherwise (a computed key, a method, a
+    nested function, lookups in several functions)."""
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+    maps = {name: None}
+    up = _polarity.parents([tree])
+    found: set[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]] = set()
+    for node in ast.walk(tree):
+        looked_up, _, key = _failing_lookup(node, maps, up)
+        if looked_up is None:
+            continue
+        holder = up.get(id(node))
+        while holder is not None and not isinstance(holder, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            holder = up.get(id(holder))
+        if not isinstance(key, ast.Name) or not isinstance(holder, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        if up.get(id(holder)) is not tree:
+            return None
+        found.add((holder, key.id))
+    if len(found) != 1:
+        return None
+    [(function, parameter)] = found
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    names = [a.arg for a in positional]
+    rebound = any(
+        isinstance(node, ast.Name) and node.id == parameter and not isinstance(node.ctx, ast.Load)
+        for node in ast.walk(function)
+    ) or any(isinstance(node, (ast.Global, ast.Nonlocal)) and parameter in node.names for node in ast.walk(function))
+    if rebound:
+        return None
+    if parameter in names:
+        position = names.index(parameter)
+        offset = position - (len(positional) - len(arguments.defaults))
+        default = arguments.defaults[offset] if offset >= 0 else None
+        return KeyedBy(function.name, parameter, position, position >= len(arguments.posonlyargs), default)
+    kwonly = [a.arg for a in arguments.kwonlyargs]
+    if parameter in kwonly:
+        return KeyedBy(function.name, parameter, None, True, arguments.kw_defaults[kwonly.index(parameter)])
+    return None
+
+
+def names(key: str, arch: Arch) -> bool:
+    """Whether the arch string `key` (a map's key, or one a caller passes) stands for `arch`."""
+    return _admits(key, arch)
 
 
 def _guarded(node: ast.AST, name: str, up: dict[int, ast.AST]) -> bool:

@@ -127,6 +127,8 @@ def to_text(result: ScanResult, *, verbose: bool = False, quiet: bool = False, c
         lines += ["", f"gates that admit {arch} (or may):"]
         for gate in admitting:
             lines.append(f"  {gate['file']}:{gate['line']}: {gate['kind']} {one_line(gate['text'])}  {_admitted(gate)}")
+            if gate.get("classification") == classify.ADMITS and gate.get("reason"):  # excludes it as written, never reached
+                lines.append(f"      {gate['reason']}")
     if result.skipped:
         lines += ["", "skipped:"]
         lines += [f"  {item['file']}: {item['reason']}" for item in result.skipped]

@@ -1,10 +1,12 @@
 """python_arch_map: a dict keyed by arch strings whose lookup fails for a missing arch (scan only)."""
 
+import ast
+
 import pytest
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import CannotWiden
-from codemods.gates.python_arch_map import admits, find, widen
+from codemods.gates.python_arch_map import admits, find, keyed_by, widen
 from fixtures.predicates import COMPAT as FLASHINFER_COMPAT
 
 COMPAT = FLASHINFER_COMPAT.encode()
@@ -61,3 +63,45 @@ def test_admits_reads_the_keys_and_widen_is_refused():
     [gate] = find(COMPAT, DEFAULT_ARCHS)
     with pytest.raises(CannotWiden, match="line 4: `_TMEM_MAX_ALLOC_COLUMNS_MAP` needs a value for the new arch's key"):
         widen(COMPAT, gate, (Arch.parse("sm_121"),))
+
+
+def _call(text: str) -> ast.Call:
+    node = ast.parse(text, mode="eval").body
+    assert isinstance(node, ast.Call)
+    return node
+
+
+def test_keyed_by_names_the_parameter_the_lookups_use():
+    keyed = keyed_by(COMPAT, "_TMEM_MAX_ALLOC_COLUMNS_MAP")
+    assert keyed is not None
+    assert (keyed.function, keyed.parameter, keyed.position, keyed.keyword) == (
+        "get_max_tmem_alloc_cols", "compute_capability", 0, True)
+    assert keyed.passes(_call('f("sm_100")')) == "sm_100"
+    assert keyed.passes(_call('f(compute_capability="sm_100a")')) == "sm_100a"
+    for call in ("f(cc)", 'f(f"sm_{cc}")', "f(*args)", "f(**options)", "f()", 'f("hopper")'):
+        assert keyed.passes(_call(call)) is None, call
+
+
+def test_keyed_by_reads_a_default_and_a_keyword_only_parameter():
+    source = b'SMEM = {"sm_90": 1}\n\n\ndef f(x, *, cc="sm_90"):\n    return SMEM[cc]\n'
+    keyed = keyed_by(source, "SMEM")
+    assert keyed is not None and (keyed.parameter, keyed.position) == ("cc", None)
+    assert keyed.passes(_call("f(1)")) == "sm_90" and keyed.passes(_call('f(1, cc="sm_120")')) == "sm_120"
+    assert keyed.passes(_call('f(1, "sm_120")')) == "sm_90"  # a second positional is not `cc`
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param('SMEM = {"sm_90": 1}\n\nclass T:\n    def f(self, cc):\n        return SMEM[cc]\n', id="a-method"),
+        pytest.param('SMEM = {"sm_90": 1}\n\ndef f(cc):\n    def g():\n        return SMEM[cc]\n    return g()\n',
+                     id="a-nested-function"),
+        pytest.param('SMEM = {"sm_90": 1}\n\ndef f(cc):\n    cc = "sm_" + cc\n    return SMEM[cc]\n', id="rebound"),
+        pytest.param('SMEM = {"sm_90": 1}\n\ndef f(d):\n    return SMEM[arch_of(d)]\n', id="a-computed-key"),
+        pytest.param('SMEM = {"sm_90": 1}\n\ndef f(cc):\n    return SMEM[cc]\n\ndef g(cc):\n    return SMEM[cc]\n',
+                     id="two-functions"),
+        pytest.param('SMEM = {"sm_90": 1}\n\ncc = read()\nprint(SMEM[cc])\n', id="module-level"),
+    ],
+)
+def test_keyed_by_is_none_when_no_one_parameter_is_the_key(source):
+    assert find(source.encode(), DEFAULT_ARCHS) and keyed_by(source.encode(), "SMEM") is None

@@ -1,0 +1,62 @@
+"""The keys an arch-keyed map sees: a lookup keyed by a parameter sees what its function's callers pass.
+
+FlashInfer 0.6.10's `_TMEM_MAX_ALLOC_COLUMNS_MAP` (python_arch_map) lacks
+sm_110 and sm_121, and `get_max_tmem_alloc_cols(compute_capability)` raises
+for a missing key; but its only callers (cute_dsl/attention/mla_decode.py and
+mla_decode_fp8.py, which import it as `_get_max_tmem_alloc_cols`) pass the
+literal `"sm_100"`: the lookup never sees sm_110 or sm_121.
+
+`keys_callers_pass` runs once per scan over the assembled records (the
+per-file records stay as cached). For a python_arch_map record that excludes
+the arch, when every failing lookup of the map is keyed by one parameter of
+a module-level function (python_arch_map.keyed_by) and every reference to
+that function over the project's Python files (jit_users.calls) is a call
+passing a literal arch string for it (positional, by keyword, or the
+default), the map sees those strings only: it excludes the arch only if a
+caller passes it. Otherwise (a call passing a variable, a reference that is
+not a call, no call found, a package `__init__.py` exporting the function)
+the record is left as it is. Pure: files come through `read`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from codemods.audit import classify
+from codemods.audit.jit_users import calls
+from codemods.core.arch import Arch
+from codemods.gates import python_arch_map
+
+_SHOWN = 3  # callers named in a reason
+
+
+def keys_callers_pass(gates: list[dict], read: Callable[[str], bytes], files: tuple[str, ...], arch: Arch) -> None:
+    """Read the keys the callers pass into each python_arch_map record that excludes `arch` (see the module)."""
+    for record in gates:
+        if record["kind"] != python_arch_map.KIND or not record["excludes_arch"]:
+            continue
+        try:
+            source = read(record["file"])
+        except OSError:
+            continue
+        keyed = python_arch_map.keyed_by(source, record["symbol"])
+        if keyed is None:
+            continue
+        found = calls(read, files, record["file"], keyed.function)
+        if not found or any(reference.call is None for reference in found):
+            continue
+        passed = [(reference, keyed.passes(reference.call)) for reference in found if reference.call is not None]
+        if any(key is None for _, key in passed):
+            continue
+        where = [f"{reference.file}:{reference.line} passes \"{key}\"" for reference, key in passed]
+        shown = ", ".join(where[:_SHOWN]) + (f" (and {len(where) - _SHOWN} more)" if len(where) > _SHOWN else "")
+        reaching = [item for item, (_, key) in zip(where, passed) if key is not None and python_arch_map.names(key, arch)]
+        if reaching:
+            record["reason"] += f"; `{keyed.function}`'s callers pass {arch.name}: {', '.join(reaching[:_SHOWN])}"
+            continue
+        record["excludes_arch"] = False
+        record["classification"] = classify.ADMITS
+        record["reason"] = (
+            f"`{record['symbol']}` is looked up with `{keyed.function}`'s `{keyed.parameter}`, and every call passes a "
+            f"literal: {shown}; the lookup never sees {arch.name}"
+        )
