@@ -12,8 +12,11 @@ the arch, when every failing lookup of the map is keyed by one parameter of
 a module-level function (python_arch_map.keyed_by) and every reference to
 that function over the project's Python files (jit_users.calls) is a call
 passing a literal arch string for it (positional, by keyword, or the
-default), the map sees those strings only: it excludes the arch only if a
-caller passes it. Otherwise (a call passing a variable, a reference that is
+default), the map sees those strings only: when none is the arch, the map
+still excludes it (a caller passing it would fail: the maintainers added
+sm_121 to this map, 5a767523c) but nothing reaches it with the arch today,
+so it is no blocker: a human decides whether to add the key (needs-human,
+its reason naming the callers). Otherwise (a call passing a variable, a reference that is
 not a call, no call found, a package `__init__.py` exporting the function)
 the record is left as it is. Pure: files come through `read`.
 """
@@ -54,9 +57,9 @@ def keys_callers_pass(gates: list[dict], read: Callable[[str], bytes], files: tu
         if reaching:
             record["reason"] += f"; `{keyed.function}`'s callers pass {arch.name}: {', '.join(reaching[:_SHOWN])}"
             continue
-        record["excludes_arch"] = False
-        record["classification"] = classify.ADMITS
+        record["classification"] = classify.NEEDS_HUMAN
         record["reason"] = (
             f"`{record['symbol']}` is looked up with `{keyed.function}`'s `{keyed.parameter}`, and every call passes a "
-            f"literal: {shown}; the lookup never sees {arch.name}"
+            f"literal: {shown}; the lookup never sees {arch.name} today (a caller passing it would fail: add the key "
+            "if one will)"
         )
