@@ -154,6 +154,33 @@ REPLAYS = [
         " (under `family` it extends the minor too): no rule short of reading `f` from the name fits",
     ),
     _fi("cutlass-tile-config-sm121", "20435b409", ("0.5.2", "0.5.3")),
+    # Held out, second round (issue 17): FlashInfer commits found newest first, then SGLang release pairs in order
+    _fi(
+        "fi-tmem-map-sm121", "5a767523c", ("0.6.10", "0.6.11"),
+        fails="`_TMEM_MAX_ALLOC_COLUMNS_MAP = {\"sm_100\": 512, ...}` is a dict keyed by arch strings (scan's"
+        " python_arch_map), which no kind widens: python_arch_list `assigns` reports the gate not found. Upstream"
+        " adds `\"sm_121\": 512,` (the dict then split one entry a line by black)",
+    ),
+    _fi(
+        "fi-mxfp4-group-gemm-test-sm12x", "904fa8cbc", None,
+        "tests/ are not in the wheel (0.6.7 / 0.6.8 would be the pair)",
+    ),
+    _fi(
+        "fi-moe-sm100-config-on-sm110", "8f4e806e2", None,
+        "not run on 0.5.3 / 0.6.0 (other edits between them); replayed on the clone",
+        fails="cpp_runtime_check finds no gate in `TLLM_CHECK_WITH_INFO(inputs.gemm_config.sm_version / 10 == sm_ / 10,"
+        " ...)` (two capability variables compared with each other, through `/ 10`), even with both named `sm`;"
+        " upstream writes `TLLM_CHECK_WITH_INFO((inputs.gemm_config.sm_version / 10 == sm_ / 10) ||` + a comment +"
+        " `(inputs.gemm_config.sm_version / 10 == 10 && sm_ / 10 == 11),`",
+    ),
+    _fi(
+        "fi-cutlass-moe-tests-sm11x-sm12x", "beebc6074", None,
+        "tests/ are not in the wheel (0.3.0 / 0.3.1: no py3-none-any wheel either)",
+        fails="python_capability writes `torch.cuda.get_device_capability()[0] not in (10, 11, 12),` where upstream"
+        " writes `not in [10, 11, 12],`: the file has no numeric membership test to copy brackets from, and"
+        " the default is a tuple",
+    ),
+    _fi("fi-tile-config-as-int-sm121", "9c609f050", None, "0.2.8 / 0.2.9: no py3-none-any wheel on PyPI"),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
