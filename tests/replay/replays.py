@@ -166,8 +166,7 @@ REPLAYS = [
         "tests/ are not in the wheel (0.6.7 / 0.6.8 would be the pair)",
     ),
     _fi(
-        "fi-moe-sm100-config-on-sm110", "8f4e806e2", None,
-        "not run on 0.5.3 / 0.6.0 (other edits between them); replayed on the clone",
+        "fi-moe-sm100-config-on-sm110", "8f4e806e2", ("0.5.3", "0.6.0"),
         fails="cpp_runtime_check finds no gate in `TLLM_CHECK_WITH_INFO(inputs.gemm_config.sm_version / 10 == sm_ / 10,"
         " ...)` (two capability variables compared with each other, through `/ 10`), even with both named `sm`;"
         " upstream writes `TLLM_CHECK_WITH_INFO((inputs.gemm_config.sm_version / 10 == sm_ / 10) ||` + a comment +"
@@ -180,7 +179,9 @@ REPLAYS = [
         " writes `not in [10, 11, 12],`: the file has no numeric membership test to copy brackets from, and"
         " the default is a tuple",
     ),
-    _fi("fi-tile-config-as-int-sm121", "9c609f050", None, "0.2.8 / 0.2.9: no py3-none-any wheel on PyPI"),
+    _fi("fi-tile-config-as-int-sm121", "9c609f050", None, "0.2.8 / 0.2.9 not tried (not in the test cache); replayed on the clone"),
+    _sg("sg-dsv4-mhc-prenorm-sm90", ("0.5.21", "0.5.22")),
+    _sg("sg-vsa-h3-sm80", ("0.5.22", "0.5.23")),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
