@@ -182,6 +182,33 @@ REPLAYS = [
     _fi("fi-tile-config-as-int-sm121", "9c609f050", None, "0.2.8 / 0.2.9 not tried (not in the test cache); replayed on the clone"),
     _sg("sg-dsv4-mhc-prenorm-sm90", ("0.5.21", "0.5.22")),
     _sg("sg-vsa-h3-sm80", ("0.5.22", "0.5.23")),
+    # (a second pass over FlashInfer, matching whole hunks token by token, found three more)
+    _fi(
+        "fi-gemm-allreduce-test-sm103", "b9720052f", None,
+        "tests/ are not in the wheel (0.5.3 / 0.6.0 would be the pair)",
+        fails="python_capability writes `if get_compute_capability(torch.device(\"cuda\")) not in ((10, 0), (10, 3)):`"
+        " where upstream writes `not in [(10, 0), (10, 3)]:`: the file has no membership test to copy brackets"
+        " from, and the default is a tuple",
+    ),
+    _fi(
+        "fi-cutlass-fmha-module-sm12x", "9f4fd04ac", None,
+        "0.3.1 / 0.4.0 not tried (not in the test cache); replayed on the clone",
+        fails="refused, rightly: gen_fmha_cutlass_sm100a_module's sources hold tcgen05/TMEM (UMMA, SM100_TMEM_*),"
+        " which sm_120/sm_121 lack; upstream reverted this edit in 74e99e8bb (`guard CUTLASS FMHA against SM12x`)."
+        " With --force, python_arch_or also leaves the widened `if is_sm100a_supported(device) or"
+        " is_sm110a_supported(device) or is_sm120a_supported(device) or is_sm121a_supported(device):` on one"
+        " 127-column line where upstream (black) writes `if (`, one predicate a line led by `or`, `):` — the"
+        " black split README describes is python_arch_test's, not python_arch_or's",
+    ),
+    _fi(
+        "fi-cutlass-mla-test-sm110", "beebc6074", None,
+        "tests/ are not in the wheel (0.3.0 / 0.3.1: no py3-none-any wheel either)",
+        fails="python_arch_test writes `if not (is_sm100a_supported(device) or is_sm110a_supported(device)):` where"
+        " upstream writes `if not is_sm100a_supported(device) and not is_sm110a_supported(device):` (the file"
+        " has no negated pair to copy; codemod's default is `not (a or b)`), and it adds the import on one"
+        " 89-column line `from flashinfer.utils import is_sm90a_supported, is_sm100a_supported,"
+        " is_sm110a_supported` where upstream (black) splits it into `from flashinfer.utils import (`, one name a line, `)`",
+    ),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
