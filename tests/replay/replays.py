@@ -197,7 +197,7 @@ REPLAYS = [
         " which sm_120/sm_121 lack; upstream reverted this edit in 74e99e8bb (`guard CUTLASS FMHA against SM12x`)."
         " With --force, python_arch_or also leaves the widened `if is_sm100a_supported(device) or"
         " is_sm110a_supported(device) or is_sm120a_supported(device) or is_sm121a_supported(device):` on one"
-        " 127-column line where upstream (black) writes `if (`, one predicate a line led by `or`, `):` — the"
+        " 128-column line where upstream (black) writes `if (`, one predicate a line led by `or`, `):` — the"
         " black split README describes is python_arch_test's, not python_arch_or's",
     ),
     _fi(
@@ -208,6 +208,15 @@ REPLAYS = [
         " has no negated pair to copy; codemod's default is `not (a or b)`), and it adds the import on one"
         " 89-column line `from flashinfer.utils import is_sm90a_supported, is_sm100a_supported,"
         " is_sm110a_supported` where upstream (black) splits it into `from flashinfer.utils import (`, one name a line, `)`",
+    ),
+    # (and the same pass over SGLang release pairs, one more)
+    _sg(
+        "sg-deepgemm-block32-sm100", ("0.5.22", "0.5.23"),
+        fails="python_arch_test leaves `    if list(block_size) == [32, 32] and (get_platform().is_sm90 or"
+        " get_platform().is_sm100):` on one 92-column line where upstream (black, 88) writes `if list(block_size) =="
+        " [32, 32] and (` / `get_platform().is_sm90 or get_platform().is_sm100` / `):`. The inferred line length is"
+        " 125: fp8_utils.py:585 `fake_impl=lambda q_input, weight_t, ...: (` is code black cannot split (a lambda's"
+        " parameters), which the inference takes for a configured limit",
     ),
 ]
 
