@@ -157,6 +157,70 @@ REPLAYS = [
         " (under `family` it extends the minor too): no rule short of reading `f` from the name fits",
     ),
     _fi("cutlass-tile-config-sm121", "20435b409", ("0.5.2", "0.5.3")),
+    # Held out, second round (issue 17): FlashInfer commits found newest first, then SGLang release pairs in order
+    _fi(
+        "fi-tmem-map-sm121", "5a767523c", ("0.6.10", "0.6.11"),
+        fails="`_TMEM_MAX_ALLOC_COLUMNS_MAP = {\"sm_100\": 512, ...}` is a dict keyed by arch strings (scan's"
+        " python_arch_map), which no kind widens: python_arch_list `assigns` reports the gate not found. Upstream"
+        " adds `\"sm_121\": 512,` (the dict then split one entry a line by black)",
+    ),
+    _fi(
+        "fi-mxfp4-group-gemm-test-sm12x", "904fa8cbc", None,
+        "tests/ are not in the wheel (0.6.7 / 0.6.8 would be the pair)",
+    ),
+    _fi(
+        "fi-moe-sm100-config-on-sm110", "8f4e806e2", ("0.5.3", "0.6.0"),
+        fails="cpp_runtime_check finds no gate in `TLLM_CHECK_WITH_INFO(inputs.gemm_config.sm_version / 10 == sm_ / 10,"
+        " ...)` (two capability variables compared with each other, through `/ 10`), even with both named `sm`;"
+        " upstream writes `TLLM_CHECK_WITH_INFO((inputs.gemm_config.sm_version / 10 == sm_ / 10) ||` + a comment +"
+        " `(inputs.gemm_config.sm_version / 10 == 10 && sm_ / 10 == 11),`",
+    ),
+    _fi(
+        "fi-cutlass-moe-tests-sm11x-sm12x", "beebc6074", None,
+        "tests/ are not in the wheel (0.3.0 / 0.3.1: no py3-none-any wheel either)",
+        fails="python_capability writes `torch.cuda.get_device_capability()[0] not in (10, 11, 12),` where upstream"
+        " writes `not in [10, 11, 12],`: the file has no numeric membership test to copy brackets from, and"
+        " the default is a tuple",
+    ),
+    _fi("fi-tile-config-as-int-sm121", "9c609f050", None, "0.2.8 / 0.2.9 not tried (not in the test cache); replayed on the clone"),
+    _sg("sg-dsv4-mhc-prenorm-sm90", ("0.5.21", "0.5.22")),
+    _sg("sg-vsa-h3-sm80", ("0.5.22", "0.5.23")),
+    # (a second pass over FlashInfer, matching whole hunks token by token, found three more)
+    _fi(
+        "fi-gemm-allreduce-test-sm103", "b9720052f", None,
+        "tests/ are not in the wheel (0.5.3 / 0.6.0 would be the pair)",
+        fails="python_capability writes `if get_compute_capability(torch.device(\"cuda\")) not in ((10, 0), (10, 3)):`"
+        " where upstream writes `not in [(10, 0), (10, 3)]:`: the file has no membership test to copy brackets"
+        " from, and the default is a tuple",
+    ),
+    _fi(
+        "fi-cutlass-fmha-module-sm12x", "9f4fd04ac", None,
+        "0.3.1 / 0.4.0 not tried (not in the test cache); replayed on the clone",
+        fails="refused, rightly: gen_fmha_cutlass_sm100a_module's sources hold tcgen05/TMEM (UMMA, SM100_TMEM_*),"
+        " which sm_120/sm_121 lack; upstream reverted this edit in 74e99e8bb (`guard CUTLASS FMHA against SM12x`)."
+        " With --force, python_arch_or also leaves the widened `if is_sm100a_supported(device) or"
+        " is_sm110a_supported(device) or is_sm120a_supported(device) or is_sm121a_supported(device):` on one"
+        " 128-column line where upstream (black) writes `if (`, one predicate a line led by `or`, `):` — the"
+        " black split README describes is python_arch_test's, not python_arch_or's",
+    ),
+    _fi(
+        "fi-cutlass-mla-test-sm110", "beebc6074", None,
+        "tests/ are not in the wheel (0.3.0 / 0.3.1: no py3-none-any wheel either)",
+        fails="python_arch_test writes `if not (is_sm100a_supported(device) or is_sm110a_supported(device)):` where"
+        " upstream writes `if not is_sm100a_supported(device) and not is_sm110a_supported(device):` (the file"
+        " has no negated pair to copy; codemod's default is `not (a or b)`), and it adds the import on one"
+        " 89-column line `from flashinfer.utils import is_sm90a_supported, is_sm100a_supported,"
+        " is_sm110a_supported` where upstream (black) splits it into `from flashinfer.utils import (`, one name a line, `)`",
+    ),
+    # (and the same pass over SGLang release pairs, one more)
+    _sg(
+        "sg-deepgemm-block32-sm100", ("0.5.22", "0.5.23"),
+        fails="python_arch_test leaves `    if list(block_size) == [32, 32] and (get_platform().is_sm90 or"
+        " get_platform().is_sm100):` on one 92-column line where upstream (black, 88) writes `if list(block_size) =="
+        " [32, 32] and (` / `get_platform().is_sm90 or get_platform().is_sm100` / `):`. The inferred line length is"
+        " 125: fp8_utils.py:585 `fake_impl=lambda q_input, weight_t, ...: (` is code black cannot split (a lambda's"
+        " parameters), which the inference takes for a configured limit",
+    ),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
