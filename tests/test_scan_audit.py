@@ -115,9 +115,13 @@ def _sample(result, audit) -> tuple[list[tuple[str, int]], dict[tuple[str, int],
     sample = tomllib.loads((AUDIT / "sm121_sample.toml").read_text())
     judged = {(s["file"], s["line"]): s["verdict"] for s in sample["gate"]}
     # the gates the definition readers add are items of the audit list: judged real there, with the upstream fix
-    judged |= {(e["file"], line): "real" for e in audit["blocker"] if e["id"] in DEFINITION_ITEMS for line in e["lines"]}
     found = groups(result)
     reported = [(g["file"], g["line"]) for name in ("blocker", "widenable") for g in found[name]]
+    # (those it calls blockers: the compat map, whose callers pass "sm_100" only, needs a human)
+    judged |= {
+        (e["file"], line): "real" for e in audit["blocker"] if e["id"] in DEFINITION_ITEMS for line in e["lines"]
+        if (e["file"], line) in reported
+    }
     drawn = random.Random(sample["seed"]).sample(sorted(reported), min(sample["size"], len(reported)))
     return drawn, judged
 
@@ -127,8 +131,8 @@ def test_every_gate_of_the_random_sample_was_judged_by_reading_the_code(result, 
     assert set(drawn) == set(judged)  # every gate drawn was judged by reading the code, and nothing else
     real = [key for key in drawn if judged[key] == "real"]
     # 16 reported, all drawn, all real; before the callers' keys (audit.map_callers) 17, the compat map, judged
-    # real as an audit item then, now needs-human (its callers pass "sm_100" only); before the choice/value reader (gates/_polarity.use): 21
-    # reported (gemm_base.py:5089 twice), 20 drawn, 17 real: the three backend choices get_compute_capability
+    # real as an audit item then, now needs-human (its callers pass "sm_100" only); before the choice/value
+    # reader (gates/_polarity.use): 21 reported (gemm_base.py:5089 twice), 20 drawn, 17 real: the three backend choices get_compute_capability
     # brought in were not (tests/audit/sm121_sample.toml)
     assert (len(real), len(drawn)) == (16, 16)
 
