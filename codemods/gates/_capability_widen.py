@@ -38,6 +38,7 @@ class _Place:
     root: ast.expr
     leaf_of: LeafOf
     missing: tuple[Arch, ...]
+    membership: str = ""  # the project's brackets for a file with no example ("list", "tuple"; "" = tuple)
 
     def failing(self, node: ast.AST) -> tuple[Arch, ...]:
         """The missing archs `node` (a part of the condition) rules out."""
@@ -62,19 +63,31 @@ class _Place:
             start, end = low + len(before) - 1, high - len(after) + 1
 
     def brackets(self) -> tuple[str, str]:
-        return membership_brackets(self.tree)
+        return membership_brackets(self.tree, self.membership)
 
 
-def membership_brackets(tree: ast.AST) -> tuple[str, str]:
+def membership_brackets(tree: ast.AST, default: str = "") -> tuple[str, str]:
     """The brackets a file writes its membership tests' literal collections in: `[`/`]` when more of its
-    one-line `in`/`not in` collections of constants (numbers or strings) are lists than tuples, else `(`/`)`.
+    one-line `in`/`not in` collections of constants (numbers or strings) are lists than tuples, `(`/`)` when
+    fewer; on a tie or with none, the project's `default` ("list" or "tuple", targets/projects/*.toml
+    `[style] membership`), else a tuple.
 
     One-line ones only, the shape of the test being written: SGLang 0.5.10's deepseek_v2.py has `not in
     ["correction_bias"]` and a black-exploded tuple of quantization names, and upstream wrote `_device_sm in
     [100, 103]`; 0.5.15's unquant.py has only an exploded `in [` list of activation names, and upstream wrote
-    `not in (9, 12)`. A tie, or a file with none, gets a tuple, as most of SGLang and FlashInfer write.
+    `not in (9, 12)`. FlashInfer writes lists (about four in five of its one-line ones, in the package and its
+    tests: beebc6074 and b9720052f wrote `not in [10, 11, 12]` in test files with none); SGLang has no one
+    style across releases (0.5.9 mostly lists, 0.5.20 mostly tuples), so its files with none get a tuple.
     """
-    counts = {ast.List: 0, ast.Tuple: 0}
+    counts = membership_counts(tree)
+    if counts["list"] != counts["tuple"]:
+        return ("[", "]") if counts["list"] > counts["tuple"] else ("(", ")")
+    return ("[", "]") if default == "list" else ("(", ")")
+
+
+def membership_counts(tree: ast.AST) -> dict[str, int]:
+    """How many one-line `in`/`not in` literal collections of constants `tree` writes as lists and as tuples."""
+    counts = {"list": 0, "tuple": 0}
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
             for op, right in zip(node.ops, node.comparators):
@@ -85,8 +98,8 @@ def membership_brackets(tree: ast.AST) -> tuple[str, str]:
                     and right.lineno == right.end_lineno
                     and all(isinstance(e.operand if isinstance(e, ast.UnaryOp) else e, ast.Constant) for e in right.elts)
                 ):
-                    counts[type(right)] += 1
-    return ("[", "]") if counts[ast.List] > counts[ast.Tuple] else ("(", ")")
+                    counts["list" if isinstance(right, ast.List) else "tuple"] += 1
+    return counts
 
 
 def _values(side: Side, archs: tuple[Arch, ...]) -> list:
@@ -228,7 +241,10 @@ def _add_disjunct(place: _Place) -> list[Edit] | None:
     return [Edit(start, start, b"("), Edit(end, end, f" or {term})".encode())]
 
 
-def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> list[Edit]:
+def widen(
+    source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+    membership: str = "",
+) -> list[Edit]:
     """Edits that make the condition admit `targets` too, and no arch it can tell from them; `[]` if it does already.
 
     Tried in order, each kept only when the rewritten condition, read again,
@@ -264,7 +280,8 @@ def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[
 
     wanted = {told(arch) for arch in targets}
     expected = before.admitted | {arch for arch in scope if told(arch) in wanted}
-    place = _Place(source, text, tree, parents, root, leaf_of, tuple(a for a in targets if not before.admits(a)))
+    missing = tuple(a for a in targets if not before.admits(a))
+    place = _Place(source, text, tree, parents, root, leaf_of, missing, membership)
     for rewrite in (_extend, _drop, _move_bound, _add_disjunct):
         edits = rewrite(place)
         if not edits:

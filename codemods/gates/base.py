@@ -37,6 +37,7 @@ class Where:
 
     file: str = ""
     meanings: Mapping[str, Meaning] | None = None
+    membership: str = ""  # the project's brackets for literal collections in a file with none (Project.membership)
 
     @property
     def language(self) -> str:

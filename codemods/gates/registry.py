@@ -113,7 +113,9 @@ PYTHON_CAPABILITY = GateKind(
     selectors=_optional("function", "assigns", "calls", "names", hints={"names": 'names = {"_device_sm" = "sm", "backend" = "sm"}'}),
     find=lambda source, universe, where, selector: python_capability.find(source, universe, **selector),
     admits=lambda text, universe, where, detail: python_capability.admits(text, universe, detail),
-    widen=lambda source, gate, targets, universe, where: python_capability.widen(source, gate, targets, universe),
+    widen=lambda source, gate, targets, universe, where: python_capability.widen(
+        source, gate, targets, universe, where.membership
+    ),
     check_selector=python_capability.check_selector,
     selects_kernels=True,
     has_edit=lambda gate: not gate.detail.get("members"),  # widen writes no CuTe DSL `Arch.sm_121a`

@@ -47,11 +47,10 @@ def plan_change(
         plan_rewrite(pc, kind)
         return
     meanings = None
-    if kind.reads_predicates:
-        project = tree.project if tree is not None else projects().get(change.project)
-        if project is not None:
-            meanings = meanings_for(project, pc.file, source, tree, read)
-    where = Where(pc.file, meanings)
+    project = tree.project if tree is not None else projects().get(change.project)
+    if kind.reads_predicates and project is not None:
+        meanings = meanings_for(project, pc.file, source, tree, read)
+    where = Where(pc.file, meanings, project.membership if project is not None else "")
     find, widen, admits = kind.find, kind.widen, kind.admits
     assert find is not None and widen is not None and admits is not None  # a gate kind has all three (GateKind.__post_init__)
     try:
@@ -124,7 +123,7 @@ def plan_change(
         return
     shifts = _shifts(edits)
     if meanings is not None:  # the edits may define a predicate in this file (`_is_sm120_supported = ...`)
-        where = Where(pc.file, {**meanings, **_predicates.read(after, pc.file, meanings)})
+        where = Where(pc.file, {**meanings, **_predicates.read(after, pc.file, meanings)}, where.membership)
     for gc in pc.gates:
         if gc.outcome != "changed":
             continue

@@ -178,9 +178,6 @@ REPLAYS = [
     _fi(
         "fi-cutlass-moe-tests-sm11x-sm12x", "beebc6074", None,
         "tests/ are not in the wheel (0.3.0 / 0.3.1: no py3-none-any wheel either)",
-        fails="python_capability writes `torch.cuda.get_device_capability()[0] not in (10, 11, 12),` where upstream"
-        " writes `not in [10, 11, 12],`: the file has no numeric membership test to copy brackets from, and"
-        " the default is a tuple",
     ),
     _fi("fi-tile-config-as-int-sm121", "9c609f050", None, "0.2.8 / 0.2.9 not tried (not in the test cache); replayed on the clone"),
     _sg("sg-dsv4-mhc-prenorm-sm90", ("0.5.21", "0.5.22")),
@@ -189,9 +186,6 @@ REPLAYS = [
     _fi(
         "fi-gemm-allreduce-test-sm103", "b9720052f", None,
         "tests/ are not in the wheel (0.5.3 / 0.6.0 would be the pair)",
-        fails="python_capability writes `if get_compute_capability(torch.device(\"cuda\")) not in ((10, 0), (10, 3)):`"
-        " where upstream writes `not in [(10, 0), (10, 3)]:`: the file has no membership test to copy brackets"
-        " from, and the default is a tuple",
     ),
     _fi(
         "fi-cutlass-fmha-module-sm12x", "9f4fd04ac", None,

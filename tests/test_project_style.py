@@ -1,0 +1,68 @@
+"""A project's `[style]` in targets/projects/*.toml says what its own source says, and widening follows it."""
+
+import ast
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+
+from codemods.core.arch import parse_archs
+from codemods.gates import apply_edits
+from codemods.gates._capability_widen import membership_counts
+from codemods.gates.python_capability import find, widen
+from codemods.recipes.load import load_project, projects
+
+from conftest import unpack_wheel
+
+SKIP_IF = dedent(
+    """\
+    import pytest
+
+
+    @pytest.mark.skipif(get_compute_capability(torch.device("cuda"))[0] not in [10], reason="SM10x only")
+    def test_gemm_allreduce():
+        pass
+    """
+).encode()
+
+
+@pytest.mark.parametrize("membership, expected", [("list", b"not in [10, 12]"), ("tuple", b"not in (10, 12)"), ("", b"not in (10, 12)")])
+def test_a_file_with_no_example_of_its_own_takes_the_project_brackets(membership, expected):
+    source = SKIP_IF.replace(b"not in [10]", b"!= 10")
+    [gate] = find(source)
+    after = apply_edits(source, widen(source, gate, parse_archs("sm_120"), membership=membership))
+    assert after == source.replace(b"!= 10", expected)
+
+
+def test_a_file_with_examples_keeps_its_own_brackets_whatever_the_project_says():
+    source = SKIP_IF.replace(b"not in [10]", b"!= 10") + b'\nMODES = "a" if x in ("fp8", "fp4") else "b"\n'
+    [gate] = find(source)
+    after = apply_edits(source, widen(source, gate, parse_archs("sm_120"), membership="list"))
+    assert b"not in (10, 12)" in after
+
+
+def test_a_bad_style_value_is_a_clear_error(tmp_path: Path):
+    from codemods.core import errors
+
+    bad = tmp_path / "p.toml"
+    bad.write_text('name = "p"\n[style]\nmembership = "set"\n[[layout]]\nname = "x"\nmarkers = ["p"]\n')
+    with pytest.raises(errors.RecipeInvalid, match="membership"):
+        load_project(bad)
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("version", ["0.6.3", "0.6.10"])
+def test_flashinfer_writes_lists_as_its_style_says(version):
+    root = unpack_wheel("flashinfer-python", version)
+    totals = {"list": 0, "tuple": 0}
+    for file in (root / "flashinfer").rglob("*.py"):
+        if "data" in file.relative_to(root / "flashinfer").parts:
+            continue  # vendored CUTLASS DSL, not FlashInfer's own code
+        try:
+            tree = ast.parse(file.read_bytes())
+        except SyntaxError:
+            continue
+        for key, count in membership_counts(tree).items():
+            totals[key] += count
+    assert projects()["flashinfer"].membership == "list"
+    assert totals["list"] > 3 * totals["tuple"], totals
