@@ -38,7 +38,7 @@ class _Place:
     root: ast.expr
     leaf_of: LeafOf
     missing: tuple[Arch, ...]
-    membership: str = ""  # the project's brackets for a file with no example ("list", "tuple"; "" = tuple)
+    number_membership: str = ""  # the project's brackets for numbers in a file with no example ("list"; "" = tuple)
 
     def failing(self, node: ast.AST) -> tuple[Arch, ...]:
         """The missing archs `node` (a part of the condition) rules out."""
@@ -62,22 +62,24 @@ class _Place:
                 return start, end
             start, end = low + len(before) - 1, high - len(after) + 1
 
-    def brackets(self) -> tuple[str, str]:
-        return membership_brackets(self.tree, self.membership)
+    def brackets(self, numbers: bool) -> tuple[str, str]:
+        """The brackets for a new collection of numbers (or of strings: `numbers` False)."""
+        return membership_brackets(self.tree, self.number_membership if numbers else "")
 
 
 def membership_brackets(tree: ast.AST, default: str = "") -> tuple[str, str]:
     """The brackets a file writes its membership tests' literal collections in: `[`/`]` when more of its
     one-line `in`/`not in` collections of constants (numbers or strings) are lists than tuples, `(`/`)` when
-    fewer; on a tie or with none, the project's `default` ("list" or "tuple", targets/projects/*.toml
-    `[style] membership`), else a tuple.
+    fewer; on a tie or with none, `default` ("list" or "tuple": for numbers, the project's
+    targets/projects/*.toml `[style] number_membership`), else a tuple.
 
     One-line ones only, the shape of the test being written: SGLang 0.5.10's deepseek_v2.py has `not in
     ["correction_bias"]` and a black-exploded tuple of quantization names, and upstream wrote `_device_sm in
     [100, 103]`; 0.5.15's unquant.py has only an exploded `in [` list of activation names, and upstream wrote
-    `not in (9, 12)`. FlashInfer writes lists (about four in five of its one-line ones, in the package and its
-    tests: beebc6074 and b9720052f wrote `not in [10, 11, 12]` in test files with none); SGLang has no one
-    style across releases (0.5.9 mostly lists, 0.5.20 mostly tuples), so its files with none get a tuple.
+    `not in (9, 12)`. FlashInfer writes numbers in lists (0.6.10: 64 of 75 one-line ones in the package, 32 of
+    37 in its tests; beebc6074 and b9720052f wrote `not in [10, 11, 12]` in test files with none) but strings
+    either way (9a463df0d wrote `not in ("sm_120", "sm_121")` in a file with none); SGLang has no one style
+    across releases (0.5.9 mostly lists, 0.5.20 mostly tuples), so its files with none get a tuple.
     """
     counts = membership_counts(tree)
     if counts["list"] != counts["tuple"]:
@@ -85,8 +87,9 @@ def membership_brackets(tree: ast.AST, default: str = "") -> tuple[str, str]:
     return ("[", "]") if default == "list" else ("(", ")")
 
 
-def membership_counts(tree: ast.AST) -> dict[str, int]:
-    """How many one-line `in`/`not in` literal collections of constants `tree` writes as lists and as tuples."""
+def membership_counts(tree: ast.AST, numbers: bool = False) -> dict[str, int]:
+    """How many one-line `in`/`not in` literal collections of constants `tree` writes as lists and as tuples
+    (of numbers only, with `numbers`)."""
     counts = {"list": 0, "tuple": 0}
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
@@ -97,6 +100,7 @@ def membership_counts(tree: ast.AST) -> dict[str, int]:
                     and right.elts
                     and right.lineno == right.end_lineno
                     and all(isinstance(e.operand if isinstance(e, ast.UnaryOp) else e, ast.Constant) for e in right.elts)
+                    and not (numbers and any(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in right.elts))
                 ):
                     counts["list" if isinstance(right, ast.List) else "tuple"] += 1
     return counts
@@ -139,8 +143,8 @@ def _extend(place: _Place) -> list[Edit] | None:
         op_start = text.span(node.left)[1]
         word = b"in" if leaf.op is ast.Eq else b"not in"
         new_between = re.sub(rb"==|!=", word, source[op_start:start], count=1)
-        opening, closing = place.brackets()
         written = (leaf.value, source[start:end].decode("utf-8"))
+        opening, closing = place.brackets(numbers=not written[1].startswith(("'", '"')))
         items = ", ".join(item for _, item in sorted([written, *zip(values, spelled)]))
         return [Edit(op_start, start, new_between), Edit(start, end, f"{opening}{items}{closing}".encode())]
     if not isinstance(right, (ast.Tuple, ast.List, ast.Set)) or not right.elts:
@@ -231,7 +235,7 @@ def _add_disjunct(place: _Place) -> list[Edit] | None:
     if len(values) == 1:
         term = f"{operand} == {values[0]!r}"
     else:
-        opening, closing = place.brackets()
+        opening, closing = place.brackets(numbers=not any(isinstance(v, str) for v in values))
         term = f"{operand} in {opening}{', '.join(map(repr, values))}{closing}"
     start, end = place.text.span(root)
     parent = place.parents.get(id(root))
@@ -243,7 +247,7 @@ def _add_disjunct(place: _Place) -> list[Edit] | None:
 
 def widen(
     source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...] = DEFAULT_ARCHS,
-    membership: str = "",
+    number_membership: str = "",
 ) -> list[Edit]:
     """Edits that make the condition admit `targets` too, and no arch it can tell from them; `[]` if it does already.
 
@@ -281,7 +285,7 @@ def widen(
     wanted = {told(arch) for arch in targets}
     expected = before.admitted | {arch for arch in scope if told(arch) in wanted}
     missing = tuple(a for a in targets if not before.admits(a))
-    place = _Place(source, text, tree, parents, root, leaf_of, missing, membership)
+    place = _Place(source, text, tree, parents, root, leaf_of, missing, number_membership)
     for rewrite in (_extend, _drop, _move_bound, _add_disjunct):
         edits = rewrite(place)
         if not edits:

@@ -37,7 +37,7 @@ class Where:
 
     file: str = ""
     meanings: Mapping[str, Meaning] | None = None
-    membership: str = ""  # the project's brackets for literal collections in a file with none (Project.membership)
+    number_membership: str = ""  # the project's brackets for numbers in a file with no example (Project)
 
     @property
     def language(self) -> str:

@@ -29,7 +29,8 @@ cannot tell from them: `major == 12` admits sm_121 with sm_120):
 add the values to an equality or membership in its own style (`== 120`
 becomes `in (120, 121)`, or `in [120, 121]` in a file whose one-line
 membership tests list constants in brackets more often than in parentheses,
-or, with none, whose project's `[style] membership` is "list": see
+or, with none, for numbers in a project whose `[style] number_membership`
+is "list": see
 `_capability_widen.membership_brackets`; `!= 9` alone becomes `not in (9, 12)`; `in (9, 10)` gains `, 12`);
 drop the comparisons of an `and` that rule a target out (`major == 10 and
 minor != 3` becomes `major == 10`); move a bound (`[0] >= 10` becomes `>= 9`

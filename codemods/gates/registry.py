@@ -114,7 +114,7 @@ PYTHON_CAPABILITY = GateKind(
     find=lambda source, universe, where, selector: python_capability.find(source, universe, **selector),
     admits=lambda text, universe, where, detail: python_capability.admits(text, universe, detail),
     widen=lambda source, gate, targets, universe, where: python_capability.widen(
-        source, gate, targets, universe, where.membership
+        source, gate, targets, universe, where.number_membership
     ),
     check_selector=python_capability.check_selector,
     selects_kernels=True,

@@ -50,7 +50,7 @@ def plan_change(
     project = tree.project if tree is not None else projects().get(change.project)
     if kind.reads_predicates and project is not None:
         meanings = meanings_for(project, pc.file, source, tree, read)
-    where = Where(pc.file, meanings, project.membership if project is not None else "")
+    where = Where(pc.file, meanings, project.number_membership if project is not None else "")
     find, widen, admits = kind.find, kind.widen, kind.admits
     assert find is not None and widen is not None and admits is not None  # a gate kind has all three (GateKind.__post_init__)
     try:
@@ -123,7 +123,7 @@ def plan_change(
         return
     shifts = _shifts(edits)
     if meanings is not None:  # the edits may define a predicate in this file (`_is_sm120_supported = ...`)
-        where = Where(pc.file, {**meanings, **_predicates.read(after, pc.file, meanings)}, where.membership)
+        where = Where(pc.file, {**meanings, **_predicates.read(after, pc.file, meanings)}, where.number_membership)
     for gc in pc.gates:
         if gc.outcome != "changed":
             continue

@@ -296,9 +296,11 @@ def load_project(path: Path) -> Project:
             )
         )
     predicates = tuple((name, tuple(archs)) for name, archs in data.get("predicates", {}).items())
-    membership = data.get("style", {}).get("membership", "")
+    membership = data.get("style", {}).get("number_membership", "")
     if membership not in ("", "list", "tuple"):
-        raise errors.RecipeInvalid(f"[style] membership must be \"list\" or \"tuple\", not {membership!r}", where=str(path))
+        raise errors.RecipeInvalid(
+            f"[style] number_membership must be \"list\" or \"tuple\", not {membership!r}", where=str(path)
+        )
     return Project(
         data["name"], data.get("title", data["name"]), tuple(layouts),
         tuple(data.get("predicate_files", ())), predicates, membership,

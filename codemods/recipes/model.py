@@ -43,8 +43,9 @@ class Project:
     predicate_files: tuple[str, ...] = ()
     # name -> archs it admits, for when the source cannot be read (recipe test); checked against releases.
     predicates: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    # `[style] membership`: "list" or "tuple", how the project writes `x in [..]` where a file has no example
-    membership: str = ""
+    # `[style] number_membership`: "list" or "tuple", how the project writes `x in [10, 12]` in a file with no
+    # example of its own
+    number_membership: str = ""
 
     def predicate_table(self) -> dict:
         return _predicates.table(dict(self.predicates), f"targets/projects/{self.name}.toml")
