@@ -280,3 +280,30 @@ def test_scan_and_run_read_an_early_return_of_a_value_alike(tmp_path):
     assert (gate.line, gate.admits.admits(SM121)) == (5, False)
     widened = apply_edits(data, python_arch_test.widen(data, gate, (SM121,), DEFAULT_ARCHS, meanings))
     assert b"if not (is_sm120a_supported(a.device) or is_sm121a_supported(a.device)):\n        return True" in widened
+
+
+EARLY_CAPABILITY = '''\
+import torch
+
+
+def use_fast_path(device):
+    major, minor = torch.cuda.get_device_capability(device)
+    if major != 12:
+        return True
+    return run_sm12x_check(device)
+'''
+
+
+def test_scan_reads_a_negated_capability_check_returning_early_as_run_does(tmp_path):
+    # `if major != 12: return True` is a check for 12 (python_capability.find reads `!=` so, and widens it to
+    # `not in (11, 12)` for sm_110): the code after is 12's path. Before, scan read the body as the path and
+    # called it widenable for sm_121, which runs the code after it.
+    root = _tree(tmp_path, {"flashinfer/gemm/__init__.py": "", "flashinfer/gemm/fast.py": EARLY_CAPABILITY})
+    [for_121] = [g for g in scan(root, SM121, jobs=1).gates if g["kind"] == "python_capability"]
+    assert (for_121["line"], for_121["admits"], for_121["excludes_arch"], for_121["classification"]) == (
+        6, ["sm_120", "sm_121"], False, "admits")
+    [for_100] = [g for g in scan(root, Arch.parse("sm_100"), jobs=1).gates if g["kind"] == "python_capability"]
+    assert (for_100["excludes_arch"], for_100["classification"]) == (True, "needs-human"), for_100["reason"]
+    assert for_100["reason"].startswith("sm_100 returns `True` early instead (no refusal): the code after is written")
+    [gate] = python_capability.find(EARLY_CAPABILITY.encode())
+    assert gate.admits.names() == for_121["admits"]

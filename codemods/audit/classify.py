@@ -292,7 +292,7 @@ def early_return_path(value: str, arch: Arch) -> Path:
     """What `arch` gets where a negated predicate test returns a value early (`if not P(): return True`,
     gates/_polarity.early_value): that value, not nothing; the code after is the path written for P's archs."""
     return Path(FALLBACK, f"{arch.name} returns `{value}` early instead (no refusal): the code after is written for "
-                          "the archs the predicates name; widening would change which path it takes")
+                          "the archs its test names; widening would change which path it takes")
 
 
 def predicate_path(name: str, target: bool | None, admits: list[str], arch: Arch) -> Path:

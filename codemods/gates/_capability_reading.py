@@ -428,6 +428,16 @@ def _function_names(body: list) -> dict[int, str]:
     return names
 
 
+def _checks_for(test: ast.expr) -> bool:
+    """Whether a test is a negated check for the values it names (`major != 12`, `cap not in [10, 12]`, `not
+    (major == 12)`, `major != 12 or minor != 0`): read as `not P` is for a predicate (gates/_polarity.early_value)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return True
+    if isinstance(test, ast.BoolOp):
+        return all(_checks_for(value) for value in test.values)
+    return isinstance(test, ast.Compare) and all(isinstance(op, (ast.NotEq, ast.NotIn)) for op in test.ops)
+
+
 def _on_paths(
     found: list[tuple[Gate, ast.Compare, int]], body: list[ast.stmt], readable: dict[int, frozenset[Arch] | None],
     universe: tuple[Arch, ...],
@@ -446,6 +456,9 @@ def _on_paths(
             out.append((gate, node, scope))
             continue
         test, runs = _polarity.need(node, up)
+        early = _polarity.early_value(up[id(test)]) if _checks_for(test) and id(test) in up else None
+        if early is not None:  # `if major != 12: return True`: the code after is 12's path, the others get True
+            runs = False
         unread = any(isinstance(n, ast.Compare) and id(n) in readable and readable[id(n)] is None for n in ast.walk(test))
         admitted, unknown = set(), set()
         for arch in universe:
@@ -460,6 +473,8 @@ def _on_paths(
             elif result is None:
                 unknown.add(arch)
         detail = {**gate.detail, "runs_where": "true" if runs else "false"}
+        if early is not None:
+            detail["returns_early"] = early
         if test is not node:
             detail["test"] = ast.unparse(test)
         used = _polarity.use(test, up)  # a test that guards no code path: a choice between values, or a value

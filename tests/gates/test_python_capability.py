@@ -868,3 +868,33 @@ def test_cute_dsl_equality_compares_the_members_suffix(tmp_path):
     assert [(g["line"], g["text"], g["admits"], g["excludes_arch"]) for g in gates] == [
         (8, "Arch.sm_120a == arch", ["sm_120"], True),  # the scan lists no comparison it cannot read
     ]
+
+
+EARLY_VALUE = b'''\
+import torch
+
+
+def use_fast_path(device):
+    major, minor = torch.cuda.get_device_capability(device)
+    if major != 12:
+        return True
+    return run_sm12x_check(device)
+'''
+
+
+def test_a_negated_check_returning_a_value_early_guards_the_code_after_it():
+    # `if major != 12: return True` is a check for 12, as `if not P(): return True` is for P: the code after is
+    # 12's path, the other archs get `True` early (a value, no refusal); scan reads it the same
+    # (test_scan_readers.test_scan_reads_a_negated_capability_check_returning_early_as_run_does)
+    [gate] = find(EARLY_VALUE)
+    assert gate.admits.names() == ["sm_120", "sm_121"]
+    after = apply_edits(EARLY_VALUE, widen(EARLY_VALUE, gate, parse_archs("sm_110")))
+    assert after == EARLY_VALUE.replace(b"if major != 12:", b"if major not in (11, 12):")
+    assert widen(EARLY_VALUE, gate, parse_archs("sm_121")) == []
+
+
+def test_a_check_that_holds_keeps_its_body_as_the_path():
+    source = EARLY_VALUE.replace(b"if major != 12:", b"if major == 12:")
+    [gate] = find(source)
+    assert gate.admits.names() == ["sm_120", "sm_121"]
+    assert widen(source, gate, parse_archs("sm_121")) == []
