@@ -126,6 +126,8 @@ def ways_in(
                     if caller not in seen:
                         seen.add(caller)
                         todo.append((caller, depth + 1))
+                        if depth + 1 > _MAX_DEPTH or len(seen) > _MAX_NAMES:
+                            return None  # what popping it gives: the files left would change nothing
         if depth > 0 and not _SPEC_FUNCTION_RE.match(name):
             ways += [Way(rel, line, name, False) for rel, line in _exports(files, known, name)]
     return ways
