@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from codemods.audit import classify
 from codemods.audit.jit_hazards import _Callers
 from codemods.audit.jit_modules import Module
-from codemods.audit.jit_users import Trees, ways_in
+from codemods.audit.jit_users import Trees, Way, ways_in
 from codemods.core.arch import Arch
 from codemods.core.lazy import LazyModule
 from codemods.cpp import instructions as instruction_table
@@ -155,7 +155,11 @@ def _spec_path(
     """A `port` path for a spec list that excludes `arch` when widening it alone is not what `arch` needs."""
     names = " and ".join(dict.fromkeys(m.name for m in held))
     functions = list(dict.fromkeys(m.spec.function for m in held))
-    found = [ways_in(paths.read, python_files, lines, function, trees) for function in functions]
+    found: list[list[Way] | None] = []
+    for function in functions:  # an ungated way (or none followed) decides it: the other functions cannot change that
+        found.append(ways_in(paths.read, python_files, lines, function, trees, until_ungated=True))
+        if found[-1] is None or not all(way.gated for way in found[-1] or ()):
+            break
     ways = [way for part in found if part is not None for way in part]
     gated = [python_gates.get((way.file, way.line)) for way in ways if way.gated]
     if None not in found and ways and all(way.gated for way in ways) and None not in gated:

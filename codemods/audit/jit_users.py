@@ -89,12 +89,14 @@ def _referenced(node: ast.AST) -> str:
 
 def ways_in(
     read: Callable[[str], bytes], files: Iterable[str], gates: dict[str, set[int]], function: str,
-    trees: Trees | None = None,
+    trees: Trees | None = None, *, until_ungated: bool = False,
 ) -> list[Way] | None:
     """The ways into `function` (a spec's function) over the Python `files`; None when they cannot be followed.
 
     `gates` maps a file to the lines of its Python arch gates (any kind).
     `trees`: the files read and parsed by an earlier call over the same `read` (one per scan).
+    `until_ungated`: stop at the first ungated way, which is then the last of the list (for a caller that
+    only asks whether every way is gated).
     """
     files = [rel for rel in files if rel.endswith(".py")]
     known = trees if trees is not None else Trees(read)
@@ -121,6 +123,8 @@ def ways_in(
                 called = isinstance(parent, ast.Call) and parent.func is node
                 if enclosing is None or not called:
                     ways.append(Way(rel, getattr(node, "lineno", 0), enclosing.name if enclosing else "<module>", False))
+                    if until_ungated:
+                        return ways
                 else:
                     caller = _caller_name(enclosing, ancestors)
                     if caller not in seen:
@@ -130,6 +134,8 @@ def ways_in(
                             return None  # what popping it gives: the files left would change nothing
         if depth > 0 and not _SPEC_FUNCTION_RE.match(name):
             ways += [Way(rel, line, name, False) for rel, line in _exports(files, known, name)]
+            if until_ungated and ways and not ways[-1].gated:
+                return ways
     return ways
 
 
