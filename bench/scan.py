@@ -251,7 +251,7 @@ def main() -> None:
     print(f"codemod scan (first, empty cache): {', '.join(f'{s[0]:.2f}s' for s in firsts)}", file=sys.stderr)
     measure("codemod scan (warm cache)", scan, args.runs, prime=True)
     measure("codemod scan --gates-only (cold, --no-cache)", [*scan, "--gates-only", "--no-cache"], args.runs)
-    rg = shutil.which("rg")
+    rg = shutil.which("rg") or shutil.which("rg", path=os.path.dirname(sys.executable))  # the ripgrep wheel: in the venv
     if rg:
         rg_command = [rg, "-n", "--no-heading", *[a for t in RG_TOKENS for a in ("-e", t)], *map(str, folders)]
         measure("rg (same tokens)", rg_command, args.runs)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from codemods.audit import classify
 from codemods.audit.jit_hazards import _Callers
 from codemods.audit.jit_modules import Module
-from codemods.audit.jit_users import ways_in
+from codemods.audit.jit_users import Trees, Way, ways_in
 from codemods.core.arch import Arch
 from codemods.core.lazy import LazyModule
 from codemods.cpp import instructions as instruction_table
@@ -61,6 +61,7 @@ def classify_jit_gates(
     for file, line in python_gates:
         lines.setdefault(file, set()).add(line)
     spec_gates: dict[tuple[str, int], list[Module]] = {}
+    trees = Trees(paths.read)  # the package's Python files, parsed once for all the specs' ways in
     for module in modules:
         gate = module.spec.gate
         if gate is not None:
@@ -113,7 +114,7 @@ def classify_jit_gates(
             path = classify.Path(classify.NOTHING, what)
             lacking = _module_lacking(paths, specs, arch)
             if held is not None and not lacking:
-                path = _spec_path(held, paths, python_files, python_gates, lines, arch) or path
+                path = _spec_path(held, paths, python_files, python_gates, lines, arch, trees) or path
             if not lacking and path.gets == classify.NOTHING:
                 path = _written_for_another_family(specs, arch, what) or _computed_sources(specs, what) or path
         # gate_record asked the gate's kind (classify.editable): of blocker and widenable, widenable has an edit
@@ -151,12 +152,16 @@ def _module_lacking(paths: kernel_paths.Tree, specs: list[tuple[str, jit_specs.J
 
 def _spec_path(
     held: list[Module], paths: kernel_paths.Tree, python_files: tuple[str, ...], python_gates: dict,
-    lines: dict[str, set[int]], arch: Arch,
+    lines: dict[str, set[int]], arch: Arch, trees: Trees,
 ) -> classify.Path | None:
     """A `port` path for a spec list that excludes `arch` when widening it alone is not what `arch` needs."""
     names = " and ".join(dict.fromkeys(m.name for m in held))
     functions = list(dict.fromkeys(m.spec.function for m in held))
-    found = [ways_in(paths.read, python_files, lines, function) for function in functions]
+    found: list[list[Way] | None] = []
+    for function in functions:  # an ungated way (or none followed) decides it: the other functions cannot change that
+        found.append(ways_in(paths.read, python_files, lines, function, trees, until_ungated=True))
+        if found[-1] is None or not all(way.gated for way in found[-1] or ()):
+            break
     ways = [way for part in found if part is not None for way in part]
     gated = [python_gates.get((way.file, way.line)) for way in ways if way.gated]
     if None not in found and ways and all(way.gated for way in ways) and None not in gated:

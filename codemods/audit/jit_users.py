@@ -33,10 +33,12 @@ through `read`.
 from __future__ import annotations
 
 import ast
+import bisect
 import posixpath
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 _SPEC_FUNCTION_RE = re.compile(r"^gen_\w+_module$")
 _MAX_DEPTH = 8  # callers followed up from the spec's function
@@ -53,24 +55,38 @@ class Way:
     gated: bool  # whether a gate at (file, line) decides this way
 
 
-class _References(ast.NodeVisitor):
-    """Every name and attribute of a module, with the nodes around it (its functions, classes, `if`s)."""
+class Trees:
+    """The Python files' bytes and syntax trees, each read and parsed once for every `ways_in` of a scan."""
 
-    def __init__(self) -> None:
-        self.found: list[tuple[ast.AST, list[ast.AST]]] = []  # (node, its ancestors, outermost first)
-        self._stack: list[ast.AST] = []
+    def __init__(self, read: Callable[[str], bytes]) -> None:
+        self._read = read
+        self._sources: dict[str, bytes] = {}
+        self._parsed: dict[str, ast.Module | None] = {}
 
-    def generic_visit(self, node: ast.AST) -> None:
-        self._stack.append(node)
-        super().generic_visit(node)
-        self._stack.pop()
+    def source(self, rel: str) -> bytes:
+        if rel not in self._sources:
+            try:
+                self._sources[rel] = self._read(rel)
+            except OSError:
+                self._sources[rel] = b""
+        return self._sources[rel]
 
-    def visit_Name(self, node: ast.Name) -> None:
-        self.found.append((node, list(self._stack)))
+    def tree(self, rel: str) -> ast.Module | None:
+        if rel not in self._parsed:
+            try:
+                self._parsed[rel] = ast.parse(self.source(rel))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._parsed[rel] = None
+        return self._parsed[rel]
 
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        self.found.append((node, list(self._stack)))
-        self.generic_visit(node)
+    def names(self, rel: str, name: str) -> bool:
+        """Whether the file's bytes hold `name` as a whole word (an identifier a reference can be)."""
+        return name.encode() in self.source(rel) and _word(name).search(self.source(rel)) is not None
+
+
+@lru_cache(maxsize=4096)
+def _word(name: str) -> re.Pattern[bytes]:
+    return re.compile(rb"(?<![\w])" + re.escape(name.encode()) + rb"(?![\w])")
 
 
 def _referenced(node: ast.AST) -> str:
@@ -78,32 +94,18 @@ def _referenced(node: ast.AST) -> str:
 
 
 def ways_in(
-    read: Callable[[str], bytes], files: Iterable[str], gates: dict[str, set[int]], function: str
+    read: Callable[[str], bytes], files: Iterable[str], gates: dict[str, set[int]], function: str,
+    trees: Trees | None = None, *, until_ungated: bool = False,
 ) -> list[Way] | None:
     """The ways into `function` (a spec's function) over the Python `files`; None when they cannot be followed.
 
     `gates` maps a file to the lines of its Python arch gates (any kind).
+    `trees`: the files read and parsed by an earlier call over the same `read` (one per scan).
+    `until_ungated`: stop at the first ungated way, which is then the last of the list (for a caller that
+    only asks whether every way is gated).
     """
     files = [rel for rel in files if rel.endswith(".py")]
-    sources: dict[str, bytes] = {}
-    parsed: dict[str, ast.Module | None] = {}
-
-    def source(rel: str) -> bytes:
-        if rel not in sources:
-            try:
-                sources[rel] = read(rel)
-            except OSError:
-                sources[rel] = b""
-        return sources[rel]
-
-    def tree(rel: str) -> ast.Module | None:
-        if rel not in parsed:
-            try:
-                parsed[rel] = ast.parse(source(rel))
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                parsed[rel] = None
-        return parsed[rel]
-
+    known = trees if trees is not None else Trees(read)
     ways: list[Way] = []
     todo = [(function, 0)]
     seen = {function}
@@ -112,12 +114,12 @@ def ways_in(
         if depth > _MAX_DEPTH or len(seen) > _MAX_NAMES:
             return None
         for rel in files:
-            if name.encode() not in source(rel):
+            if not known.names(rel, name):
                 continue
-            module = tree(rel)
+            module = known.tree(rel)
             if module is None:
                 continue
-            for node, ancestors in _references(module, name):
+            for node, ancestors in _references(module, known.source(rel), name):
                 parent = ancestors[-1] if ancestors else None
                 way = _decided(rel, node, ancestors, gates.get(rel, set()))
                 if way is not None:
@@ -127,20 +129,63 @@ def ways_in(
                 called = isinstance(parent, ast.Call) and parent.func is node
                 if enclosing is None or not called:
                     ways.append(Way(rel, getattr(node, "lineno", 0), enclosing.name if enclosing else "<module>", False))
+                    if until_ungated:
+                        return ways
                 else:
                     caller = _caller_name(enclosing, ancestors)
                     if caller not in seen:
                         seen.add(caller)
                         todo.append((caller, depth + 1))
+                        if depth + 1 > _MAX_DEPTH or len(seen) > _MAX_NAMES:
+                            return None  # what popping it gives: the files left would change nothing
         if depth > 0 and not _SPEC_FUNCTION_RE.match(name):
-            ways += [Way(rel, line, name, False) for rel, line in _exports(files, source, tree, name)]
+            ways += [Way(rel, line, name, False) for rel, line in _exports(files, known, name)]
+            if until_ungated and ways and not ways[-1].gated:
+                return ways
     return ways
 
 
-def _references(module: ast.Module, name: str) -> list[tuple[ast.AST, list[ast.AST]]]:
-    visitor = _References()
-    visitor.visit(module)
-    return [(node, ancestors) for node, ancestors in visitor.found if _referenced(node) == name]
+def _references(module: ast.Module, data: bytes, name: str) -> list[tuple[ast.AST, list[ast.AST]]]:
+    """Every name or attribute `name` in the module, with the nodes around it (outermost first, the module too),
+    in source-walk order. Only the nodes whose lines hold the word are entered (a reference sits on such a line);
+    a definition's decorators lie above its first line, so its lines start at them."""
+    lines: list[int] = []
+    line, counted = 1, 0
+    for match in _word(name).finditer(data):
+        line += data.count(b"\n", counted, match.start())
+        counted = match.start()
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    found: list[tuple[ast.AST, list[ast.AST]]] = []
+    stack: list[ast.AST] = [module]
+
+    def holds(node: ast.AST) -> bool:
+        first = getattr(node, "lineno", None)
+        if first is None:
+            return True  # arguments, comprehensions, with-items and the like carry no lines: look inside
+        decorators = getattr(node, "decorator_list", None)
+        if decorators:
+            first = min(first, *(d.lineno for d in decorators))
+        last = getattr(node, "end_lineno", None) or first
+        i = bisect.bisect_left(lines, first)
+        return i < len(lines) and lines[i] <= last
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Name):
+                if child.id == name:
+                    found.append((child, list(stack)))
+                continue
+            if not holds(child):
+                continue
+            if isinstance(child, ast.Attribute) and child.attr == name:
+                found.append((child, list(stack)))
+            stack.append(child)
+            visit(child)
+            stack.pop()
+
+    visit(module)
+    return found
 
 
 def _enclosing_function(ancestors: list[ast.AST]) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
@@ -193,13 +238,13 @@ def _decided(rel: str, node: ast.AST, ancestors: list[ast.AST], lines: set[int])
     return None
 
 
-def _exports(files, source, tree, name: str) -> list[tuple[str, int]]:
+def _exports(files: list[str], known: Trees, name: str) -> list[tuple[str, int]]:
     """Where a package `__init__.py` imports `name` (a public way in that nothing in the package calls)."""
     out = []
     for rel in files:
-        if posixpath.basename(rel) != "__init__.py" or name.encode() not in source(rel):
+        if posixpath.basename(rel) != "__init__.py" or name.encode() not in known.source(rel):
             continue
-        module = tree(rel)
+        module = known.tree(rel)
         for node in ast.walk(module) if module is not None else ():
             if isinstance(node, ast.ImportFrom) and any(alias.name == name for alias in node.names):
                 out.append((rel, node.lineno))
