@@ -293,9 +293,9 @@ def calls(read: Callable[[str], bytes], files: Iterable[str], defining: str, fun
             isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == function
             for node in module.body
         )
-        visitor = _References()
-        visitor.visit(module)
-        for node, ancestors in visitor.found:
+        references = [found for name in sorted({function, *local}) for found in _references(module, source, name)]
+        references.sort(key=lambda found: (getattr(found[0], "lineno", 0), getattr(found[0], "col_offset", 0)))
+        for node, ancestors in references:
             if isinstance(node, ast.Name):
                 if node.id in local:
                     pass

@@ -456,7 +456,8 @@ def _on_paths(
             out.append((gate, node, scope))
             continue
         test, runs = _polarity.need(node, up)
-        early = _polarity.early_value(up[id(test)]) if _checks_for(test) and id(test) in up else None
+        statement = up.get(id(test))
+        early = _polarity.early_value(statement) if isinstance(statement, ast.If) and _checks_for(test) else None
         if early is not None:  # `if major != 12: return True`: the code after is 12's path, the others get True
             runs = False
         unread = any(isinstance(n, ast.Compare) and id(n) in readable and readable[id(n)] is None for n in ast.walk(test))
