@@ -50,7 +50,7 @@ _KEY_RE = re.compile(r"^sm_?(?P<number>\d{2,3})(?P<suffix>[af]?)$")
 
 
 def find(
-    source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, tree: ast.Module | None = None, assigns: str | None = None
+    source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, tree: ast.Module | None = None, *, assigns: str | None = None
 ) -> list[Gate]:
     """Every arch-keyed dict the file looks up so that a missing key fails, in source order (with `assigns`, only
     the one bound to that name)."""
@@ -86,10 +86,25 @@ def find(
         gates.append(Gate(
             kind=KIND, start=start, end=end, line=assign.lineno, text=source[start:end].decode("utf-8"),
             admits=ArchSet(universe, frozenset(a for a in universe if any(_admits(k, a) for k in keys))),
-            context=name, detail={"map": name, "lookup": line},
+            context=name, detail={"map": name, "lookup": line, "adds": _adds(literal, keys, universe)},
         ))  # fmt: skip
     gates.sort(key=lambda gate: gate.start)
     return gates
+
+
+def _adds(literal: ast.Dict, keys: list[str], universe: tuple[Arch, ...]) -> list[str]:
+    """The archs of `universe` the map lacks that `widen` can add: a key below of the same major, its value simple."""
+    found = []
+    for arch in universe:
+        if any(_admits(k, arch) for k in keys):
+            continue
+        family = [(int(m["number"]), v) for k, v in zip(keys, literal.values) if (m := _KEY_RE.match(k))]
+        family = [(code, v) for code, v in family if code // 10 == arch.major and code < arch.code]
+        if family:
+            value = max(family, key=lambda pair: pair[0])[1]
+            if value.lineno == value.end_lineno and _simple(value):
+                found.append(arch.name)
+    return found
 
 
 def _failing_lookup(node: ast.AST, maps: dict, up: dict[int, ast.AST]) -> tuple[str | None, int, ast.expr | None]:

@@ -170,7 +170,7 @@ def test_widened_maps_parse_hold_the_siblings_value_and_stay_widened(codes, valu
         return
     after = _apply(source, widen(source, gate, (arch,)))
     literal = ast.literal_eval(after.decode().split("SMEM = ", 1)[1].split("\n\ndef", 1)[0])
-    new_key = f"sm_{arch.code}{suffix}"
+    new_key = f"sm_{arch.code}{suffix if arch.code >= 90 else ''}"  # sm_8x has no `a`
     assert literal[new_key] == max(family)[1]
     if codes == sorted(codes):  # keys in arch order stay in arch order
         assert list(literal) == sorted(literal, key=lambda key: int(key[3:].rstrip("a")))
