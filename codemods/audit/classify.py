@@ -67,10 +67,10 @@ _GETS_NOTHING = (NOTHING, ERROR, STUB)
 _FINE = (IMPLEMENTATION, DEFAULT, HOST, OUTER, UNCALLED)
 
 
-def editable(gate: Gate) -> bool:
-    """Whether `codemod run` has an edit for `gate`: its kind's answer (GateKind.editable)."""
+def editable(gate: Gate, arch: Arch | None = None) -> bool:
+    """Whether `codemod run` has an edit for `gate` (for `arch`): its kind's answer (GateKind.editable)."""
     kind = KINDS.get(gate.kind)
-    return kind is not None and kind.editable(gate)
+    return kind is not None and kind.editable(gate, arch)
 
 
 @dataclass(frozen=True)

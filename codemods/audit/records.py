@@ -75,7 +75,7 @@ def gate_record(
     if path is None:
         path = _default_path(gate, arch)
     state = False if arch.name in admits else (None if arch.name in unknown else True)
-    classification, reason = classify.classify(state, path, list(lacking), classify.editable(gate))
+    classification, reason = classify.classify(state, path, list(lacking), classify.editable(gate, arch))
     return {
         "file": rel,
         "line": gate.line,

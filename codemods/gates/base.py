@@ -109,9 +109,12 @@ class GateKind:
         """An edit kind rewrites code the same on every arch instead of widening gates."""
         return self.rewrite is not None
 
-    def editable(self, gate: Gate) -> bool:
-        """Whether `codemod run` has an edit for `gate`: a kind that widens, and a gate its `has_edit` accepts."""
-        return self.widen is not None and self.widens and self.has_edit(gate)
+    def editable(self, gate: Gate, arch: Arch | None = None) -> bool:
+        """Whether `codemod run` has an edit for `gate`: a kind that widens, and a gate its `has_edit` accepts;
+        with `arch`, and a gate whose detail lists the archs widen `adds` (python_arch_map), one of those."""
+        adds = gate.detail.get("adds")
+        for_arch = arch is None or adds is None or arch.name in adds
+        return self.widen is not None and self.widens and self.has_edit(gate) and for_arch
 
     @property
     def selector_names(self) -> tuple[str, ...]:

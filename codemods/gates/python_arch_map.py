@@ -14,9 +14,17 @@ for its keys (`if cc not in MAP: raise`, `assert cc in MAP`; `_polarity`
 reads which way the test goes) or an index with a computed key (`MAP[cc]`,
 a KeyError). It admits the archs its keys name: a plain or `a` key its own
 arch, a family key (`"sm_120f"`) every later minor of its major. A map read
-with `.get(key, default)` or only iterated is no gate. No edit: a new key
-needs a value (columns, a tile shape) that only the author knows (upstream
-5a767523c added `"sm_121": 512` by hand).
+with `.get(key, default)` or only iterated is no gate.
+
+`widen` adds a key for each target the map lacks (a recipe selects the map
+with `assigns = "NAME"`), spelled like the keys already there (`"sm_121"`,
+`"sm_121a"`, `'sm121'`) and placed in arch order, after the greatest key
+below it. Its value is copied from the nearest key below it of the same
+major (`"sm_120": 512` gives `"sm_121": 512`, as upstream 5a767523c did by
+hand); with no such key, or a value that is no one-line literal or name,
+widen refuses: codemod never invents a value. A one-line dict that grows
+past the file's line length is split black's way, one entry a line with a
+trailing comma; a dict already split one entry a line gains a line.
 
 `keyed_by` says which parameter of a module-level function every failing
 lookup of a map uses as its key (`compute_capability` above): scan reads the
@@ -31,7 +39,8 @@ from dataclasses import dataclass
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, _polarity
-from codemods.gates._python import PythonText
+from codemods.gates._capability_values import spell
+from codemods.gates._python import PythonText, dotted, line_length
 
 KIND = "python_arch_map"
 
@@ -40,8 +49,11 @@ PREFILTER = re.compile(rb"[\"']sm_?\d{2,3}[af]?[\"']\s*:")
 _KEY_RE = re.compile(r"^sm_?(?P<number>\d{2,3})(?P<suffix>[af]?)$")
 
 
-def find(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, tree: ast.Module | None = None) -> list[Gate]:
-    """Every arch-keyed dict the file looks up so that a missing key fails, in source order."""
+def find(
+    source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, tree: ast.Module | None = None, *, assigns: str | None = None
+) -> list[Gate]:
+    """Every arch-keyed dict the file looks up so that a missing key fails, in source order (with `assigns`, only
+    the one bound to that name)."""
     if tree is None:
         try:
             tree = ast.parse(source)
@@ -67,15 +79,32 @@ def find(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, tree: ast.Mo
     text = PythonText(source)
     gates = []
     for name, line in failing.items():
+        if assigns is not None and name != assigns:
+            continue
         assign, literal, keys = maps[name]
         start, end = text.span(literal)
         gates.append(Gate(
             kind=KIND, start=start, end=end, line=assign.lineno, text=source[start:end].decode("utf-8"),
             admits=ArchSet(universe, frozenset(a for a in universe if any(_admits(k, a) for k in keys))),
-            context=name, detail={"map": name, "lookup": line},
+            context=name, detail={"map": name, "lookup": line, "adds": _adds(literal, keys, universe)},
         ))  # fmt: skip
     gates.sort(key=lambda gate: gate.start)
     return gates
+
+
+def _adds(literal: ast.Dict, keys: list[str], universe: tuple[Arch, ...]) -> list[str]:
+    """The archs of `universe` the map lacks that `widen` can add: a key below of the same major, its value simple."""
+    found = []
+    for arch in universe:
+        if any(_admits(k, arch) for k in keys):
+            continue
+        family = [(int(m["number"]), v) for k, v in zip(keys, literal.values) if (m := _KEY_RE.match(k))]
+        family = [(code, v) for code, v in family if code // 10 == arch.major and code < arch.code]
+        if family:
+            value = max(family, key=lambda pair: pair[0])[1]
+            if value.lineno == value.end_lineno and _simple(value):
+                found.append(arch.name)
+    return found
 
 
 def _failing_lookup(node: ast.AST, maps: dict, up: dict[int, ast.AST]) -> tuple[str | None, int, ast.expr | None]:
@@ -218,7 +247,147 @@ def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> ArchSet:
 
 
 def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[Edit]:
-    """Never: a new key needs a value only the author knows."""
-    if all(gate.admits.admits(arch) for arch in targets):
+    """Add a key for each target the map lacks, its value copied from the nearest key below it of the same major."""
+    literal = _literal_at(source, gate)
+    text = PythonText(source)
+    entries = [_Entry.read(source, text, key, value) for key, value in zip(literal.keys, literal.values)]
+    added: list[_Entry] = []
+    for arch in dict.fromkeys(targets):
+        if any(_admits(entry.key, arch) for entry in entries + added):
+            continue
+        below = [e for e in entries if e.code < arch.code]
+        family = [e for e in below if e.code // 10 == arch.major]
+        if not family:
+            raise CannotWiden(
+                f"line {gate.line}: `{gate.context}` has no sm_{arch.major}x key below {arch.name} to copy a value "
+                "from; add it by hand"
+            )
+        sibling = max(family, key=lambda e: e.code)
+        if not sibling.simple:
+            raise CannotWiden(
+                f"line {gate.line}: `{gate.context}`'s value for {sibling.quoted} is not a one-line literal or name "
+                f"to copy for {arch.name}; add it by hand"
+            )
+        quoted = spell(arch, sibling.quoted)
+        anchor = max(below, key=lambda e: e.code)
+        added.append(_Entry(quoted[1:-1], quoted, arch.code, f"{quoted}{sibling.colon}{sibling.value}", True, anchor))
+    if not added:
         return []
-    raise CannotWiden(f"line {gate.line}: `{gate.context}` needs a value for the new arch's key; add it by hand")
+    return _layout(source, text, gate, literal, entries, added)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """A `key: value` entry of the map, as its source spells it."""
+
+    key: str
+    quoted: str  # the key's literal, quotes and all
+    code: int  # the arch number its key names (120 for "sm_120a")
+    entry: str  # `"sm_120": 512` as written
+    simple: bool  # whether the value is a one-line literal or name (a value widen may copy)
+    after: _Entry | None = None  # for a new entry: the one it follows (None: it comes first)
+    colon: str = ": "
+    value: str = ""
+    start: int = 0
+    end: int = 0
+
+    @classmethod
+    def read(cls, source: bytes, text: PythonText, key: ast.expr | None, value: ast.expr) -> _Entry:
+        assert isinstance(key, ast.Constant) and isinstance(key.value, str)  # find keeps only such maps
+        key_start, key_end = text.span(key)
+        value_start, value_end = text.span(value)
+        match = _KEY_RE.match(key.value)
+        assert match is not None
+        return cls(
+            key=key.value, quoted=source[key_start:key_end].decode("utf-8"), code=int(match["number"]),
+            entry=source[key_start:value_end].decode("utf-8"),
+            simple=value.lineno == value.end_lineno and _simple(value),
+            colon=source[key_end:value_start].decode("utf-8"), value=source[value_start:value_end].decode("utf-8"),
+            start=key_start, end=value_end,
+        )  # fmt: skip
+
+
+def _simple(value: ast.expr) -> bool:
+    """A literal (`512`, `-1`, `"x"`, `(128, 64)`) or a name (`TMEM_COLS`, `enum.VALUE`): nothing computed."""
+    if isinstance(value, ast.Constant) or dotted(value):
+        return True
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, (ast.USub, ast.UAdd)):
+        return isinstance(value.operand, ast.Constant)
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return all(_simple(item) for item in value.elts)
+    return False
+
+
+def _literal_at(source: bytes, gate: Gate) -> ast.Dict:
+    """The dict literal `gate` stands for."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise CannotWiden(f"line {gate.line}: the file does not parse") from None
+    text = PythonText(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict) and node.keys and text.span(node) == (gate.start, gate.end):
+            return node
+    raise CannotWiden(f"line {gate.line}: `{gate.context}` is no longer where it was found")
+
+
+def _layout(
+    source: bytes, text: PythonText, gate: Gate, literal: ast.Dict, entries: list[_Entry], added: list[_Entry]
+) -> list[Edit]:
+    """The edits that add `added` to the map, in its own layout."""
+    order: list[_Entry] = list(entries)
+    for new in sorted(added, key=lambda e: e.code):
+        at = 0 if new.after is None else order.index(new.after) + 1
+        while at < len(order) and order[at] in added and order[at].code < new.code:
+            at += 1  # after a new key added below this one
+        order.insert(at, new)
+    first_line = text.line(gate.start)
+    line_start = text.starts[first_line - 1]
+    line_end = source.find(b"\n", line_start)
+    line_end = len(source) if line_end < 0 else line_end
+    indent = re.match(rb"[ \t]*", source[line_start:])
+    assert indent is not None
+    pad = indent.group().decode()
+    if literal.lineno == literal.end_lineno:
+        one_line = "{" + ", ".join(e.entry for e in order) + "}"
+        width = len(source[line_start : gate.start].decode("utf-8", "replace")) + len(one_line)
+        width += len(source[gate.end : line_end].rstrip(b"\r").decode("utf-8", "replace"))
+        if width <= line_length(source):
+            return [Edit(gate.start, gate.end, one_line.encode())]
+        newline = "\r\n" if source[line_end - 1 : line_end] == b"\r" else "\n"
+        split = "{" + newline + "".join(f"{pad}    {e.entry},{newline}" for e in order) + pad + "}"
+        return [Edit(gate.start, gate.end, split.encode())]
+    lines = [text.line(e.start) for e in entries]
+    last_line = text.line(gate.end - 1)
+    if len(set(lines)) != len(lines) or any(text.line(e.end) != text.line(e.start) for e in entries) or (
+        lines[0] == first_line or lines[-1] == last_line
+    ):
+        raise CannotWiden(
+            f"line {gate.line}: `{gate.context}` spans several lines but not one entry a line; add "
+            f"{', '.join(e.entry for e in added)} by hand"
+        )
+    edits: list[Edit] = []
+    groups: dict[int, list[_Entry]] = {}  # new entries by the index of the entry they follow (-1: first)
+    position = -1
+    for entry in order:
+        if entry in entries:
+            position = entries.index(entry)
+        else:
+            groups.setdefault(position, []).append(entry)
+    for position, new_entries in groups.items():
+        anchor = entries[max(position, 0)]
+        anchor_line = text.line(anchor.start)
+        entry_pad = re.match(rb"[ \t]*", source[text.starts[anchor_line - 1] :])
+        assert entry_pad is not None
+        entry_indent = entry_pad.group().decode()
+        newline = "\r\n" if source[text.starts[anchor_line] - 2 : text.starts[anchor_line]] == b"\r\n" else "\n"
+        body = "".join(f"{entry_indent}{e.entry},{newline}" for e in new_entries).encode()
+        if position < 0:
+            at = text.starts[anchor_line - 1]
+        else:
+            at = text.starts[anchor_line] if anchor_line < len(text.starts) - 1 else len(source)
+            after = re.match(rb"[ \t]*,", source[anchor.end :])
+            if after is None:  # the last entry without a trailing comma gains one
+                edits.append(Edit(anchor.end, anchor.end, b","))
+        edits.append(Edit(at, at, body))
+    return sorted(edits, key=lambda e: e.start)

@@ -121,7 +121,7 @@ PYTHON_CAPABILITY = GateKind(
     has_edit=lambda gate: not gate.detail.get("members"),  # widen writes no CuTe DSL `Arch.sm_121a`
 )
 
-# Read by `scan`, never widened: a predicate's definition and an arch-keyed map are every caller's gate.
+# Read by `scan`, never widened: a predicate's definition is every caller's gate.
 PYTHON_PREDICATE = GateKind(
     name=python_predicate.KIND,
     find=lambda source, universe, where, selector: python_predicate.find(source, universe, where.meanings),
@@ -131,12 +131,13 @@ PYTHON_PREDICATE = GateKind(
     widens=False,
 )
 
+# Widened with a value copied from a key of the same major (python_arch_map.widen), or refused.
 PYTHON_ARCH_MAP = GateKind(
     name=python_arch_map.KIND,
-    find=lambda source, universe, where, selector: python_arch_map.find(source, universe),
+    selectors=_optional("assigns", hints={"assigns": 'assigns = "_TMEM_MAX_ALLOC_COLUMNS_MAP"'}),
+    find=lambda source, universe, where, selector: python_arch_map.find(source, universe, **selector),
     admits=lambda text, universe, where, detail: python_arch_map.admits(text, universe),
     widen=lambda source, gate, targets, universe, where: python_arch_map.widen(source, gate, targets),
-    widens=False,
 )
 
 # The kind each module implements, by kind name.

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from codemods.core.arch import DEFAULT_ARCHS, Arch, parse_archs
 from codemods.gates import CannotWiden, apply_edits
 from codemods.gates.python_capability import admits, find, widen
+from codemods.gates.python_arch_map import find as find_map
 from codemods.gates.registry import KINDS
 
 # SGLang's shape: a helper returning major * 10 + minor, compared with an int.
@@ -807,7 +808,11 @@ def test_the_kind_says_run_has_no_edit_for_a_comparison_of_members(tmp_path):
     (number,) = find(b"major, minor = torch.cuda.get_device_capability()\nif major == 12:\n    pass\n")
     members = replace(number, detail={**number.detail, "members": True})
     assert (kind.editable(number), kind.editable(members)) == (True, False)
-    assert not KINDS["python_predicate"].editable(number) and not KINDS["python_arch_map"].editable(number)
+    assert not KINDS["python_predicate"].editable(number)
+    # python_arch_map widens since issue 17, for the archs its gate's detail lists it `adds` (a same-major key to copy)
+    (table,) = find_map(b'M = {"sm_100": 1, "sm_120": 2}\n\n\ndef f(cc):\n    return M[cc]\n')
+    map_kind = KINDS["python_arch_map"]
+    assert (map_kind.editable(table, Arch.parse("sm_121")), map_kind.editable(table, Arch.parse("sm_110"))) == (True, False)
 
 
 def test_cute_dsl_compile_target_is_no_gate():

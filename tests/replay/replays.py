@@ -160,9 +160,6 @@ REPLAYS = [
     # Held out, second round (issue 17): FlashInfer commits found newest first, then SGLang release pairs in order
     _fi(
         "fi-tmem-map-sm121", "5a767523c", ("0.6.10", "0.6.11"),
-        fails="`_TMEM_MAX_ALLOC_COLUMNS_MAP = {\"sm_100\": 512, ...}` is a dict keyed by arch strings (scan's"
-        " python_arch_map), which no kind widens: python_arch_list `assigns` reports the gate not found. Upstream"
-        " adds `\"sm_121\": 512,` (the dict then split one entry a line by black)",
     ),
     _fi(
         "fi-mxfp4-group-gemm-test-sm12x", "904fa8cbc", None,
