@@ -215,11 +215,6 @@ REPLAYS = [
     # (and the same pass over SGLang release pairs, one more)
     _sg(
         "sg-deepgemm-block32-sm100", ("0.5.22", "0.5.23"),
-        fails="python_arch_test leaves `    if list(block_size) == [32, 32] and (get_platform().is_sm90 or"
-        " get_platform().is_sm100):` on one 92-column line where upstream (black, 88) writes `if list(block_size) =="
-        " [32, 32] and (` / `get_platform().is_sm90 or get_platform().is_sm100` / `):`. The inferred line length is"
-        " 125: fp8_utils.py:585 `fake_impl=lambda q_input, weight_t, ...: (` is code black cannot split (a lambda's"
-        " parameters), which the inference takes for a configured limit",
     ),
 ]
 
