@@ -29,7 +29,10 @@ target (`is_sm121a_supported` for sm_121), else like its major
 also admit an arch neither admitted nor asked for is not used.
 `(is_sm90_supported() or is_sm100_supported())` becomes
 `(is_sm90_supported() or is_sm100_supported() or is_sm120_supported())`. The
-parentheses and line breaks the author wrote stay where they are. So that the
+parentheses and line breaks the author wrote stay where they are; an
+`if`/`elif`/`while` line the new predicate makes longer than the file's line
+length is split as black splits it (`_wrap.wrapped`, python_arch_test's
+split: `if (` / one predicate a line led by `or` / `):`). So that the
 new predicate exists, it also
 
 - copies the last module-level definition of a sibling name

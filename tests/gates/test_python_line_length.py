@@ -29,7 +29,7 @@ PAD = "x" * 60
             id="a-statement-black-would-put-in-parentheses-sets-the-limit",
         ),
         pytest.param(
-            f"""\
+            """\
             @register_custom_op(
                 op_name="mm_mxfp8",
                 fake_impl=lambda q_input, weight_t, x_scale_u8, weight_scale_t, out_dtype, use_8x4_layout=False: (
