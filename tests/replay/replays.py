@@ -207,9 +207,8 @@ REPLAYS = [
         "tests/ are not in the wheel (0.3.0 / 0.3.1: no py3-none-any wheel either)",
         fails="python_arch_test writes `if not (is_sm100a_supported(device) or is_sm110a_supported(device)):` where"
         " upstream writes `if not is_sm100a_supported(device) and not is_sm110a_supported(device):` (the file"
-        " has no negated pair to copy; codemod's default is `not (a or b)`), and it adds the import on one"
-        " 89-column line `from flashinfer.utils import is_sm90a_supported, is_sm100a_supported,"
-        " is_sm110a_supported` where upstream (black) splits it into `from flashinfer.utils import (`, one name a line, `)`",
+        " has no negated pair to copy; codemod's default is `not (a or b)`); the import it adds is split as"
+        " upstream's, `from flashinfer.utils import (`, one name a line, `)`",
     ),
     # (and the same pass over SGLang release pairs, one more)
     _sg(
