@@ -636,24 +636,54 @@ _NOT_CODE = {tokenize.STRING, tokenize.COMMENT} | {
 
 
 def line_length(source: bytes) -> int:
-    """The file's line length: its longest line that is long for its code, 88 at least.
+    """The file's line length: its longest line that is long for its code and that black splits, 88 at least.
 
     A wheel has no black/ruff settings. Black leaves strings and comments long,
     so a line counts only when it is past 88 without them: in SGLang 0.5.16
-    (black, 88) 93% of the files have none, and server_args.py two of 93
-    (attribute chains black cannot split). The longest one, not a count: a
-    file with such lines up to 120 was formatted at 120, or not at all.
+    (black, 88) 93% of the files have none. Nor does a line count that black
+    leaves long at any limit, having no place to split it: one with no
+    brackets opened and closed on it around something that is an `import`, the
+    head black split a statement at (`from a.long.module import (`, `if not Kernel.is_valid_dtypes_and_scale(`,
+    `name=lambda a, b, ...: (`: a lambda's parameters are no place to split;
+    SGLang 0.5.23's fp8_utils.py:585 is such a 125-column line in a file
+    formatted at 88), or a line inside brackets (`name=self.attribute.chain,`).
+    A statement's own line still counts (`n = self.a.b + 1`: black would put
+    its value in parentheses). The longest one, not a count: a file with such
+    lines up to 120 was formatted at 120, or not at all.
     """
     text = source.decode("utf-8", "replace")
     lines = text.splitlines()
     not_code = [0] * (len(lines) + 2)  # per line number: columns taken by strings and comments
+    splittable = [False] * (len(lines) + 2)  # per line number: a place black splits at
+    opened: list[tuple[int, int]] = []  # (line number, index of the token after it) of each open bracket
+    first: dict[int, tuple[str, int]] = {}  # per line number: its first code token and the bracket depth there
+    last: dict[int, str] = {}  # per line number: its last code token
     try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        for index, token in enumerate(tokens):
+            number = token.start[0]
             if token.type in _NOT_CODE:
-                first, last = token.start[0], token.end[0]
-                for number in range(first, min(last, len(lines)) + 1):
-                    not_code[number] += token.end[1] - token.start[1] if first == last else len(lines[number - 1])
+                end = token.end[0]
+                for line in range(number, min(end, len(lines)) + 1):
+                    not_code[line] += token.end[1] - token.start[1] if number == end else len(lines[line - 1])
+            if token.type in _NOT_CODE - {tokenize.COMMENT} or token.type in (tokenize.NAME, tokenize.NUMBER, tokenize.OP):
+                first.setdefault(number, (token.string, len(opened)))
+                last[token.end[0]] = token.string
+            if token.type == tokenize.OP and token.string in "([{":
+                opened.append((number, index + 1))
+            elif token.type == tokenize.OP and token.string in ")]}" and opened:
+                line, inside = opened.pop()
+                if line == number and inside < index:
+                    splittable[number] = True
     except (tokenize.TokenError, SyntaxError):
         return BLACK_LINE_LENGTH
-    long_for_code = (len(line) for number, line in enumerate(lines, 1) if len(line) - not_code[number] > BLACK_LINE_LENGTH)
+    for number, (word, depth) in first.items():
+        head = last.get(number, "") in ("(", "[", "{")
+        if depth == 0 and not head and word != "import":
+            splittable[number] = True
+    long_for_code = (
+        len(line)
+        for number, line in enumerate(lines, 1)
+        if splittable[number] and len(line) - not_code[number] > BLACK_LINE_LENGTH
+    )
     return max([BLACK_LINE_LENGTH, *long_for_code])

@@ -29,7 +29,10 @@ target (`is_sm121a_supported` for sm_121), else like its major
 also admit an arch neither admitted nor asked for is not used.
 `(is_sm90_supported() or is_sm100_supported())` becomes
 `(is_sm90_supported() or is_sm100_supported() or is_sm120_supported())`. The
-parentheses and line breaks the author wrote stay where they are. So that the
+parentheses and line breaks the author wrote stay where they are; an
+`if`/`elif`/`while` line the new predicate makes longer than the file's line
+length is split as black splits it (`_wrap.wrapped`, python_arch_test's
+split: `if (` / one predicate a line led by `or` / `):`). So that the
 new predicate exists, it also
 
 - copies the last module-level definition of a sibling name
@@ -61,6 +64,7 @@ from codemods.gates import CannotWiden, Edit, Gate
 from codemods.gates._predicates import Meaning
 from codemods.gates._imports import import_beside_siblings, insert_at
 from codemods.gates._python import PythonSource, admits_of_expression, parse
+from codemods.gates._wrap import wrapped
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -451,7 +455,22 @@ def _plan(
         return _Plan([], [])
     predicates = [p for p in predicates if p.number is not None]
     edits = [_append(parsed, template, names)]
+    tested = _tested_by(parsed, chain)
+    if tested is not None:
+        edits = wrapped(parsed, edits, whole=parsed.outer_span(tested.test) == parsed.outer_span(chain))
     return supporting(parsed, chain, predicates, template, names, edits, gate)
+
+
+def _tested_by(parsed: PythonSource, chain: cst.CSTNode) -> cst.If | cst.While | None:
+    """The `if`/`elif`/`while` whose test holds the chain (the line black would split when it grows too long)."""
+    for ancestor in parsed.ancestors(chain):
+        if isinstance(ancestor, (cst.If, cst.While)):
+            start, end = parsed.outer_span(ancestor.test)
+            inside = start <= parsed.outer_span(chain)[0] < end
+            return ancestor if inside else None
+        if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.Lambda)):
+            return None
+    return None
 
 
 def supporting(

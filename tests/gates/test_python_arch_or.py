@@ -429,6 +429,99 @@ def test_widen(before: str, after: str, archs: str, selector: dict) -> None:
     assert all(widen(widened, gate, targets) == [] for gate in find(widened, **selector))
 
 
+
+# FlashInfer 9f4fd04ac's prefill.py shape: an `if` whose chain grows past 88 is split as black (and ruff format)
+# split it, the same split python_arch_test makes (gates/_wrap.py); each `after` is what `ruff format` writes.
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        pytest.param(
+            """\
+            from flashinfer.utils import is_sm100a_supported, is_sm110a_supported
+
+
+            def get_fmha_module(device):
+                if is_sm100a_supported(device) or is_sm110a_supported(device):
+                    return gen_fmha_cutlass_sm100a_module().build_and_load()
+                raise ValueError("SM100A is not supported on this device")
+            """,
+            """\
+            from flashinfer.utils import (
+                is_sm100a_supported,
+                is_sm110a_supported,
+                is_sm120a_supported,
+            )
+
+
+            def get_fmha_module(device):
+                if (
+                    is_sm100a_supported(device)
+                    or is_sm110a_supported(device)
+                    or is_sm120a_supported(device)
+                ):
+                    return gen_fmha_cutlass_sm100a_module().build_and_load()
+                raise ValueError("SM100A is not supported on this device")
+            """,
+            id="whole-test-in-parentheses-one-predicate-a-line",
+        ),
+        pytest.param(
+            """\
+            from .utils import is_sm90a_supported, is_sm100a_supported
+
+
+            def pick(dev, use_tma):
+                if use_tma:
+                    return "tma"
+                elif use_tma is None and (is_sm90a_supported(dev) or is_sm100a_supported(dev)):
+                    return "fa3"
+                while is_sm90a_supported(dev) or is_sm100a_supported(dev):
+                    break
+            """,
+            """\
+            from .utils import is_sm90a_supported, is_sm100a_supported, is_sm120a_supported
+
+
+            def pick(dev, use_tma):
+                if use_tma:
+                    return "tma"
+                elif use_tma is None and (
+                    is_sm90a_supported(dev) or is_sm100a_supported(dev) or is_sm120a_supported(dev)
+                ):
+                    return "fa3"
+                while (
+                    is_sm90a_supported(dev) or is_sm100a_supported(dev) or is_sm120a_supported(dev)
+                ):
+                    break
+            """,
+            id="elif-right-hand-split-and-while-in-parentheses-on-one-line",
+        ),
+        pytest.param(
+            """\
+            from .utils import is_sm90a_supported, is_sm100a_supported
+
+
+            def pick(d):
+                if is_sm90a_supported(d) or is_sm100a_supported(d):
+                    return "fa3"
+            """,
+            """\
+            from .utils import is_sm90a_supported, is_sm100a_supported, is_sm120a_supported
+
+
+            def pick(d):
+                if is_sm90a_supported(d) or is_sm100a_supported(d) or is_sm120a_supported(d):
+                    return "fa3"
+            """,
+            id="a-chain-that-still-fits-stays-on-one-line",
+        ),
+    ],
+)
+def test_widen_wraps_as_black(before: str, after: str) -> None:
+    targets = parse_archs("sm_120")
+    widened = _rewrite(dedent(before).encode(), targets)
+    assert widened.decode() == dedent(after)
+    assert _rewrite(widened, targets) == widened
+
 @pytest.mark.parametrize(
     "source, selector",
     [

@@ -36,13 +36,13 @@ class Replay:
     fails: str = ""  # not line for line: the shape or selector codemod lacks
     named: bool = False  # one of the edits issue 17 names
     force: str = ""  # planned as `run --force` would, and why a user reading the refusal would pass it
-    # `fails` for an edit of upstream's that no recipe makes (not a shape codemod lacks): the recipe's own
-    # [[test]] cases pass, the replay still differs
+    # `fails` for an edit of upstream's that no recipe makes, or one codemod rightly refuses without --force
+    # (not a shape codemod lacks): the recipe's own [[test]] cases pass, the replay still differs
     upstream_only: bool = False
 
 
-def _fi(recipe, commit, releases, bench_why="", fails="", named=False, force=""):
-    return Replay(recipe, "flashinfer", commit, releases, bench_why, fails, named, force)
+def _fi(recipe, commit, releases, bench_why="", fails="", named=False, force="", upstream_only=False):
+    return Replay(recipe, "flashinfer", commit, releases, bench_why, fails, named, force, upstream_only)
 
 
 def _sg(recipe, releases, fails="", named=False, upstream_only=False):
@@ -189,28 +189,21 @@ REPLAYS = [
         "0.3.1 / 0.4.0 not tried (not in the test cache); replayed on the clone",
         fails="refused, rightly: gen_fmha_cutlass_sm100a_module's sources hold tcgen05/TMEM (UMMA, SM100_TMEM_*),"
         " which sm_120/sm_121 lack; upstream reverted this edit in 74e99e8bb (`guard CUTLASS FMHA against SM12x`)."
-        " With --force, python_arch_or also leaves the widened `if is_sm100a_supported(device) or"
-        " is_sm110a_supported(device) or is_sm120a_supported(device) or is_sm121a_supported(device):` on one"
-        " 128-column line where upstream (black) writes `if (`, one predicate a line led by `or`, `):` — the"
-        " black split README describes is python_arch_test's, not python_arch_or's",
+        " With --force it comes out line for line: python_arch_or splits the widened `if` as black does, `if (`,"
+        " one predicate a line led by `or`, `):` (the split python_arch_test makes, gates/_wrap.py)",
+        upstream_only=True,
     ),
     _fi(
         "fi-cutlass-mla-test-sm110", "beebc6074", None,
         "tests/ are not in the wheel (0.3.0 / 0.3.1: no py3-none-any wheel either)",
         fails="python_arch_test writes `if not (is_sm100a_supported(device) or is_sm110a_supported(device)):` where"
         " upstream writes `if not is_sm100a_supported(device) and not is_sm110a_supported(device):` (the file"
-        " has no negated pair to copy; codemod's default is `not (a or b)`), and it adds the import on one"
-        " 89-column line `from flashinfer.utils import is_sm90a_supported, is_sm100a_supported,"
-        " is_sm110a_supported` where upstream (black) splits it into `from flashinfer.utils import (`, one name a line, `)`",
+        " has no negated pair to copy; codemod's default is `not (a or b)`); the import it adds is split as"
+        " upstream's, `from flashinfer.utils import (`, one name a line, `)`",
     ),
     # (and the same pass over SGLang release pairs, one more)
     _sg(
         "sg-deepgemm-block32-sm100", ("0.5.22", "0.5.23"),
-        fails="python_arch_test leaves `    if list(block_size) == [32, 32] and (get_platform().is_sm90 or"
-        " get_platform().is_sm100):` on one 92-column line where upstream (black, 88) writes `if list(block_size) =="
-        " [32, 32] and (` / `get_platform().is_sm90 or get_platform().is_sm100` / `):`. The inferred line length is"
-        " 125: fp8_utils.py:585 `fake_impl=lambda q_input, weight_t, ...: (` is code black cannot split (a lambda's"
-        " parameters), which the inference takes for a configured limit",
     ),
 ]
 

@@ -1,0 +1,166 @@
+"""Black's split of an `if`/`elif`/`while` line that widening a gate makes too long.
+
+One implementation for the kinds that widen a test in place (python_arch_test,
+python_arch_or): `wrapped` takes the edits of one widening and returns them
+with the line breaks black (and ruff format) would put in the line they make,
+given the file's line length (`_python.line_length`). Pure: text in, edits out.
+"""
+
+from __future__ import annotations
+
+import io
+import keyword
+import tokenize
+
+from codemods.gates import Edit
+from codemods.gates._python import BLACK_LINE_LENGTH, PythonSource, line_length
+
+
+def wrapped(parsed: PythonSource, edits: list[Edit], whole: bool = False) -> list[Edit]:
+    """`edits`, split over lines the way black splits the `if`/`elif`/`while` line they make too long.
+
+    Only the shape real code has (SGLang 0.5.17's server_args.py, FlashInfer
+    9e5ec6a0c's test): the line's last brackets are parentheses around a
+    condition, `if cond and not (P or Q):`, and the test has at most one
+    top-level `and`/`or`. Black's right-hand split puts what the parentheses
+    hold on a line of its own, one level (4 spaces) deeper, and `):` on the
+    next; what is still too long there is split before each `or`, one operand
+    a line. No comma is added (black adds a magic trailing comma to
+    comma-separated collections only). A test that is all the gate and has
+    several top-level `and`/`or`s (`if not P and not Q and not R:`, `whole`)
+    is put in parentheses the same way, split before each operator when still
+    too long. Any other
+    shape, or a head that would stay too long, is left on one line.
+    """
+    source = parsed.source
+    if not edits:
+        return edits
+    start, end = min(e.start for e in edits), max(e.end for e in edits)
+    line_start, line_end = parsed.line_start(start), parsed.line_end(end)
+    eol = parsed.eol(start)
+    line_end -= len(eol) if source[line_start:line_end].endswith(eol) else 0
+    if b"\n" in source[line_start:line_end]:
+        return edits  # the test spans lines: it is laid out already
+    # each character of the widened line with the source offset it comes from (None: inserted)
+    chars: list[tuple[str, int | None]] = []
+    at = line_start
+    for edit in sorted(edits):
+        chars += _located(source[at : edit.start], at) + [(c, None) for c in edit.text.decode("utf-8")]
+        at = edit.end
+    chars += _located(source[at:line_end], at)
+    line = "".join(c for c, _ in chars)
+    if len(line) <= BLACK_LINE_LENGTH or len(line) <= (limit := line_length(source)):
+        return edits
+    cuts = _black_cuts(line, limit, eol.decode(), whole)
+    if not cuts:
+        return edits
+    out: list[tuple[str, int | None]] = []
+    at = 0
+    for cut_start, cut_end, text in cuts:
+        out += chars[at:cut_start] + [(c, None) for c in text]
+        at = cut_end
+    out += chars[at:]
+    return _edits_between(out, line_start, line_end)
+
+
+def _located(data: bytes, offset: int) -> list[tuple[str, int | None]]:
+    located: list[tuple[str, int | None]] = []
+    for char in data.decode("utf-8"):
+        located.append((char, offset))
+        offset += len(char.encode("utf-8"))
+    return located
+
+
+def _edits_between(chars: list[tuple[str, int | None]], start: int, end: int) -> list[Edit]:
+    """The edits that turn source[start:end] into `chars`: inserted runs, and the source bytes skipped."""
+    edits = []
+    at, pending = start, ""
+    for char, origin in chars:
+        if origin is None:
+            pending += char
+            continue
+        if origin != at or pending:
+            edits.append(Edit(at, origin, pending.encode("utf-8")))
+        at, pending = origin + len(char.encode("utf-8")), ""
+    if at != end or pending:
+        edits.append(Edit(at, end, pending.encode("utf-8")))
+    return edits
+
+
+def _black_cuts(line: str, limit: int, eol: str, whole: bool = False) -> list[tuple[int, int, str]]:
+    """(start, end, text) replacements of `line` (columns) that split it as black would; [] for another shape."""
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(line + "\n").readline) if t.type != tokenize.INDENT]
+    except (tokenize.TokenError, SyntaxError):
+        return []
+    if not tokens or tokens[0].string not in ("if", "elif", "while"):
+        return []
+    depth, opened, last = 0, [], None
+    operators = []  # (depth, column) of every `and`/`or`
+    for index, token in enumerate(tokens):
+        if token.type == tokenize.OP and token.string in "([{":
+            opened.append(index)
+            depth += 1
+        elif token.type == tokenize.OP and token.string in ")]}":
+            depth -= 1
+            last = (opened.pop(), index)
+        elif token.type == tokenize.NAME and token.string in ("and", "or"):
+            operators.append((depth, token.start[1]))
+    top = [column for d, column in operators if d == 0]
+    if len(top) > 1:
+        return _invisible_parentheses_cuts(line, tokens, top, limit, eol) if whole else []
+    if last is None or tokens[last[0]].string != "(":
+        return []
+    open_index, close_index = last
+    if [t.string for t in tokens[close_index + 1 :] if t.type == tokenize.OP] != [":"]:
+        return []  # `if (P or Q) and cond:`: black puts the whole test in parentheses, not these
+    before = tokens[open_index - 1]
+    if before.type in (tokenize.STRING, tokenize.NUMBER) or before.string in ")]}" or (
+        before.type == tokenize.NAME and not keyword.iskeyword(before.string)
+    ):
+        return []  # a call's or a subscript's brackets: black splits those otherwise
+    open_col, close_col = tokens[open_index].end[1], tokens[close_index].start[1]
+    if open_col > limit:
+        return []  # the head itself too long: black lays the test out otherwise
+    indent = line[: len(line) - len(line.lstrip())]
+    inner = indent + "    "
+    body = line[open_col:close_col]
+    lead, trail = len(body) - len(body.lstrip()), len(body) - len(body.rstrip())
+    cuts = [(open_col, open_col + lead, eol + inner)]
+    if len(inner + body.strip()) > limit:
+        split = [column for d, column in operators if d == 1 and open_col < column < close_col]
+        words = {line[column : column + 3].strip() for column in split}
+        if not split or words != {"or"}:
+            return []
+        pieces = [open_col + lead, *split, close_col - trail]
+        if any(len(inner + line[a:b].strip()) > limit for a, b in zip(pieces, pieces[1:])):
+            return []
+        for column in split:
+            space = len(line[:column]) - len(line[:column].rstrip())
+            cuts.append((column - space, column, eol + inner))
+    cuts.append((close_col - trail, close_col, eol + indent))
+    return cuts
+
+
+def _invisible_parentheses_cuts(line: str, tokens: list, top: list[int], limit: int, eol: str) -> list[tuple[int, int, str]]:
+    """Black's split of a test with several top-level `and`/`or`s (SGLang 0.5.17's mxfp4.py): it puts the test in
+    parentheses, `if (` ... `):`, one level (4 spaces) deeper, on one line when it fits, else one operand a
+    line, each operator leading its line. [] when a piece stays too long or the line is no `... :` test."""
+    colon = next((t for t in reversed(tokens) if t.type == tokenize.OP), None)
+    if colon is None or colon.string != ":" or len(tokens) < 2:
+        return []
+    start, end = tokens[1].start[1], colon.start[1]
+    indent = line[: len(line) - len(line.lstrip())]
+    inner = indent + "    "
+    if len(indent + tokens[0].string + " (") > limit:
+        return []
+    cuts = [(start, start, "(" + eol + inner)]
+    if len(inner + line[start:end].strip()) > limit:
+        pieces = [start, *top, end]
+        if any(len(inner + line[a:b].strip()) > limit for a, b in zip(pieces, pieces[1:])):
+            return []
+        for column in top:
+            space = len(line[:column]) - len(line[:column].rstrip())
+            cuts.append((column - space, column, eol + inner))
+    cuts.append((end, end, eol + indent + ")"))
+    return cuts
