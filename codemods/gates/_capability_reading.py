@@ -457,7 +457,9 @@ def _on_paths(
             continue
         test, runs = _polarity.need(node, up)
         statement = up.get(id(test))
-        early = _polarity.early_value(statement) if isinstance(statement, ast.If) and _checks_for(test) else None
+        # only a body that does nothing but return (a bypass): `if major != 0: run(); return True` runs its body
+        bypass = isinstance(statement, ast.If) and len(statement.body) == 1 and _checks_for(test)
+        early = _polarity.early_value(statement) if bypass else None
         if early is not None:  # `if major != 12: return True`: the code after is 12's path, the others get True
             runs = False
         unread = any(isinstance(n, ast.Compare) and id(n) in readable and readable[id(n)] is None for n in ast.walk(test))
