@@ -458,8 +458,9 @@ def _on_paths(
         test, runs = _polarity.need(node, up)
         statement = up.get(id(test))
         # only a body that does nothing but return (a bypass): `if major != 0: run(); return True` runs its body
-        bypass = isinstance(statement, ast.If) and len(statement.body) == 1 and _checks_for(test)
-        early = _polarity.early_value(statement) if bypass else None
+        early = None
+        if isinstance(statement, ast.If) and len(statement.body) == 1 and _checks_for(test):
+            early = _polarity.early_value(statement)
         if early is not None:  # `if major != 12: return True`: the code after is 12's path, the others get True
             runs = False
         unread = any(isinstance(n, ast.Compare) and id(n) in readable and readable[id(n)] is None for n in ast.walk(test))
