@@ -14,7 +14,7 @@ from textwrap import dedent
 
 import pytest
 
-from codemods.audit.jit_users import calls, ways_in
+from codemods.audit.jit_users import Trees, calls, ways_in
 from codemods.audit.scan import scan
 from codemods.core.arch import Arch
 
@@ -454,7 +454,7 @@ def test_calls_follow_the_names_importers_give_a_function():
                              "a = cute.arch.cols('sm_90')\nb = cols(x)\n",  # other libraries' `cols`
         "python/pkg/table.py": "from pkg.attention.compat import cols\n\nTABLE = [cols]\n",
     }
-    found = calls(lambda rel: files[rel].encode(), list(files), "python/pkg/attention/compat.py", "cols")
+    found = calls(Trees(lambda rel: files[rel].encode()), list(files), "python/pkg/attention/compat.py", "cols")
     assert found is not None
     seen = sorted((r.file, r.line, r.call is not None) for r in found)
     assert seen == [
@@ -464,4 +464,4 @@ def test_calls_follow_the_names_importers_give_a_function():
         ("python/pkg/table.py", 3, False),
     ]
     exported = {**files, "python/pkg/__init__.py": "from .attention.compat import cols\n"}
-    assert calls(lambda rel: exported[rel].encode(), list(exported), "python/pkg/attention/compat.py", "cols") is None
+    assert calls(Trees(lambda rel: exported[rel].encode()), list(exported), "python/pkg/attention/compat.py", "cols") is None

@@ -38,7 +38,8 @@ _FLAGS_RE = re.compile(rf"{_FLAG}(?:(?:and|or){_FLAG})*")
 
 
 def classify_jit_gates(
-    gates: list[dict], modules: list[Module], paths: kernel_paths.Tree, arch: Arch, python_files: tuple[str, ...] = ()
+    gates: list[dict], modules: list[Module], paths: kernel_paths.Tree, arch: Arch, python_files: tuple[str, ...] = (),
+    trees: Trees | None = None,
 ) -> None:
     """Classify each Python gate that excludes `arch` by the JIT modules it keeps from it.
 
@@ -61,7 +62,8 @@ def classify_jit_gates(
     for file, line in python_gates:
         lines.setdefault(file, set()).add(line)
     spec_gates: dict[tuple[str, int], list[Module]] = {}
-    trees = Trees(paths.read)  # the package's Python files, parsed once for all the specs' ways in
+    if trees is None:  # the package's Python files, parsed once for all the specs' ways in (the scan's, if given)
+        trees = Trees(paths.read)
     for module in modules:
         gate = module.spec.gate
         if gate is not None:

@@ -260,9 +260,10 @@ class Reference:
     call: ast.Call | None
 
 
-def calls(read: Callable[[str], bytes], files: Iterable[str], defining: str, function: str) -> list[Reference] | None:
-    """The references to `function`, defined at module level in the file `defining`, over the Python `files`;
-    None when a package `__init__.py` exports it (anyone may call it).
+def calls(known: Trees, files: Iterable[str], defining: str, function: str) -> list[Reference] | None:
+    """The references to `function`, defined at module level in the file `defining`, over the Python `files`
+    (read and parsed through `known`, the scan's one `Trees`); None when a package `__init__.py` exports it
+    (anyone may call it).
 
     A reference counts when its name is bound to `function`: in `defining`
     itself, by `from <its module> import function [as name]`, or as
@@ -275,15 +276,11 @@ def calls(read: Callable[[str], bytes], files: Iterable[str], defining: str, fun
     for rel in files:
         if not rel.endswith(".py"):
             continue
-        try:
-            source = read(rel)
-        except OSError:
-            continue
+        source = known.source(rel)
         if function.encode() not in source:
             continue
-        try:
-            module = ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        module = known.tree(rel)
+        if module is None:
             continue
         bound = _imports(module, rel)  # local name -> the dotted name it is bound to
         local = {alias for alias, target in bound.items() if _same(target, ours)}

@@ -18,42 +18,38 @@ sm_121 to this map, 5a767523c) but nothing reaches it with the arch today,
 so it is no blocker: a human decides whether to add the key (needs-human,
 its reason naming the callers). Otherwise (a call passing a variable, a reference that is
 not a call, no call found, a package `__init__.py` exporting the function)
-the record is left as it is. Pure: files come through `read`.
+the record is left as it is. Pure: files come through a `Trees`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from codemods.audit import classify
-from codemods.audit.jit_users import calls
+from codemods.audit.jit_users import Trees, calls
 from codemods.core.arch import Arch
 from codemods.gates import python_arch_map
 
 _SHOWN = 3  # callers named in a reason
 
 
-def keys_callers_pass(gates: list[dict], read: Callable[[str], bytes], files: tuple[str, ...], arch: Arch) -> None:
-    """Read the keys the callers pass into each python_arch_map record that excludes `arch` (see the module)."""
+def keys_callers_pass(gates: list[dict], known: Trees, files: tuple[str, ...], arch: Arch) -> None:
+    """Read the keys the callers pass into each python_arch_map record that excludes `arch` (see the module);
+    files come through `known`, the scan's one `Trees`."""
     for record in gates:
         if record["kind"] != python_arch_map.KIND or not record["excludes_arch"]:
             continue
-        try:
-            source = read(record["file"])
-        except OSError:
-            continue
-        keyed = python_arch_map.keyed_by(source, record["symbol"])
+        keyed = python_arch_map.keyed_by(known.source(record["file"]), record["symbol"])
         if keyed is None:
             continue
-        found = calls(read, files, record["file"], keyed.function)
-        if not found or any(reference.call is None for reference in found):
+        found = calls(known, files, record["file"], keyed.function)
+        if not found:
             continue
-        passed = [(reference, keyed.passes(reference.call)) for reference in found if reference.call is not None]
-        if any(key is None for _, key in passed):
-            continue
-        where = [f"{reference.file}:{reference.line} passes \"{key}\"" for reference, key in passed]
+        literal = [keyed.passes(reference.call) if reference.call is not None else None for reference in found]
+        keys = [key for key in literal if key is not None]
+        if len(keys) < len(found):
+            continue  # a reference that is no call, or a call passing no literal arch string
+        where = [f"{reference.file}:{reference.line} passes \"{key}\"" for reference, key in zip(found, keys)]
         shown = ", ".join(where[:_SHOWN]) + (f" (and {len(where) - _SHOWN} more)" if len(where) > _SHOWN else "")
-        reaching = [item for item, (_, key) in zip(where, passed) if key is not None and python_arch_map.names(key, arch)]
+        reaching = [item for item, key in zip(where, keys) if python_arch_map.names(key, arch)]
         if reaching:
             record["reason"] += f"; `{keyed.function}`'s callers pass {arch.name}: {', '.join(reaching[:_SHOWN])}"
             continue

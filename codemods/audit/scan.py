@@ -59,6 +59,7 @@ from codemods.audit.jit_modules import (
     read_modules,
 )
 from codemods.audit.listing import NOT_REGULAR, list_files, read_regular, stamp_of
+from codemods.audit.jit_users import Trees
 from codemods.audit.map_callers import keys_callers_pass
 from codemods.audit.pool import POOL_MINIMUM, Outcome, make_chunks, scan_chunk
 from codemods.audit.records import Context, FileScan, ScanResult
@@ -349,9 +350,10 @@ def _assemble(job: _Job) -> ScanResult:
     all_specific = False
     tree = TreeFiles(root)
     python = (posixpath.dirname(layout.jit) or ".") if layout is not None else "."
+    trees = Trees(tree.read)  # the Python files, read and parsed once for the callers' keys and the JIT ways in
     if hazards:  # the keys an arch-keyed map sees are what its function's callers pass
         own = _python_files(job.rels, python, layout) if layout is not None else tuple(r for r in job.rels if r.endswith(".py"))
-        keys_callers_pass(result.gates, tree.read, own, arch)
+        keys_callers_pass(result.gates, trees, own, arch)
     if layout is not None and hazards:
         all_specific = kernel_paths.all_specific(tree.read, python)
         closures = closures_over(tree, layout)
@@ -362,7 +364,7 @@ def _assemble(job: _Job) -> ScanResult:
         for rel in dict.fromkeys(rel for rel, _ in specs):
             paths.know_specs(rel, [spec for file, spec in specs if file == rel])
         result.hazards += python_gate_paths(result.gates, modules, paths, arch)
-        classify_jit_gates(result.gates, modules, paths, arch, _python_files(job.rels, python, layout))
+        classify_jit_gates(result.gates, modules, paths, arch, _python_files(job.rels, python, layout), trees)
         outside_the_package(result.gates, tree.exists, python)
         uncalled_guards(result.gates, modules, tree.read)
         in_ported_modules(result.gates, modules)

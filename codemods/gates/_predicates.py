@@ -96,11 +96,18 @@ def read(source: bytes, file: str = "", known: Mapping[str, Meaning] | None = No
 @lru_cache(maxsize=16)
 def _read(source: bytes, file: str, known: frozenset[tuple[str, Meaning]]) -> Mapping[str, Meaning]:
     """`read`, once per file and known meanings: a recipe's changes read the same predicate files."""
+    tree = _parsed(source)
+    return MappingProxyType({} if tree is None else read_tree(tree, file, dict(known)))
+
+
+@lru_cache(maxsize=16)
+def _parsed(source: bytes) -> ast.Module | None:
+    """The file's tree, parsed once for `read` and `base_classes` (not changed by either); None when it does not
+    parse."""
     try:
-        tree = ast.parse(source)
+        return ast.parse(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError):  # MemoryError: Python's parser on deep nesting
-        return MappingProxyType({})
-    return MappingProxyType(read_tree(tree, file, dict(known)))
+        return None
 
 
 def read_tree(tree: ast.Module, file: str = "", known: Mapping[str, Meaning] | None = None) -> dict[str, Meaning]:
@@ -610,9 +617,8 @@ def imported_names(tree: ast.Module) -> list[tuple[str, str, str]]:
 
 def base_classes(source: bytes) -> list[tuple[str, str]]:
     """(module as imported, class) of each base class this file's classes import from another module."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
+    tree = _parsed(source)
+    if tree is None:
         return []
     bases = {
         b.id for node in tree.body if isinstance(node, ast.ClassDef) for b in node.bases if isinstance(b, ast.Name)
