@@ -11,7 +11,7 @@ planner calls every kind alike and never asks a kind's name or signature:
 - `blockers(source, gate, targets) -> [str]`: why widening would break the build (`[]`: nothing);
 - `missing_symbols(source, gate, targets, universe, where) -> [str]`: names the
   widened code takes from other modules, which its file cannot vouch for;
-- `has_edit(gate) -> bool`: whether `widen` writes an edit for this gate at all
+- `has_edit(gate, arch) -> bool`: whether `widen` writes an edit for this gate at all (for `arch`, when given)
   (`GateKind.editable`: scan calls a gate the arch gets nothing from widenable, else a blocker);
 - an *edit kind* has `rewrite(source, where, selector) -> [Edit]` instead of find/widen/admits.
 
@@ -63,7 +63,7 @@ def no_blockers(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[st
     return []
 
 
-def every_gate(gate: Gate) -> bool:
+def every_gate(gate: Gate, arch: Arch | None = None) -> bool:
     return True
 
 
@@ -95,7 +95,8 @@ class GateKind:
     reads_predicates: bool = False  # its hooks read `Where.meanings`: the planner reads the project's predicates
     selects_kernels: bool = False  # its gates pick which JIT modules a device builds (kernel_paths checks them)
     widens: bool = True  # False: scan reads its gates, `run` refuses them (its `widen` says why)
-    has_edit: Callable[[Gate], bool] = every_gate  # which of its gates `widen` writes an edit for (the rest it refuses)
+    # which of its gates `widen` writes an edit for, for an arch when given (the rest it refuses)
+    has_edit: Callable[[Gate, Arch | None], bool] = every_gate
     doc: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -110,11 +111,9 @@ class GateKind:
         return self.rewrite is not None
 
     def editable(self, gate: Gate, arch: Arch | None = None) -> bool:
-        """Whether `codemod run` has an edit for `gate`: a kind that widens, and a gate its `has_edit` accepts;
-        with `arch`, and a gate whose detail lists the archs widen `adds` (python_arch_map), one of those."""
-        adds = gate.detail.get("adds")
-        for_arch = arch is None or adds is None or arch.name in adds
-        return self.widen is not None and self.widens and self.has_edit(gate) and for_arch
+        """Whether `codemod run` has an edit for `gate` (for `arch`, when given): a kind that widens, and a gate
+        its `has_edit` accepts."""
+        return self.widen is not None and self.widens and self.has_edit(gate, arch)
 
     @property
     def selector_names(self) -> tuple[str, ...]:

@@ -118,7 +118,7 @@ PYTHON_CAPABILITY = GateKind(
     ),
     check_selector=python_capability.check_selector,
     selects_kernels=True,
-    has_edit=lambda gate: not gate.detail.get("members"),  # widen writes no CuTe DSL `Arch.sm_121a`
+    has_edit=lambda gate, arch: not gate.detail.get("members"),  # widen writes no CuTe DSL `Arch.sm_121a`
 )
 
 # Read by `scan`, never widened: a predicate's definition is every caller's gate.
@@ -138,6 +138,8 @@ PYTHON_ARCH_MAP = GateKind(
     find=lambda source, universe, where, selector: python_arch_map.find(source, universe, **selector),
     admits=lambda text, universe, where, detail: python_arch_map.admits(text, universe),
     widen=lambda source, gate, targets, universe, where: python_arch_map.widen(source, gate, targets),
+    # only an arch widen can add: a same-major key below it to copy a value from (find lists them as `adds`)
+    has_edit=lambda gate, arch: arch is None or arch.name in gate.detail.get("adds", ()),
 )
 
 # The kind each module implements, by kind name.
