@@ -454,8 +454,8 @@ def test_calls_follow_the_names_importers_give_a_function():
                              "a = cute.arch.cols('sm_90')\nb = cols(x)\n",  # other libraries' `cols`
         "python/pkg/table.py": "from pkg.attention.compat import cols\n\nTABLE = [cols]\n",
     }
-    found = calls(Trees(lambda rel: files[rel].encode()), list(files), "python/pkg/attention/compat.py", "cols")
-    assert found is not None
+    found = list(calls(Trees(lambda rel: files[rel].encode()), list(files), "python/pkg/attention/compat.py", "cols"))
+    assert None not in found
     seen = sorted((r.file, r.line, r.call is not None) for r in found)
     assert seen == [
         ("python/pkg/attention/compat.py", 6, True),
@@ -464,4 +464,26 @@ def test_calls_follow_the_names_importers_give_a_function():
         ("python/pkg/table.py", 3, False),
     ]
     exported = {**files, "python/pkg/__init__.py": "from .attention.compat import cols\n"}
-    assert calls(Trees(lambda rel: exported[rel].encode()), list(exported), "python/pkg/attention/compat.py", "cols") is None
+    listed = ["python/pkg/__init__.py", *files]
+    assert list(calls(Trees(lambda rel: exported[rel].encode()), listed, "python/pkg/attention/compat.py", "cols")) == [
+        None
+    ]
+
+
+def test_calls_reads_no_file_past_the_reference_its_reader_stops_at():
+    # FlashInfer 0.7.4's `spec` is named in 1,982 files: map_callers stops at the first reference that is no call
+    # passing a literal, and the files after it must not be read or parsed (they cost 74 s of a cold scan)
+    files = {
+        "pkg/compat.py": "def spec(cc):\n    return cc\n",
+        "pkg/a.py": "from pkg.compat import spec\n\nTABLE = [spec]\n",
+        "pkg/b.py": "from pkg.compat import spec\n\nX = spec('sm_100')\n",
+    }
+    read: list[str] = []
+
+    def reading(rel: str) -> bytes:
+        read.append(rel)
+        return files[rel].encode()
+
+    first = next(calls(Trees(reading), ["pkg/a.py", "pkg/b.py", "pkg/compat.py"], "pkg/compat.py", "spec"))
+    assert first is not None and (first.file, first.line, first.call) == ("pkg/a.py", 3, None)
+    assert read == ["pkg/a.py"]

@@ -23,8 +23,10 @@ the record is left as it is. Pure: files come through a `Trees`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from codemods.audit import classify
-from codemods.audit.jit_users import Trees, calls
+from codemods.audit.jit_users import Reference, Trees, calls
 from codemods.core.arch import Arch
 from codemods.gates import python_arch_map
 
@@ -40,14 +42,11 @@ def keys_callers_pass(gates: list[dict], known: Trees, files: tuple[str, ...], a
         keyed = python_arch_map.keyed_by(known.source(record["file"]), record["symbol"])
         if keyed is None:
             continue
-        found = calls(known, files, record["file"], keyed.function)
-        if not found:
+        passed = _literal_keys(keyed, calls(known, files, record["file"], keyed.function))
+        if passed is None:
             continue
-        literal = [keyed.passes(reference.call) if reference.call is not None else None for reference in found]
-        keys = [key for key in literal if key is not None]
-        if len(keys) < len(found):
-            continue  # a reference that is no call, or a call passing no literal arch string
-        where = [f"{reference.file}:{reference.line} passes \"{key}\"" for reference, key in zip(found, keys)]
+        where = [f"{reference.file}:{reference.line} passes \"{key}\"" for reference, key in passed]
+        keys = [key for _, key in passed]
         shown = ", ".join(where[:_SHOWN]) + (f" (and {len(where) - _SHOWN} more)" if len(where) > _SHOWN else "")
         reaching = [item for item, key in zip(where, keys) if python_arch_map.names(key, arch)]
         if reaching:
@@ -59,3 +58,16 @@ def keys_callers_pass(gates: list[dict], known: Trees, files: tuple[str, ...], a
             f"literal: {shown}; the lookup never sees {arch.name} today (a caller passing it would fail: add the key "
             "if one will)"
         )
+
+
+def _literal_keys(keyed: python_arch_map.KeyedBy, references: Iterable[Reference | None]) -> list[tuple[Reference, str]] | None:
+    """Each reference with the literal arch string its call passes; None when none is found, or at the first
+    that passes none (an export, a reference that is no call, a call passing a variable): the references after
+    it are never looked for."""
+    passed = []
+    for reference in references:
+        key = keyed.passes(reference.call) if reference is not None and reference.call is not None else None
+        if reference is None or key is None:
+            return None
+        passed.append((reference, key))
+    return passed or None
