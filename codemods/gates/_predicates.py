@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
@@ -151,6 +151,7 @@ class _Reader:
         self.classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
         self.imports = imported_names(tree)
         self.owner: str | None = None  # the class whose method is being read: what `cls.` and `self.` call
+        self.reads = 0  # how often a capability was read, by any run: `_on_every_cap` runs once when none was
 
     def _may_depend_on_the_gpu(self) -> set[str]:
         """The definitions whose value might differ between GPUs: the only ones worth running on every capability.
@@ -320,7 +321,8 @@ class _Reader:
         if isinstance(node, _Conflict):
             raise _Unreadable(node.reason)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            results = {cap: self._run(node, cap, {}) for cap in DOMAIN}
+            definition = node
+            results = self._on_every_cap(lambda cap: self._run(definition, cap, {}))
         else:
             node = _unwrap_cache(node)
             if isinstance(node, ast.Call) and _name(node.func) == "partial" and node.args:
@@ -339,11 +341,11 @@ class _Reader:
                         env[params[position].arg] = ast.literal_eval(arg)
                     except (ValueError, IndexError):
                         raise _Unreadable("a positional argument of the partial is not a literal") from None
-                results = {cap: self._run(function, cap, env) for cap in DOMAIN}
+                results = self._on_every_cap(lambda cap: self._run(function, cap, env))
             elif isinstance(node, ast.Name) and self._defined(node.id):
                 return self._lookup(node.id)
             else:
-                results = {cap: self._value(node, cap, {}) for cap in DOMAIN}
+                results = self._on_every_cap(lambda cap: self._value(node, cap, {}))
         values = list(results.values())
         if all(value is FREE for value in values):
             return None  # no arch in it
@@ -358,6 +360,16 @@ class _Reader:
         if len(set(values)) == 1 and not PREDICATE_NAME.match(name):
             return None  # the same on every GPU: no arch predicate
         return Meaning(frozenset(cap for cap, value in results.items() if value), where)
+
+    def _on_every_cap(self, run: Callable[[tuple[int, int]], object]) -> dict[tuple[int, int], object]:
+        """`run` on every capability of DOMAIN. A run is a function of the capability only through the reads
+        `_holds` and the capability calls count, so when the first run read none, every run takes its path and
+        gives its value: it runs once (most functions a file defines never read the GPU)."""
+        before = self.reads
+        first = run(DOMAIN[0])
+        if self.reads == before:
+            return dict.fromkeys(DOMAIN, first)
+        return {DOMAIN[0]: first, **{cap: run(cap) for cap in DOMAIN[1:]}}
 
     def _defined(self, name: str) -> bool:
         return name in self.functions or name in self.values or name in self.known
@@ -431,7 +443,7 @@ class _Reader:
                 meaning = self._lookup(node.id)
                 if meaning is not None:
                     assert meaning.caps is not None  # _lookup raises on an unknown meaning
-                    return cap in meaning.caps
+                    return self._holds(cap, meaning.caps)
             return FREE
         if isinstance(node, ast.Call):
             return self._call(node, cap, env)
@@ -439,7 +451,7 @@ class _Reader:
             meaning = self.known.get("." + node.attr)
             if meaning is None or meaning.caps is None:
                 raise _Unreadable(f"line {node.lineno}: the attribute `.{node.attr}` is not read")
-            return cap in meaning.caps
+            return self._holds(cap, meaning.caps)
         if isinstance(node, ast.Subscript):
             value = self._value(node.value, cap, env)
             index = self._value(node.slice, cap, env)
@@ -500,23 +512,29 @@ class _Reader:
             raise _Unreadable(f"line {node.lineno}: `{ast.unparse(node)}` is not read")
         return FREE
 
+    def _holds(self, cap: tuple[int, int], caps: frozenset[tuple[int, int]]) -> bool:
+        self.reads += 1
+        return cap in caps
+
     def _call(self, node: ast.Call, cap: tuple[int, int], env: dict) -> object:
         name = _name(node.func) or ""
         if name in _CAPABILITY_CALLS:
+            self.reads += 1
             return _Gpu(cap)
         if name in _SM_CALLS:
+            self.reads += 1
             return _Gpu(cap[0] * 10 + cap[1])
         if name == "get" and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             key = node.args[0].value
             if _TARGET_KEY.match(key):
                 if key not in self.targets:
                     raise _Unreadable(f"line {node.lineno}: no `{key!r}: has_sm(\"compute_...\")` entry in this file")
-                return cap in self.targets[key]
+                return self._holds(cap, self.targets[key])
         if isinstance(node.func, ast.Name) and self._defined(name):
             meaning = self._lookup(name)
             if meaning is not None:
                 assert meaning.caps is not None  # _lookup raises on an unknown meaning
-                return cap in meaning.caps
+                return self._holds(cap, meaning.caps)
             return FREE
         if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id in ("cls", "self"):
             # a method: what the class being read defines, never a module's function of the same name
@@ -526,12 +544,12 @@ class _Reader:
             if meaning is None or meaning.caps is None:
                 why = meaning.reason if meaning is not None else "not inside a class of this file"
                 raise _Unreadable(f"line {node.lineno}: calls `{ast.unparse(node.func)}()`: {why}")
-            return cap in meaning.caps
+            return self._holds(cap, meaning.caps)
         if isinstance(node.func, ast.Attribute) and name in self.known:
             meaning = self._lookup(name)
             if meaning is not None:
                 assert meaning.caps is not None  # _lookup raises on an unknown meaning
-                return cap in meaning.caps
+                return self._holds(cap, meaning.caps)
         if _ARCH_WORDS.search(name):
             raise _Unreadable(f"line {node.lineno}: calls `{name}()`, whose definition is not read")
         return FREE
