@@ -18,6 +18,7 @@ from codemods.gates._capability_reading import (
     _CHECKED, _SIDES, LeafOf, Side, _conditions, _have, _leaves, _parents, _parse, _pure, _reading, _truth,
     admits,
 )  # fmt: skip
+from codemods.gates import python_predicate
 from codemods.gates._capability_values import spell
 from codemods.gates._python import PythonText
 
@@ -245,6 +246,15 @@ def _add_disjunct(place: _Place) -> list[Edit] | None:
     return [Edit(start, start, b"("), Edit(end, end, f" or {term})".encode())]
 
 
+def _for_a_family(function: str, targets: tuple[Arch, ...]) -> bool:
+    """Whether the condition decides a predicate named for a family target that covers every target
+    (`is_sm120f_supported` and sm_121): upstream writes such a predicate over the major alone, so a comparison
+    of the minor is dropped rather than extended (ec0178acd: `major == 12 and minor == 0` -> `major == 12`).
+    An arch-specific or plain name (`is_sm120a_supported`, `is_sm120_supported`) keeps extending its minors."""
+    built = python_predicate.target(function)
+    return built.endswith("f") and all(python_predicate.covers(built, arch) for arch in targets)
+
+
 def widen(
     source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...] = DEFAULT_ARCHS,
     number_membership: str = "",
@@ -255,7 +265,9 @@ def widen(
     admits exactly its archs plus the targets (and what its comparisons
     cannot tell from them: `== 12` admits sm_121 with sm_120): add values to
     an equality or membership, drop the comparisons of an `and` that rule a
-    target out, move a bound, add an equality after a bound or in an `or`.
+    target out, move a bound, add an equality after a bound or in an `or`. In a
+    predicate named for a family target (`is_sm120f_supported`), dropping
+    comes first: a family is written over the major alone.
     """
     if gate.detail.get("unknown"):
         raise CannotWiden(f"line {gate.line}: {gate.detail['unknown']}; edit it by hand")
@@ -286,7 +298,10 @@ def widen(
     expected = before.admitted | {arch for arch in scope if told(arch) in wanted}
     missing = tuple(a for a in targets if not before.admits(a))
     place = _Place(source, text, tree, parents, root, leaf_of, missing, number_membership)
-    for rewrite in (_extend, _drop, _move_bound, _add_disjunct):
+    rewrites = (_extend, _drop, _move_bound, _add_disjunct)
+    if _for_a_family(gate.context, targets):
+        rewrites = (_drop, _extend, _move_bound, _add_disjunct)
+    for rewrite in rewrites:
         edits = rewrite(place)
         if not edits:
             continue

@@ -30,8 +30,11 @@ import or definition it needs (as python_arch_or does):
   (`cond and not P and not Q`), so a second pass finds what the first made.
 
 An `and` that requires one predicate and refuses another (`is_sm90_supported()
-and not is_sm100_supported()`) admits no one set: its gates are refused
-(widen it by hand), since `not Q` there excludes Q rather than guarding for it.
+and not is_sm100_supported()`): `not Q` there excludes Q rather than guarding
+for it. Widening the required one drops the refusals when they refuse nothing
+it admits or gains (`is_sm90_supported() or is_sm120_supported()`, SGLang
+0.5.16); otherwise, and for the refused chain itself, the gate is refused
+(widen it by hand).
 
 An `if`/`elif`/`while` line the widening makes longer than the file's line
 length (88, or the longest line long for its code) is split as black splits
@@ -103,7 +106,7 @@ def find(
     gates = []
     for node, shape, predicates in _shapes(parsed):
         statement = _tested_by(parsed, node)
-        if statement is None or _local_values(parsed, node, predicates):
+        if statement is None or _local_values(parsed, node, predicates) or shape == "not" and _beside_required(parsed, node):
             continue
         context = parsed.enclosing_function(node)
         if function is not None and context != function:
@@ -155,18 +158,14 @@ def widen(
             f"needs a human: the block of line {gate.line} also runs {lines}, which the recipe does not name; "
             "split the block (upstream did) or name those calls too"
         )
-    both_ways = _both_ways(parsed, node)
-    if both_ways:
-        raise CannotWiden(
-            f"line {gate.line}: its test has `{both_ways[0]}` beside `{both_ways[1]}`: a predicate required and one "
-            "refused in one `and`, so what it admits is no one set; widen it by hand"
-        )
+    scoped = chains.scoped(meanings, gate.detail.get("class"))
+    dropped, alone = _drop_needless_refusals(parsed, node, gate, targets, names, universe, scoped)
     spelled = [chains.spelled(parsed, template, n) for n in names]
     start, end = parsed.outer_span(template.operand)
     if shape in ("or", "single", "not_or"):
         text = b"".join(b" or " + s for s in spelled)
         parent = parsed.parent(node)
-        if shape == "single" and _needs_parentheses(parsed, node, parent):
+        if shape == "single" and not alone and _needs_parentheses(parsed, node, parent):
             edits = [Edit(start, start, b"("), Edit(end, end, text + b")")]
         else:
             edits = [Edit(end, end, text)]
@@ -181,8 +180,9 @@ def widen(
             edits = [Edit(at, at, b"".join(b" and not " + s for s in spelled))]
     if shape in ("or", "not_or", "and_not"):
         edits = _in_order(parsed, shape, predicates, [chains.number_of(n) for n in names], spelled) or edits
-    whole = _whole_test(parsed, node)
-    return chains.supporting(parsed, node, predicates, template, names, wrapped(parsed, edits, whole), gate).edits
+    whole = alone or _whole_test(parsed, node)
+    edits = wrapped(parsed, edits + dropped, whole)
+    return chains.supporting(parsed, node, predicates, template, names, edits, gate).edits
 
 
 def admits(
@@ -296,22 +296,71 @@ def _shapes(parsed: PythonSource):
             yield node, "single", [predicate]
 
 
-def _both_ways(parsed: PythonSource, node: cst.CSTNode) -> tuple[str, str] | None:
-    """A required and a refused arch test of the `and` chain around `node` (`is_sm90_supported() and not
-    is_sm100_supported()`), as text; None when its arch tests all go one way."""
+def _beside_required(parsed: PythonSource, node: cst.CSTNode) -> bool:
+    """Whether `not P` is an operand of an `and` that requires a predicate (`is_sm90_supported() and not
+    is_sm100_supported()`): a refusal, not a guard; the gate there is the required predicate."""
     top = node
     while _is_and(parent := parsed.parent(top)):
         top = parent
-    required, refused = [], []
-    for operand in _and_operands(top) if _is_and(top) else []:
-        inner = operand.expression if isinstance(operand, cst.UnaryOperation) and isinstance(operand.operator, cst.Not) else None
-        if inner is not None and _read(inner) is not None:
-            refused.append(operand)
-        elif inner is None and _read(operand) is not None:
-            required.append(operand)
-    if required and refused:
-        return parsed.text(*parsed.span(required[0])), parsed.text(*parsed.span(refused[0]))
-    return None
+    return _is_and(top) and any(not _is_not(o) and _read(o) is not None for o in _and_operands(top))
+
+
+def _is_not(node: cst.CSTNode) -> TypeGuard[cst.UnaryOperation]:
+    return isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not)
+
+
+def _drop_needless_refusals(
+    parsed: PythonSource, node: cst.CSTNode, gate: Gate, targets: tuple[Arch, ...], names: list[str],
+    universe: tuple[Arch, ...], meanings: Mapping[str, Meaning] | None,
+) -> tuple[list[Edit], bool]:
+    """The edits that drop the refused predicates of the `and` around `node`, and whether `node` is then the
+    whole `and`; ([], False) when it refuses none.
+
+    An `and` that requires a predicate and refuses another (`is_sm90_supported() and not is_sm100_supported()`)
+    is widened only when the refused ones admit nothing the gate admits or gains: they refuse nothing then, and
+    upstream drops them (SGLang 0.5.16: `-> is_sm90_supported() or is_sm120_supported()`). Otherwise `not Q`
+    excludes Q rather than guarding for it: refused (widen it by hand).
+    """
+    top = node
+    while _is_and(parent := parsed.parent(top)):
+        top = parent
+    operands = _and_operands(top) if _is_and(top) else []
+    refused = [o for o in operands if _is_not(o) and _read(o.expression) is not None]
+    required = [o for o in operands if not _is_not(o) and _read(o) is not None]
+    if not refused or not required:
+        return [], False
+    if not any(o is node for o in required):  # the gate is the refused chain: it guards for nothing
+        raise CannotWiden(
+            f"line {gate.line}: its test has `{parsed.text(*parsed.span(required[0]))}` beside"
+            f" `{parsed.text(*parsed.span(refused[0]))}`: a predicate required and one refused in one `and`, so what"
+            " it admits is no one set; widen it by hand"
+        )
+    gains = set(gate.admits.admitted) | set(targets)
+    for name in names:
+        meaning = (meanings or {}).get(name)
+        if meaning is not None and meaning.known:
+            gains |= meaning.admitted(universe)
+    kept = parsed.text(*parsed.span(node))
+    for operand in refused:
+        shut, unknown = chains.admits_of(_read(operand.expression) or [], universe, meanings)
+        overlap = sorted(a.name for a in shut.admitted & gains)
+        if unknown or shut.unknown or gate.admits.unknown or overlap:
+            why = f"it refuses {', '.join(overlap)}" if overlap else "what it refuses is not known"
+            raise CannotWiden(
+                f"line {gate.line}: its test has `{kept}` beside `{parsed.text(*parsed.span(operand))}`: a"
+                f" predicate required and one refused in one `and`, and {why}; widen it by hand"
+            )
+    spans = [parsed.outer_span(o) for o in operands]
+    cuts, kept_before = [], False
+    for i, each in enumerate(operands):
+        if not any(each is r for r in refused):
+            kept_before = True
+        elif kept_before:
+            cuts.append(Edit(spans[i - 1][1], spans[i][1], b""))
+        else:
+            cuts.append(Edit(spans[i][0], spans[i + 1][0], b""))
+    alone = len(operands) - len(refused) == 1 and isinstance(parsed.parent(top), _tested())
+    return cuts, alone
 
 
 def _local_values(parsed: PythonSource, node: cst.CSTNode, predicates) -> bool:

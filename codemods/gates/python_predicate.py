@@ -65,14 +65,20 @@ def find(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, known: Mappi
         assert value is not None
         start, end = text.span(value)
         detail: dict = {"predicate": node.name}
-        target = _TARGET_RE.match(node.name)
-        if target is not None:
-            detail["target"] = f"sm_{target['number']}{target['suffix']}"
+        if target(node.name):
+            detail["target"] = target(node.name)
         gates.append(Gate(
             kind=KIND, start=start, end=end, line=value.lineno, text=source[start:end].decode("utf-8"),
             admits=meaning.archs(universe), context=node.name, detail=detail,
         ))  # fmt: skip
     return gates
+
+
+def target(name: str) -> str:
+    """The build target a predicate's name stands for (`is_sm120f_supported` -> `sm_120f`, `is_sm90a_supported` ->
+    `sm_90a`, `has_sm100` -> `sm_100`); "" for a name that names none."""
+    match = _TARGET_RE.match(name)
+    return f"sm_{match['number']}{match['suffix']}" if match else ""
 
 
 def covers(target: str, arch: Arch) -> bool | None:

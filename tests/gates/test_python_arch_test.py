@@ -305,21 +305,65 @@ def test_unknown_predicate_is_refused_with_where_and_why() -> None:
 
 
 @pytest.mark.parametrize(
-    "test",
+    ("test", "why"),
     [
-        pytest.param("is_sm90_supported() and not is_sm100_supported()", id="hopper-but-not-blackwell-sglang"),
-        pytest.param("not is_sm80_supported() and ready and is_sm90_supported() and not is_sm100_supported()", id="and-not-chain-beside-a-required-one"),
+        pytest.param("is_sm80_supported() and not is_sm120_supported()", "it refuses sm_120, sm_121", id="refuses-the-target"),
+        pytest.param("is_sm90_supported() and not is_sm130a_supported()", "what it refuses is not known", id="refuses-an-unknown"),
+        pytest.param(
+            "not is_sm80_supported() and ready and is_sm90_supported() and not is_sm100_supported()", "no one set",
+            id="and-not-chain-beside-a-required-one",
+        ),
     ],
 )
-def test_predicates_required_and_refused_in_one_and_are_refused(test: str) -> None:
-    # `not P` beside a required predicate excludes P rather than guarding for it: widening it as a guard
-    # (` and not is_sm120_supported()`) would refuse the very arch asked for
+def test_predicates_required_and_refused_in_one_and_are_refused(test: str, why: str) -> None:
+    # `not P` beside a required predicate excludes P rather than guarding for it: where it refuses what the gate
+    # admits or gains (or what it refuses is unknown), no rewrite keeps its meaning
     source = f"from m import is_sm80_supported, is_sm90_supported, is_sm100_supported\n\nif {test}:\n    x = 1\n".encode()
     gates = find(source, DEFAULT_ARCHS, SGLANG)
     assert gates
+    refused = 0
     for gate in gates:
+        if gate.detail.get("unknown") or all(gate.admits.admits(arch) for arch in parse_archs(SM12X)):
+            continue  # refused for its unknown predicate; `not is_sm120_supported()` alone names SM12x already
         with pytest.raises(CannotWiden, match=r"a predicate required and one refused in one `and`.*widen it by hand"):
             widen(source, gate, parse_archs(SM12X), DEFAULT_ARCHS, SGLANG)
+        refused += 1
+    assert refused
+    for required in (g for g in gates if g.detail["shape"] == "single"):
+        with pytest.raises(CannotWiden, match=why):
+            widen(source, required, parse_archs(SM12X), DEFAULT_ARCHS, SGLANG)
+
+
+@pytest.mark.parametrize(
+    ("test", "after"),
+    [
+        # SGLang 0.5.16 (fp8.py): SM90 is not SM100, so `not is_sm100_supported()` refuses nothing; upstream dropped it
+        pytest.param(
+            "is_sm90_supported() and not is_sm100_supported()", "is_sm90_supported() or is_sm120_supported()",
+            id="hopper-but-not-blackwell-sglang",
+        ),
+        pytest.param(
+            "not is_sm100_supported() and is_sm90_supported()", "is_sm90_supported() or is_sm120_supported()",
+            id="refusal-first",
+        ),
+        pytest.param(
+            "ready and is_sm90_supported() and not is_sm100_supported()",
+            "ready and (is_sm90_supported() or is_sm120_supported())",
+            id="beside-another-condition",
+        ),
+    ],
+)
+def test_a_refusal_that_refuses_nothing_the_gate_admits_is_dropped(test: str, after: str) -> None:
+    source = f"from m import is_sm90_supported, is_sm100_supported, is_sm120_supported\n\nif {test}:\n    x = 1\n".encode()
+    # `not is_sm100_supported()` there is a refusal, not a guard: the one gate is the required predicate
+    [required] = find(source, DEFAULT_ARCHS, SGLANG)
+    assert required.text == "is_sm90_supported()"
+    widened = apply_edits(source, widen(source, required, parse_archs(SM12X), DEFAULT_ARCHS, SGLANG))
+    assert widened == source.replace(test.encode(), after.encode())
+    # read again, it admits the old archs and the targets, and nothing is left to do
+    [gate] = [g for g in find(widened, DEFAULT_ARCHS, SGLANG) if "is_sm120_supported" in g.detail["predicates"]]
+    assert gate.admits.admitted == {a for a in DEFAULT_ARCHS if a.major in (9, 12)}
+    assert widen(widened, gate, parse_archs(SM12X), DEFAULT_ARCHS, SGLANG) == []
 
 
 def test_flashinfer_sm120a_admits_sm120_only() -> None:

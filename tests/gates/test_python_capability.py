@@ -74,6 +74,32 @@ def test_major_and_minor_comparisons_each_widen():
 
 
 @pytest.mark.parametrize(
+    ("name", "arch", "old", "new"),
+    [
+        # a family target (`f`) is written over the major alone: the minor test is dropped (ec0178acd)
+        pytest.param("is_sm120f_supported", "sm_121", "minor == 0", "", id="family-target-drops-the-minor"),
+        # an arch-specific or plain name enumerates its minors (nvfp4-attention-sm121's style)
+        pytest.param("is_sm120a_supported", "sm_121", "minor == 0", "minor in (0, 1)", id="arch-specific-extends"),
+        pytest.param("is_sm120_supported", "sm_121", "minor == 0", "minor in (0, 1)", id="plain-name-extends"),
+        # a family name that does not cover the target (sm_110 is not a 12.x) keeps the usual order
+        pytest.param("is_sm120f_supported", "sm_110", "major == 12", "major in (11, 12)", id="family-not-covering"),
+    ],
+)
+def test_a_predicate_named_for_a_family_drops_its_minor_test(name, arch, old, new):
+    source = dedent(f'''\
+        def {name}(device):
+            major, minor = get_compute_capability(device)
+            return major == 12 and minor == 0 and version_at_least(torch.version.cuda, "12.9")
+        ''')
+    after = _rewrite(source, arch, function=name)
+    if new:
+        assert after == source.replace(old, new)
+    else:
+        assert after == source.replace("major == 12 and minor == 0 and", "major == 12 and")
+    assert _rewrite(after, arch, function=name) == after  # no-op once it admits the arch
+
+
+@pytest.mark.parametrize(
     ("tests", "brackets"),
     [
         pytest.param([], "()", id="none-tuple"),

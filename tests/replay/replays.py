@@ -121,12 +121,7 @@ REPLAYS = [
         " (runtime_context.py) in the same release, which a recipe cannot create",
     ),
     _sg("sg-gdn-target-verify-sm100", ("0.5.12", "0.5.13")),
-    _sg(
-        "sg-mxfp4-cutlass-moe-sm120", ("0.5.15", "0.5.16"),
-        fails="refused: the test, `is_sm90_supported() and not is_sm100_supported()`, requires one predicate and"
-        " refuses another (refused in the recipe's case too); upstream rewrote it to `is_sm90_supported() or"
-        " is_sm120_supported()`. (The block's import of the class it returns is the `calls` feature's own.)",
-    ),
+    _sg("sg-mxfp4-cutlass-moe-sm120", ("0.5.15", "0.5.16")),
     _sg(
         "sg-kvfp4-flashinfer-sm120", ("0.5.15", "0.5.16"),
         fails="both blocks are widened and quantize()'s import is split as upstream's, but in dequantize() upstream"
@@ -146,16 +141,7 @@ REPLAYS = [
         " replays with a lone `if not P:`, upstream chose `not (a or b)` three times (here, 9e5ec6a0c,"
         " sg-mxfp8-block-test) and `and not` twice (both in mxfp4.py), with nothing in the code to tell them apart",
     ),
-    _fi(
-        "sm120f-family-sm121", "ec0178acd", ("0.6.10", "0.6.11"),
-        fails="python_capability writes `minor in [0, 1]` (the first README rewrite that admits sm_121) where"
-        " upstream drops `minor == 0` from the `and`. Both admit exactly sm_120 and sm_121 of the universe; upstream"
-        " drops the minor only where the target is a family (sm_120f covers all 12.x, as is_sm100f_supported and"
-        " is_sm12x_supported test the major alone) and enumerates minors for arch-specific targets (nvfp4-attention-sm121:"
-        " `props.minor == 0` -> `(props.minor == 0 || props.minor == 1)`; `is_sm120a_supported` gains"
-        " `is_sm121a_supported`). Only the function's name says family here, and the recipe asks `admit = \"exact\"`"
-        " (under `family` it extends the minor too): no rule short of reading `f` from the name fits",
-    ),
+    _fi("sm120f-family-sm121", "ec0178acd", ("0.6.10", "0.6.11")),
     _fi("cutlass-tile-config-sm121", "20435b409", ("0.5.2", "0.5.3")),
     # Held out, second round (issue 17): FlashInfer commits found newest first, then SGLang release pairs in order
     _fi(
