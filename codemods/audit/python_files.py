@@ -184,7 +184,7 @@ def _definitions(rel: str, data: bytes, tree: ast.Module, context: Context) -> l
     arch-keyed map whose lookup fails for a missing arch (python_arch_map), each with what the arch gets there."""
     arch, universe = context.arch, context.universe
     records = []
-    for gate in python_predicate.find(data, universe, context.meanings, tree):
+    for gate in python_predicate.find(data, universe, context.meanings, tree, rel):
         target = gate.detail.get("target")
         covers = python_predicate.covers(target, arch) if target else None
         path = classify.predicate_path(gate.context, covers, gate.admits.names(), arch)

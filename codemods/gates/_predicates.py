@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -111,11 +112,24 @@ def _parsed(source: bytes) -> ast.Module | None:
 
 
 def read_tree(tree: ast.Module, file: str = "", known: Mapping[str, Meaning] | None = None) -> dict[str, Meaning]:
-    """`read` of a module already parsed."""
+    """`read` of a module already parsed. The last reading is kept for the same tree, file and `known` (the same
+    objects, held here so they stay the same): scan reads a file's predicates for its gates and for its
+    definitions, from one tree."""
+    global _last_read
+    if _last_read is not None and _last_read[0] is tree and _last_read[1] == file and _last_read[2] is known:
+        return dict(_last_read[3])
     try:
-        return _Reader(tree, file, known or {}).meanings()
+        meanings = _Reader(tree, file, known or {}).meanings()
     except (MemoryError, RecursionError):
-        return {}
+        meanings = {}
+    _last_read = (tree, file, known, meanings)
+    return dict(meanings)
+
+
+_last_read: tuple[ast.Module, str, Mapping[str, Meaning] | None, dict[str, Meaning]] | None = None
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 class _Reader:
@@ -128,7 +142,8 @@ class _Reader:
         self.values: dict[str, list[ast.Assign]] = {}
         self.targets: dict[str, frozenset[tuple[int, int]]] = {}
         self.attributes: list[tuple[str, str, int]] = []
-        for node in ast.walk(tree):
+        self.words: dict[int, set[str]] = {}  # the names and attributes each module-level function mentions
+        for node in self._walk(tree):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Name):
@@ -153,6 +168,21 @@ class _Reader:
         self.owner: str | None = None  # the class whose method is being read: what `cls.` and `self.` call
         self.reads = 0  # how often a capability was read, by any run: `_on_every_cap` runs once when none was
 
+    def _walk(self, tree: ast.Module):
+        """Every node under the module, in ast.walk's order, noting in passing the words of each module-level
+        function (one walk where reading them apart walked every function twice)."""
+        queue: deque[tuple[ast.AST, set[str] | None]] = deque((top, self.words.setdefault(id(top), set()) if isinstance(top, _FUNCTIONS) else None)
+                      for top in tree.body)  # fmt: skip
+        while queue:
+            node, words = queue.popleft()
+            if words is not None:
+                if isinstance(node, ast.Name):
+                    words.add(node.id)
+                elif isinstance(node, ast.Attribute):
+                    words.add(node.attr)
+            queue.extend((child, words) for child in ast.iter_child_nodes(node))
+            yield node
+
     def _may_depend_on_the_gpu(self) -> set[str]:
         """The definitions whose value might differ between GPUs: the only ones worth running on every capability.
 
@@ -161,12 +191,14 @@ class _Reader:
         so it is no predicate (a superset is kept: it only costs time).
         """
         names: dict[str, set[str]] = {}
-        for name in (*self.functions, *self.values):
-            nodes = [self.functions[name]] if name in self.functions else self.values[name]
-            names[name] = {
-                n.id if isinstance(n, ast.Name) else n.attr
-                for node in nodes for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))
-            }
+        for name in self.functions:
+            names[name] = self.words[id(self.functions[name])]
+        for name in self.values:
+            if name not in self.functions:
+                names[name] = {
+                    n.id if isinstance(n, ast.Name) else n.attr
+                    for node in self.values[name] for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))
+                }
         calls = set(_CAPABILITY_CALLS + _SM_CALLS) | {"get"} | set(self.known) | {k.lstrip(".") for k in self.known}
 
         def direct(words: set[str]) -> bool:

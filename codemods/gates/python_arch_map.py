@@ -60,6 +60,7 @@ def find(
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return []
     maps: dict[str, tuple[ast.Assign, ast.Dict, list[str]]] = {}
+    uses: list[tuple[str, ast.AST]] = []  # what may look a map up (`MAP[cc]`, `cc in MAP`), in walk order
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
@@ -68,11 +69,16 @@ def find(
             keys = [k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
             if len(keys) == len(node.value.keys) and all(_KEY_RE.match(k) for k in keys):
                 maps[node.targets[0].id] = (node, node.value, keys)
-    if not maps:
-        return []
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            uses.append((node.value.id, node))
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.comparators[0], ast.Name):
+            uses.append((node.comparators[0].id, node))
+    uses = [(name, node) for name, node in uses if name in maps]
+    if not uses:
+        return []  # no map, or none looked up: no parents to find (the costly part)
     up = _polarity.parents([tree])
     failing: dict[str, int] = {}
-    for node in ast.walk(tree):
+    for _, node in uses:
         name, line, _ = _failing_lookup(node, maps, up)
         if name is not None and name not in failing:
             failing[name] = line

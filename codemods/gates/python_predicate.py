@@ -40,18 +40,19 @@ _TARGET_RE = re.compile(r"^_?(?:is|has)_sm(?P<number>\d{2,3})(?P<suffix>[af]?)(?
 
 
 def find(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, known: Mapping[str, Meaning] | None = None,
-         tree: ast.Module | None = None) -> list[Gate]:
+         tree: ast.Module | None = None, file: str = "") -> list[Gate]:
     """The deciding `return` of each predicate defined at module level, with what the definition admits.
 
     `known`: meanings from other files (a predicate defined through
-    another); `tree`: the module, when the caller has parsed it already.
+    another); `tree`: the module, when the caller has parsed it already;
+    `file`: its path, as the caller read the same tree's meanings (read once).
     """
     if tree is None:
         try:
             tree = ast.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return []
-    meanings = _predicates.read_tree(tree, "", known)
+    meanings = _predicates.read_tree(tree, file, known)
     text = PythonText(source)
     gates = []
     for node in tree.body:
