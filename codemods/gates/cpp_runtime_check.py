@@ -266,12 +266,14 @@ def _reads_capability(node: tree_sitter.Node, names: dict[str, str], wanted: str
     return False
 
 
-def _conditions(body: tree_sitter.Node, macro: str | None) -> list[tuple[tree_sitter.Node, str]]:
-    """(condition or comparison-macro call, what holds it) in a function body, in source order."""
+_HOLDERS = "[(if_statement) (while_statement) (conditional_expression) (call_expression)] @holder"
+
+
+def _conditions(body: tree_sitter.Node, macro: str | None, language: str) -> list[tuple[tree_sitter.Node, str]]:
+    """(condition or comparison-macro call, what holds it) in a function body, in source order (outer first)."""
     found = []
-    stack = [body]
-    while stack:
-        node = stack.pop()
+    held = tree_sitter.QueryCursor(syntax.query(language, _HOLDERS)).captures(body).get("holder", [])
+    for node in sorted(held, key=lambda node: (node.start_byte, -node.end_byte)):
         if node.type in ("if_statement", "while_statement") and macro is None:
             clause = node.child_by_field_name("condition")
             value = clause.child_by_field_name("value") if clause is not None else None
@@ -289,7 +291,6 @@ def _conditions(body: tree_sitter.Node, macro: str | None) -> list[tuple[tree_si
                     found.append((node, name))
                 elif _CONDITION_MACRO.match(name) and args:
                     found.append((args[0], name))
-        stack.extend(reversed(node.children))
     return found
 
 
@@ -321,7 +322,7 @@ def find(
 
     gates = []
     for body in bodies:
-        for condition, holder in _conditions(body, macro):
+        for condition, holder in _conditions(body, macro, language):
             if condition.type == "call_expression":
                 atom = _macro_atom(condition, names)
                 parts = [condition] if atom is not None and selected(atom) else []

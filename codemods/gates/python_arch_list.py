@@ -297,7 +297,7 @@ def _find(
 
     def keywords(node: ast.Call | ast.ClassDef, callee: str | None, where) -> None:
         for kw in node.keywords:
-            if kw.arg is not None:
+            if kw.arg is not None and any(shape.matches(callee, kw.arg, None) for shape in shapes):
                 at = _after_equals(source, lines.offset(kw.lineno, kw.col_offset), kw.arg)
                 consider(kw.value, at, kw.arg, callee, None, where)
 
@@ -326,9 +326,11 @@ def _find(
             func = node.func
             callee = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
             index: int | None = 0
-            after_func = skip_trivia(source, lines.offset(func.end_lineno, func.end_col_offset))
+            # else no positional argument can be a gate (`consider` would take none)
+            by_position = any(shape.call == callee or shape.call is None and shape.position is not None for shape in shapes)
+            after_func = skip_trivia(source, lines.offset(func.end_lineno, func.end_col_offset)) if by_position else 0
             at: int | None = after_func + 1 if source[after_func : after_func + 1] == b"(" else None
-            for arg in node.args:
+            for arg in node.args if by_position else ():
                 if isinstance(arg, ast.Starred):
                     index = None  # the place of what follows a spread is not known
                     continue
