@@ -7,7 +7,6 @@ whether a span parsed cleanly. Nothing here reads files.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterator
 from functools import cache
 
@@ -115,33 +114,32 @@ def function_bodies(root: tree_sitter.Node, function: str | None = None) -> Iter
 
 
 class Definitions:
-    """The function definitions of one tree, indexed once: which of them hold an offset.
+    """The function definitions of one tree that hold an offset.
 
-    One query and one sweep per tree, then a bisection per offset: walking up
-    from a node instead costs the depth of the tree per step (tree-sitter finds
-    a parent from the root), cubic in the depth of nested `#if`s.
+    Found by descending from the root towards the offset (a cursor's first
+    child for that byte, level by level: the depth of the tree per offset).
+    Walking up from a node instead costs the depth of the tree per step
+    (tree-sitter finds a parent from the root), cubic in the depth of nested
+    `#if`s; listing every definition of the tree first (one query) cost 10x
+    the descent on the bench corpus, where both gave the same definitions
+    for 177,134 offsets.
     """
 
     def __init__(self, tree: tree_sitter.Tree, language: str) -> None:
-        found = captures(tree, language, "(function_definition) @function", "function")
-        self._nodes = sorted(found, key=lambda node: (node.start_byte, -node.end_byte))
-        self._starts = [node.start_byte for node in self._nodes]
-        self._parents: list[int] = []  # index of the innermost definition holding each one, -1 at file scope
-        open_: list[int] = []
-        for index, node in enumerate(self._nodes):
-            while open_ and self._nodes[open_[-1]].end_byte <= node.start_byte:
-                open_.pop()
-            self._parents.append(open_[-1] if open_ else -1)
-            open_.append(index)
+        self._tree = tree
 
     def holding(self, offset: int) -> Iterator[tree_sitter.Node]:
         """The definitions whose text holds `offset`, innermost first."""
-        index = bisect.bisect_right(self._starts, offset) - 1
-        while index >= 0 and self._nodes[index].end_byte <= offset:
-            index = self._parents[index]  # a definition that ended before `offset`: its holders may still hold it
-        while index >= 0:
-            yield self._nodes[index]
-            index = self._parents[index]
+        path = []
+        cursor = self._tree.walk()
+        while cursor.goto_first_child_for_byte(offset) is not None:
+            node = cursor.node
+            assert node is not None  # the cursor just moved to it
+            if node.start_byte > offset:
+                break  # the offset lies between children: nothing deeper holds it
+            if node.type == "function_definition":
+                path.append(node)
+        return reversed(path)
 
     def innermost(self, offset: int, body: bool = False) -> tree_sitter.Node | None:
         """The innermost definition holding `offset` (with `body`, in its body: not in its head or parameters)."""
