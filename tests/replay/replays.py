@@ -216,6 +216,7 @@ REPLAYS = [
         " `has_sm103f` is not defined, `has_sm100f` does not admit it) where upstream wrote `if has_sm100f or has_sm103:`."
         " The other three (comm line 813, RMSNorm+SiLU line 840, trtllm_utils line 942) come out line for line",
     ),
+    _fi("fi-cake-warp-decode-sm100", None, ("0.7.0", "0.7.1")),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
