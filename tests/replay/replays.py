@@ -217,6 +217,8 @@ REPLAYS = [
         " The other three (comm line 813, RMSNorm+SiLU line 840, trtllm_utils line 942) come out line for line",
     ),
     _fi("fi-cake-warp-decode-sm100", None, ("0.7.0", "0.7.1")),
+    _fi("fi-cute-dsl-mm-bf16-sm107", None, ("0.7.0", "0.7.1")),
+    _fi("fi-cute-dsl-gemm-fp4-sm12x", None, ("0.7.0", "0.7.1")),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
