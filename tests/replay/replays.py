@@ -219,6 +219,7 @@ REPLAYS = [
     _fi("fi-cake-warp-decode-sm100", None, ("0.7.0", "0.7.1")),
     _fi("fi-cute-dsl-mm-bf16-sm107", None, ("0.7.0", "0.7.1")),
     _fi("fi-cute-dsl-gemm-fp4-sm12x", None, ("0.7.0", "0.7.1")),
+    _fi("fi-cake-dcp-sm107", None, ("0.7.0", "0.7.1")),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
