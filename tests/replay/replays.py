@@ -220,6 +220,7 @@ REPLAYS = [
     _fi("fi-cute-dsl-mm-bf16-sm107", None, ("0.7.0", "0.7.1")),
     _fi("fi-cute-dsl-gemm-fp4-sm12x", None, ("0.7.0", "0.7.1")),
     _fi("fi-cake-dcp-sm107", None, ("0.7.0", "0.7.1")),
+    _fi("fi-msa-blackwell-sm107", None, ("0.7.0", "0.7.1")),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
