@@ -216,6 +216,7 @@ REPLAYS = [
         " block, the trtllm-gen module staying under `if has_sm100 or has_sm103:`, where codemod says needs a human",
         upstream_only=True,
     ),
+    _fi("fi-gemm-base-sm107", None, ("0.7.1", "0.7.2")),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
