@@ -219,6 +219,7 @@ REPLAYS = [
     _fi("fi-gemm-base-sm107", None, ("0.7.1", "0.7.2")),
     _fi("fi-bf16-fp4-requirement-sm107", None, ("0.7.1", "0.7.2")),
     _fi("fi-grouped-mm-sm107", None, ("0.7.1", "0.7.2")),
+    _fi("fi-bsa-attn-blk64-sm107", None, ("0.7.1", "0.7.2")),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
