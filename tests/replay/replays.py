@@ -220,6 +220,7 @@ REPLAYS = [
     _fi("fi-bf16-fp4-requirement-sm107", None, ("0.7.1", "0.7.2")),
     _fi("fi-grouped-mm-sm107", None, ("0.7.1", "0.7.2")),
     _fi("fi-bsa-attn-blk64-sm107", None, ("0.7.1", "0.7.2")),
+    _fi("fi-dsv4-nvfp4-cache-sm100", None, ("0.7.1", "0.7.2")),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
