@@ -236,6 +236,13 @@ REPLAYS = [
         " writes `if (major, minor) not in ((10, 0), (10, 3), (10, 7)):`",
     ),
     _fi("fi-vsa-sparse-sm107", None, ("0.7.1", "0.7.2")),
+    _fi(
+        "fi-packed-kda-decode-sm10x", None, ("0.7.1", "0.7.2"),
+        fails="python_capability writes `if capability not in [(10, 0), (10, 3), (10, 7)]:` where upstream writes"
+        " `if capability not in ((10, 0), (10, 3), (10, 7)):`: the file has no one-line `in` test of a literal"
+        " collection to copy, so FlashInfer's `[style] number_membership = \"list\"` decides, which counts its"
+        " collections of numbers; upstream writes a collection of (major, minor) pairs as a tuple of tuples",
+    ),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
