@@ -243,6 +243,7 @@ REPLAYS = [
         " collection to copy, so FlashInfer's `[style] number_membership = \"list\"` decides, which counts its"
         " collections of numbers; upstream writes a collection of (major, minor) pairs as a tuple of tuples",
     ),
+    _fi("fi-recurrent-kda-fast-path-sm10x", None, ("0.7.1", "0.7.2")),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
