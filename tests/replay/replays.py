@@ -252,6 +252,13 @@ REPLAYS = [
         " get_compute_capability it is widened to `in (...)` in place; upstream writes"
         " `and _get_compute_capability(self.device) in ((10, 0), (10, 3), (10, 7))`",
     ),
+    _fi(
+        "fi-cutile-mla-sm107", None, ("0.7.1", "0.7.2"),
+        fails="python_arch_list widens the set in place and writes `_CUTILE_SUPPORTED_COMPUTE_CAPABILITIES ="
+        " frozenset({(10, 0), (10, 3), (10, 7), (12, 0), (12, 1)})` on one line, 96 columns (the line had 88);"
+        " upstream split it as black does at 88, `frozenset(` / the set on its own line, one level deeper / `)`."
+        " codemod splits only the `if`/`elif`/`while` lines and imports it widens, never a widened assignment",
+    ),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
