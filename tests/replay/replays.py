@@ -259,6 +259,8 @@ REPLAYS = [
         " upstream split it as black does at 88, `frozenset(` / the set on its own line, one level deeper / `)`."
         " codemod splits only the `if`/`elif`/`while` lines and imports it widens, never a widened assignment",
     ),
+    # (found while checking the list against the diff: not in the previous pass's list)
+    _fi("fi-bsa-attn-blk128-sm107", None, ("0.7.1", "0.7.2")),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
