@@ -208,12 +208,14 @@ REPLAYS = [
     _fi("fi-router-gemm-sm90", None, ("0.6.18", "0.7.0")),
     _fi("fi-moe-utils-jit-sm90", None, ("0.6.18", "0.7.0")),
     _fi(
-        "fi-aot-attention-sm110", None, ("0.7.1", "0.7.2"),
-        fails="both gates are refused, rightly: 0.7.1's gen_attention has no `has_sm110` (upstream added the"
-        " parameter and passes it from gen_all_modules, an edit no recipe makes), so the MLA SM100 test is refused"
-        " as `has_sm110` is not defined (given the parameter, it is widened as upstream's); and the fmha_cutlass_sm100a"
-        " block also yields gen_trtllm_gen_fmha_module(), which loads prebuilt SM10x cubins: upstream split the"
-        " block, the trtllm-gen module staying under `if has_sm100 or has_sm103:`, where codemod says needs a human",
+        "fi-aot-sm110", None, ("0.7.1", "0.7.2"),
+        fails="all four gates are refused, rightly, each needing an edit no recipe makes. In gen_attention, 0.7.1 has no"
+        " `has_sm110` (upstream added the parameter and passes it from gen_all_modules), so the MLA SM100 test is"
+        " refused as `has_sm110` is not defined (given the parameter, it is widened as upstream's), and the"
+        " fmha_cutlass_sm100a block also yields gen_trtllm_gen_fmha_module() (prebuilt SM10x cubins): needs a human."
+        " In gen_all_modules, the CUTLASS FP8/MXFP8 GEMM and MXFP8 quantization modules share their block with the"
+        " trtllm-gen GEMM/MoE/routing modules, and dcp_alltoall with the MNNVL comm module: needs a human. Upstream"
+        " split all three blocks, the other modules staying under `if has_sm100 or has_sm103:`",
         upstream_only=True,
     ),
     _fi("fi-gemm-base-sm107", None, ("0.7.1", "0.7.2")),
