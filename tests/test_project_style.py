@@ -42,6 +42,21 @@ def test_strings_keep_the_default_whatever_the_project_says_of_numbers():
     assert after == source.replace(b'!= "sm_120"', b'not in ("sm_120", "sm_121")')
 
 
+@pytest.mark.parametrize(
+    ("test", "expected"),
+    [
+        # FlashInfer 0.7.2 (packed_kda_decode_cute.py), in a file with no membership test to copy
+        ("capability != (10, 0)", "capability not in ((10, 0), (10, 3))"),
+        ("capability == (10, 0)", "capability in ((10, 0), (10, 3))"),
+    ],
+)
+def test_pairs_keep_the_default_whatever_the_project_says_of_numbers(test, expected):
+    source = f"def fast_path(device):\n    capability = get_compute_capability(device)\n    if {test}:\n        return 1\n".encode()
+    [gate] = find(source)
+    after = apply_edits(source, widen(source, gate, parse_archs("sm_103"), number_membership="list"))
+    assert after == source.replace(test.encode(), expected.encode())
+
+
 def test_a_file_with_examples_keeps_its_own_brackets_whatever_the_project_says():
     source = SKIP_IF.replace(b"not in [10]", b"!= 10") + b'\nMODES = "a" if x in ("fp8", "fp4") else "b"\n'
     [gate] = find(source)

@@ -64,7 +64,9 @@ class _Place:
             start, end = low + len(before) - 1, high - len(after) + 1
 
     def brackets(self, numbers: bool) -> tuple[str, str]:
-        """The brackets for a new collection of numbers (or of strings: `numbers` False)."""
+        """The brackets for a new collection of numbers (or of strings or `(major, minor)` pairs: `numbers`
+        False, so the project's number style does not apply: FlashInfer writes its lists of numbers in
+        brackets, its pairs as tuples of tuples, six files of 0.7.2 among them)."""
         return membership_brackets(self.tree, self.number_membership if numbers else "")
 
 
@@ -145,7 +147,7 @@ def _extend(place: _Place) -> list[Edit] | None:
         word = b"in" if leaf.op is ast.Eq else b"not in"
         new_between = re.sub(rb"==|!=", word, source[op_start:start], count=1)
         written = (leaf.value, source[start:end].decode("utf-8"))
-        opening, closing = place.brackets(numbers=not written[1].startswith(("'", '"')))
+        opening, closing = place.brackets(numbers=not leaf.strings and isinstance(leaf.value, int))
         items = ", ".join(item for _, item in sorted([written, *zip(values, spelled)]))
         return [Edit(op_start, start, new_between), Edit(start, end, f"{opening}{items}{closing}".encode())]
     if not isinstance(right, (ast.Tuple, ast.List, ast.Set)) or not right.elts:
@@ -236,7 +238,7 @@ def _add_disjunct(place: _Place) -> list[Edit] | None:
     if len(values) == 1:
         term = f"{operand} == {values[0]!r}"
     else:
-        opening, closing = place.brackets(numbers=not any(isinstance(v, str) for v in values))
+        opening, closing = place.brackets(numbers=all(isinstance(v, int) for v in values))
         term = f"{operand} in {opening}{', '.join(map(repr, values))}{closing}"
     start, end = place.text.span(root)
     parent = place.parents.get(id(root))
