@@ -87,6 +87,20 @@ def apply_edits(source: bytes, edits: list[Edit]) -> bytes:
     return b"".join(out)
 
 
+def drop_operands(spans: list[tuple[int, int]], dropped: list[bool]) -> list[Edit]:
+    """The cuts that remove the dropped operands of a chain (`a and b and c`, spans in order, at least one kept):
+    each with the operator before it, or after it when no kept operand precedes it."""
+    cuts, kept_before = [], False
+    for i, drop in enumerate(dropped):
+        if not drop:
+            kept_before = True
+        elif kept_before:
+            cuts.append(Edit(spans[i - 1][1], spans[i][1], b""))
+        else:
+            cuts.append(Edit(spans[i][0], spans[i + 1][0], b""))
+    return cuts
+
+
 def edit_between(old: bytes, new: bytes) -> Edit | None:
     """The single edit that turns `old` into `new`: the span between their common prefix and suffix."""
     if old == new:

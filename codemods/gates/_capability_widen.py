@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
-from codemods.gates import CannotWiden, Edit, Gate, apply_edits
+from codemods.gates import CannotWiden, Edit, Gate, apply_edits, drop_operands
 from codemods.gates._capability_reading import (
     _CHECKED, _SIDES, LeafOf, Side, _conditions, _have, _leaves, _parents, _parse, _pure, _reading, _truth,
     admits,
@@ -186,16 +186,7 @@ def _drop(place: _Place) -> list[Edit] | None:
     if not failing or len(failing) == sum(_pure(v, place.leaf_of) for v in root.values):  # type: ignore[attr-defined]
         return None
     assert isinstance(root, ast.BoolOp)
-    spans = [place.span(v) for v in root.values]
-    cuts, kept_before = [], False
-    for i, value in enumerate(root.values):
-        if id(value) not in failing:
-            kept_before = True
-        elif kept_before:
-            cuts.append(Edit(spans[i - 1][1], spans[i][1], b""))
-        else:
-            cuts.append(Edit(spans[i][0], spans[i + 1][0], b""))
-    return cuts
+    return drop_operands([place.span(v) for v in root.values], [id(v) in failing for v in root.values])
 
 
 def _move_bound(place: _Place) -> list[Edit] | None:

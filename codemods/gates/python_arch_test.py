@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING, TypeGuard
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.core.lazy import LazyModule
-from codemods.gates import CannotWiden, Edit, Gate
+from codemods.gates import CannotWiden, Edit, Gate, drop_operands
 from codemods.gates import python_arch_or as chains
 from codemods.gates._predicates import Meaning
 from codemods.gates._python import PythonSource, parse
@@ -296,13 +296,22 @@ def _shapes(parsed: PythonSource):
             yield node, "single", [predicate]
 
 
-def _beside_required(parsed: PythonSource, node: cst.CSTNode) -> bool:
-    """Whether `not P` is an operand of an `and` that requires a predicate (`is_sm90_supported() and not
-    is_sm100_supported()`): a refusal, not a guard; the gate there is the required predicate."""
+def _sides(parsed: PythonSource, node: cst.CSTNode) -> tuple[cst.CSTNode, list, list, list]:
+    """The outermost `and` around `node` (or `node`), its operands, and those of them that require a predicate
+    and that refuse one (`not P`): ([], [], []) outside an `and`."""
     top = node
     while _is_and(parent := parsed.parent(top)):
         top = parent
-    return _is_and(top) and any(not _is_not(o) and _read(o) is not None for o in _and_operands(top))
+    operands = _and_operands(top) if _is_and(top) else []
+    required = [o for o in operands if not _is_not(o) and _read(o) is not None]
+    refused = [o for o in operands if _is_not(o) and _read(o.expression) is not None]
+    return top, operands, required, refused
+
+
+def _beside_required(parsed: PythonSource, node: cst.CSTNode) -> bool:
+    """Whether `not P` is an operand of an `and` that requires a predicate (`is_sm90_supported() and not
+    is_sm100_supported()`): a refusal, not a guard; the gate there is the required predicate."""
+    return bool(_sides(parsed, node)[2])
 
 
 def _is_not(node: cst.CSTNode) -> TypeGuard[cst.UnaryOperation]:
@@ -321,12 +330,7 @@ def _drop_needless_refusals(
     upstream drops them (SGLang 0.5.16: `-> is_sm90_supported() or is_sm120_supported()`). Otherwise `not Q`
     excludes Q rather than guarding for it: refused (widen it by hand).
     """
-    top = node
-    while _is_and(parent := parsed.parent(top)):
-        top = parent
-    operands = _and_operands(top) if _is_and(top) else []
-    refused = [o for o in operands if _is_not(o) and _read(o.expression) is not None]
-    required = [o for o in operands if not _is_not(o) and _read(o) is not None]
+    top, operands, required, refused = _sides(parsed, node)
     if not refused or not required:
         return [], False
     if not any(o is node for o in required):  # the gate is the refused chain: it guards for nothing
@@ -350,15 +354,7 @@ def _drop_needless_refusals(
                 f"line {gate.line}: its test has `{kept}` beside `{parsed.text(*parsed.span(operand))}`: a"
                 f" predicate required and one refused in one `and`, and {why}; widen it by hand"
             )
-    spans = [parsed.outer_span(o) for o in operands]
-    cuts, kept_before = [], False
-    for i, each in enumerate(operands):
-        if not any(each is r for r in refused):
-            kept_before = True
-        elif kept_before:
-            cuts.append(Edit(spans[i - 1][1], spans[i][1], b""))
-        else:
-            cuts.append(Edit(spans[i][0], spans[i + 1][0], b""))
+    cuts = drop_operands([parsed.outer_span(o) for o in operands], [any(o is r for r in refused) for o in operands])
     alone = len(operands) - len(refused) == 1 and isinstance(parsed.parent(top), _tested())
     return cuts, alone
 

@@ -66,8 +66,8 @@ def find(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, known: Mappi
         assert value is not None
         start, end = text.span(value)
         detail: dict = {"predicate": node.name}
-        if target(node.name):
-            detail["target"] = target(node.name)
+        if built := target(node.name):
+            detail["target"] = built
         gates.append(Gate(
             kind=KIND, start=start, end=end, line=value.lineno, text=source[start:end].decode("utf-8"),
             admits=meaning.archs(universe), context=node.name, detail=detail,
