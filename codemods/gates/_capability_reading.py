@@ -159,6 +159,8 @@ def _part(node: ast.AST, lookup: Callable[[str], Side]) -> Side:
         return index if _capability_call(node.value) == "pair" or _part(node.value, lookup) is None else ""
     if isinstance(node, ast.Name):
         return lookup(node.id)
+    if isinstance(node, ast.Tuple) and len(node.elts) == 2 and [_part(e, lookup) for e in node.elts] == [0, 1]:
+        return None  # `(major, minor)`: the pair rebuilt from its two halves
     return ""
 
 

@@ -130,6 +130,26 @@ def test_pairs_keep_their_style():
     assert _rewrite(source, "sm_121") == "def f():\n    return torch.cuda.get_device_capability() in ((12, 0), (12, 1))\n"
 
 
+def test_a_pair_rebuilt_from_its_halves_reads_as_the_pair():
+    # FlashInfer 0.7.1's MLA backends: major, minor unpacked from the helper, tested as `(major, minor)`
+    source = dedent('''\
+        def check(device):
+            major, minor = get_compute_capability(device)
+            if (major, minor) not in ((10, 0), (10, 3)):
+                raise ValueError("SM100/SM103 only")
+            if (minor, major) == (0, 12):
+                pass
+    ''')
+    gates = find(source.encode())
+    assert [(g.line, g.text, sorted(a.name for a in g.admits.admitted)) for g in gates] == [
+        (3, "(major, minor) not in ((10, 0), (10, 3))", ["sm_100", "sm_103"]),
+    ]  # the halves the other way round are no pair it reads
+    after = _rewrite(source, "sm_107")
+    assert "    if (major, minor) not in ((10, 0), (10, 3), (10, 7)):\n" in after
+    assert after.replace(", (10, 7)", "") == source
+    assert _rewrite(source, "sm_103") == source
+
+
 def test_no_op_when_admitted():
     source = "def f():\n    if torch.cuda.get_device_capability()[0] >= 9:\n        pass\n"
     assert _rewrite(source, "sm_120") == source

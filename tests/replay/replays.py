@@ -240,20 +240,8 @@ REPLAYS = [
     _fi("fi-grouped-mm-sm107", None, ("0.7.1", "0.7.2")),
     _fi("fi-bsa-attn-blk64-sm107", None, ("0.7.1", "0.7.2")),
     _fi("fi-dsv4-nvfp4-cache-sm100", None, ("0.7.1", "0.7.2")),
-    _fi(
-        "fi-mla-cute-dsl-plan-sm107", None, ("0.7.1", "0.7.2"),
-        fails="python_capability finds no gate in _validate_cute_dsl_plan_args_before_metadata: it does not read `(major, minor) not in ((10, 0),"
-        " (10, 3))`, the pair unpacked from get_compute_capability() rebuilt as a tuple and tested against a tuple of"
-        " (major, minor) pairs (a name holding the pair is read: `cc not in ((10, 0), (10, 3))` in sparse.py is widened); upstream"
-        " writes `if (major, minor) not in ((10, 0), (10, 3), (10, 7)):`",
-    ),
-    _fi(
-        "fi-mla-trtllm-gen-sm107", None, ("0.7.1", "0.7.2"),
-        fails="python_capability finds no gate in _validate_trtllm_gen_mla_device_capability: it does not read `(major, minor) not in ((10, 0),"
-        " (10, 3))`, the pair unpacked from get_compute_capability() rebuilt as a tuple and tested against a tuple of"
-        " (major, minor) pairs (a name holding the pair is read: `cc not in ((10, 0), (10, 3))` in sparse.py is widened); upstream"
-        " writes `if (major, minor) not in ((10, 0), (10, 3), (10, 7)):`",
-    ),
+    _fi("fi-mla-cute-dsl-plan-sm107", None, ("0.7.1", "0.7.2")),
+    _fi("fi-mla-trtllm-gen-sm107", None, ("0.7.1", "0.7.2")),
     _fi("fi-vsa-sparse-sm107", None, ("0.7.1", "0.7.2")),
     _fi("fi-packed-kda-decode-sm10x", None, ("0.7.1", "0.7.2")),
     _fi("fi-recurrent-kda-fast-path-sm10x", None, ("0.7.1", "0.7.2")),
