@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from codemods.gates._capability_values import arch_comparisons, names_arch
 from codemods.gates._python import COMPOUND, PythonText
@@ -101,24 +101,45 @@ def callee(call: ast.Call) -> str:
     return ""
 
 
-def _capability_call(node: ast.AST) -> str | None:
-    """What a call of one of HELPERS returns ("pair" for `get_device_capability(...)`, "sm" for `get_device_sm(...)`), else None."""
+def _capability_call(node: ast.AST, wrappers: Mapping[str, str] | None = None) -> str | None:
+    """What a call of one of HELPERS (or of `wrappers`: name -> what it returns) returns ("pair" for
+    `get_device_capability(...)`, "sm" for `get_device_sm(...)`), else None."""
     if not isinstance(node, ast.Call):
         return None
     name = callee(node)
     if name.endswith("get_device_capability"):
         return "pair"
-    return HELPERS.get(name)
+    return HELPERS.get(name) or (wrappers or {}).get(name)
 
 
-def bind(target: ast.AST, value: ast.AST, scope: int, bound: dict) -> None:
-    call = _capability_call(value)
+def wrappers(text: PythonText, body: list[ast.stmt]) -> dict[str, str]:
+    """The module's own functions that only pass a helper's result on, and what each returns: FlashInfer
+    0.7.1's `def _get_compute_capability(device): return get_compute_capability(device)` -> "pair" (its
+    guards before that `return` may raise; every `return` must return one helper's call, the same kind)."""
+    out: dict[str, str] = {}
+    for stmt in body:
+        if (
+            isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and stmt.name not in HELPERS
+            and has_token(text.data[slice(*text.span(stmt))])
+        ):
+            kinds = {_capability_call(node.value) if node.value is not None else None
+                     for node in ast.walk(stmt) if isinstance(node, ast.Return)}  # fmt: skip
+            nested = any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Yield, ast.YieldFrom))
+                         for node in ast.walk(stmt) if node is not stmt)  # fmt: skip
+            if len(kinds) == 1 and None not in kinds and not nested:
+                out[stmt.name] = kinds.pop()  # type: ignore[assignment]  # not None: checked
+    return out
+
+
+def bind(target: ast.AST, value: ast.AST, scope: int, bound: dict, wrapped: Mapping[str, str] | None = None) -> None:
+    call = _capability_call(value, wrapped)
     if isinstance(target, ast.Name):
         if call is not None:
             bound[(scope, target.id)] = None if call == "pair" else "sm"
         elif (
             isinstance(value, ast.Subscript)
-            and _capability_call(value.value) == "pair"
+            and _capability_call(value.value, wrapped) == "pair"
             and isinstance(value.slice, ast.Constant)
             and value.slice.value in (0, 1)
         ):

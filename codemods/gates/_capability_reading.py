@@ -18,7 +18,7 @@ from typing import Any
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import Gate, SourceError, _polarity
-from codemods.gates._capability_blocks import _BODIES, _capability_call, _holds, bind, nodes_in
+from codemods.gates._capability_blocks import _BODIES, _capability_call, _holds, bind, callee, nodes_in, wrappers
 from codemods.gates._capability_values import named, strings
 from codemods.gates._python import PythonText, dotted, nested_too_deeply, too_deep
 
@@ -98,7 +98,9 @@ def _leaf(node: ast.AST, lookup: Callable[[str], Side]) -> _Leaf | None:
     operand = right if flipped else left
     names = tuple(
         (spelled, lookup(spelled)) for n in ast.walk(operand)
-        if isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and (spelled := _spelled(n)) and lookup(spelled) != ""
+        if isinstance(n, (ast.Name, ast.Attribute, ast.Call))
+        and (spelled := _spelled(n) or (f"{callee(n)}(...)" if isinstance(n, ast.Call) and callee(n) else ""))
+        and lookup(spelled) != ""
     )  # fmt: skip
     return _Leaf(node, side, op, value, flipped, names, is_text, members)
 
@@ -146,6 +148,9 @@ def _part(node: ast.AST, lookup: Callable[[str], Side]) -> Side:
     """0 or 1 for the major or minor, None for the (major, minor) pair, "sm", "cuda_arch", or "" for anything
     else; `lookup` says what a name holds (the same codes, "" for nothing known), a bound or declared one."""
     call = _capability_call(node)
+    if call is None and isinstance(node, ast.Call) and callee(node):
+        wrapped = lookup(callee(node) + "(...)")  # the module's own wrapper of a helper (_found: `wrappers`)
+        call = {None: "pair", "sm": "sm"}.get(wrapped) if wrapped != "" else None
     if call is not None:
         return None if call == "pair" else "sm"
     if isinstance(node, (ast.Attribute, ast.Call)) and _spelled(node) and lookup(_spelled(node)) != "":
@@ -156,7 +161,7 @@ def _part(node: ast.AST, lookup: Callable[[str], Side]) -> Side:
         return "sm" if _part(node.func.value, lookup) is None else ""  # SGLang's DeviceCapability.to_int()
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value in (0, 1):
         index: Side = 0 if node.slice.value == 0 else 1
-        return index if _capability_call(node.value) == "pair" or _part(node.value, lookup) is None else ""
+        return index if _part(node.value, lookup) is None else ""
     if isinstance(node, ast.Name):
         return lookup(node.id)
     if isinstance(node, ast.Tuple) and len(node.elts) == 2 and [_part(e, lookup) for e in node.elts] == [0, 1]:
@@ -329,11 +334,13 @@ def _found(
     of the capability calls, of names bound from them, of arch strings and of the `names` a recipe declares
     (`{"_device_sm": "sm"}`, read as sides)."""
     declared = dict(names or {})
+    wrapped = wrappers(text, body)
+    declared.update({f"{name}(...)": (None if returns == "pair" else "sm") for name, returns in wrapped.items()})
     bound: dict[tuple[int, str], Side] = {}  # (scope, name) -> 0 major, 1 minor, None the pair, "sm"
     compares: dict[int, tuple[ast.Compare, int]] = {}
     for node, scope in nodes_in(text, body, _holds, 0):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            bind(node.targets[0], node.value, scope, bound)
+            bind(node.targets[0], node.value, scope, bound, wrapped)
         elif isinstance(node, ast.Compare):
             compares[id(node)] = (node, scope)
     words = {name for _, name in bound} | {re.findall(r"\w+", spelled)[-1] for spelled in declared if re.search(r"\w", spelled)}

@@ -782,6 +782,63 @@ def test_flashinfer_helper_after_scan_reads_the_same_comparisons(tmp_path):
     ]  # fmt: skip
 
 
+# FlashInfer 0.7.1's batch MLA modules: a module's own function passing the helper's result on.
+WRAPPED = '''\
+def _get_compute_capability(device):
+    if device.type != "cuda":
+        raise ValueError(device)
+    return get_compute_capability(device)
+
+
+def _not_a_wrapper(device):
+    if device is None:
+        return (0, 0)
+    return get_compute_capability(device)
+
+
+class Wrapper:
+    def plan(self, q_dtype, scale_mode="default"):
+        if (
+            scale_mode == "default"
+            and not (
+                q_dtype == torch.float8_e4m3fn
+                and _get_compute_capability(self.device) == (10, 0)
+            )
+        ):
+            scale_mode = "kv-per-tensor"
+        major, minor = _get_compute_capability(self.device)
+        if major != 10:
+            raise ValueError(major)
+        if _not_a_wrapper(self.device) == (10, 0):
+            pass
+'''
+
+
+def test_a_module_own_wrapper_of_the_helper_reads_as_the_helper():
+    gates = find(WRAPPED.encode())
+    # `_not_a_wrapper` also returns (0, 0): not read, whatever its name
+    assert [(g.line, g.text, sorted(a.name for a in g.admits.admitted)) for g in gates] == [
+        (19, "_get_compute_capability(self.device) == (10, 0)", ["sm_100"]),
+        (24, "major != 10", ["sm_100", "sm_103"]),
+    ]
+    after = _rewrite(WRAPPED, "sm_103,sm_107")
+    assert "                and _get_compute_capability(self.device) in ((10, 0), (10, 3), (10, 7))\n" in after
+    assert "        if major != 10:\n" in after  # major 10 holds on 10.3 and 10.7 already
+    assert after.count("(10, 7)") == 1  # `_not_a_wrapper(...) == (10, 0)` is not read: not widened
+    assert _rewrite(WRAPPED, "sm_100", function="plan") == WRAPPED  # admitted already: no edit
+
+
+def test_a_module_own_wrapper_is_read_by_scan_too(tmp_path):
+    from codemods.audit.scan import scan
+
+    (tmp_path / "m.py").write_text(WRAPPED)
+    gates = scan(tmp_path, Arch.parse("sm_107")).gates
+    assert [(g["line"], g["symbol"], g["text"]) for g in gates] == [
+        (19, "plan", "_get_compute_capability(self.device) == (10, 0)"),
+        (24, "plan", "major != 10"),
+    ]
+
+
 # CuTe DSL (cutlass.base_dsl.arch.Arch): members `sm_100`, `sm_100a`, `sm_100f`, ... ordered by (major, minor) alone,
 # so `arch >= Arch.sm_100 and arch <= Arch.sm_100f` holds on the 10.0 targets only.
 CUTE_DSL = '''\

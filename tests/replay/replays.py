@@ -245,14 +245,7 @@ REPLAYS = [
     _fi("fi-vsa-sparse-sm107", None, ("0.7.1", "0.7.2")),
     _fi("fi-packed-kda-decode-sm10x", None, ("0.7.1", "0.7.2")),
     _fi("fi-recurrent-kda-fast-path-sm10x", None, ("0.7.1", "0.7.2")),
-    _fi(
-        "fi-batch-mla-fp8-scale-sm10x", None, ("0.7.1", "0.7.2"),
-        fails="python_capability finds no gate in plan: the check calls `_get_compute_capability(self.device)`, the"
-        " module's own wrapper of get_compute_capability, which is not in the table of capability helpers (HELPERS:"
-        " exact names), and `names` declares only sm, major, minor or cuda_arch, not a pair; called as"
-        " get_compute_capability it is widened to `in (...)` in place; upstream writes"
-        " `and _get_compute_capability(self.device) in ((10, 0), (10, 3), (10, 7))`",
-    ),
+    _fi("fi-batch-mla-fp8-scale-sm10x", None, ("0.7.1", "0.7.2")),
     _fi(
         "fi-cutile-mla-sm107", None, ("0.7.1", "0.7.2"),
         fails="python_arch_list widens the set in place and writes `_CUTILE_SUPPORTED_COMPUTE_CAPABILITIES ="
