@@ -1,4 +1,4 @@
-"""Black's split of an `if`/`elif`/`while` line that widening a gate makes too long.
+"""Black's split of an `if`/`elif`/`while` line, or an assignment, that widening a gate makes too long.
 
 One implementation for the kinds that widen a test in place (python_arch_test,
 python_arch_or): `wrapped` takes the edits of one widening and returns them
@@ -31,6 +31,10 @@ def wrapped(parsed: PythonSource, edits: list[Edit], whole: bool = False) -> lis
     is put in parentheses the same way, split before each operator when still
     too long. Any other
     shape, or a head that would stay too long, is left on one line.
+
+    An assignment whose value is one bracketed call or display (`X =
+    frozenset({...})`, `X: tuple[str, ...] = (...)`) is split at that
+    value's brackets (`_assignment_cuts`).
     """
     source = parsed.source
     if not edits:
@@ -93,8 +97,10 @@ def _black_cuts(line: str, limit: int, eol: str, whole: bool = False) -> list[tu
         tokens = [t for t in tokenize.generate_tokens(io.StringIO(line + "\n").readline) if t.type != tokenize.INDENT]
     except (tokenize.TokenError, SyntaxError):
         return []
-    if not tokens or tokens[0].string not in ("if", "elif", "while"):
+    if not tokens:
         return []
+    if tokens[0].string not in ("if", "elif", "while"):
+        return _assignment_cuts(line, tokens, limit, eol)
     depth, opened, last = 0, [], None
     operators = []  # (depth, column) of every `and`/`or`
     for index, token in enumerate(tokens):
@@ -163,4 +169,85 @@ def _invisible_parentheses_cuts(line: str, tokens: list, top: list[int], limit: 
             space = len(line[:column]) - len(line[:column].rstrip())
             cuts.append((column - space, column, eol + inner))
     cuts.append((end, end, eol + indent + ")"))
+    return cuts
+
+
+def _assignment_cuts(line: str, tokens: list, limit: int, eol: str) -> list[tuple[int, int, str]]:
+    """Black's right-hand split of `name[: annotation] = value` where the value is one call of a plain name or
+    one display, its brackets closing the line (FlashInfer 0.7.2's cutile_backend.py): black drops the invisible
+    parentheses around such a value (it has no operator of its own) and splits at its last brackets.
+
+    - A call, `X = frozenset({...})`: `X = frozenset(` / the argument on a line one level deeper / `)`; when the
+      argument is still too long and holds commas, one argument a line, a trailing comma added.
+    - A display, `X = [a, b]`, `X = (a, b)`: one item a line, a trailing comma added (black always explodes a
+      collection it splits), `]` on a line of its own.
+
+    [] for any other shape (a subscript, a comment on the line, an operator in the value), or when a piece
+    stays too long."""
+    code = [t for t in tokens if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.DEDENT)]
+    if any(t.type == tokenize.COMMENT for t in code) or not code or code[0].type != tokenize.NAME:
+        return []
+    depth, equal = 0, None
+    for index, token in enumerate(code):
+        if token.type == tokenize.OP and token.string in "([{":
+            depth += 1
+        elif token.type == tokenize.OP and token.string in ")]}":
+            depth -= 1
+        elif depth == 0 and token.type == tokenize.OP and token.string == "=":
+            if equal is not None:
+                return []  # `a = b = [...]`
+            equal = index
+    if equal is None or equal + 1 >= len(code) or keyword.iskeyword(code[0].string):
+        return []
+    value = code[equal + 1 :]
+    if value[0].type == tokenize.NAME and len(value) > 1 and value[1].string == "(" and not keyword.iskeyword(value[0].string):
+        opening, display = 1, False  # a call of a plain name
+    elif value[0].string in "([{":
+        opening, display = 0, True
+    else:
+        return []
+    depth, close = 0, None
+    items: list[int] = []  # the columns of the commas between the bracket's items
+    for index in range(opening, len(value)):
+        token = value[index]
+        if token.type == tokenize.OP and token.string in "([{":
+            depth += 1
+        elif token.type == tokenize.OP and token.string in ")]}":
+            depth -= 1
+            if depth == 0:
+                close = index
+                break
+        elif depth == 1 and token.type == tokenize.OP and token.string == ",":
+            items.append(index)
+    if close != len(value) - 1:
+        return []  # the brackets do not close the line: `X = f(a)[0]`, `X = f(a) + b`
+    open_col, close_col = value[opening].end[1], value[close].start[1]
+    if open_col > limit:
+        return []
+    indent = line[: len(line) - len(line.lstrip())]
+    inner = indent + "    "
+    body = line[open_col:close_col]
+    lead, trail = len(body) - len(body.lstrip()), len(body) - len(body.rstrip())
+    if not body.strip():
+        return []
+    first, last = open_col + lead, close_col - trail  # the body without the spaces around it
+    explode = display and bool(items) or len(inner + body.strip()) > limit
+    if not explode:
+        return [(open_col, first, eol + inner), (last, close_col, eol + indent)]
+    if not items:
+        return []
+    trailing = value[items[-1] + 1 : close] == []  # a comma before the closing bracket already
+    starts = [first] + [value[i].end[1] for i in items]
+    ends = [value[i].start[1] for i in items] + [last]
+    pieces = [line[a:b].strip() for a, b in zip(starts, ends)]
+    if trailing:
+        pieces = pieces[:-1]
+    if not all(pieces) or any(len(inner + piece + ",") > limit for piece in pieces):
+        return []
+    cuts = [(open_col, first, eol + inner)]
+    for index in items[:-1] if trailing else items:
+        after = value[index].end[1]
+        space = len(line[after:]) - len(line[after:].lstrip())
+        cuts.append((after, after + space, eol + inner))
+    cuts.append((last, close_col, ("" if trailing else ",") + eol + indent))
     return cuts

@@ -96,6 +96,7 @@ from codemods.gates._arch_lists import (
     read_entries,
 )
 from codemods.gates._python import MAX_DEPTH, PythonSource, dotted, nested_too_deeply, parse, skip_trivia, too_deep
+from codemods.gates._wrap import wrapped
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -459,7 +460,18 @@ def widen(
         positions.setdefault(_position(keys, _key(value)), []).append(style.spell(*value))
     for position in sorted(positions):
         edits.extend(insert(parsed, elements, position, positions[position]))
+    if insert is _insert_inline and _assigned_on_one_line(parsed, node):
+        edits = wrapped(parsed, edits)  # a line grown too long is split as black splits it
     return edits
+
+
+def _assigned_on_one_line(parsed: PythonSource, node: cst.CSTNode) -> bool:
+    """Whether `node` is in the value of an assignment written on one line (`X = frozenset({...})`)."""
+    statement = next((up for up in parsed.ancestors(node) if isinstance(up, cst.SimpleStatementLine)), None)
+    if statement is None or len(statement.body) != 1 or not isinstance(statement.body[0], (cst.Assign, cst.AnnAssign)):
+        return False
+    start, end = parsed.span(statement)
+    return parsed.line(start) == parsed.line(max(start, end - 1))
 
 
 def _covers(listed: Value, wanted: Value) -> bool:
@@ -569,7 +581,7 @@ def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> ArchSet:
         return listed.values
 
     try:
-        listed_values = values(cst.parse_expression(text))
+        listed_values = values(cst.parse_expression(text.strip()))
     except cst.ParserSyntaxError:
         listed_values = None
     return admits_of(Listed(listed_values, None), universe)

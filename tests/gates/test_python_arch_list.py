@@ -4,7 +4,7 @@ from textwrap import dedent
 import pytest
 
 from conftest import crlf, rewrite
-from hypothesis import given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, parse_archs
@@ -1279,3 +1279,98 @@ def test_widened_pairs_admit_old_set_plus_targets(listed, targets, container) ->
     assert widen(widened, after, tuple(targets), universe) == []
     values = [tuple(map(int, pair)) for pair in re.findall(r"\((\d+), (\d+)\)", after.text)]
     assert values == sorted(values), "pairs stay in ascending order"
+
+
+# ---------------------------------------------------------------- an assignment that outgrows the line, split as black splits it
+# Each `after` is what black (and `ruff format`) write for the widened line; FlashInfer 0.7.2's cutile_backend.py
+# for the first. Black drops the invisible parentheses around a value that is one call or display and splits at
+# its brackets: a call keeps its argument on one line when it fits, a display goes one item a line.
+@pytest.mark.parametrize(
+    "before, after, archs, selector",
+    [
+        pytest.param(
+            "_CUTILE_SUPPORTED_COMPUTE_CAPABILITIES = frozenset({(10, 0), (10, 3), (12, 0), (12, 1)})\n",
+            "_CUTILE_SUPPORTED_COMPUTE_CAPABILITIES = frozenset(\n    {(10, 0), (10, 3), (10, 7), (12, 0), (12, 1)}\n)\n",
+            "sm_107", {"call": "frozenset", "position": 0, "assigns": "_CUTILE_SUPPORTED_COMPUTE_CAPABILITIES"},
+            id="call-argument-on-its-own-line",
+        ),
+        pytest.param(
+            "class B:\n    def f(self):\n        supported_for_this_longer_feature_xx = [(9, 0), (10, 0), (10, 3), (12, 0)]\n",
+            "class B:\n    def f(self):\n        supported_for_this_longer_feature_xx = [\n            (9, 0),\n            (10, 0),\n"
+            "            (10, 3),\n            (11, 0),\n            (12, 0),\n        ]\n",
+            "sm_110", {"assigns": "supported_for_this_longer_feature_xx"},
+            id="display-one-item-a-line",
+        ),
+        pytest.param(
+            'FMHA_ARCHS_OF_THE_DSL_BACKEND: tuple[str, ...] = ("sm_100a", "sm_103a", "sm_110a")\n',
+            'FMHA_ARCHS_OF_THE_DSL_BACKEND: tuple[str, ...] = (\n    "sm_100a",\n    "sm_103a",\n    "sm_110a",\n'
+            '    "sm_120a",\n)\n',
+            "sm_120", {"assigns": "FMHA_ARCHS_OF_THE_DSL_BACKEND"},
+            id="annotated-tuple",
+        ),
+    ],
+)
+def test_widened_assignment_is_split_as_black_splits_it(before: str, after: str, archs: str, selector: dict) -> None:
+    widened = _rewrite(before.encode(), parse_archs(archs), **selector)
+    assert widened.decode() == after
+    assert _rewrite(widened, parse_archs(archs), **selector) == widened  # read again: admitted, no edit
+
+
+@pytest.mark.parametrize(
+    "before, archs, selector",
+    [
+        pytest.param(  # fits: one line, as before
+            "SUPPORTED = frozenset({(10, 0), (12, 0)})\n", "sm_103", {"call": "frozenset", "position": 0, "assigns": "SUPPORTED"},
+            id="fits",
+        ),
+        pytest.param(  # a comment on the line: black would move it; left for a human
+            "SUPPORTED_FOR_THE_LONG_FEATURE = frozenset({(10, 0), (10, 3), (12, 0), (12, 1)})  # SM10x, SM12x\n",
+            "sm_107", {"call": "frozenset", "position": 0, "assigns": "SUPPORTED_FOR_THE_LONG_FEATURE"},
+            id="comment",
+        ),
+        pytest.param(  # an operator in the value: black puts it in parentheses, another split
+            "SUPPORTED_FOR_THE_LONG_FEATURE_X = BASE | frozenset({(10, 0), (10, 3), (12, 0), (12, 1)})\n",
+            "sm_107", {"call": "frozenset", "position": 0, "assigns": "SUPPORTED_FOR_THE_LONG_FEATURE_X"},
+            id="operator",
+        ),
+        pytest.param(  # the one argument still too long: black splits it again inside; left on one line
+            "SUPPORTED_X = set([(10, 0), (10, 3), (12, 0), (8, 0), (8, 6), (8, 9), (9, 0), (7, 5)])\n",
+            "sm_107,sm_110,sm_121,sm_87", {"call": "set", "position": 0, "assigns": "SUPPORTED_X"},
+            id="nested-split",
+        ),
+    ],
+)
+def test_widened_assignment_left_on_one_line(before: str, archs: str, selector: dict) -> None:
+    widened = _rewrite(before.encode(), parse_archs(archs), **selector).decode()
+    assert widened != before and widened.count("\n") == before.count("\n")
+
+
+@settings(deadline=None, max_examples=25)
+@given(
+    name=st.text(alphabet="ABCDEFGHIJ_", min_size=20, max_size=45).map(lambda s: "X" + s),
+    call=st.sampled_from(["", "frozenset", "set", "tuple"]),
+    display=st.sampled_from(["[]", "()", "{}"]),
+    count=st.integers(min_value=1, max_value=7),
+    depth=st.integers(min_value=0, max_value=2),
+)
+def test_widened_assignment_is_what_ruff_format_writes(name: str, call: str, display: str, count: int, depth: int) -> None:
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("ruff") is None:
+        pytest.skip("ruff (the test extra) is not installed")
+    if display == "()" and count == 1:
+        count = 2  # `((9, 0))` is no tuple
+    items = ", ".join(f"({major}, 0)" for major in range(1, count + 1))
+    value = f"{display[0]}{items}{display[1]}"
+    value = f"{call}({value})" if call else value
+    indent_ = "    " * depth
+    line = f"{indent_}{name} = {value}"
+    assume(len(line) <= 88)  # black wrote the file: the line fits before widening
+    body = "".join(f"{'    ' * d}if True:\n" for d in range(depth)) + line + "\n"
+    selector = {"call": call, "position": 0, "assigns": name} if call else {"assigns": name}
+    widened = _rewrite(body.encode(), parse_archs("sm_120"), **selector)
+    assert b"(12, 0)" in widened
+    formatted = subprocess.run([sys.executable, "-m", "ruff", "format", "--isolated", "-"], input=widened, capture_output=True, check=True).stdout
+    assert widened.decode() == formatted.decode()

@@ -246,13 +246,7 @@ REPLAYS = [
     _fi("fi-packed-kda-decode-sm10x", None, ("0.7.1", "0.7.2")),
     _fi("fi-recurrent-kda-fast-path-sm10x", None, ("0.7.1", "0.7.2")),
     _fi("fi-batch-mla-fp8-scale-sm10x", None, ("0.7.1", "0.7.2")),
-    _fi(
-        "fi-cutile-mla-sm107", None, ("0.7.1", "0.7.2"),
-        fails="python_arch_list widens the set in place and writes `_CUTILE_SUPPORTED_COMPUTE_CAPABILITIES ="
-        " frozenset({(10, 0), (10, 3), (10, 7), (12, 0), (12, 1)})` on one line, 96 columns (the line had 88);"
-        " upstream split it as black does at 88, `frozenset(` / the set on its own line, one level deeper / `)`."
-        " codemod splits only the `if`/`elif`/`while` lines and imports it widens, never a widened assignment",
-    ),
+    _fi("fi-cutile-mla-sm107", None, ("0.7.1", "0.7.2")),
     # (found while checking the list against the diff: not in the previous pass's list)
     _fi("fi-bsa-attn-blk128-sm107", None, ("0.7.1", "0.7.2")),
 ]
