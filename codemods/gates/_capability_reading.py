@@ -150,7 +150,7 @@ def _part(node: ast.AST, lookup: Callable[[str], Side]) -> Side:
     call = _capability_call(node)
     if call is None and isinstance(node, ast.Call) and callee(node):
         wrapped = lookup(callee(node) + "(...)")  # the module's own wrapper of a helper (_found: `wrappers`)
-        call = {None: "pair", "sm": "sm"}.get(wrapped) if wrapped != "" else None
+        call = "pair" if wrapped is None else "sm" if wrapped == "sm" else None
     if call is not None:
         return None if call == "pair" else "sm"
     if isinstance(node, (ast.Attribute, ast.Call)) and _spelled(node) and lookup(_spelled(node)) != "":
