@@ -428,7 +428,15 @@ def _candidates(template: Predicate, arch: Arch, meanings: Mapping[str, Meaning]
     its major's; for a named template (`cls.is_blackwell()`), the numbered predicates of the same object that
     `meanings` defines, those naming the arch's number or its major's first."""
     if template.number is not None:
-        return [renamed(template.ident.value, n) for n in dict.fromkeys((arch.code, arch.major * 10))]
+        numbers = dict.fromkeys((arch.code, arch.major * 10))
+        spelled = [renamed(template.ident.value, n) for n in numbers]
+        # then the target's other build-target spellings the code defines: FlashInfer 0.7.0's aot.py has
+        # `has_sm100f` but no `has_sm103f`; upstream wrote `if has_sm100f or has_sm103:` (meanings decide)
+        match = PREDICATE_RE.match(template.ident.value)
+        assert match is not None  # a numbered predicate
+        rest = match["tail"].lstrip("af")
+        others = [f"{match['head']}{n}{letter}{rest}" for n in numbers for letter in ("", "a", "f")]
+        return list(dict.fromkeys(spelled + others))
     prefix = template.key("")
     if prefix.endswith("()"):  # `.is_sm90()`: a method of an unknown class; nothing defines it
         return []

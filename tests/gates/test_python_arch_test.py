@@ -661,3 +661,34 @@ def test_a_module_level_cached_value_and_a_build_flag_are_still_predicates():
                 pass
     """).encode()
     assert [g.text for g in find(source, DEFAULT_ARCHS, SGLANG)] == ["has_sm120", "_is_sm100_supported"]
+
+
+# FlashInfer 0.7.0's aot.py: a family build flag, and no family flag for the target; upstream 0.7.1 wrote
+# `if has_sm100f or has_sm103:`, the target's exact flag, which the file defines.
+AOT_FAMILY = """\
+def gen_all_modules(sm_capabilities):
+    has_sm100f = sm_capabilities.get("sm100f", False)
+    has_sm103 = sm_capabilities.get("sm103", False)
+    jit_specs = []
+    if has_sm100f:
+        jit_specs.append(gen_moe_utils_module())
+    return jit_specs
+
+
+def detect_sm_capabilities():
+    return {
+        "sm100f": has_sm("compute_100", "12.9"),
+        "sm103": has_sm("compute_103", "12.9"),
+    }
+"""
+
+
+def test_a_target_without_the_template_spelling_takes_its_other_defined_flag() -> None:
+    source = AOT_FAMILY.encode()
+    widened = _rewrite(source, "sm_103", {})
+    assert widened == source.replace(b"    if has_sm100f:\n", b"    if has_sm100f or has_sm103:\n")
+    assert _rewrite(widened, "sm_103", {}) == widened
+    # neither spelling defined: refused, naming what it tried
+    missing = AOT_FAMILY.replace('    has_sm103 = sm_capabilities.get("sm103", False)\n', "").encode()
+    with pytest.raises(CannotWiden, match=r"`has_sm103f` is not defined.*`has_sm103` is not defined"):
+        _rewrite(missing, "sm_103", {})

@@ -216,7 +216,10 @@ REPLAYS = [
         " SM100 MLA, line 443) is refused because `has_sm103` is not defined there (codemod: `has_sm103` is not defined,"
         " define it by hand); upstream also added a `has_sm103: bool` parameter to gen_attention and passed it from"
         " gen_all_modules; and in gen_all_modules `if has_sm100f:` (line 754) is refused (no predicate admits sm_103:"
-        " `has_sm103f` is not defined, `has_sm100f` does not admit it) where upstream wrote `if has_sm100f or has_sm103:`."
+        " `has_sm103f` is not defined, `has_sm100f` does not admit it) where upstream wrote `if has_sm100f or has_sm103:`"
+        " (codemod now writes that too, taking the defined `has_sm103` when the family flag is not defined, but the"
+        " block also runs the two SM100f TGV GEMM appends, so it needs a human unless the recipe names"
+        " gen_tgv_gemm_sm10x_module, which also picks the `if has_sm100:` block at line 734 upstream narrowed)."
         " The other three (comm line 813, RMSNorm+SiLU line 840, trtllm_utils line 942) come out line for line",
     ),
     _fi("fi-cake-warp-decode-sm100", None, ("0.7.0", "0.7.1")),
