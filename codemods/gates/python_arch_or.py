@@ -494,9 +494,12 @@ def supporting(
     symbols: list[str] = []
     needed: list[tuple[str, list[str], cst.CSTNode]] = []  # (name to bind, its siblings, a node where it is used)
     if template.form == "name":
-        undefined = [number_of(n) for n in names if not parsed.bound(chain, n)]
-        if undefined:
-            definition, uses, attributes = _define(parsed, predicates, template, undefined)
+        undefined = [n for n in names if not parsed.bound(chain, n)]
+        passed = _passed_in(parsed, chain, template, undefined) if undefined else None
+        if passed is not None:
+            edits += passed
+        elif undefined:
+            definition, uses, attributes = _define(parsed, predicates, template, [number_of(n) for n in undefined])
             edits.append(definition)
             symbols += attributes
             needed += [(new, [old], parsed.module) for new, old in uses]
@@ -519,6 +522,82 @@ def supporting(
     symbols += imported
     _check_disjoint(edits, gate)
     return _Plan(sorted(edits), symbols)
+
+
+def _passed_in(parsed: PythonSource, chain: cst.CSTNode, template: Predicate, new: list[str]) -> list[Edit] | None:
+    """Edits that pass the new flags in as the template flag is, or None when it is not a parameter passed so.
+
+    FlashInfer's aot.py hands its build flags down as parameters (`def gen_attention(..., has_sm90: bool,
+    has_sm100: bool, add_gemma: bool)`, called from gen_all_modules with `has_sm90, has_sm100,`): a flag its
+    function does not define is added as a parameter beside its numbered siblings, where its number sorts,
+    spelled like the one before it (`has_sm103: bool,`), and passed at every call of the function in the file,
+    beside the same sibling, as the caller's own flag of that name (FlashInfer 0.7.1). None, for the usual
+    refusal, when the function is a method or a closure, takes the template otherwise than as a plain
+    parameter, is not called in the file, or a call passes the sibling otherwise than by its own name, or its
+    caller does not define the new flag.
+    """
+    function = next((a for a in parsed.ancestors(chain) if isinstance(a, (cst.FunctionDef, cst.ClassDef, cst.Lambda))), None)
+    if not isinstance(function, cst.FunctionDef) or not parsed.at_module_level(function):
+        return None
+    params = list(function.params.params)
+    names = [p.name.value for p in params]
+    if template.ident.value not in names:
+        return None
+    calls = [
+        node for node in parsed.nodes(cst.Call)
+        if isinstance(node.func, cst.Name) and node.func.value == function.name.value
+    ]  # fmt: skip
+    if not calls:
+        return None
+    at = names.index(template.ident.value)
+    first, last = at, at  # the template's run of flag parameters: `has_sm90: bool, has_sm100: bool,`
+    while first > 0 and PREDICATE_RE.match(names[first - 1]):
+        first -= 1
+    while last + 1 < len(names) and PREDICATE_RE.match(names[last + 1]):
+        last += 1
+    edits: list[Edit] = []
+    for name in sorted(new, key=number_of):
+        if name in names:
+            return None  # a parameter already, yet not bound: not a shape this writes
+        below = [i for i in range(first, last + 1) if number_of(names[i]) < number_of(name)]
+        anchor = max(below) if below else at
+        anchor_param = params[anchor]
+        name_start, name_end = parsed.span(anchor_param.name)
+        last_part = anchor_param.default or anchor_param.annotation  # `has_sm100: bool = False`
+        end = parsed.span(last_part)[1] if last_part is not None else name_end
+        copy = name + parsed.text(name_end, end)
+        edits.append(_after(parsed, anchor_param, anchor_param.comma, copy))
+        for call in calls:
+            positional = [a for a in call.args if a.keyword is None and not a.star]
+            if any(a.star for a in call.args):
+                return None
+            keyword = next((a for a in call.args if a.keyword is not None and a.keyword.value == names[anchor]), None)
+            if keyword is not None and isinstance(keyword.value, cst.Name) and keyword.value.value == names[anchor]:
+                arg, text = keyword, f"{name}={name}"
+            elif anchor < len(positional) and isinstance(positional[anchor].value, cst.Name) and positional[anchor].value.value == names[anchor]:
+                arg, text = positional[anchor], name
+            else:
+                return None
+            if not parsed.bound(call, name):
+                return None
+            edits.append(_after(parsed, arg, arg.comma, text))
+    return edits
+
+
+def _after(parsed: PythonSource, item: cst.CSTNode, comma, text: str) -> Edit:
+    """An edit putting `text` after a parameter or argument, laid out as it is: on a line of its own, or inline."""
+    start, end = parsed.span(item)
+    indent = parsed.indent(start)
+    if indent is not None:  # one a line
+        eol = parsed.eol(start)
+        if isinstance(comma, cst.Comma):
+            at = parsed.span(comma)[1]
+            return Edit(at, at, eol + indent + text.encode() + b",")
+        return Edit(end, end, b"," + eol + indent + text.encode())
+    if isinstance(comma, cst.Comma):
+        at = parsed.span(comma)[1]
+        return Edit(at, at, b" " + text.encode() + b",")
+    return Edit(end, end, b", " + text.encode())
 
 
 def _append(parsed: PythonSource, template: Predicate, names: list[str]) -> Edit:

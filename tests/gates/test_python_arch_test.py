@@ -692,3 +692,86 @@ def test_a_target_without_the_template_spelling_takes_its_other_defined_flag() -
     missing = AOT_FAMILY.replace('    has_sm103 = sm_capabilities.get("sm103", False)\n', "").encode()
     with pytest.raises(CannotWiden, match=r"`has_sm103f` is not defined.*`has_sm103` is not defined"):
         _rewrite(missing, "sm_103", {})
+
+
+# FlashInfer 0.7.0's aot.py: the build flags handed down as parameters. 0.7.1 added `has_sm103: bool,` beside
+# `has_sm100: bool,` and passed the caller's own `has_sm103` beside `has_sm100` (gen_attention, gen_xqa).
+AOT_PARAMETERS = """\
+def gen_attention(
+    dtypes: List[torch.dtype],
+    has_sm90: bool,
+    has_sm100: bool,
+    add_gemma: bool,
+) -> Iterator[JitSpec]:
+    if has_sm100:
+        yield gen_fmha_cutlass_sm100a_module()
+    if has_sm100:
+        yield gen_mla_module()
+
+
+def gen_xqa(dtypes, has_sm90, has_sm100, has_sm120):
+    if has_sm100:
+        yield gen_xqa_module()
+
+
+def gen_all_modules(sm_capabilities):
+    has_sm90 = sm_capabilities.get("sm90", False)
+    has_sm100 = sm_capabilities.get("sm100", False)
+    has_sm103 = sm_capabilities.get("sm103", False)
+    has_sm120 = sm_capabilities.get("sm120", False)
+    jit_specs = list(
+        gen_attention(
+            dtypes,
+            has_sm90,
+            has_sm100,
+            add_gemma,
+        )
+    )
+    jit_specs += list(gen_xqa(dtypes, has_sm90, has_sm100, has_sm120))
+    jit_specs += list(gen_xqa(dtypes, has_sm90=has_sm90, has_sm100=has_sm100, has_sm120=has_sm120))
+    return jit_specs
+
+
+def detect_sm_capabilities():
+    return {
+        "sm90": has_sm("compute_90", "12.3"),
+        "sm100": has_sm("compute_100", "12.8"),
+        "sm103": has_sm("compute_103", "12.9"),
+        "sm120": has_sm("compute_120", "12.8"),
+    }
+"""
+
+
+def test_a_flag_parameter_is_added_and_passed_by_every_caller_in_the_file() -> None:
+    source = AOT_PARAMETERS.encode()
+    widened = _rewrite(source, "sm_103", {}).decode()
+    expected = (
+        AOT_PARAMETERS
+        .replace("    has_sm100: bool,\n", "    has_sm100: bool,\n    has_sm103: bool,\n")
+        .replace("    if has_sm100:\n", "    if has_sm100 or has_sm103:\n")
+        .replace("            has_sm100,\n", "            has_sm100,\n            has_sm103,\n")
+        .replace("def gen_xqa(dtypes, has_sm90, has_sm100, has_sm120):", "def gen_xqa(dtypes, has_sm90, has_sm100, has_sm103, has_sm120):")
+        .replace("gen_xqa(dtypes, has_sm90, has_sm100, has_sm120)", "gen_xqa(dtypes, has_sm90, has_sm100, has_sm103, has_sm120)")
+        .replace("has_sm100=has_sm100, has_sm120", "has_sm100=has_sm100, has_sm103=has_sm103, has_sm120")
+    )  # two gates in gen_attention: one parameter, added once; in gen_xqa it goes where 103 sorts
+    assert widened == expected
+    assert _rewrite(widened.encode(), "sm_103", {}) == widened.encode()
+
+
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        pytest.param(("    jit_specs += list(gen_xqa(dtypes, has_sm90, has_sm100, has_sm120))\n", ""), "not called", id="not-called-in-the-file"),
+        pytest.param(("list(gen_xqa(dtypes, has_sm90, has_sm100, has_sm120))", "list(gen_xqa(dtypes, has_sm90, True, has_sm120))"), "passed otherwise", id="passed-a-value"),
+        pytest.param(('    has_sm103 = sm_capabilities.get("sm103", False)\n', ""), "caller lacks it", id="caller-lacks-the-flag"),
+    ],
+)
+def test_a_flag_parameter_is_not_added_where_a_caller_cannot_pass_it(change, reason) -> None:
+    # only gen_xqa's gate, with the calls changed: refused as before, nothing written
+    source = AOT_PARAMETERS.replace(*change)
+    if reason == "not called":
+        source = source.replace(
+            "    jit_specs += list(gen_xqa(dtypes, has_sm90=has_sm90, has_sm100=has_sm100, has_sm120=has_sm120))\n", ""
+        )
+    with pytest.raises(CannotWiden, match=r"`has_sm103` is not defined"):
+        _rewrite(source.encode(), "sm_103", {}, function="gen_xqa")

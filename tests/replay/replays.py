@@ -212,15 +212,12 @@ REPLAYS = [
     _fi("fi-moe-utils-jit-sm90", None, ("0.6.18", "0.7.0")),
     _fi(
         "fi-aot-sm103", None, ("0.7.0", "0.7.1"),
-        fails="three of the six gates are not widened: in gen_attention, `if has_sm100:` (CUTLASS SM100a FMHA, line 410;"
-        " SM100 MLA, line 443) is refused because `has_sm103` is not defined there (codemod: `has_sm103` is not defined,"
-        " define it by hand); upstream also added a `has_sm103: bool` parameter to gen_attention and passed it from"
-        " gen_all_modules; and in gen_all_modules `if has_sm100f:` (line 754) is refused (no predicate admits sm_103:"
-        " `has_sm103f` is not defined, `has_sm100f` does not admit it) where upstream wrote `if has_sm100f or has_sm103:`"
-        " (codemod now writes that too, taking the defined `has_sm103` when the family flag is not defined, but the"
-        " block also runs the two SM100f TGV GEMM appends, so it needs a human unless the recipe names"
-        " gen_tgv_gemm_sm10x_module, which also picks the `if has_sm100:` block at line 734 upstream narrowed)."
-        " The other three (comm line 813, RMSNorm+SiLU line 840, trtllm_utils line 942) come out line for line",
+        fails="one of the six gates is not widened: in gen_all_modules, `if has_sm100f:` (line 754) is refused as"
+        " needing a human, its block also running the two SM100f TGV GEMM appends the recipe does not name; naming"
+        " gen_tgv_gemm_sm10x_module also picks the `if has_sm100:` block at line 734 (refused: wgmma), which upstream"
+        " narrowed instead. Where it is widened, codemod writes `if has_sm100f or has_sm103:` as upstream (the"
+        " defined `has_sm103` when no `has_sm103f` is). The other five come out line for line, gen_attention's"
+        " two with the `has_sm103: bool` parameter added and passed from gen_all_modules, as upstream's",
     ),
     _fi("fi-cake-warp-decode-sm100", None, ("0.7.0", "0.7.1")),
     _fi("fi-cute-dsl-mm-bf16-sm107", None, ("0.7.0", "0.7.1")),
@@ -229,13 +226,13 @@ REPLAYS = [
     _fi("fi-msa-blackwell-sm107", None, ("0.7.0", "0.7.1")),
     _fi(
         "fi-aot-sm110", None, ("0.7.1", "0.7.2"),
-        fails="all four gates are refused, rightly, each needing an edit no recipe makes. In gen_attention, 0.7.1 has no"
-        " `has_sm110` (upstream added the parameter and passes it from gen_all_modules), so the MLA SM100 test is"
-        " refused as `has_sm110` is not defined (given the parameter, it is widened as upstream's), and the"
+        fails="three of the four gates are refused, rightly, each needing an edit no recipe makes: in gen_attention the"
         " fmha_cutlass_sm100a block also yields gen_trtllm_gen_fmha_module() (prebuilt SM10x cubins): needs a human."
         " In gen_all_modules, the CUTLASS FP8/MXFP8 GEMM and MXFP8 quantization modules share their block with the"
         " trtllm-gen GEMM/MoE/routing modules, and dcp_alltoall with the MNNVL comm module: needs a human. Upstream"
-        " split all three blocks, the other modules staying under `if has_sm100 or has_sm103:`",
+        " split all three blocks, the other modules staying under `if has_sm100 or has_sm103:`. The MLA SM100 test"
+        " comes out as upstream's, with the `has_sm110: bool` parameter added to gen_attention and passed from"
+        " gen_all_modules",
         upstream_only=True,
     ),
     _fi("fi-gemm-base-sm107", None, ("0.7.1", "0.7.2")),
