@@ -70,10 +70,12 @@ def main() -> int:
         if entry.commit and args.clone and (args.all or not entry.releases):
             runs.append((f"{entry.commit}^ -> {entry.commit}", lambda e=entry: _on_clone(e, args.clone)))
         if not runs:
-            rows.append({"recipe": entry.recipe, "on": f"{entry.commit} (no --clone)", "run": False, "named": entry.named, "fails": entry.fails})
+            rows.append({"recipe": entry.recipe, "on": f"{entry.commit} (no --clone)", "run": False, "named": entry.named, "fails": entry.fails,
+                         "beyond_archs": entry.beyond_archs})
         for on, run in runs:
             result = run()
-            rows.append({"recipe": entry.recipe, "on": on, "run": True, "named": entry.named, "fails": entry.fails, **result})
+            rows.append({"recipe": entry.recipe, "on": on, "run": True, "named": entry.named, "fails": entry.fails,
+                         "beyond_archs": entry.beyond_archs, **result})
 
     ran = [row for row in rows if row["run"]]
     good = [row for row in ran if row["line_for_line"]]
@@ -100,6 +102,13 @@ def main() -> int:
             f"score: {len(good)} of {len(ran)} replays line for line"
             f" ({sum(r['line_for_line'] for r in beyond)} of {len(beyond)} beyond the edits issue 17 names);"
             f" {len(rows) - len(ran)} not run"
+        )
+        mechanical = [row for row in ran if not row["beyond_archs"]]
+        done = sum(row["line_for_line"] for row in mechanical)
+        print(
+            f"mechanical gate edits (issue 17: nothing else changed on their lines): {done} of {len(mechanical)} line for line"
+            f" ({100 * done / max(1, len(mechanical)):.1f}%); apart: "
+            + "; ".join(f"{row['recipe']} ({row['beyond_archs']})" for row in ran if row["beyond_archs"])
         )
         for row in surprises:
             print(f"unexpected: {row['recipe']} on {row['on']}: {'line for line, but listed as failing' if row['line_for_line'] else 'differs'}")
