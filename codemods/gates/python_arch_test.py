@@ -172,7 +172,8 @@ def widen(
     elif shape == "and_not":
         edits = [Edit(end, end, b"".join(b" and not " + s for s in spelled))]
     else:  # "not": `not P`
-        if _negation_style(parsed, template) == "parentheses":
+        lone = not isinstance(parsed.parent(node), cst.BooleanOperation)  # `if not P:`, not `if x and not P:`
+        if _negation_style(parsed, template, lone) == "parentheses":
             text = b"".join(b" or " + s for s in spelled)
             edits = [Edit(start, start, b"("), Edit(end, end, text + b")")]
         else:
@@ -418,8 +419,15 @@ def _in_order(parsed: PythonSource, shape: str, predicates: list, numbers: list[
     return [Edit(at, at, text) for at, text in sorted(inserted.items())]
 
 
-def _negation_style(parsed: PythonSource, template) -> str:
-    """How this file negates several predicates: `not (A or B)` ("parentheses") or `not A and not B`."""
+def _negation_style(parsed: PythonSource, template, lone: bool = False) -> str:
+    """How this file negates several predicates: `not (A or B)` ("parentheses") or `not A and not B`, as it
+    already does; for a `lone` negation (`if not P:`), a predicate negated beside another test elsewhere in
+    the file counts for the latter. Where the file shows neither or both, a predicate called with arguments
+    takes the parentheses.
+
+    That evidence counts for a lone negation only: FlashInfer's test_deepseek_mla.py (beebc6074) wrote `if not
+    P and not Q:` beside its `if backend == "fa3" and not P:`, while SGLang 0.5.17's server_args.py wrote
+    `if x and not (P or Q):` among its `if y and not P:` tests."""
     grouped = any(
         isinstance(node, cst.UnaryOperation)
         and isinstance(node.operator, cst.Not)
@@ -427,7 +435,19 @@ def _negation_style(parsed: PythonSource, template) -> str:
         and all(_predicate(o) is not None for o in chains.operands(node.expression))
         for node in parsed.nodes(cst.UnaryOperation)
     )
-    spread = any(_is_and(node) and len(_negated_operands(node)) >= 2 for node in parsed.nodes(cst.BooleanOperation))
+    own_start, own_end = parsed.outer_span(template.operand)
+
+    def elsewhere(node: cst.CSTNode) -> bool:
+        start, end = parsed.outer_span(node)
+        return not (start <= own_start and own_end <= end)
+
+    # `not A and not B`, or a predicate negated beside another test elsewhere in the file (`if backend == "fa3"
+    # and not is_sm90a_supported(device):`, FlashInfer's test_deepseek_mla.py, where upstream beebc6074 wrote
+    # `not is_sm100a_supported(device) and not is_sm110a_supported(device)`)
+    spread = any(
+        _is_and(node) and (len(_negated_operands(node)) >= 2 or lone and elsewhere(node) and bool(_negated_operands(node)))
+        for node in parsed.nodes(cst.BooleanOperation)
+    )
     if grouped != spread:
         return "parentheses" if grouped else "and_not"
     called_with_arguments = isinstance(template.operand, cst.Call) and bool(template.operand.args)

@@ -177,6 +177,60 @@ def _rewrite(source: bytes, archs: str, known: dict, **selector) -> bytes:
             SM12X, SGLANG, {"function": "b"}, id="negation-in-the-files-own-style",
         ),
         pytest.param(
+            """\
+            from flashinfer.utils import is_sm90a_supported, is_sm100a_supported, is_sm110a_supported
+
+            def test_batch_mla(backend):
+                if backend == "fa3" and not is_sm90a_supported(torch.device("cuda")):
+                    pytest.skip("FA3 is not supported on this device")
+
+            def test_cutlass_mla():
+                if not is_sm100a_supported(device):
+                    pytest.skip("Cutlass MLA is not supported on this device")
+            """,
+            """\
+            from flashinfer.utils import is_sm90a_supported, is_sm100a_supported, is_sm110a_supported
+
+            def test_batch_mla(backend):
+                if backend == "fa3" and not is_sm90a_supported(torch.device("cuda")):
+                    pytest.skip("FA3 is not supported on this device")
+
+            def test_cutlass_mla():
+                if not is_sm100a_supported(device) and not is_sm110a_supported(device):
+                    pytest.skip("Cutlass MLA is not supported on this device")
+            """,
+            "sm_110", FLASHINFER, {"function": "test_cutlass_mla"}, id="lone-negation-spread-as-the-file-negates-beside-tests-beebc6074",
+        ),
+        pytest.param(
+            """\
+            from sglang.srt.utils import is_sm100_supported, is_sm120_supported
+
+            def other(prefill_backend, decode_backend):
+                if prefill_backend == "trtllm_mha" and not is_sm100_supported():
+                    raise ValueError("x")
+                if decode_backend == "trtllm_mha" and not (is_sm100_supported() or is_sm120_supported()):
+                    raise ValueError("z")
+
+            def check(self):
+                if self.enable_fp4_indexer and not is_sm100_supported():
+                    raise ValueError("y")
+            """,
+            """\
+            from sglang.srt.utils import is_sm100_supported, is_sm120_supported
+
+            def other(prefill_backend, decode_backend):
+                if prefill_backend == "trtllm_mha" and not is_sm100_supported():
+                    raise ValueError("x")
+                if decode_backend == "trtllm_mha" and not (is_sm100_supported() or is_sm120_supported()):
+                    raise ValueError("z")
+
+            def check(self):
+                if self.enable_fp4_indexer and not (is_sm100_supported() or is_sm120_supported()):
+                    raise ValueError("y")
+            """,
+            SM12X, SGLANG, {"function": "check"}, id="negation-beside-a-test-is-not-evidence-for-itself-sglang-0.5.17",
+        ),
+        pytest.param(
             _aot("""\
             if has_sm120:
                 jit_specs.append(gen_nvfp4_attention_sm120_module())

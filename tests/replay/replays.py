@@ -191,10 +191,6 @@ REPLAYS = [
     _fi(
         "fi-cutlass-mla-test-sm110", "beebc6074", None,
         "tests/ are not in the wheel (0.3.0 / 0.3.1: no py3-none-any wheel either)",
-        fails="python_arch_test writes `if not (is_sm100a_supported(device) or is_sm110a_supported(device)):` where"
-        " upstream writes `if not is_sm100a_supported(device) and not is_sm110a_supported(device):` (the file"
-        " has no negated pair to copy; codemod's default is `not (a or b)`); the import it adds is split as"
-        " upstream's, `from flashinfer.utils import (`, one name a line, `)`",
     ),
     # (and the same pass over SGLang release pairs, one more)
     _sg(
