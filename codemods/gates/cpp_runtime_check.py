@@ -69,9 +69,6 @@ _VARIABLE_TYPES = {"identifier", "field_expression", "qualified_identifier", "ca
 _WRAP_HEAD = b"void __codemod_check__() { (void)("
 _WRAP_TAIL = b"); }\n"
 
-SELECTOR_HINTS = {"names": 'names = {"getSMVersion()" = "sm", "props.major" = "major"}'}
-
-
 def check_selector(name: str, value) -> str:
     """`names` maps a variable's text to one of MEANINGS; the other selectors are strings."""
     if name != "names":

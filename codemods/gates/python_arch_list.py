@@ -144,9 +144,6 @@ KNOWN_SHAPES = (_Shape(keyword=MAJORS_KEYWORD),) + tuple(
 )
 
 
-SELECTOR_HINTS = {"position": "position = 1   # the second positional argument"}
-
-
 def check_selector(name: str, value) -> str:
     """`position` is a non-negative integer; the other selectors are strings."""
     if name == "position":

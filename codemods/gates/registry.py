@@ -8,23 +8,26 @@ is declared here, never discovered from a signature.
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 
 from codemods.core.arch import Arch
-from codemods.cpp import hazards
-from codemods.gates import (
-    Gate,
-    cpp_replace,
-    cpp_runtime_check,
-    cuda_guard,
-    python_arch_list,
-    python_arch_map,
-    python_arch_or,
-    python_arch_test,
-    python_capability,
-    python_predicate,
-)
+from codemods.core.lazy import LazyModule
+from codemods.gates import Gate
 from codemods.gates.base import GateKind, Selector
+
+# Each kind's module is imported when one of its hooks first runs: `codemod list` checks recipes' selectors
+# and needs none of the readers (importing them all was half its start-up time).
+hazards = LazyModule("codemods.cpp.hazards")
+cuda_guard = LazyModule("codemods.gates.cuda_guard")
+cpp_runtime_check = LazyModule("codemods.gates.cpp_runtime_check")
+cpp_replace = LazyModule("codemods.gates.cpp_replace")
+python_arch_list = LazyModule("codemods.gates.python_arch_list")
+python_arch_or = LazyModule("codemods.gates.python_arch_or")
+python_arch_test = LazyModule("codemods.gates.python_arch_test")
+python_capability = LazyModule("codemods.gates.python_capability")
+python_predicate = LazyModule("codemods.gates.python_predicate")
+python_arch_map = LazyModule("codemods.gates.python_arch_map")
 
 
 def cuda_blockers(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[str]:
@@ -43,7 +46,7 @@ def _optional(*names: str, hints: dict[str, str] | None = None) -> tuple[Selecto
 
 
 CUDA_GUARD = GateKind(
-    name=cuda_guard.KIND,
+    name="cuda_guard",
     find=lambda source, universe, where, selector: cuda_guard.find(source, universe, where.language, **selector),
     admits=lambda text, universe, where, detail: cuda_guard.admits(text, universe),
     widen=lambda source, gate, targets, universe, where: cuda_guard.widen(source, gate, targets, universe),
@@ -51,37 +54,41 @@ CUDA_GUARD = GateKind(
 )
 
 CPP_RUNTIME_CHECK = GateKind(
-    name=cpp_runtime_check.KIND,
-    selectors=_optional("function", "variable", "macro", "names", hints=cpp_runtime_check.SELECTOR_HINTS),
+    name="cpp_runtime_check",
+    selectors=_optional(
+        "function", "variable", "macro", "names", hints={"names": 'names = {"getSMVersion()" = "sm", "props.major" = "major"}'}
+    ),
     find=lambda source, universe, where, selector: cpp_runtime_check.find(source, universe, where.language, **selector),
     admits=lambda text, universe, where, detail: cpp_runtime_check.admits(text, universe, detail),
     widen=lambda source, gate, targets, universe, where: cpp_runtime_check.widen(source, gate, targets, universe),
-    check_selector=cpp_runtime_check.check_selector,
+    check_selector=lambda key, value: cpp_runtime_check.check_selector(key, value),
 )
 
 CPP_REPLACE = GateKind(
-    name=cpp_replace.KIND,
+    name="cpp_replace",
     selectors=(
         Selector("function", required=True),
         Selector("replace", required=True, hint='replace = [{from = "...", to = "..."}]'),
         Selector("within"),
     ),
     rewrite=lambda source, where, selector: cpp_replace.rewrite(source, where.language, **selector),
-    check_selector=cpp_replace.check_selector,
+    check_selector=lambda key, value: cpp_replace.check_selector(key, value),
 )
 
 PYTHON_ARCH_LIST = GateKind(
-    name=python_arch_list.KIND,
-    selectors=_optional("function", "keyword", "call", "position", "assigns", hints=python_arch_list.SELECTOR_HINTS),
+    name="python_arch_list",
+    selectors=_optional(
+        "function", "keyword", "call", "position", "assigns", hints={"position": "position = 1   # the second positional argument"}
+    ),
     find=lambda source, universe, where, selector: python_arch_list.find(source, universe, **selector),
     admits=lambda text, universe, where, detail: python_arch_list.admits(text, universe),
     widen=lambda source, gate, targets, universe, where: python_arch_list.widen(source, gate, targets, universe),
-    check_selector=python_arch_list.check_selector,
+    check_selector=lambda key, value: python_arch_list.check_selector(key, value),
     selects_kernels=True,
 )
 
 PYTHON_ARCH_OR = GateKind(
-    name=python_arch_or.KIND,
+    name="python_arch_or",
     selectors=_optional("function", "assigns"),
     find=lambda source, universe, where, selector: python_arch_or.find(source, universe, where.meanings, **selector),
     admits=lambda text, universe, where, detail: python_arch_or.admits(
@@ -96,34 +103,34 @@ PYTHON_ARCH_OR = GateKind(
 )
 
 PYTHON_ARCH_TEST = GateKind(
-    name=python_arch_test.KIND,
+    name="python_arch_test",
     selectors=_optional("function", "assigns", "calls"),
     find=lambda source, universe, where, selector: python_arch_test.find(source, universe, where.meanings, **selector),
     admits=lambda text, universe, where, detail: python_arch_test.admits(
         text, universe, python_arch_or.scoped(where.meanings, detail.get("class"))
     ),
     widen=lambda source, gate, targets, universe, where: python_arch_test.widen(source, gate, targets, universe, where.meanings),
-    check_selector=python_arch_test.check_selector,
+    check_selector=lambda key, value: python_arch_test.check_selector(key, value),
     reads_predicates=True,
     selects_kernels=True,
 )
 
 PYTHON_CAPABILITY = GateKind(
-    name=python_capability.KIND,
+    name="python_capability",
     selectors=_optional("function", "assigns", "calls", "names", hints={"names": 'names = {"_device_sm" = "sm", "backend" = "sm"}'}),
     find=lambda source, universe, where, selector: python_capability.find(source, universe, **selector),
     admits=lambda text, universe, where, detail: python_capability.admits(text, universe, detail),
     widen=lambda source, gate, targets, universe, where: python_capability.widen(
         source, gate, targets, universe, where.number_membership
     ),
-    check_selector=python_capability.check_selector,
+    check_selector=lambda key, value: python_capability.check_selector(key, value),
     selects_kernels=True,
     has_edit=lambda gate, arch: not gate.detail.get("members"),  # widen writes no CuTe DSL `Arch.sm_121a`
 )
 
 # Read by `scan`, never widened: a predicate's definition is every caller's gate.
 PYTHON_PREDICATE = GateKind(
-    name=python_predicate.KIND,
+    name="python_predicate",
     find=lambda source, universe, where, selector: python_predicate.find(source, universe, where.meanings),
     admits=lambda text, universe, where, detail: python_predicate.admits(text, universe),
     widen=lambda source, gate, targets, universe, where: python_predicate.widen(source, gate, targets),
@@ -133,7 +140,7 @@ PYTHON_PREDICATE = GateKind(
 
 # Widened with a value copied from a key of the same major (python_arch_map.widen), or refused.
 PYTHON_ARCH_MAP = GateKind(
-    name=python_arch_map.KIND,
+    name="python_arch_map",
     selectors=_optional("assigns", hints={"assigns": 'assigns = "_TMEM_MAX_ALLOC_COLUMNS_MAP"'}),
     find=lambda source, universe, where, selector: python_arch_map.find(source, universe, **selector),
     admits=lambda text, universe, where, detail: python_arch_map.admits(text, universe),
@@ -142,28 +149,17 @@ PYTHON_ARCH_MAP = GateKind(
     has_edit=lambda gate, arch: arch is None or arch.name in gate.detail.get("adds", ()),
 )
 
-# The kind each module implements, by kind name.
-_MODULES: dict[str, tuple[GateKind, ModuleType]] = {
-    kind.name: (kind, module)
-    for kind, module in (
-        (CUDA_GUARD, cuda_guard),
-        (CPP_RUNTIME_CHECK, cpp_runtime_check),
-        (CPP_REPLACE, cpp_replace),
-        (PYTHON_ARCH_LIST, python_arch_list),
-        (PYTHON_ARCH_OR, python_arch_or),
-        (PYTHON_ARCH_TEST, python_arch_test),
-        (PYTHON_CAPABILITY, python_capability),
-        (PYTHON_PREDICATE, python_predicate),
-        (PYTHON_ARCH_MAP, python_arch_map),
-    )
-}
+_KINDS = (
+    CUDA_GUARD, CPP_RUNTIME_CHECK, CPP_REPLACE, PYTHON_ARCH_LIST, PYTHON_ARCH_OR, PYTHON_ARCH_TEST, PYTHON_CAPABILITY,
+    PYTHON_PREDICATE, PYTHON_ARCH_MAP,
+)  # fmt: skip
 
-KINDS: dict[str, GateKind] = {name: kind for name, (kind, _) in _MODULES.items()}
+KINDS: dict[str, GateKind] = {kind.name: kind for kind in _KINDS}
 
 
 def modules() -> dict[str, ModuleType]:
-    """The module that implements each kind, by kind name."""
-    return {name: module for name, (_, module) in _MODULES.items()}
+    """The module that implements each kind, by kind name: codemods/gates/<kind>.py (imported here)."""
+    return {name: importlib.import_module(f"codemods.gates.{name}") for name in KINDS}
 
 
 def selector_keys(module: ModuleType) -> set[str]:
