@@ -23,6 +23,7 @@ from codemods.audit.prefilter import (
     ARCH_TOKEN,
     JIT_RE,
     PYTHON_PREFILTERS,
+    declares_min_capability,
     defines_predicates,
     may_hold_arch_map,
     named_or_re,
@@ -31,6 +32,7 @@ from codemods.audit.prefilter import (
     python_arch_or,
     python_arch_test,
     python_kinds,
+    python_min_capability,
     python_predicate,
 )
 from codemods.audit.records import Context, FileScan, gate_record
@@ -105,7 +107,7 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
     want_specs = in_jit and b"gen_jit_spec" in data
     want_capability = python_capability.may_hold(data)
     in_strings = cuda_gates(data, NoComments(), context.universe, "cuda") if ARCH_TOKEN in data else []
-    want_definitions = defines_predicates(data) or may_hold_arch_map(data)
+    want_definitions = defines_predicates(data) or may_hold_arch_map(data) or declares_min_capability(data)
     if not (kinds or want_specs or want_capability or in_strings or want_definitions):
         return out
     out.parsed = True
@@ -181,7 +183,8 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
 
 def _definitions(rel: str, data: bytes, tree: ast.Module, context: Context) -> list[dict]:
     """The gates a definition makes for every user: an arch predicate's deciding `return` (python_predicate), an
-    arch-keyed map whose lookup fails for a missing arch (python_arch_map), each with what the arch gets there."""
+    arch-keyed map whose lookup fails for a missing arch (python_arch_map), each with what the arch gets there;
+    a quantization method's minimum capability (python_min_capability)."""
     arch, universe = context.arch, context.universe
     records = []
     for gate in python_predicate.find(data, universe, context.meanings, tree, rel):
@@ -191,6 +194,8 @@ def _definitions(rel: str, data: bytes, tree: ast.Module, context: Context) -> l
         records.append(gate_record(rel, gate, arch, path))
     for gate in python_arch_map.find(data, universe, tree):
         records.append(gate_record(rel, gate, arch, classify.lookup_path(gate.context, gate.detail["lookup"], arch)))
+    for gate in python_min_capability.find(data, universe, tree):
+        records.append(gate_record(rel, gate, arch))
     return records
 
 

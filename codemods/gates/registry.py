@@ -28,6 +28,7 @@ python_arch_test = LazyModule("codemods.gates.python_arch_test")
 python_capability = LazyModule("codemods.gates.python_capability")
 python_predicate = LazyModule("codemods.gates.python_predicate")
 python_arch_map = LazyModule("codemods.gates.python_arch_map")
+python_min_capability = LazyModule("codemods.gates.python_min_capability")
 
 
 def cuda_blockers(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[str]:
@@ -149,9 +150,18 @@ PYTHON_ARCH_MAP = GateKind(
     has_edit=lambda gate, arch: arch is None or arch.name in gate.detail.get("adds", ()),
 )
 
+# A quantization method's lowest capability (`return 89` in get_min_capability): lowered to the targets'.
+PYTHON_MIN_CAPABILITY = GateKind(
+    name="python_min_capability",
+    selectors=_optional("function"),
+    find=lambda source, universe, where, selector: python_min_capability.find(source, universe, **selector),
+    admits=lambda text, universe, where, detail: python_min_capability.admits(text, universe),
+    widen=lambda source, gate, targets, universe, where: python_min_capability.widen(source, gate, targets, universe),
+)
+
 _KINDS = (
     CUDA_GUARD, CPP_RUNTIME_CHECK, CPP_REPLACE, PYTHON_ARCH_LIST, PYTHON_ARCH_OR, PYTHON_ARCH_TEST, PYTHON_CAPABILITY,
-    PYTHON_PREDICATE, PYTHON_ARCH_MAP,
+    PYTHON_PREDICATE, PYTHON_ARCH_MAP, PYTHON_MIN_CAPABILITY,
 )  # fmt: skip
 
 KINDS: dict[str, GateKind] = {kind.name: kind for kind in _KINDS}
