@@ -253,16 +253,9 @@ REPLAYS = [
     # (found while checking the list against the diff: not in the previous pass's list)
     _fi("fi-bsa-attn-blk128-sm107", None, ("0.7.1", "0.7.2")),
     #
-    # Held out, fifth round (issue 17): SGLang 0.5.5 -> 0.5.8 release pairs, in the order examined (round5-list.md:
+    # Held out, fifth round (issue 17): SGLang 0.5.5 -> 0.5.8 release pairs, in the order examined (bench/replay_rounds/round5-sglang-0.5.5-0.5.8.md:
     # none in 0.5.5 -> 0.5.6; 0.5.7 -> 0.5.8's one edit narrows, which no recipe writes)
-    _sg(
-        "sg-w8a8-int8-min-cap-sm80", ("0.5.6", "0.5.7"),
-        fails="python_capability finds no gate in CompressedTensorsW8A8Int8.get_min_capability: `return 89` is a minimum"
-        " capability returned by a classmethod and compared elsewhere (compressed_tensors.py's _check_scheme_supported,"
-        " `capability >= min_capability`, a value codemod does not read), not a comparison, so codemod writes nothing"
-        " where upstream writes `return 80` (and the comment above it, `# lovelace and up` -> `# ampere and up`);"
-        " codemod lacks a shape for a bound returned by a get_min_capability-style function",
-    ),
+    _sg("sg-w8a8-int8-min-cap-sm80", ("0.5.6", "0.5.7")),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
