@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import textwrap
 
 import pytest
 
@@ -305,3 +306,45 @@ def test_assigns_selector_in_recipe_test(cli, tmp_path):
     result = cli("list", "--recipes", tmp_path)
     assert result.exit_code == 8
     assert f"{path}:13: " in result.stderr and "'assigns' must be a string" in result.stderr
+
+
+def test_a_change_admits_an_arch_no_default_universe_holds(tmp_path, cli):
+    """`admits = ["sm_107"]` picks the gates admitting sm_107: the arch is read like the targets, not dropped
+    because the default universe lacks it (which once left every gate unpicked: "not found")."""
+    recipe = tmp_path / "frost.toml"
+    recipe.write_text(textwrap.dedent('''\
+        id = "frost-sm120"
+        summary = "Frost on SM120"
+        arch = "sm_120"
+        admit = "exact"
+
+        [[change]]
+        id = "flashinfer.frost-supported"
+        project = "flashinfer"
+        file = "{python}/fused_moe/api.py"
+        kind = "python_capability"
+        admits = ["sm_107"]
+        names = { arch = "sm" }
+        title = "Frost admits 120"
+
+        [[test]]
+        change = "flashinfer.frost-supported"
+        before = """
+        def routed(arch):
+            return arch in (100, 103)
+
+
+        def frost(arch):
+            return arch == 107
+        """
+        after = """
+        def routed(arch):
+            return arch in (100, 103)
+
+
+        def frost(arch):
+            return arch in (107, 120)
+        """
+    '''))
+    result = cli("recipe", "test", recipe)
+    assert result.exit_code == 0, result.output

@@ -27,7 +27,7 @@ KIND = "python_capability"
 _SIDES = {0: "major", 1: "minor", None: "pair", "sm": "sm", "cuda_arch": "cuda_arch"}
 Side = int | str | None  # 0 the major, 1 the minor, None the (major, minor) pair, "sm", "cuda_arch"; "" for none of them
 # What a recipe's `names` says a name holds (cpp_runtime_check.MEANINGS), as a side of the capability.
-_DECLARED: dict[str, Side] = {"major": 0, "minor": 1, "sm": "sm", "cuda_arch": "cuda_arch"}
+_DECLARED: dict[str, Side] = {"major": 0, "minor": 1, "sm": "sm", "cuda_arch": "cuda_arch", "pair": None}
 _EQUALITY = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
 _COMPARE = {
     ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
@@ -338,7 +338,14 @@ def _found(
     declared.update({f"{name}(...)": (None if returns == "pair" else "sm") for name, returns in wrapped.items()})
     bound: dict[tuple[int, str], Side] = {}  # (scope, name) -> 0 major, 1 minor, None the pair, "sm"
     compares: dict[int, tuple[ast.Compare, int]] = {}
-    for node, scope in nodes_in(text, body, _holds, 0):
+    holds: Callable[[bytes], bool] = _holds
+    if wrapped:  # `major, minor = _blackwell_softmax_capability(i)` names no helper: the wrapper's name counts too
+        wrapper_re = re.compile(rb"\b(?:%s)\s*\(" % b"|".join(re.escape(name.encode()) for name in sorted(wrapped)))
+
+        def holds(piece: bytes) -> bool:
+            return _holds(piece) or bool(wrapper_re.search(piece))
+
+    for node, scope in nodes_in(text, body, holds, 0):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             bind(node.targets[0], node.value, scope, bound, wrapped)
         elif isinstance(node, ast.Compare):

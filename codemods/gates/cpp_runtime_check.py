@@ -40,7 +40,7 @@ and evaluated again to make sure, else the gate is refused.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,15 +69,15 @@ _VARIABLE_TYPES = {"identifier", "field_expression", "qualified_identifier", "ca
 _WRAP_HEAD = b"void __codemod_check__() { (void)("
 _WRAP_TAIL = b"); }\n"
 
-def check_selector(name: str, value) -> str:
-    """`names` maps a variable's text to one of MEANINGS; the other selectors are strings."""
+def check_selector(name: str, value, meanings: tuple[str, ...] = MEANINGS) -> str:
+    """`names` maps a variable's text to one of `meanings`; the other selectors are strings."""
     if name != "names":
         return "" if isinstance(value, str) and value else f"{name!r} must be a string"
     if not isinstance(value, dict) or not value:
         return "'names' must be a table of variable = meaning"
     for variable, meaning in value.items():
-        if meaning not in MEANINGS:
-            return f"names: {variable!r} = {meaning!r}; a meaning is one of {', '.join(MEANINGS)}"
+        if meaning not in meanings:
+            return f"names: {variable!r} = {meaning!r}; a meaning is one of {', '.join(meanings)}"
     return ""
 
 
@@ -331,7 +331,8 @@ def find(
             definition = body.parent
             assert definition is not None  # function_bodies yields bodies of function definitions
             for part in parts:
-                gates.append(_gate(source, part, holder, names, universe, syntax.short_name(definition)))
+                whole = part.start_byte == condition.start_byte and part.end_byte == condition.end_byte
+                gates.append(_gate(source, part, holder, names, universe, syntax.short_name(definition), whole))
     gates.sort(key=lambda gate: gate.start)
     return gates
 
@@ -350,8 +351,11 @@ def _variables(node: tree_sitter.Node, names) -> dict[str, str | None]:
     return out
 
 
-def _admits_node(node: tree_sitter.Node, names, universe) -> ArchSet:
+def _admits_node(node: tree_sitter.Node, names, universe, negated: bool = False) -> ArchSet:
+    """Where the condition holds; for a `negated` check (`_negated_check`), where it does not."""
     verdicts = {arch: _evaluate(node, arch, names) for arch in universe}
+    if negated:
+        verdicts = {arch: None if v is None else not v for arch, v in verdicts.items()}
     return ArchSet(
         tuple(universe),
         frozenset(a for a, v in verdicts.items() if v),
@@ -359,18 +363,35 @@ def _admits_node(node: tree_sitter.Node, names, universe) -> ArchSet:
     )
 
 
-def _gate(source: bytes, node: tree_sitter.Node, holder: str, names, universe, context: str) -> Gate:
+def _negated_check(node: tree_sitter.Node, names) -> bool:
+    """Whether a condition is a check *for* the values it names, written negated: only `!=` comparisons, joined by
+    `&&`/`||`, no `!` (`if (device_major != 10 || (device_minor != 0 && device_minor != 3)) return kFallback;`):
+    the code it lets through is where it does not hold, as python_capability reads `if major != 9: skip()`."""
+    inner = syntax.unparenthesized(node)
+    logical = _logical(inner)
+    if logical is not None:
+        return _negated_check(syntax.field(inner, "left"), names) and _negated_check(syntax.field(inner, "right"), names)
+    atom = _atom(inner, names)
+    return atom is not None and atom.op == "!="
+
+
+def _gate(source: bytes, node: tree_sitter.Node, holder: str, names, universe, context: str, whole: bool = False) -> Gate:
+    """A gate; `whole` when `node` is all of an `if`/`while` condition (a negated check is read as one)."""
     variables = _variables(node, names)
     known = {v: m for v, m in variables.items() if m is not None}
+    negated = whole and holder in ("if", "while") and _negated_check(node, names)
+    detail: dict[str, Any] = {"in": holder, "names": known, "unknown": sorted(v for v, m in variables.items() if m is None)}
+    if negated:
+        detail["negated"] = True
     return Gate(
         kind=KIND,
         start=node.start_byte,
         end=node.end_byte,
         line=line_of(source, node.start_byte),
         text=source[node.start_byte : node.end_byte].decode("utf-8"),
-        admits=_admits_node(node, names, universe),
+        admits=_admits_node(node, names, universe, negated),
         context=context,
-        detail={"in": holder, "names": known, "unknown": sorted(v for v, m in variables.items() if m is None)},
+        detail=detail,
     )
 
 
@@ -395,7 +416,7 @@ def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS, detail: Mappin
     node = _snippet(text)
     if node is None:
         return ArchSet(universe, frozenset(), frozenset(universe))
-    return _admits_node(node, names, universe)
+    return _admits_node(node, names, universe, bool((detail or {}).get("negated")))
 
 
 def widen(
@@ -410,7 +431,8 @@ def widen(
     where = f"line {gate.line}: `{' '.join(gate.text.split())}`"
     if node is None:
         raise CannotWiden(f"{where} does not parse as one expression; widen it by hand")
-    before = _admits_node(node, names, scope)
+    negated = bool(gate.detail.get("negated"))
+    before = _admits_node(node, names, scope, negated)
     if before.unknown:
         unknown = gate.detail.get("unknown") or []
         why = (
@@ -424,14 +446,17 @@ def widen(
     expected = before.admitted | frozenset(targets)
     missing = [t for t in targets if not before.admits(t)]
     inside = _context_of(source, gate)
-    for candidate in (_extend_chain, _widen_conjunct, _drop_conjuncts, _macro_chain):
+    candidates: tuple[Callable[..., str | None], ...] = (_extend_chain, _widen_conjunct, _drop_conjuncts, _macro_chain)
+    if negated:  # the same rewrites, De Morgan's dual: `!=` chains joined by `&&` inside an `||`
+        candidates = (_extend_negated_chain, _widen_disjunct, _drop_disjuncts)
+    for candidate in candidates:
         text = candidate(gate.text, node, names, missing, inside)
         if text is None:
             continue
         rewritten = _snippet(text)
         if rewritten is None:
             continue
-        after = _admits_node(rewritten, names, scope)
+        after = _admits_node(rewritten, names, scope, negated)
         if not after.unknown and after.admitted == expected:
             edit = edit_between(gate.text.encode(), text.encode())
             return [Edit(edit.start + gate.start, edit.end + gate.start, edit.text)] if edit else []
@@ -452,23 +477,26 @@ def _span(node: tree_sitter.Node) -> tuple[int, int]:
     return node.start_byte - len(_WRAP_HEAD), node.end_byte - len(_WRAP_HEAD)
 
 
-def _chain_terms(node: tree_sitter.Node, names) -> tuple[list[tree_sitter.Node], list[_Atom], str] | None:
-    """The equality terms of `a == 1 || a == 2` (one variable, known meaning) and the chain's `||` spelling."""
+def _chain_terms(
+    node: tree_sitter.Node, names, joiner: str = "||", op: str = "=="
+) -> tuple[list[tree_sitter.Node], list[_Atom], str] | None:
+    """The equality terms of `a == 1 || a == 2` (one variable, known meaning) and the chain's `||` spelling;
+    with `joiner="&&"` and `op="!="`, the terms of a negated chain `a != 1 && a != 2`."""
     terms: list[tree_sitter.Node] = []
-    spelling = "||"
+    spelling = joiner
 
     def walk(current: tree_sitter.Node) -> bool:
         nonlocal spelling
         inner = syntax.unparenthesized(current)
-        if _logical(inner) == "||":
-            spelling = (syntax.field(inner, "operator").text or b"||").decode()
+        if _logical(inner) == joiner:
+            spelling = (syntax.field(inner, "operator").text or joiner.encode()).decode()
             return walk(syntax.field(inner, "left")) and walk(syntax.field(inner, "right"))
         terms.append(current)
         return True
 
     walk(node)
     read = [_atom(syntax.unparenthesized(term), names) for term in terms]
-    atoms = [a for a in read if a is not None and a.op == "==" and a.meaning is not None]
+    atoms = [a for a in read if a is not None and a.op == op and a.meaning is not None]
     if len(atoms) != len(read):
         return None
     if len({a.variable for a in atoms}) != 1:
@@ -489,9 +517,9 @@ def _new_terms(text: str, terms, atoms: list[_Atom], values: list[int]) -> list[
     return out
 
 
-def _chain_missing(node, names, missing: list[Arch]):
+def _chain_missing(node, names, missing: list[Arch], joiner: str = "||", op: str = "=="):
     """The chain of `node` and the values it must gain for `missing`; None when it is no chain or lacks none."""
-    chain = _chain_terms(node, names)
+    chain = _chain_terms(node, names, joiner, op)
     if chain is None:
         return None
     terms, atoms, spelling = chain
@@ -528,15 +556,16 @@ def _insert(text: str, terms, atoms, values, spelling: str, wrap: bool) -> str:
     return out
 
 
-def _conjuncts(node: tree_sitter.Node) -> list[tree_sitter.Node]:
+def _conjuncts(node: tree_sitter.Node, joiner: str = "&&") -> list[tree_sitter.Node]:
     inner = syntax.unparenthesized(node)
-    if _logical(inner) == "&&":
-        return [*_conjuncts(syntax.field(inner, "left")), syntax.field(inner, "right")]
+    if _logical(inner) == joiner:
+        return [*_conjuncts(syntax.field(inner, "left"), joiner), syntax.field(inner, "right")]
     return [node]
 
 
-def _failing(conjuncts, names, missing: list[Arch]) -> list[int]:
-    return [i for i, c in enumerate(conjuncts) if any(_evaluate(c, t, names) is False for t in missing)]
+def _failing(conjuncts, names, missing: list[Arch], failing: bool = False) -> list[int]:
+    """The operands a missing arch evaluates to `failing` on: False for a conjunct, True for a negated disjunct."""
+    return [i for i, c in enumerate(conjuncts) if any(_evaluate(c, t, names) is failing for t in missing)]
 
 
 def _widen_conjunct(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
@@ -555,9 +584,40 @@ def _widen_conjunct(text: str, node, names, missing: list[Arch], inside: str) ->
     return _insert(text, terms, atoms, values, spelling, wrap=bare)
 
 
-def _drop_conjuncts(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
-    conjuncts = _conjuncts(node)
-    failing = set(_failing(conjuncts, names, missing))
+def _extend_negated_chain(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
+    """`minor != 0 && minor != 3` -> `minor != 0 && minor != 3 && minor != 7`."""
+    found = _chain_missing(node, names, missing, "&&", "!=")
+    if found is None:
+        return None
+    terms, atoms, spelling, values = found
+    return _insert(text, terms, atoms, values, spelling, wrap=False)
+
+
+def _widen_disjunct(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
+    """In `major != 10 || (minor != 0 && minor != 3)`, the one disjunct a target holds on gains its value."""
+    disjuncts = _conjuncts(node, "||")
+    if len(disjuncts) < 2:
+        return None
+    failing = _failing(disjuncts, names, missing, True)
+    if len(failing) != 1:
+        return None
+    term = disjuncts[failing[0]]
+    found = _chain_missing(term, names, missing, "&&", "!=")
+    if found is None:
+        return None
+    terms, atoms, spelling, values = found
+    bare = syntax.unparenthesized(term) is term and len(terms) == 1
+    return _insert(text, terms, atoms, values, spelling, wrap=bare)
+
+
+def _drop_disjuncts(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
+    """`major != 10 || minor != 0` -> `major != 10` where the minor test refuses a target."""
+    return _drop_conjuncts(text, node, names, missing, inside, "||")
+
+
+def _drop_conjuncts(text: str, node, names, missing: list[Arch], inside: str, joiner: str = "&&") -> str | None:
+    conjuncts = _conjuncts(node, joiner)
+    failing = set(_failing(conjuncts, names, missing, joiner == "||"))
     if not failing or len(failing) == len(conjuncts):
         return None
     out = text

@@ -84,14 +84,15 @@ __all__ = [
 
 
 def check_selector(name: str, value) -> str:
-    """The same selectors as python_arch_test (function, assigns, calls), checked the same way; `names` as
-    cpp_runtime_check's (a table of name = sm | major | minor | cuda_arch)."""
+    """The same selectors as python_arch_test (function, assigns, calls), checked the same way; `names` a table
+    of name = sm | major | minor | cuda_arch (cpp_runtime_check's meanings) | pair (the `(major, minor)` tuple:
+    `compute_capability: tuple[int, int]`, a parameter holding the device's capability)."""
     from codemods.gates import python_arch_test
 
     if name == "names":
         from codemods.gates import cpp_runtime_check
 
-        wrong = cpp_runtime_check.check_selector(name, value)
+        wrong = cpp_runtime_check.check_selector(name, value, (*cpp_runtime_check.MEANINGS, "pair"))
         if wrong:
             return wrong
         for spelled in value:
@@ -136,6 +137,14 @@ def _condition_gate(text: PythonText, root: ast.expr, leaf_of: LeafOf, universe,
     )  # fmt: skip
 
 
+def _qualified(function: ast.AST, parents: dict[int, ast.AST]) -> str:
+    """`Class.method` for a method (FlashInfer 0.7.2's three `supported` classmethods, one per config class)."""
+    owner = parents.get(id(function))
+    if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(owner, ast.ClassDef):
+        return f"{owner.name}.{function.name}"
+    return ""
+
+
 def find(
     source: bytes,
     universe: tuple[Arch, ...] = DEFAULT_ARCHS,
@@ -147,6 +156,7 @@ def find(
 ) -> list[Gate]:
     """Every condition over the capability the selectors pick, computed ones included (unknown: refused by `widen`).
 
+    `function` is the function around the comparison, or `Class.method` for one method of several alike.
     `names` declares what other names hold (`{"_device_sm": "sm", "backend": "sm"}`, as cpp_runtime_check's):
     their comparisons are read too, with ints or strings (`backend in ("100", "110")`) as values.
     """
@@ -169,7 +179,7 @@ def find(
             if isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 around = up.name
                 break
-        if function is not None and around != function:
+        if function is not None and function not in (around, _qualified(up, parents)):
             continue
         if assigns is not None and not (assigned or statement is not None and _body_assigns(statement.body, assigns)):
             continue

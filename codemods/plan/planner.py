@@ -37,8 +37,7 @@ def plan(
     A change with `default = "off"` is planned only when `only` names it, or
     with `offer_off` (--interactive asks about it).
     """
-    targets = recipe.targets(universe)
-    universe = tuple(dict.fromkeys(tuple(universe) + targets))
+    targets, universe = recipe.scope(tuple(universe))
     read = read or (lambda rel: (tree.root / rel).read_bytes())
     relevant = [c for c in recipe.changes if c.project == tree.project.name]
     if not relevant:

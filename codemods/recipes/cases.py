@@ -27,8 +27,7 @@ class CaseResult:
 
 def run_cases(recipe: Recipe, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> list[CaseResult]:
     """Apply each change to its example `before`: the output must equal `after`, and a second pass change nothing."""
-    targets = recipe.targets(universe)
-    universe = tuple(dict.fromkeys(tuple(universe) + targets))
+    targets, universe = recipe.scope(tuple(universe))
     changes = {c.id: c for c in recipe.changes}
     results = []
     for case in recipe.tests:

@@ -107,6 +107,13 @@ class Recipe:
             return tuple(sorted(dict.fromkeys(members)))
         return tuple(dict.fromkeys(self.archs))
 
+    def scope(self, universe: tuple[Arch, ...]) -> tuple[tuple[Arch, ...], tuple[Arch, ...]]:
+        """(targets, the universe gates are read over): `universe` with the targets and every arch a change's
+        `admits` names (`admits = ["sm_107"]` picks gates admitting sm_107, which no default universe holds)."""
+        targets = self.targets(universe)
+        named = (arch for change in self.changes for arch in change.admits)
+        return targets, tuple(dict.fromkeys((*universe, *targets, *named)))
+
 
 @dataclass(frozen=True)
 class Upstream:

@@ -233,3 +233,71 @@ def test_major_minor_check_admits_exactly_old_plus_target(minors, target) -> Non
     widened = apply_edits(source, widen(source, gate, (target,), universe))
     [after] = find(widened, universe, "cpp")
     assert after.admits.admitted == gate.admits.admitted | {target}
+
+
+# FlashInfer 0.7.4's cake_blackwell_softmax.cu: a check *for* SM100/SM103, written negated, in front of the fallback.
+ROUTE = """\
+SoftmaxRoute query_softmax_route(int kind) {
+  int device_major = 0;
+  int device_minor = 0;
+  query_capability(&device_major, &device_minor);
+  if (device_major != 10 || (device_minor != 0 && device_minor != 3)) {
+    return SoftmaxRoute::kFallback;
+  }
+  return select_softmax_route(kind);
+}
+"""
+ROUTE_NAMES = {"device_major": "major", "device_minor": "minor"}
+
+
+def test_a_negated_check_admits_where_it_does_not_hold() -> None:
+    [gate] = find(ROUTE.encode(), DEFAULT_ARCHS, "cpp", names=ROUTE_NAMES)
+    assert gate.admits.names() == ["sm_100", "sm_103"]  # the code after it; sm_121 (10 != 12) takes the fallback
+    assert gate.detail["negated"] is True
+    assert admits("device_major != 10", detail={"names": ROUTE_NAMES, "negated": True}).names() == ["sm_100", "sm_103"]
+
+
+@pytest.mark.parametrize(
+    "archs, old, new",
+    [
+        ("sm_107", "(device_minor != 0 && device_minor != 3)", "(device_minor != 0 && device_minor != 3 && device_minor != 7)"),
+        ("sm_110", "device_major != 10 || (device_minor != 0 && device_minor != 3)",
+         "(device_major != 10 && device_major != 11) || (device_minor != 0 && device_minor != 3)"),
+    ],
+)
+def test_a_negated_check_is_widened_by_its_dual(archs, old, new) -> None:
+    source = ROUTE.encode()
+    universe = tuple(dict.fromkeys(DEFAULT_ARCHS + parse_archs(archs)))
+    widened = widen_all(source, parse_archs(archs), names=ROUTE_NAMES)
+    assert widened.decode() == ROUTE.replace(old, new)
+    [after] = find(widened, universe, "cpp", names=ROUTE_NAMES)
+    assert set(after.admits.admitted) == {Arch.parse("sm_100"), Arch.parse("sm_103"), *parse_archs(archs)}
+
+
+def test_only_a_whole_if_condition_is_read_negated() -> None:
+    # a part of a condition, a check macro, a `?:` and a test with `!` keep reading where they hold
+    for source in (
+        "void f() {\n  if (use_fp8 && sm_version != 90) a();\n}\n",
+        "void f() {\n  TVM_FFI_ICHECK(sm_version != 90);\n}\n",
+        "void f() {\n  int x = sm_version != 90 ? 1 : 2;\n}\n",
+        "void f() {\n  if (!(sm_version != 90)) a();\n}\n",
+    ):
+        [gate] = find(source.encode(), DEFAULT_ARCHS, "cpp")
+        assert "negated" not in gate.detail, source
+    [gate] = find(b"void f() {\n  if (sm_version != 90) return;\n}\n", DEFAULT_ARCHS, "cpp")
+    assert gate.detail.get("negated") and gate.admits.names() == ["sm_90"]
+
+
+@given(
+    values=st.lists(st.sampled_from(sorted({a.code for a in _ARCHS})), min_size=1, max_size=4, unique=True).map(sorted),
+    targets=st.lists(st.sampled_from(_ARCHS), min_size=1, max_size=3),
+)
+def test_widened_negated_check_admits_exactly_old_plus_targets(values, targets) -> None:
+    universe = tuple(dict.fromkeys(_ARCHS))
+    source = ("void f() {\n  if (" + " && ".join(f"sm_version != {v}" for v in values) + ") return;\n  a();\n}\n").encode()
+    [gate] = find(source, universe, "cpp")
+    assert gate.admits.admitted == {a for a in universe if a.code in values}
+    widened = apply_edits(source, widen(source, gate, tuple(targets), universe))
+    [after] = find(widened, universe, "cpp")
+    assert after.admits.admitted == gate.admits.admitted | set(targets)
+    assert widen(widened, after, tuple(targets), universe) == []

@@ -1006,3 +1006,59 @@ def test_a_check_that_holds_keeps_its_body_as_the_path():
     [gate] = find(source)
     assert gate.admits.names() == ["sm_120", "sm_121"]
     assert widen(source, gate, parse_archs("sm_121")) == []
+
+
+def test_a_wrapper_named_without_a_helper_token_binds_its_unpacked_names():
+    # FlashInfer 0.7.2's sampling.py: the wrapper's own name holds no helper's
+    source = dedent('''\
+        def _blackwell_softmax_capability(device_index):
+            return torch.cuda.get_device_capability(device_index)
+
+
+        def _supports_blackwell_softmax(device_index):
+            major, minor = _blackwell_softmax_capability(device_index)
+            return major == 10 and minor in (0, 3)
+    ''')
+    [gate] = find(source.encode(), function="_supports_blackwell_softmax")
+    assert gate.text == "major == 10 and minor in (0, 3)"
+    assert _rewrite(source, "sm_107") == source.replace("minor in (0, 3)", "minor in (0, 3, 7)")
+
+
+def test_names_can_declare_a_pair():
+    # FlashInfer 0.7.2's batch_hca.py: the capability handed in as a parameter
+    source = dedent('''\
+        def _compile_hca_kernel(head_dim, compute_capability: tuple[int, int]):
+            if compute_capability not in ((10, 0), (10, 3)):
+                raise RuntimeError(compute_capability)
+    ''')
+    assert find(source.encode()) == []  # never guessed from the name
+    [gate] = find(source.encode(), names={"compute_capability": "pair"})
+    assert gate.admits.names() == ["sm_100", "sm_103"] and gate.detail["names"] == {"compute_capability": "pair"}
+    after = _rewrite(source, "sm_107", names={"compute_capability": "pair"})
+    assert after == source.replace("((10, 0), (10, 3))", "((10, 0), (10, 3), (10, 7))")
+    from codemods.gates.python_capability import check_selector
+
+    assert check_selector("names", {"cc": "pair"}) == ""
+    assert "one of sm, major, minor, cuda_arch, pair" in check_selector("names", {"cc": "tuple"})
+
+
+def test_function_may_name_one_method_of_several_alike():
+    # FlashInfer 0.7.4's fused_moe/api.py: a `supported` classmethod per config class
+    source = dedent('''\
+        class RoutedConfig:
+            @classmethod
+            def supported(cls, arch: int) -> bool:
+                return arch in (100, 103, 107)
+
+
+        class FrostConfig:
+            @classmethod
+            def supported(cls, arch: int) -> bool:
+                return arch == 107
+    ''')
+    names = {"arch": "sm"}
+    assert len(find(source.encode(), names=names, function="supported")) == 2
+    [gate] = find(source.encode(), names=names, function="FrostConfig.supported")
+    assert gate.text == "arch == 107"
+    after = _rewrite(source, "sm_120", names=names, function="FrostConfig.supported")
+    assert after == source.replace("return arch == 107", "return arch in (107, 120)")

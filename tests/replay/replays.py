@@ -254,48 +254,14 @@ REPLAYS = [
     _fi("fi-bsa-attn-blk128-sm107", None, ("0.7.1", "0.7.2")),
     # Held out, fourth round (issue 17): FlashInfer 0.7.2 -> 0.7.4, in the order examined. An edit 0.7.2.post1
     # already ships is paired (0.7.2, 0.7.2.post1), the others (0.7.2.post1, 0.7.4): bench/replay_rounds/round4-flashinfer-0.7.2-0.7.4.md
-    _fi(
-        "fi-blackwell-softmax-sm107", None, ("0.7.2.post1", "0.7.4"),
-        fails="two of the four gates are not widened. sampling.py _supports_blackwell_softmax's `return major == 10 and"
-        " minor in (0, 3)` decides a predicate, where python_capability finds no gate (upstream: `minor in (0, 3, 7)`);"
-        " cake_blackwell_softmax.cu query_softmax_route's `if (device_major != 10 || (device_minor != 0 && device_minor"
-        " != 3)) { return SoftmaxRoute::kFallback; }` is read as admitting the archs its condition holds for, sm_107 among"
-        " them, so cpp_runtime_check reports it already enabled and writes nothing: it lacks the refusing polarity of an"
-        " `if` whose body returns the fallback (upstream added `&& device_minor != 7`). The other two come out line for"
-        " line: `_is_sm103`'s `in ((10, 3), (10, 7))` (upstream also renamed it `_blackwell_softmax_launches_with_pdl`)"
-        " and aot.py's `if has_sm100 or has_sm103 or has_sm107:`",
-    ),
+    _fi("fi-blackwell-softmax-sm107", None, ("0.7.2.post1", "0.7.4")),
     _fi("fi-aot-trtllm-utils-sm107", None, ("0.7.2", "0.7.2.post1")),
-    _fi(
-        "fi-batch-hca-sm107", None, ("0.7.2", "0.7.2.post1"),
-        fails="in _compile_hca_kernel the capability is a parameter, `compute_capability: tuple[int, int]`, which"
-        " python_capability does not read as the device's (major, minor), and `names` can declare only sm, major, minor or"
-        " cuda_arch, not a pair: gate not found (upstream: `not in ((10, 0), (10, 3), (10, 7))`). cute_dsl_hca_decode's"
-        " test of torch.cuda.get_device_capability(...) comes out line for line",
-    ),
+    _fi("fi-batch-hca-sm107", None, ("0.7.2", "0.7.2.post1")),
     _fi("fi-trtllm-routed-fp8-sm107", None, ("0.7.2", "0.7.2.post1")),
-    _fi(
-        "fi-cudnn-frost-configs-sm120", None, ("0.7.2.post1", "0.7.4"),
-        fails="all three gates are not found: each `supported(cls, arch)` classmethod's `return arch == 107` decides a"
-        " predicate, and python_capability finds no gate in a predicate's deciding return, even with names = { arch ="
-        " \"sm\" } (upstream wrote `return arch in (107, 120)` in each)",
-    ),
-    _fi(
-        "fi-fused-routing-dsv3-sm107", None, ("0.7.2.post1", "0.7.4"),
-        fails="in _is_cake_dsv3_fused_routing_supported the capability is a keyword-only parameter, `capability:"
-        " tuple[int, int]`, which python_capability does not read as the device's (major, minor), and `names` cannot"
-        " declare a pair: gate not found (upstream: `not in ((10, 0), (10, 3), (10, 7))`). The"
-        " `@supported_compute_capability([100, 103, 107])` of _check_cake_dsv3_fused_routing_backend_supported comes out"
-        " line for line",
-    ),
+    _fi("fi-cudnn-frost-configs-sm120", None, ("0.7.2.post1", "0.7.4")),
+    _fi("fi-fused-routing-dsv3-sm107", None, ("0.7.2.post1", "0.7.4")),
     _fi("fi-trtllm-gen-routing-sm107", None, ("0.7.2.post1", "0.7.4")),
-    _fi(
-        "fi-gdn-prefill-sm8x", None, ("0.7.2.post1", "0.7.4"),
-        fails="one extra edit: selected by function and admits (majors 9, 10, 12), python_capability also widens"
-        " `cp_heuristic_matches = _arch_major in (9, 10, 12) and should_use_cp_host(` to `(8, 9, 10, 12)`, which upstream"
-        " left as it was; no selector picks the two `if` tests and the `checkpoint_kwargs` value but not that assignment"
-        " (`assigns` picks one assignment, not an `if`). The three upstream edits come out line for line",
-    ),
+    _fi("fi-gdn-prefill-sm8x", None, ("0.7.2.post1", "0.7.4")),
     _fi("fi-gemm-base-tinygemm-cake-sm107", None, ("0.7.2.post1", "0.7.4")),
     _fi(
         "fi-cake-bgmv-moe-sm107", None, ("0.7.2.post1", "0.7.4"),
