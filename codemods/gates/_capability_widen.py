@@ -20,6 +20,7 @@ from codemods.gates._capability_reading import (
 )  # fmt: skip
 from codemods.gates import python_predicate
 from codemods.gates._capability_values import spell
+from codemods.gates._wrap import wrapped
 from codemods.gates._python import PythonText
 
 _EQUAL = (ast.Eq, ast.In)
@@ -301,7 +302,7 @@ def widen(
         end = gate.end + sum(len(e.text) - (e.end - e.start) for e in edits)
         after = admits(apply_edits(source, edits)[gate.start : end].decode("utf-8"), scope, gate.detail)
         if not after.unknown and after.admitted == expected:
-            return edits
+            return wrapped(source, edits)  # a line grown too long is split as black splits it
     plus = ", ".join(a.name for a in targets if not before.admits(a))
     bound = any(leaf.op in _BOUNDS for leaf in _leaves(root, leaf_of))
     raise CannotWiden(

@@ -261,6 +261,25 @@ class Pruned:
         return replace(gate, start=start, end=end, line=self.text.line(start))
 
 
+def line_start(source: bytes, offset: int) -> int:
+    """Offset of the start of the line holding `offset`."""
+    return source.rfind(b"\n", 0, offset) + 1
+
+
+def line_end(source: bytes, offset: int) -> int:
+    """Offset just past the line ending of the line holding `offset` (end of file if none)."""
+    newline = source.find(b"\n", offset)
+    return len(source) if newline < 0 else newline + 1
+
+
+def eol(source: bytes, offset: int) -> bytes:
+    """The line ending of the line holding `offset`: CRLF or LF (LF at end of file)."""
+    newline = source.find(b"\n", offset)
+    if newline > 0 and source[newline - 1 : newline] == b"\r":
+        return b"\r\n"
+    return b"\n"
+
+
 class PythonSource:
     """A parsed Python file whose node spans are byte offsets into the original bytes; read-only once made."""
 
@@ -334,19 +353,13 @@ class PythonSource:
         return line_of(self.source, offset)
 
     def line_start(self, offset: int) -> int:
-        return self.source.rfind(b"\n", 0, offset) + 1
+        return line_start(self.source, offset)
 
     def line_end(self, offset: int) -> int:
-        """Offset just past the line ending of the line holding `offset` (end of file if none)."""
-        newline = self.source.find(b"\n", offset)
-        return len(self.source) if newline < 0 else newline + 1
+        return line_end(self.source, offset)
 
     def eol(self, offset: int) -> bytes:
-        """The line ending of the line holding `offset`: CRLF or LF (LF at end of file)."""
-        newline = self.source.find(b"\n", offset)
-        if newline > 0 and self.source[newline - 1 : newline] == b"\r":
-            return b"\r\n"
-        return b"\n"
+        return eol(self.source, offset)
 
     def indent(self, offset: int) -> bytes | None:
         """The whitespace before `offset` on its line, or None when something else precedes it."""

@@ -1,7 +1,7 @@
-"""Black's split of an `if`/`elif`/`while` line, or an assignment, that widening a gate makes too long.
+"""Black's split of an `if`/`elif`/`while` line, an assignment or a bracketed expression that widening makes too long.
 
-One implementation for the kinds that widen a test in place (python_arch_test,
-python_arch_or): `wrapped` takes the edits of one widening and returns them
+One implementation for the kinds that widen in place (python_arch_test,
+python_arch_or, python_arch_list, python_capability): `wrapped` takes the edits of one widening and returns them
 with the line breaks black (and ruff format) would put in the line they make,
 given the file's line length (`_python.line_length`). Pure: text in, edits out.
 """
@@ -13,10 +13,10 @@ import keyword
 import tokenize
 
 from codemods.gates import Edit
-from codemods.gates._python import BLACK_LINE_LENGTH, PythonSource, line_length
+from codemods.gates._python import BLACK_LINE_LENGTH, eol as line_eol, line_end, line_length, line_start
 
 
-def wrapped(parsed: PythonSource, edits: list[Edit], whole: bool = False) -> list[Edit]:
+def wrapped(source: bytes, edits: list[Edit], whole: bool = False) -> list[Edit]:
     """`edits`, split over lines the way black splits the `if`/`elif`/`while` line they make too long.
 
     Only the shape real code has (SGLang 0.5.17's server_args.py, FlashInfer
@@ -34,28 +34,31 @@ def wrapped(parsed: PythonSource, edits: list[Edit], whole: bool = False) -> lis
 
     An assignment whose value is one bracketed call or display (`X =
     frozenset({...})`, `X: tuple[str, ...] = (...)`) is split at that
-    value's brackets (`_assignment_cuts`).
+    value's brackets (`_assignment_cuts`); a conditional expression that is
+    all its brackets hold, before its `if`, `and`/`or`s and `else`
+    (`_ternary_cuts`).
     """
-    source = parsed.source
     if not edits:
         return edits
     start, end = min(e.start for e in edits), max(e.end for e in edits)
-    line_start, line_end = parsed.line_start(start), parsed.line_end(end)
-    eol = parsed.eol(start)
-    line_end -= len(eol) if source[line_start:line_end].endswith(eol) else 0
-    if b"\n" in source[line_start:line_end]:
+    first, last = line_start(source, start), line_end(source, end)
+    eol = line_eol(source, start)
+    last -= len(eol) if source[first:last].endswith(eol) else 0
+    if b"\n" in source[first:last]:
         return edits  # the test spans lines: it is laid out already
     # each character of the widened line with the source offset it comes from (None: inserted)
     chars: list[tuple[str, int | None]] = []
-    at = line_start
+    at = first
     for edit in sorted(edits):
         chars += _located(source[at : edit.start], at) + [(c, None) for c in edit.text.decode("utf-8")]
         at = edit.end
-    chars += _located(source[at:line_end], at)
+    chars += _located(source[at:last], at)
     line = "".join(c for c, _ in chars)
     if len(line) <= BLACK_LINE_LENGTH or len(line) <= (limit := line_length(source)):
         return edits
-    cuts = _black_cuts(line, limit, eol.decode(), whole)
+    # the line is all a pair of brackets holds (`group = (` / the line / `)`): black splits it as their body
+    enclosed = source[:first].rstrip().endswith((b"(", b"[", b"{")) and source[last:].lstrip().startswith((b")", b"]", b"}"))
+    cuts = _black_cuts(line, limit, eol.decode(), whole, enclosed)
     if not cuts:
         return edits
     out: list[tuple[str, int | None]] = []
@@ -64,7 +67,7 @@ def wrapped(parsed: PythonSource, edits: list[Edit], whole: bool = False) -> lis
         out += chars[at:cut_start] + [(c, None) for c in text]
         at = cut_end
     out += chars[at:]
-    return _edits_between(out, line_start, line_end)
+    return _edits_between(out, first, last)
 
 
 def _located(data: bytes, offset: int) -> list[tuple[str, int | None]]:
@@ -91,7 +94,7 @@ def _edits_between(chars: list[tuple[str, int | None]], start: int, end: int) ->
     return edits
 
 
-def _black_cuts(line: str, limit: int, eol: str, whole: bool = False) -> list[tuple[int, int, str]]:
+def _black_cuts(line: str, limit: int, eol: str, whole: bool = False, enclosed: bool = False) -> list[tuple[int, int, str]]:
     """(start, end, text) replacements of `line` (columns) that split it as black would; [] for another shape."""
     try:
         tokens = [t for t in tokenize.generate_tokens(io.StringIO(line + "\n").readline) if t.type != tokenize.INDENT]
@@ -99,6 +102,8 @@ def _black_cuts(line: str, limit: int, eol: str, whole: bool = False) -> list[tu
         return []
     if not tokens:
         return []
+    if enclosed:
+        return _ternary_cuts(line, tokens, limit, eol)
     if tokens[0].string not in ("if", "elif", "while"):
         return _assignment_cuts(line, tokens, limit, eol)
     depth, opened, last = 0, [], None
@@ -250,4 +255,38 @@ def _assignment_cuts(line: str, tokens: list, limit: int, eol: str) -> list[tupl
         space = len(line[after:]) - len(line[after:].lstrip())
         cuts.append((after, after + space, eol + inner))
     cuts.append((last, close_col, ("" if trailing else ",") + eol + indent))
+    return cuts
+
+
+def _ternary_cuts(line: str, tokens: list, limit: int, eol: str) -> list[tuple[int, int, str]]:
+    """Black's split of a conditional expression that is all a pair of brackets holds (FlashInfer 0.7.4's
+    cake_bgmv_moe.py, `group_shrink_mixed = (` / `1 if ... and ... else 0` / `)`): each of `if`, the
+    condition's top-level `and`/`or`s and `else` starts a line at the same indent. [] for any other shape."""
+    depth, parts = 0, []  # the columns of the top-level `if`, `and`/`or` (after it, before `else`) and `else`
+    seen_if = seen_else = False
+    for token in tokens:
+        if token.type == tokenize.OP and token.string in "([{":
+            depth += 1
+        elif token.type == tokenize.OP and token.string in ")]}":
+            depth -= 1
+        elif depth == 0 and token.type == tokenize.NAME and token.string in ("if", "else", "and", "or", "lambda", "for"):
+            if token.string in ("lambda", "for") or (token.string == "if" and seen_if) or (token.string == "else" and (not seen_if or seen_else)):
+                return []  # a lambda, a comprehension, nested conditionals: another split
+            if token.string in ("and", "or") and (not seen_if or seen_else):
+                return []  # an operator outside the condition: black splits it otherwise
+            seen_if |= token.string == "if"
+            seen_else |= token.string == "else"
+            parts.append(token.start[1])
+        elif token.type == tokenize.COMMENT:
+            return []
+    if not (seen_if and seen_else):
+        return []
+    indent = line[: len(line) - len(line.lstrip())]
+    pieces = [len(indent), *parts, len(line.rstrip())]
+    if any(len(indent + line[a:b].strip()) > limit for a, b in zip(pieces, pieces[1:])):
+        return []
+    cuts = []
+    for column in parts:
+        space = len(line[:column]) - len(line[:column].rstrip())
+        cuts.append((column - space, column, eol + indent))
     return cuts

@@ -458,7 +458,7 @@ def widen(
     for position in sorted(positions):
         edits.extend(insert(parsed, elements, position, positions[position]))
     if insert is _insert_inline and _assigned_on_one_line(parsed, node):
-        edits = wrapped(parsed, edits)  # a line grown too long is split as black splits it
+        edits = wrapped(parsed.source, edits)  # a line grown too long is split as black splits it
     return edits
 
 

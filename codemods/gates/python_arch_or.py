@@ -465,7 +465,7 @@ def _plan(
     edits = [_append(parsed, template, names)]
     tested = _tested_by(parsed, chain)
     if tested is not None:
-        edits = wrapped(parsed, edits, whole=parsed.outer_span(tested.test) == parsed.outer_span(chain))
+        edits = wrapped(parsed.source, edits, whole=parsed.outer_span(tested.test) == parsed.outer_span(chain))
     return supporting(parsed, chain, predicates, template, names, edits, gate)
 
 

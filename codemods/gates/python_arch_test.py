@@ -182,7 +182,7 @@ def widen(
     if shape in ("or", "not_or", "and_not"):
         edits = _in_order(parsed, shape, predicates, [chains.number_of(n) for n in names], spelled) or edits
     whole = alone or _whole_test(parsed, node)
-    edits = wrapped(parsed, edits + dropped, whole)
+    edits = wrapped(parsed.source, edits + dropped, whole)
     return chains.supporting(parsed, node, predicates, template, names, edits, gate).edits
 
 

@@ -123,7 +123,9 @@ def widen(
         raise CannotWiden(f"line {gate.line}: `return {gate.text}`: {gate.detail['unknown']}; edit it by hand")
     if all(gate.admits.admits(arch) for arch in targets):
         return []
-    old = int(gate.text)
+    old = _bound(ast.parse(gate.text.strip(), mode="eval").body)  # `89`, or `0x59` as written
+    if old is None:
+        raise CannotWiden(f"line {gate.line}: `return {gate.text}` is no longer an int; find the gates again")
     new = min(_sm(arch) for arch in targets)
     between = sorted(
         {arch.name for arch in (*universe, *targets) if new <= _sm(arch) < old and arch not in targets}

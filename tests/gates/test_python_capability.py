@@ -1062,3 +1062,40 @@ def test_function_may_name_one_method_of_several_alike():
     assert gate.text == "arch == 107"
     after = _rewrite(source, "sm_120", names=names, function="FrostConfig.supported")
     assert after == source.replace("return arch == 107", "return arch in (107, 120)")
+
+
+# FlashInfer 0.7.4's jit/cake_bgmv_moe.py: a conditional expression alone in the parentheses black put around it.
+BGMV = """\
+def _generic_binding_source(target, input_dtype):
+    group_shrink_mixed = (
+        1 if target.arch in ("sm100a", "sm103a") and input_dtype == "dl_bfloat16" else 0
+    )
+    return group_shrink_mixed
+"""
+
+
+def test_a_conditional_expression_outgrowing_its_brackets_is_split_as_black_does():
+    names = {"target.arch": "sm"}
+    after = _rewrite(BGMV, "sm_107", names=names)
+    assert after == BGMV.replace(
+        '        1 if target.arch in ("sm100a", "sm103a") and input_dtype == "dl_bfloat16" else 0\n',
+        '        1\n        if target.arch in ("sm100a", "sm103a", "sm107a")\n        and input_dtype == "dl_bfloat16"\n        else 0\n',
+    )
+    assert _rewrite(after, "sm_107", names=names) == after
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("ruff") is not None:  # the test extra: what `ruff format` writes, as black
+        formatted = subprocess.run([sys.executable, "-m", "ruff", "format", "--isolated", "-"], input=after.encode(),
+                                   capture_output=True, check=True).stdout  # fmt: skip
+        assert formatted.decode() == after
+
+
+def test_a_conditional_expression_that_fits_or_stands_alone_stays_on_its_line():
+    names = {"target.arch": "sm"}
+    short = BGMV.replace('"dl_bfloat16"', '"x"')
+    assert _rewrite(short, "sm_107", names=names) == short.replace('"sm103a")', '"sm103a", "sm107a")')  # fits
+    bare = 'def f(target, input_dtype):\n    x = 1 if target.arch in ("sm100a", "sm103a") and input_dtype == "dl_bfloat16_fast" else 0\n'
+    # not inside brackets of its own: black would add them; codemod leaves the line as it is
+    assert _rewrite(bare, "sm_107", names=names).count("\n") == bare.count("\n")

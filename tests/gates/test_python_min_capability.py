@@ -184,3 +184,10 @@ def test_sglang_refuses_a_gpu_below_the_minimum_it_reads(real_unpacked):
     found = [g for path in sorted((root / "srt/layers/quantization").rglob("*.py")) for g in find(path.read_bytes())]
     known = [int(g.text) for g in found if not g.detail.get("unknown")]
     assert len(known) >= 20 and set(known) <= {0, 60, 70, 75, 80, 89, 90, 100, 103, 110, 120}, sorted(set(known))
+
+
+def test_a_number_written_otherwise_is_read_and_rewritten_in_decimal():
+    source = "class Q:\n    def get_min_capability(self):\n        return 0x59\n"
+    [gate] = find(source.encode())
+    assert gate.admits.names()[0] == "sm_89"
+    assert _rewrite(source, "sm_80,sm_86") == source.replace("0x59", "80")

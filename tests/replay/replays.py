@@ -263,14 +263,7 @@ REPLAYS = [
     _fi("fi-trtllm-gen-routing-sm107", None, ("0.7.2.post1", "0.7.4")),
     _fi("fi-gdn-prefill-sm8x", None, ("0.7.2.post1", "0.7.4")),
     _fi("fi-gemm-base-tinygemm-cake-sm107", None, ("0.7.2.post1", "0.7.4")),
-    _fi(
-        "fi-cake-bgmv-moe-sm107", None, ("0.7.2.post1", "0.7.4"),
-        fails="python_capability writes the widened `group_shrink_mixed = (...)` value on one line, `1 if target.arch in"
-        " (\"sm100a\", \"sm103a\", \"sm107a\") and input_dtype == \"dl_bfloat16\" else 0` (98 columns, past the file's 88);"
-        " upstream wrote it as black splits a conditional expression in parentheses, `1` / `if target.arch in (...)` /"
-        " `and input_dtype == \"dl_bfloat16\"` / `else 0`: codemod splits only `if`/`elif`/`while` tests and an assignment"
-        " of one call or display, not a conditional expression. cake_bgmv_moe_pdl_mode comes out line for line",
-    ),
+    _fi("fi-cake-bgmv-moe-sm107", None, ("0.7.2.post1", "0.7.4")),
     _fi("fi-moe-utils-jit-sm8x-sm11x-sm12x", None, ("0.7.2.post1", "0.7.4")),
     _fi("fi-kda-prefill-cute-sm107", None, ("0.7.2.post1", "0.7.4")),
     _fi(
