@@ -123,11 +123,13 @@ def wrappers(text: PythonText, body: list[ast.stmt]) -> dict[str, str]:
             and stmt.name not in HELPERS
             and has_token(text.data[slice(*text.span(stmt))])
         ):
-            kinds = {_capability_call(node.value) if node.value is not None else None
-                     for node in ast.walk(stmt) if isinstance(node, ast.Return)}  # fmt: skip
-            nested = any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Yield, ast.YieldFrom))
-                         for node in ast.walk(stmt) if node is not stmt)  # fmt: skip
-            if len(kinds) == 1 and None not in kinds and not nested:
+            kinds: set[str | None] = set()
+            for node in ast.walk(stmt):
+                if node is not stmt and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Yield, ast.YieldFrom)):
+                    kinds.add(None)  # a nested function or a generator: not a plain pass-through
+                elif isinstance(node, ast.Return):
+                    kinds.add(_capability_call(node.value) if node.value is not None else None)
+            if len(kinds) == 1 and None not in kinds:
                 out[stmt.name] = kinds.pop()  # type: ignore[assignment]  # not None: checked
     return out
 

@@ -148,11 +148,10 @@ def _part(node: ast.AST, lookup: Callable[[str], Side]) -> Side:
     """0 or 1 for the major or minor, None for the (major, minor) pair, "sm", "cuda_arch", or "" for anything
     else; `lookup` says what a name holds (the same codes, "" for nothing known), a bound or declared one."""
     call = _capability_call(node)
-    if call is None and isinstance(node, ast.Call) and callee(node):
-        wrapped = lookup(callee(node) + "(...)")  # the module's own wrapper of a helper (_found: `wrappers`)
-        call = "pair" if wrapped is None else "sm" if wrapped == "sm" else None
     if call is not None:
         return None if call == "pair" else "sm"
+    if isinstance(node, ast.Call) and callee(node) and lookup(f"{callee(node)}(...)") != "":
+        return lookup(f"{callee(node)}(...)")  # the module's own wrapper of a helper (_found: `wrappers`)
     if isinstance(node, (ast.Attribute, ast.Call)) and _spelled(node) and lookup(_spelled(node)) != "":
         return lookup(_spelled(node))  # declared: `self.backend`, `cap.to_int()`
     if isinstance(node, ast.Attribute) and node.attr in ("major", "minor"):  # a capability object's fields

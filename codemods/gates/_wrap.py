@@ -146,9 +146,7 @@ def _black_cuts(line: str, limit: int, eol: str, whole: bool = False, enclosed: 
         pieces = [open_col + lead, *split, close_col - trail]
         if any(len(inner + line[a:b].strip()) > limit for a, b in zip(pieces, pieces[1:])):
             return []
-        for column in split:
-            space = len(line[:column]) - len(line[:column].rstrip())
-            cuts.append((column - space, column, eol + inner))
+        cuts += _breaks_before(line, split, eol + inner)
     cuts.append((close_col - trail, close_col, eol + indent))
     return cuts
 
@@ -170,9 +168,7 @@ def _invisible_parentheses_cuts(line: str, tokens: list, top: list[int], limit: 
         pieces = [start, *top, end]
         if any(len(inner + line[a:b].strip()) > limit for a, b in zip(pieces, pieces[1:])):
             return []
-        for column in top:
-            space = len(line[:column]) - len(line[:column].rstrip())
-            cuts.append((column - space, column, eol + inner))
+        cuts += _breaks_before(line, top, eol + inner)
     cuts.append((end, end, eol + indent + ")"))
     return cuts
 
@@ -285,8 +281,9 @@ def _ternary_cuts(line: str, tokens: list, limit: int, eol: str) -> list[tuple[i
     pieces = [len(indent), *parts, len(line.rstrip())]
     if any(len(indent + line[a:b].strip()) > limit for a, b in zip(pieces, pieces[1:])):
         return []
-    cuts = []
-    for column in parts:
-        space = len(line[:column]) - len(line[:column].rstrip())
-        cuts.append((column - space, column, eol + indent))
-    return cuts
+    return _breaks_before(line, parts, eol + indent)
+
+
+def _breaks_before(line: str, columns: list[int], head: str) -> list[tuple[int, int, str]]:
+    """Cuts that start a new line (`head`: the line ending and the indent) at each column, the spaces before it dropped."""
+    return [(column - (len(line[:column]) - len(line[:column].rstrip())), column, head) for column in columns]

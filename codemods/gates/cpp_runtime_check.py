@@ -568,20 +568,27 @@ def _failing(conjuncts, names, missing: list[Arch], failing: bool = False) -> li
     return [i for i, c in enumerate(conjuncts) if any(_evaluate(c, t, names) is failing for t in missing)]
 
 
-def _widen_conjunct(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
-    conjuncts = _conjuncts(node)
-    if len(conjuncts) < 2:
+def _widen_operand(text: str, node, names, missing: list[Arch], joiner: str, chain: str, op: str) -> str | None:
+    """In a `joiner` of operands, the one operand a target fails gains its value in its `chain` of `op`s:
+    a conjunct's `==` chain (`props.major == 12 && props.minor == 0`), or, De Morgan's dual, a negated check's
+    disjunct's `!=` chain (`major != 10 || (minor != 0 && minor != 3)`)."""
+    operands = _conjuncts(node, joiner)
+    if len(operands) < 2:
         return None
-    failing = _failing(conjuncts, names, missing)
+    failing = _failing(operands, names, missing, joiner == "||")
     if len(failing) != 1:
         return None
-    term = conjuncts[failing[0]]
-    found = _chain_missing(term, names, missing)
+    term = operands[failing[0]]
+    found = _chain_missing(term, names, missing, chain, op)
     if found is None:
         return None
     terms, atoms, spelling, values = found
     bare = syntax.unparenthesized(term) is term and len(terms) == 1
     return _insert(text, terms, atoms, values, spelling, wrap=bare)
+
+
+def _widen_conjunct(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
+    return _widen_operand(text, node, names, missing, "&&", "||", "==")
 
 
 def _extend_negated_chain(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
@@ -594,20 +601,7 @@ def _extend_negated_chain(text: str, node, names, missing: list[Arch], inside: s
 
 
 def _widen_disjunct(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
-    """In `major != 10 || (minor != 0 && minor != 3)`, the one disjunct a target holds on gains its value."""
-    disjuncts = _conjuncts(node, "||")
-    if len(disjuncts) < 2:
-        return None
-    failing = _failing(disjuncts, names, missing, True)
-    if len(failing) != 1:
-        return None
-    term = disjuncts[failing[0]]
-    found = _chain_missing(term, names, missing, "&&", "!=")
-    if found is None:
-        return None
-    terms, atoms, spelling, values = found
-    bare = syntax.unparenthesized(term) is term and len(terms) == 1
-    return _insert(text, terms, atoms, values, spelling, wrap=bare)
+    return _widen_operand(text, node, names, missing, "||", "&&", "!=")
 
 
 def _drop_disjuncts(text: str, node, names, missing: list[Arch], inside: str) -> str | None:

@@ -547,8 +547,8 @@ def _passed_in(parsed: PythonSource, chain: cst.CSTNode, template: Predicate, ne
         node for node in parsed.nodes(cst.Call)
         if isinstance(node.func, cst.Name) and node.func.value == function.name.value
     ]  # fmt: skip
-    if not calls:
-        return None
+    if not calls or any(a.star for call in calls for a in call.args):
+        return None  # not called in the file, or called with `*args`/`**kwargs`: which argument is which is not known
     at = names.index(template.ident.value)
     first, last = at, at  # the template's run of flag parameters: `has_sm90: bool, has_sm100: bool,`
     while first > 0 and PREDICATE_RE.match(names[first - 1]):
@@ -568,9 +568,7 @@ def _passed_in(parsed: PythonSource, chain: cst.CSTNode, template: Predicate, ne
         copy = name + parsed.text(name_end, end)
         edits.append(_after(parsed, anchor_param, anchor_param.comma, copy))
         for call in calls:
-            positional = [a for a in call.args if a.keyword is None and not a.star]
-            if any(a.star for a in call.args):
-                return None
+            positional = [a for a in call.args if a.keyword is None]
             keyword = next((a for a in call.args if a.keyword is not None and a.keyword.value == names[anchor]), None)
             if keyword is not None and isinstance(keyword.value, cst.Name) and keyword.value.value == names[anchor]:
                 arg, text = keyword, f"{name}={name}"
