@@ -53,18 +53,47 @@ class _Leaf:
     names: tuple[tuple[str, Side], ...] = ()  # the names it reads the capability through, and what each holds
     strings: bool = False  # its values are strings naming archs (read as major * 10 + minor)
     members: bool = False  # its values are CuTe DSL `Arch.sm_100f` members (read as major * 10 + minor)
+    # a chained comparison, `90 <= sm < 120`: `op`/`value` are its first bound read capability first (`sm >= 90`,
+    # `flipped`), and this its second (`((ast.Lt, 120),)`); the capability is the middle operand
+    chain: tuple[tuple[type[ast.cmpop], object], ...] = ()
 
     @property
     def operand(self) -> ast.expr:
         return self.node.comparators[0] if self.flipped else self.node.left
 
     @property
+    def computed(self) -> bool:
+        """A value it compares with is no literal (or no arch string): where it holds is unknown."""
+        return self.value is None or any(value is None for _, value in self.chain)
+
+    @property
     def literal(self) -> ast.expr:
         return self.node.left if self.flipped else self.node.comparators[0]
 
 
+_ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+
+def _chained(node: ast.Compare, lookup: Callable[[str], Side]) -> _Leaf | None:
+    """`90 <= sm < 120`, two bounds around the capability (SGLang 0.5.14's deepseek_v2.py), as one leaf."""
+    if len(node.ops) != 2 or not all(isinstance(op, _ORDER) for op in node.ops):
+        return None
+    low, middle, high = node.left, node.comparators[0], node.comparators[1]
+    side = _part(middle, lookup)
+    if side == "" or any(_part(bound, lookup) != "" for bound in (low, high)):
+        return None
+    names = tuple(
+        (spelled, lookup(spelled)) for n in ast.walk(middle)
+        if isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and (spelled := _spelled(n)) and lookup(spelled) != ""
+    )  # fmt: skip
+    first, second = _FLIPPED[type(node.ops[0])], type(node.ops[1])
+    return _Leaf(node, side, first, _literal(low), True, names, chain=((second, _literal(high)),))
+
+
 def _leaf(node: ast.AST, lookup: Callable[[str], Side]) -> _Leaf | None:
     """`node` read as a capability comparison, or None when it is none."""
+    if isinstance(node, ast.Compare) and len(node.ops) == 2:
+        return _chained(node, lookup)
     if not isinstance(node, ast.Compare) or len(node.ops) != 1:
         return None
     left, op, right = node.left, type(node.ops[0]), node.comparators[0]
@@ -122,6 +151,25 @@ def _members(node: ast.AST):
         if match:
             return int(match.group(1))
     return None
+
+
+def member_range(node: ast.AST, text: PythonText) -> tuple[str, int] | None:
+    """(operand, number) of CuTe DSL's range of one arch, `arch >= Arch.sm_103 and arch <= Arch.sm_103f`; else None."""
+    if not (isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And) and len(node.values) == 2):
+        return None
+    bounds = []
+    for value, op in zip(node.values, (ast.GtE, ast.LtE)):
+        if not (isinstance(value, ast.Compare) and len(value.ops) == 1 and isinstance(value.ops[0], op)):
+            return None
+        right = value.comparators[0]
+        if not (isinstance(right, ast.Attribute) and isinstance(right.value, ast.Name) and right.value.id == "Arch"):
+            return None
+        bounds.append((text.data[slice(*text.span(value.left))].decode("utf-8"), right.attr))
+    (operand, low), (again, high) = bounds
+    match = re.fullmatch(r"sm_(\d{2,3})", low)
+    if operand != again or match is None or high != f"{low}f":
+        return None
+    return operand, int(match.group(1))
 
 
 def _default_targets(node: ast.AST) -> bool:
@@ -213,7 +261,7 @@ def _unreadable(leaf: _Leaf) -> str:
         return "a string compared by order (`<`, `>=`), not by value"
     if leaf.strings:
         return "the string compared is not an arch name (`\"sm_120\"`, `\"120\"`, `\"12.0a\"`) or holds no capability"
-    return "the value compared is computed, not a literal" if leaf.value is None else "a major compared with a pair"
+    return "the value compared is computed, not a literal" if leaf.computed else "a major compared with a pair"
 
 
 # ---------------------------------------------------------------- conditions: the comparisons an `and`/`or` joins
@@ -246,29 +294,34 @@ def _leaves(node: ast.AST, leaf_of: LeafOf) -> list[_Leaf]:
 
 
 def _checked(node: ast.AST, leaf_of: LeafOf) -> bool:
-    """A recipe reads a lone negated comparison (`!= 9`, `not in (9, 10)`) as a check *for* its values."""
+    """A recipe reads a lone negated comparison (`!= 9`, `not in (9, 10)`) as a check *for* its values, and an
+    `and` of nothing else as a check for what any of them names (`major != 10 and (major, minor) != (12, 0)`:
+    a check for major 10 or (12, 0), as cpp_runtime_check reads `!=` joined by `&&`)."""
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        return all(isinstance(value, ast.Compare) and _checked(value, leaf_of) for value in node.values)
     leaf = leaf_of(node) if isinstance(node, ast.Compare) else None
     return leaf is not None and leaf.op in _CHECKED
 
 
 def _truth(node: ast.AST, arch: Arch, leaf_of: LeafOf, checked: bool = False) -> bool | None:
     """Whether the condition holds on `arch`: True, False, or None (unknown). In an `and`/`or` that
-    also has other operands, only its pure operands count: it admits what they do not rule out."""
+    also has other operands, only its pure operands count: it admits what they do not rule out.
+    `checked` (a check, `_checked`): whether `arch` is one the check is for."""
     if isinstance(node, ast.Compare):
         leaf = leaf_of(node)
-        if leaf is None or leaf.value is None:
+        if leaf is None or leaf.computed:
             return None
-        op = _CHECKED.get(leaf.op, leaf.op) if checked else leaf.op
+        op: type[ast.cmpop] = _CHECKED.get(leaf.op, leaf.op) if checked else leaf.op  # type: ignore[call-overload]
         try:
-            return bool(_COMPARE[op](_have(arch, leaf.side), leaf.value))
+            return all(_COMPARE[o](_have(arch, leaf.side), v) for o, v in ((op, leaf.value), *leaf.chain))
         except TypeError:
             return None  # a major compared with a pair
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         value = _truth(node.operand, arch, leaf_of)
         return None if value is None else not value
     if isinstance(node, ast.BoolOp):
-        values = [_truth(v, arch, leaf_of) for v in node.values if _pure(v, leaf_of)]
-        decisive = isinstance(node.op, ast.Or)  # True decides an `or`, False an `and`
+        values = [_truth(v, arch, leaf_of, checked) for v in node.values if _pure(v, leaf_of)]
+        decisive = isinstance(node.op, ast.Or) or checked  # True decides an `or` (and a check), False an `and`
         if decisive in values:
             return decisive
         return None if None in values or not values else not decisive
@@ -337,6 +390,7 @@ def _found(
     declared.update({f"{name}(...)": (None if returns == "pair" else "sm") for name, returns in wrapped.items()})
     bound: dict[tuple[int, str], Side] = {}  # (scope, name) -> 0 major, 1 minor, None the pair, "sm"
     compares: dict[int, tuple[ast.Compare, int]] = {}
+    ranged: set[int] = set()  # the comparisons of CuTe DSL arch ranges (`member_range`), which widen writes
     holds: Callable[[bytes], bool] = _holds
     if wrapped:  # `major, minor = _blackwell_softmax_capability(i)` names no helper: the wrapper's name counts too
         wrapper_re = re.compile(rb"\b(?:%s)\s*\(" % b"|".join(re.escape(name.encode()) for name in sorted(wrapped)))
@@ -349,6 +403,8 @@ def _found(
             bind(node.targets[0], node.value, scope, bound, wrapped)
         elif isinstance(node, ast.Compare):
             compares[id(node)] = (node, scope)
+        elif isinstance(node, ast.BoolOp) and member_range(node, text):
+            ranged.update(id(value) for value in node.values)  # type: ignore[attr-defined]
     words = {name for _, name in bound} | {re.findall(r"\w+", spelled)[-1] for spelled in declared if re.search(r"\w", spelled)}
     if words:
         pattern = re.compile(rb"\b(?:%s)\b" % b"|".join(re.escape(word.encode()) for word in sorted(words)))
@@ -370,8 +426,8 @@ def _found(
         if readable is not None:
             readable[id(node)] = admitted
         detail = {"side": _SIDES[side], "op": op.__name__, "flipped": flipped}
-        if leaf.members:
-            detail["members"] = True  # CuTe DSL `Arch.sm_100f`: widen writes none (no edit for this gate)
+        if leaf.members and id(node) not in ranged:
+            detail["members"] = True  # CuTe DSL `Arch.sm_100f` other than in a range: widen writes none (no edit)
         if admitted is None:
             if not computed:
                 continue

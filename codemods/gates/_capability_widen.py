@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import CannotWiden, Edit, Gate, apply_edits, drop_operands
 from codemods.gates._capability_reading import (
-    _CHECKED, _SIDES, LeafOf, Side, _conditions, _have, _leaves, _parents, _parse, _pure, _reading, _truth,
+    _CHECKED, _SIDES, LeafOf, Side, _checked, member_range, _conditions, _have, _leaves, _parents, _parse, _pure, _reading, _truth,
     admits,
 )  # fmt: skip
 from codemods.gates import python_predicate
@@ -195,7 +196,7 @@ def _move_bound(place: _Place) -> list[Edit] | None:
     root, leaf_of = place.root, place.leaf_of
     failing = [root] if isinstance(root, ast.Compare) else place.failing_operands()
     leaf = leaf_of(failing[0]) if len(failing) == 1 and isinstance(failing[0], ast.Compare) else None
-    if leaf is None or leaf.op not in _BOUNDS or leaf.value is None:
+    if leaf is None or leaf.op not in _BOUNDS or leaf.value is None or leaf.chain:
         return None
     values = _values(leaf.side, place.failing(leaf.node))
     if not values or type(values[0]) is not type(leaf.value):
@@ -240,6 +241,108 @@ def _add_disjunct(place: _Place) -> list[Edit] | None:
     return [Edit(start, start, b"("), Edit(end, end, f" or {term})".encode())]
 
 
+_SYMBOLS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+
+def _one_bound(place: _Place, keep: int) -> list[Edit] | None:
+    """A chained comparison keeps one of its bounds, written capability first: `90 <= _device_sm < 120` becomes
+    `_device_sm >= 90` (keep 0, the upper bound dropped: SGLang 0.5.15's deepseek_v2.py) or `_device_sm < 120`."""
+    root = place.root
+    leaf = place.leaf_of(root)
+    if leaf is None or not leaf.chain or not isinstance(root, ast.Compare):
+        return None
+    op, literal = (leaf.op, root.left) if keep == 0 else (leaf.chain[0][0], root.comparators[1])
+    operand = place.source[slice(*place.text.span(leaf.operand))].decode("utf-8")
+    value = place.source[slice(*place.text.span(literal))].decode("utf-8")
+    return [Edit(*place.text.span(root), f"{operand} {_SYMBOLS[op]} {value}".encode())]
+
+
+def _move_chained(place: _Place, index: int) -> list[Edit] | None:
+    """A chained comparison's bound moved to the targets' value, in place: `100 <= get_device_sm() < 120` becomes
+    `90 <= get_device_sm() < 120` for sm_90 (kept only where that admits no arch in between)."""
+    root = place.root
+    leaf = place.leaf_of(root)
+    if leaf is None or not leaf.chain or not isinstance(root, ast.Compare):
+        return None
+    op, literal = (leaf.op, root.left) if index == 0 else (leaf.chain[0][0], root.comparators[1])
+    values = _values(leaf.side, place.missing)
+    if not isinstance(literal, ast.Constant) or not values or not all(isinstance(v, int) for v in values):
+        return None
+    lower = op in (ast.Gt, ast.GtE)
+    new = values[0] if lower else values[-1]
+    if op in (ast.Gt, ast.Lt):
+        new = new - 1 if lower else new + 1
+    return [Edit(*place.text.span(literal), str(new).encode())]
+
+
+def _extend_chain(place: _Place) -> list[Edit] | None:
+    """A check written as a chain of `!=` over one operand gains one more: `major != 9 and major != 10` ->
+    `major != 9 and major != 10 and major != 12` (the chain's own style, not a `not in`)."""
+    root, leaf_of = place.root, place.leaf_of
+    if not (isinstance(root, ast.BoolOp) and _checked(root, leaf_of)):
+        return None
+    leaves = _leaves(root, leaf_of)
+    operands = {place.source[slice(*place.text.span(leaf.operand))] for leaf in leaves}
+    if len(operands) != 1 or any(leaf.op is not ast.NotEq or leaf.flipped for leaf in leaves):
+        return None
+    operand, side = operands.pop().decode("utf-8"), leaves[0].side
+    values = [v for v in _values(side, place.missing) if v not in {leaf.value for leaf in leaves}]
+    end = place.text.span(root)[1]
+    return [Edit(end, end, "".join(f" and {operand} != {v!r}" for v in values).encode())] if values else None
+
+
+def _add_member_ranges(place: _Place) -> list[Edit] | None:
+    """CuTe DSL's arch ranges gain one per target, in ascending order, joined by `or`: `arch >= Arch.sm_103 and
+    arch <= Arch.sm_103f` for sm_101 becomes `(arch >= Arch.sm_101 and arch <= Arch.sm_101f) or (arch >=
+    Arch.sm_103 and arch <= Arch.sm_103f)` (FlashInfer 2cf8f4cc7), each range written as the one there."""
+    root, source, text = place.root, place.source, place.text
+    ranges = [root] if member_range(root, text) else []
+    if isinstance(root, ast.BoolOp) and isinstance(root.op, ast.Or):
+        ranges = list(root.values)
+    read = [member_range(node, text) for node in ranges]
+    if not ranges or None in read or len({operand for operand, _ in read}) != 1:  # type: ignore[misc]
+        return None
+    operand = read[0][0]  # type: ignore[index]
+    items = {number: source[slice(*place.span(node))].decode("utf-8") for node, (_, number) in zip(ranges, read)}  # type: ignore[misc]
+    for arch in place.missing:
+        number = arch.major * 10 + arch.minor
+        items.setdefault(number, f"{operand} >= Arch.sm_{number} and {operand} <= Arch.sm_{number}f")
+    written = " or ".join(f"({item})" for _, item in sorted(items.items()))
+    start, end = text.span(root)
+    parent = place.parents.get(id(root))
+    if isinstance(parent, _TIGHTER) and not (isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.Or)):
+        written = f"({written})"
+    return [Edit(start, end, written.encode())]
+
+
+def _add_pair(place: _Place, pair: str) -> list[Edit] | None:
+    """Admit one (major, minor) of a major the condition reads alone, where admitting the whole major would admit
+    more than asked: `target.major != 10` -> `target.major != 10 and (target.major, target.minor) != (12, 0)` (a
+    check gains a refusal to refuse), `major == 10` -> `major == 10 or (major, minor) == (12, 0)`."""
+    root, leaf_of = place.root, place.leaf_of
+    checked = _checked(root, leaf_of)
+    if isinstance(root, ast.Compare):
+        leaf = leaf_of(root)
+        if leaf is None or leaf.op not in (*_EQUAL, *_CHECKED):
+            return None
+    elif not (checked or isinstance(root, ast.BoolOp) and isinstance(root.op, ast.Or) and _pure(root, leaf_of)):
+        return None
+    values = _values(None, place.missing)
+    if len(values) == 1:
+        term = f"{pair} {'!=' if checked else '=='} {values[0]!r}"
+    else:
+        opening, closing = place.brackets(numbers=False)
+        term = f"{pair} {'not in' if checked else 'in'} {opening}{', '.join(map(repr, values))}{closing}"
+    start, end = place.text.span(root)
+    parent = place.parents.get(id(root))
+    joiner = " and " if checked else " or "
+    # an `and` binds tighter than any `and`/`or` around it, an `or` only than an `or`
+    loose = isinstance(parent, ast.BoolOp) and (checked or isinstance(parent.op, ast.Or))
+    if loose or not isinstance(parent, _TIGHTER):
+        return [Edit(end, end, f"{joiner}{term}".encode())]
+    return [Edit(start, start, b"("), Edit(end, end, f"{joiner}{term})".encode())]
+
+
 def _for_a_family(function: str, targets: tuple[Arch, ...]) -> bool:
     """Whether the condition decides a predicate named for a family target that covers every target
     (`is_sm120f_supported` and sm_121): upstream writes such a predicate over the major alone, so a comparison
@@ -276,10 +379,12 @@ def widen(
     if root is None:
         raise CannotWiden(f"line {gate.line}: {gate.text} is no longer at this place; find the gates again")
     lone = leaf_of(root) if isinstance(root, ast.Compare) else None
-    if lone is not None and lone.flipped and lone.op not in _BOUNDS:
+    if lone is not None and lone.flipped and lone.op not in _BOUNDS and not lone.chain:
         raise CannotWiden(f"line {gate.line}: `{gate.text}` has its value on the left; edit it by hand")
-    if any(leaf.members for leaf in _leaves(root, leaf_of)):
-        raise CannotWiden(f"line {gate.line}: `{gate.text}` compares CuTe DSL `Arch` members, which codemod does not write; edit it by hand")
+    if any(leaf.members for leaf in _leaves(root, leaf_of)) and not member_range(
+        root.values[0] if isinstance(root, ast.BoolOp) and isinstance(root.op, ast.Or) else root, text
+    ):
+        raise CannotWiden(f"line {gate.line}: `{gate.text}` compares CuTe DSL `Arch` members other than as whole ranges (`arch >= Arch.sm_103 and arch <= Arch.sm_103f`, joined by `or`), the one shape codemod writes them in; edit it by hand")
     scope = tuple(dict.fromkeys((*universe, *targets)))
     before = _reading(root, leaf_of, scope)
     sides = sorted({repr(leaf.side) for leaf in _leaves(root, leaf_of)})
@@ -292,16 +397,28 @@ def widen(
     expected = before.admitted | {arch for arch in scope if told(arch) in wanted}
     missing = tuple(a for a in targets if not before.admits(a))
     place = _Place(source, text, tree, parents, root, leaf_of, missing, number_membership)
-    rewrites = (_extend, _drop, _move_bound, _add_disjunct)
+    rewrites: list[tuple[Callable[[_Place], list[Edit] | None], frozenset[Arch]]] = [
+        (rewrite, expected) for rewrite in (_extend, _extend_chain, _drop, _move_bound, _add_disjunct)
+    ]
     if _for_a_family(gate.context, targets):
-        rewrites = (_drop, _extend, _move_bound, _add_disjunct)
-    for rewrite in rewrites:
+        rewrites.insert(0, rewrites.pop(2))  # _drop first
+    if any(leaf.members for leaf in _leaves(root, leaf_of)):  # CuTe DSL `Arch` ranges: only ranges are written
+        rewrites = [(_add_member_ranges, before.admitted | set(targets))]
+    elif lone is not None and lone.chain:  # `90 <= sm < 120`: one of its bounds dropped, or refused
+        rewrites = [
+            (lambda place: _one_bound(place, 0), expected), (lambda place: _one_bound(place, 1), expected),
+            (lambda place: _move_chained(place, 0), expected), (lambda place: _move_chained(place, 1), expected),
+        ]  # fmt: skip
+    exact = before.admitted | set(targets)
+    if expected != exact and gate.detail.get("pair"):  # the major alone would admit more: the pair says which
+        rewrites.insert(0, (lambda place: _add_pair(place, gate.detail["pair"]), exact))
+    for rewrite, wanted_after in rewrites:
         edits = rewrite(place)
         if not edits:
             continue
         end = gate.end + sum(len(e.text) - (e.end - e.start) for e in edits)
         after = admits(apply_edits(source, edits)[gate.start : end].decode("utf-8"), scope, gate.detail)
-        if not after.unknown and after.admitted == expected:
+        if not after.unknown and after.admitted == wanted_after:
             return wrapped(source, edits)  # a line grown too long is split as black splits it
     plus = ", ".join(a.name for a in targets if not before.admits(a))
     bound = any(leaf.op in _BOUNDS for leaf in _leaves(root, leaf_of))

@@ -108,6 +108,7 @@ def _black_cuts(line: str, limit: int, eol: str, whole: bool = False, enclosed: 
         return _assignment_cuts(line, tokens, limit, eol)
     depth, opened, last = 0, [], None
     operators = []  # (depth, column) of every `and`/`or`
+    commas = []  # (depth, column) of every comma
     for index, token in enumerate(tokens):
         if token.type == tokenize.OP and token.string in "([{":
             opened.append(index)
@@ -117,6 +118,8 @@ def _black_cuts(line: str, limit: int, eol: str, whole: bool = False, enclosed: 
             last = (opened.pop(), index)
         elif token.type == tokenize.NAME and token.string in ("and", "or"):
             operators.append((depth, token.start[1]))
+        elif token.type == tokenize.OP and token.string == ",":
+            commas.append((depth, token.start[1]))
     top = [column for d, column in operators if d == 0]
     if len(top) > 1:
         return _invisible_parentheses_cuts(line, tokens, top, limit, eol) if whole else []
@@ -126,11 +129,13 @@ def _black_cuts(line: str, limit: int, eol: str, whole: bool = False, enclosed: 
     if [t.string for t in tokens[close_index + 1 :] if t.type == tokenize.OP] != [":"]:
         return []  # `if (P or Q) and cond:`: black puts the whole test in parentheses, not these
     before = tokens[open_index - 1]
-    if before.type in (tokenize.STRING, tokenize.NUMBER) or before.string in ")]}" or (
-        before.type == tokenize.NAME and not keyword.iskeyword(before.string)
-    ):
-        return []  # a call's or a subscript's brackets: black splits those otherwise
     open_col, close_col = tokens[open_index].end[1], tokens[close_index].start[1]
+    one_argument = not any(d == 1 and open_col < column < close_col for d, column in commas)
+    if before.type in (tokenize.STRING, tokenize.NUMBER) or before.string in ")]}" or (
+        before.type == tokenize.NAME and not keyword.iskeyword(before.string) and not one_argument
+    ):
+        return []  # a call of several arguments: black splits it one argument a line, with a trailing comma
+    # a call of one argument (FlashInfer 2cf8f4cc7's `elif cutlass.const_expr(` ... `):`) splits as parentheses do
     if open_col > limit:
         return []  # the head itself too long: black lays the test out otherwise
     indent = line[: len(line) - len(line.lstrip())]

@@ -21,7 +21,9 @@ exactly the archs on which it holds, so `major == 10 and minor != 3` does
 not admit sm_103; one unknown comparison makes it unknown (refused). A lone
 negated comparison (`!=`, `not in`) is read as a check *for* its values
 (`if cap != 9: raise`, `if cap != 9: fallback()`): it admits the archs its
-values name, and widening adds the targets to those values.
+values name, and widening adds the targets to those values; so is an `and`
+of nothing but negated comparisons (`major != 9 and major != 10`), which
+gains one more in its own style (`and major != 12`).
 
 `widen` tries, in order, and keeps the first rewrite that, read again,
 admits exactly the old archs plus the targets (and what the condition
@@ -36,6 +38,12 @@ drop the comparisons of an `and` that rule a target out (`major == 10 and
 minor != 3` becomes `major == 10`); move a bound (`[0] >= 10` becomes `>= 9`
 only where no arch lies between); keep a bound and add an equality (`major <
 10` becomes `major < 10 or major == 12`, in parentheses inside an `and`).
+Where the targets are part of a major the condition reads alone and a
+recipe declares both `target.major` and `target.minor` (`names`), the pair
+is added first (`target.major != 10 and (target.major, target.minor) != (12,
+0)`), so that exactly the targets are admitted. CuTe DSL `Arch` members are
+written only as ranges of one arch (`arch >= Arch.sm_103 and arch <=
+Arch.sm_103f`), one more per target, joined by `or`.
 Anything else is refused (`CannotWiden`, naming the line and the reason).
 
 A capability is also read where real code holds it otherwise
@@ -68,7 +76,8 @@ from codemods.gates._capability_blocks import (
     CAPABILITY_RE, CAPABILITY_TOKEN, HELPERS, TOKENS, blocks, callee, has_pair_token, may_compare, may_hold, nodes_in,
 )  # fmt: skip
 from codemods.gates._capability_reading import (
-    _DECLARED, _SIDES, KIND, LeafOf, _conditions, _leaves, _parents, _parse, _reading, _unreadable, admits, gates,
+    _DECLARED, _SIDES, KIND, LeafOf, Side, _conditions, _leaves, _parents, _parse, _reading, _unreadable, admits,
+    gates,
 )  # fmt: skip
 from codemods.gates._capability_values import NAME_RE, QUOTED_ARCH_TOKENS, names_arch
 from codemods.gates._capability_widen import widen
@@ -121,13 +130,34 @@ def _body_calls(statements: list[ast.stmt], wanted: set[str]) -> bool:
     return False
 
 
-def _condition_gate(text: PythonText, root: ast.expr, leaf_of: LeafOf, universe, context: str) -> Gate:
+def _pair(text: PythonText, leaves: list, declared: Mapping[str, Side]) -> tuple[str, dict[str, str]] | None:
+    """The (major, minor) pair as code can write it beside a condition over the major alone, and the names that
+    reading it needs: `(target.major, target.minor)` where a recipe declares both halves (`names`); None for any
+    other operand. Only there: upstream widens a major it reads alone by its majors (`[0] not in (9, 12)`)."""
+    operands = {text.data[slice(*text.span(leaf.operand))].decode("utf-8") for leaf in leaves}
+    if len(operands) != 1 or any(leaf.side != 0 for leaf in leaves):
+        return None
+    operand = leaves[0].operand
+    if isinstance(operand, ast.Attribute) and operand.attr == "major":
+        base = text.data[slice(*text.span(operand.value))].decode("utf-8")
+        if declared.get(f"{base}.major") == 0 and declared.get(f"{base}.minor") == 1:
+            return f"({base}.major, {base}.minor)", {f"{base}.minor": "minor"}
+    return None
+
+
+def _condition_gate(
+    text: PythonText, root: ast.expr, leaf_of: LeafOf, universe, context: str, declared: Mapping[str, Side]
+) -> Gate:
     leaves = _leaves(root, leaf_of)
     names = {name: _SIDES[side] for leaf in leaves for name, side in leaf.names}
     detail: dict[str, Any] = {"names": names}
+    pair = _pair(text, leaves, declared)
+    if pair is not None:  # what widen writes to admit one (major, minor) of a major it cannot admit whole
+        detail["pair"] = pair[0]
+        names.update(pair[1])
     admits = _reading(root, leaf_of, universe)
-    if any(leaf.value is None for leaf in leaves):
-        detail["unknown"] = next(_unreadable(leaf) for leaf in leaves if leaf.value is None)
+    if any(leaf.computed for leaf in leaves):
+        detail["unknown"] = next(_unreadable(leaf) for leaf in leaves if leaf.computed)
     elif admits.unknown:
         detail["unknown"] = "a major compared with a pair"
     start, end = text.span(root)
@@ -185,5 +215,5 @@ def find(
             continue
         if wanted and not (statement is not None and _body_calls(statement.body, wanted)):
             continue
-        out.append(_condition_gate(text, root, leaf_of, universe, around))
+        out.append(_condition_gate(text, root, leaf_of, universe, around, declared))
     return out

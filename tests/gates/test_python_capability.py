@@ -294,7 +294,9 @@ def test_recipe_test_runs_the_kind(tmp_path, cli):
 _SIDES = {
     "get_device_sm()": lambda a: a.major * 10 + a.minor,
     "torch.cuda.get_device_capability()[0]": lambda a: a.major,
+    "cap.major": lambda a: a.major,  # with `cap.minor` declared too: the pair is written where the major says too much
 }
+_CAP_NAMES = {"cap.major": "major", "cap.minor": "minor"}
 
 
 @settings(max_examples=60, deadline=None)
@@ -312,15 +314,21 @@ def test_widening_admits_exactly_the_old_values_and_the_targets(side, op, chosen
         values = values[:1]
     source = f"def f():\n    if {side} {op} {literal}:\n        pass\n"
     data = source.encode()
-    (gate,) = find(data)
+    names = _CAP_NAMES if side == "cap.major" else None
+    (gate,) = find(data, names=names)
     after = apply_edits(data, widen(data, gate, tuple(targets)))
     ast.parse(after)  # still Python
-    (again,) = find(after)
+    (again,) = find(after, names=names)
     wanted = {a for a in DEFAULT_ARCHS if value_of(a) in set(values) | {value_of(t) for t in targets}}
+    if names:  # exactly the old archs and the targets: where the majors would admit more, the pair says which
+        wanted = {a for a in DEFAULT_ARCHS if value_of(a) in set(values)} | set(targets)
     assert set(again.admits.admitted) == wanted  # nothing else admitted
     assert admits(again.text, DEFAULT_ARCHS, again.detail) == again.admits
     assert widen(after, again, tuple(targets)) == []  # idempotent
     negated = op in ("!=", "not in")
+    if names and wanted != {a for a in DEFAULT_ARCHS if value_of(a) in set(values) | {value_of(t) for t in targets}}:
+        assert "cap.minor" in after.decode()  # the pair was written, negated where the comparison was
+        return
     assert (" not in " in after.decode()) == negated or not set(targets) - set(gate.admits.admitted)
 
 
@@ -439,6 +447,16 @@ CONDITION_WIDENINGS = [
         "    if name not in ['correction_bias']:\n        pass\n    return get_device_sm() in [100, 103]\n",
         id="a-one-line-string-list-gives-brackets-sglang-0.5.10-deepseek-v2",
     ),
+    pytest.param(
+        "def f(x):\n    return x and 90 <= get_device_sm() < 120\n", "sm_120,sm_121",
+        "def f(x):\n    return x and get_device_sm() >= 90\n",
+        id="a-chained-comparison-drops-its-upper-bound-capability-first-sglang-0.5.15-deepseek-v2",
+    ),
+    pytest.param(
+        "def f():\n    return 100 <= get_device_sm() < 120\n", "sm_90",
+        "def f():\n    return 90 <= get_device_sm() < 120\n",
+        id="a-chained-comparison-moves-a-bound-in-place",
+    ),
 ]  # fmt: skip
 
 
@@ -468,10 +486,70 @@ def test_admits_picks_one_branch_of_an_if_elif():
                      id="exclusion-rules-out-another-minor"),
         pytest.param("def f():\n    # if get_device_sm() == 100:\n    return 'get_device_sm() == 100'\n", "sm_103",
                      id="comment-and-string-are-no-gates"),
+        pytest.param("def f():\n    return 90 <= get_device_sm() < 130\n", "sm_120",
+                     id="chained-comparison-already-admitting"),
     ],
 )  # fmt: skip
 def test_condition_noop(source, archs):
     assert _rewrite(source, archs) == source
+
+
+def test_a_chained_comparison_is_read_as_its_two_bounds():
+    (gate,) = find(b"def f():\n    return 90 <= get_device_sm() < 120\n")
+    assert sorted(a.name for a in gate.admits.admitted) == ["sm_100", "sm_103", "sm_110", "sm_90"]
+    (computed,) = find(b"def f():\n    return 90 <= get_device_sm() < LIMIT\n")
+    assert computed.detail["unknown"] == "the value compared is computed, not a literal"
+    with pytest.raises(CannotWiden, match="line 2: no rewrite of `90 <= get_device_sm\\(\\) < 110` admits exactly"):
+        _rewrite("def f():\n    return 90 <= get_device_sm() < 110\n", "sm_120")  # dropping `< 110` admits sm_121 too
+
+
+def test_an_and_of_negations_is_a_check():
+    """`if major != 9 and major != 10: raise` lets 9 and 10 through: a check for them, as a lone `!=` is (it was
+    read as admitting everything else, so widening it for 12 said "already admitted")."""
+    source = "def f():\n    major, minor = get_device_capability()\n    if major != 9 and major != 10:\n        raise E()\n"
+    (gate,) = find(source.encode())
+    assert sorted(a.name for a in gate.admits.admitted) == ["sm_100", "sm_103", "sm_90"]
+    assert _rewrite(source, "sm_120,sm_121") == source.replace("major != 10:", "major != 10 and major != 12:")
+
+
+PAIR_WIDENINGS = [
+    pytest.param(
+        "def commit(state):\n    target = device_target(state.device)\n    if target.major != 10:\n        raise E()\n",
+        {"target.major": "major", "target.minor": "minor"}, "sm_120",
+        "    if target.major != 10 and (target.major, target.minor) != (12, 0):\n",
+        id="a-check-gains-the-pair-it-lets-through-flashinfer-0.7.4-replayssm",
+    ),
+    pytest.param(
+        "def f(x, cap):\n    return x and cap.major in (9, 10)\n", {"cap.major": "major", "cap.minor": "minor"},
+        "sm_110,sm_120",
+        "    return x and (cap.major in (9, 10) or (cap.major, cap.minor) in ((11, 0), (12, 0)))\n",
+        id="an-or-added-inside-an-and-is-parenthesized",
+    ),
+    pytest.param(
+        "def f(cap):\n    if cap.major != 9 and cap.major != 10:\n        raise E()\n",
+        {"cap.major": "major", "cap.minor": "minor"}, "sm_120",
+        "    if cap.major != 9 and cap.major != 10 and (cap.major, cap.minor) != (12, 0):\n",
+        id="a-chain-of-negations-gains-the-negated-pair",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("before", "names", "archs", "line"), PAIR_WIDENINGS)
+def test_exactly_one_minor_of_a_major_read_alone_adds_the_pair(before, names, archs, line):
+    """admit = "exact" for sm_120 where the condition reads the major alone: `major in (10, 12)` would admit sm_121
+    too, so where the code can write the (major, minor) pair, the pair is added instead."""
+    after = _rewrite(before, archs, **({"names": names} if names else {}))
+    assert line in after.splitlines(keepends=True)
+    assert _rewrite(after, archs, **({"names": names} if names else {})) == after  # a second pass changes nothing
+
+
+def test_the_whole_major_when_the_targets_are_all_of_it_or_no_minor_is_declared():
+    names = {"cap.major": "major", "cap.minor": "minor"}
+    declared = "def f(cap):\n    if cap.major == 10:\n        return True\n"
+    assert "if cap.major in (10, 12):" in _rewrite(declared, "sm_120,sm_121", names=names)  # the family: the major says it
+    assert "if cap.major in (10, 12):" in _rewrite(declared, "sm_120", names={"cap.major": "major"})  # no minor declared
+    capability = "def f():\n    if torch.cuda.get_device_capability()[0] != 9:\n        skip()\n"
+    assert "[0] not in (9, 12):" in _rewrite(capability, "sm_120")  # no declared minor: the majors, as upstream writes
 
 
 def test_a_lone_negation_is_a_check_but_inside_a_chain_an_exclusion():
@@ -493,6 +571,8 @@ _comparison = st.tuples(
 
 def _spell(comparison) -> str:
     name, op, values = comparison
+    if op in ("<", "<=") and len(values) == 3:  # a chained comparison: `values[1] <= major < values[2]`
+        return f"{values[1]} <= {name} {op} {values[2]}"
     if op in ("in", "not in"):
         return f"{name} {op} ({', '.join(map(str, values))},)"
     return f"{name} {op} {values[0]}"
@@ -524,6 +604,11 @@ def test_conditions_admit_exactly_where_they_hold_and_widen_to_exactly_the_targe
     if isinstance(lone, ast.Compare) and isinstance(lone.ops[0], (ast.NotEq, ast.NotIn)):
         return  # alone, a recipe reads it as a check for its values (test_negated_major_becomes_not_in)
     (gate,) = find(data)
+    if isinstance(lone, ast.BoolOp) and isinstance(lone.op, ast.And) and all(
+        isinstance(v, ast.Compare) and isinstance(v.ops[0], (ast.NotEq, ast.NotIn)) for v in lone.values
+    ):  # an `and` of negations only: a check for what any of them names (test_an_and_of_negations_is_a_check)
+        assert set(gate.admits.admitted) == set(DEFAULT_ARCHS) - _holds(gate.text) and not gate.admits.unknown
+        return
     assert ast.dump(ast.parse(gate.text, mode="eval")) == ast.dump(ast.parse(condition, mode="eval"))  # one gate: all of it
     assert set(gate.admits.admitted) == _holds(gate.text) and not gate.admits.unknown
     try:
@@ -885,12 +970,61 @@ def test_cute_dsl_arch_members_read_as_their_numbers(tmp_path):
     ]
 
 
-def test_cute_dsl_arch_members_are_not_widened():
-    """No `Arch.sm_121a` is written into a comparison of members: widen leaves it (CannotWiden, the bytes kept)."""
+def test_cute_dsl_arch_members_are_widened_only_as_ranges():
+    """No `Arch.sm_121a` is written into an equality of members (CannotWiden, the bytes kept); a range of one arch
+    gains a range per target, joined by `or` (FlashInfer 2cf8f4cc7's mla_decode_fp8.py)."""
     source = b"def pick(arch):\n    if arch == Arch.sm_100a:\n        pass\n    if arch >= Arch.sm_100 and arch <= Arch.sm_100f:\n        pass\n"
-    for gate in find(source):
-        with pytest.raises(CannotWiden, match="compares CuTe DSL `Arch` members"):
-            widen(source, gate, (Arch.parse("sm_121"),))
+    equality, ranged = find(source)
+    with pytest.raises(CannotWiden, match="compares CuTe DSL `Arch` members other than as whole ranges"):
+        widen(source, equality, (Arch.parse("sm_121"),))
+    assert apply_edits(source, widen(source, ranged, (Arch.parse("sm_121"),))).decode().splitlines()[3:6] == [
+        "    if (arch >= Arch.sm_100 and arch <= Arch.sm_100f) or (",  # as black and ruff format split it
+        "        arch >= Arch.sm_121 and arch <= Arch.sm_121f",
+        "    ):",
+    ]
+    mixed = b"def pick(arch, x):\n    return x and arch >= Arch.sm_100 and arch <= Arch.sm_100f\n"
+    with pytest.raises(CannotWiden, match="other than as whole ranges"):
+        widen(mixed, find(mixed)[0], (Arch.parse("sm_103"),))
+
+
+MEMBER_RANGES = """\
+def softmax(self, row_max, tAcc):
+    arch = BaseDSL._get_dsl().get_arch_enum()
+    if cutlass.const_expr(arch >= Arch.sm_100 and arch <= Arch.sm_100f):
+        row_max = reduce_in_registers(tAcc, row_max)
+    elif cutlass.const_expr(arch >= Arch.sm_103 and arch <= Arch.sm_103f):
+        row_max = reduce_on_tmem_load(tAcc, row_max)
+    return row_max
+"""
+
+
+@pytest.mark.parametrize(
+    ("archs", "branch"),
+    [
+        pytest.param("sm_101,sm_110", (
+            "    elif cutlass.const_expr(\n"
+            "        (arch >= Arch.sm_101 and arch <= Arch.sm_101f)\n"
+            "        or (arch >= Arch.sm_103 and arch <= Arch.sm_103f)\n"
+            "        or (arch >= Arch.sm_110 and arch <= Arch.sm_110f)\n"
+            "    ):\n"
+        ), id="ranges-in-ascending-order-black-split-inside-the-call-of-one-argument"),
+        pytest.param("sm_110", (
+            "    elif cutlass.const_expr(\n"
+            "        (arch >= Arch.sm_103 and arch <= Arch.sm_103f)\n"
+            "        or (arch >= Arch.sm_110 and arch <= Arch.sm_110f)\n"
+            "    ):\n"
+        ), id="one-range-added-after"),
+    ],
+)  # fmt: skip
+def test_a_cute_dsl_range_gains_one_range_per_target(archs, branch):
+    after = _rewrite(MEMBER_RANGES, archs, picks="sm_103")
+    assert after == MEMBER_RANGES.replace(
+        "    elif cutlass.const_expr(arch >= Arch.sm_103 and arch <= Arch.sm_103f):\n", branch
+    )
+    assert _rewrite(after, archs, picks="sm_103") == after  # a second pass changes nothing
+    universe = tuple(dict.fromkeys(DEFAULT_ARCHS + parse_archs(archs)))  # sm_101 is not among the defaults
+    (again,) = [g for g in find(after.encode(), universe) if g.admits.admits(Arch.parse("sm_103"))]
+    assert sorted(a.name for a in again.admits.admitted) == sorted(["sm_103", *archs.split(",")])
 
 
 def test_the_kind_says_run_has_no_edit_for_a_comparison_of_members(tmp_path):

@@ -266,13 +266,7 @@ REPLAYS = [
     _fi("fi-cake-bgmv-moe-sm107", None, ("0.7.2.post1", "0.7.4")),
     _fi("fi-moe-utils-jit-sm8x-sm11x-sm12x", None, ("0.7.2.post1", "0.7.4")),
     _fi("fi-kda-prefill-cute-sm107", None, ("0.7.2.post1", "0.7.4")),
-    _fi(
-        "fi-replayssm-commit-sm120", None, ("0.7.2.post1", "0.7.4"),
-        fails="python_capability writes `if target.major not in (10, 12):`, which admits all of major 12 (the major"
-        " alone cannot tell sm_121 from sm_120), where upstream wrote `if target.major != 10 and (target.major,"
-        " target.minor) != (12, 0):`: codemod has no rewrite that adds a `(major, minor)` pair comparison beside a"
-        " major-only test",
-    ),
+    _fi("fi-replayssm-commit-sm120", None, ("0.7.2.post1", "0.7.4")),
     #
     # Held out, fifth round (issue 17): SGLang 0.5.5 -> 0.5.8 release pairs, in the order examined (bench/replay_rounds/round5-sglang-0.5.5-0.5.8.md:
     # none in 0.5.5 -> 0.5.6; 0.5.7 -> 0.5.8's one edit narrows, which no recipe writes)
