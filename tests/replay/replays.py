@@ -271,6 +271,17 @@ REPLAYS = [
     # Held out, fifth round (issue 17): SGLang 0.5.5 -> 0.5.8 release pairs, in the order examined (bench/replay_rounds/round5-sglang-0.5.5-0.5.8.md:
     # none in 0.5.5 -> 0.5.6; 0.5.7 -> 0.5.8's one edit narrows, which no recipe writes)
     _sg("sg-w8a8-int8-min-cap-sm80", ("0.5.6", "0.5.7")),
+    #
+    # Held out, sixth round (issue 17): FlashInfer 0.6.8 -> 0.6.10 and 0.6.12 -> 0.6.14 release pairs, one edit
+    # (bench/replay_rounds/round6-flashinfer-0.6.8-0.6.10-0.6.12-0.6.14.md: none in 0.6.8 -> 0.6.10 or 0.6.13 -> 0.6.14)
+    _fi(
+        "fi-mla-decode-fp8-softmax-sm101-sm110", "2cf8f4cc7", ("0.6.12", "0.6.13"),
+        fails="python_capability refuses a condition over CuTe DSL `Arch` members (it writes none): upstream widened"
+        " `elif cutlass.const_expr(arch >= Arch.sm_103 and arch <= Arch.sm_103f):` by or-ing one range per target,"
+        " `(arch >= Arch.sm_101 and arch <= Arch.sm_101f)` and `(arch >= Arch.sm_110 and arch <= Arch.sm_110f)`, each"
+        " parenthesized and spelled like the existing range, in ascending order around it, and black split the call"
+        " one range a line (`elif cutlass.const_expr(` / `(...)` / `or (...)` / `or (...)` / `):`)",
+    ),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
