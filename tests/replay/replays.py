@@ -277,6 +277,23 @@ REPLAYS = [
     # Held out, fifth round (issue 17): SGLang 0.5.5 -> 0.5.8 release pairs, in the order examined (bench/replay_rounds/round5-sglang-0.5.5-0.5.8.md:
     # none in 0.5.5 -> 0.5.6; 0.5.7 -> 0.5.8's one edit narrows, which no recipe writes)
     _sg("sg-w8a8-int8-min-cap-sm80", ("0.5.6", "0.5.7")),
+    #
+    # Held out, sixth round (issue 17): SGLang 0.5.11 -> 0.5.12, 0.5.14 -> 0.5.15, 0.5.17 -> 0.5.18, in the order
+    # examined (bench/replay_rounds/round6-sglang-0.5.11-0.5.12-0.5.14-0.5.15-0.5.17-0.5.18.md: none in 0.5.11 -> 0.5.12)
+    _sg(
+        "sg-mla-fused-a-gemm-sm12x", ("0.5.14", "0.5.15"),
+        fails="python_capability finds no gate in a chained comparison: `and 90 <= _device_sm < 120` (lower bound with"
+        " the value on the left, upper bound on the right, one ast.Compare with two operators) is not read, so the plan"
+        " fails `not found`; upstream drops the upper end and writes the lower one name first, `and _device_sm >= 90`"
+        " (as the file's other bound, `and _device_sm >= 90` in MoEGate.forward)",
+    ),
+    _sg(
+        "sg-cutedsl-bf16-gemm-sm107", ("0.5.17", "0.5.18"),
+        fails="python_capability writes `if get_device_sm() not in (100, 103, 107):` where upstream replaced the"
+        " comparison by SGLang's predicate for the whole major, `if not is_sm100_supported():` (device_capability_majors"
+        "=[10]), and swapped the now unused import `from sglang.srt.utils import get_device_sm` for `... import"
+        " is_sm100_supported`: codemod has no rewrite from a capability comparison to a predicate",
+    ),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
