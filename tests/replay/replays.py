@@ -274,13 +274,18 @@ REPLAYS = [
     #
     # Held out, sixth round (issue 17): FlashInfer 0.6.8 -> 0.6.10 and 0.6.12 -> 0.6.14 release pairs, one edit
     # (bench/replay_rounds/round6-flashinfer-0.6.8-0.6.10-0.6.12-0.6.14.md: none in 0.6.8 -> 0.6.10 or 0.6.13 -> 0.6.14)
-    _fi(
-        "fi-mla-decode-fp8-softmax-sm101-sm110", "2cf8f4cc7", ("0.6.12", "0.6.13"),
-        fails="python_capability refuses a condition over CuTe DSL `Arch` members (it writes none): upstream widened"
-        " `elif cutlass.const_expr(arch >= Arch.sm_103 and arch <= Arch.sm_103f):` by or-ing one range per target,"
-        " `(arch >= Arch.sm_101 and arch <= Arch.sm_101f)` and `(arch >= Arch.sm_110 and arch <= Arch.sm_110f)`, each"
-        " parenthesized and spelled like the existing range, in ascending order around it, and black split the call"
-        " one range a line (`elif cutlass.const_expr(` / `(...)` / `or (...)` / `or (...)` / `):`)",
+    _fi("fi-mla-decode-fp8-softmax-sm101-sm110", "2cf8f4cc7", ("0.6.12", "0.6.13")),
+    # Held out, sixth round (issue 17): SGLang 0.5.11 -> 0.5.12, 0.5.14 -> 0.5.15, 0.5.17 -> 0.5.18, in the order
+    # examined (bench/replay_rounds/round6-sglang-0.5.11-0.5.12-0.5.14-0.5.15-0.5.17-0.5.18.md: none in 0.5.11 -> 0.5.12)
+    _sg("sg-mla-fused-a-gemm-sm12x", ("0.5.14", "0.5.15")),
+    _sg(
+        "sg-cutedsl-bf16-gemm-sm107", ("0.5.17", "0.5.18"),
+        fails="python_capability writes `if get_device_sm() not in (100, 103, 107):` where upstream replaced the"
+        " comparison by SGLang's predicate for the whole major, `if not is_sm100_supported():` (device_capability_majors"
+        "=[10]), and swapped the now unused import `from sglang.srt.utils import get_device_sm` for `... import"
+        " is_sm100_supported`: codemod has no rewrite from a capability comparison to a predicate",
+        beyond_archs="the comparison is replaced by a predicate call of another form, and the import line swaps"
+        " get_device_sm for is_sm100_supported: lines changed beyond which archs the check admits",
     ),
 ]
 
