@@ -80,14 +80,18 @@ def _chained(node: ast.Compare, lookup: Callable[[str], Side]) -> _Leaf | None:
         return None
     low, middle, high = node.left, node.comparators[0], node.comparators[1]
     side = _part(middle, lookup)
+    members = _members(low) is not None and _members(high) is not None  # `Arch.sm_100 <= arch <= Arch.sm_100f`
+    if members and side == "" and isinstance(middle, (ast.Name, ast.Attribute, ast.Call)):
+        side = "sm"
     if side == "" or any(_part(bound, lookup) != "" for bound in (low, high)):
         return None
+    value = _members if members and side == "sm" else _literal
     names = tuple(
         (spelled, lookup(spelled)) for n in ast.walk(middle)
         if isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and (spelled := _spelled(n)) and lookup(spelled) != ""
     )  # fmt: skip
     first, second = _FLIPPED[type(node.ops[0])], type(node.ops[1])
-    return _Leaf(node, side, first, _literal(low), True, names, chain=((second, _literal(high)),))
+    return _Leaf(node, side, first, value(low), True, names, members=members, chain=((second, value(high)),))
 
 
 def _leaf(node: ast.AST, lookup: Callable[[str], Side]) -> _Leaf | None:

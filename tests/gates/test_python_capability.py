@@ -499,6 +499,8 @@ def test_a_chained_comparison_is_read_as_its_two_bounds():
     assert sorted(a.name for a in gate.admits.admitted) == ["sm_100", "sm_103", "sm_110", "sm_90"]
     (computed,) = find(b"def f():\n    return 90 <= get_device_sm() < LIMIT\n")
     assert computed.detail["unknown"] == "the value compared is computed, not a literal"
+    (members,) = find(b"def f(arch):\n    return Arch.sm_100 <= arch <= Arch.sm_100f\n")  # CuTe DSL, chained
+    assert str(members.admits) == "sm_100"
     with pytest.raises(CannotWiden, match="line 2: no rewrite of `90 <= get_device_sm\\(\\) < 110` admits exactly"):
         _rewrite("def f():\n    return 90 <= get_device_sm() < 110\n", "sm_120")  # dropping `< 110` admits sm_121 too
 
