@@ -31,9 +31,9 @@ _state = {"debug": False}
 
 
 def report_error(exc: errors.CodemodError, as_json: bool = False) -> None:
-    err.print(f"error[{exc.code}]: {exc}", markup=False)
+    err.print(f"error[{exc.code}]: {exc}")
     if exc.hint:
-        err.print(f"  hint: {exc.hint}", markup=False)
+        err.print(f"  hint: {exc.hint}")
     if as_json:  # scripts get the same error as one document on stdout
         import json
 
@@ -99,7 +99,7 @@ def main() -> None:
         if _state["debug"] or "--debug" in sys.argv:
             traceback.print_exc()
         else:
-            err.print(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", markup=False)
+            err.print(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
         sys.exit(1)
 
 

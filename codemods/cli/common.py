@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 from enum import Enum
 from pathlib import Path
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchParseError, parse_archs
 from codemods.core.lazy import LazyModule
@@ -19,7 +18,44 @@ from codemods.core.lazy import LazyModule
 recipes = LazyModule("codemods.recipes.load")
 workspace = LazyModule("codemods.apply.workspace")
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class Stderr:
+    """Reports on stderr: plain lines, and on a terminal rich's rendering (bold heads, dim asides, progress bars).
+
+    rich is imported only for a terminal: a command whose stderr is a pipe or a file (CI, scripts, the
+    benchmarks) spends no twentieth of a second loading it.
+    """
+
+    @property
+    def is_terminal(self) -> bool:
+        return sys.stderr.isatty()
+
+    @functools.cached_property
+    def console(self):
+        from rich.console import Console
+
+        return Console(stderr=True, highlight=False, soft_wrap=True)
+
+    def print(self, text: str) -> None:
+        """One line, as it is (no markup, no emoji codes)."""
+        if self.is_terminal:
+            self.console.print(text, markup=False, emoji=False, overflow="ignore", crop=False)
+        else:
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+
+    def styled(self, *parts: tuple[str, str]) -> None:
+        """One line of (text, rich style) parts: styled on a terminal, their text elsewhere."""
+        if self.is_terminal:
+            from rich.text import Text
+
+            self.console.print(Text.assemble(*parts), overflow="ignore", crop=False)
+        else:
+            self.print("".join(text for text, _ in parts))
+
+
+err = Stderr()
 
 REPO_HELP = "The project folder: a git checkout, or site-packages holding the installed wheel (repeatable)."
 PACKAGE_HELP = "An installed package (flashinfer, sglang), found with importlib.metadata (repeatable)."
@@ -52,19 +88,20 @@ def say(line: str) -> None:
     """A report line, on stderr; a leading `note:`, `warning:` or `first option:` is bold on a terminal."""
     head, sep, rest = line.partition(": ")
     if sep and head in _EMPHASISED:
-        err.print(f"[bold]{head}:[/] {escape(rest)}", highlight=False)
+        err.styled((f"{head}:", "bold"), (f" {rest}", ""))
     else:
-        err.print(line, markup=False, overflow="ignore", crop=False)
+        err.print(line)
 
 
 def notify(message: str) -> None:
-    err.print(f"note: {message}", markup=False)
+    err.print(f"note: {message}")
 
 
 def print_diff(diff: str) -> None:
     if not diff:
         return
     if sys.stdout.isatty():
+        from rich.console import Console
         from rich.syntax import Syntax
 
         Console(highlight=False).print(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
@@ -78,7 +115,7 @@ def progress_bar(label: str):
         return None, contextlib.nullcontext()
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True)
+    bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err.console, transient=True)
     return bar, bar
 
 

@@ -65,7 +65,7 @@ def doctor(
         if fmt is Format.text:
             _out(render.event_text(event) + "\n")
         else:
-            err.print(render.event_text(event), markup=False)
+            err.print(render.event_text(event))
 
     def show_findings(found) -> None:
         if fmt is Format.json:
@@ -73,7 +73,7 @@ def doctor(
         else:
             _out("".join(line + "\n" for line in render.checkup_text(found, recipe, str(repo) if repo else None)))
         if found.stopped:
-            err.print(render.stopped_text(found), markup=False)
+            err.print(render.stopped_text(found))
 
     found = checkup(
         log, rules, tp=tp, baseline=baseline, max_regression=max_regression, follow=follow, timeout=timeout,
@@ -81,6 +81,6 @@ def doctor(
         on_event=show_event, on_wait=_notify, on_findings=show_findings,
     )
     if revert and found.comparison is not None:
-        err.print(render.revert_text(found, recipe, repo), markup=False)
+        err.print(render.revert_text(found, recipe, repo))
     if found.exit_code:
         raise typer.Exit(found.exit_code)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from codemods.core import errors
 from codemods.core.lazy import LazyModule
@@ -85,10 +84,9 @@ def ask_each(changes):
         if take_all and not off:  # [a]ll means the recipe's default changes; one that is off by default is still asked
             accepted.append(change)
             continue
-        label = " [dim](off by default)[/]" if off else ""
-        err.print(f"[bold]{escape(change.id)}[/]: {escape(change.change.title)}{label}")
+        err.styled((change.id, "bold"), (f": {change.change.title}", ""), (" (off by default)" if off else "", "dim"))
         if off and change.change.why:
-            err.print(escape(change.change.why))
+            err.print(change.change.why)
         print_diff(diffs.unified_diff(change.file, change.before, change.after, change.edits))
         answer = ""
         while answer not in ("y", "n", "a", "q"):

@@ -77,6 +77,6 @@ def scan(
         provenances = [git_repos.provenance(Path(root)) for root in roots]
         out(json.dumps(document.scan_sarif(results, provenances), indent=2) + "\n")
     for root, result in results if verbose else ():
-        err.print(text.scan_stats_line(root, result), markup=False)
+        err.print(text.scan_stats_line(root, result))
     if check and any(scanner.check(result) for _, result in results):
         raise typer.Exit(1)

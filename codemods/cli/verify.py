@@ -68,7 +68,7 @@ def verify(
     else:
         out_lines(text.verify_lines(result, ctx))
     for note in text.verify_notes(result, ctx):
-        err.print(note, markup=False)
+        err.print(note)
     if not result.ok:
         raise typer.Exit(1)
 

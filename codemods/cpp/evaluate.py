@@ -120,11 +120,21 @@ def _expression(directive: str, tokens: list[Token]) -> Node:
     return defined
 
 
-def directive_keywords(tree: tree_sitter.Tree, language: str) -> list[tree_sitter.Node]:
-    """The keywords (`#if`, `#elifndef` ...) of every conditional directive in `tree`, in source order."""
-    keywords = " ".join(f'"{directive}"' for directive in DIRECTIVES)
-    found = syntax.captures(tree, language, f"[{keywords}] @keyword", "keyword")
-    return sorted(found, key=lambda node: node.start_byte)
+# The conditional directives' keywords and nodes, one query: single-node patterns (one with a child pattern keeps a
+# state open per enclosing #if: quadratic)
+_CONDITIONALS = (
+    "[" + " ".join(f'"{directive}"' for directive in DIRECTIVES) + "] @keyword\n"
+    "[(preproc_if) (preproc_elif) (preproc_ifdef) (preproc_elifdef)] @directive"
+)
+
+
+def conditionals(tree: tree_sitter.Tree, language: str) -> tuple[list[tree_sitter.Node], dict[int, tree_sitter.Node]]:
+    """The keywords (`#if`, `#elifndef` ...) of every conditional directive in `tree`, in source order, and the
+    directive nodes (`preproc_if` ...) by offset (a directive starts where its keyword does; a keyword tree-sitter
+    could not place in a directive, inside an ERROR, has none)."""
+    found = syntax.captures(tree, language, _CONDITIONALS)
+    keywords = sorted(found.get("keyword", []), key=lambda node: node.start_byte)
+    return keywords, {node.start_byte: node for node in found.get("directive", [])}
 
 
 _SNIPPET_HEADS = {
@@ -143,7 +153,7 @@ def snippet_guard(directive: str, condition: bytes, language: str) -> tuple[Guar
     head = _SNIPPET_HEADS[directive]
     snippet = head + condition + b"\n#endif\n"
     tree = syntax.parser(language).parse(snippet)
-    keywords = directive_keywords(tree, language)
+    keywords = conditionals(tree, language)[0]
     if not keywords or keywords[0].start_byte != 0:
         return None, len(head)
     guard = read_guard(snippet, tree, keywords[0])

@@ -1,7 +1,7 @@
 """Reading a Python list of GPU archs: its entries, its style, what it admits, and the list a name stands for.
 
 The one reader of arch lists: `python_arch_list` finds the lists with it
-(from a stdlib `ast` parse) and widens them (from libcst), and `jit.specs`
+and widens them (from a stdlib `ast` parse), and `jit.specs`
 reads a spec's `supported_major_versions` through `python_arch_list`. Majors
 are integers below 20 (`[9, 10]`), capabilities integers from 20 (`[90,
 120]`), strings one spelling (`["100", "103"]`, `["sm_100a"]`, `["12.0a"]`),
@@ -16,16 +16,7 @@ import ast
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeAlias, cast, overload
-
-from typing import TYPE_CHECKING
-
-from codemods.core.lazy import LazyModule
-
-if TYPE_CHECKING:
-    import libcst as cst
-else:  # imported on first use: `codemod list` needs no libcst
-    cst = LazyModule("libcst")
+from typing import TypeAlias, cast
 
 from codemods.core.arch import Arch, ArchSet
 from codemods.gates._python import skip_trivia
@@ -164,42 +155,6 @@ def _string_entry(text: str) -> tuple[str, str] | None:
         return None
     body = match.group(1) if match.group(1) is not None else match.group(2)
     return (text[-1], body)
-
-
-@overload
-def cst_entries(node: cst.List | cst.Tuple | cst.Set) -> list[Entry]: ...
-@overload
-def cst_entries(node: cst.BaseExpression) -> list[Entry] | None: ...
-def cst_entries(node: cst.BaseExpression) -> list[Entry] | None:
-    """A list's, tuple's or set's entries as `read_entries` takes them; None when `node` is no list literal."""
-    if not isinstance(node, (cst.List, cst.Tuple, cst.Set)):
-        return None
-    entries: list[Entry] = []
-    for element in node.elements:
-        value = element.value if isinstance(element, cst.Element) else None
-        if isinstance(value, cst.Integer):
-            entries.append(value.evaluated_value)
-        elif isinstance(value, cst.SimpleString):
-            entries.append(_string_entry(value.value))
-        elif isinstance(value, cst.Tuple):
-            entries.append(_cst_pair(value))
-        else:
-            entries.append(None)
-    return entries
-
-
-def _cst_pair(node: cst.Tuple) -> Pair | None:
-    items = [element.value for element in node.elements if isinstance(element, cst.Element)]
-    if len(node.elements) != 2 or len(items) != 2 or not all(isinstance(item, cst.Integer) for item in items):
-        return None
-    first, second = cast("list[cst.Integer]", items)
-    comma = node.elements[0].comma
-    if not isinstance(comma, cst.Comma) or first.lpar or second.lpar:
-        return None
-    between = cst.Module([]).code_for_node(comma)
-    if between.strip() != ",":
-        return None
-    return Pair(int(first.evaluated_value), int(second.evaluated_value), between)
 
 
 def _ast_pair(source: bytes, node: ast.Tuple, offset) -> Pair | None:

@@ -34,7 +34,6 @@ import re
 from dataclasses import replace
 from functools import lru_cache
 
-import tree_sitter
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.cpp import syntax
@@ -42,7 +41,7 @@ from codemods.cpp.evaluate import (
     CONDITION_DIRECTIVES,
     Guard,
     admits,
-    directive_keywords,
+    conditionals,
     read_guard,
     snippet_guard,
 )
@@ -61,16 +60,6 @@ from codemods.gates import CannotWiden, Edit, Gate, SourceError, apply_edits, de
 KIND = "cuda_guard"
 
 __all__ = ["KIND", "admits", "find", "widen"]  # admits: what a guard given as text admits, the evaluator's answer
-
-
-def _directives(tree: tree_sitter.Tree, language: str) -> dict[int, tree_sitter.Node]:
-    """The directive nodes (`preproc_if` ...) by offset: a directive starts where its keyword does.
-
-    A keyword tree-sitter could not place in a directive (inside an ERROR) has none.
-    """
-    # single-node patterns: one with a child pattern keeps a state open per enclosing #if (quadratic)
-    pattern = "[(preproc_if) (preproc_elif) (preproc_ifdef) (preproc_elifdef)] @directive"
-    return {node.start_byte: node for node in syntax.captures(tree, language, pattern, "directive")}
 
 
 def find(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, language: str = "cuda") -> list[Gate]:
@@ -113,8 +102,8 @@ def _find_parsed(source: bytes, universe: tuple[Arch, ...], language: str) -> li
     tree = syntax.parser(language).parse(source)
     gates = []
     keywords = []
-    directives = _directives(tree, language)
-    for keyword in directive_keywords(tree, language):
+    keywords_found, directives = conditionals(tree, language)
+    for keyword in keywords_found:
         guard = read_guard(source, tree, keyword, arch_macros_only=True, directive=directives.get(keyword.start_byte))
         if guard is None:
             continue

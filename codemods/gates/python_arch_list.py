@@ -39,9 +39,11 @@ level, to a computed value, or changed in place is refused with the reason
 `KNOWN_CALLS`, and pairs assigned to a name that says capability
 (`KNOWN_LITERAL`).
 
-One reader finds them all: the stdlib `ast` (`find` and `find_known` take
-the caller's parse, as `scan` has one), with byte spans equal to libcst's,
-which `widen` edits through.
+One reader finds them all and `widen` edits through it: the stdlib `ast`
+(`find` and `find_known` take the caller's parse, as `scan` has one), with
+libcst only to split a module Python's own parser rejects into statements
+(`_parse`). A list's span holds the parentheses written around it
+(`=([9, 10])`).
 
 The list's values decide its style and what it admits:
 
@@ -77,10 +79,7 @@ import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from typing import TYPE_CHECKING
-
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
-from codemods.core.lazy import LazyModule
 from codemods.gates import CannotWiden, Edit, Gate, SourceError, TooDeep, decode, line_of
 from codemods.gates._arch_lists import (
     Lines,
@@ -89,19 +88,15 @@ from codemods.gates._arch_lists import (
     Value,
     admits_of,
     ast_entries,
-    cst_entries,
     majors_detail,
     outer_span,
     past,
     read_entries,
 )
-from codemods.gates._python import MAX_DEPTH, PythonSource, dotted, nested_too_deeply, parse, skip_trivia, too_deep
+from codemods.gates._python import (
+    MAX_DEPTH, dotted, eol as line_eol, line_end, line_start, nested_too_deeply, parse, skip_trivia, too_deep,
+)  # fmt: skip
 from codemods.gates._wrap import wrapped
-
-if TYPE_CHECKING:
-    import libcst as cst
-else:  # imported on first use: `codemod list` needs no libcst
-    cst = LazyModule("libcst")
 
 KIND = "python_arch_list"
 
@@ -425,11 +420,12 @@ def widen(
     where = f"line {gate.line}: {gate.text}"
     if "unread" in gate.detail:
         raise CannotWiden(f"{where} is not a list literal, and {gate.detail['unread']}; widen it by hand")
-    parsed = parse(source)
-    node = _locate(parsed, gate)
-    if not isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+    tree, _ = _parse(source, [])
+    lines = Lines(source)
+    node, statement = _locate(tree, lines, gate)
+    if not isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         raise CannotWiden(f"{where} is not a list literal (a name or a computed value); widen it by hand")
-    entries = cst_entries(node)
+    entries = ast_entries(source, node, lines.offset) or []
     listed = read_entries(entries, gate.detail.get("keyword") == MAJORS_KEYWORD)
     if listed.values is None:
         raise CannotWiden(f"{where} is not a list of integer literals or arch strings in one style; widen it by hand")
@@ -446,29 +442,29 @@ def widen(
     if not missing:
         return []
     keys = [_key(value) for value in listed.values]
-    elements = list(node.elements)
+    inside = lines.span(node)
+    elements = [_element_span(source, inside, lines.span(element)) for element in node.elts]
     if not elements:
-        assert not isinstance(node, cst.Set), "libcst reads `{}` as a dict"
-        return [_fill_empty(parsed, node, [style.spell(*value) for value in missing])]
-    insert = _insert_lines if _one_per_line(parsed, node) else _insert_inline
+        return [_fill_empty(source, node, inside, [style.spell(*value) for value in missing])]
+    insert = _insert_lines if _one_per_line(source, elements) else _insert_inline
     edits: list[Edit] = []
     positions: dict[int, list[str]] = {}
     for value in missing:
         positions.setdefault(_position(keys, _key(value)), []).append(style.spell(*value))
     for position in sorted(positions):
-        edits.extend(insert(parsed, elements, position, positions[position]))
-    if insert is _insert_inline and _assigned_on_one_line(parsed, node):
-        edits = wrapped(parsed.source, edits)  # a line grown too long is split as black splits it
+        edits.extend(insert(source, inside, elements, position, positions[position]))
+    if insert is _insert_inline and _assigned_on_one_line(source, lines, statement):
+        edits = wrapped(source, edits)  # a line grown too long is split as black splits it
     return edits
 
 
-def _assigned_on_one_line(parsed: PythonSource, node: cst.CSTNode) -> bool:
-    """Whether `node` is in the value of an assignment written on one line (`X = frozenset({...})`)."""
-    statement = next((up for up in parsed.ancestors(node) if isinstance(up, cst.SimpleStatementLine)), None)
-    if statement is None or len(statement.body) != 1 or not isinstance(statement.body[0], (cst.Assign, cst.AnnAssign)):
+def _assigned_on_one_line(source: bytes, lines: Lines, statement: ast.stmt | None) -> bool:
+    """Whether the list is in the value of an assignment written on a line of its own (`X = frozenset({...})`)."""
+    if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or statement.lineno != statement.end_lineno:
         return False
-    start, end = parsed.span(statement)
-    return parsed.line(start) == parsed.line(max(start, end - 1))
+    start, end = lines.span(statement)  # type: ignore[arg-type]  # a statement has positions as an expression has
+    before, after = source[line_start(source, start) : start], source[end : line_end(source, end)]
+    return not before.strip() and skip_trivia(after, 0) == len(after)  # nothing else on the line (no `; x = 1`)
 
 
 def _covers(listed: Value, wanted: Value) -> bool:
@@ -479,18 +475,54 @@ def _key(value: Value) -> tuple[int, int]:
     return (value[0], -1 if value[1] is None else value[1])
 
 
-def _locate(parsed: PythonSource, gate: Gate) -> cst.BaseExpression:
-    """The list `find` gave (an argument, or the literal a name stands for), or the argument it refused."""
-    span = (gate.start, gate.end)
-    for node in parsed.nodes((cst.List, cst.Tuple, cst.Set)):
-        if span in (parsed.outer_span(node), parsed.span(node)):
-            return node
-    for arg in parsed.nodes(cst.Arg):
-        if parsed.outer_span(arg.value) == span:
-            return arg.value
-    raise CannotWiden(
-        f"line {gate.line}: {gate.text} is no longer at this place; find the gates again"
-    )
+def _locate(tree: ast.Module, lines: Lines, gate: Gate) -> tuple[ast.expr, ast.stmt | None]:
+    """The list `find` gave (an argument, or the literal a name stands for), or the argument it refused, with the
+    innermost statement holding it. `find`'s span may hold parentheses written around the node (`=([9, 10])`)."""
+    source = lines.source
+
+    def only(between: bytes, bracket: bytes) -> bool:
+        """Whether `between` holds nothing but `bracket`s, whitespace and comments."""
+        at = 0
+        while (at := skip_trivia(between, at)) < len(between):
+            if between[at : at + 1] != bracket:
+                return False
+            at += 1
+        return True
+
+    def spans(node: ast.expr) -> bool:
+        start, end = lines.span(node)
+        return gate.start <= start and end <= gate.end and only(source[gate.start : start], b"(") and only(
+            source[end : gate.end], b")"
+        )
+
+    found: tuple[ast.expr, ast.stmt | None] | None = None
+
+    def visit(node: ast.AST, statement: ast.stmt | None) -> None:
+        nonlocal found
+        for child in ast.iter_child_nodes(node):
+            if found is not None and isinstance(found[0], (ast.List, ast.Tuple, ast.Set)):
+                return
+            inner = child if isinstance(child, ast.stmt) else statement
+            if isinstance(child, ast.expr) and hasattr(child, "end_lineno") and spans(child):
+                if isinstance(child, (ast.List, ast.Tuple, ast.Set)) or found is None:
+                    found = (child, statement)
+            visit(child, inner)
+
+    visit(tree, None)
+    if found is None:
+        raise CannotWiden(f"line {gate.line}: {gate.text} is no longer at this place; find the gates again")
+    return found
+
+
+def _element_span(source: bytes, inside: tuple[int, int], span: tuple[int, int]) -> tuple[int, int]:
+    """An element's span with the parentheses written around it (`[(9), 10]`), inside its list's brackets."""
+    start, end = span
+    while True:
+        before = source[inside[0] + 1 : start].rstrip()
+        after = skip_trivia(source, end)
+        if not (before.endswith(b"(") and source[after : after + 1] == b")" and after < inside[1] - 1):
+            return start, end
+        start, end = inside[0] + len(before), after + 1
 
 
 def _position(keys: list[tuple[int, int]], key: tuple[int, int]) -> int:
@@ -498,59 +530,59 @@ def _position(keys: list[tuple[int, int]], key: tuple[int, int]) -> int:
     return next((i for i, listed in enumerate(keys) if listed > key), len(keys))
 
 
-def _one_per_line(parsed: PythonSource, node: cst.List | cst.Tuple | cst.Set) -> bool:
+def _indent(source: bytes, offset: int) -> bytes | None:
+    """The whitespace before `offset` on its line, or None when something else precedes it."""
+    prefix = source[line_start(source, offset) : offset]
+    return prefix if not prefix.strip() else None
+
+
+def _one_per_line(source: bytes, elements: list[tuple[int, int]]) -> bool:
     """True when every element starts on a line of its own."""
-    return all(
-        parsed.indent(parsed.outer_span(element.value)[0]) is not None for element in node.elements
-    )
+    return all(_indent(source, start) is not None for start, _ in elements)
 
 
-def _fill_empty(parsed: PythonSource, node: cst.List | cst.Tuple, added: list[str]) -> Edit:
-    opening = node.lbracket if isinstance(node, cst.List) else node.lpar[0]
-    at = parsed.span(opening)[0] + 1
+def _fill_empty(source: bytes, node: ast.List | ast.Tuple | ast.Set, inside: tuple[int, int], added: list[str]) -> Edit:
+    at = inside[0] + 1  # just past `[` or `(` (a `()` tuple's span is its parentheses)
     text = ", ".join(added)
-    if isinstance(node, cst.Tuple) and len(added) == 1:
+    if isinstance(node, ast.Tuple) and len(added) == 1:
         text += ","
     return Edit(at, at, text.encode())
 
 
 def _insert_inline(
-    parsed: PythonSource, elements: list[cst.BaseElement], position: int, texts: list[str]
+    source: bytes, inside: tuple[int, int], elements: list[tuple[int, int]], position: int, texts: list[str]
 ) -> list[Edit]:
     """`[9, 10]` -> `[9, 10, 12]`, reusing the separator the list already has."""
     separator = b", "
     if len(elements) > 1:
-        between = parsed.source[
-            parsed.outer_span(elements[0].value)[1] : parsed.outer_span(elements[1].value)[0]
-        ]
+        between = source[elements[0][1] : elements[1][0]]
         if b"\n" not in between and b"#" not in between:
             separator = between
     added = [text.encode() for text in texts]
     if position < len(elements):
-        at = parsed.outer_span(elements[position].value)[0]
+        at = elements[position][0]
         return [Edit(at, at, b"".join(text + separator for text in added))]
-    at = parsed.outer_span(elements[-1].value)[1]
+    at = elements[-1][1]
     return [Edit(at, at, b"".join(separator + text for text in added))]
 
 
 def _insert_lines(
-    parsed: PythonSource, elements: list[cst.BaseElement], position: int, texts: list[str]
+    source: bytes, inside: tuple[int, int], elements: list[tuple[int, int]], position: int, texts: list[str]
 ) -> list[Edit]:
     """A list written one element per line gets one new line per entry."""
-    reference = elements[min(position, len(elements) - 1)]
-    value_start, value_end = parsed.outer_span(reference.value)
-    indent = parsed.indent(value_start)
+    value_start, value_end = elements[min(position, len(elements) - 1)]
+    indent = _indent(source, value_start)
     assert indent is not None  # _one_per_line chose this insert: every element starts a line of its own
-    eol = parsed.eol(value_end)
+    eol = line_eol(source, value_end)
     added = [text.encode() for text in texts]
     if position < len(elements):
-        at = parsed.line_start(value_start)
+        at = line_start(source, value_start)
         return [Edit(at, at, b"".join(indent + text + b"," + eol for text in added))]
     # Appending: keep the file's choice of a trailing comma after the last element.
-    comma = reference.comma if isinstance(reference.comma, cst.Comma) else None
-    has_comma = comma is not None
-    after = parsed.span(comma)[1] if comma is not None else value_end
-    rest = parsed.source[after : parsed.line_end(after)].strip()
+    comma_at = skip_trivia(source, value_end)
+    has_comma = source[comma_at : comma_at + 1] == b"," and comma_at < inside[1] - 1
+    after = comma_at + 1 if has_comma else value_end
+    rest = source[after : line_end(source, after)].strip()
     if rest and not rest.startswith(b"#"):
         # The closing bracket shares the last element's line.
         if has_comma:
@@ -558,7 +590,7 @@ def _insert_lines(
         else:
             text = b"".join(b"," + eol + indent + major for major in added)
         return [Edit(after, after, text)]
-    at = parsed.line_end(after)
+    at = line_end(source, after)
     if has_comma:
         return [Edit(at, at, b"".join(indent + text + b"," + eol for text in added))]
     lines = b"," + eol
@@ -568,17 +600,13 @@ def _insert_lines(
     ]
 
 
-
 def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> ArchSet:
     """The archs a list, given as text (`[9, 10, 12]`, `["100", "103"]`), admits; read as `find` reads it."""
-
-    def values(node: cst.BaseExpression):
-        entries = cst_entries(node)
-        listed = read_entries(entries, True) if entries is not None else Listed(None, None)
-        return listed.values
-
+    data = text.strip().encode("utf-8")
     try:
-        listed_values = values(cst.parse_expression(text.strip()))
-    except cst.ParserSyntaxError:
-        listed_values = None
-    return admits_of(Listed(listed_values, None), universe)
+        node = ast.parse(data.decode("utf-8"), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return admits_of(Listed(None, None), universe)
+    entries = ast_entries(data, node, Lines(data).offset)
+    listed = read_entries(entries, True) if entries is not None else Listed(None, None)
+    return admits_of(listed, universe)

@@ -33,7 +33,6 @@ from __future__ import annotations
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates._python import parse
 from codemods.jit.spec_ast import AstIndex as _AstIndex
-from codemods.jit.spec_cst import LibcstIndex as _LibcstIndex
 from codemods.jit.spec_index import SOURCE_SUFFIXES, Index, JitGate, JitSpec
 from codemods.jit.spec_index import Unsupported as _Unsupported
 
@@ -47,8 +46,11 @@ def find(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> list[JitS
     try:
         return _specs(_AstIndex(source))
     except (_Unsupported, RecursionError):
-        # Python's own parser is 5-10x faster than libcst; libcst decides what the ast reading cannot vouch for.
-        return _specs(_LibcstIndex(parse(source), source, universe))
+        # Python's own parser is 5-10x faster than libcst; libcst decides what the ast reading cannot vouch for
+        # (imported here: a run or scan whose specs ast reads needs no libcst, a third of a second to import)
+        from codemods.jit.spec_cst import LibcstIndex
+
+        return _specs(LibcstIndex(parse(source), source, universe))
 
 
 def _specs(index: Index) -> list[JitSpec]:
