@@ -76,7 +76,13 @@ else:  # imported on first use: `codemod list` needs no libcst
 KIND = "python_arch_or"
 
 # `has_smNNN` build flags are spelled here too, for python_arch_test; this kind's chains hold only `is_sm`.
-PREDICATE_RE = re.compile(r"^(?P<head>_?(?:is|has)_sm)(?P<number>\d{2,3})(?P<tail>[af]?(?:_supported)?)$")
+PREDICATE_RE = re.compile(r"^(?P<head>_?(?:is|has)_sm)(?P<number>\d{2,3})(?P<tail>[afx]?(?:_supported)?)$")
+
+
+def _number(match: re.Match[str]) -> int:
+    """The arch number a predicate name's match carries: `is_sm120a_supported` 120, and a family's major as its
+    first arch's number, `is_sm12x_supported` 120 (FlashInfer 0.6.5's predicate for every 12.x)."""
+    return int(match["number"]) * (10 if match["tail"].startswith("x") else 1)
 
 
 # Predicates named for a product line rather than a number, with the majors
@@ -301,7 +307,7 @@ def predicate_of(operand: cst.BaseExpression) -> Predicate | None:
     if match is None:
         named = NAMED_PREDICATES.get(ident.value.lstrip("_"))
         return None if named is None else Predicate(operand, ident, form, None, named)
-    number = int(match["number"])
+    number = _number(match)
     return Predicate(operand, ident, form, number, frozenset({number // 10}))
 
 
@@ -314,7 +320,7 @@ def _predicates(chain: cst.BooleanOperation) -> list[Predicate] | None:
 
 
 def renamed(name: str, number: int) -> str:
-    return PREDICATE_RE.sub(lambda m: f"{m['head']}{number}{m['tail']}", name)
+    return PREDICATE_RE.sub(lambda m: f"{m['head']}{number // 10 if m['tail'].startswith('x') else number}{m['tail']}", name)
 
 
 def _tests_if_assigning(parsed: PythonSource, node: cst.CSTNode, target: str) -> bool:
@@ -399,6 +405,11 @@ def new_predicates(
     for arch in missing:
         if arch in covered:
             continue
+        family = _family(template, arch, [a for a in missing if a.major == arch.major], universe, meanings)
+        if family is not None:
+            names.append(family)
+            covered |= {a for a in missing if a.major == arch.major}
+            continue
         tried = []
         for name in _candidates(template, arch, meanings):
             meaning = meanings.get(template.key(name))
@@ -423,6 +434,24 @@ def new_predicates(
     return template, names
 
 
+def _family(
+    template: Predicate, arch: Arch, group: list[Arch], universe: tuple[Arch, ...], meanings: Mapping[str, Meaning]
+) -> str | None:
+    """The one predicate for a family when several targets of one major are missing and the code defines a
+    predicate admitting exactly them (nothing admitted already, nothing not asked): FlashInfer 635505f75 wrote
+    `or is_sm12x_supported(...)` for SM120 and SM121, not one predicate each; where sm_120 is admitted already,
+    sm_121 keeps its own (`is_sm121a_supported`, 0f69698c7)."""
+    match = PREDICATE_RE.match(template.ident.value) if template.number is not None else None
+    if match is None or len(group) < 2:
+        return None
+    rest = match["tail"].lstrip("afx")
+    for name in (f"{match['head']}{arch.major}x{rest}", f"{match['head']}{arch.major * 10}f{rest}"):
+        meaning = meanings.get(template.key(name))
+        if meaning is not None and meaning.known and meaning.admitted(universe) == frozenset(group):
+            return name
+    return None
+
+
 def _candidates(template: Predicate, arch: Arch, meanings: Mapping[str, Meaning]) -> list[str]:
     """The names a predicate admitting `arch` may have beside `template`: it renamed to the arch's number and
     its major's; for a named template (`cls.is_blackwell()`), the numbered predicates of the same object that
@@ -434,7 +463,7 @@ def _candidates(template: Predicate, arch: Arch, meanings: Mapping[str, Meaning]
         # `has_sm100f` but no `has_sm103f`; upstream wrote `if has_sm100f or has_sm103:` (meanings decide)
         match = PREDICATE_RE.match(template.ident.value)
         assert match is not None  # a numbered predicate
-        rest = match["tail"].lstrip("af")
+        rest = match["tail"].lstrip("afx")
         others = [f"{match['head']}{n}{letter}{rest}" for n in numbers for letter in ("", "a", "f")]
         return list(dict.fromkeys(spelled + others))
     prefix = template.key("")
@@ -644,7 +673,7 @@ def _define(
     renames = [
         name
         for name in parsed.nodes(cst.Name, within=sibling)
-        if (match := PREDICATE_RE.match(name.value)) and int(match["number"]) == number
+        if (match := PREDICATE_RE.match(name.value)) and _number(match) == number
     ]
     literals = {node.evaluated_value for node in parsed.nodes(cst.Integer, within=sibling.value)}
     # A named sibling (no number) renames nothing either: the same refusal.
@@ -706,8 +735,12 @@ def _placed(
             for i, alias in enumerate(aliases)
             if renamed(alias.evaluated_name, number) == new
         ]
+        if not siblings:  # `is_sm12x_supported` beside `is_sm100a_supported`: the numbered predicates, by number
+            siblings = [(i, number_of(alias.evaluated_name)) for i, alias in enumerate(aliases)
+                        if number_of(alias.evaluated_name) >= 0 and not alias.evaluated_name.startswith("has_")]
         below = [i for i, n in siblings if n < number]
-        index = below[-1] + 1 if below else min(i for i, n in siblings if n > number)
+        above = [i for i, n in siblings if n > number]
+        index = below[-1] + 1 if below else min(above) if above else len(aliases)
         aliases = insert_at(node, aliases, index, by_name[new])
     return aliases
 
@@ -722,7 +755,7 @@ def spelled(parsed: PythonSource, template: Predicate, name: str) -> bytes:
 def number_of(name: str) -> int:
     """The arch number a predicate's name carries (`is_sm120a_supported`: 120); -1 for a named one."""
     match = PREDICATE_RE.match(name)
-    return int(match["number"]) if match else -1
+    return _number(match) if match else -1
 
 
 def _check_disjoint(edits: list[Edit], gate: Gate) -> None:

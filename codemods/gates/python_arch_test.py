@@ -209,9 +209,8 @@ def _predicate(node: cst.BaseExpression):
     if found is not None:
         return found
     if isinstance(node, cst.Name) and _FLAG_RE.match(node.value):
-        match = chains.PREDICATE_RE.match(node.value)
-        assert match is not None  # a name _FLAG_RE matches, PREDICATE_RE matches too
-        number = int(match["number"])
+        assert chains.PREDICATE_RE.match(node.value) is not None  # a name _FLAG_RE matches, PREDICATE_RE matches too
+        number = chains.number_of(node.value)
         return chains.Predicate(node, node, "name", number, frozenset({number // 10}))
     return None
 

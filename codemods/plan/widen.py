@@ -116,6 +116,7 @@ def plan_change(
             "this version has no predicate for the arch, so none can be imported"
         )
         return
+    edits = sorted(set(edits))  # gates that need one import each give the same import edit
     try:
         after = apply_edits(source, edits)
     except ValueError as exc:
@@ -134,7 +135,7 @@ def plan_change(
             pc.outcome, pc.reason = "failed", f"{pc.file}:{gc.gate.line}: the rewritten gate does not admit the target (internal check)"
             return
     pc.after = after
-    pc.edits = sorted(set(edits))
+    pc.edits = edits
     pc.outcome = "changed"
 
 

@@ -296,6 +296,10 @@ def load_project(path: Path) -> Project:
             )
         )
     predicates = tuple((name, tuple(archs)) for name, archs in data.get("predicates", {}).items())
+    since = tuple((name, str(version)) for name, version in data.get("predicates_since", {}).items())
+    unknown = [name for name, _ in since if name not in dict(predicates)]
+    if unknown:
+        raise errors.RecipeInvalid(f"[predicates_since] names {', '.join(unknown)}, not in [predicates]", where=str(path))
     membership = data.get("style", {}).get("number_membership", "")
     if membership not in ("", "list", "tuple"):
         raise errors.RecipeInvalid(
@@ -303,7 +307,7 @@ def load_project(path: Path) -> Project:
         )
     return Project(
         data["name"], data.get("title", data["name"]), tuple(layouts),
-        tuple(data.get("predicate_files", ())), predicates, membership,
+        tuple(data.get("predicate_files", ())), predicates, membership, since,
     )
 
 

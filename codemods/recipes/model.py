@@ -46,6 +46,8 @@ class Project:
     # `[style] number_membership`: "list" or "tuple", how the project writes `x in [10, 12]` in a file with no
     # example of its own
     number_membership: str = ""
+    # `[predicates_since]`: name -> the first release that defines it, where the table's entry is checked
+    predicates_since: tuple[tuple[str, str], ...] = ()
 
     def predicate_table(self) -> dict:
         return _predicates.table(dict(self.predicates), f"targets/projects/{self.name}.toml")

@@ -829,3 +829,45 @@ def test_a_flag_parameter_is_not_added_where_a_caller_cannot_pass_it(change, rea
         )
     with pytest.raises(CannotWiden, match=r"`has_sm103` is not defined"):
         _rewrite(source.encode(), "sm_103", {}, function="gen_xqa")
+
+
+FAMILY_TABLE = table(
+    {
+        "is_sm100a_supported": ["sm_10x"], "is_sm110a_supported": ["sm_11x"], "is_sm120a_supported": ["sm_120"],
+        "is_sm121a_supported": ["sm_121"], "is_sm12x_supported": ["sm_12x"],
+    },
+    "flashinfer.toml",
+)  # fmt: skip
+
+FP4_SKIP = b"""\
+from flashinfer.utils import is_sm100a_supported
+
+
+def test_fp4(device):
+    if not is_sm100a_supported(device):
+        pytest.skip("needs SM100")
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "archs", "test"),
+    [
+        pytest.param(
+            FP4_SKIP, "sm_110,sm_120,sm_121",
+            b"    if not (\n        is_sm100a_supported(device)\n        or is_sm110a_supported(device)\n"
+            b"        or is_sm12x_supported(device)\n    ):\n",
+            id="every-arch-of-the-family-missing-takes-the-family-predicate-flashinfer-635505f75",
+        ),
+        pytest.param(
+            FP4_SKIP.replace(b"is_sm100a_supported(device)", b"(is_sm100a_supported(device) or is_sm120a_supported(device))")
+            .replace(b"import is_sm100a_supported", b"import is_sm100a_supported, is_sm120a_supported"),
+            "sm_121",
+            b"        or is_sm120a_supported(device)\n        or is_sm121a_supported(device)\n    ):\n",
+            id="one-of-the-family-admitted-already-keeps-one-predicate-per-arch-flashinfer-0f69698c7",
+        ),
+    ],
+)
+def test_a_family_predicate_for_a_whole_missing_family(source: bytes, archs: str, test: bytes) -> None:
+    after = _rewrite(source, archs, FAMILY_TABLE)
+    assert test in after, after.decode()
+    assert _rewrite(after, archs, FAMILY_TABLE) == after  # read again: `is_sm12x_supported` is a numbered predicate

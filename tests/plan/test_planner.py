@@ -142,16 +142,24 @@ def gen_trtllm_comm_module():
 """
 
 
-@pytest.mark.parametrize(
-    "deep",
-    [
-        pytest.param("x = (" + "'a' " * 650 + ")\n", id="implicit-concatenation-650-strings"),
-        pytest.param("x = " + "-" * 400 + "1\n", id="unary-minus-400"),
-    ],
-)
+def test_a_list_in_a_file_libcst_finds_too_deep_is_widened(tmp_path):
+    """python_arch_list reads and edits through the stdlib ast, which reads 650 implicitly concatenated strings
+    (libcst's parse, which the edit once needed, calls that nesting too deep)."""
+    root = tmp_path / "wheel" / "flashinfer"
+    (root / "jit").mkdir(parents=True)
+    (root / "data" / "include" / "flashinfer").mkdir(parents=True)
+    deep = "x = (" + "'a' " * 650 + ")\n"
+    (root / "jit" / "comm.py").write_text(COMM + deep)
+    (tmp_path / "recipe.toml").write_text(LIST_RECIPE)
+    [change] = planner.plan(load_recipe(tmp_path / "recipe.toml"), detect(tmp_path / "wheel", ["flashinfer"])).changes
+    assert change.outcome == "changed", change.reason
+    assert change.after.decode() == COMM.replace("[9, 10]", "[9, 10, 12]") + deep
+
+
+@pytest.mark.parametrize("deep", [pytest.param("x = " + "-" * 400 + "1\n", id="unary-minus-400")])
 def test_a_file_found_from_a_cut_down_read_but_too_deep_to_edit_is_a_failed_change(tmp_path, deep):
-    """The stdlib ast finds the list (the deep statement is elsewhere); the edit needs libcst's whole-file parse,
-    which refuses the nesting: the change fails naming the file, no exception reaches the caller."""
+    """The list is found, but the file nests deeper than Python's own parser reads: the change fails naming the
+    file, no exception reaches the caller."""
     root = tmp_path / "wheel" / "flashinfer"
     (root / "jit").mkdir(parents=True)
     (root / "data" / "include" / "flashinfer").mkdir(parents=True)
@@ -162,3 +170,53 @@ def test_a_file_found_from_a_cut_down_read_but_too_deep_to_edit_is_a_failed_chan
     assert (change.outcome, change.too_deep) == ("failed", True)
     assert change.reason == "flashinfer/jit/comm.py: nested too deeply (codemod reads at most 64 levels)"
     assert change.after == change.before
+
+
+SKIPS_RECIPE = '''\
+id = "fp4-tests-sm110"
+summary = "two skips in one file, one import for both"
+arch = "sm_110"
+
+[[change]]
+id = "flashinfer.fp4-skips"
+project = "flashinfer"
+file = "tests/test_fp4.py"
+kind = "python_arch_test"
+'''
+
+SKIPS = """\
+import torch
+
+from flashinfer.utils import is_sm100a_supported
+
+
+def test_a(device):
+    if not is_sm100a_supported(torch.device(device)):
+        pytest.skip("needs SM100")
+
+
+def test_b():
+    if not is_sm100a_supported(torch.device("cuda")):
+        pytest.skip("needs SM100")
+"""
+
+
+def test_gates_that_each_need_the_same_import_get_it_once(tmp_path):
+    """Each gate's widening adds the import it needs: two gates of one file give the same import edit, spliced
+    once (FlashInfer 635505f75's test_fp4_quantize.py: it failed "the rewritten gate does not admit the target
+    (internal check)", the edit counted twice when placing the gates after it)."""
+    (tmp_path / "recipe.toml").write_text(SKIPS_RECIPE)
+    root = tmp_path / "checkout"
+    (root / "tests").mkdir(parents=True)
+    (root / "tests" / "test_fp4.py").write_text(SKIPS)
+    (root / "include" / "flashinfer").mkdir(parents=True)
+    (root / "flashinfer" / "jit").mkdir(parents=True)
+    (root / "flashinfer" / "utils.py").write_text(
+        "def is_sm100a_supported(device):\n    major, minor = get_compute_capability(device)\n    return major == 10 and minor == 0\n\n\n"
+        "def is_sm110a_supported(device):\n    major, minor = get_compute_capability(device)\n    return major == 11 and minor == 0\n"
+    )
+    (pc,) = planner.plan(load_recipe(tmp_path / "recipe.toml"), detect(root, ["flashinfer"])).changes
+    assert pc.outcome == "changed", pc.reason
+    after = pc.after.decode()
+    assert after.count("is_sm110a_supported") == 3  # the import once, each skip once
+    assert "from flashinfer.utils import is_sm100a_supported, is_sm110a_supported\n" in after

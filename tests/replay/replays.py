@@ -292,14 +292,6 @@ REPLAYS = [
     _fi(
         "fi-fp4-quantize-test-sm110-sm12x", "635505f75", None,
         "tests/ are not in the wheel (0.6.5 / 0.6.6 would be the pair)",
-        fails="one change selecting the file's eight `if not is_sm100a_supported(torch.device(...)):` skips (no `function`)"
-        " fails at the first with `the rewritten gate does not admit the target (internal check)`: two or more gates of"
-        " one change that each import the same new predicates (a file of two such skips fails alike; one change per"
-        " function plans). Planned that way, the SM12x family is written `or is_sm120a_supported(...) or"
-        " is_sm121a_supported(...)` (the `a` spelling of the gate's predicate, one per arch) where upstream writes the"
-        " one predicate 0.6.5's utils.py defines for the whole family, `or is_sm12x_supported(...)` (`major == 12`), and"
-        " imports it; the project's [predicates] table has no `is_sm12x_supported`, so `recipe test` finds no gate in"
-        " the already-widened case",
     ),
 ]
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import REAL_RELEASES
+from conftest import REAL_RELEASES, unpack_wheel
 from codemods.recipes import load as recipes
 from codemods.gates import _predicates
 
@@ -23,9 +23,23 @@ def test_predicate_table_matches_the_release_source(project: str, real_unpacked)
         aot = root / target.resolve("{python}/aot.py")
         read.update(_predicates.read(aot.read_bytes(), "aot.py", read))
     table = proj.predicate_table()
+    since = dict(proj.predicates_since)
     for name, meaning in table.items():
+        if name in since:  # defined from a later release on: checked against that release's source
+            continue
         assert name in read, f"{name}: not defined in {project} {REAL_RELEASES[project][1]}"
         assert read[name].caps == meaning.caps, f"{name}: table {_predicates.describe(meaning)}, source {_predicates.describe(read[name])}"
+    for name, release in since.items():
+        assert name not in read, f"{name}: defined in {REAL_RELEASES[project][1]} already; drop it from [predicates_since]"
+        later = unpack_wheel({"flashinfer": "flashinfer-python", "sglang": "sglang"}[project], release)
+        later_target = recipes.detect(later, [project])
+        defined: dict = {}
+        for template in proj.predicate_files:
+            path = later / later_target.resolve(template)
+            if path.is_file():
+                defined.update(_predicates.read(path.read_bytes(), later_target.resolve(template), defined))
+        assert name in defined, f"{name}: not defined in {project} {release}"
+        assert defined[name].caps == table[name].caps, f"{name}: table {_predicates.describe(table[name])}, {release} {_predicates.describe(defined[name])}"
     # the case of issue 17: FlashInfer's sm120a predicate admits SM120 only
     if project == "flashinfer":
         assert _predicates.describe(read["is_sm120a_supported"]) == ["sm_120"]
