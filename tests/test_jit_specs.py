@@ -9,6 +9,7 @@ import pytest
 from codemods.jit import specs as jit_specs
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates._python import parse
+from codemods.jit.spec_cst import LibcstIndex
 from codemods.jit.specs import _AstIndex, _Unsupported, find
 
 SM120 = Arch.parse("sm_120")
@@ -191,7 +192,7 @@ def gen_m():
 
 
 def _libcst_reading(source: bytes):
-    return jit_specs._specs(jit_specs._LibcstIndex(parse(source), source, DEFAULT_ARCHS))
+    return jit_specs._specs(LibcstIndex(parse(source), source, DEFAULT_ARCHS))
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ import pytest
 from codemods.cpp.instructions import Hit, lacking
 from codemods.cpp.structure import Structure, build_structure, structure
 from codemods.jit import specs as jit_specs
+from codemods.jit.spec_cst import LibcstIndex
 from codemods.audit import c_files, listing, prefilter, python_files, records
 from codemods.audit import scan as scanner
 from codemods.cpp import lexer
@@ -170,7 +171,7 @@ def test_fast_python_readers_agree_with_libcst(real_unpacked, project):
     for rel, data in sources(real_unpacked[project], (".py",), b""):
         if b"gen_jit_spec" in data:
             fast = jit_specs._specs(jit_specs._AstIndex(data))
-            assert fast == jit_specs._specs(jit_specs._LibcstIndex(parse(data), data, UNIVERSE)), rel
+            assert fast == jit_specs._specs(LibcstIndex(parse(data), data, UNIVERSE)), rel
             specs += len(fast)
         if b"supported_major_versions" in data or b"supported_compute_capability" in data:
             listed, known = python_arch_list.find(data, UNIVERSE), python_arch_list.find_known(data, UNIVERSE)

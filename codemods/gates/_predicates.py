@@ -40,6 +40,7 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from codemods.core.arch import Arch, ArchSet
+from codemods.gates import SourceError, _python
 
 # Every compute capability a predicate is evaluated on.
 DOMAIN: tuple[tuple[int, int], ...] = tuple((major, minor) for major in range(1, 16) for minor in range(10))
@@ -106,8 +107,8 @@ def _parsed(source: bytes) -> ast.Module | None:
     """The file's tree, parsed once for `read` and `base_classes` (not changed by either); None when it does not
     parse."""
     try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):  # MemoryError: Python's parser on deep nesting
+        return _python.ast_of(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError, SourceError):  # MemoryError: the parser on deep nesting
         return None
 
 

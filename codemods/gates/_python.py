@@ -113,14 +113,24 @@ def nested_too_deeply(line: int | None = None) -> TooDeep:
     return TooDeep(f"nested too deeply{where} (codemod reads at most {MAX_DEPTH} levels)")
 
 
-def check_depth(text: str) -> ast.Module | None:
-    """Raise TooDeep when `text` nests deeper than MAX_DEPTH, before libcst ever sees it; else its `ast` tree.
+@lru_cache(maxsize=16)
+def ast_of(source: bytes) -> ast.Module:
+    """The stdlib `ast` of `source` read as UTF-8 (a leading BOM dropped): parsed once per source and shared by
+    every reader of it (libcst's depth check here, the predicate reader), so read-only. Raises as `ast.parse`
+    does, and SourceError for bytes that are not UTF-8."""
+    text = decode(source)
+    return ast.parse(text[1:] if text.startswith(_BOM) else text)
+
+
+def check_depth(source: bytes, text: str) -> ast.Module | None:
+    """Raise TooDeep when `source` (read as `text`, its BOM dropped) nests deeper than MAX_DEPTH, before libcst
+    ever sees it; else its `ast` tree (`ast_of`).
 
     Python's own parser measures it (in linear time, and deep input is an error there, not a
     crash); source it rejects for other reasons is measured by its brackets alone (None: no tree).
     """
     try:
-        tree = ast.parse(text)
+        tree = ast_of(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         if too_deep(exc):
             raise nested_too_deeply(getattr(exc, "lineno", None)) from None
@@ -303,7 +313,7 @@ class PythonSource:
         text = decode(source)
         # libcst drops a leading BOM from its tree, so its offsets start after it.
         self.bom = len(_BOM.encode()) if text.startswith(_BOM) else 0
-        tree = check_depth(text[1:] if self.bom else text)
+        tree = check_depth(source, text[1:] if self.bom else text)
         self.pruned: Pruned | None = None
         if keep is not None and tree is not None and not (b"\r" in source and LONE_CR.search(source)):
             self.pruned = Pruned(PythonText(source), tree, lambda piece, stmt, in_function: bool(keep.search(piece)), keep.search)
