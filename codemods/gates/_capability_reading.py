@@ -332,14 +332,17 @@ def _truth(node: ast.AST, arch: Arch, leaf_of: LeafOf, checked: bool = False) ->
     return None
 
 
-def _reading(node: ast.AST, leaf_of: LeafOf, universe: tuple[Arch, ...]) -> ArchSet:
+def _reading(node: ast.AST, leaf_of: LeafOf, universe: tuple[Arch, ...], exits: bool = False) -> ArchSet:
+    """Where the code the condition guards runs: where it holds; a check (`_checked`) for what it names; with
+    `exits` (it decides an `if` whose body leaves, `if sm < 90: return False`, or a `skipif`), where it does not
+    hold, the code after it (`_polarity.need`)."""
     checked = _checked(node, leaf_of)
     admitted, unknown = set(), set()
     for arch in universe:
         value = _truth(node, arch, leaf_of, checked)
         if value is None:
             unknown.add(arch)
-        elif value:
+        elif value != (exits and not checked):
             admitted.add(arch)
     return ArchSet(universe, frozenset(admitted), frozenset(unknown))
 
@@ -362,7 +365,7 @@ def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS, detail: Mappin
 
     if not _leaves(node, leaf_of) or not (_pure(node, leaf_of) or isinstance(node, ast.BoolOp)):
         return unknown
-    return _reading(node, leaf_of, universe)
+    return _reading(node, leaf_of, universe, (detail or {}).get("runs_where") == "false")
 
 
 # ---------------------------------------------------------------- every comparison of a file

@@ -343,6 +343,63 @@ def _add_pair(place: _Place, pair: str) -> list[Edit] | None:
     return [Edit(start, start, b"("), Edit(end, end, f"{joiner}{term})".encode())]
 
 
+def _check_to_bound(place: _Place) -> list[Edit] | None:
+    """A check for one value that must let through every arch above it, across majors, becomes the lower bound
+    upstream writes: `if sm_version != 90: return False` -> `if sm_version < 90:` for SM10x, SM11x and SM12x
+    (SGLang 0.5.1.post1). Kept only where that reads as exactly what is asked (the code after an exit); a
+    widening within one major keeps the values (`!= 120` -> `not in (120, 121)`)."""
+    root, leaf_of = place.root, place.leaf_of
+    leaf = leaf_of(root) if isinstance(root, ast.Compare) else None
+    if leaf is None or leaf.op is not ast.NotEq or leaf.flipped or not isinstance(leaf.value, int) or leaf.strings:
+        return None
+    assert isinstance(root, ast.Compare)  # a leaf is one
+    major = leaf.value // 10 if leaf.side == "sm" else leaf.value if leaf.side == 0 else None
+    if major is None or len({arch.major for arch in place.missing} - {major}) < 2:
+        return None
+    op_start, value_start = place.text.span(root.left)[1], place.text.span(root.comparators[0])[0]
+    between = place.source[op_start:value_start]
+    return [Edit(op_start, value_start, between.replace(b"!=", b"<", 1))]
+
+
+def _exit_move_bound(place: _Place) -> list[Edit] | None:
+    """The bound of a condition the code after an exit runs outside of moves past the targets: `if sm < 90:
+    return False` lets sm_80 through as `if sm < 80:` (kept only where no arch in between comes through)."""
+    root, leaf_of = place.root, place.leaf_of
+    leaf = leaf_of(root) if isinstance(root, ast.Compare) else None
+    if leaf is None or leaf.op not in _BOUNDS or leaf.value is None or leaf.chain or leaf.members:
+        return None
+    values = _values(leaf.side, place.missing)
+    if not values or type(values[0]) is not type(leaf.value):
+        return None
+    below = leaf.op in (ast.Lt, ast.LtE)  # the condition holds below its bound: the targets must be at or above
+    new = values[0] if below else values[-1]
+    if leaf.op in (ast.LtE, ast.GtE):
+        if not isinstance(new, int):
+            return None
+        new = new - 1 if below else new + 1
+    literal = leaf.literal
+    if isinstance(literal, ast.Constant):
+        return [Edit(*place.text.span(literal), str(new).encode())]
+    if isinstance(literal, ast.Tuple) and all(isinstance(e, ast.Constant) for e in literal.elts):
+        return [Edit(*place.text.span(e), str(n).encode()) for e, n in zip(literal.elts, new) if e.value != n]  # type: ignore[attr-defined,arg-type]
+    return None
+
+
+def _exit_drop(place: _Place) -> list[Edit] | None:
+    """The comparisons of an `or` before an exit that hold on a target are dropped: `if major < 9 or major == 11:
+    raise` lets sm_110 through as `if major < 9: raise`."""
+    root = place.root
+    if not (isinstance(root, ast.BoolOp) and isinstance(root.op, ast.Or)):
+        return None
+    refusing = [
+        _pure(v, place.leaf_of) and any(_truth(v, arch, place.leaf_of) is True for arch in place.missing)
+        for v in root.values
+    ]
+    if not any(refusing) or all(refusing):
+        return None
+    return drop_operands([place.span(v) for v in root.values], refusing)
+
+
 def _for_a_family(function: str, targets: tuple[Arch, ...]) -> bool:
     """Whether the condition decides a predicate named for a family target that covers every target
     (`is_sm120f_supported` and sm_121): upstream writes such a predicate over the major alone, so a comparison
@@ -386,7 +443,8 @@ def widen(
     ):
         raise CannotWiden(f"line {gate.line}: `{gate.text}` compares CuTe DSL `Arch` members other than as whole ranges (`arch >= Arch.sm_103 and arch <= Arch.sm_103f`, joined by `or`), the one shape codemod writes them in; edit it by hand")
     scope = tuple(dict.fromkeys((*universe, *targets)))
-    before = _reading(root, leaf_of, scope)
+    exits = gate.detail.get("runs_where") == "false"  # the code after an exit (or a skipif) runs where it fails
+    before = _reading(root, leaf_of, scope, exits)
     sides = sorted({repr(leaf.side) for leaf in _leaves(root, leaf_of)})
     leaf_sides = {repr(leaf.side): leaf.side for leaf in _leaves(root, leaf_of)}
 
@@ -404,11 +462,15 @@ def widen(
         rewrites.insert(0, rewrites.pop(2))  # _drop first
     if any(leaf.members for leaf in _leaves(root, leaf_of)):  # CuTe DSL `Arch` ranges: only ranges are written
         rewrites = [(_add_member_ranges, before.admitted | set(targets))]
+    elif exits and not _checked(root, leaf_of):  # the code after it must come through: the condition narrows
+        rewrites = [(_exit_move_bound, expected), (_exit_drop, expected)]
     elif lone is not None and lone.chain:  # `90 <= sm < 120`: one of its bounds dropped, or refused
         rewrites = [
             (lambda place: _one_bound(place, 0), expected), (lambda place: _one_bound(place, 1), expected),
             (lambda place: _move_chained(place, 0), expected), (lambda place: _move_chained(place, 1), expected),
         ]  # fmt: skip
+    if _checked(root, leaf_of):
+        rewrites.insert(0, (_check_to_bound, expected))
     exact = before.admitted | set(targets)
     if expected != exact and gate.detail.get("pair"):  # the major alone would admit more: the pair says which
         rewrites.insert(0, (lambda place: _add_pair(place, gate.detail["pair"]), exact))

@@ -23,7 +23,12 @@ negated comparison (`!=`, `not in`) is read as a check *for* its values
 (`if cap != 9: raise`, `if cap != 9: fallback()`): it admits the archs its
 values name, and widening adds the targets to those values; so is an `and`
 of nothing but negated comparisons (`major != 9 and major != 10`), which
-gains one more in its own style (`and major != 12`).
+gains one more in its own style (`and major != 12`). Any other condition
+deciding an `if` whose body leaves (`raise`, `return False`, a skip) or a
+`skipif` admits where it fails, what the code after it admits (`if sm < 90:
+return False` admits 90 and up): widening narrows it (a bound moved past the
+targets, the `or` operands that hold on one dropped), never makes it hold on
+a target (`_polarity.need`).
 
 `widen` tries, in order, and keeps the first rewrite that, read again,
 admits exactly the old archs plus the targets (and what the condition
@@ -71,7 +76,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
-from codemods.gates import Gate
+from codemods.gates import Gate, _polarity
 from codemods.gates._capability_blocks import (
     CAPABILITY_RE, CAPABILITY_TOKEN, HELPERS, TOKENS, blocks, callee, has_pair_token, may_compare, may_hold, nodes_in,
 )  # fmt: skip
@@ -146,16 +151,27 @@ def _pair(text: PythonText, leaves: list, declared: Mapping[str, Side]) -> tuple
 
 
 def _condition_gate(
-    text: PythonText, root: ast.expr, leaf_of: LeafOf, universe, context: str, declared: Mapping[str, Side]
+    text: PythonText, root: ast.expr, leaf_of: LeafOf, universe, context: str, declared: Mapping[str, Side],
+    parents: dict[int, ast.AST],
 ) -> Gate:
     leaves = _leaves(root, leaf_of)
     names = {name: _SIDES[side] for leaf in leaves for name, side in leaf.names}
     detail: dict[str, Any] = {"names": names}
+    test, runs = _polarity.need(root, parents)
+    up, negations = root, 0
+    while up is not test and id(up) in parents:  # `if not (cuda and cap >= 10): return None` runs where it holds
+        up = parents[id(up)]  # type: ignore[assignment]
+        negations += isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not)
+    # `if sm < 90: return False` (or a skipif): the code after runs where the condition fails; under a `not` there,
+    # where it holds. A body that does not leave keeps the condition's own reading (the body is the path).
+    exits = not runs and negations % 2 == 0
+    if exits:
+        detail["runs_where"] = "false"
     pair = _pair(text, leaves, declared)
     if pair is not None:  # what widen writes to admit one (major, minor) of a major it cannot admit whole
         detail["pair"] = pair[0]
         names.update(pair[1])
-    admits = _reading(root, leaf_of, universe)
+    admits = _reading(root, leaf_of, universe, exits)
     if any(leaf.computed for leaf in leaves):
         detail["unknown"] = next(_unreadable(leaf) for leaf in leaves if leaf.computed)
     elif admits.unknown:
@@ -215,5 +231,5 @@ def find(
             continue
         if wanted and not (statement is not None and _body_calls(statement.body, wanted)):
             continue
-        out.append(_condition_gate(text, root, leaf_of, universe, around, declared))
+        out.append(_condition_gate(text, root, leaf_of, universe, around, declared, parents))
     return out

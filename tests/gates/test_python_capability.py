@@ -375,11 +375,27 @@ def test_a_condition_admits_exactly_what_it_says():
 
 CONDITION_WIDENINGS = [
     pytest.param(
-        "def jit_module():\n    major, minor = torch.cuda.get_device_capability()\n    if major < 10:\n"
-        "        raise RuntimeError('needs SM100+')\n", "sm_120,sm_121",
-        "def jit_module():\n    major, minor = torch.cuda.get_device_capability()\n    if major < 10 or major == 12:\n"
-        "        raise RuntimeError('needs SM100+')\n",
+        "def jit_module():\n    major, minor = torch.cuda.get_device_capability()\n    return major < 10\n", "sm_120,sm_121",
+        "def jit_module():\n    major, minor = torch.cuda.get_device_capability()\n    return major < 10 or major == 12\n",
         id="bound-kept-and-an-equality-added-when-moving-it-admits-majors-between",
+    ),
+    pytest.param(
+        "def f():\n    sm_version = get_device_sm()\n    if sm_version != 90:\n        return False\n    return True\n",
+        "sm_100,sm_103,sm_110,sm_120,sm_121",
+        "def f():\n    sm_version = get_device_sm()\n    if sm_version < 90:\n        return False\n    return True\n",
+        id="a-check-before-an-exit-becomes-a-lower-bound-when-every-arch-above-comes-through-sglang-0.5.1.post1",
+    ),
+    pytest.param(
+        "def f():\n    major, minor = torch.cuda.get_device_capability()\n    if major < 9 or major == 11:\n"
+        "        raise RuntimeError('x')\n", "sm_110",
+        "def f():\n    major, minor = torch.cuda.get_device_capability()\n    if major < 9:\n"
+        "        raise RuntimeError('x')\n",
+        id="before-an-exit-the-comparison-refusing-the-target-is-dropped",
+    ),
+    pytest.param(
+        "def f():\n    if get_device_sm() < 100:\n        pytest.skip('needs SM100')\n", "sm_90",
+        "def f():\n    if get_device_sm() < 90:\n        pytest.skip('needs SM100')\n",
+        id="before-an-exit-a-bound-moves-past-the-target",
     ),
     pytest.param(
         "def f(x):\n    major, _ = torch.cuda.get_device_capability()\n    return x.is_cuda and major < 10\n", "sm_120",
@@ -488,6 +504,11 @@ def test_admits_picks_one_branch_of_an_if_elif():
                      id="comment-and-string-are-no-gates"),
         pytest.param("def f():\n    return 90 <= get_device_sm() < 130\n", "sm_120",
                      id="chained-comparison-already-admitting"),
+        pytest.param("def jit_module():\n    major, minor = torch.cuda.get_device_capability()\n    if major < 10:\n"
+                     "        raise RuntimeError('needs SM100+')\n", "sm_120,sm_121",
+                     id="the-code-after-an-exit-runs-on-the-target-already-the-condition-is-not-made-to-hold-there"),
+        pytest.param("def f():\n    sm_version = get_device_sm()\n    if sm_version < 90:\n        return False\n", "sm_120",
+                     id="a-lower-bound-before-return-false-admits-every-arch-above-sglang-0.5.1.post1"),
     ],
 )  # fmt: skip
 def test_condition_noop(source, archs):
@@ -1102,8 +1123,9 @@ def test_cute_dsl_equality_compares_the_members_suffix(tmp_path):
 
     source = CUTE_DSL_EQUALITY.encode()
     found = {g.line: (str(g.admits), g.detail.get("unknown", "")) for g in find(source)}
-    # an `a` member is the GPU's default target: read as its arch, flipped or not (as before)
-    assert found[8] == ("sm_80,sm_86,sm_89,sm_90,sm_100,sm_103,sm_110,sm_121", "")
+    # an `a` member is the GPU's default target: read as its arch, flipped or not (as before); the code after
+    # `if not Arch.sm_120a == arch: raise` runs on sm_120 alone
+    assert found[8] == ("sm_120", "")
     # `f` and plain members (major >= 9) are no GPU's default target: before, read as sm_100 (and sm_100, sm_103)
     for line in (15, 19):
         assert found[line][0].startswith("none (unknown:") and "CUTE_DSL_ARCH" in found[line][1]
@@ -1235,3 +1257,32 @@ def test_a_conditional_expression_that_fits_or_stands_alone_stays_on_its_line():
     bare = 'def f(target, input_dtype):\n    x = 1 if target.arch in ("sm100a", "sm103a") and input_dtype == "dl_bfloat16_fast" else 0\n'
     # not inside brackets of its own: black would add them; codemod leaves the line as it is
     assert _rewrite(bare, "sm_107", names=names).count("\n") == bare.count("\n")
+
+
+@settings(max_examples=150, deadline=None)
+@given(condition=_conditions(), targets=st.lists(st.sampled_from(DEFAULT_ARCHS), min_size=1, max_size=2, unique=True))
+def test_before_an_exit_the_code_after_comes_through_on_exactly_the_targets(condition, targets):
+    """`if <condition>: raise`: the gate admits where the code after it runs (where the condition fails, or for a
+    check, `_checked`, what it names); widening makes it run on the targets too and nowhere else new, or refuses."""
+    source = f"def f():\n    major, minor = torch.cuda.get_device_capability()\n    if {condition}:\n        raise E()\n"
+    data = source.encode()
+    (gate,) = find(data)
+    after_path = set(DEFAULT_ARCHS) - _holds(gate.text)
+    lone = ast.parse(condition, mode="eval").body
+    negations_only = all(
+        isinstance(v, ast.Compare) and isinstance(v.ops[0], (ast.NotEq, ast.NotIn))
+        for v in (lone.values if isinstance(lone, ast.BoolOp) and isinstance(lone.op, ast.And) else [lone])
+    )
+    if negations_only:
+        return  # a check: test_an_and_of_negations_is_a_check, test_negated_major_becomes_not_in
+    assert set(gate.admits.admitted) == after_path and not gate.admits.unknown
+    try:
+        edits = widen(data, gate, tuple(targets))
+    except CannotWiden as exc:
+        assert str(exc).startswith("line 3: ")
+        return
+    after = apply_edits(data, edits)
+    (again,) = find(after)
+    assert set(DEFAULT_ARCHS) - _holds(again.text) >= after_path | set(targets)  # the targets come through
+    assert set(again.admits.admitted) == set(DEFAULT_ARCHS) - _holds(again.text)
+    assert widen(after, again, tuple(targets)) == []
