@@ -696,6 +696,15 @@ def _define(
     at = parsed.line_end(end)
     if not parsed.source[:at].endswith(b"\n"):
         text = eol + text[: -len(eol)]
+    # where the new number sorts among the definitions, in ascending order (SGLang 0.5.2 wrote
+    # `_is_sm90_supported = ...` above `_is_sm100_supported = ...`), as the import's names are placed
+    above = [d for d in definitions if (siblings[d.targets[0].target.value].number or 0) > max(numbers)]
+    numbered = [siblings[d.targets[0].target.value].number or 0 for d in definitions]
+    if above and numbered == sorted(numbered) and parsed.source[:at].endswith(b"\n"):
+        first = above[0]
+        first_line = parsed.parent(first)
+        if isinstance(first_line, cst.SimpleStatementLine) and parsed.indent(parsed.span(first)[0]) == indent:
+            at = parsed.line_start(parsed.span(first)[0])
     uses, attributes = [], []
     for new_number in numbers:
         for name in renames:

@@ -302,16 +302,7 @@ REPLAYS = [
     ),
     # Held out, seventh round (issue 17): SGLang 0.5.1 -> 0.5.5 release pairs, post releases included, in the order
     # examined (bench/replay_rounds/round7-sglang-0.5.1-0.5.5.md: none in 0.5.2 -> 0.5.3 or 0.5.3 -> 0.5.4)
-    _sg(
-        "sg-deepgemm-jit-sm100-up", ("0.5.1", "0.5.1.post1"),
-        fails="python_capability writes `if sm_version not in (90, 100, 103, 110, 120, 121):` where upstream turned the"
-        " check for SM90 alone (`if sm_version != 90:` / `return False`) into the lower bound `if sm_version < 90:`,"
-        " which admits the same archs: codemod has no rewrite from a check for one value to a bound when the targets"
-        " are every arch above it. And the widening path ignores an exiting body's polarity for ordered"
-        " comparisons: upstream's `if sm_version < 90:` / `return False` (which scan reads as admitting sm_90 and up)"
-        " is widened again to `if sm_version < 90 or sm_version in (100, 103, 110, 120, 121):`, turning the targets"
-        " off (the same for `raise` and a bare `return`; `if sm >= 100: raise` is left unchanged for sm_100)",
-    ),
+    _sg("sg-deepgemm-jit-sm100-up", ("0.5.1", "0.5.1.post1")),
     _sg("sg-allreduce-fusion-sm90", ("0.5.1.post3", "0.5.2")),
     _sg("sg-is-blackwell-sm12x", ("0.5.4.post1", "0.5.4.post2")),
 ]
