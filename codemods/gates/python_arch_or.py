@@ -374,6 +374,7 @@ def new_predicates(
     targets: tuple[Arch, ...],
     universe: tuple[Arch, ...],
     meanings: Mapping[str, Meaning] | None,
+    source: bytes = b"",
 ) -> tuple[Predicate | None, list[str]]:
     """The predicate to spell new ones like, and the names of those that make the gate admit `targets`.
 
@@ -405,7 +406,7 @@ def new_predicates(
     for arch in missing:
         if arch in covered:
             continue
-        family = _family(template, arch, [a for a in missing if a.major == arch.major], universe, meanings)
+        family = _family(template, arch, [a for a in missing if a.major == arch.major], universe, meanings, source)
         if family is not None:
             names.append(family)
             covered |= {a for a in missing if a.major == arch.major}
@@ -435,14 +436,23 @@ def new_predicates(
 
 
 def _family(
-    template: Predicate, arch: Arch, group: list[Arch], universe: tuple[Arch, ...], meanings: Mapping[str, Meaning]
+    template: Predicate, arch: Arch, group: list[Arch], universe: tuple[Arch, ...], meanings: Mapping[str, Meaning],
+    source: bytes = b"",
 ) -> str | None:
     """The one predicate for a family when several targets of one major are missing and the code defines a
     predicate admitting exactly them (nothing admitted already, nothing not asked): FlashInfer 635505f75 wrote
     `or is_sm12x_supported(...)` for SM120 and SM121, not one predicate each; where sm_120 is admitted already,
-    sm_121 keeps its own (`is_sm121a_supported`, 0f69698c7)."""
+    sm_121 keeps its own (`is_sm121a_supported`, 0f69698c7), and so does a file that already names each arch's
+    own predicate (9f4fd04ac's prefill.py imports `is_sm120a_supported` and `is_sm121a_supported`)."""
     match = PREDICATE_RE.match(template.ident.value) if template.number is not None else None
     if match is None or len(group) < 2:
+        return None
+    own = [
+        next((n for n in _candidates(template, a, meanings) if (m := meanings.get(template.key(n))) is not None
+              and m.known and m.admitted(universe) == frozenset({a})), None)
+        for a in group
+    ]  # fmt: skip
+    if all(name is not None and re.search(rb"\b%s\b" % re.escape(name.encode()), source) for name in own):
         return None
     rest = match["tail"].lstrip("afx")
     for name in (f"{match['head']}{arch.major}x{rest}", f"{match['head']}{arch.major * 10}f{rest}"):
@@ -487,7 +497,9 @@ def _plan(
         raise CannotWiden(
             f"line {gate.line}: {gate.text} has an operand that is not an arch predicate"
         )
-    template, names = new_predicates(predicates, gate, targets, universe, scoped(meanings, gate.detail.get("class")))
+    template, names = new_predicates(
+        predicates, gate, targets, universe, scoped(meanings, gate.detail.get("class")), parsed.source
+    )
     if template is None:
         return _Plan([], [])
     predicates = [p for p in predicates if p.number is not None]

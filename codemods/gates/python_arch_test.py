@@ -148,7 +148,7 @@ def widen(
     parsed = parse(source, chains.MENTIONS)
     node, shape, predicates = _locate(parsed, gate)
     template, names = chains.new_predicates(
-        predicates, gate, targets, universe, chains.scoped(meanings, gate.detail.get("class"))
+        predicates, gate, targets, universe, chains.scoped(meanings, gate.detail.get("class")), parsed.source
     )
     if template is None:
         return []

@@ -865,6 +865,12 @@ def test_fp4(device):
             b"        or is_sm120a_supported(device)\n        or is_sm121a_supported(device)\n    ):\n",
             id="one-of-the-family-admitted-already-keeps-one-predicate-per-arch-flashinfer-0f69698c7",
         ),
+        pytest.param(
+            FP4_SKIP.replace(b"import is_sm100a_supported", b"import is_sm100a_supported, is_sm120a_supported, is_sm121a_supported"),
+            "sm_120,sm_121",
+            b"        or is_sm120a_supported(device)\n        or is_sm121a_supported(device)\n    ):\n",
+            id="a-file-naming-each-arch-predicate-keeps-them-flashinfer-9f4fd04ac",
+        ),
     ],
 )
 def test_a_family_predicate_for_a_whole_missing_family(source: bytes, archs: str, test: bytes) -> None:
