@@ -49,8 +49,14 @@ class Project:
     # `[predicates_since]`: name -> the first release that defines it, where the table's entry is checked
     predicates_since: tuple[tuple[str, str], ...] = ()
 
-    def predicate_table(self) -> dict:
-        return _predicates.table(dict(self.predicates), f"targets/projects/{self.name}.toml")
+    def predicate_table(self, version: str = "") -> dict:
+        """The `[predicates]` table; for a tree of a known `version`, without the names `[predicates_since]` says
+        a later release defines (a 0.3.1 checkout has no `is_sm12x_supported` to import)."""
+        since = dict(self.predicates_since)
+        return _predicates.table(
+            {name: archs for name, archs in self.predicates if not (version and name in since and older(version, since[name]))},
+            f"targets/projects/{self.name}.toml",
+        )
 
 
 @dataclass(frozen=True)

@@ -220,3 +220,14 @@ def test_gates_that_each_need_the_same_import_get_it_once(tmp_path):
     after = pc.after.decode()
     assert after.count("is_sm110a_supported") == 3  # the import once, each skip once
     assert "from flashinfer.utils import is_sm100a_supported, is_sm110a_supported\n" in after
+
+
+def test_a_table_entry_a_later_release_defines_is_left_out_for_an_older_tree():
+    """[predicates_since]: FlashInfer's `is_sm12x_supported` (0.6.5 on) is no predicate a 0.3.1 tree can import."""
+    from codemods.recipes.load import projects
+
+    flashinfer = projects()["flashinfer"]
+    assert "is_sm12x_supported" not in flashinfer.predicate_table("0.3.1")
+    assert "is_sm12x_supported" in flashinfer.predicate_table("0.6.5")
+    assert "is_sm12x_supported" in flashinfer.predicate_table("")  # version unknown: the whole table
+    assert "is_sm120a_supported" in flashinfer.predicate_table("0.3.1")
