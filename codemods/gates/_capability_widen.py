@@ -344,17 +344,19 @@ def _add_pair(place: _Place, pair: str) -> list[Edit] | None:
 
 
 def _check_to_bound(place: _Place) -> list[Edit] | None:
-    """A check for one value that must let through every arch above it, across majors, becomes the lower bound
-    upstream writes: `if sm_version != 90: return False` -> `if sm_version < 90:` for SM10x, SM11x and SM12x
-    (SGLang 0.5.1.post1). Kept only where that reads as exactly what is asked (the code after an exit); a
-    widening within one major keeps the values (`!= 120` -> `not in (120, 121)`)."""
+    """A check for one capability (`major * 10 + minor`) that must let through every arch above it, across majors,
+    becomes the lower bound upstream writes, not a list of every capability: `if sm_version != 90: return False` ->
+    `if sm_version < 90:` for SM10x, SM11x and SM12x (SGLang 0.5.1.post1). Kept only where that reads as exactly
+    what is asked (the code after an exit); a widening within one major keeps the values (`!= 120` -> `not in
+    (120, 121)`), and so does a check of the major (`[0] != 10` -> `not in [10, 11, 12]`, FlashInfer beebc6074)."""
     root, leaf_of = place.root, place.leaf_of
     leaf = leaf_of(root) if isinstance(root, ast.Compare) else None
     if leaf is None or leaf.op is not ast.NotEq or leaf.flipped or not isinstance(leaf.value, int) or leaf.strings:
         return None
     assert isinstance(root, ast.Compare)  # a leaf is one
-    major = leaf.value // 10 if leaf.side == "sm" else leaf.value if leaf.side == 0 else None
-    if major is None or len({arch.major for arch in place.missing} - {major}) < 2:
+    if leaf.side != "sm":  # majors stay listed: FlashInfer beebc6074 wrote `[0] not in [10, 11, 12]`, not `< 10`
+        return None
+    if len({arch.major for arch in place.missing} - {leaf.value // 10}) < 2:
         return None
     op_start, value_start = place.text.span(root.left)[1], place.text.span(root.comparators[0])[0]
     between = place.source[op_start:value_start]
