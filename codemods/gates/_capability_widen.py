@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import CannotWiden, Edit, Gate, apply_edits, drop_operands
 from codemods.gates._capability_reading import (
-    _CHECKED, _SIDES, LeafOf, Side, _checked, member_range, _conditions, _have, _leaves, _parents, _parse, _pure, _reading, _truth,
+    _CHECKED, _SIDES, LeafOf, Side, _Leaf, _checked, member_range, _conditions, _have, _leaves, _parents, _parse, _pure, _reading, _truth,
     admits,
 )  # fmt: skip
 from codemods.gates import python_predicate
@@ -201,13 +201,19 @@ def _move_bound(place: _Place) -> list[Edit] | None:
     values = _values(leaf.side, place.failing(leaf.node))
     if not values or type(values[0]) is not type(leaf.value):
         return None
-    lower = leaf.op in (ast.Gt, ast.GtE)
-    new = values[0] if lower else values[-1]
-    if leaf.op in (ast.Gt, ast.Lt):
+    # the condition holds above a lower bound (`>`, `>=`): the targets must satisfy it, a strict one past the value
+    return _bound_moved(place, leaf.literal, values, leaf.op in (ast.Gt, ast.GtE), leaf.op in (ast.Gt, ast.Lt))
+
+
+def _bound_moved(place: _Place, literal: ast.expr, values: list, above: bool, past: bool) -> list[Edit] | None:
+    """A bound's literal rewritten to the lowest of `values` (the targets sit `above` it) or the highest, one
+    further out when the bound must lie `past` that value (a strict `<` holding on it, a `<=` an exit must fail):
+    the one rule of _move_bound, _exit_move_bound and _move_chained."""
+    new = values[0] if above else values[-1]
+    if past:
         if not isinstance(new, int):
             return None
-        new = new - 1 if lower else new + 1
-    literal = leaf.literal
+        new = new - 1 if above else new + 1
     if isinstance(literal, ast.Constant):
         return [Edit(*place.text.span(literal), str(new).encode())]
     if isinstance(literal, ast.Tuple) and all(isinstance(e, ast.Constant) for e in literal.elts):
@@ -244,35 +250,39 @@ def _add_disjunct(place: _Place) -> list[Edit] | None:
 _SYMBOLS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 
 
-def _one_bound(place: _Place, keep: int) -> list[Edit] | None:
-    """A chained comparison keeps one of its bounds, written capability first: `90 <= _device_sm < 120` becomes
-    `_device_sm >= 90` (keep 0, the upper bound dropped: SGLang 0.5.15's deepseek_v2.py) or `_device_sm < 120`."""
+def _chain_bound(place: _Place, index: int) -> tuple[_Leaf, type[ast.cmpop], ast.expr] | None:
+    """A chained comparison's leaf and its first (0) or second (1) bound: the operator read capability first, and
+    the literal (`90 <= sm < 120`: `>=` and `90`, `<` and `120`); None for any other condition."""
     root = place.root
     leaf = place.leaf_of(root)
     if leaf is None or not leaf.chain or not isinstance(root, ast.Compare):
         return None
-    op, literal = (leaf.op, root.left) if keep == 0 else (leaf.chain[0][0], root.comparators[1])
+    return (leaf, leaf.op, root.left) if index == 0 else (leaf, leaf.chain[0][0], root.comparators[1])
+
+
+def _one_bound(place: _Place, keep: int) -> list[Edit] | None:
+    """A chained comparison keeps one of its bounds, written capability first: `90 <= _device_sm < 120` becomes
+    `_device_sm >= 90` (keep 0, the upper bound dropped: SGLang 0.5.15's deepseek_v2.py) or `_device_sm < 120`."""
+    bound = _chain_bound(place, keep)
+    if bound is None:
+        return None
+    leaf, op, literal = bound
     operand = place.source[slice(*place.text.span(leaf.operand))].decode("utf-8")
     value = place.source[slice(*place.text.span(literal))].decode("utf-8")
-    return [Edit(*place.text.span(root), f"{operand} {_SYMBOLS[op]} {value}".encode())]
+    return [Edit(*place.text.span(place.root), f"{operand} {_SYMBOLS[op]} {value}".encode())]
 
 
 def _move_chained(place: _Place, index: int) -> list[Edit] | None:
     """A chained comparison's bound moved to the targets' value, in place: `100 <= get_device_sm() < 120` becomes
     `90 <= get_device_sm() < 120` for sm_90 (kept only where that admits no arch in between)."""
-    root = place.root
-    leaf = place.leaf_of(root)
-    if leaf is None or not leaf.chain or not isinstance(root, ast.Compare):
+    bound = _chain_bound(place, index)
+    if bound is None:
         return None
-    op, literal = (leaf.op, root.left) if index == 0 else (leaf.chain[0][0], root.comparators[1])
+    leaf, op, literal = bound
     values = _values(leaf.side, place.missing)
     if not isinstance(literal, ast.Constant) or not values or not all(isinstance(v, int) for v in values):
         return None
-    lower = op in (ast.Gt, ast.GtE)
-    new = values[0] if lower else values[-1]
-    if op in (ast.Gt, ast.Lt):
-        new = new - 1 if lower else new + 1
-    return [Edit(*place.text.span(literal), str(new).encode())]
+    return _bound_moved(place, literal, values, op in (ast.Gt, ast.GtE), op in (ast.Gt, ast.Lt))
 
 
 def _extend_chain(place: _Place) -> list[Edit] | None:
@@ -373,18 +383,8 @@ def _exit_move_bound(place: _Place) -> list[Edit] | None:
     values = _values(leaf.side, place.missing)
     if not values or type(values[0]) is not type(leaf.value):
         return None
-    below = leaf.op in (ast.Lt, ast.LtE)  # the condition holds below its bound: the targets must be at or above
-    new = values[0] if below else values[-1]
-    if leaf.op in (ast.LtE, ast.GtE):
-        if not isinstance(new, int):
-            return None
-        new = new - 1 if below else new + 1
-    literal = leaf.literal
-    if isinstance(literal, ast.Constant):
-        return [Edit(*place.text.span(literal), str(new).encode())]
-    if isinstance(literal, ast.Tuple) and all(isinstance(e, ast.Constant) for e in literal.elts):
-        return [Edit(*place.text.span(e), str(n).encode()) for e, n in zip(literal.elts, new) if e.value != n]  # type: ignore[attr-defined,arg-type]
-    return None
+    # the condition holds below an upper bound (`<`, `<=`): the targets must fail it, at or above it
+    return _bound_moved(place, leaf.literal, values, leaf.op in (ast.Lt, ast.LtE), leaf.op in (ast.LtE, ast.GtE))
 
 
 def _exit_drop(place: _Place) -> list[Edit] | None:
