@@ -19,7 +19,6 @@ recipes = LazyModule("codemods.recipes.load")
 workspace = LazyModule("codemods.apply.workspace")
 
 
-
 class Stderr:
     """Reports on stderr: plain lines, and on a terminal rich's rendering (bold heads, dim asides, progress bars).
 

@@ -142,7 +142,7 @@ def plan_change(
 def meanings_for(project: Project, file: str, source: bytes, tree: ProjectTree | None = None, read: Read | None = None) -> dict:
     """What each arch predicate `file` can use admits: the project's table, then the definitions in its
     predicate files (through `read`), then those in `file` itself; the later wins."""
-    known = project.predicate_table(tree.version() if tree is not None else "")
+    known = project.predicate_table(tree.version(read) if tree is not None else "")
     if tree is not None and read is not None:
         for template in project.predicate_files:
             rel = tree.resolve(template)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,19 +169,23 @@ class ProjectTree:
         filled = PLACEHOLDER_RE.sub(place, template)
         return os.path.normpath(filled).replace(os.sep, "/")
 
-    def version(self) -> str:
+    def version(self, read: Callable[[str], bytes] | None = None) -> str:
+        """The release the tree holds, from its version files; through `read` (a path relative to the root, as the
+        planner reads the files it edits: a replay reads a commit's) when given, else from the disk."""
         for rel in self.layout.version_files:
-            file = self.root / rel
-            if file.is_file():
-                match = re.search(
-                    r"""^(?:__version__|version)\s*(?::\s*str\s*)?=\s*(?:version\s*=\s*)?["']([^"']+)["']""",
-                    file.read_text(errors="replace"), re.M,
-                )
-                if match and match.group(1) != "0.0.0.dev0":  # SGLang's fallback when setuptools_scm is absent
-                    return match.group(1)
-                first = file.read_text(errors="replace").strip().splitlines()
-                if first and re.match(r"^\d+\.\d+", first[0]):
-                    return first[0]
+            try:
+                data = read(rel) if read is not None else (self.root / rel).read_bytes()
+            except OSError:
+                continue
+            text = data.decode("utf-8", errors="replace")
+            match = re.search(
+                r"""^(?:__version__|version)\s*(?::\s*str\s*)?=\s*(?:version\s*=\s*)?["']([^"']+)["']""", text, re.M,
+            )
+            if match and match.group(1) != "0.0.0.dev0":  # SGLang's fallback when setuptools_scm is absent
+                return match.group(1)
+            first = text.strip().splitlines()
+            if first and re.match(r"^\d+\.\d+", first[0]):
+                return first[0]
         return ""
 
 
