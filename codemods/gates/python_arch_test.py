@@ -88,7 +88,14 @@ def _tested() -> tuple[type[cst.If], type[cst.While], type[cst.Assert], type[cst
     return (cst.If, cst.While, cst.Assert, cst.IfExp)
 
 
+NEGATIONS = ("parentheses", "and_not")
+
+
 def check_selector(name: str, value) -> str:
+    if name == "negation":
+        if value in NEGATIONS:
+            return ""
+        return "'negation' must be \"parentheses\" (`not (P or Q)`) or \"and_not\" (`not P and not Q`)"
     if name == "calls":
         if isinstance(value, str) or (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
             return ""
@@ -99,8 +106,12 @@ def check_selector(name: str, value) -> str:
 def find(
     source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, meanings: Mapping[str, Meaning] | None = None, *,
     function: str | None = None, assigns: str | None = None, calls: str | list[str] | None = None,
+    negation: str | None = None,
 ) -> list[Gate]:
-    """Every predicate test (single, negated, negated chain, flag chain), in source order."""
+    """Every predicate test (single, negated, negated chain, flag chain), in source order.
+
+    `negation` ("parentheses" or "and_not") is how `widen` is to negate several predicates where a lone one is
+    negated, whatever the file shows (`_negation_style`): kept in each gate's detail."""
     parsed = parse(source, chains.MENTIONS)
     wanted = [calls] if isinstance(calls, str) else list(calls or [])
     gates = []
@@ -118,6 +129,8 @@ def find(
             "predicates": [p.ident.value for p in predicates],
             "form": predicates[-1].form,
         }
+        if negation is not None and shape == "not":
+            detail["negation"] = negation
         if wanted:
             if not isinstance(statement, cst.If) or not _calls(statement.body, wanted):
                 continue
@@ -173,7 +186,7 @@ def widen(
         edits = [Edit(end, end, b"".join(b" and not " + s for s in spelled))]
     else:  # "not": `not P`
         lone = not isinstance(parsed.parent(node), cst.BooleanOperation)  # `if not P:`, not `if x and not P:`
-        if _negation_style(parsed, template, lone) == "parentheses":
+        if (gate.detail.get("negation") or _negation_style(parsed, template, lone)) == "parentheses":
             text = b"".join(b" or " + s for s in spelled)
             edits = [Edit(start, start, b"("), Edit(end, end, text + b")")]
         else:

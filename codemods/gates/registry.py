@@ -105,7 +105,7 @@ PYTHON_ARCH_OR = GateKind(
 
 PYTHON_ARCH_TEST = GateKind(
     name="python_arch_test",
-    selectors=_optional("function", "assigns", "calls"),
+    selectors=_optional("function", "assigns", "calls", "negation", hints={"negation": 'negation = "parentheses"'}),
     find=lambda source, universe, where, selector: python_arch_test.find(source, universe, where.meanings, **selector),
     admits=lambda text, universe, where, detail: python_arch_test.admits(
         text, universe, python_arch_or.scoped(where.meanings, detail.get("class"))

@@ -430,7 +430,52 @@ def test_registered_and_selectors() -> None:
     from codemods.gates.registry import modules as gate_kinds, selector_keys
 
     assert gate_kinds()["python_arch_test"] is python_arch_test
-    assert selector_keys(python_arch_test) == {"function", "assigns", "calls"}
+    assert selector_keys(python_arch_test) == {"function", "assigns", "calls", "negation"}
+
+
+SETUP_SKIP = """\
+import unittest
+
+from sglang.srt.utils import is_sm100_supported, is_sm120_supported
+
+
+class TestMXFP8Gemm(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not is_sm100_supported():
+            raise unittest.SkipTest("needs SM100")
+"""
+
+
+@pytest.mark.parametrize(
+    "negation, after",
+    [
+        (None, "        if not is_sm100_supported() and not is_sm120_supported():\n"),  # the file shows neither way
+        ("parentheses", "        if not (is_sm100_supported() or is_sm120_supported()):\n"),
+        ("and_not", "        if not is_sm100_supported() and not is_sm120_supported():\n"),
+    ],
+)
+def test_negation_key_chooses_how_a_lone_negation_grows(negation: str | None, after: str) -> None:
+    source = SETUP_SKIP.encode()
+    selector = {} if negation is None else {"negation": negation}
+    widened = _rewrite(source, SM12X, SGLANG, **selector).decode()
+    assert widened == SETUP_SKIP.replace("        if not is_sm100_supported():\n", after)
+    assert _rewrite(widened.encode(), SM12X, SGLANG, **selector) == widened.encode()
+
+
+def test_negation_key_wins_over_the_files_own_way() -> None:
+    # the file negates a pair with `and not`; the recipe asks for parentheses, which the new line gets
+    source = (SETUP_SKIP + "\n\ndef other():\n    if not is_sm90_supported() and not is_sm100_supported():\n        pass\n").encode()
+    widened = _rewrite(source, SM12X, SGLANG, function="setUpClass", negation="parentheses").decode()
+    assert "        if not (is_sm100_supported() or is_sm120_supported()):\n" in widened
+    assert "    if not is_sm90_supported() and not is_sm100_supported():\n" in widened  # not selected, not changed
+    assert _rewrite(source, SM12X, SGLANG, function="setUpClass").decode().count(" and not is_sm120_supported()") == 1
+
+
+@pytest.mark.parametrize("value", ["paren", "", 1, ["parentheses"]])
+def test_negation_key_takes_two_values(value) -> None:
+    assert "parentheses" in python_arch_test.check_selector("negation", value)
+    assert python_arch_test.check_selector("negation", "and_not") == ""
 
 
 NUMBERS = {80: ["sm_8x"], 90: ["sm_9x"], 100: ["sm_10x"], 110: ["sm_11x"], 120: ["sm_12x"]}

@@ -122,8 +122,6 @@ REPLAYS = [
     # Held out: found after the engine was built, recipes written from the README alone, in the order examined
     _sg(
         "sg-mxfp8-block-test-sm120", ("0.5.9", "0.5.10"),
-        fails="python_arch_test negates in the `not a and not b` style where upstream writes `not (a or b)`:"
-        " the file has no negated pair to copy a style from, and codemod's default is the `and not` chain",
     ),
     _sg(
         "sg-moe-runner-fp4-sm110", ("0.5.21", "0.5.22"),
@@ -146,11 +144,6 @@ REPLAYS = [
     _sg("sg-subblock-sparse-sm120", ("0.5.19", "0.5.20")),
     _sg(
         "sg-diffusion-fa4-sm120", ("0.5.19", "0.5.20"),
-        fails="codemod now reads `Platform.is_blackwell` (major == 10) and `Platform.is_sm120` in interface.py,"
-        " the base class's file, and writes `if not cls.is_blackwell() and not cls.is_sm120():` where upstream writes"
-        " `if not (cls.is_blackwell() or cls.is_sm120()):`. The file has no negated pair to copy a style from; of the"
-        " replays with a lone `if not P:`, upstream chose `not (a or b)` three times (here, 9e5ec6a0c,"
-        " sg-mxfp8-block-test) and `and not` twice (both in mxfp4.py), with nothing in the code to tell them apart",
     ),
     _fi("sm120f-family-sm121", "ec0178acd", ("0.6.10", "0.6.11")),
     _fi("cutlass-tile-config-sm121", "20435b409", ("0.5.2", "0.5.3")),
