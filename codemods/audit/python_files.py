@@ -212,6 +212,7 @@ def _arch_test_paths(text: PythonText, tree: ast.Module, gates: list[Gate]) -> l
         if isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp))
     ]
     out = []
+    up: dict[int, ast.AST] | None = None  # the parents, walked for a body that may set an exit flag only
     for gate in gates:
         if gate.kind != "python_arch_test":
             out.append(gate)
@@ -221,7 +222,9 @@ def _arch_test_paths(text: PythonText, tree: ast.Module, gates: list[Gate]) -> l
             out.append(gate)
             continue
         (start, end), statement = max(around, key=lambda item: item[0][0])
-        runs = _polarity.statement_path(statement)
+        if up is None and isinstance(statement, ast.If) and statement.body and isinstance(statement.body[-1], ast.Assign):
+            up = _polarity.parents([tree])
+        runs = _polarity.statement_path(statement, up)
         whole = text.data[start:end].strip(b"() \t\r\n") == text.data[gate.start : gate.end].strip(b"() \t\r\n")
         holds = gate.detail.get("shape") not in _NEGATED_SHAPES  # the test holds where the predicates do
         detail = {**gate.detail}

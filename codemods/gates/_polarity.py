@@ -13,8 +13,8 @@ holds (issue 18 item 1):
 `need(node, parents)` walks up from a condition (through `not`, `and`,
 `or`, parentheses) to what decides a path, and says on which value of the
 whole test the path runs. A test that exits (`raise`, `pytest.skip(...)`,
-`sys.exit(...)`, `return`, `return False`, `continue`, `break`) guards the
-code after it: that runs where the test is false, as it does for
+`sys.exit(...)`, `return`, `return False`, `continue`, `break`, or sets a flag
+a later `if` of its block exits on) guards the code after it: that runs where the test is false, as it does for
 `skipif`/`skipIf`/`skip_if...(cond)`. A body that returns a value other
 than a false constant is the guarded path itself (`if sm == 120: return
 True`). `value(test, leaf)` folds the test on one arch with Kleene
@@ -69,6 +69,37 @@ def exits(body: list[ast.stmt]) -> bool:
     return False
 
 
+def raises_exit_flag(statement: ast.If, up: Mapping[int, ast.AST]) -> bool:
+    """Whether the `if`'s body ends by setting a flag that a later `if` of the same block exits on: the exit is
+    reached through the flag. SGLang 0.4.7's determine_num_fused_shared_experts sets `disable_reason = "..."`
+    under each of its checks (an `if`/`elif` chain) and, after them, `if disable_reason is not None: ...
+    return`. The flag is a name set to a true constant or an f-string; the later test is `if flag:` or `if
+    flag is not None:`."""
+    last = statement.body[-1] if statement.body else None
+    if not (isinstance(last, ast.Assign) and len(last.targets) == 1 and isinstance(last.targets[0], ast.Name)):
+        return False
+    flag, raised = last.targets[0].id, last.value
+    if not (isinstance(raised, ast.JoinedStr) or isinstance(raised, ast.Constant) and raised.value):
+        return False
+    top: ast.AST = statement
+    while isinstance(parent := up.get(id(top)), ast.If) and len(parent.orelse) == 1 and parent.orelse[0] is top:
+        top = parent  # an `elif`: the block holds the first `if` of the chain
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None) or []
+        at = next((i for i, s in enumerate(block) if s is top), None)
+        if at is not None:
+            return any(isinstance(later, ast.If) and _tests(later.test, flag) and exits(later.body) for later in block[at + 1 :])
+    return False
+
+
+def _tests(test: ast.expr, flag: str) -> bool:
+    """`flag` or `flag is not None`."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot):
+        right = test.comparators[0]
+        test = test.left if isinstance(right, ast.Constant) and right.value is None else test
+    return isinstance(test, ast.Name) and test.id == flag
+
+
 def parents(nodes: Iterable[ast.AST]) -> dict[int, ast.AST]:
     """Each node's parent (by id), for every node under `nodes`."""
     out: dict[int, ast.AST] = {}
@@ -93,7 +124,7 @@ def need(node: ast.expr, up: Mapping[int, ast.AST]) -> tuple[ast.expr, bool]:
             continue
         break
     if isinstance(parent, ast.If) and parent.test is test:
-        return test, not exits(parent.body)
+        return test, not (exits(parent.body) or raises_exit_flag(parent, up))
     if isinstance(parent, ast.Assert) and parent.test is test:
         return test, True
     if isinstance(parent, ast.Call) and (parent.args[:1] == [test] or any(
@@ -189,7 +220,10 @@ def early_value(statement: ast.stmt | ast.expr) -> str | None:
     return None
 
 
-def statement_path(statement: ast.stmt | ast.expr) -> bool:
-    """The value of a statement's test on which the code it guards runs: an `if` whose body exits guards the
-    code after it (False); an `if` otherwise, `while`, `assert` and `x if test else y` their own path (True)."""
-    return not exits(statement.body) if isinstance(statement, ast.If) else True
+def statement_path(statement: ast.stmt | ast.expr, up: Mapping[int, ast.AST] | None = None) -> bool:
+    """The value of a statement's test on which the code it guards runs: an `if` whose body exits (or, given
+    the parents `up`, sets a flag a later `if` exits on) guards the code after it (False); an `if` otherwise,
+    `while`, `assert` and `x if test else y` their own path (True)."""
+    if isinstance(statement, ast.If):
+        return not (exits(statement.body) or up is not None and raises_exit_flag(statement, up))
+    return True

@@ -138,7 +138,9 @@ class Predicate:
 
 
 @dataclass(frozen=True)
-class _Plan:
+class Plan:
+    """What widening one gate takes: its edits, and the symbols they take from other modules."""
+
     edits: list[Edit]
     symbols: list[str]
 
@@ -489,7 +491,7 @@ def _plan(
     targets: tuple[Arch, ...],
     universe: tuple[Arch, ...] = DEFAULT_ARCHS,
     meanings: Mapping[str, Meaning] | None = None,
-) -> _Plan:
+) -> Plan:
     parsed = parse(source, MENTIONS)
     chain = _locate(parsed, gate)
     predicates = _predicates(chain)
@@ -501,7 +503,7 @@ def _plan(
         predicates, gate, targets, universe, scoped(meanings, gate.detail.get("class")), parsed.source
     )
     if template is None:
-        return _Plan([], [])
+        return Plan([], [])
     predicates = [p for p in predicates if p.number is not None]
     edits = [_append(parsed, template, names)]
     tested = _tested_by(parsed, chain)
@@ -530,7 +532,7 @@ def supporting(
     names: list[str],
     edits: list[Edit],
     gate: Gate,
-) -> _Plan:
+) -> Plan:
     """The gate's `edits` plus what the new predicates need: a copied definition, an import."""
     symbols: list[str] = []
     needed: list[tuple[str, list[str], cst.CSTNode]] = []  # (name to bind, its siblings, a node where it is used)
@@ -562,7 +564,7 @@ def supporting(
     edits += import_edits
     symbols += imported
     _check_disjoint(edits, gate)
-    return _Plan(sorted(edits), symbols)
+    return Plan(sorted(edits), symbols)
 
 
 def _passed_in(parsed: PythonSource, chain: cst.CSTNode, template: Predicate, new: list[str]) -> list[Edit] | None:

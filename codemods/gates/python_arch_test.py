@@ -158,13 +158,28 @@ def widen(
     meanings: Mapping[str, Meaning] | None = None,
 ) -> list[Edit]:
     """Edits that make the test admit `targets` too; `[]` if it does already."""
+    return _plan(source, gate, targets, universe, meanings).edits
+
+
+def missing_symbols(
+    source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+    meanings: Mapping[str, Meaning] | None = None,
+) -> list[str]:
+    """Symbols the widened test takes from other modules (python_arch_or.missing_symbols' form: an import's
+    `module.name`), for the planner to check; `[]` when it admits the targets already."""
+    return _plan(source, gate, targets, universe, meanings).symbols
+
+
+def _plan(
+    source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...], meanings: Mapping[str, Meaning] | None
+) -> chains.Plan:
     parsed = parse(source, chains.MENTIONS)
     node, shape, predicates = _locate(parsed, gate)
     template, names = chains.new_predicates(
         predicates, gate, targets, universe, chains.scoped(meanings, gate.detail.get("class")), parsed.source
     )
     if template is None:
-        return []
+        return chains.Plan([], [])
     if gate.detail.get("needs_human"):
         lines = "; ".join(gate.detail["needs_human"])
         raise CannotWiden(
@@ -196,7 +211,7 @@ def widen(
         edits = _in_order(parsed, shape, predicates, [chains.number_of(n) for n in names], spelled) or edits
     whole = alone or _whole_test(parsed, node)
     edits = wrapped(parsed.source, edits + dropped, whole)
-    return chains.supporting(parsed, node, predicates, template, names, edits, gate).edits
+    return chains.supporting(parsed, node, predicates, template, names, edits, gate)
 
 
 def admits(

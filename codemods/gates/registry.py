@@ -111,6 +111,9 @@ PYTHON_ARCH_TEST = GateKind(
         text, universe, python_arch_or.scoped(where.meanings, detail.get("class"))
     ),
     widen=lambda source, gate, targets, universe, where: python_arch_test.widen(source, gate, targets, universe, where.meanings),
+    missing_symbols=lambda source, gate, targets, universe, where: python_arch_test.missing_symbols(
+        source, gate, targets, universe, where.meanings
+    ),
     check_selector=lambda key, value: python_arch_test.check_selector(key, value),
     reads_predicates=True,
     selects_kernels=True,

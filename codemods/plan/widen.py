@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import posixpath
+import re
 from collections.abc import Callable
 
 from codemods.jit import kernel_paths
@@ -94,9 +95,13 @@ def plan_change(
                 continue
             pc.gates.append(GateChange(gate, "failed", reason=str(exc), warnings=warnings))
             continue
-        if change.requires_symbol and tree is not None and gate_edits:
+        if tree is not None and gate_edits:
             needed = kind.missing_symbols(source, gate, targets, universe, where)
-            symbol_missing |= _symbol_unresolved(change, tree, needed, read)
+            if change.requires_symbol and _symbol_unresolved(change, tree, needed, read):
+                symbol_missing = True  # said below: this version has no predicate for the arch
+            elif absent := _not_in_their_modules(tree, pc.file, needed, read):
+                pc.gates.append(GateChange(gate, "failed", reason="; ".join(absent), warnings=warnings))
+                continue
         edits += gate_edits
         pc.gates.append(GateChange(gate, "changed", forced=blockers, warnings=warnings))
     failed = [g for g in pc.gates if g.outcome == "failed"]
@@ -244,6 +249,29 @@ def _symbol_unresolved(change: Change, tree: ProjectTree, needed: list[str], rea
     that none of the change's symbol files defines."""
     takes = any(symbol.rsplit(".", 1)[-1] == change.requires_symbol for symbol in needed)
     return takes and not _in_symbol_files(change, tree, read)
+
+
+def _not_in_their_modules(tree: ProjectTree, file: str, needed: list[str], read: Read | None) -> list[str]:
+    """Why each symbol the widened gate imports (`missing_symbols`' `module.name`) is not there: the project file
+    of that module neither defines nor imports it. The predicate table says what a name means, not that this
+    version has it (SGLang 0.4.10's srt/layers/utils.py has `is_sm100_supported` and no `is_sm90_supported`).
+    A module outside the project, or one that imports `*`, is not vouched for either way."""
+    if read is None:
+        return []
+    absent = []
+    for symbol in needed:
+        module, _, name = symbol.rpartition(".")
+        if not module.strip(".") or "(" in module:  # `get_platform().is_sm120`: an attribute, no import
+            continue
+        found = _module_file(tree, file, module, read)
+        if found is None or re.search(rb"^\s*from\s+\S+\s+import\s+\*", found[1], re.MULTILINE):
+            continue
+        if not defines(found[1], name):
+            absent.append(
+                f"`{name}` is not defined in {found[0]}, which the new import would take it from: this version"
+                " has no such predicate, and a recipe does not write one"
+            )
+    return absent
 
 
 def _in_symbol_files(change: Change, tree: ProjectTree, read: Read | None) -> bool:

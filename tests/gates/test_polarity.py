@@ -59,6 +59,39 @@ SHAPES = {
                 sys.exit(0)
             reached()
     """,
+    "if-flag": """
+        def probe():
+            major, minor = torch.cuda.get_device_capability()
+            disable_reason = None
+            if {cond}:
+                disable_reason = "unsupported GPU"
+            elif use_y:
+                disable_reason = f"another reason: {{use_y}}"
+            if disable_reason is not None:
+                return
+            reached()
+    """,
+    "if-flag-truthy": """
+        def probe():
+            major, minor = torch.cuda.get_device_capability()
+            blocked = False
+            if {cond}:
+                blocked = True
+            if blocked:
+                raise RuntimeError("unsupported GPU")
+            reached()
+    """,
+    "if-flag-not-an-exit": """
+        def probe():
+            major, minor = torch.cuda.get_device_capability()
+            note = None
+            if {cond}:
+                note = "fast path"
+            if note is not None:
+                log(note)
+            if note is not None:
+                reached()
+    """,
     "if-body": """
         def probe():
             major, minor = torch.cuda.get_device_capability()
@@ -130,6 +163,8 @@ def _reached_on(source: str, arch: Arch, flag: bool) -> bool:
         "sys": SimpleNamespace(exit=lambda code=0: _skip(str(code))),
         "skip_if": skip_if,
         "use_x": flag,
+        "use_y": False,
+        "log": lambda *a: None,
         "reached": lambda: hits.append(True),
     }
     exec(compile(source, "<probe>", "exec"), namespace)
@@ -171,6 +206,10 @@ CASES = [
     pytest.param("assert", "major >= 9", ["sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"], id="assert"),
     pytest.param("skip_if-helper", "major < 12", ["sm_120", "sm_121"], id="skip-if-helper"),
     pytest.param("skipUnless", "major == 12", ["sm_120", "sm_121"], id="skip-unless-decorator"),
+    pytest.param("if-flag", "major < 9", ["sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"],
+                 id="an-exit-reached-through-a-flag"),
+    pytest.param("if-flag-truthy", "major != 12", ["sm_120", "sm_121"], id="an-exit-reached-through-a-true-flag"),
+    pytest.param("if-flag-not-an-exit", "major == 12", ["sm_120", "sm_121"], id="a-flag-no-later-if-exits-on"),
     pytest.param("if-body", "major > 8 or (major == 8 and minor >= 9)",
                  ["sm_89", "sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"], id="body-of-a-compound-test"),
     pytest.param("if-return-true", "major == 12", ["sm_120", "sm_121"], id="return-true-is-the-path"),

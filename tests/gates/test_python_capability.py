@@ -476,6 +476,37 @@ CONDITION_WIDENINGS = [
 ]  # fmt: skip
 
 
+SHARED_EXPERTS = """\
+class DeepseekV2ForCausalLM(nn.Module):
+    def determine_num_fused_shared_experts(self, architecture="DeepseekV3ForCausalLM"):
+        disable_reason = None
+        if (
+            not _is_cuda
+            or torch.cuda.get_device_capability("cuda") < (9, 0)
+            or self.config.architectures[0] != architecture
+        ):
+            disable_reason = "Only Deepseek V3/R1 on NV-platform with capability >= 90 can use it."
+        elif get_moe_expert_parallel_world_size() > 1:
+            disable_reason = "Deepseek V3/R1 can not use it under expert parallelism."
+        if disable_reason is not None:
+            self.num_fused_shared_experts = 0
+            return
+        self.num_fused_shared_experts = self.config.n_shared_experts
+"""
+
+
+def test_an_exit_reached_through_a_flag_is_read_and_narrowed():
+    """SGLang 0.4.8 (round 8): the `if` only records why the fusion is off; `if disable_reason is not None:
+    return` after it is the exit, so the code after runs on sm_90 and up, and widening for sm_80 moves the bound
+    (it used to read `already admits sm_80`, and on a tree with `< (8, 0)` made the condition hold on SM8x)."""
+    [gate] = find(SHARED_EXPERTS.encode())
+    assert gate.detail["runs_where"] == "false"
+    assert gate.admits.names() == ["sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"]
+    after = SHARED_EXPERTS.replace("< (9, 0)", "< (8, 0)")
+    assert _rewrite(SHARED_EXPERTS, "sm_80,sm_86,sm_89") == after  # the SM8x family (a recipe's admit = "family")
+    assert _rewrite(after, "sm_80,sm_86,sm_89") == after
+
+
 @pytest.mark.parametrize(("before", "archs", "after"), CONDITION_WIDENINGS)
 def test_widen_condition(before, archs, after):
     assert _rewrite(before, archs) == after

@@ -231,3 +231,63 @@ def test_a_table_entry_a_later_release_defines_is_left_out_for_an_older_tree():
     assert "is_sm12x_supported" in flashinfer.predicate_table("0.6.5")
     assert "is_sm12x_supported" in flashinfer.predicate_table("")  # version unknown: the whole table
     assert "is_sm120a_supported" in flashinfer.predicate_table("0.3.1")
+
+
+TEST_RECIPE = """\
+id = "cutlass-moe-sm90"
+summary = "widen one SGLang predicate test"
+arch = "sm_90"
+
+[[change]]
+id = "sglang.cutlass-moe"
+project = "sglang"
+file = "{python}/srt/layers/quantization/fp8.py"
+kind = "python_arch_test"
+function = "create_weights"
+"""
+
+FP8 = """\
+from sglang.srt.layers.utils import is_sm100_supported
+
+
+class Fp8MoEMethod:
+    def create_weights(self, layer):
+        if self.cutlass_fp8_supported and is_sm100_supported():
+            layer.ab_strides = make_strides()
+"""
+
+
+@pytest.mark.parametrize(
+    "layer_utils, outcome",
+    [
+        pytest.param("def is_sm100_supported():\n    return major == 10\n", "failed", id="the-module-lacks-it"),
+        pytest.param(
+            "def is_sm90_supported():\n    return major == 9\n\n\ndef is_sm100_supported():\n    return major == 10\n",
+            "changed", id="the-module-defines-it",
+        ),
+        pytest.param("from sglang.srt.utils.common import *\n", "changed", id="star-import-is-not-vouched-against"),
+    ],
+)
+def test_an_imported_predicate_must_exist_in_the_module_it_comes_from(tmp_path, layer_utils, outcome):
+    """The [predicates] table says what `is_sm90_supported` means, not that this tree has it: SGLang 0.4.10's
+    srt/layers/utils.py defines `is_sm100_supported` alone, and importing `is_sm90_supported` from it would
+    break the import of fp8.py (round 8, sg-cutlass-moe-fp8-sm90)."""
+    (tmp_path / "recipe.toml").write_text(TEST_RECIPE)
+    root = tmp_path / "wheel"
+    quantization = root / "sglang" / "srt" / "layers" / "quantization"
+    quantization.mkdir(parents=True)
+    (quantization / "fp8.py").write_text(FP8)
+    (root / "sglang" / "srt" / "layers" / "utils.py").write_text(layer_utils)
+    [change] = planner.plan(load_recipe(tmp_path / "recipe.toml"), detect(root, ["sglang"])).changes
+    assert change.outcome == outcome, change.reason
+    if outcome == "failed":
+        assert change.reason == (
+            "sglang/srt/layers/quantization/fp8.py:6: cannot widen `is_sm100_supported()`: `is_sm90_supported` is not"
+            " defined in sglang/srt/layers/utils.py, which the new import would take it from: this version has no"
+            " such predicate, and a recipe does not write one"
+        )
+        assert change.after == change.before == FP8.encode()
+    else:
+        after = change.after.decode()
+        assert "from sglang.srt.layers.utils import is_sm90_supported, is_sm100_supported\n" in after
+        assert "and (is_sm100_supported() or is_sm90_supported()):" in after
