@@ -312,7 +312,7 @@ REPLAYS = [
         "fi-trtllm-moe-launcher-sm10x", "beebc6074", None, "0.3.0.post1 / 0.3.1: sdists only on PyPI",
         fails="cpp_runtime_check, asked for the SM10x family (arch sm_103, admit family), adds the minor it knows:"
         " `TORCH_CHECK(std::get<0>(device_props) == 10 && (std::get<1>(device_props) == 0 || std::get<1>(device_props)"
-        " == 3),` (121 columns, one line) where upstream drops the minor test, `TORCH_CHECK(std::get<0>(device_props) =="
+        " == 3),` (116 columns, one line) where upstream drops the minor test, `TORCH_CHECK(std::get<0>(device_props) =="
         " 10,`; the same with plain `major == 10 && minor == 0`. Dropping before adding is the README's rule only in a"
         " predicate named for a family target; a check asked to admit a whole major keeps adding minors",
     ),
@@ -328,7 +328,7 @@ REPLAYS = [
     _fi(
         "fi-deepgemm-sf-layout-sm103", "4d4e8c057", None, "0.3.1.post1 / 0.4.0: 0.3.1.post1 is an sdist only",
         fails="python_capability widens the four `get_device_arch() == \"100a\"` to `in (\"100a\", \"103a\")` as upstream"
-        " (the SM90 tests left), but leaves each grown line unsplit (92 to 99 columns): upstream's black writes each `if`"
+        " (the SM90 tests left), but leaves each grown line unsplit (92 to 97 columns): upstream's black writes each `if`"
         " as `if (` / one `and` operand a line / `):`, and `should_skip_transform = (a and b and c) or (d and e and f)` as"
         " `(` / a / `and b` / `and c` / `) or (` / d / `and e` / `and f` / `)`; python_capability splits only a"
         " conditional expression in brackets. The commit's two lookup tables (`return {\"90a\": True, \"100a\": False}"
