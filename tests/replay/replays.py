@@ -310,6 +310,52 @@ REPLAYS = [
         " from there all the same, on the [predicates] table's word, and the patched fp8.py no longer imported",
         upstream_only=True,
     ),
+    # Held out, eighth round (issue 17): FlashInfer 0.2.14 -> 0.5.0 release pairs, post releases included, in the
+    # order examined (bench/replay_rounds/round8-flashinfer-0.2.14-0.5.0.md). The index has sdists only up to 0.3.1.post1
+    # and no py3-none-any wheel of 0.4.1, so every pair is replayed on the clone (commit's parent vs commit)
+    _fi(
+        "fi-trtllm-moe-launcher-sm10x", "beebc6074", None, "0.3.0.post1 / 0.3.1: sdists only on the package index",
+        fails="cpp_runtime_check, asked for the SM10x family (arch sm_103, admit family), adds the minor it knows:"
+        " `TORCH_CHECK(std::get<0>(device_props) == 10 && (std::get<1>(device_props) == 0 || std::get<1>(device_props)"
+        " == 3),` (116 columns, one line) where upstream drops the minor test, `TORCH_CHECK(std::get<0>(device_props) =="
+        " 10,`; the same with plain `major == 10 && minor == 0`. Dropping before adding is the README's rule only in a"
+        " predicate named for a family target; a check asked to admit a whole major keeps adding minors",
+    ),
+    _fi("fi-cutlass-moe-backend-sm103-sm110-sm12x", "beebc6074", None, "0.3.0.post1 / 0.3.1: sdists only on the package index"),
+    _fi(
+        "fi-blackwell-fmha-test-sm110", "beebc6074", None, "tests/ are not in the wheel (0.3.0.post1 / 0.3.1 would be the pair)",
+        fails="python_arch_test writes `if not (` / `is_sm100a_supported(torch.device(\"cuda\"))` / `or is_sm110a_supported("
+        "torch.device(\"cuda\"))` / `):` (the `not (a or b)` default for predicates called with arguments, the file having no"
+        " negated pair) where upstream writes `if not is_sm100a_supported(torch.device(\"cuda\")) and not is_sm110a_supported(`"
+        " / `torch.device(\"cuda\")` / `):`, the `and not` chain split by black at its last bracket; the import comes out as"
+        " upstream's",
+    ),
+    _fi(
+        "fi-deepgemm-sf-layout-sm103", "4d4e8c057", None, "0.3.1.post1 / 0.4.0: 0.3.1.post1 is an sdist only",
+        fails="python_capability widens the four `get_device_arch() == \"100a\"` to `in (\"100a\", \"103a\")` as upstream"
+        " (the SM90 tests left), but leaves each grown line unsplit (92 to 97 columns): upstream's black writes each `if`"
+        " as `if (` / one `and` operand a line / `):`, and `should_skip_transform = (a and b and c) or (d and e and f)` as"
+        " `(` / a / `and b` / `and c` / `) or (` / d / `and e` / `and f` / `)`; python_capability splits only a"
+        " conditional expression in brackets. The commit's two lookup tables (`return {\"90a\": True, \"100a\": False}"
+        "[get_device_arch()]`, get_default_recipe's) are not in the recipe: no selector names a dict bound to no name",
+    ),
+    _fi("fi-aot-xqa-sm100-sm12x", "ef687e900", None, "0.4.1 / 0.5.0: no py3-none-any wheel of 0.4.1"),
+    _fi(
+        "fi-xqa-test-sm100-sm120", "ef687e900", None, "tests/ are not in the wheel (0.4.1 / 0.5.0 would be the pair)",
+        fails="the skipif comes out as upstream's (`[0] not in [9, 10, 12],`), but test_xqa's in-body duplicate skip"
+        " `if compute_capability[0] != 9:` is widened too (`not in [9, 10, 12]`), where upstream deleted it with its"
+        " `compute_capability = ...` line and its `pytest.skip(...)`",
+        beyond_archs="the in-body duplicate skip is deleted, not widened",
+        upstream_only=True,
+    ),
+    _fi(
+        "fi-bench-mm-fp4-backends-sm121", "a5ff03391", None,
+        "benchmarks/ are not in the wheel (0.4.1 / 0.5.0 would be the pair)",
+        fails="python_arch_map finds no gate in `routine_cc_to_supported_backends`: a dict of routine name -> map keyed"
+        " `\"7.5\"` ... `\"12.0\"`; even a flat `{\"10.0\": [...], \"12.0\": [...]}` (or `{\"90a\": True, \"100a\": False}`) is"
+        " `not found`: the kind reads keys spelled `sm_120`/`sm120` only, and names no value of a nested dict. Upstream"
+        " adds `\"12.1\": [\"cudnn\", \"cutlass\"],` after the mm_fp4 map's `\"12.0\"` entry alone",
+    ),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
