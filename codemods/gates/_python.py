@@ -628,12 +628,22 @@ def _word(char: bytes) -> bool:
     return bool(char) and (char.isalnum() or char == b"_")
 
 
+def parse_gate_expression(text: str) -> cst.BaseExpression:
+    """A gate's expression text, parsed; raises cst.ParserSyntaxError. A gate black's split laid over several
+    lines inside the test's parentheses (`if (` / `not P` / `and not Q` / `and ready` / `):`, the parentheses
+    not the gate's) reads only inside parentheses, so it is read inside them when it does not read alone."""
+    try:
+        return cst.parse_expression(text.strip())
+    except cst.ParserSyntaxError:
+        return cst.parse_expression("(\n" + text.strip() + "\n)")
+
+
 def admits_of_expression(
     text: str, universe: tuple[Arch, ...], majors: Callable[[cst.BaseExpression], set[int] | None]
 ) -> ArchSet:
     """The archs a gate's expression text admits, given how to read its majors; unknown when unreadable."""
     try:
-        found = majors(cst.parse_expression(text))
+        found = majors(parse_gate_expression(text))
     except cst.ParserSyntaxError:
         found = None
     if found is None:

@@ -16,21 +16,27 @@ from codemods.gates import Edit
 from codemods.gates._python import BLACK_LINE_LENGTH, eol as line_eol, line_end, line_length, line_start
 
 
-def wrapped(source: bytes, edits: list[Edit], whole: bool = False) -> list[Edit]:
+def wrapped(source: bytes, edits: list[Edit]) -> list[Edit]:
     """`edits`, split over lines the way black splits the `if`/`elif`/`while` line they make too long.
 
-    Only the shape real code has (SGLang 0.5.17's server_args.py, FlashInfer
-    9e5ec6a0c's test): the line's last brackets are parentheses around a
-    condition, `if cond and not (P or Q):`, and the test has at most one
-    top-level `and`/`or`. Black's right-hand split puts what the parentheses
-    hold on a line of its own, one level (4 spaces) deeper, and `):` on the
-    next; what is still too long there is split before each `or`, one operand
-    a line. No comma is added (black adds a magic trailing comma to
-    comma-separated collections only). A test that is all the gate and has
-    several top-level `and`/`or`s (`if not P and not Q and not R:`, `whole`)
-    is put in parentheses the same way, split before each operator when still
-    too long. Any other
-    shape, or a head that would stay too long, is left on one line.
+    The shapes real code has (SGLang 0.5.17's server_args.py, FlashInfer
+    9e5ec6a0c's test, 4d4e8c057's deep_gemm.py), each checked against `ruff
+    format` (tests/gates/test_wrap.py):
+
+    - one top-level `and`/`or` at most, the line's last brackets parentheses
+      around a condition (`if cond and not (P or Q):`) or a call of one
+      argument: black's right-hand split puts what they hold on a line of its
+      own, one level (4 spaces) deeper, and `):` on the next; what is still
+      too long there is split before each `or`, one operand a line;
+    - the same with a collection last (`... and arch in ("100a", "103a"):`):
+      exploded, one item a line, a trailing comma added;
+    - several top-level `and`/`or`s (one priority to black, mixed or not):
+      the test goes in parentheses, `if (` ... `):`, one level deeper, on one
+      line when it fits, else one operand a line, each operator leading it.
+
+    Any other shape (a conditional expression or a comment in the test, a
+    call of several arguments last), or a head that would stay too long, is
+    left on one line.
 
     An assignment whose value is one bracketed call or display (`X =
     frozenset({...})`, `X: tuple[str, ...] = (...)`) is split at that
@@ -58,13 +64,13 @@ def wrapped(source: bytes, edits: list[Edit], whole: bool = False) -> list[Edit]
         return edits
     # the line is all a pair of brackets holds (`group = (` / the line / `)`): black splits it as their body
     enclosed = source[:first].rstrip().endswith((b"(", b"[", b"{")) and source[last:].lstrip().startswith((b")", b"]", b"}"))
-    cuts = _black_cuts(line, limit, eol.decode(), whole, enclosed)
+    cuts = _black_cuts(line, limit, eol.decode(), enclosed)
     if not cuts:
         return edits
     out: list[tuple[str, int | None]] = []
     at = 0
     for cut_start, cut_end, text in cuts:
-        out += chars[at:cut_start] + [(c, None) for c in text]
+        out += chars[at:cut_start] + [(c, _CUT) for c in text]
         at = cut_end
     out += chars[at:]
     return _edits_between(out, first, last)
@@ -78,23 +84,50 @@ def _located(data: bytes, offset: int) -> list[tuple[str, int | None]]:
     return located
 
 
+_CUT = -1  # the origin of a character a cut writes (None: one the widening's own edits insert)
+
+
 def _edits_between(chars: list[tuple[str, int | None]], start: int, end: int) -> list[Edit]:
-    """The edits that turn source[start:end] into `chars`: inserted runs, and the source bytes skipped."""
+    """The edits that turn source[start:end] into `chars`: inserted runs, and the source bytes skipped.
+
+    Where a cut replaces source bytes (the spaces before an `and`), the widening's own text on either side of
+    it stays a pure insertion at its place rather than joining the replacement: a gate's edges are where its
+    insertions are (plan/widen.py counts an insertion at a gate's edge as the gate's), so `or Q)` inserted
+    at a gate's end and the line break after it are two edits, not one straddling the gate's end."""
     edits = []
-    at, pending = start, ""
-    for char, origin in chars:
-        if origin is None:
-            pending += char
+    at = start
+    gap: list[tuple[str, int | None]] = []  # the characters written since the last one kept from the source
+    for char, origin in [*chars, ("", end)]:
+        if origin is None or origin == _CUT:
+            gap.append((char, origin))
             continue
-        if origin != at or pending:
-            edits.append(Edit(at, origin, pending.encode("utf-8")))
-        at, pending = origin + len(char.encode("utf-8")), ""
-    if at != end or pending:
-        edits.append(Edit(at, end, pending.encode("utf-8")))
+        if origin != at or gap:
+            edits += _gap_edits(gap, at, origin)
+        at, gap = origin + len(char.encode("utf-8")), []
     return edits
 
 
-def _black_cuts(line: str, limit: int, eol: str, whole: bool = False, enclosed: bool = False) -> list[tuple[int, int, str]]:
+def _gap_edits(gap: list[tuple[str, int | None]], at: int, origin: int) -> list[Edit]:
+    """The edits for one gap: source[at:origin] replaced by what `gap` writes. The last run of a cut's text
+    replaces those bytes; what is written before it is an insertion at `at`, after it one at `origin` (the same
+    bytes either way; the gate whose edge is there keeps its own text). A gap that replaces nothing, or has no
+    cut, is one edit."""
+    text = "".join(c for c, _ in gap)
+    cut = [i for i, (_, o) in enumerate(gap) if o == _CUT]
+    if origin == at or not cut:
+        return [Edit(at, origin, text.encode("utf-8"))]
+    first = cut[-1]
+    while first > 0 and gap[first - 1][1] == _CUT:
+        first -= 1
+    before, middle, after = text[:first], text[first : cut[-1] + 1], text[cut[-1] + 1 :]
+    edits = [Edit(at, at, before.encode("utf-8"))] if before else []
+    edits.append(Edit(at, origin, middle.encode("utf-8")))
+    if after:
+        edits.append(Edit(origin, origin, after.encode("utf-8")))
+    return edits
+
+
+def _black_cuts(line: str, limit: int, eol: str, enclosed: bool = False) -> list[tuple[int, int, str]]:
     """(start, end, text) replacements of `line` (columns) that split it as black would; [] for another shape."""
     try:
         tokens = [t for t in tokenize.generate_tokens(io.StringIO(line + "\n").readline) if t.type != tokenize.INDENT]
@@ -121,8 +154,8 @@ def _black_cuts(line: str, limit: int, eol: str, whole: bool = False, enclosed: 
         elif token.type == tokenize.OP and token.string == ",":
             commas.append((depth, token.start[1]))
     top = [column for d, column in operators if d == 0]
-    if len(top) > 1:
-        return _invisible_parentheses_cuts(line, tokens, top, limit, eol) if whole else []
+    if len(top) > 1:  # `and` and `or` are one priority to black: it splits before each, whatever the mix
+        return _invisible_parentheses_cuts(line, tokens, top, limit, eol)
     if last is None or tokens[last[0]].string != "(":
         return []
     open_index, close_index = last
@@ -142,6 +175,10 @@ def _black_cuts(line: str, limit: int, eol: str, whole: bool = False, enclosed: 
     inner = indent + "    "
     body = line[open_col:close_col]
     lead, trail = len(body) - len(body.lstrip()), len(body) - len(body.rstrip())
+    items = [column for d, column in commas if d == 1 and open_col < column < close_col]
+    if items and not (before.type == tokenize.NAME and not keyword.iskeyword(before.string)):
+        # a collection (`x in ("100a", "103a")`): black explodes it, one item a line, a trailing comma added
+        return _exploded(line, open_col, open_col + lead, close_col - trail, close_col, items, indent, limit, eol)
     cuts = [(open_col, open_col + lead, eol + inner)]
     if len(inner + body.strip()) > limit:
         split = [column for d, column in operators if d == 1 and open_col < column < close_col]
@@ -156,6 +193,29 @@ def _black_cuts(line: str, limit: int, eol: str, whole: bool = False, enclosed: 
     return cuts
 
 
+def _exploded(
+    line: str, opening: int, first: int, last: int, close: int, items: list[int], indent: str, limit: int, eol: str
+) -> list[tuple[int, int, str]]:
+    """Cuts that put each item of a collection (opened just before `opening`, its body `line[first:last]`, its
+    item commas at `items`) on a line one level deeper than `indent`, with a trailing comma, and its closing
+    bracket (at `close`) on a line of its own; [] when an item stays too long. A comma before the closing
+    bracket already is kept, not doubled."""
+    inner = indent + "    "
+    trailing = not line[items[-1] + 1 : last].strip()
+    ends = items if trailing else [*items, last]
+    starts = [first] + [column + 1 for column in items]
+    pieces = [line[a:b].strip() for a, b in zip(starts, ends)]
+    if not all(pieces) or any(len(inner + piece + ",") > limit for piece in pieces):
+        return []
+    cuts = [(opening, first, eol + inner)]
+    for column in items[:-1] if trailing else items:
+        after = column + 1
+        space = len(line[after:]) - len(line[after:].lstrip())
+        cuts.append((after, after + space, eol + inner))
+    cuts.append((last, close, ("" if trailing else ",") + eol + indent))
+    return cuts
+
+
 def _invisible_parentheses_cuts(line: str, tokens: list, top: list[int], limit: int, eol: str) -> list[tuple[int, int, str]]:
     """Black's split of a test with several top-level `and`/`or`s (SGLang 0.5.17's mxfp4.py): it puts the test in
     parentheses, `if (` ... `):`, one level (4 spaces) deeper, on one line when it fits, else one operand a
@@ -163,18 +223,27 @@ def _invisible_parentheses_cuts(line: str, tokens: list, top: list[int], limit: 
     colon = next((t for t in reversed(tokens) if t.type == tokenize.OP), None)
     if colon is None or colon.string != ":" or len(tokens) < 2:
         return []
+    depth = 0
+    for token in tokens[1:]:
+        depth += token.type == tokenize.OP and token.string in "([{"
+        depth -= token.type == tokenize.OP and token.string in ")]}"
+        if depth == 0 and (token.type == tokenize.COMMENT or token.string in ("if", "else", "lambda")):
+            return []  # a conditional expression or a lambda splits first; a comment stays where it is
     start, end = tokens[1].start[1], colon.start[1]
     indent = line[: len(line) - len(line.lstrip())]
     inner = indent + "    "
     if len(indent + tokens[0].string + " (") > limit:
         return []
-    cuts = [(start, start, "(" + eol + inner)]
+    # The parentheses replace the space before the test and the colon after it, so that they are no insertion at
+    # the edge of a gate that starts or ends the test (an insertion there belongs to the gate: plan/widen.py).
+    opening = start - 1 if line[start - 1 : start] == " " else start
+    cuts = [(opening, start, line[opening:start] + "(" + eol + inner)]
     if len(inner + line[start:end].strip()) > limit:
         pieces = [start, *top, end]
         if any(len(inner + line[a:b].strip()) > limit for a, b in zip(pieces, pieces[1:])):
             return []
         cuts += _breaks_before(line, top, eol + inner)
-    cuts.append((end, end, eol + indent + ")"))
+    cuts.append((end, end + 1, eol + indent + "):"))
     return cuts
 
 

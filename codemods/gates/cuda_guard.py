@@ -339,15 +339,23 @@ def _extend_chain(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], line
 def _joined(lines: _Lines, at: int, operator_text: bytes, texts: list[bytes], prefix: bool) -> bytes:
     """`|| t1 || t2` to insert at snippet offset `at` (or `t1 || t2 || ` before a term), continued where too long."""
     length, column = lines.column(at)
+    if not prefix:  # before the first term: the new terms stay where the condition starts (`#if` keeps it)
+        joined = b" ".join(text + b" " + operator_text for text in texts)
+        if column + len(joined) + 1 + length - column <= lines.longest:
+            return joined + b" "
+        # too long: the line breaks after them, and the old terms go on the continuation line
+        if lines.operator_first:
+            return joined[: -len(operator_text) - 1] + lines.before_backslash + b"\\" + lines.eol + lines.indent + operator_text + b" "
+        return joined + lines.before_backslash + b"\\" + lines.eol + lines.indent
     out = b""
     width = column  # where the text being written starts on its line
     rest = length - column  # what follows the insertion point on the original line
-    pieces = [(b" " + operator_text + b" ", text) for text in texts] if prefix else [(b"", text + b" " + operator_text + b" ") for text in texts]
+    pieces = [(b" " + operator_text + b" ", text) for text in texts]
     # upstream breaks before the terms it adds rather than filling the old line up (ef687e900)
     fits = length + sum(len(joiner + text) for joiner, text in pieces) <= lines.longest
     for index, (joiner, text) in enumerate(pieces):
         piece = joiner + text
-        too_long = width + len(piece) + rest > lines.longest or (prefix and index == 0 and not fits)
+        too_long = width + len(piece) + rest > lines.longest or (index == 0 and not fits)
         if too_long and width > 0:
             if lines.operator_first:
                 out += lines.before_backslash + b"\\" + lines.eol + lines.indent + joiner.lstrip() + text

@@ -63,7 +63,7 @@ from codemods.core.lazy import LazyModule
 from codemods.gates import CannotWiden, Edit, Gate
 from codemods.gates._predicates import Meaning
 from codemods.gates._imports import import_beside_siblings, insert_at
-from codemods.gates._python import PythonSource, admits_of_expression, parse
+from codemods.gates._python import PythonSource, admits_of_expression, parse, parse_gate_expression
 from codemods.gates._wrap import wrapped
 
 if TYPE_CHECKING:
@@ -508,7 +508,7 @@ def _plan(
     edits = [_append(parsed, template, names)]
     tested = _tested_by(parsed, chain)
     if tested is not None:
-        edits = wrapped(parsed.source, edits, whole=parsed.outer_span(tested.test) == parsed.outer_span(chain))
+        edits = wrapped(parsed.source, edits)
     return supporting(parsed, chain, predicates, template, names, edits, gate)
 
 
@@ -804,7 +804,7 @@ def admits(
 
         return admits_of_expression(text, universe, majors)
     try:
-        node = cst.parse_expression(text)
+        node = parse_gate_expression(text)
     except cst.ParserSyntaxError:
         node = None
     predicates = _predicates(node) if is_or(node) else None

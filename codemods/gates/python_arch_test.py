@@ -70,7 +70,7 @@ from codemods.core.lazy import LazyModule
 from codemods.gates import CannotWiden, Edit, Gate, drop_operands
 from codemods.gates import python_arch_or as chains
 from codemods.gates._predicates import Meaning
-from codemods.gates._python import PythonSource, parse
+from codemods.gates._python import PythonSource, parse, parse_gate_expression
 from codemods.gates._wrap import wrapped
 
 if TYPE_CHECKING:
@@ -209,8 +209,7 @@ def _plan(
             edits = [Edit(at, at, b"".join(b" and not " + s for s in spelled))]
     if shape in ("or", "not_or", "and_not"):
         edits = _in_order(parsed, shape, predicates, [chains.number_of(n) for n in names], spelled) or edits
-    whole = alone or _whole_test(parsed, node)
-    edits = wrapped(parsed.source, edits + dropped, whole)
+    edits = wrapped(parsed.source, edits + dropped)
     return chains.supporting(parsed, node, predicates, template, names, edits, gate)
 
 
@@ -219,8 +218,7 @@ def admits(
 ) -> ArchSet:
     """The archs a predicate test, given as text, admits (those its predicates admit)."""
     try:
-        # a test split as black splits it may start with the line break put before its `(`
-        node = cst.parse_expression(text.strip())
+        node = parse_gate_expression(text)
     except cst.ParserSyntaxError:
         return ArchSet(universe, frozenset(), frozenset(universe))
     predicates = _read(node)
@@ -479,18 +477,6 @@ def _negation_style(parsed: PythonSource, template, lone: bool = False) -> str:
         return "parentheses" if grouped else "and_not"
     called_with_arguments = isinstance(template.operand, cst.Call) and bool(template.operand.args)
     return "parentheses" if called_with_arguments else "and_not"
-
-
-# ---------------------------------------------------------------- a test line that grows too long
-
-def _whole_test(parsed: PythonSource, node: cst.CSTNode) -> bool:
-    """Whether the gate is the whole test of its `if`/`elif`/`while` and tests nothing but predicates
-    (`not P and not Q`, not `cond and not P and not Q`)."""
-    statement = _tested_by(parsed, node)
-    test = getattr(statement, "test", None)
-    if test is None or parsed.outer_span(test) != parsed.outer_span(node):
-        return False
-    return not _is_and(node) or all(_negated(o) is not None for o in _and_operands(node))
 
 
 # ---------------------------------------------------------------- the `calls` selector

@@ -264,10 +264,15 @@ def _rewrite(source: bytes, archs: str, known: dict, **selector) -> bytes:
             from sglang.srt.utils import is_sm90_supported, is_sm120_supported
 
             def check(self):
-                if self.enabled and self.fp4 and not is_sm90_supported() and not is_sm120_supported():
+                if (
+                    self.enabled
+                    and self.fp4
+                    and not is_sm90_supported()
+                    and not is_sm120_supported()
+                ):
                     raise ValueError("needs SM90")
             """,
-            SM12X, SGLANG, {}, id="and-not-after-other-operands-found-again-as-one-gate",
+            SM12X, SGLANG, {}, id="and-not-after-other-operands-found-again-as-one-gate-split-as-black-does",
         ),
         pytest.param(
             """\
@@ -281,10 +286,15 @@ def _rewrite(source: bytes, archs: str, known: dict, **selector) -> bytes:
             from sglang.srt.utils import is_sm90_supported, is_sm100_supported, is_sm120_supported
 
             def check(self):
-                if not is_sm90_supported() and self.fp4 and not is_sm100_supported() and not is_sm120_supported():
+                if (
+                    not is_sm90_supported()
+                    and self.fp4
+                    and not is_sm100_supported()
+                    and not is_sm120_supported()
+                ):
                     raise ValueError("needs SM90 or SM100")
             """,
-            SM12X, SGLANG, {}, id="negated-chain-with-another-operand-widened-once",
+            SM12X, SGLANG, {}, id="negated-chain-with-another-operand-widened-once-split-as-black-does",
         ),
         pytest.param(
             """\
@@ -619,6 +629,22 @@ def _server_args(body: str) -> str:
             SM12X, SGLANG, {},
             id="crlf-kept-and-a-line-that-fits-left-alone",
         ),
+        pytest.param(
+            _server_args("""\
+            if self.enable_nsa_prefill_context_parallel and self.fp4 and not is_sm100_supported():
+                pass
+            """),
+            _server_args("""\
+            if (
+                self.enable_nsa_prefill_context_parallel
+                and self.fp4
+                and not (is_sm100_supported() or is_sm120_supported())
+            ):
+                pass
+            """),
+            SM12X, SGLANG, {},
+            id="several-operators-in-parentheses-one-a-line",
+        ),
     ],
 )
 def test_widen_wraps_as_black(before: str, after: str, archs: str, known: dict, selector: dict) -> None:
@@ -646,17 +672,6 @@ IMPORTS = "from sglang.srt.utils import is_sm100_supported, is_sm120_supported\n
                 raise ValueError("requires SM100")
             """),
             id="a-file-with-longer-code-lines-is-not-black-at-88",
-        ),
-        pytest.param(
-            _server_args("""\
-            if self.enable_nsa_prefill_context_parallel and self.fp4 and not is_sm100_supported():
-                pass
-            """),
-            _server_args("""\
-            if self.enable_nsa_prefill_context_parallel and self.fp4 and not (is_sm100_supported() or is_sm120_supported()):
-                pass
-            """),
-            id="several-operators-black-splits-otherwise-left-on-one-line",
         ),
         pytest.param(
             IMPORTS + "def f(self):\n    if is_sm100_supported(self.device_of_the_model_weights_and_the_kv_cache_pool_xx):\n        pass\n",

@@ -104,9 +104,15 @@ def test_over_long_negated_chain_is_split_as_black_splits_it() -> None:
     assert {a.major for a in gate.admits.admitted} == {9, 10, 12}
 
 
-def test_test_with_other_conditions_is_not_split() -> None:
-    # `cond and not P and not Q`: not all the gate; left on one line (another shape)
+def test_test_with_other_conditions_is_split_as_black_does() -> None:
+    # `cond and not P and not Q` grown past 88 columns: black puts the whole test in parentheses, one operand a
+    # line, though the gate is only its last two operands (what ruff format writes: tests/gates/test_wrap.py)
     test = "self.enabled and self.fp4 and not is_sm90_supported()"
     source = (IMPORT + f"\n\ndef check(self):\n    if {test}:\n        raise ValueError('needs SM90')\n").encode()
     widened = _rewrite(source, "sm_120,sm_121")
-    assert widened == source.replace(test.encode(), (test + " and not is_sm120_supported()").encode())
+    split = (
+        "    if (\n        self.enabled\n        and self.fp4\n        and not is_sm90_supported()\n"
+        "        and not is_sm120_supported()\n    ):\n"
+    )
+    assert widened == source.replace(f"    if {test}:\n".encode(), split.encode())
+    assert _rewrite(widened, "sm_120,sm_121") == widened

@@ -53,6 +53,13 @@ def _sg(recipe, releases, fails="", named=False, upstream_only=False, beyond_arc
     return Replay(recipe, "sglang", None, releases, "", fails, named, upstream_only=upstream_only, beyond_archs=beyond_archs)
 
 
+# beebc6074 defined `is_sm110a_supported` in flashinfer/utils.py in the same commit as the tests that import it
+_NO_SM110A = (
+    "refused, rightly: beebc6074^'s flashinfer/utils.py defines no `is_sm110a_supported`, which the test imports beside"
+    " `is_sm100a_supported` (upstream defined it in the same commit); before codemod checked an imported predicate's"
+    " module, this replay imported it all the same"
+)
+
 REPLAYS = [
     # FlashInfer, with a PyPI release pair
     _fi("nvfp4-attention-sm121", "0f69698c7", ("0.6.15", "0.6.16"), named=True),
@@ -190,6 +197,8 @@ REPLAYS = [
     _fi(
         "fi-cutlass-mla-test-sm110", "beebc6074", None,
         "tests/ are not in the wheel (0.3.0 / 0.3.1: no py3-none-any wheel either)",
+        fails=_NO_SM110A,
+        upstream_only=True,
     ),
     # (and the same pass over SGLang release pairs, one more)
     _sg(
@@ -324,11 +333,8 @@ REPLAYS = [
     _fi("fi-cutlass-moe-backend-sm103-sm110-sm12x", "beebc6074", None, "0.3.0.post1 / 0.3.1: sdists only on the package index"),
     _fi(
         "fi-blackwell-fmha-test-sm110", "beebc6074", None, "tests/ are not in the wheel (0.3.0.post1 / 0.3.1 would be the pair)",
-        fails="python_arch_test writes `if not (` / `is_sm100a_supported(torch.device(\"cuda\"))` / `or is_sm110a_supported("
-        "torch.device(\"cuda\"))` / `):` (the `not (a or b)` default for predicates called with arguments, the file having no"
-        " negated pair) where upstream writes `if not is_sm100a_supported(torch.device(\"cuda\")) and not is_sm110a_supported(`"
-        " / `torch.device(\"cuda\")` / `):`, the `and not` chain split by black at its last bracket; the import comes out as"
-        " upstream's",
+        fails=_NO_SM110A,  # with `negation = "and_not"` in the recipe its lines are upstream's where the predicate exists
+        upstream_only=True,
     ),
     _fi(
         "fi-deepgemm-sf-layout-sm103", "4d4e8c057", None, "0.3.1.post1 / 0.4.0: 0.3.1.post1 is an sdist only",

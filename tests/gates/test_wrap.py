@@ -1,0 +1,120 @@
+"""gates/_wrap: the line breaks it puts in an `if`/`elif`/`while` test grown too long are ruff format's (black's).
+
+Each case is a test line of the shapes widening makes (comparisons with a collection, predicates called with
+arguments, negations, `and`/`or` mixed), too long for 88 columns; where `_black_cuts` splits it, the split
+must be exactly what `ruff format` writes for the same function. Where it declines ([]), the line is left as
+it was, which the kinds report (a long line, never a wrong layout).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from textwrap import indent
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from codemods.gates._wrap import _black_cuts
+
+OPERANDS = [
+    "sf.dtype == torch.float",
+    "gran == (1, 128)",
+    'get_device_arch() in ("100a", "103a")',
+    'get_device_arch() in ("100a", "103a", "110a", "120a", "121a")',
+    'is_sm100a_supported(torch.device("cuda"))',
+    'is_sm110a_supported(torch.device("cuda"))',
+    "torch.cuda.get_device_capability()[0] not in [9, 10, 12]",
+    "use_fp8",
+    "not use_tma",
+    "backend == \"cutlass\"",
+    "major >= 10",
+]
+
+
+def _apply(line: str, cuts: list[tuple[int, int, str]]) -> str:
+    out, at = "", 0
+    for start, end, text in cuts:
+        out += line[at:start] + text
+        at = end
+    return out + line[at:]
+
+
+def _ruff(source: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "ruff", "format", "--isolated", "-"], input=source.encode(), capture_output=True, check=True)
+    return done.stdout.decode()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(
+    keyword=st.sampled_from(["if", "elif", "while"]),
+    operands=st.lists(st.sampled_from(OPERANDS), min_size=1, max_size=5),
+    joins=st.lists(st.sampled_from(["and", "or"]), min_size=4, max_size=4),
+    negated=st.booleans(),
+    depth=st.integers(0, 2),
+)
+def test_a_split_is_what_ruff_format_writes(keyword, operands, joins, negated, depth):
+    if importlib.util.find_spec("ruff") is None:
+        pytest.skip("ruff (the test extra) is not installed")
+    condition = operands[0]
+    for join, operand in zip(joins, operands[1:]):
+        condition += f" {join} {operand}"
+    if negated:
+        condition = f"not ({condition})"
+    line = "    " * (depth + 1) + f"{keyword} {condition}:"
+    assume(len(line) > 88)
+    cuts = _black_cuts(line, 88, "\n")
+    assume(cuts)
+    head = "if x:\n    pass\n" if keyword == "elif" else ""  # an `elif` follows an `if`
+    test = line.strip()
+
+    def function(block: str) -> str:  # the block at `depth` levels of `if True:` inside a function
+        for _ in range(depth):
+            block = "if True:\n" + indent(block, "    ")
+        return "def f():\n" + indent(block, "    ")
+
+    source = function(f"{head}{test}\n    pass\n")
+    assert "\n" + line + "\n" in source  # the test line sits at its own indent
+    got = source.replace("\n" + line + "\n", "\n" + _apply(line, cuts) + "\n")
+    expected = _ruff(source)
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    "line, lines",
+    [
+        pytest.param(
+            '    if sf.dtype == torch.float and gran == (1, 128) and get_device_arch() in ("100a", "103a"):',
+            ["    if (", "        sf.dtype == torch.float", "        and gran == (1, 128)",
+             '        and get_device_arch() in ("100a", "103a")', "    ):"],
+            id="several-ands-go-in-parentheses-flashinfer-4d4e8c057",
+        ),
+        pytest.param(
+            '    if sf.dtype == torch.float and get_device_arch() in ("100a", "103a", "110a", "120a", "121a"):',
+            ['    if sf.dtype == torch.float and get_device_arch() in (', '        "100a",', '        "103a",',
+             '        "110a",', '        "120a",', '        "121a",', "    ):"],
+            id="one-and-a-collection-last-is-exploded",
+        ),
+        pytest.param(
+            '    if not is_sm100a_supported(torch.device("cuda")) and not is_sm110a_supported(torch.device("cuda")):',
+            ['    if not is_sm100a_supported(torch.device("cuda")) and not is_sm110a_supported(',
+             '        torch.device("cuda")', "    ):"],
+            id="one-and-a-call-of-one-argument-last-splits-there-flashinfer-beebc6074",
+        ),
+    ],
+)  # fmt: skip
+def test_black_splits(line, lines):
+    assert _apply(line, _black_cuts(line, 88, "\n")).split("\n") == lines
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "    if a_long_condition_name_here and another_long_condition if flag else other_value_that_is_long:",
+        "    if first_condition_that_is_long and second_condition_long or third_condition:  # a comment here",
+    ],
+)
+def test_shapes_black_splits_otherwise_are_left(line):
+    assert _black_cuts(line, 88, "\n") == []
