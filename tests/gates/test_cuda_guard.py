@@ -953,3 +953,18 @@ def test_one_equality_with_a_variant_target_falls_back_to_a_checked_range():
     [gate] = find(widened, UNIVERSE)
     assert gate.admits.admitted == {Arch.parse("sm_90"), Arch.parse("sm_90a"), Arch.parse("sm_120a")}
     assert b"__CUDA_ARCH__ == 1200" not in widened
+
+
+def test_a_term_inserted_before_the_first_keeps_the_condition_on_the_if_line():
+    """Found by the property test above: sm_80 sorts before `== 1000`, and the line, the file's longest, grew too
+    long; the break went right after `#if` (`#if  \\`), moving the condition off its line. It goes after the new
+    term, and the old terms continue the line."""
+    source = b"#if (__CUDA_ARCH__ == 1000) || ((__CUDA_ARCH__ == 860))\n  body();\n#endif\n"
+    [gate] = find(source, UNIVERSE)
+    sm80 = next(a for a in UNIVERSE if a.name == "sm_80")
+    widened = apply_edits(source, widen(source, gate, (sm80,), UNIVERSE))
+    assert widened == (
+        b"#if (__CUDA_ARCH__ == 800) || \\\n    (__CUDA_ARCH__ == 1000) || ((__CUDA_ARCH__ == 860))\n  body();\n#endif\n"
+    )
+    [after] = find(widened, UNIVERSE)
+    assert after.start == gate.start and after.admits.admitted == gate.admits.admitted | {sm80}
