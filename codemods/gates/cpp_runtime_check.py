@@ -49,7 +49,7 @@ import tree_sitter
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.cpp import syntax
 from codemods.cpp.expression import COMPARISONS, integer
-from codemods.gates import CannotWiden, Edit, Gate, decode, edit_between, line_of
+from codemods.gates import CannotWiden, Edit, Gate, apply_edits, decode, drop_operands, edit_between, line_of
 
 KIND = "cpp_runtime_check"
 
@@ -614,19 +614,8 @@ def _drop_conjuncts(text: str, node, names, missing: list[Arch], inside: str, jo
     failing = set(_failing(conjuncts, names, missing, joiner == "||"))
     if not failing or len(failing) == len(conjuncts):
         return None
-    out = text
-    cuts = []
-    kept_before = False
-    for i, conjunct in enumerate(conjuncts):
-        if i not in failing:
-            kept_before = True
-        elif kept_before:
-            cuts.append((_span(conjuncts[i - 1])[1], _span(conjunct)[1]))
-        else:
-            cuts.append((_span(conjunct)[0], _span(conjuncts[i + 1])[0]))
-    for start, end in sorted(cuts, reverse=True):
-        out = out[:start] + out[end:]
-    return out
+    cuts = drop_operands([_span(c) for c in conjuncts], [i in failing for i in range(len(conjuncts))])
+    return apply_edits(text.encode(), cuts).decode()
 
 
 def _macro_chain(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
