@@ -126,6 +126,13 @@ def family(arch: Arch, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> tuple[Arch
     return tuple(a for a in universe if a.major == arch.major and a.variant == arch.variant)
 
 
+def whole_families(archs: tuple[Arch, ...], universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> bool:
+    """Whether `archs` hold every member of each one's family in `universe`, as `admit = "family"` asks
+    (sm_100 and sm_103 for sm_103): a gate widened to them stands for whole majors."""
+    asked = set(archs)
+    return bool(asked) and all(asked.issuperset(family(arch, universe)) for arch in asked)
+
+
 @dataclass(frozen=True)
 class ArchSet:
     """A gate's verdict over a universe: admitted archs, undecidable archs, the rest excluded."""

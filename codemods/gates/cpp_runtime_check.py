@@ -27,7 +27,11 @@ refused with the reason.
   in parentheses when it stands inside `&&` or after `!`;
 - in a conjunction, the one equality a target fails becomes a parenthesized
   chain (`props.major == 12 && props.minor == 0` ->
-  `props.major == 12 && (props.minor == 0 || props.minor == 1)`);
+  `props.major == 12 && (props.minor == 0 || props.minor == 1)` for sm_121);
+- but where the targets are every arch of their major in the universe
+  (`admit = "family"`: sm_100 and sm_103 for sm_103), the conjuncts they fail
+  are dropped first, if that admits nothing more (`major == 10 && minor == 0`
+  -> `major == 10`, as FlashInfer beebc6074 wrote it);
 - otherwise the conjuncts a target fails are dropped (`sm >= 90 && sm < 120`
   -> `sm >= 90`);
 - a comparison macro becomes its condition macro with a chain
@@ -46,10 +50,10 @@ from typing import Any
 
 import tree_sitter
 
-from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
+from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet, whole_families
 from codemods.cpp import syntax
 from codemods.cpp.expression import COMPARISONS, integer
-from codemods.gates import CannotWiden, Edit, Gate, decode, edit_between, line_of
+from codemods.gates import CannotWiden, Edit, Gate, apply_edits, decode, drop_operands, edit_between, line_of
 
 KIND = "cpp_runtime_check"
 
@@ -447,8 +451,11 @@ def widen(
     missing = [t for t in targets if not before.admits(t)]
     inside = _context_of(source, gate)
     candidates: tuple[Callable[..., str | None], ...] = (_extend_chain, _widen_conjunct, _drop_conjuncts, _macro_chain)
+    drop: Callable[..., str | None] = _drop_conjuncts
     if negated:  # the same rewrites, De Morgan's dual: `!=` chains joined by `&&` inside an `||`
-        candidates = (_extend_negated_chain, _widen_disjunct, _drop_disjuncts)
+        candidates, drop = (_extend_negated_chain, _widen_disjunct, _drop_disjuncts), _drop_disjuncts
+    if whole_families(targets, scope):  # a whole major is asked for: its minor test goes (beebc6074)
+        candidates = (drop, *(candidate for candidate in candidates if candidate is not drop))
     for candidate in candidates:
         text = candidate(gate.text, node, names, missing, inside)
         if text is None:
@@ -614,19 +621,8 @@ def _drop_conjuncts(text: str, node, names, missing: list[Arch], inside: str, jo
     failing = set(_failing(conjuncts, names, missing, joiner == "||"))
     if not failing or len(failing) == len(conjuncts):
         return None
-    out = text
-    cuts = []
-    kept_before = False
-    for i, conjunct in enumerate(conjuncts):
-        if i not in failing:
-            kept_before = True
-        elif kept_before:
-            cuts.append((_span(conjuncts[i - 1])[1], _span(conjunct)[1]))
-        else:
-            cuts.append((_span(conjunct)[0], _span(conjuncts[i + 1])[0]))
-    for start, end in sorted(cuts, reverse=True):
-        out = out[:start] + out[end:]
-    return out
+    cuts = drop_operands([_span(c) for c in conjuncts], [i in failing for i in range(len(conjuncts))])
+    return apply_edits(text.encode(), cuts).decode()
 
 
 def _macro_chain(text: str, node, names, missing: list[Arch], inside: str) -> str | None:

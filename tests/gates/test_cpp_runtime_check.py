@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codemods.core.arch import DEFAULT_ARCHS, Arch, parse_archs
+from codemods.core.arch import DEFAULT_ARCHS, Arch, family, parse_archs
 from codemods.gates import CannotWiden, SourceError, apply_edits
 from codemods.gates.cpp_runtime_check import KIND, admits, check_selector, find, widen
 
@@ -58,7 +58,7 @@ def widen_all(source: bytes, targets, **selector) -> bytes:
                   << "NVFP4 attention SM120 kernel requires compute capability 12.0";
             }
             """,
-            SM12X,
+            "sm_121",  # the recipe's `arch = "sm_121"`, `admit = "exact"`: sm_121 asked, sm_120 already admitted
             {"function": "fwd", "macro": "TVM_FFI_ICHECK"},
             id="major-and-minor-0f69698c7",
         ),
@@ -129,6 +129,11 @@ def widen_all(source: bytes, targets, **selector) -> bytes:
     ],
 )
 def test_widen(before: str, after: str, archs: str, selector: dict) -> None:
+    _widened_as(before, after, archs, selector)
+
+
+def _widened_as(before: str, after: str, archs: str, selector: dict) -> None:
+    """`before` widened to `archs` is `after`, and a second pass changes nothing."""
     targets = parse_archs(archs)
     source = textwrap.dedent(before).encode()
     widened = widen_all(source, targets, **selector)
@@ -301,3 +306,170 @@ def test_widened_negated_check_admits_exactly_old_plus_targets(values, targets) 
     [after] = find(widened, universe, "cpp")
     assert after.admits.admitted == gate.admits.admitted | set(targets)
     assert widen(widened, after, tuple(targets), universe) == []
+
+
+# ---------------------------------------------------------------- a whole major asked for drops the minor test
+
+SM10X = "sm_100,sm_103"  # what `arch = "sm_103"`, `admit = "family"` asks of the default universe
+DEVICE_PROPS = {"std::get<0>(device_props)": "major", "std::get<1>(device_props)": "minor"}
+
+
+@pytest.mark.parametrize(
+    "before, after, archs, selector",
+    [
+        pytest.param(
+            """\
+            void trtllm_fp8_block_scale_moe_launcher(at::Tensor const& hidden_states) {
+              TORCH_CHECK(std::get<0>(device_props) == 10 && std::get<1>(device_props) == 0,
+                          "This kernel requires SM 100 architecture. Current device has SM ",
+                          std::get<0>(device_props), std::get<1>(device_props));
+            }
+            """,
+            """\
+            void trtllm_fp8_block_scale_moe_launcher(at::Tensor const& hidden_states) {
+              TORCH_CHECK(std::get<0>(device_props) == 10,
+                          "This kernel requires SM 100 architecture. Current device has SM ",
+                          std::get<0>(device_props), std::get<1>(device_props));
+            }
+            """,
+            SM10X,
+            {"macro": "TORCH_CHECK", "names": DEVICE_PROPS},
+            id="tuple-get-family-beebc6074",
+        ),
+        pytest.param(
+            'void f() {\n  TORCH_CHECK(major == 10 && minor == 0, "This kernel requires SM 100 architecture.");\n}\n',
+            'void f() {\n  TORCH_CHECK(major == 10, "This kernel requires SM 100 architecture.");\n}\n',
+            SM10X,
+            {"macro": "TORCH_CHECK"},
+            id="plain-names-family",
+        ),
+        pytest.param(
+            'void fwd() {\n  TVM_FFI_ICHECK(props.major == 12 && props.minor == 0) << "needs 12.x";\n}\n',
+            'void fwd() {\n  TVM_FFI_ICHECK(props.major == 12) << "needs 12.x";\n}\n',
+            SM12X,
+            {},
+            id="fields-family-sm12x",
+        ),
+        pytest.param(
+            "void f() {\n  TORCH_CHECK(minor == 0 && major == 10);\n}\n",
+            "void f() {\n  TORCH_CHECK(major == 10);\n}\n",
+            SM10X,
+            {},
+            id="minor-first-goes-with-the-operator-after-it",
+        ),
+        pytest.param(
+            "void f() {\n  TORCH_CHECK((major == 10) && (minor == 0));\n}\n",
+            "void f() {\n  TORCH_CHECK((major == 10));\n}\n",
+            SM10X,
+            {},
+            id="the-kept-operand-keeps-its-parentheses",
+        ),
+        pytest.param(
+            "void f() {\n  if (ok && (major == 10 && minor == 0)) a();\n}\n",
+            "void f() {\n  if (ok && (major == 10)) a();\n}\n",
+            SM10X,
+            {},
+            id="parenthesized-inside-and",
+        ),
+        pytest.param(
+            "void f() {\n  if (major == 10 and minor == 0) a();\n}\n",
+            "void f() {\n  if (major == 10) a();\n}\n",
+            SM10X,
+            {},
+            id="and-spelling",
+        ),
+        pytest.param(
+            "void f() {\n  if (major != 10 || minor != 0) return;\n  a();\n}\n",
+            "void f() {\n  if (major != 10) return;\n  a();\n}\n",
+            SM10X,
+            {},
+            id="negated-check-drops-its-minor-refusal",
+        ),
+        pytest.param(
+            # dropping would admit sm_121, neither admitted nor asked: the minor gains its value instead
+            "void f() {\n  if (major >= 10 && minor == 0) a();\n}\n",
+            "void f() {\n  if (major >= 10 && (minor == 0 || minor == 3)) a();\n}\n",
+            SM10X,
+            {},
+            id="no-drop-where-it-admits-more",
+        ),
+        pytest.param(
+            # sm_103 asked alone (`admit = "exact"`), sm_100 already admitted: the minors are listed (0f69698c7's style)
+            "void f() {\n  TORCH_CHECK(major == 10 && minor == 0);\n}\n",
+            "void f() {\n  TORCH_CHECK(major == 10 && (minor == 0 || minor == 3));\n}\n",
+            "sm_103",
+            {},
+            id="exact-target-keeps-adding",
+        ),
+    ],
+)
+def test_widen_to_a_whole_major(before: str, after: str, archs: str, selector: dict) -> None:
+    _widened_as(before, after, archs, selector)
+
+
+def test_exact_target_in_a_major_with_archs_not_asked_keeps_adding() -> None:
+    # universe with sm_107 besides sm_100/sm_103: sm_103 alone does not make the whole major
+    universe = DEFAULT_ARCHS + (Arch(10, 7),)
+    source = b"void f() {\n  TORCH_CHECK(major == 10 && minor == 0);\n}\n"
+    [gate] = find(source, universe, "cpp")
+    widened = apply_edits(source, widen(source, gate, (Arch(10, 3),), universe))
+    assert widened == source.replace(b"minor == 0", b"(minor == 0 || minor == 3)")
+    every = family(Arch(10, 3), universe)  # the family asked: sm_100, sm_103, sm_107
+    assert apply_edits(source, widen(source, gate, every, universe)) == source.replace(b" && minor == 0", b"")
+
+
+@pytest.mark.parametrize(
+    "source, selector",
+    [
+        pytest.param('void f() {\n  TORCH_CHECK(major == 10, "10.x");\n}\n', {}, id="major-alone-admits-the-family"),
+        pytest.param("void f() {\n  TORCH_CHECK(major == 10 && (minor == 0 || minor == 3));\n}\n", {},
+                     id="listed-minors-admit-the-family-and-stay"),
+        pytest.param('void f() {\n  TORCH_CHECK(std::get<0>(device_props) == 10,\n              "10.x");\n}\n',
+                     {"macro": "TORCH_CHECK", "names": DEVICE_PROPS}, id="tuple-get-major-alone"),
+        pytest.param("void f() {\n  if (major != 10) return;\n  a();\n}\n", {}, id="negated-major-alone"),
+        pytest.param('void f() {\n  // TORCH_CHECK(major == 10 && minor == 0);\n  log("minor == 0");\n}\n', {},
+                     id="comment-and-string"),
+    ],
+)
+def test_noop_for_a_whole_major(source: str, selector: dict) -> None:
+    data = source.encode()
+    assert widen_all(data, parse_archs(SM10X), **selector) == data
+
+
+def _holds(expression: str, arch: Arch) -> bool:
+    """The check evaluated by Python on one arch, apart from the kind's own evaluator."""
+    python = expression.replace("&&", " and ").replace("||", " or ")
+    return bool(eval(python, {}, {"major": arch.major, "minor": arch.minor}))
+
+
+_MINOR_UNIVERSE = _ARCHS + (Arch(12, 2),)
+
+
+@given(
+    major=st.sampled_from([9, 10, 12]),
+    minors=st.lists(st.integers(0, 7), min_size=1, max_size=2, unique=True).map(sorted),
+    asked=st.lists(st.sampled_from(_MINOR_UNIVERSE), min_size=1, max_size=3),
+    whole=st.booleans(),
+)
+def test_widened_major_minor_check_admits_exactly_old_plus_targets(major, minors, asked, whole) -> None:
+    universe = tuple(dict.fromkeys(_MINOR_UNIVERSE))
+    if whole:  # `admit = "family"`: every member of each asked arch's major
+        asked = [member for arch in asked for member in family(arch, universe)]
+    targets = tuple(dict.fromkeys(asked))
+    minor = " || ".join(f"minor == {m}" for m in minors)
+    check = f"major == {major} && " + (f"({minor})" if len(minors) > 1 else minor)
+    source = f"void f() {{\n  TORCH_CHECK({check});\n}}\n".encode()
+    [gate] = find(source, universe, "cpp")
+    old = {arch for arch in universe if _holds(check, arch)}
+    try:
+        edits = widen(source, gate, targets, universe)
+    except CannotWiden:
+        assert any(arch.major != major for arch in targets)  # only another major than the check's is refused
+        return
+    widened = apply_edits(source, edits)
+    [after] = find(widened, universe, "cpp")
+    assert {arch for arch in universe if _holds(after.text, arch)} == old | set(targets)
+    dropped = "minor" not in after.text
+    covered = set(family(Arch(major, 0), universe)) <= set(targets)
+    assert dropped == (covered and not set(family(Arch(major, 0), universe)) <= old)
+    assert widen(widened, after, targets, universe) == []

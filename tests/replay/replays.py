@@ -322,14 +322,7 @@ REPLAYS = [
     # Held out, eighth round (issue 17): FlashInfer 0.2.14 -> 0.5.0 release pairs, post releases included, in the
     # order examined (bench/replay_rounds/round8-flashinfer-0.2.14-0.5.0.md). The index has sdists only up to 0.3.1.post1
     # and no py3-none-any wheel of 0.4.1, so every pair is replayed on the clone (commit's parent vs commit)
-    _fi(
-        "fi-trtllm-moe-launcher-sm10x", "beebc6074", None, "0.3.0.post1 / 0.3.1: sdists only on the package index",
-        fails="cpp_runtime_check, asked for the SM10x family (arch sm_103, admit family), adds the minor it knows:"
-        " `TORCH_CHECK(std::get<0>(device_props) == 10 && (std::get<1>(device_props) == 0 || std::get<1>(device_props)"
-        " == 3),` (116 columns, one line) where upstream drops the minor test, `TORCH_CHECK(std::get<0>(device_props) =="
-        " 10,`; the same with plain `major == 10 && minor == 0`. Dropping before adding is the README's rule only in a"
-        " predicate named for a family target; a check asked to admit a whole major keeps adding minors",
-    ),
+    _fi("fi-trtllm-moe-launcher-sm10x", "beebc6074", None, "0.3.0.post1 / 0.3.1: sdists only on the package index"),
     _fi("fi-cutlass-moe-backend-sm103-sm110-sm12x", "beebc6074", None, "0.3.0.post1 / 0.3.1: sdists only on the package index"),
     _fi(
         "fi-blackwell-fmha-test-sm110", "beebc6074", None, "tests/ are not in the wheel (0.3.0.post1 / 0.3.1 would be the pair)",
