@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import keyword
 import tokenize
+from typing import cast
 
 from codemods.gates import Edit
 from codemods.gates._python import BLACK_LINE_LENGTH, eol as line_eol, line_end, line_length, line_start
@@ -52,91 +53,94 @@ def wrapped(source: bytes, edits: list[Edit]) -> list[Edit]:
     last -= len(eol) if source[first:last].endswith(eol) else 0
     if b"\n" in source[first:last]:
         return edits  # the test spans lines: it is laid out already
-    # each character of the widened line with the source offset it comes from (None: inserted)
-    chars: list[tuple[str, int | None]] = []
+    # each character of the widened line: (the character, its source offset or None, the edit and the place in
+    # its text it comes from when inserted)
+    chars: list[tuple[str, int | None, tuple[int, int] | None]] = []
+    ordered = sorted(edits)
     at = first
-    for edit in sorted(edits):
-        chars += _located(source[at : edit.start], at) + [(c, None) for c in edit.text.decode("utf-8")]
+    for index, edit in enumerate(ordered):
+        chars += _located(source[at : edit.start], at)
+        chars += [(c, None, (index, k)) for k, c in enumerate(edit.text.decode("utf-8"))]
         at = edit.end
     chars += _located(source[at:last], at)
-    line = "".join(c for c, _ in chars)
+    line = "".join(c for c, _, _ in chars)
     if len(line) <= BLACK_LINE_LENGTH or len(line) <= (limit := line_length(source)):
         return edits
     # the line is all a pair of brackets holds (`group = (` / the line / `)`): black splits it as their body
     enclosed = source[:first].rstrip().endswith((b"(", b"[", b"{")) and source[last:].lstrip().startswith((b")", b"]", b"}"))
     cuts = _black_cuts(line, limit, eol.decode(), enclosed)
-    if not cuts:
-        return edits
-    out: list[tuple[str, int | None]] = []
-    at = 0
+    placed = _placed(chars, ordered, cuts)
+    return edits if placed is None else placed
+
+
+def _placed(
+    chars: list[tuple[str, int | None, tuple[int, int] | None]], ordered: list[Edit], cuts: list[tuple[int, int, str]]
+) -> list[Edit] | None:
+    """The widening's edits with the cuts (columns of the widened line) made: a cut of source characters (the
+    spaces before an `and`, a colon) is an edit of its own; one inside an edit's text (the space before an
+    inserted `or`) changes that text. So every edit keeps its span, and a gate its edges (plan/widen.py reads a
+    gate's text after the edits by their spans). None when a cut takes both kinds of character, or none of
+    either next to it; then the line is left as it is."""
+    texts = [edit.text.decode("utf-8") for edit in ordered]
+    changes: list[list[tuple[int, int, str]]] = [[] for _ in ordered]  # per edit: (from, to, text) in its text
+    added: list[Edit] = []
     for cut_start, cut_end, text in cuts:
-        out += chars[at:cut_start] + [(c, _CUT) for c in text]
-        at = cut_end
-    out += chars[at:]
-    return _edits_between(out, first, last)
+        span = chars[cut_start:cut_end]
+        origins = [origin for _, origin, _ in span]
+        if span and None not in origins:
+            ends = [o + len(c.encode("utf-8")) for (c, _, _), o in zip(span, origins) if o is not None]
+            if any(ends[i] != origins[i + 1] for i in range(len(span) - 1)):
+                return None  # not one run of the source: an edit removed bytes inside it
+            added.append(Edit(cast(int, origins[0]), ends[-1], text.encode("utf-8")))
+            continue
+        if span and all(origin is None for _, origin, _ in span):
+            edits_of = {where[0] for _, _, where in span if where is not None}
+            if len(edits_of) != 1:
+                return None
+            index = edits_of.pop()
+            ks = [where[1] for _, _, where in span if where is not None]
+            changes[index].append((ks[0], ks[-1] + 1, text))
+            continue
+        if span:
+            return None
+        # a pure insertion between two characters: into the edit text beside it, else at the source offset
+        right = chars[cut_start] if cut_start < len(chars) else None
+        left = chars[cut_start - 1] if cut_start > 0 else None
+        if right is not None and right[2] is not None:
+            changes[right[2][0]].append((right[2][1], right[2][1], text))
+        elif left is not None and left[2] is not None:
+            changes[left[2][0]].append((left[2][1] + 1, left[2][1] + 1, text))
+        elif right is not None and right[1] is not None:
+            added.append(Edit(right[1], right[1], text.encode("utf-8")))
+        else:
+            return None
+    out = []
+    for index, edit in enumerate(ordered):
+        text = texts[index]
+        for a, b, piece in sorted(changes[index], reverse=True):
+            text = text[:a] + piece + text[b:]
+        out.append(Edit(edit.start, edit.end, text.encode("utf-8")))
+    return out + added
 
 
-def _located(data: bytes, offset: int) -> list[tuple[str, int | None]]:
-    located: list[tuple[str, int | None]] = []
+def _located(data: bytes, offset: int) -> list[tuple[str, int | None, tuple[int, int] | None]]:
+    located: list[tuple[str, int | None, tuple[int, int] | None]] = []
     for char in data.decode("utf-8"):
-        located.append((char, offset))
+        located.append((char, offset, None))
         offset += len(char.encode("utf-8"))
     return located
 
 
-_CUT = -1  # the origin of a character a cut writes (None: one the widening's own edits insert)
-
-
-def _edits_between(chars: list[tuple[str, int | None]], start: int, end: int) -> list[Edit]:
-    """The edits that turn source[start:end] into `chars`: inserted runs, and the source bytes skipped.
-
-    Where a cut replaces source bytes (the spaces before an `and`), the widening's own text on either side of
-    it stays a pure insertion at its place rather than joining the replacement: a gate's edges are where its
-    insertions are (plan/widen.py counts an insertion at a gate's edge as the gate's), so `or Q)` inserted
-    at a gate's end and the line break after it are two edits, not one straddling the gate's end."""
-    edits = []
-    at = start
-    gap: list[tuple[str, int | None]] = []  # the characters written since the last one kept from the source
-    for char, origin in [*chars, ("", end)]:
-        if origin is None or origin == _CUT:
-            gap.append((char, origin))
-            continue
-        if origin != at or gap:
-            edits += _gap_edits(gap, at, origin)
-        at, gap = origin + len(char.encode("utf-8")), []
-    return edits
-
-
-def _gap_edits(gap: list[tuple[str, int | None]], at: int, origin: int) -> list[Edit]:
-    """The edits for one gap: source[at:origin] replaced by what `gap` writes. The last run of a cut's text
-    replaces those bytes; what is written before it is an insertion at `at`, after it one at `origin` (the same
-    bytes either way; the gate whose edge is there keeps its own text). A gap that replaces nothing, or has no
-    cut, is one edit."""
-    text = "".join(c for c, _ in gap)
-    cut = [i for i, (_, o) in enumerate(gap) if o == _CUT]
-    if origin == at or not cut:
-        return [Edit(at, origin, text.encode("utf-8"))]
-    first = cut[-1]
-    while first > 0 and gap[first - 1][1] == _CUT:
-        first -= 1
-    before, middle, after = text[:first], text[first : cut[-1] + 1], text[cut[-1] + 1 :]
-    edits = [Edit(at, at, before.encode("utf-8"))] if before else []
-    edits.append(Edit(at, origin, middle.encode("utf-8")))
-    if after:
-        edits.append(Edit(origin, origin, after.encode("utf-8")))
-    return edits
-
-
 def _black_cuts(line: str, limit: int, eol: str, enclosed: bool = False) -> list[tuple[int, int, str]]:
     """(start, end, text) replacements of `line` (columns) that split it as black would; [] for another shape."""
-    try:
-        tokens = [t for t in tokenize.generate_tokens(io.StringIO(line + "\n").readline) if t.type != tokenize.INDENT]
-    except (tokenize.TokenError, SyntaxError):
-        return []
+    closing = line.lstrip().startswith(")")  # `) or (...)`: tokenized with a name in the bracket's column
+    tokens = _tokens(line.replace(")", "_", 1) if closing else line)
     if not tokens:
         return []
     if enclosed:
-        return _ternary_cuts(line, tokens, limit, eol)
+        return _enclosed_cuts(line, tokens, limit, eol)
+    if closing:
+        return _closing_group_cuts(line, tokens, limit, eol)
     if tokens[0].string not in ("if", "elif", "while"):
         return _assignment_cuts(line, tokens, limit, eol)
     depth, opened, last = 0, [], None
@@ -156,12 +160,17 @@ def _black_cuts(line: str, limit: int, eol: str, enclosed: bool = False) -> list
     top = [column for d, column in operators if d == 0]
     if len(top) > 1:  # `and` and `or` are one priority to black: it splits before each, whatever the mix
         return _invisible_parentheses_cuts(line, tokens, top, limit, eol)
-    if last is None or tokens[last[0]].string != "(":
-        return []
+    code = [t for t in tokens if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.DEDENT)]
+    if last is None or [t.string for t in code[last[1] + 1 :]] != [":"]:
+        # the test ends in no brackets (`if arch in (...) and not use_tma:`): black keeps its parentheses around
+        # the test, unless the test starts with one (`if (P or Q) and cond:`, split at that group: not written here)
+        starts_bracketed = len(code) > 1 and code[1].string in "([{"
+        return _invisible_parentheses_cuts(line, tokens, top, limit, eol) if top and not starts_bracketed else []
     open_index, close_index = last
-    if [t.string for t in tokens[close_index + 1 :] if t.type == tokenize.OP] != [":"]:
-        return []  # `if (P or Q) and cond:`: black puts the whole test in parentheses, not these
     before = tokens[open_index - 1]
+    if tokens[open_index].string != "(" and not (tokens[open_index].string == "[" and before.type == tokenize.NAME
+                                                 and keyword.iskeyword(before.string)):
+        return []  # a subscript, or a display after another operator: not a shape this writes
     open_col, close_col = tokens[open_index].end[1], tokens[close_index].start[1]
     one_argument = not any(d == 1 and open_col < column < close_col for d, column in commas)
     if before.type in (tokenize.STRING, tokenize.NUMBER) or before.string in ")]}" or (
@@ -328,10 +337,12 @@ def _assignment_cuts(line: str, tokens: list, limit: int, eol: str) -> list[tupl
     return cuts
 
 
-def _ternary_cuts(line: str, tokens: list, limit: int, eol: str) -> list[tuple[int, int, str]]:
-    """Black's split of a conditional expression that is all a pair of brackets holds (FlashInfer 0.7.4's
-    cake_bgmv_moe.py, `group_shrink_mixed = (` / `1 if ... and ... else 0` / `)`): each of `if`, the
-    condition's top-level `and`/`or`s and `else` starts a line at the same indent. [] for any other shape."""
+def _enclosed_cuts(line: str, tokens: list, limit: int, eol: str) -> list[tuple[int, int, str]]:
+    """Black's split of a line that is all a pair of brackets holds: a conditional expression (FlashInfer 0.7.4's
+    cake_bgmv_moe.py, `group_shrink_mixed = (` / `1 if ... and ... else 0` / `)`), each of `if`, the
+    condition's top-level `and`/`or`s and `else` starting a line at the same indent; or a test (4d4e8c057's
+    `should_skip_transform = (` / `a and b and c` / `) or (...)`), each top-level `and`/`or` starting a line.
+    [] for any other shape."""
     depth, parts = 0, []  # the columns of the top-level `if`, `and`/`or` (after it, before `else`) and `else`
     seen_if = seen_else = False
     for token in tokens:
@@ -342,20 +353,57 @@ def _ternary_cuts(line: str, tokens: list, limit: int, eol: str) -> list[tuple[i
         elif depth == 0 and token.type == tokenize.NAME and token.string in ("if", "else", "and", "or", "lambda", "for"):
             if token.string in ("lambda", "for") or (token.string == "if" and seen_if) or (token.string == "else" and (not seen_if or seen_else)):
                 return []  # a lambda, a comprehension, nested conditionals: another split
-            if token.string in ("and", "or") and (not seen_if or seen_else):
-                return []  # an operator outside the condition: black splits it otherwise
+            if token.string in ("and", "or") and seen_else:
+                return []  # an operator after `else`: black splits it otherwise
             seen_if |= token.string == "if"
             seen_else |= token.string == "else"
             parts.append(token.start[1])
-        elif token.type == tokenize.COMMENT:
-            return []
-    if not (seen_if and seen_else):
-        return []
+        elif token.type == tokenize.COMMENT or depth == 0 and token.string == ",":
+            return []  # a comment stays where it is; a comma splits first (a tuple, a call's arguments)
+    if seen_if != seen_else or not parts:
+        return []  # half a conditional expression, or no operator to split before
     indent = line[: len(line) - len(line.lstrip())]
     pieces = [len(indent), *parts, len(line.rstrip())]
     if any(len(indent + line[a:b].strip()) > limit for a, b in zip(pieces, pieces[1:])):
         return []
     return _breaks_before(line, parts, eol + indent)
+
+
+def _closing_group_cuts(line: str, tokens: list, limit: int, eol: str) -> list[tuple[int, int, str]]:
+    """Black's split of a line that closes one parenthesized group and opens the last one, `) or (a and b)`
+    (4d4e8c057's `should_skip_transform = (` / ... / `) or (...)`): `) or (` / the group's body one level deeper,
+    one operand a line when still too long / `)`. [] for any other shape. `tokens` are the line's with its
+    first `)` read as a name (`_`), which a line alone cannot close."""
+    code = [t for t in tokens if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.DEDENT)]
+    if len(code) < 5 or code[1].string not in ("and", "or") or code[2].string != "(" or code[-1].string != ")":
+        return []
+    depth = 0
+    for index, token in enumerate(code[2:], start=2):
+        depth += token.type == tokenize.OP and token.string in "([{"
+        depth -= token.type == tokenize.OP and token.string in ")]}"
+        if depth == 0 and index != len(code) - 1 or token.type == tokenize.COMMENT:
+            return []  # the group closes before the line ends, or a comment
+    open_col, close_col = code[2].end[1], code[-1].start[1]
+    indent = line[: len(line) - len(line.lstrip())]
+    inner = indent + "    "
+    body = line[open_col:close_col]
+    lead, trail = len(body) - len(body.lstrip()), len(body) - len(body.rstrip())
+    cuts = [(open_col, open_col + lead, eol + inner)]
+    if len(inner + body.strip()) > limit:
+        inside = _enclosed_cuts(inner + body.strip(), _tokens(inner + body.strip()), limit, eol)
+        if not inside:
+            return []
+        shift = open_col + lead - len(inner)  # columns of the body alone -> columns of the line
+        cuts += [(a + shift, b + shift, text) for a, b, text in inside]
+    cuts.append((close_col - trail, close_col, eol + indent))
+    return cuts
+
+
+def _tokens(line: str) -> list:
+    try:
+        return [t for t in tokenize.generate_tokens(io.StringIO(line + "\n").readline) if t.type != tokenize.INDENT]
+    except (tokenize.TokenError, SyntaxError):
+        return []
 
 
 def _breaks_before(line: str, columns: list[int], head: str) -> list[tuple[int, int, str]]:

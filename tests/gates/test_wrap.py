@@ -31,6 +31,8 @@ OPERANDS = [
     "not use_tma",
     "backend == \"cutlass\"",
     "major >= 10",
+    'arch in ["sm_90a", "sm_100a", "sm_103a", "sm_110a", "sm_120a", "sm_121a"]',
+    "(is_sm100a_supported(d) or is_sm110a_supported(d))",
 ]
 
 
@@ -118,3 +120,40 @@ def test_black_splits(line, lines):
 )
 def test_shapes_black_splits_otherwise_are_left(line):
     assert _black_cuts(line, 88, "\n") == []
+
+
+SKIP_TRANSFORM = """\
+def transform_sf_into_required_layout(sf, gran):
+    should_skip_transform = (
+        {first}
+    ) or ({second})
+    return should_skip_transform
+"""
+
+
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        pytest.param('sf.dtype == torch.int and gran == (1, 128) and get_device_arch() in ("100a", "103a")',
+                     'sf.dtype == torch.int and gran == (128, 128) and get_device_arch() in ("100a", "103a")',
+                     id="both-groups-grown-flashinfer-4d4e8c057"),
+        pytest.param('sf.dtype == torch.int and gran == (1, 128) and get_device_arch() in ("100a", "103a", "110a")',
+                     "sf.dtype == torch.int and gran == (128, 128)", id="the-first-group-alone-too-long"),
+    ],
+)  # fmt: skip
+def test_a_value_of_two_groups_splits_as_ruff_format_writes(first, second):
+    """`x = (` / a group's body / `) or (other group)`: the body line (all its brackets hold) is split before each
+    `and`/`or`; the last line, `) or (...)`, as `) or (` / the body one level deeper / `)`."""
+    if importlib.util.find_spec("ruff") is None:
+        pytest.skip("ruff (the test extra) is not installed")
+    source = SKIP_TRANSFORM.format(first=first, second=second)
+    lines = source.split("\n")
+    out = []
+    for number, line in enumerate(lines):
+        if len(line) > 88:
+            enclosed = lines[number - 1].rstrip().endswith("(") and lines[number + 1].lstrip().startswith(")")
+            cuts = _black_cuts(line, 88, "\n", enclosed)
+            assert cuts, line
+            line = _apply(line, cuts)
+        out.append(line)
+    assert "\n".join(out) == _ruff(source)

@@ -331,12 +331,6 @@ REPLAYS = [
     ),
     _fi(
         "fi-deepgemm-sf-layout-sm103", "4d4e8c057", None, "0.3.1.post1 / 0.4.0: 0.3.1.post1 is an sdist only",
-        fails="python_capability widens the four `get_device_arch() == \"100a\"` to `in (\"100a\", \"103a\")` as upstream"
-        " (the SM90 tests left), but leaves each grown line unsplit (92 to 97 columns): upstream's black writes each `if`"
-        " as `if (` / one `and` operand a line / `):`, and `should_skip_transform = (a and b and c) or (d and e and f)` as"
-        " `(` / a / `and b` / `and c` / `) or (` / d / `and e` / `and f` / `)`; python_capability splits only a"
-        " conditional expression in brackets. The commit's two lookup tables (`return {\"90a\": True, \"100a\": False}"
-        "[get_device_arch()]`, get_default_recipe's) are not in the recipe: no selector names a dict bound to no name",
     ),
     _fi("fi-aot-xqa-sm100-sm12x", "ef687e900", None, "0.4.1 / 0.5.0: no py3-none-any wheel of 0.4.1"),
     _fi(
