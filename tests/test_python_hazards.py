@@ -66,6 +66,10 @@ def is_sm110a_supported(device):
 
 def is_sm120a_supported(device):
     return get_compute_capability(device) == (12, 0)
+
+
+def is_sm121a_supported(device):
+    return get_compute_capability(device) == (12, 1)
 """
 
 JIT_INIT = """\
