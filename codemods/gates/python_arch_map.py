@@ -8,16 +8,20 @@
         return _TMEM_MAX_ALLOC_COLUMNS_MAP[compute_capability]
 
 A dict literal bound to a name, every key an arch string (`"sm_100"`,
-`"sm_120a"`, `"sm100"`), is a gate when the file looks it up so that an arch
+`"sm_120a"`, `"sm100"`, or, for an arch in KNOWN_CODES, `"12.0"`, `"100a"`,
+`"100"`), is a gate when the file looks it up so that an arch
 it lacks gets an error: a membership test guarding a path that runs only
 for its keys (`if cc not in MAP: raise`, `assert cc in MAP`; `_polarity`
 reads which way the test goes) or an index with a computed key (`MAP[cc]`,
 a KeyError). It admits the archs its keys name: a plain or `a` key its own
 arch, a family key (`"sm_120f"`) every later minor of its major. A map read
-with `.get(key, default)` or only iterated is no gate.
+with `.get(key, default)` or only iterated is no gate. A dict bound to no
+name and indexed where it is written (`{"90a": True, "100a": False}[arch]`)
+is a gate named for the function it is in (a recipe's `function`).
 
 `widen` adds a key for each target the map lacks (a recipe selects the map
-with `assigns = "NAME"`), spelled like the keys already there (`"sm_121"`,
+with `assigns = "NAME"`, or with `key = "mm_fp4"` the dict under that key of
+a named dict, which needs no failing lookup), spelled like the keys already there (`"sm_121"`,
 `"sm_121a"`, `'sm121'`) and placed in arch order, after the greatest key
 below it. Its value is copied from the nearest key below it of the same
 major (`"sm_120": 512` gives `"sm_121": 512`, as upstream 5a767523c did by

@@ -331,8 +331,9 @@ REPLAYS = [
         " (the SM90 tests left), but leaves each grown line unsplit (92 to 97 columns): upstream's black writes each `if`"
         " as `if (` / one `and` operand a line / `):`, and `should_skip_transform = (a and b and c) or (d and e and f)` as"
         " `(` / a / `and b` / `and c` / `) or (` / d / `and e` / `and f` / `)`; python_capability splits only a"
-        " conditional expression in brackets. The commit's two lookup tables (`return {\"90a\": True, \"100a\": False}"
-        "[get_device_arch()]`, get_default_recipe's) are not in the recipe: no selector names a dict bound to no name",
+        " conditional expression in brackets. must_be_k_major's `{\"90a\": True, \"100a\": False}[get_device_arch()]`"
+        " gains `\"103a\": False,` as upstream (python_arch_map, `function`); get_default_recipe's table is keyed by"
+        " tuples, which python_arch_map does not read, and is not in the recipe",
     ),
     _fi("fi-aot-xqa-sm100-sm12x", "ef687e900", None, "0.4.1 / 0.5.0: no py3-none-any wheel of 0.4.1"),
     _fi(
@@ -346,10 +347,6 @@ REPLAYS = [
     _fi(
         "fi-bench-mm-fp4-backends-sm121", "a5ff03391", None,
         "benchmarks/ are not in the wheel (0.4.1 / 0.5.0 would be the pair)",
-        fails="python_arch_map finds no gate in `routine_cc_to_supported_backends`: a dict of routine name -> map keyed"
-        " `\"7.5\"` ... `\"12.0\"`; even a flat `{\"10.0\": [...], \"12.0\": [...]}` (or `{\"90a\": True, \"100a\": False}`) is"
-        " `not found`: the kind reads keys spelled `sm_120`/`sm120` only, and names no value of a nested dict. Upstream"
-        " adds `\"12.1\": [\"cudnn\", \"cutlass\"],` after the mm_fp4 map's `\"12.0\"` entry alone",
     ),
 ]
 
