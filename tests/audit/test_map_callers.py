@@ -178,5 +178,6 @@ def test_scan_lists_maps_keyed_by_capability_and_arch_strings(cli, tmp_path):
         (g["file"], g["line"]): (g["admits"], g["excludes_arch"], g["classification"])
         for g in json.loads(out.stdout)["gates"] if g["kind"] == "python_arch_map"
     }
-    assert found[("flashinfer/deep_gemm.py", 2)] == (["sm_90", "sm_100"], True, "widenable")
+    # a table bound to no name: its function's callers are not followed, so whether sm_103 reaches it is unknown
+    assert found[("flashinfer/deep_gemm.py", 2)] == (["sm_90", "sm_100"], True, "unknown")
     assert found[("flashinfer/smem.py", 1)] == (["sm_90", "sm_100", "sm_120"], True, "widenable")
