@@ -350,3 +350,32 @@ def test_widen_refuses_other_spellings(source, target, message):
     [gate] = find(data, DEFAULT_ARCHS)
     with pytest.raises(CannotWiden, match=re.escape(message)):
         widen(data, gate, (Arch.parse(target),))
+
+
+def _spelled(code: int, style: str, suffix: str) -> str:
+    number = f"{code // 10}.{code % 10}" if style == "cc" else str(code)
+    return f"{number}{suffix if code >= 90 else ''}"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    codes=st.lists(st.sampled_from([80, 86, 89, 90, 100, 103, 110, 120]), min_size=1, max_size=6, unique=True),
+    values=st.lists(st.integers(-5, 4096), min_size=6, max_size=6),
+    target=st.sampled_from(["sm_87", "sm_103", "sm_121"]),
+    style=st.sampled_from(["cc", "bare"]),
+    suffix=st.sampled_from(["", "a"]),
+)
+def test_maps_keyed_without_sm_widen_to_the_siblings_value_in_their_own_spelling(codes, values, target, style, suffix):
+    arch = Arch.parse(target)
+    entries = ", ".join(f'"{_spelled(code, style, suffix)}": {value}' for code, value in zip(codes, values))
+    source = f"SMEM = {{{entries}}}{LOOKUP}".encode()
+    [gate] = find(source, DEFAULT_ARCHS)
+    assert gate.admits.names() == sorted((f"sm_{code}" for code in codes), key=lambda name: Arch.parse(name))
+    family = [(code, value) for code, value in zip(codes, values) if code // 10 == arch.major and code < arch.code]
+    if arch.code in codes or not family:
+        return
+    after = _apply(source, widen(source, gate, (arch,)))
+    literal = ast.literal_eval(after.decode().split("SMEM = ", 1)[1].split("\n\ndef", 1)[0])
+    assert literal[_spelled(arch.code, style, suffix)] == max(family)[1]
+    [again] = find(after, DEFAULT_ARCHS)
+    assert widen(after, again, (arch,)) == []  # the new key reads back as the arch
