@@ -311,6 +311,15 @@ def lookup_path(name: str, line: int, arch: Arch) -> Path:
     return Path(ERROR, f"`{name}` has no key for {arch.name}: the lookup at line {line} fails")
 
 
+def table_path(function: str, line: int, arch: Arch) -> Path:
+    """What `arch` gets where a map bound to no name (`{"90a": True}[get_device_arch()]`) lacks it: the lookup
+    fails if reached, and whether it is reached is decided by the callers of `function`, which are not followed
+    (a named map's are, audit.map_callers; FlashInfer 0.6.10's DeepGEMM tables sit behind APIs that
+    `supported_compute_capability([100, 103])` already refuses sm_121)."""
+    return Path(UNDECIDED, f"the table looked up at line {line} in `{function}` has no key for {arch.name}: it fails "
+                           "if reached; whether it is reached is not followed")
+
+
 def runtime_path(holder: str, arch: Arch) -> Path:
     """What `arch` gets where a cpp_runtime_check excludes it: a failed check macro is an error;
     an `if`/`while`/`?:` is a dispatch whose other arms codemod does not follow."""

@@ -67,7 +67,7 @@ MIN_CAPABILITY_TOKEN = b"get_min_capability"  # python_min_capability.FUNCTIONS
 FINDER_TOKENS = tuple(
     dict.fromkeys((
         ARCH_TOKEN, *python_capability.TOKENS, JIT_TOKEN, *(t for group in _PREFILTER_LITERALS for t in group),
-        *python_capability.QUOTED_ARCH_TOKENS, b'"sm', b"'sm", b"_blackwell", b"_hopper", MIN_CAPABILITY_TOKEN,
+        *python_capability.QUOTED_ARCH_TOKENS, *python_arch_map.TOKENS, b"_blackwell", b"_hopper", MIN_CAPABILITY_TOKEN,
     ))
 )
 
@@ -117,7 +117,9 @@ def declares_min_capability(data: bytes) -> bool:
 
 def may_hold_arch_map(data: bytes) -> bool:
     """Whether `data` may hold a dict keyed by arch strings (python_arch_map)."""
-    return (b'"sm' in data or b"'sm" in data) and bool(python_arch_map.PREFILTER.search(data))
+    return (b'"sm' in data or b"'sm" in data or b'":' in data or b"':" in data) and bool(
+        python_arch_map.PREFILTER.search(data)
+    )
 
 
 def python_kinds(data: bytes) -> list:

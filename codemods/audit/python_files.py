@@ -193,7 +193,8 @@ def _definitions(rel: str, data: bytes, tree: ast.Module, context: Context) -> l
         path = classify.predicate_path(gate.context, covers, gate.admits.names(), arch)
         records.append(gate_record(rel, gate, arch, path))
     for gate in python_arch_map.find(data, universe, tree):
-        records.append(gate_record(rel, gate, arch, classify.lookup_path(gate.context, gate.detail["lookup"], arch)))
+        reader = classify.lookup_path if gate.detail["map"] is not None else classify.table_path
+        records.append(gate_record(rel, gate, arch, reader(gate.context, gate.detail["lookup"], arch)))
     for gate in python_min_capability.find(data, universe, tree):
         records.append(gate_record(rel, gate, arch))
     return records

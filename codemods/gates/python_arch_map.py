@@ -8,16 +8,20 @@
         return _TMEM_MAX_ALLOC_COLUMNS_MAP[compute_capability]
 
 A dict literal bound to a name, every key an arch string (`"sm_100"`,
-`"sm_120a"`, `"sm100"`), is a gate when the file looks it up so that an arch
+`"sm_120a"`, `"sm100"`, or, for an arch in KNOWN_CODES, `"12.0"`, `"100a"`,
+`"100"`), is a gate when the file looks it up so that an arch
 it lacks gets an error: a membership test guarding a path that runs only
 for its keys (`if cc not in MAP: raise`, `assert cc in MAP`; `_polarity`
 reads which way the test goes) or an index with a computed key (`MAP[cc]`,
 a KeyError). It admits the archs its keys name: a plain or `a` key its own
 arch, a family key (`"sm_120f"`) every later minor of its major. A map read
-with `.get(key, default)` or only iterated is no gate.
+with `.get(key, default)` or only iterated is no gate. A dict bound to no
+name and indexed where it is written (`{"90a": True, "100a": False}[arch]`)
+is a gate named for the function it is in (a recipe's `function`).
 
 `widen` adds a key for each target the map lacks (a recipe selects the map
-with `assigns = "NAME"`), spelled like the keys already there (`"sm_121"`,
+with `assigns = "NAME"`, or with `key = "mm_fp4"` the dict under that key of
+a named dict, which needs no failing lookup), spelled like the keys already there (`"sm_121"`,
 `"sm_121a"`, `'sm121'`) and placed in arch order, after the greatest key
 below it. Its value is copied from the nearest key below it of the same
 major (`"sm_120": 512` gives `"sm_121": 512`, as upstream 5a767523c did by
@@ -44,37 +48,95 @@ from codemods.gates._python import PythonText, dotted, line_length
 
 KIND = "python_arch_map"
 
+# The archs a key without `sm` may name (`"12.0"`, `"100a"`, `"90"`): a bare number or an "M.N" string is an arch
+# only when it is one of these, so a version string (`"12.8"`, `"2.1"`) or a count (`"64"`) is no key.
+KNOWN_CODES = (70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 110, 120, 121)
 # A file that may hold an arch-keyed dict: nothing else is worth parsing for this kind.
-PREFILTER = re.compile(rb"[\"']sm_?\d{2,3}[af]?[\"']\s*:")
-_KEY_RE = re.compile(r"^sm_?(?P<number>\d{2,3})(?P<suffix>[af]?)$")
+PREFILTER = re.compile(
+    rb"[\"']sm_?\d{2,3}[af]?[\"']\s*:|[\"'](?:%s|%s)[af]?[\"']:"
+    % (b"|".join(str(c).encode() for c in KNOWN_CODES), b"|".join(f"{c // 10}\\.{c % 10}".encode() for c in KNOWN_CODES))
+)
+# One of these literals is in every file PREFILTER passes (audit.prefilter.FINDER_TOKENS, for the finder's rg).
+TOKENS = (b'"sm', b"'sm", *(
+    f"{quote}{number}{variant}{quote}:".encode()
+    for code in KNOWN_CODES for number in (str(code), f"{code // 10}.{code % 10}")
+    for variant in ("", "a", "f") for quote in "\"'"
+))  # fmt: skip
+_KEY_RE = re.compile(r"^(?:sm_?(?P<sm>\d{2,3})|(?P<major>\d{1,2})\.(?P<minor>\d)|(?P<bare>\d{2,3}))(?P<suffix>[af]?)$")
+
+
+def _key(key: str) -> tuple[int, str] | None:
+    """(the arch number, its suffix) a key names: 120 for `"sm_120"`, `"sm120"`, `"12.0"`, `"120"`; `"100a"` is
+    (100, "a"); None for a string that names no arch."""
+    match = _KEY_RE.match(key)
+    if match is None:
+        return None
+    if match["sm"]:
+        return int(match["sm"]), match["suffix"]
+    code = int(match["bare"]) if match["bare"] else int(match["major"]) * 10 + int(match["minor"])
+    return (code, match["suffix"]) if code in KNOWN_CODES else None
+
+
+def _arch_keys(literal: ast.Dict) -> list[str] | None:
+    """The keys of a dict literal whose every key is a string naming an arch; None for any other dict."""
+    keys = [k.value for k in literal.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+    if not keys or len(keys) != len(literal.keys) or not all(_key(k) for k in keys):
+        return None
+    return keys
 
 
 def find(
-    source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, tree: ast.Module | None = None, *, assigns: str | None = None
+    source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, tree: ast.Module | None = None, *,
+    assigns: str | None = None, key: str | None = None, function: str | None = None,
 ) -> list[Gate]:
-    """Every arch-keyed dict the file looks up so that a missing key fails, in source order (with `assigns`, only
-    the one bound to that name)."""
+    """Every arch-keyed dict the file looks up so that a missing key fails, in source order: bound to a name, or
+    looked up where it is written (`{"90a": True, "100a": False}[arch]`). `assigns` keeps the one bound to that
+    name, `function` those written in that function; `key` selects instead the dict that is the value of that key
+    in a dict bound to a name (`routine_cc_to_supported_backends["mm_fp4"]`), however it is looked up."""
     if tree is None:
         try:
             tree = ast.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return []
     maps: dict[str, tuple[ast.Assign, ast.Dict, list[str]]] = {}
+    nested: list[tuple[str, ast.Assign, ast.expr, ast.Dict, list[str]]] = []  # (outer name, its assignment, key, map)
+    unbound: list[tuple[ast.Subscript, ast.Dict, list[str]]] = []  # `{...}[arch]`
     uses: list[tuple[str, ast.AST]] = []  # what may look a map up (`MAP[cc]`, `cc in MAP`), in walk order
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
             and isinstance(node.value, ast.Dict) and node.value.keys
         ):
-            keys = [k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
-            if len(keys) == len(node.value.keys) and all(_KEY_RE.match(k) for k in keys):
+            keys = _arch_keys(node.value)
+            if keys is not None:
                 maps[node.targets[0].id] = (node, node.value, keys)
+            elif key is not None:
+                for outer_key, value in zip(node.value.keys, node.value.values):
+                    if isinstance(outer_key, ast.Constant) and outer_key.value == key and isinstance(value, ast.Dict):
+                        inner = _arch_keys(value)
+                        if inner is not None:
+                            nested.append((node.targets[0].id, node, outer_key, value, inner))
         elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
             uses.append((node.value.id, node))
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Dict) and node.value.keys:
+            keys = _arch_keys(node.value)
+            if keys is not None and isinstance(node.ctx, ast.Load) and not isinstance(node.slice, ast.Constant):
+                unbound.append((node, node.value, keys))
         elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.comparators[0], ast.Name):
             uses.append((node.comparators[0].id, node))
+    text = PythonText(source)
+    if key is not None:
+        up = _polarity.parents([tree]) if function is not None and nested else {}
+        return sorted(
+            (
+                _gate(source, text, universe, literal, keys, literal.lineno, f"{name}[{_source_of(source, text, outer_key)}]", 0)
+                for name, assign, outer_key, literal, keys in nested
+                if (assigns is None or name == assigns) and (function is None or _function_of(assign, up) == function)
+            ),
+            key=lambda gate: gate.start,
+        )
     uses = [(name, node) for name, node in uses if name in maps]
-    if not uses:
+    if not uses and not unbound:
         return []  # no map, or none looked up: no parents to find (the costly part)
     up = _polarity.parents([tree])
     failing: dict[str, int] = {}
@@ -82,20 +144,49 @@ def find(
         name, line, _ = _failing_lookup(node, maps, up)
         if name is not None and name not in failing:
             failing[name] = line
-    text = PythonText(source)
     gates = []
     for name, line in failing.items():
-        if assigns is not None and name != assigns:
-            continue
         assign, literal, keys = maps[name]
-        start, end = text.span(literal)
-        gates.append(Gate(
-            kind=KIND, start=start, end=end, line=assign.lineno, text=source[start:end].decode("utf-8"),
-            admits=ArchSet(universe, frozenset(a for a in universe if any(_admits(k, a) for k in keys))),
-            context=name, detail={"map": name, "lookup": line, "adds": _adds(literal, keys, universe)},
-        ))  # fmt: skip
+        if (assigns is None or name == assigns) and (function is None or _function_of(assign, up) == function):
+            gates.append(_gate(source, text, universe, literal, keys, assign.lineno, name, line))
+    for lookup, literal, keys in unbound:
+        holder = _function_of(lookup, up)
+        if assigns is None and (function is None or holder == function) and not _guarded(lookup, "", up):
+            gates.append(_gate(source, text, universe, literal, keys, literal.lineno, holder, lookup.lineno, named=False))
     gates.sort(key=lambda gate: gate.start)
     return gates
+
+
+def _gate(
+    source: bytes, text: PythonText, universe: tuple[Arch, ...], literal: ast.Dict, keys: list[str], line: int,
+    context: str, lookup: int, named: bool = True,
+) -> Gate:
+    start, end = text.span(literal)
+    return Gate(
+        kind=KIND, start=start, end=end, line=line, text=source[start:end].decode("utf-8"),
+        admits=ArchSet(universe, frozenset(a for a in universe if any(_admits(k, a) for k in keys))),
+        context=context, detail={"map": context if named else None, "lookup": lookup, "adds": _adds(literal, keys, universe)},
+    )  # fmt: skip
+
+
+def _source_of(source: bytes, text: PythonText, node: ast.expr) -> str:
+    start, end = text.span(node)
+    return source[start:end].decode("utf-8")
+
+
+def _function_of(node: ast.AST, up: dict[int, ast.AST]) -> str:
+    """The name of the function `node` is written in; `<module>` outside any."""
+    holder = up.get(id(node))
+    while holder is not None and not isinstance(holder, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        holder = up.get(id(holder))
+    return holder.name if isinstance(holder, (ast.FunctionDef, ast.AsyncFunctionDef)) else "<module>"
+
+
+def _label(gate: Gate) -> str:
+    """How a message names the map: `NAME`, `NAME["key"]`, or the dict looked up where it is written."""
+    if gate.detail.get("map") is None:
+        return f"the dict looked up in `{gate.context}`"
+    return f"`{gate.context}`"
 
 
 def _adds(literal: ast.Dict, keys: list[str], universe: tuple[Arch, ...]) -> list[str]:
@@ -104,7 +195,7 @@ def _adds(literal: ast.Dict, keys: list[str], universe: tuple[Arch, ...]) -> lis
     for arch in universe:
         if any(_admits(k, arch) for k in keys):
             continue
-        family = [(int(m["number"]), v) for k, v in zip(keys, literal.values) if (m := _KEY_RE.match(k))]
+        family = [(read[0], v) for k, v in zip(keys, literal.values) if (read := _key(k))]
         family = [(code, v) for code, v in family if code // 10 == arch.major and code < arch.code]
         if family:
             value = max(family, key=lambda pair: pair[0])[1]
@@ -159,7 +250,7 @@ class KeyedBy:
             if any(kw.arg is None for kw in call.keywords):
                 return None  # **kwargs may hold it
             value = self.default
-        if isinstance(value, ast.Constant) and isinstance(value.value, str) and _KEY_RE.match(value.value):
+        if isinstance(value, ast.Constant) and isinstance(value.value, str) and _key(value.value):
             return value.value
         return None
 
@@ -231,10 +322,11 @@ def _guarded(node: ast.AST, name: str, up: dict[int, ast.AST]) -> bool:
 
 
 def _admits(key: str, arch: Arch) -> bool:
-    match = _KEY_RE.match(key)
-    assert match is not None
-    major, minor = divmod(int(match["number"]), 10)
-    if match["suffix"] == "f":
+    read = _key(key)
+    if read is None:
+        return False
+    major, minor = divmod(read[0], 10)
+    if read[1] == "f":
         return arch.major == major and arch.minor >= minor
     return (arch.major, arch.minor) == (major, minor)
 
@@ -245,9 +337,8 @@ def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> ArchSet:
         node = ast.parse(text.strip(), mode="eval").body
     except SyntaxError:
         node = None
-    entries = node.keys if isinstance(node, ast.Dict) else []
-    keys = [k.value for k in entries if isinstance(k, ast.Constant) and isinstance(k.value, str)]
-    if not keys or len(keys) != len(entries) or not all(_KEY_RE.match(k) for k in keys):
+    keys = _arch_keys(node) if isinstance(node, ast.Dict) else None
+    if keys is None:
         return ArchSet(universe, frozenset(), frozenset(universe))
     return ArchSet(universe, frozenset(a for a in universe if any(_admits(k, a) for k in keys)))
 
@@ -265,16 +356,21 @@ def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[Edit]:
         family = [e for e in below if e.code // 10 == arch.major]
         if not family:
             raise CannotWiden(
-                f"line {gate.line}: `{gate.context}` has no sm_{arch.major}x key below {arch.name} to copy a value "
+                f"line {gate.line}: {_label(gate)} has no sm_{arch.major}x key below {arch.name} to copy a value "
                 "from; add it by hand"
             )
         sibling = max(family, key=lambda e: e.code)
         if not sibling.simple:
             raise CannotWiden(
-                f"line {gate.line}: `{gate.context}`'s value for {sibling.quoted} is not a one-line literal or name "
+                f"line {gate.line}: {_label(gate)}'s value for {sibling.quoted} is not a one-line literal or name "
                 f"to copy for {arch.name}; add it by hand"
             )
         quoted = spell(arch, sibling.quoted)
+        if not _admits(quoted[1:-1], arch):
+            raise CannotWiden(
+                f"line {gate.line}: {_label(gate)} would gain {quoted}, a key codemod does not read as {arch.name}; "
+                "add it by hand"
+            )
         anchor = max(below, key=lambda e: e.code)
         added.append(_Entry(quoted[1:-1], quoted, arch.code, f"{quoted}{sibling.colon}{sibling.value}", True, anchor))
     if not added:
@@ -302,10 +398,10 @@ class _Entry:
         assert isinstance(key, ast.Constant) and isinstance(key.value, str)  # find keeps only such maps
         key_start, key_end = text.span(key)
         value_start, value_end = text.span(value)
-        match = _KEY_RE.match(key.value)
-        assert match is not None
+        read = _key(key.value)
+        assert read is not None
         return cls(
-            key=key.value, quoted=source[key_start:key_end].decode("utf-8"), code=int(match["number"]),
+            key=key.value, quoted=source[key_start:key_end].decode("utf-8"), code=read[0],
             entry=source[key_start:value_end].decode("utf-8"),
             simple=value.lineno == value.end_lineno and _simple(value),
             colon=source[key_end:value_start].decode("utf-8"), value=source[value_start:value_end].decode("utf-8"),
@@ -334,7 +430,7 @@ def _literal_at(source: bytes, gate: Gate) -> ast.Dict:
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict) and node.keys and text.span(node) == (gate.start, gate.end):
             return node
-    raise CannotWiden(f"line {gate.line}: `{gate.context}` is no longer where it was found")
+    raise CannotWiden(f"line {gate.line}: {_label(gate)} is no longer where it was found")
 
 
 def _layout(
@@ -369,7 +465,7 @@ def _layout(
         lines[0] == first_line or lines[-1] == last_line
     ):
         raise CannotWiden(
-            f"line {gate.line}: `{gate.context}` spans several lines but not one entry a line; add "
+            f"line {gate.line}: {_label(gate)} spans several lines but not one entry a line; add "
             f"{', '.join(e.entry for e in added)} by hand"
         )
     edits: list[Edit] = []

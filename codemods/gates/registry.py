@@ -145,7 +145,10 @@ PYTHON_PREDICATE = GateKind(
 # Widened with a value copied from a key of the same major (python_arch_map.widen), or refused.
 PYTHON_ARCH_MAP = GateKind(
     name="python_arch_map",
-    selectors=_optional("assigns", hints={"assigns": 'assigns = "_TMEM_MAX_ALLOC_COLUMNS_MAP"'}),
+    selectors=_optional(
+        "assigns", "key", "function",
+        hints={"assigns": 'assigns = "_TMEM_MAX_ALLOC_COLUMNS_MAP"', "key": 'key = "mm_fp4"   # the dict under this key of `assigns`'},
+    ),
     find=lambda source, universe, where, selector: python_arch_map.find(source, universe, **selector),
     admits=lambda text, universe, where, detail: python_arch_map.admits(text, universe),
     widen=lambda source, gate, targets, universe, where: python_arch_map.widen(source, gate, targets),

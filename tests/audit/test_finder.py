@@ -99,6 +99,8 @@ PYTHON_SHAPES = {
     "arch_string.py": b"if sm_version != 'sm_120':\n    raise ValueError(sm_version)\n",
     "compute_string.py": b'if target in ("compute_100", "compute_103"):\n    pass\n',
     "arch_map.py": b'_COLUMNS = {"sm100": 512, "sm120": 512}\n\ndef cols(cc):\n    return _COLUMNS[cc]\n',
+    "cc_map.py": b'_COLUMNS = {"10.0": 512, "12.0": 512}\n\ndef cols(cc):\n    return _COLUMNS[cc]\n',
+    "arch_table.py": b"def k_major():\n    return {'90a': True, '100a': False}[get_device_arch()]\n",
     "predicate.py": b"def is_hopper_tma_supported():\n    return True\n",
     "blackwell.py": b"def has_blackwell_tmem():\n    return major == 10\n",
     "pairs.py": b"class R:\n    supported_capabilities = {(9, 0), (10, 0)}\n",

@@ -165,3 +165,19 @@ def test_the_cli_lists_the_map_as_needing_a_human_not_as_a_blocker(cli, tmp_path
     assert text.exit_code == 0, text.output
     assert "    0 blockers" in text.stdout
     assert 'mla_decode.py:10 passes "sm_100"; the lookup never sees sm_110 today' in text.stdout
+
+
+def test_scan_lists_maps_keyed_by_capability_and_arch_strings(cli, tmp_path):
+    # FlashInfer 4d4e8c057's parent (deep_gemm.py): a table looked up where it is written, keyed "90a"/"100a"
+    deep_gemm = 'def must_be_k_major() -> bool:\n    return {\n        "90a": True,\n        "100a": False,\n    }[get_device_arch()]\n'
+    smem = 'SMEM = {"9.0": 227, "10.0": 227, "12.0": 99}\n\n\ndef smem(cc):\n    return SMEM[cc]\n'
+    root = _tree(tmp_path, {"flashinfer/deep_gemm.py": deep_gemm, "flashinfer/smem.py": smem})
+    out = cli("scan", "--repo", root, "--arch", "sm_103", "--no-cache", "--format", "json")
+    assert out.exit_code == 0, out.output
+    found = {
+        (g["file"], g["line"]): (g["admits"], g["excludes_arch"], g["classification"])
+        for g in json.loads(out.stdout)["gates"] if g["kind"] == "python_arch_map"
+    }
+    # a table bound to no name: its function's callers are not followed, so whether sm_103 reaches it is unknown
+    assert found[("flashinfer/deep_gemm.py", 2)] == (["sm_90", "sm_100"], True, "unknown")
+    assert found[("flashinfer/smem.py", 1)] == (["sm_90", "sm_100", "sm_120"], True, "widenable")

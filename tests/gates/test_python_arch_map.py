@@ -218,3 +218,164 @@ def test_keyed_by_reads_a_default_and_a_keyword_only_parameter():
 )
 def test_keyed_by_is_none_when_no_one_parameter_is_the_key(source):
     assert find(source.encode(), DEFAULT_ARCHS) and keyed_by(source.encode(), "SMEM") is None
+
+
+# FlashInfer's benchmark table (a5ff03391's parent, benchmarks/routines/flashinfer_benchmark_utils.py), cut short:
+# routine name -> a map keyed by compute capability strings, read with `.get(cc, [])` through the outer dict.
+BENCH = '''routine_cc_to_supported_backends = {
+    # ATTENTION
+    "BatchDecodeWithPagedKVCacheWrapper": {
+        "7.5": ["fa2"],
+        "10.0": ["fa2", "fa2_tc", "cudnn", "trtllm-gen", "trtllm-gen-native"],
+        "12.0": ["fa2", "fa2_tc", "cudnn"],
+    },
+    "mm_fp4": {
+        "7.5": [],
+        "8.0": [],
+        "10.0": ["cudnn", "trtllm", "cutlass"],
+        "10.3": ["cudnn", "trtllm", "cutlass"],
+        "12.0": ["cudnn", "cutlass"],
+    },
+}
+
+
+def filter_backends_by_compute_capability(backends, routine, device):
+    major, minor = get_compute_capability(device)
+    cc_to_supported_backends = routine_cc_to_supported_backends[routine]
+    return cc_to_supported_backends.get(f"{major}.{minor}", [])
+'''
+
+# FlashInfer's deep_gemm.py (4d4e8c057's parent): a table looked up where it is written, keyed by get_device_arch()
+DEEP_GEMM = '''def must_be_k_major() -> bool:
+    return {
+        "90a": True,
+        "100a": False,
+    }[get_device_arch()]
+'''
+
+
+@pytest.mark.parametrize(
+    ("before", "targets", "after"),
+    [
+        pytest.param('SMEM = {"9.0": 1, "10.0": 2, "12.0": 3}', ("sm_121",), 'SMEM = {"9.0": 1, "10.0": 2, "12.0": 3, "12.1": 3}',
+                     id="compute-capability-strings"),
+        pytest.param("SMEM = {'10.0': (1, 2), '12.0': 3}", ("sm_103",), "SMEM = {'10.0': (1, 2), '10.3': (1, 2), '12.0': 3}",
+                     id="compute-capability-strings-placed-where-the-number-sorts"),
+        pytest.param('K_MAJOR = {"90a": True, "100a": False}', ("sm_103",), 'K_MAJOR = {"90a": True, "100a": False, "103a": False}',
+                     id="arch-specific-strings"),
+        pytest.param('K_MAJOR = {"90": True, "100": False}', ("sm_103",),
+                     'K_MAJOR = {"90": True, "100": False, "103": False}', id="bare-numbers"),
+        pytest.param('K_MAJOR = {"100f": 1, "120f": 2}', ("sm_103", "sm_121"), 'K_MAJOR = {"100f": 1, "120f": 2}',
+                     id="family-keys-already-admit-the-later-minors"),
+    ],
+)
+def test_widen_other_key_spellings(before, targets, after):
+    lookup = LOOKUP.replace("SMEM", before.split(" = ")[0])
+    widened = _widen(f"{before}{lookup}".encode(), *targets)
+    assert widened == f"{after}{lookup}".encode()
+    [gate] = find(widened, DEFAULT_ARCHS)
+    assert widen(widened, gate, tuple(Arch.parse(t) for t in targets)) == []  # a second pass changes nothing
+
+
+def test_what_the_new_spellings_admit():
+    assert admits('{"12.0": 1, "10.3": 2}', DEFAULT_ARCHS).names() == ["sm_103", "sm_120"]
+    assert admits('{"90a": 1, "100a": 2}', DEFAULT_ARCHS).names() == ["sm_90", "sm_100"]  # 100a: sm_100 only
+    assert admits('{"100f": 1}', DEFAULT_ARCHS).names() == ["sm_100", "sm_103"]  # a family key: its later minors
+    assert admits('{"120": 1, "121": 2}', DEFAULT_ARCHS).names() == ["sm_120", "sm_121"]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param('CUDA = {"12.8": 1, "12.9": 2}\n\ndef f(v):\n    return CUDA[v]\n', id="cuda-version-strings"),
+        pytest.param('TILES = {"64": 1, "128": 2}\n\ndef f(n):\n    return TILES[n]\n', id="numbers-that-name-no-arch"),
+        pytest.param('CC = {"12.0": 1, "default": 2}\n\ndef f(cc):\n    return CC[cc]\n', id="a-key-that-is-no-arch"),
+        pytest.param('CC = {"10.0": 1, "12.0": 2}\n\ndef f(cc):\n    return CC.get(cc, 0)\n', id="get-with-a-default"),
+        pytest.param('def f():\n    return {"90a": True, "100a": False}["90a"]\n', id="unbound-with-a-literal-key"),
+        pytest.param('def f(a):\n    try:\n        return {"90a": True}[a]\n    except KeyError:\n        return False\n',
+                     id="unbound-in-a-try"),
+    ],
+)
+def test_noop_other_spellings(source):
+    assert find(source.encode(), DEFAULT_ARCHS) == []
+
+
+def test_key_selects_the_map_under_a_key_of_a_named_dict():
+    source = BENCH.encode()
+    assert find(source, DEFAULT_ARCHS) == []  # looked up through the outer dict, with a default: no gate for scan
+    [gate] = find(source, DEFAULT_ARCHS, assigns="routine_cc_to_supported_backends", key="mm_fp4")
+    assert (gate.context, gate.line) == ('routine_cc_to_supported_backends["mm_fp4"]', 8)
+    assert gate.admits.names() == ["sm_80", "sm_100", "sm_103", "sm_120"]
+    assert find(source, DEFAULT_ARCHS, key="mm_fp4") == [gate]  # `assigns` may be left out
+    assert find(source, DEFAULT_ARCHS, assigns="routine_cc_to_supported_backends", key="bmm_fp8") == []
+    assert find(source, DEFAULT_ARCHS, assigns="other", key="mm_fp4") == []
+    after = _apply(source, widen(source, gate, (Arch.parse("sm_121"),)))
+    # a5ff03391: only the mm_fp4 map gains 12.1, with 12.0's backends, after 12.0
+    assert after == source.replace(
+        b'        "12.0": ["cudnn", "cutlass"],\n', b'        "12.0": ["cudnn", "cutlass"],\n        "12.1": ["cudnn", "cutlass"],\n'
+    )
+    [again] = find(after, DEFAULT_ARCHS, key="mm_fp4")
+    assert again.admits.admits(Arch.parse("sm_121")) and widen(after, again, (Arch.parse("sm_121"),)) == []
+
+
+def test_function_selects_a_map_looked_up_where_it_is_written():
+    source = DEEP_GEMM.encode()
+    [gate] = find(source, DEFAULT_ARCHS)
+    assert (gate.context, gate.line, gate.detail["map"]) == ("must_be_k_major", 2, None)
+    assert gate.admits.names() == ["sm_90", "sm_100"]
+    assert find(source, DEFAULT_ARCHS, function="must_be_k_major") == [gate]
+    assert find(source, DEFAULT_ARCHS, function="other") == [] and find(source, DEFAULT_ARCHS, assigns="K") == []
+    after = _apply(source, widen(source, gate, (Arch.parse("sm_103"),)))
+    # 4d4e8c057: "103a" after "100a", with its value
+    assert after == source.replace(b'        "100a": False,\n', b'        "100a": False,\n        "103a": False,\n')
+    [again] = find(after, DEFAULT_ARCHS)
+    assert widen(after, again, (Arch.parse("sm_103"),)) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "message"),
+    [
+        pytest.param('SMEM = {"10.0": 1, "12.0": 2}', "sm_110",
+                     "line 1: `SMEM` has no sm_11x key below sm_110 to copy a value from", id="no-sibling-cc-strings"),
+        pytest.param('SMEM = {"100a": 1, "120a": f(2)}', "sm_121",
+                     "line 1: `SMEM`'s value for \"120a\" is not a one-line literal or name", id="computed-value-arch-strings"),
+        pytest.param('def g(cc):\n    return {"100a": 1, "103a": 2}[cc]', "sm_110",
+                     "line 2: the dict looked up in `g` has no sm_11x key below sm_110", id="unbound"),
+        pytest.param('SMEM = {"100": 1, "103": 2}', "sm_107",
+                     'line 1: `SMEM` would gain "107", a key codemod does not read as sm_107', id="a-key-that-would-not-read-back"),
+    ],
+)
+def test_widen_refuses_other_spellings(source, target, message):
+    data = (source if source.startswith("def") else f"{source}{LOOKUP}").encode()
+    [gate] = find(data, DEFAULT_ARCHS)
+    with pytest.raises(CannotWiden, match=re.escape(message)):
+        widen(data, gate, (Arch.parse(target),))
+
+
+def _spelled(code: int, style: str, suffix: str) -> str:
+    number = f"{code // 10}.{code % 10}" if style == "cc" else str(code)
+    return f"{number}{suffix if code >= 90 else ''}"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    codes=st.lists(st.sampled_from([80, 86, 89, 90, 100, 103, 110, 120]), min_size=1, max_size=6, unique=True),
+    values=st.lists(st.integers(-5, 4096), min_size=6, max_size=6),
+    target=st.sampled_from(["sm_87", "sm_103", "sm_121"]),
+    style=st.sampled_from(["cc", "bare"]),
+    suffix=st.sampled_from(["", "a"]),
+)
+def test_maps_keyed_without_sm_widen_to_the_siblings_value_in_their_own_spelling(codes, values, target, style, suffix):
+    arch = Arch.parse(target)
+    entries = ", ".join(f'"{_spelled(code, style, suffix)}": {value}' for code, value in zip(codes, values))
+    source = f"SMEM = {{{entries}}}{LOOKUP}".encode()
+    [gate] = find(source, DEFAULT_ARCHS)
+    assert gate.admits.names() == sorted((f"sm_{code}" for code in codes), key=lambda name: Arch.parse(name))
+    family = [(code, value) for code, value in zip(codes, values) if code // 10 == arch.major and code < arch.code]
+    if arch.code in codes or not family:
+        return
+    after = _apply(source, widen(source, gate, (arch,)))
+    literal = ast.literal_eval(after.decode().split("SMEM = ", 1)[1].split("\n\ndef", 1)[0])
+    assert literal[_spelled(arch.code, style, suffix)] == max(family)[1]
+    [again] = find(after, DEFAULT_ARCHS)
+    assert widen(after, again, (arch,)) == []  # the new key reads back as the arch

@@ -344,10 +344,6 @@ REPLAYS = [
     _fi(
         "fi-bench-mm-fp4-backends-sm121", "a5ff03391", None,
         "benchmarks/ are not in the wheel (0.4.1 / 0.5.0 would be the pair)",
-        fails="python_arch_map finds no gate in `routine_cc_to_supported_backends`: a dict of routine name -> map keyed"
-        " `\"7.5\"` ... `\"12.0\"`; even a flat `{\"10.0\": [...], \"12.0\": [...]}` (or `{\"90a\": True, \"100a\": False}`) is"
-        " `not found`: the kind reads keys spelled `sm_120`/`sm120` only, and names no value of a nested dict. Upstream"
-        " adds `\"12.1\": [\"cudnn\", \"cutlass\"],` after the mm_fp4 map's `\"12.0\"` entry alone",
     ),
 ]
 
