@@ -320,21 +320,8 @@ def _assignment_cuts(line: str, tokens: list, limit: int, eol: str) -> list[tupl
         return [(open_col, first, eol + inner), (last, close_col, eol + indent)]
     if not items:
         return []
-    trailing = value[items[-1] + 1 : close] == []  # a comma before the closing bracket already
-    starts = [first] + [value[i].end[1] for i in items]
-    ends = [value[i].start[1] for i in items] + [last]
-    pieces = [line[a:b].strip() for a, b in zip(starts, ends)]
-    if trailing:
-        pieces = pieces[:-1]
-    if not all(pieces) or any(len(inner + piece + ",") > limit for piece in pieces):
-        return []
-    cuts = [(open_col, first, eol + inner)]
-    for index in items[:-1] if trailing else items:
-        after = value[index].end[1]
-        space = len(line[after:]) - len(line[after:].lstrip())
-        cuts.append((after, after + space, eol + inner))
-    cuts.append((last, close_col, ("" if trailing else ",") + eol + indent))
-    return cuts
+    commas = [value[i].start[1] for i in items]
+    return _exploded(line, open_col, first, last, close_col, commas, indent, limit, eol)
 
 
 def _enclosed_cuts(line: str, tokens: list, limit: int, eol: str) -> list[tuple[int, int, str]]:
