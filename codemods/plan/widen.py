@@ -14,7 +14,7 @@ from collections.abc import Callable
 from codemods.jit import kernel_paths
 from codemods.core.arch import Arch
 from codemods.gates import CannotWiden, Edit, Gate, SourceError, TooDeep, _predicates, apply_edits
-from codemods.gates._python import defines
+from codemods.gates._python import ast_of, defines
 from codemods.gates.base import GateKind, Where
 from codemods.plan.changes import GateChange, PlannedChange
 from codemods.plan.rewrites import plan_rewrite
@@ -255,7 +255,8 @@ def _not_in_their_modules(tree: ProjectTree, file: str, needed: list[str], read:
     """Why each symbol the widened gate imports (`missing_symbols`' `module.name`) is not there: the project file
     of that module neither defines nor imports it. The predicate table says what a name means, not that this
     version has it (SGLang 0.4.10's srt/layers/utils.py has `is_sm100_supported` and no `is_sm90_supported`).
-    A module outside the project, or one that imports `*`, is not vouched for either way."""
+    A module outside the project, one that imports `*`, or one this Python does not read is not vouched for
+    either way."""
     if read is None:
         return []
     absent = []
@@ -264,7 +265,7 @@ def _not_in_their_modules(tree: ProjectTree, file: str, needed: list[str], read:
         if not module.strip(".") or "(" in module:  # `get_platform().is_sm120`: an attribute, no import
             continue
         found = _module_file(tree, file, module, read)
-        if found is None or re.search(rb"^\s*from\s+\S+\s+import\s+\*", found[1], re.MULTILINE):
+        if found is None or re.search(rb"^\s*from\s+\S+\s+import\s+\*", found[1], re.MULTILINE) or not _reads(found[1]):
             continue
         if not defines(found[1], name):
             absent.append(
@@ -272,6 +273,16 @@ def _not_in_their_modules(tree: ProjectTree, file: str, needed: list[str], read:
                 " has no such predicate, and a recipe does not write one"
             )
     return absent
+
+
+def _reads(source: bytes) -> bool:
+    """Whether this Python reads the module (one written for a later Python, PEP 701's nested f-string quotes
+    say, is not vouched against: `defines` cannot tell it lacks a name)."""
+    try:
+        ast_of(source)
+    except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def _in_symbol_files(change: Change, tree: ProjectTree, read: Read | None) -> bool:

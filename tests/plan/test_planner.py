@@ -266,6 +266,10 @@ class Fp8MoEMethod:
             "changed", id="the-module-defines-it",
         ),
         pytest.param("from sglang.srt.utils.common import *\n", "changed", id="star-import-is-not-vouched-against"),
+        pytest.param(  # as one written for a later Python (PEP 701's nested f-string quotes) is to 3.11
+            "def is_sm100_supported():\n    return major == 10\n\n\ndef later(:\n", "changed",
+            id="a-module-this-python-cannot-read-is-not-vouched-against",
+        ),
     ],
 )
 def test_an_imported_predicate_must_exist_in_the_module_it_comes_from(tmp_path, layer_utils, outcome):
