@@ -87,16 +87,20 @@ def mentioning(words: tuple[str, ...]) -> re.Pattern[bytes]:
     return re.compile(b"|".join(re.escape(word.encode()) for word in sorted(set(words))))
 
 
-def defines(source: bytes, name: str) -> bool:
+def defines(source: bytes, name: str) -> bool | None:
     """Whether the module binds `name` at its top level: a def, a class, an assignment or an import (not `*`).
 
-    Python's own symbol table answers it, without libcst; False for a file that does not parse.
+    Python's own symbol table answers it, without libcst; None (no answer) for a file this Python does not
+    parse, one written for a later Python say.
     """
     try:
         text = decode(source)
         table = symtable.symtable(text[1:] if text.startswith(_BOM) else text, "<source>", "exec")
+    except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    try:
         symbol = table.lookup(name)
-    except (SourceError, SyntaxError, ValueError, KeyError, RecursionError, MemoryError):
+    except KeyError:
         return False
     return symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace()
 

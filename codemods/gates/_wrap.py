@@ -81,7 +81,6 @@ def _placed(
     inserted `or`) changes that text. So every edit keeps its span, and a gate its edges (plan/widen.py reads a
     gate's text after the edits by their spans). None when a cut takes both kinds of character, or none of
     either next to it; then the line is left as it is."""
-    texts = [edit.text.decode("utf-8") for edit in ordered]
     changes: list[list[tuple[int, int, str]]] = [[] for _ in ordered]  # per edit: (from, to, text) in its text
     added: list[Edit] = []
     for cut_start, cut_end, text in cuts:
@@ -116,7 +115,7 @@ def _placed(
             return None
     out = []
     for index, edit in enumerate(ordered):
-        text = texts[index]
+        text = edit.text.decode("utf-8")
         for a, b, piece in sorted(changes[index], reverse=True):
             text = text[:a] + piece + text[b:]
         out.append(Edit(edit.start, edit.end, text.encode("utf-8")))
@@ -160,11 +159,10 @@ def _black_cuts(line: str, limit: int, eol: str, enclosed: bool = False) -> list
     top = [column for d, column in operators if d == 0]
     if len(top) > 1:  # `and` and `or` are one priority to black: it splits before each, whatever the mix
         return _invisible_parentheses_cuts(line, tokens, top, limit, eol)
-    code = [t for t in tokens if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.DEDENT)]
-    if last is None or [t.string for t in code[last[1] + 1 :]] != [":"]:
+    if last is None or [t.string for t in tokens[last[1] + 1 :]] != [":"]:
         # the test ends in no brackets (`if arch in (...) and not use_tma:`): black keeps its parentheses around
         # the test, unless the test starts with one (`if (P or Q) and cond:`, split at that group: not written here)
-        starts_bracketed = len(code) > 1 and code[1].string in "([{"
+        starts_bracketed = len(tokens) > 1 and tokens[1].string in "([{"
         return _invisible_parentheses_cuts(line, tokens, top, limit, eol) if top and not starts_bracketed else []
     open_index, close_index = last
     before = tokens[open_index - 1]
@@ -268,11 +266,10 @@ def _assignment_cuts(line: str, tokens: list, limit: int, eol: str) -> list[tupl
 
     [] for any other shape (a subscript, a comment on the line, an operator in the value), or when a piece
     stays too long."""
-    code = [t for t in tokens if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.DEDENT)]
-    if any(t.type == tokenize.COMMENT for t in code) or not code or code[0].type != tokenize.NAME:
+    if any(t.type == tokenize.COMMENT for t in tokens) or not tokens or tokens[0].type != tokenize.NAME:
         return []
     depth, equal = 0, None
-    for index, token in enumerate(code):
+    for index, token in enumerate(tokens):
         if token.type == tokenize.OP and token.string in "([{":
             depth += 1
         elif token.type == tokenize.OP and token.string in ")]}":
@@ -281,9 +278,9 @@ def _assignment_cuts(line: str, tokens: list, limit: int, eol: str) -> list[tupl
             if equal is not None:
                 return []  # `a = b = [...]`
             equal = index
-    if equal is None or equal + 1 >= len(code) or keyword.iskeyword(code[0].string):
+    if equal is None or equal + 1 >= len(tokens) or keyword.iskeyword(tokens[0].string):
         return []
-    value = code[equal + 1 :]
+    value = tokens[equal + 1 :]
     if value[0].type == tokenize.NAME and len(value) > 1 and value[1].string == "(" and not keyword.iskeyword(value[0].string):
         opening, display = 1, False  # a call of a plain name
     elif value[0].string in "([{":
@@ -361,16 +358,15 @@ def _closing_group_cuts(line: str, tokens: list, limit: int, eol: str) -> list[t
     (4d4e8c057's `should_skip_transform = (` / ... / `) or (...)`): `) or (` / the group's body one level deeper,
     one operand a line when still too long / `)`. [] for any other shape. `tokens` are the line's with its
     first `)` read as a name (`_`), which a line alone cannot close."""
-    code = [t for t in tokens if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.DEDENT)]
-    if len(code) < 5 or code[1].string not in ("and", "or") or code[2].string != "(" or code[-1].string != ")":
+    if len(tokens) < 5 or tokens[1].string not in ("and", "or") or tokens[2].string != "(" or tokens[-1].string != ")":
         return []
     depth = 0
-    for index, token in enumerate(code[2:], start=2):
+    for index, token in enumerate(tokens[2:], start=2):
         depth += token.type == tokenize.OP and token.string in "([{"
         depth -= token.type == tokenize.OP and token.string in ")]}"
-        if depth == 0 and index != len(code) - 1 or token.type == tokenize.COMMENT:
+        if depth == 0 and index != len(tokens) - 1 or token.type == tokenize.COMMENT:
             return []  # the group closes before the line ends, or a comment
-    open_col, close_col = code[2].end[1], code[-1].start[1]
+    open_col, close_col = tokens[2].end[1], tokens[-1].start[1]
     indent = line[: len(line) - len(line.lstrip())]
     inner = indent + "    "
     body = line[open_col:close_col]
@@ -387,8 +383,10 @@ def _closing_group_cuts(line: str, tokens: list, limit: int, eol: str) -> list[t
 
 
 def _tokens(line: str) -> list:
+    """The tokens of one line (comments kept, no indent or line-end tokens); [] for a line that does not tokenize."""
+    layout = (tokenize.INDENT, tokenize.DEDENT, tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER)
     try:
-        return [t for t in tokenize.generate_tokens(io.StringIO(line + "\n").readline) if t.type != tokenize.INDENT]
+        return [t for t in tokenize.generate_tokens(io.StringIO(line + "\n").readline) if t.type not in layout]
     except (tokenize.TokenError, SyntaxError):
         return []
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from codemods.jit import kernel_paths
 from codemods.core.arch import Arch
 from codemods.gates import CannotWiden, Edit, Gate, SourceError, TooDeep, _predicates, apply_edits
-from codemods.gates._python import ast_of, defines
+from codemods.gates._python import defines
 from codemods.gates.base import GateKind, Where
 from codemods.plan.changes import GateChange, PlannedChange
 from codemods.plan.rewrites import plan_rewrite
@@ -265,24 +265,14 @@ def _not_in_their_modules(tree: ProjectTree, file: str, needed: list[str], read:
         if not module.strip(".") or "(" in module:  # `get_platform().is_sm120`: an attribute, no import
             continue
         found = _module_file(tree, file, module, read)
-        if found is None or re.search(rb"^\s*from\s+\S+\s+import\s+\*", found[1], re.MULTILINE) or not _reads(found[1]):
+        if found is None or re.search(rb"^\s*from\s+\S+\s+import\s+\*", found[1], re.MULTILINE):
             continue
-        if not defines(found[1], name):
+        if defines(found[1], name) is False:  # None: this Python does not read the module
             absent.append(
                 f"`{name}` is not defined in {found[0]}, which the new import would take it from: this version"
                 " has no such predicate, and a recipe does not write one"
             )
     return absent
-
-
-def _reads(source: bytes) -> bool:
-    """Whether this Python reads the module (one written for a later Python, PEP 701's nested f-string quotes
-    say, is not vouched against: `defines` cannot tell it lacks a name)."""
-    try:
-        ast_of(source)
-    except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
 
 
 def _in_symbol_files(change: Change, tree: ProjectTree, read: Read | None) -> bool:
