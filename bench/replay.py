@@ -10,7 +10,7 @@ commit's parent against the commit, read with `git show`; nothing is checked
 out or written).
 
     git clone -q /work/.mirror/flashinfer-ai+flashinfer/repo /tmp/fi
-    python bench/replay.py --clone /tmp/fi [--all] [--json]
+    python bench/replay.py --clone /tmp/fi [--all] [--json] [--only RECIPE ...]
 
 Exit 0 when every replay not marked `fails` comes out line for line, and every
 one marked `fails` still does not (so the list stays honest both ways).
@@ -58,12 +58,19 @@ def main() -> int:
     parser.add_argument("--clone", type=Path, help="a local clone of flashinfer-ai/flashinfer (for replays without a release pair)")
     parser.add_argument("--all", action="store_true", help="also replay every FlashInfer commit against the clone")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--only", action="append", default=[], metavar="RECIPE",
+                        help="replay only this recipe (repeatable); the score then counts these alone")
     args = parser.parse_args()
 
     from conftest import fetch_wheel
 
     rows = []
+    unknown = sorted(set(args.only) - {entry.recipe for entry in REPLAYS})
+    if unknown:
+        parser.error(f"not in tests/replay/replays.py: {', '.join(unknown)}")
     for entry in REPLAYS:
+        if args.only and entry.recipe not in args.only:
+            continue
         runs = []
         if entry.releases:
             runs.append((f"{entry.releases[0]} -> {entry.releases[1]}", lambda e=entry: on_release_pair(e, fetch_wheel)))
