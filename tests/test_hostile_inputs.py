@@ -535,3 +535,18 @@ def test_fifo_among_the_jit_specs_does_not_hang_verify(example_repo):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(proc.stdout)["status"] == "verified"
     assert "Traceback" not in proc.stderr
+
+
+def test_python_compiler_warnings_about_the_tree_are_not_printed(tmp_path):
+    """`1if x` and `"\\d"` in the user's code make Python's compiler warn (`<unknown>:3: SyntaxWarning: invalid
+    decimal literal`): that is their code, not codemod's output, in the CLI and in the scan's workers alike."""
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    gate = b"import torch\n\ndef f(x):\n    if torch.cuda.get_device_capability()[0] == 9or x:\n        return '\\d'\n"
+    for n in range(40):  # enough files for --jobs 2 to start workers
+        (tree / f"pkg/m{n}.py").write_bytes(gate)
+    for jobs in ("1", "2"):
+        proc = codemod("scan", "--repo", tree, "--format", "json", "--jobs", jobs, "--no-cache")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert len(json.loads(proc.stdout)["gates"]) == 40
+        assert "Warning" not in proc.stderr, proc.stderr[-2000:]

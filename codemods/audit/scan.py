@@ -66,6 +66,7 @@ from codemods.audit.records import Context, FileScan, ScanResult
 from codemods.core import errors
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.core.lazy import LazyModule
+from codemods.core.source import quiet_compiler_warnings
 from codemods.cpp.structure import Structure
 from codemods.gates._predicates import Meaning
 
@@ -175,7 +176,7 @@ def scan_many(
             wanted = size > 1 and (jobs > 0 or len(job.todo) >= POOL_MINIMUM)
             chunks = make_chunks(job.todo, size if pool is not None or wanted else 1)
             if pool is None and wanted and len(chunks) > 1:
-                pool = ProcessPoolExecutor(max_workers=size)
+                pool = ProcessPoolExecutor(max_workers=size, initializer=quiet_compiler_warnings)
             if pool is None:
                 for rels in chunks:
                     _, part = scan_chunk((number, job.context, rels))

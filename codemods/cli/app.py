@@ -16,6 +16,7 @@ import traceback
 import typer
 
 from codemods.core import errors
+from codemods.core.source import quiet_compiler_warnings
 from codemods.cli import doctor, recipes, revert, run, scan, schema, status, verify
 from codemods.cli.common import err, out
 from codemods.render.document import error_document
@@ -87,6 +88,7 @@ app.command("schema")(boundary(schema.schema))
 
 
 def main() -> None:
+    quiet_compiler_warnings()
     if "--debug" in sys.argv[2:]:  # accepted after the command too: `codemod run ... --debug`
         sys.argv = [sys.argv[0], *(a for a in sys.argv[1:] if a != "--debug")]
         _state["debug"] = True

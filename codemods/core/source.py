@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import warnings
 from pathlib import Path
 
 
@@ -18,6 +19,14 @@ def decode(source: bytes) -> str:
         return source.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SourceError(f"not UTF-8 (byte {exc.start}: {source[exc.start:exc.start + 1]!r})") from None
+
+
+def quiet_compiler_warnings() -> None:
+    """Silence what Python's compiler says about the code codemod reads (`1if x` gives a SyntaxWarning,
+    `"\\d"` a DeprecationWarning or SyntaxWarning, each printed as `<unknown>:3: ...`): the user's source, not
+    codemod's output. Called once per process that parses (the CLI, each scan worker)."""
+    warnings.filterwarnings("ignore", category=SyntaxWarning)
+    warnings.filterwarnings("ignore", category=DeprecationWarning, message="invalid escape sequence")
 
 
 class NotRegularFile(OSError):
