@@ -33,10 +33,10 @@ else:  # imported on first use: a scan of C sources, or one answered from the ca
 ARCH_TOKEN = b"__CUDA_ARCH"
 # Cheap byte tests before a Python file is parsed: only what each kind's `find` could match.
 PYTHON_PREFILTERS = (
-    # keyword lists, the capability-list calls python_arch_list.KNOWN_CALLS names, and (major, minor) pairs
+    # the keyword (given a list, a name or a computed value), the capability-list calls python_arch_list.KNOWN_CALLS names, and (major, minor) pairs
     # assigned to a name that says capability (python_arch_list.KNOWN_LITERAL)
     (python_arch_list, re.compile(
-        rb"supported_major_versions\s*=\s*[\[(]|\b(?:supported_compute_capability|_match_sm_version)\s*\("
+        rb"supported_major_versions\s*=(?!=)|\b(?:supported_compute_capability|_match_sm_version)\s*\("
         rb"|(?i:capabilit)\w*\s*(?::[^=\n]*)?=\s*[\[({]\s*\(\s*\d"
     )),
     # a chain starts with a predicate (maybe called) and `or`: `is_sm100a_supported(device)\n or`

@@ -30,10 +30,11 @@ assigned to that target is a gate too, module-level or a class attribute
     class _SubBlockSparseAttentionBackendResolver(_CudaAttentionBackendResolver):
         supported_capabilities = {(9, 0), (10, 0)}
 
-A selected argument that is a name (`@supported_compute_capability(_CCS)`)
+A selected argument that is a name (`@supported_compute_capability(_CCS)`,
+`supported_major_versions=_MAJORS`, or a copy of one, `list(_MAJORS)`)
 stands for the list literal the file assigns it once at module level
 (`_CCS = [100, 103]`): that literal is the gate, and widening it widens every
-use of the name. A name bound more than once, elsewhere than at module
+use of the name. `supported_major_versions=None` restricts nothing: no gate. A name bound more than once, elsewhere than at module
 level, to a computed value, or changed in place is refused with the reason
 (`_arch_lists.Names`). `scan` also knows the capability-list calls in
 `KNOWN_CALLS`, and pairs assigned to a name that says capability
@@ -124,8 +125,11 @@ class _Shape:
         return True
 
     def literal_only(self) -> bool:
-        """Without a position or keyword, only list literals are gates; a selected argument is a gate whatever it is."""
-        return self.call is None or (self.position is None and self.keyword is None)
+        """Only list literals are gates for a shape that names no keyword and not both a call and a position (every
+        list a call is given; every call's argument at a position); an argument selected by keyword
+        (`supported_major_versions=_MAJORS` in any call) or by call and position is a gate whatever it is: a name
+        stands for its literal, a computed value admits unknown and is refused with the reason."""
+        return self.keyword is None and (self.call is None or self.position is None)
 
 
 def _shapes(keyword: str | None, call: str | None, position: int | None) -> tuple[_Shape, ...]:
@@ -283,6 +287,8 @@ def _find(
                 continue
             if shape.literal_only() and not isinstance(value, (ast.List, ast.Tuple)):
                 continue
+            if isinstance(value, ast.Constant) and value.value is None:
+                continue  # `supported_major_versions=None`: no list, no arch restricted
             if keyword is None and shape.call is None:
                 continue
             found.append(_Argument(value, at, keyword, callee, index, shape, *where))
@@ -361,9 +367,10 @@ def _find(
 def _gate(lines: Lines, argument: _Argument, names: Names, universe: tuple[Arch, ...]) -> Gate:
     source, value = lines.source, argument.value
     detail: dict = {"keyword": argument.keyword}
-    if isinstance(value, ast.Name):  # only a selected argument (no list literal needed) can be one
-        followed = names.follow(value.id)
-        detail["name"] = value.id
+    named = _named(value)
+    if named is not None:  # only a selected argument (no list literal needed) can be one
+        followed = names.follow(named.id)
+        detail["name"] = named.id
         if isinstance(followed, str):
             detail["unread"] = followed
             start, end = lines.span(value)
@@ -392,6 +399,23 @@ def _gate(lines: Lines, argument: _Argument, names: Names, universe: tuple[Arch,
         context=argument.function,
         detail=detail,
     )
+
+
+def _named(value: ast.expr) -> ast.Name | None:
+    """The name a selected argument stands for: `_CCS`, or `list(_CCS)` / `tuple(_CCS)` (a copy of the same
+    values: FlashInfer 0.7.4's `supported_major_versions=list(SUPPORTED_MAJOR_VERSIONS)`)."""
+    if isinstance(value, ast.Name):
+        return value
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id in ("list", "tuple")
+        and len(value.args) == 1
+        and not value.keywords
+        and isinstance(value.args[0], ast.Name)
+    ):
+        return value.args[0]
+    return None
 
 
 def _check_placed(source: bytes, value: ast.expr, start: int, end: int) -> None:

@@ -391,7 +391,7 @@ def new_predicates(
     admits, unknown = admits_of(predicates, universe, meanings)
     if unknown:
         raise CannotWiden(
-            f"line {gate.line}: what {'; '.join(unknown)} admits is unknown, so the gate is not widened"
+            f"line {gate.line}: what it admits is unknown ({'; '.join(unknown)}), so the gate is not widened"
         )
     missing = [a for a in targets if a not in admits.admitted]
     if not missing:

@@ -107,7 +107,10 @@ def plan_change(
     failed = [g for g in pc.gates if g.outcome == "failed"]
     if failed:
         pc.outcome = "failed"
-        pc.reason = "; ".join(f"{pc.file}:{g.gate.line}: cannot widen `{g.gate.text.strip()}`: {g.reason}" for g in failed)
+        pc.reason = "; ".join(
+            f"{pc.file}:{g.gate.line}: cannot widen `{g.gate.text.strip()}`: {g.reason.removeprefix(f'line {g.gate.line}: ')}"
+            for g in failed
+        )
         return
     if not edits and not symbol_missing:
         pc.outcome, pc.reason = "unchanged", "already enabled: every gate admits " + ", ".join(a.name for a in targets)

@@ -921,6 +921,24 @@ PARTIAL = {"call": "partial", "keyword": "device_capability_majors"}
             CC,
             id="named-by-two-decorators-widened-once",
         ),
+        pytest.param(
+            # FlashInfer 0.7.x spec modules: `supported_major_versions=_SUPPORTED_MAJOR_VERSIONS`, named once
+            "_MAJORS = [10, 11]\n\n\ndef gen_m():\n    return gen_jit_spec(\"m\", [], supported_major_versions=_MAJORS)\n",
+            "_MAJORS = [10, 11, 12]\n\n\ndef gen_m():\n    return gen_jit_spec(\"m\", [], supported_major_versions=_MAJORS)\n",
+            "sm_120",
+            {"function": "gen_m"},
+            id="default-keyword-follows-a-name",
+        ),
+        pytest.param(
+            # FlashInfer 0.7.4's cake_sampling.py: a copy of a module-level tuple that the file also reads elsewhere
+            "SUPPORTED: tuple[int, ...] = (9, 10, 11)\n\n\ndef gen_m():\n    ok = 9 in SUPPORTED\n"
+            "    return gen_jit_spec(\"m\", [], supported_major_versions=list(SUPPORTED))\n",
+            "SUPPORTED: tuple[int, ...] = (9, 10, 11, 12)\n\n\ndef gen_m():\n    ok = 9 in SUPPORTED\n"
+            "    return gen_jit_spec(\"m\", [], supported_major_versions=list(SUPPORTED))\n",
+            "sm_120",
+            {"function": "gen_m"},
+            id="default-keyword-follows-a-copy-of-a-name",
+        ),
     ],
 )
 def test_widen_assigned_or_named(before: str, after: str, archs: str, selector: dict) -> None:
@@ -972,15 +990,25 @@ def test_widen_assigned_or_named(before: str, after: str, archs: str, selector: 
             id="named-list-of-another-function",
         ),
         pytest.param(
-            "_CCS = [100]\n\n\ndef f():\n    return flags(supported_major_versions=_CCS)\n",
+            "def f():\n    return flags(supported_major_versions=None)\n",
             {},
-            id="default-keyword-never-follows-a-name",
+            id="keyword-given-none-restricts-nothing",
         ),
     ],
 )
 def test_noop_assigned_or_named(source: str, selector: dict) -> None:
     data = source.encode()
     assert _rewrite(data, parse_archs("sm_120,sm_121"), **selector) == data
+
+
+def test_keyword_given_a_computed_value_is_refused_with_reason() -> None:
+    """Not "not found": the keyword is there, and its value is no list codemod can read."""
+    data = b"def gen_m():\n    return gen_jit_spec(\"m\", [],\n        supported_major_versions=MAJORS + [12])\n"
+    [gate] = find(data, function="gen_m")
+    assert (gate.line, gate.text) == (3, "MAJORS + [12]") and gate.admits.unknown == frozenset(DEFAULT_ARCHS)
+    with pytest.raises(CannotWiden) as caught:
+        widen(data, gate, parse_archs("sm_120"))
+    assert str(caught.value) == "line 3: MAJORS + [12] is not a list literal (a name or a computed value); widen it by hand"
 
 
 @pytest.mark.parametrize(

@@ -364,7 +364,7 @@ def test_unknown_predicate_is_refused_with_where_and_why() -> None:
     [gate] = find(source, DEFAULT_ARCHS, FLASHINFER)
     assert gate.admits.unknown  # never a guess from the name
     assert "is_sm130a_supported" in gate.detail["unknown"][0]
-    with pytest.raises(CannotWiden, match="line 3: what `is_sm130a_supported`: no definition .* is unknown"):
+    with pytest.raises(CannotWiden, match=r"line 3: what it admits is unknown \(`is_sm130a_supported`: no definition .*\), so the gate is not widened"):
         widen(source, gate, parse_archs(SM12X), DEFAULT_ARCHS, FLASHINFER)
 
 
