@@ -134,8 +134,8 @@ def _extend(place: _Place) -> list[Edit] | None:
     archs = place.missing if leaf.node is root else place.failing(leaf.node)
     have = [leaf.value] if leaf.op in (ast.Eq, ast.NotEq) else list(leaf.value)  # type: ignore[call-overload]
     values = [v for v in _values(leaf.side, archs) if v not in have]
-    if not values:
-        return None
+    if not values or any(type(v) is not type(values[0]) for v in have):
+        return None  # `(major, minor) in ((10, 0), (13))`: a number among pairs has no place to add to
     source, text, node = place.source, place.text, leaf.node
     right = node.comparators[0]
     start, end = text.span(right)

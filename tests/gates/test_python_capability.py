@@ -181,6 +181,10 @@ def test_selectors_pick_the_comparison():
         ("def f():\n    if get_device_sm() >= 100 and get_device_sm() < 120:\n        pass\n", "exactly"),
         ("def f():\n    major, minor = get_device_capability()\n    return major == 10 and minor == SM_MINOR\n", "computed"),
         ("def f():\n    if 120 == get_device_sm():\n        pass\n", "left"),
+        # `(13)` is the number 13, not a pair: no place among the pairs to add (12, 0) to (it used to raise TypeError)
+        ("def f(a):\n    major, minor = get_compute_capability(a)\n    if (major, minor) not in ((10, 0), (13)):\n"
+         "        raise E()\n", "exactly"),
+        ("def f(q):\n    cc = torch.cuda.get_device_capability(q)\n    if cc not in ((10), (10, 3)):\n        raise E()\n", "exactly"),
     ],
 )
 def test_refusals_name_the_line_and_the_reason(source, reason):
