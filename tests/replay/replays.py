@@ -359,7 +359,7 @@ REPLAYS = [
         fails="two of the four checks: in getTmaWarpSpecializedConfigs `if (sm == 120 && !kernels::...::"
         "isValidSM120MOESpecialisation<T, WeightType>()) {` becomes `if ((sm == 120 || sm == 121) && !kernels::...()) {`"
         " on one line of 110 columns, where upstream (clang-format, 100 columns) broke after `&&` and put the call on a"
-        " continuation line four columns deeper (cpp_runtime_check splits no grown line); and supportsTmaWarpSpecialized's"
+        " continuation line aligned after `if (` (cpp_runtime_check splits no grown line); and supportsTmaWarpSpecialized's"
         " `(sm_ == 120 && kernels::...())`, an operand of the `||` chain its `return` computes, is `not found`"
         " (cpp_runtime_check reads if/while/?: conditions and check macros, no return expression). The two"
         " moe_gemm_template_dispatch_tma_ws.h checks come out as upstream's. Measured by hand on the parent's copies at"
