@@ -345,6 +345,28 @@ REPLAYS = [
         "fi-bench-mm-fp4-backends-sm121", "a5ff03391", None,
         "benchmarks/ are not in the wheel (0.4.1 / 0.5.0 would be the pair)",
     ),
+    # Held out, ninth round (issue 17): FlashInfer 0.2.0 -> 0.2.14, every tag, in the order examined
+    # (bench/replay_rounds/round9-flashinfer-0.2.0-0.2.14.md). No 0.2.x has a wheel on the package index
+    _fi(
+        "fi-cutlass-heuristic-sm12x", "9c609f050", None, bench_why="no wheel on PyPI for 0.2.x (sdists only)",
+        fails="cpp_runtime_check widens get_candidate_configs' `if (sm == 120 && (config_type_param &"
+        " CutlassGemmConfig::BLACKWELL))` by adding an equality, `(sm == 120 || sm == 121) && ...`; upstream opened the"
+        " equality into a lower bound, `sm >= 120 && ...` (the same archs of the universe, whose top is sm_121, and any"
+        " later one): codemod has no rewrite of `==` into `>=` when the old value and the targets are every arch from it up",
+    ),
+    _fi(
+        "fi-moe-gemm-dispatch-sm121", "9c609f050", None, bench_why="no wheel on PyPI for 0.2.x (sdists only)",
+        fails="two of the four checks: in getTmaWarpSpecializedConfigs `if (sm == 120 && !kernels::...::"
+        "isValidSM120MOESpecialisation<T, WeightType>()) {` becomes `if ((sm == 120 || sm == 121) && !kernels::...()) {`"
+        " on one line of 110 columns, where upstream (clang-format, 100 columns) broke after `&&` and put the call on a"
+        " continuation line aligned after `if (` (cpp_runtime_check splits no grown line); and supportsTmaWarpSpecialized's"
+        " `(sm_ == 120 && kernels::...())`, an operand of the `||` chain its `return` computes, is `not found`"
+        " (cpp_runtime_check reads if/while/?: conditions and check macros, no return expression). The two"
+        " moe_gemm_template_dispatch_tma_ws.h checks come out as upstream's. Measured by hand on the parent's copies at"
+        " kernels/internal_cutlass_kernels/src/moe_gemm/ (9c609f050 moved both files): the harness reads one path on both"
+        " sides and finds no file at the parent, so once codemod has both shapes this stays DIFFERS and becomes"
+        " upstream_only (the move)",
+    ),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
