@@ -50,7 +50,13 @@ def _on_clone(entry, clone: Path) -> dict:
     layout = next(layout for layout in project.layouts if layout.name == "checkout")
     target = ProjectTree(project, layout, clone)
     recipe = recipes.load_recipe(RECIPES / f"{entry.recipe}.toml")
-    return replay(recipe, target, _reader(clone, f"{entry.commit}^"), _reader(clone, entry.commit), force=bool(entry.force))
+    parent = _reader(clone, f"{entry.commit}^")
+    was = dict(entry.moved)  # a file the commit also moved is read at the parent's path
+
+    def before(rel: str) -> bytes:
+        return parent(was.get(rel, rel))
+
+    return replay(recipe, target, before, _reader(clone, entry.commit), force=bool(entry.force))
 
 
 def main() -> int:

@@ -39,7 +39,7 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, cast
 
-from codemods.core.arch import Arch, ArchSet
+from codemods.core.arch import Arch, ArchParseError, ArchSet
 from codemods.gates import SourceError, _python
 
 # Every compute capability a predicate is evaluated on.
@@ -652,7 +652,10 @@ def _compute_target(node: ast.AST) -> frozenset[tuple[int, int]] | None:
     first = node.args[0]
     if not (isinstance(first, ast.Constant) and isinstance(first.value, str) and _COMPUTE.match(first.value)):
         return None
-    arch = Arch.parse(first.value.rstrip("af"))
+    try:
+        arch = Arch.parse(first.value.rstrip("af"))
+    except ArchParseError:  # `compute_00`: no GPU's target, so nothing this flag's meaning could be read from
+        return None
     if first.value.endswith("f"):
         return frozenset((arch.major, minor) for minor in range(arch.minor, 10))
     return frozenset({(arch.major, arch.minor)})

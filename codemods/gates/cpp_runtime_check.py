@@ -7,7 +7,8 @@ Host code decides at run time whether a kernel may run on the device:
     TVM_FFI_ICHECK_EQ(major, 10) << "needs SM100";
 
 A gate of this kind is the part of a condition (an `if`, `while` or `?:`
-condition, the first argument of a check macro named `...CHECK`, or `assert`)
+condition, the expression a function `return`s, the first argument of a
+check macro named `...CHECK`, or `assert`)
 made only of comparisons of a capability variable with an integer literal,
 joined by `&&`, `||`, `!` (or `and`, `or`, `not`) and parentheses; or a whole
 comparison macro `..._CHECK_EQ(a, b)` (`_NE`, `_GE`, `_GT`, `_LE`, `_LT`).
@@ -37,6 +38,9 @@ refused with the reason.
 - a comparison macro becomes its condition macro with a chain
   (`TVM_FFI_ICHECK_EQ(major, 10)` -> `TVM_FFI_ICHECK(major == 10 || major == 12)`).
 
+A line the rewrite makes longer than the file's column limit is broken after
+a `&&` or `||` as clang-format breaks it (`_cpp_wrap.fit`).
+
 Each result must admit exactly the old archs plus the targets; it is parsed
 and evaluated again to make sure, else the gate is refused.
 """
@@ -54,6 +58,7 @@ from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet, whole_families
 from codemods.cpp import syntax
 from codemods.cpp.expression import COMPARISONS, integer
 from codemods.gates import CannotWiden, Edit, Gate, apply_edits, decode, drop_operands, edit_between, line_of
+from codemods.gates._cpp_wrap import fit
 
 KIND = "cpp_runtime_check"
 
@@ -267,7 +272,7 @@ def _reads_capability(node: tree_sitter.Node, names: dict[str, str], wanted: str
     return False
 
 
-_HOLDERS = "[(if_statement) (while_statement) (conditional_expression) (call_expression)] @holder"
+_HOLDERS = "[(if_statement) (while_statement) (conditional_expression) (call_expression) (return_statement)] @holder"
 
 
 def _conditions(body: tree_sitter.Node, macro: str | None, language: str) -> list[tuple[tree_sitter.Node, str]]:
@@ -280,6 +285,11 @@ def _conditions(body: tree_sitter.Node, macro: str | None, language: str) -> lis
             value = clause.child_by_field_name("value") if clause is not None else None
             if value is not None and value.type != "declaration":
                 found.append((value, node.type.split("_")[0]))
+        elif node.type == "return_statement" and macro is None:
+            # a predicate written as one expression: `return (sm_ == 90 && hopper_ok()) || (sm_ == 120 && ...);`
+            value = next((child for child in node.named_children if child.type != "comment"), None)
+            if value is not None:
+                found.append((value, "return"))
         elif node.type == "conditional_expression" and macro is None:
             condition = node.child_by_field_name("condition")
             if condition is not None:
@@ -466,7 +476,7 @@ def widen(
         after = _admits_node(rewritten, names, scope, negated)
         if not after.unknown and after.admitted == expected:
             edit = edit_between(gate.text.encode(), text.encode())
-            return [Edit(edit.start + gate.start, edit.end + gate.start, edit.text)] if edit else []
+            return fit(source, [Edit(edit.start + gate.start, edit.end + gate.start, edit.text)]) if edit else []
     wanted = ",".join(t.name for t in targets)
     raise CannotWiden(f"{where}: no rewrite admits exactly its archs plus {wanted}; widen it by hand")
 

@@ -56,6 +56,7 @@ from codemods.cpp.expression import (
 )
 from codemods.cpp.lexer import OPAQUE_RE, one_line
 from codemods.gates import CannotWiden, Edit, Gate, SourceError, apply_edits, decode
+from codemods.gates._cpp_wrap import column_limit
 
 KIND = "cuda_guard"
 
@@ -251,14 +252,9 @@ def _equality(node: Node) -> Number | None:
 @lru_cache(maxsize=8)
 def _file_style(source: bytes) -> tuple[int, bool, bytes, bytes, bytes]:
     """Once per file (bytes cache their hash): column limit, how long `#if` lines continue, line ending."""
-    # The file's column limit: the length three of its lines reach, so that one or two stray long
-    # lines (a URL, a clang-format-off block) do not count; xqa/utils.cuh has one 102-column line
-    # and upstream still breaks its #elif at 100 (54101e953). A file of short lines may use 80.
-    lengths = sorted((len(line.rstrip(b"\r")) for line in source.split(b"\n")), reverse=True)
-    longest = max(80, lengths[2] if len(lengths) > 2 else 0)
     match = _Lines._CONTINUED.search(source)
     return (
-        longest,
+        column_limit(source),
         bool(match and match.group("lead")),
         match.group("before") if match and match.group("before") else b" ",
         match.group("indent") if match else b"    ",
@@ -294,7 +290,7 @@ def _extend_chain(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], line
     Each new term copies its neighbour's text with the number changed, joined
     by the chain's own operator (`||` or `or`). When the new terms do not all
     fit within the file's column limit (the length three of its lines reach,
-    80 at least), the line breaks before the first of them, continued with a
+    100 at least), the line breaks before the first of them, continued with a
     backslash as the file continues its other long `#if` lines, and the
     continuation line is filled up to the limit.
     """

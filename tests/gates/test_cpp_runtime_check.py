@@ -13,6 +13,9 @@ from codemods.gates import CannotWiden, SourceError, apply_edits
 from codemods.gates.cpp_runtime_check import KIND, admits, check_selector, find, widen
 
 SM12X = "sm_120,sm_121"
+# Three comment lines of 100 columns: the file's column limit (`_cpp_wrap.column_limit`, 100 at least), as
+# FlashInfer's csrc/ keeps.
+_LONG = "".join("// " + "x" * 97 + "\n" for _ in range(3))
 
 
 def widen_all(source: bytes, targets, **selector) -> bytes:
@@ -125,6 +128,44 @@ def widen_all(source: bytes, targets, **selector) -> bytes:
             SM12X,
             {},
             id="ternary-already-admits-and-a-plain-expression-is-no-check",
+        ),
+        pytest.param(
+            _LONG + """\
+            std::vector<Config> Runner::getTmaWarpSpecializedConfigs(int sm) {
+              if (sm == 120 && !kernels::cutlass_kernels::isValidSM120MOESpecialisation<T, WeightType>()) {
+                return {};
+              }
+            }
+            """,
+            _LONG + """\
+            std::vector<Config> Runner::getTmaWarpSpecializedConfigs(int sm) {
+              if ((sm == 120 || sm == 121) &&
+                  !kernels::cutlass_kernels::isValidSM120MOESpecialisation<T, WeightType>()) {
+                return {};
+              }
+            }
+            """,
+            "sm_121",
+            {},
+            id="a-line-past-the-column-limit-breaks-after-the-outer-and-9c609f050",
+        ),
+        pytest.param(
+            _LONG + """\
+            void f(int sm) {
+              if (sm == 120 && check("a long message that holds && and || in it, past the column limit of the file")) {
+              }
+            }
+            """,
+            _LONG + """\
+            void f(int sm) {
+              if ((sm == 120 || sm == 121) &&
+                  check("a long message that holds && and || in it, past the column limit of the file")) {
+              }
+            }
+            """,
+            "sm_121",
+            {},
+            id="operators-in-a-string-are-no-breaks",
         ),
     ],
 )
@@ -240,8 +281,9 @@ def test_major_minor_check_admits_exactly_old_plus_target(minors, target) -> Non
     assert after.admits.admitted == gate.admits.admitted | {target}
 
 
-# FlashInfer 0.7.4's cake_blackwell_softmax.cu: a check *for* SM100/SM103, written negated, in front of the fallback.
-ROUTE = """\
+# FlashInfer 0.7.4's cake_blackwell_softmax.cu: a check *for* SM100/SM103, written negated, in front of the fallback
+# (the file's lines reach 100 columns, so the widened line fits).
+ROUTE = _LONG + """\
 SoftmaxRoute query_softmax_route(int kind) {
   int device_major = 0;
   int device_minor = 0;
@@ -438,7 +480,7 @@ def test_noop_for_a_whole_major(source: str, selector: dict) -> None:
 
 def _holds(expression: str, arch: Arch) -> bool:
     """The check evaluated by Python on one arch, apart from the kind's own evaluator."""
-    python = expression.replace("&&", " and ").replace("||", " or ")
+    python = " ".join(expression.split()).replace("&&", " and ").replace("||", " or ")  # a broken line joined
     return bool(eval(python, {}, {"major": arch.major, "minor": arch.minor}))
 
 
@@ -473,3 +515,96 @@ def test_widened_major_minor_check_admits_exactly_old_plus_targets(major, minors
     covered = set(family(Arch(major, 0), universe)) <= set(targets)
     assert dropped == (covered and not set(family(Arch(major, 0), universe)) <= old)
     assert widen(widened, after, targets, universe) == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "  if ((sm == 120 || sm == 121) && ok) {",  # fits: left as it is
+        "  x = f(aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa);",  # no break
+        "  ok = a &&  // a comment with || in it past the limit of the file's lines, which is one hundred columns",
+        "  }) && (sm == 120 || sm == 121 || sm == 122 || sm == 123 || sm == 124 || sm == 125 || sm == 126);",
+    ],
+)
+def test_a_line_with_no_break_that_fits_is_left(line: str) -> None:
+    from codemods.gates._cpp_wrap import _breaks_of
+
+    assert _breaks_of(line.encode(), 100, b"\n") == []
+
+
+@given(
+    st.lists(st.sampled_from(["sm == 120", "ok()", "(a || b)", "check(x, y)", "!long_name_of_a_predicate<T, W>()"]),
+         min_size=2, max_size=8),
+    st.sampled_from(["&&", "||"]),
+    st.integers(min_value=2, max_value=12),
+)
+def test_breaking_changes_only_blanks_and_each_piece_fits_where_it_can(operands, operator, indent) -> None:
+    """The pieces joined again are the line (only the blanks after an operator changed); each piece but the last
+    ends with `&&`/`||`; and every piece that had an operator to break at fits the limit."""
+    from codemods.gates._cpp_wrap import _breaks_of
+
+    line = (" " * indent + "if (" + f" {operator} ".join(operands) + ") {").encode()
+    out, pos = b"", 0
+    for start, end, text in _breaks_of(line, 60, b"\n"):
+        out += line[pos:start] + text
+        pos = end
+    out += line[pos:]
+    pieces = out.split(b"\n")
+    assert b" ".join(p.strip() for p in pieces) == b" ".join(line.split(b" ")).strip().replace(b"  ", b" ")
+    for piece in pieces[:-1]:
+        assert piece.rstrip().endswith(operator.encode()) and len(piece) <= 60
+        # aligned one column after `if (`
+    for piece in pieces[1:]:
+        assert piece.startswith(b" " * (indent + 4)) and not piece.startswith(b" " * (indent + 5))
+
+
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        pytest.param(
+            _LONG + "bool Runner::supportsTmaWarpSpecialized() const {\n"
+            "  return (sm_ >= 90 && sm_ < 100 && hopperOk()) || (sm_ == 120 && sm120Ok());\n}\n",
+            _LONG + "bool Runner::supportsTmaWarpSpecialized() const {\n"
+            "  return (sm_ >= 90 && sm_ < 100 && hopperOk()) || ((sm_ == 120 || sm_ == 121) && sm120Ok());\n}\n",
+            id="a-returned-predicate-9c609f050",
+        ),
+        pytest.param(
+            # past 100 columns, the returned expression breaks after its `||`, aligned after `return `
+            "bool Runner::supportsTmaWarpSpecialized() const {\n"
+            "  return (sm_ >= 90 && sm_ < 100 && hopperOk()) || (sm_ == 120 && sm120Ok() && sm120MoreChecks(a));\n}\n",
+            "bool Runner::supportsTmaWarpSpecialized() const {\n"
+            "  return (sm_ >= 90 && sm_ < 100 && hopperOk()) ||\n"
+            "         ((sm_ == 120 || sm_ == 121) && sm120Ok() && sm120MoreChecks(a));\n}\n",
+            id="a-returned-predicate-past-100-columns-breaks-after-return",
+        ),
+        pytest.param(
+            _LONG + """\
+            bool Runner::supportsTmaWarpSpecialized() const {
+              return (sm_ >= 90 && sm_ < 100 && kernels::cutlass_kernels::isValidHopperMOE<T, WeightType>()) ||
+                     (sm_ == 120 && kernels::cutlass_kernels::isValidSM120MOESpecialisation<T, WeightType>());
+            }
+            """,
+            _LONG + """\
+            bool Runner::supportsTmaWarpSpecialized() const {
+              return (sm_ >= 90 && sm_ < 100 && kernels::cutlass_kernels::isValidHopperMOE<T, WeightType>()) ||
+                     ((sm_ == 120 || sm_ == 121) &&
+                      kernels::cutlass_kernels::isValidSM120MOESpecialisation<T, WeightType>());
+            }
+            """,
+            id="a-continuation-line-aligns-after-its-own-bracket-9c609f050",
+        ),
+    ],
+)
+def test_the_check_a_function_returns(before: str, after: str) -> None:
+    """`return (sm_ == 90 && p()) || (sm_ == 120 && q());`: each pure part is a gate (`in` = "return"); the one that
+    admits sm_120 (a recipe's `admits = ["sm_120"]`) gains sm_121, the SM90 one is no gate of that change."""
+    source, targets = textwrap.dedent(before).encode(), parse_archs("sm_121")
+    gates = find(source, DEFAULT_ARCHS, "cpp", names={"sm_": "sm"})
+    assert [(g.text, g.detail["in"], g.admits.names()) for g in gates] == [
+        ("sm_ >= 90 && sm_ < 100", "return", ["sm_90"]), ("sm_ == 120", "return", ["sm_120"])
+    ]
+    widened = apply_edits(source, widen(source, gates[1], targets))
+    assert widened.decode() == textwrap.dedent(after)
+    again = find(widened, DEFAULT_ARCHS, "cpp", names={"sm_": "sm"})
+    assert [g.admits.names() for g in again] == [["sm_90"], ["sm_120", "sm_121"]]
+    assert widen(widened, again[1], targets) == []

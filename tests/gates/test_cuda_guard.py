@@ -959,12 +959,13 @@ def test_a_term_inserted_before_the_first_keeps_the_condition_on_the_if_line():
     """Found by the property test above: sm_80 sorts before `== 1000`, and the line, the file's longest, grew too
     long; the break went right after `#if` (`#if  \\`), moving the condition off its line. It goes after the new
     term, and the old terms continue the line."""
-    source = b"#if (__CUDA_ARCH__ == 1000) || ((__CUDA_ARCH__ == 860))\n  body();\n#endif\n"
+    source = b"#if (__CUDA_ARCH__ == 1000) || ((__CUDA_ARCH__ == 860)) || ((__CUDA_ARCH__ == 890))\n  body();\n#endif\n"
     [gate] = find(source, UNIVERSE)
     sm80 = next(a for a in UNIVERSE if a.name == "sm_80")
     widened = apply_edits(source, widen(source, gate, (sm80,), UNIVERSE))
     assert widened == (
-        b"#if (__CUDA_ARCH__ == 800) || \\\n    (__CUDA_ARCH__ == 1000) || ((__CUDA_ARCH__ == 860))\n  body();\n#endif\n"
+        b"#if (__CUDA_ARCH__ == 800) || \\\n    (__CUDA_ARCH__ == 1000) || ((__CUDA_ARCH__ == 860)) || ((__CUDA_ARCH__ == 890))\n"
+        b"  body();\n#endif\n"
     )
     [after] = find(widened, UNIVERSE)
     assert after.start == gate.start and after.admits.admitted == gate.admits.admitted | {sm80}

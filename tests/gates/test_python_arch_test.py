@@ -937,3 +937,17 @@ def test_a_family_predicate_for_a_whole_missing_family(source: bytes, archs: str
     after = _rewrite(source, archs, FAMILY_TABLE)
     assert test in after, after.decode()
     assert _rewrite(after, archs, FAMILY_TABLE) == after  # read again: `is_sm12x_supported` is a numbered predicate
+
+
+def test_a_build_flag_of_no_gpu_target_is_unknown_not_a_crash() -> None:
+    """`has_sm("compute_00", ...)` names no GPU (found by mutating a recipe's case: it raised ArchParseError out of
+    the predicate reader): the flag's meaning is unknown, so the `if` on it is refused, not widened or crashed on."""
+    source = _aot("""
+        if has_sm120:
+            jit_specs.append(gen_fp4_module())
+    """).replace('has_sm("compute_120", "12.8")', 'has_sm("compute_00", "12.8")').encode()
+    meanings = _meanings(source, {})
+    [gate] = find(source, DEFAULT_ARCHS, meanings, calls="gen_fp4_module")
+    assert gate.admits.unknown
+    with pytest.raises(CannotWiden, match="line 6: what it admits is unknown"):
+        widen(source, gate, parse_archs("sm_121"), DEFAULT_ARCHS, meanings)

@@ -43,10 +43,14 @@ class Replay:
     # import of a name for something else, a layout no rule asks for): by issue 17's definition not a mechanical
     # gate edit. Kept in the list and in the score of all replays; bench/replay.py scores the mechanical ones apart.
     beyond_archs: str = ""
+    # (path at the commit, path at its parent): files the commit also moved. The recipe names the new path; the
+    # clone replay reads the parent's copy at the old one (bench/replay.py), which is what a user had there.
+    moved: tuple[tuple[str, str], ...] = ()
 
 
-def _fi(recipe, commit, releases, bench_why="", fails="", named=False, force="", upstream_only=False, beyond_archs=""):
-    return Replay(recipe, "flashinfer", commit, releases, bench_why, fails, named, force, upstream_only, beyond_archs)
+def _fi(recipe, commit, releases, bench_why="", fails="", named=False, force="", upstream_only=False, beyond_archs="",
+        moved=()):
+    return Replay(recipe, "flashinfer", commit, releases, bench_why, fails, named, force, upstream_only, beyond_archs, moved)
 
 
 def _sg(recipe, releases, fails="", named=False, upstream_only=False, beyond_archs=""):
@@ -356,16 +360,11 @@ REPLAYS = [
     ),
     _fi(
         "fi-moe-gemm-dispatch-sm121", "9c609f050", None, bench_why="no wheel on PyPI for 0.2.x (sdists only)",
-        fails="two of the four checks: in getTmaWarpSpecializedConfigs `if (sm == 120 && !kernels::...::"
-        "isValidSM120MOESpecialisation<T, WeightType>()) {` becomes `if ((sm == 120 || sm == 121) && !kernels::...()) {`"
-        " on one line of 110 columns, where upstream (clang-format, 100 columns) broke after `&&` and put the call on a"
-        " continuation line aligned after `if (` (cpp_runtime_check splits no grown line); and supportsTmaWarpSpecialized's"
-        " `(sm_ == 120 && kernels::...())`, an operand of the `||` chain its `return` computes, is `not found`"
-        " (cpp_runtime_check reads if/while/?: conditions and check macros, no return expression). The two"
-        " moe_gemm_template_dispatch_tma_ws.h checks come out as upstream's. Measured by hand on the parent's copies at"
-        " kernels/internal_cutlass_kernels/src/moe_gemm/ (9c609f050 moved both files): the harness reads one path on both"
-        " sides and finds no file at the parent, so once codemod has both shapes this stays DIFFERS and becomes"
-        " upstream_only (the move)",
+        moved=tuple(
+            (f"csrc/nv_internal/tensorrt_llm/kernels/cutlass_kernels/moe_gemm/{name}",
+             f"csrc/nv_internal/tensorrt_llm/kernels/internal_cutlass_kernels/src/moe_gemm/{name}")
+            for name in ("moe_gemm_template_dispatch.h", "moe_gemm_template_dispatch_tma_ws.h")
+        ),
     ),
 ]
 
