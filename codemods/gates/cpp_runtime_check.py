@@ -234,15 +234,32 @@ def _pure(node: tree_sitter.Node, names: dict[str, str], selected) -> bool | Non
     return atom is not None and selected(atom)
 
 
+def _chain(node: tree_sitter.Node, logical: str) -> list[tree_sitter.Node]:
+    """The operands of `a || b || c` (tree-sitter's `(a || b) || c`), left to right; a parenthesized one is one."""
+    if _logical(node) != logical:
+        return [node]
+    return [*_chain(syntax.field(node, "left"), logical), *_chain(syntax.field(node, "right"), logical)]
+
+
 def _gates_in(node: tree_sitter.Node, names, selected, out: list) -> None:
-    """The maximal pure parts of a condition."""
+    """The maximal pure parts of a condition: a node, or (first, last) for a run of pure operands of one chain
+    (`use_fast || sm == 90 || sm == 100` holds one gate, `sm == 90 || sm == 100`, not two)."""
     if _pure(node, names, selected):
         out.append(node)
         return
     inner = syntax.unparenthesized(node)
-    if _logical(inner) is not None:
-        _gates_in(syntax.field(inner, "left"), names, selected, out)
-        _gates_in(syntax.field(inner, "right"), names, selected, out)
+    logical = _logical(inner)
+    if logical is not None:
+        run: list[tree_sitter.Node] = []
+        for operand in [*_chain(inner, logical), None]:
+            if operand is not None and _pure(operand, names, selected):
+                run.append(operand)
+                continue
+            if run:
+                out.append(run[0] if len(run) == 1 else (run[0], run[-1]))
+            run = []
+            if operand is not None:
+                _gates_in(operand, names, selected, out)
     elif _not(inner):
         _gates_in(syntax.field(inner, "argument"), names, selected, out)
 
@@ -345,6 +362,10 @@ def find(
             definition = body.parent
             assert definition is not None  # function_bodies yields bodies of function definitions
             for part in parts:
+                if isinstance(part, tuple):  # a run of a chain's operands: the gate is their text, read alone
+                    start, end = part[0].start_byte, part[1].end_byte
+                    gates.append(_run_gate(source, start, end, holder, names, universe, syntax.short_name(definition)))
+                    continue
                 whole = part.start_byte == condition.start_byte and part.end_byte == condition.end_byte
                 gates.append(_gate(source, part, holder, names, universe, syntax.short_name(definition), whole))
     gates.sort(key=lambda gate: gate.start)
@@ -389,12 +410,26 @@ def _negated_check(node: tree_sitter.Node, names) -> bool:
     return atom is not None and atom.op == "!="
 
 
-def _gate(source: bytes, node: tree_sitter.Node, holder: str, names, universe, context: str, whole: bool = False) -> Gate:
-    """A gate; `whole` when `node` is all of an `if`/`while` condition (a negated check is read as one)."""
+def _run_gate(source: bytes, start: int, end: int, holder: str, names, universe, context: str) -> Gate:
+    """The gate of a run of pure operands (`sm == 90 || sm == 100` inside `use_fast || ...`), read from the run's
+    text parsed alone (one expression: the operands of one chain, joined by its operator, associate)."""
+    text = source[start:end].decode("utf-8")
+    node = _snippet(text)
+    assert node is not None
+    return Gate(KIND, start, end, line_of(source, start), text, _admits_node(node, names, universe), context,
+                _detail(node, holder, names))
+
+
+def _detail(node: tree_sitter.Node, holder: str, names) -> dict[str, Any]:
     variables = _variables(node, names)
     known = {v: m for v, m in variables.items() if m is not None}
+    return {"in": holder, "names": known, "unknown": sorted(v for v, m in variables.items() if m is None)}
+
+
+def _gate(source: bytes, node: tree_sitter.Node, holder: str, names, universe, context: str, whole: bool = False) -> Gate:
+    """A gate; `whole` when `node` is all of an `if`/`while` condition (a negated check is read as one)."""
     negated = whole and holder in ("if", "while") and _negated_check(node, names)
-    detail: dict[str, Any] = {"in": holder, "names": known, "unknown": sorted(v for v, m in variables.items() if m is None)}
+    detail = _detail(node, holder, names)
     if negated:
         detail["negated"] = True
     return Gate(

@@ -167,6 +167,23 @@ def widen_all(source: bytes, targets, **selector) -> bytes:
             {},
             id="operators-in-a-string-are-no-breaks",
         ),
+        pytest.param(
+            "void f(int sm_version) {\n  if (use_fast || sm_version == 90 || sm_version == 100) g();\n}\n",
+            "void f(int sm_version) {\n  if (use_fast || sm_version == 90 || sm_version == 100 || sm_version == 120) g();\n}\n",
+            "sm_120",
+            {},
+            # one gate, `sm_version == 90 || sm_version == 100`: read as two, each gained `|| sm_version == 120`
+            id="a-run-of-comparisons-in-a-longer-chain-is-one-gate",
+        ),
+        pytest.param(
+            "void f() {\n  TVM_FFI_ICHECK(props.major == 12 && ok || s.minor == 0);\n}\n",
+            "void f() {\n  TVM_FFI_ICHECK(props.major == 12 && ok || s.minor == 0 || s.minor == 1);\n}\n",
+            "sm_121",
+            {"macro": "TVM_FFI_ICHECK"},
+            # found by mutating a recipe's case: the second pass read `s.minor == 0` and `s.minor == 1` apart and
+            # added `|| s.minor == 1` again
+            id="a-chain-widened-once-is-found-whole-again",
+        ),
     ],
 )
 def test_widen(before: str, after: str, archs: str, selector: dict) -> None:
