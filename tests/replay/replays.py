@@ -136,8 +136,10 @@ REPLAYS = [
     ),
     _sg(
         "sg-moe-runner-fp4-sm110", ("0.5.21", "0.5.22"),
-        fails="refused: 0.5.21 has no `is_sm110` on the platform object; upstream added the predicate"
-        " (runtime_context.py) in the same release, which a recipe cannot create",
+        fails="refused, rightly: 0.5.21 has no `is_sm110` on the platform object; upstream added the predicate"
+        " (runtime_context.py) in the same release, which a recipe cannot create (its own case passes: the project's"
+        " [predicates] table knows `.is_sm110` from 0.5.22 on)",
+        upstream_only=True,
     ),
     _sg("sg-gdn-target-verify-sm100", ("0.5.12", "0.5.13")),
     _sg("sg-mxfp4-cutlass-moe-sm120", ("0.5.15", "0.5.16")),
