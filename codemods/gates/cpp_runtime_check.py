@@ -242,7 +242,7 @@ def _chain(node: tree_sitter.Node, logical: str) -> list[tree_sitter.Node]:
 
 
 def _gates_in(node: tree_sitter.Node, names, selected, out: list) -> None:
-    """The maximal pure parts of a condition: a node, or (first, last) for a run of pure operands of one chain
+    """The maximal pure parts of a condition: a node, or a tuple of them for a run of pure operands of one chain
     (`use_fast || sm == 90 || sm == 100` holds one gate, `sm == 90 || sm == 100`, not two)."""
     if _pure(node, names, selected):
         out.append(node)
@@ -256,7 +256,7 @@ def _gates_in(node: tree_sitter.Node, names, selected, out: list) -> None:
                 run.append(operand)
                 continue
             if run:
-                out.append(run[0] if len(run) == 1 else (run[0], run[-1]))
+                out.append(run[0] if len(run) == 1 else tuple(run))
             run = []
             if operand is not None:
                 _gates_in(operand, names, selected, out)
@@ -363,8 +363,13 @@ def find(
             assert definition is not None  # function_bodies yields bodies of function definitions
             for part in parts:
                 if isinstance(part, tuple):  # a run of a chain's operands: the gate is their text, read alone
-                    start, end = part[0].start_byte, part[1].end_byte
-                    gates.append(_run_gate(source, start, end, holder, names, universe, syntax.short_name(definition)))
+                    run = _run_gate(source, part[0].start_byte, part[-1].end_byte, holder, names, universe,
+                                    syntax.short_name(definition))
+                    if run is not None:
+                        gates.append(run)
+                        continue
+                    # a directive between them (`sm >= 100 &&` / `#else` / ...) does not parse alone: each read alone
+                    gates += [_gate(source, p, holder, names, universe, syntax.short_name(definition)) for p in part]
                     continue
                 whole = part.start_byte == condition.start_byte and part.end_byte == condition.end_byte
                 gates.append(_gate(source, part, holder, names, universe, syntax.short_name(definition), whole))
@@ -410,12 +415,14 @@ def _negated_check(node: tree_sitter.Node, names) -> bool:
     return atom is not None and atom.op == "!="
 
 
-def _run_gate(source: bytes, start: int, end: int, holder: str, names, universe, context: str) -> Gate:
+def _run_gate(source: bytes, start: int, end: int, holder: str, names, universe, context: str) -> Gate | None:
     """The gate of a run of pure operands (`sm == 90 || sm == 100` inside `use_fast || ...`), read from the run's
-    text parsed alone (one expression: the operands of one chain, joined by its operator, associate)."""
+    text parsed alone (one expression: the operands of one chain, joined by its operator, associate); None when
+    the text does not parse alone."""
     text = source[start:end].decode("utf-8")
     node = _snippet(text)
-    assert node is not None
+    if node is None:
+        return None
     return Gate(KIND, start, end, line_of(source, start), text, _admits_node(node, names, universe), context,
                 _detail(node, holder, names))
 

@@ -625,3 +625,11 @@ def test_the_check_a_function_returns(before: str, after: str) -> None:
     again = find(widened, DEFAULT_ARCHS, "cpp", names={"sm_": "sm"})
     assert [g.admits.names() for g in again] == [["sm_90"], ["sm_120", "sm_121"]]
     assert widen(widened, again[1], targets) == []
+
+
+def test_a_run_split_by_a_directive_is_read_operand_by_operand() -> None:
+    """Found by mutating a recipe's case: `sm >= 100 &&` / `#else` / ... inside one condition; the run's text does
+    not parse alone (it raised AssertionError), so its comparisons are gates one by one, as before runs were read."""
+    source = b"void f(int sm) {\n  if (ok && sm >= 100 &&\n#else\n sm < 120 && g()) {\n    h();\n  }\n}\n"
+    gates = find(source, DEFAULT_ARCHS, "cpp")
+    assert [g.text for g in gates] and all("#else" not in g.text for g in gates)
