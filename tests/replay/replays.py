@@ -366,6 +366,17 @@ REPLAYS = [
             for name in ("moe_gemm_template_dispatch.h", "moe_gemm_template_dispatch_tma_ws.h")
         ),
     ),
+    # Held out, tenth round (issue 17): SGLang 0.5.8 -> 0.5.11 and 0.5.18 -> 0.5.23, every release, in the order
+    # examined (bench/replay_rounds/round10-sglang-0.5.8-0.5.11-0.5.18-0.5.23.md)
+    _sg(
+        "sg-cutlass-fp8-moe-assert-sm120", ("0.5.9", "0.5.10"),
+        fails="the assert comes out `assert is_sm100_supported() or is_sm90_supported() or is_sm120_supported()` (86"
+        " columns, one line) and the import gains `is_sm120_supported,` after `is_sm100_supported,`, both as upstream's"
+        " condition and import; upstream also gave the assert a message (`, \"cutlass_fp8 MoE requires SM90, SM100, or"
+        " SM120 GPUs\"`), which made black split it into `assert (` / the `or` chain / `), \"...\"`",
+        beyond_archs="the assert gains a message, and with it black's three-line layout",
+        upstream_only=True,
+    ),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
