@@ -377,6 +377,14 @@ REPLAYS = [
         beyond_archs="the assert gains a message, and with it black's three-line layout",
         upstream_only=True,
     ),
+    _sg(
+        "sg-inkling-fa4-sm90", ("0.5.21", "0.5.22"),
+        fails="python_arch_test finds no gate for `assigns = \"inkling_attn_backend\"`: the predicate is tested by a"
+        " conditional expression assigned to that name (`inkling_attn_backend = \"fa4\" if get_platform().is_sm100"
+        " else \"triton\"`), and `assigns` selects only an `if` whose body sets the name; without `assigns` the"
+        " conditional expression is widened, but its 103-column line is left unsplit (black wraps it in parentheses)."
+        " Upstream also rewrote it as an if/else with `get_platform().is_sm90` first, which no recipe writes",
+    ),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
