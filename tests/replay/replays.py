@@ -368,6 +368,25 @@ REPLAYS = [
             for name in ("moe_gemm_template_dispatch.h", "moe_gemm_template_dispatch_tma_ws.h")
         ),
     ),
+    # Held out, tenth round (issue 17): SGLang 0.5.8 -> 0.5.11 and 0.5.18 -> 0.5.23, every release, in the order
+    # examined (bench/replay_rounds/round10-sglang-0.5.8-0.5.11-0.5.18-0.5.23.md)
+    _sg(
+        "sg-cutlass-fp8-moe-assert-sm120", ("0.5.9", "0.5.10"),
+        fails="the assert comes out `assert is_sm100_supported() or is_sm90_supported() or is_sm120_supported()` (86"
+        " columns, one line) and the import gains `is_sm120_supported,` after `is_sm100_supported,`, both as upstream's"
+        " condition and import; upstream also gave the assert a message (`, \"cutlass_fp8 MoE requires SM90, SM100, or"
+        " SM120 GPUs\"`), which made black split it into `assert (` / the `or` chain / `), \"...\"`",
+        beyond_archs="the assert gains a message, and with it black's three-line layout",
+        upstream_only=True,
+    ),
+    _sg(
+        "sg-inkling-fa4-sm90", ("0.5.21", "0.5.22"),
+        fails="python_arch_test finds no gate for `assigns = \"inkling_attn_backend\"`: the predicate is tested by a"
+        " conditional expression assigned to that name (`inkling_attn_backend = \"fa4\" if get_platform().is_sm100"
+        " else \"triton\"`), and `assigns` selects only an `if` whose body sets the name; without `assigns` the"
+        " conditional expression is widened, but its 103-column line is left unsplit (black wraps it in parentheses)."
+        " Upstream also rewrote it as an if/else with `get_platform().is_sm90` first, which no recipe writes",
+    ),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
