@@ -399,6 +399,8 @@ REPLAYS = [
         " has_arch is a helper nested in generate_gemm_operations; upstream wrote `generate_sm100_operations(` /"
         " `has_arch(100) or has_arch(103) or has_arch(107)` / `)` (black's split)",
     ),
+    _fi("fi-topk-varlen-gvr-sm107", None, ("0.6.18.post1", "0.7.0")),
+    _fi("fi-gated-act-mxfp8-sm107", None, ("0.7.1", "0.7.2")),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
