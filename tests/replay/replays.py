@@ -387,6 +387,50 @@ REPLAYS = [
         " conditional expression is widened, but its 103-column line is left unsplit (black wraps it in parentheses)."
         " Upstream also rewrote it as an if/else with `get_platform().is_sm90` first, which no recipe writes",
     ),
+    # Held out, tenth round (issue 17): FlashInfer 0.6.14 -> 0.7.2 release pairs, post releases included, in the
+    # order examined (bench/replay_rounds/round10-flashinfer-0.6.14-0.7.2.md): what earlier rounds left out
+    _fi(
+        "fi-deepgemm-sf-layout-sm107", "290c09186", ("0.6.15.post1", "0.6.16"),
+        fails="transform_sf_into_required_layout's four `in (\"100a\", \"103a\")` come out as upstream's, but"
+        " python_arch_map refuses must_be_k_major's `{\"90a\": True, \"100a\": False, \"103a\": False}[get_device_arch()]`:"
+        " `\"107a\"` is 'a key codemod does not read as sm_107', though python_capability reads the same string as"
+        " sm_107 in the same file; upstream added `\"107a\": False,` after `\"103a\": False,`",
+    ),
+    _fi(
+        "fi-deepgemm-tables-sm107", "290c09186", ("0.6.15.post1", "0.6.16"),
+        fails="python_arch_map finds no gate in get_default_recipe's tuple-keyed `{(\"103a\", torch.int): (1, 1, 128),"
+        " ...}[(get_device_arch(), sfb_dtype)]` (a key pair of arch string and dtype), and refuses the two"
+        " `impl = {\"100a\": functools.partial(...), \"103a\": functools.partial(...)}[get_device_arch()]` tables:"
+        " the 103a value, a call of six lines, is 'not a one-line literal or name to copy'; upstream copied it whole"
+        " under `\"107a\"` and added the two `(\"107a\", ...)` rows with 103a's values",
+    ),
+    _fi(
+        "fi-fmha-family-pair-sm107", "290c09186", ("0.6.15.post1", "0.6.16"),
+        fails="cpp_runtime_check refuses isFamilySpecificSMPair's `(sm1 == kSM_100f && (sm2 == kSM_100 || sm2 =="
+        " kSM_103)) || (...)`: it compares with named constants (constexpr int32_t kSM_100 = 100 in trtllm/common.h),"
+        " not integer literals (its [[test]] case defines them beside the function, and is refused the same way);"
+        " upstream wrote `|| sm2 == kSM_107` / `|| sm1 == kSM_107`. Once codemod reads such constants this replay"
+        " should still be refused: 0.6.15.post1 defines no kSM_107 (upstream added it to common.h in the same"
+        " commit), and the entry would become upstream_only",
+    ),
+    _fi(
+        "fi-cutlass-gen-sm107", "290c09186", ("0.6.15.post1", "0.6.16"),
+        fails="python_arch_test finds no gate in `operations += generate_sm100_operations(has_arch(100) or"
+        " has_arch(103))`: the `or` of predicate calls is a call's argument, not an if/elif/while/assert test, and"
+        " has_arch is a helper nested in generate_gemm_operations; upstream wrote `generate_sm100_operations(` /"
+        " `has_arch(100) or has_arch(103) or has_arch(107)` / `)` (black's split)",
+    ),
+    _fi("fi-topk-varlen-gvr-sm107", None, ("0.6.18.post1", "0.7.0")),
+    _fi("fi-gated-act-mxfp8-sm107", None, ("0.7.1", "0.7.2")),
+    _fi(
+        "fi-cvt-rs-guard-sm107", None, ("0.7.1", "0.7.2"),
+        fails="cuda_guard does not extend a guard's `defined(__CUDA_ARCH_FEAT_SM100_ALL) ||"
+        " defined(__CUDA_ARCH_FEAT_SM103_ALL)` list with `|| defined(__CUDA_ARCH_FEAT_SM107_ALL)`: it wraps the whole"
+        " `#if` in parentheses and appends `|| (__CUDA_ARCH__ >= 1070 && __CUDA_ARCH__ < 1100)` (for sm_107a as for"
+        " sm_107: no variant test, so plain sm_107 is admitted too) on a 132-column second line; upstream added the"
+        " feature macro on a third line and re-aligned every continuation `\\` at column 84, as clang-format does",
+    ),
+    _fi("fi-cvt-rs-predicate-sm107", None, ("0.7.1", "0.7.2")),
 ]
 
 BY_RECIPE = {r.recipe: r for r in REPLAYS}
