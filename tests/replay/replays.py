@@ -389,13 +389,7 @@ REPLAYS = [
     ),
     # Held out, tenth round (issue 17): FlashInfer 0.6.14 -> 0.7.2 release pairs, post releases included, in the
     # order examined (bench/replay_rounds/round10-flashinfer-0.6.14-0.7.2.md): what earlier rounds left out
-    _fi(
-        "fi-deepgemm-sf-layout-sm107", "290c09186", ("0.6.15.post1", "0.6.16"),
-        fails="transform_sf_into_required_layout's four `in (\"100a\", \"103a\")` come out as upstream's, but"
-        " python_arch_map refuses must_be_k_major's `{\"90a\": True, \"100a\": False, \"103a\": False}[get_device_arch()]`:"
-        " `\"107a\"` is 'a key codemod does not read as sm_107', though python_capability reads the same string as"
-        " sm_107 in the same file; upstream added `\"107a\": False,` after `\"103a\": False,`",
-    ),
+    _fi("fi-deepgemm-sf-layout-sm107", "290c09186", ("0.6.15.post1", "0.6.16")),
     _fi(
         "fi-deepgemm-tables-sm107", "290c09186", ("0.6.15.post1", "0.6.16"),
         fails="python_arch_map finds no gate in get_default_recipe's tuple-keyed `{(\"103a\", torch.int): (1, 1, 128),"
