@@ -13,7 +13,8 @@ when the answer depends on any other macro or the condition does not parse.
 
 - an equality chain (`__CUDA_ARCH__ == 900`, or several joined by `||`)
   gains one equality per target value, in its own style, never a range
-  (FlashInfer 5854494a0, ef687e900);
+  (FlashInfer 5854494a0, ef687e900); a list of feature macros
+  (`defined(__CUDA_ARCH_FEAT_SM100_ALL) || ...`) gains one per `a` target;
 - it drops the `&&` conjuncts that exclude the targets, each with one adjacent
   `&&`, and keeps every parenthesis the author wrote (FlashInfer PR #3903:
   `(defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && (__CUDA_ARCH__ < 1200))`
@@ -48,6 +49,7 @@ from codemods.cpp.evaluate import (
 from codemods.cpp.expression import (
     Binary,
     Conditional,
+    Defined,
     Group,
     Macro,
     Node,
@@ -193,8 +195,10 @@ def widen(
             f"line {gate.line}: `{directive} {gate.text}` names a single macro; rewrite it as #if to widen it"
         )
     expected = before.admitted | frozenset(targets)
+    lines = _Lines(source, gate.start - head)
     candidates = (
-        _extend_chain(guard, before, targets, _Lines(source, gate.start - head)),
+        _extend_chain(guard, before, targets, lines),
+        _extend_features(guard, before, targets, lines),
         _drop_conjuncts(guard, before, targets),
         _add_disjunct(guard, condition, before, targets, scope),
     )
@@ -207,7 +211,7 @@ def widen(
             continue
         after = rewritten.admits(scope)
         if not after.unknown and after.admitted == expected:
-            return [Edit(e.start + gate.start, e.end + gate.start, e.text) for e in in_condition]
+            return _aligned(source, gate, [Edit(e.start + gate.start, e.end + gate.start, e.text) for e in in_condition])
     wanted = ",".join(target.name for target in targets)
     raise CannotWiden(
         f"line {gate.line}: no rewrite of `{one_line(gate.text)}` admits exactly its archs "
@@ -332,8 +336,10 @@ def _extend_chain(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], line
     return edits
 
 
-def _joined(lines: _Lines, at: int, operator_text: bytes, texts: list[bytes], prefix: bool) -> bytes:
-    """`|| t1 || t2` to insert at snippet offset `at` (or `t1 || t2 || ` before a term), continued where too long."""
+def _joined(lines: _Lines, at: int, operator_text: bytes, texts: list[bytes], prefix: bool, indent: bytes | None = None) -> bytes:
+    """`|| t1 || t2` to insert at snippet offset `at` (or `t1 || t2 || ` before a term), continued where too long
+    (on a line indented as the file continues its `#if` lines, or by `indent`)."""
+    indent = lines.indent if indent is None else indent
     length, column = lines.column(at)
     if not prefix:  # before the first term: the new terms stay where the condition starts (`#if` keeps it)
         joined = b" ".join(text + b" " + operator_text for text in texts)
@@ -341,8 +347,8 @@ def _joined(lines: _Lines, at: int, operator_text: bytes, texts: list[bytes], pr
             return joined + b" "
         # too long: the line breaks after them, and the old terms go on the continuation line
         if lines.operator_first:
-            return joined[: -len(operator_text) - 1] + lines.before_backslash + b"\\" + lines.eol + lines.indent + operator_text + b" "
-        return joined + lines.before_backslash + b"\\" + lines.eol + lines.indent
+            return joined[: -len(operator_text) - 1] + lines.before_backslash + b"\\" + lines.eol + indent + operator_text + b" "
+        return joined + lines.before_backslash + b"\\" + lines.eol + indent
     out = b""
     width = column  # where the text being written starts on its line
     rest = length - column  # what follows the insertion point on the original line
@@ -354,15 +360,98 @@ def _joined(lines: _Lines, at: int, operator_text: bytes, texts: list[bytes], pr
         too_long = width + len(piece) + rest > lines.longest or (index == 0 and not fits)
         if too_long and width > 0:
             if lines.operator_first:
-                out += lines.before_backslash + b"\\" + lines.eol + lines.indent + joiner.lstrip() + text
-                width = len(lines.indent) + len(joiner.lstrip() + text)
+                out += lines.before_backslash + b"\\" + lines.eol + indent + joiner.lstrip() + text
+                width = len(indent) + len(joiner.lstrip() + text)
             else:
-                out += joiner.rstrip() + lines.before_backslash + b"\\" + lines.eol + lines.indent + text
-                width = len(lines.indent) + len(text)
+                out += joiner.rstrip() + lines.before_backslash + b"\\" + lines.eol + indent + text
+                width = len(indent) + len(text)
             continue
         out += piece
         width += len(piece)
     return out
+
+
+_FEATURE = re.compile(r"^__CUDA_ARCH_FEAT_SM(\d+)_ALL$")
+
+
+def _feature_chains(node: Node | None, group: Group | None = None) -> list[tuple[list[Defined], Group | None]]:
+    """Each `defined(__CUDA_ARCH_FEAT_SMnnn_ALL) || ...` chain of two or more terms in the condition, with the
+    parentheses right around it (None at the top)."""
+    if isinstance(node, Group):
+        return _feature_chains(node.inner, node)
+    if isinstance(node, Binary) and node.op == "||":
+        terms = _disjuncts(node)
+        if all(isinstance(t, Defined) and _FEATURE.match(t.name) for t in terms):
+            return [([t for t in terms if isinstance(t, Defined)], group)]
+    if isinstance(node, Binary):
+        return _feature_chains(node.left) + _feature_chains(node.right)
+    return []
+
+
+def _extend_features(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], lines: _Lines) -> list[Edit]:
+    """`(defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))` gains
+    `|| defined(__CUDA_ARCH_FEAT_SM107_ALL)` for sm_107a, as `_extend_chain` extends an equality chain: the list of
+    arch-specific targets a guard names, one more in its own spelling, where its number sorts (FlashInfer 0.7.2's
+    mamba/conversion.cuh). Only where the condition holds one such list; a continuation line goes one column past
+    the list's own opening parenthesis, as clang-format aligns it."""
+    chains = _feature_chains(guard.expression)
+    if len(chains) != 1:
+        return []
+    terms, group = chains[0]
+    codes = [int(_FEATURE.match(t.name)[1]) for t in terms]  # type: ignore[index]
+    wanted = sorted({t.code for t in targets if t.variant == "a" and not before.admits(t)} - set(codes))
+    if not wanted:
+        return []
+    word = any(t.alternative and t.text == "||" for t in guard.tokens)
+    operator_text = b"or" if word else b"||"
+    source = lines.source
+    indent = lines.indent
+    if group is not None:
+        opening = group.start + lines.shift
+        indent = b" " * (opening - (source.rfind(b"\n", 0, opening) + 1) + 1)
+    inserts: dict[int, list[int]] = {}
+    for code in wanted:
+        after = max((i for i, listed in enumerate(codes) if listed < code), default=-1)
+        inserts.setdefault(after, []).append(code)
+    edits = []
+    for after, added in inserts.items():
+        reference = terms[max(after, 0)]
+        text = source[reference.start + lines.shift : reference.end + lines.shift]
+        texts = [text.replace(f"SM{codes[max(after, 0)]}_ALL".encode(), f"SM{code}_ALL".encode()) for code in added]
+        at = reference.end if after >= 0 else reference.start
+        edits.append(Edit(at, at, _joined(lines, at, operator_text, texts, prefix=after >= 0, indent=indent)))
+    return edits
+
+
+def _aligned(source: bytes, gate: Gate, edits: list[Edit]) -> list[Edit]:
+    """`edits` of a guard, with the directive's escaped newlines aligned again where the edits continued it onto
+    a new line and the directive had them aligned clang-format's way (`AlignEscapedNewlines: Left`, FlashInfer's:
+    every `\\` one space past the longest of those lines; true of a directive with one): each is moved to one space
+    past the longest line now. A directive whose `\\`s follow another rule keeps them as the edits wrote them."""
+    start = source.rfind(b"\n", 0, gate.start) + 1
+    old = source[start : gate.end]
+    new = apply_edits(source, edits)[start : gate.end + sum(len(e.text) - (e.end - e.start) for e in edits)]
+    if new.count(b"\n") <= old.count(b"\n") or not _left_aligned(old):
+        return edits  # no line was added, or the directive does not align its `\\`s
+    lines = new.split(b"\n")
+    escaped = [i for i, line in enumerate(lines) if line.removesuffix(b"\r").endswith(b"\\")]
+    width = max(len(lines[i].removesuffix(b"\r")[:-1].rstrip()) for i in escaped)
+    for i in escaped:
+        eol = b"\r" if lines[i].endswith(b"\r") else b""
+        content = lines[i].removesuffix(b"\r")[:-1].rstrip()
+        lines[i] = content + b" " * (width - len(content) + 1) + b"\\" + eol
+    return [Edit(start, gate.end, b"\n".join(lines))]
+
+
+def _left_aligned(directive: bytes) -> bool:
+    """Whether every `\\` of the directive stands one space past the longest of its escaped lines (true of one;
+    false of none: a directive on one line says nothing of how the file aligns them)."""
+    lines = [line.removesuffix(b"\r") for line in directive.split(b"\n")]
+    escaped = [line for line in lines if line.endswith(b"\\")]
+    if not escaped:
+        return False
+    width = max(len(line[:-1].rstrip()) for line in escaped)
+    return all(len(line) - 1 == width + 1 for line in escaped)
 
 
 def _conjuncts(node: Node) -> list[Node]:

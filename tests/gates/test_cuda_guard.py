@@ -969,3 +969,69 @@ def test_a_term_inserted_before_the_first_keeps_the_condition_on_the_if_line():
     )
     [after] = find(widened, UNIVERSE)
     assert after.start == gate.start and after.admits.admitted == gate.admits.admitted | {sm80}
+
+
+CVT_RS = (
+    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000 && \\\n"
+    "    (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))\n"
+    "#define HAS_CVT_RS 1\n#endif\n"
+)
+
+
+@pytest.mark.parametrize(
+    "before, target, after",
+    [
+        pytest.param(
+            CVT_RS,
+            "sm_107a",
+            # FlashInfer 0.7.2's mamba/conversion.cuh: the new term on a line of its own, one column past the list's
+            # `(`, and both `\` one space past the longer line (clang-format's AlignEscapedNewlines: Left)
+            "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000 &&                             \\\n"
+            "    (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL) || \\\n"
+            "     defined(__CUDA_ARCH_FEAT_SM107_ALL))\n#define HAS_CVT_RS 1\n#endif\n",
+            id="a-feature-macro-list-gains-one-in-its-own-spelling",
+        ),
+        pytest.param(
+            "#if defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM120_ALL)\n#endif\n",
+            "sm_103a",
+            # past the column limit (100): broken before the new term, as the equality chains are
+            "#if defined(__CUDA_ARCH_FEAT_SM100_ALL) || \\\n"
+            "    defined(__CUDA_ARCH_FEAT_SM103_ALL) || defined(__CUDA_ARCH_FEAT_SM120_ALL)\n#endif\n",
+            id="placed-where-its-number-sorts",
+        ),
+        pytest.param(
+            # `\`s one space after each line, the lines of different lengths: not clang-format's alignment, kept so
+            "#if defined(__CUDA_ARCH__) && \\\n    __CUDA_ARCH__ >= 1000 && __CUDA_ARCH__ < 1300 && \\\n"
+            "    (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL) || defined(__CUDA_ARCH_FEAT_SM110_ALL))\n"
+            "#endif\n",
+            "sm_120a",
+            "#if defined(__CUDA_ARCH__) && \\\n    __CUDA_ARCH__ >= 1000 && __CUDA_ARCH__ < 1300 && \\\n"
+            "    (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL) || defined(__CUDA_ARCH_FEAT_SM110_ALL) || \\\n"
+            "     defined(__CUDA_ARCH_FEAT_SM120_ALL))\n#endif\n",
+            id="escaped-newlines-of-another-rule-are-left",
+        ),
+    ],
+)
+def test_widen_feature_macro_list(before, target, after):
+    source = before.encode()
+    wanted = (Arch.parse(target),)
+    universe = tuple(dict.fromkeys(UNIVERSE + wanted))
+    [gate] = find(source, universe)
+    widened = apply_edits(source, widen(source, gate, wanted, universe))
+    assert widened.decode() == after
+    [again] = find(widened, universe)
+    assert again.admits.admitted == gate.admits.admitted | set(wanted)
+    assert widen(widened, again, wanted, universe) == []
+
+
+def test_a_plain_target_is_not_named_by_a_feature_macro():
+    """`__CUDA_ARCH_FEAT_SM107_ALL` is defined for sm_107a only: for plain sm_107 the list is not extended (it would
+    not admit it), and the guard gains a range instead, never a term that leaves the target out."""
+    source = CVT_RS.encode()
+    wanted = (Arch.parse("sm_107"),)
+    universe = tuple(dict.fromkeys(UNIVERSE + wanted))
+    [gate] = find(source, universe)
+    widened = apply_edits(source, widen(source, gate, wanted, universe))
+    assert b"SM107_ALL" not in widened
+    [again] = find(widened, universe)
+    assert again.admits.admits(wanted[0])

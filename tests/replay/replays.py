@@ -416,14 +416,7 @@ REPLAYS = [
     ),
     _fi("fi-topk-varlen-gvr-sm107", None, ("0.6.18.post1", "0.7.0")),
     _fi("fi-gated-act-mxfp8-sm107", None, ("0.7.1", "0.7.2")),
-    _fi(
-        "fi-cvt-rs-guard-sm107", None, ("0.7.1", "0.7.2"),
-        fails="cuda_guard does not extend a guard's `defined(__CUDA_ARCH_FEAT_SM100_ALL) ||"
-        " defined(__CUDA_ARCH_FEAT_SM103_ALL)` list with `|| defined(__CUDA_ARCH_FEAT_SM107_ALL)`: it wraps the whole"
-        " `#if` in parentheses and appends `|| (__CUDA_ARCH__ >= 1070 && __CUDA_ARCH__ < 1100)` (for sm_107a as for"
-        " sm_107: no variant test, so plain sm_107 is admitted too) on a 132-column second line; upstream added the"
-        " feature macro on a third line and re-aligned every continuation `\\` at column 84, as clang-format does",
-    ),
+    _fi("fi-cvt-rs-guard-sm107", None, ("0.7.1", "0.7.2")),
     _fi("fi-cvt-rs-predicate-sm107", None, ("0.7.1", "0.7.2")),
 ]
 
