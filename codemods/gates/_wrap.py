@@ -41,9 +41,11 @@ def wrapped(source: bytes, edits: list[Edit]) -> list[Edit]:
 
     An assignment whose value is one bracketed call or display (`X =
     frozenset({...})`, `X: tuple[str, ...] = (...)`) is split at that
-    value's brackets (`_assignment_cuts`); a conditional expression that is
-    all its brackets hold, before its `if`, `and`/`or`s and `else`
-    (`_ternary_cuts`).
+    value's brackets (`_assignment_cuts`); one whose value holds a
+    conditional expression or an `and`/`or` gets parentheses around it, `X =
+    (` / the value / `)` (`_parenthesized_value_cuts`); a conditional
+    expression that is all its brackets hold, before its `if`, `and`/`or`s
+    and `else` (`_enclosed_cuts`).
     """
     if not edits:
         return edits
@@ -111,6 +113,9 @@ def _placed(
             changes[left[2][0]].append((left[2][1] + 1, left[2][1] + 1, text))
         elif right is not None and right[1] is not None:
             added.append(Edit(right[1], right[1], text.encode("utf-8")))
+        elif right is None and left is not None and left[1] is not None:  # at the end of the line (`)` closing it)
+            at = left[1] + len(left[0].encode("utf-8"))
+            added.append(Edit(at, at, text.encode("utf-8")))
         else:
             return None
     out = []
@@ -281,6 +286,8 @@ def _assignment_cuts(line: str, tokens: list, limit: int, eol: str) -> list[tupl
     if equal is None or equal + 1 >= len(tokens) or keyword.iskeyword(tokens[0].string):
         return []
     value = tokens[equal + 1 :]
+    if _operator_value(value):
+        return _parenthesized_value_cuts(line, value, limit, eol)
     if value[0].type == tokenize.NAME and len(value) > 1 and value[1].string == "(" and not keyword.iskeyword(value[0].string):
         opening, display = 1, False  # a call of a plain name
     elif value[0].string in "([{":
@@ -321,10 +328,46 @@ def _assignment_cuts(line: str, tokens: list, limit: int, eol: str) -> list[tupl
     return _exploded(line, open_col, first, last, close_col, commas, indent, limit, eol)
 
 
+def _operator_value(value: list) -> bool:
+    """Whether an assignment's value has a conditional expression or an `and`/`or` at its top level (what black
+    wraps in parentheses of its own when the line is too long)."""
+    depth = 0
+    for token in value:
+        if token.type == tokenize.OP and token.string in "([{":
+            depth += 1
+        elif token.type == tokenize.OP and token.string in ")]}":
+            depth -= 1
+        elif depth == 0 and token.type == tokenize.NAME and token.string in ("if", "and", "or"):
+            return True
+    return False
+
+
+def _parenthesized_value_cuts(line: str, value: list, limit: int, eol: str) -> list[tuple[int, int, str]]:
+    """Black's right-hand split of `name = a if P or Q else b` (SGLang 0.5.21's inkling.py shape): the value in
+    parentheses, `name = (` / the value one level deeper / `)`; still too long there, split as `_enclosed_cuts`
+    splits a conditional expression or a test. [] when a piece stays too long or a comment is on the line."""
+    if any(t.type == tokenize.COMMENT for t in value):
+        return []
+    indent = line[: len(line) - len(line.lstrip())]
+    inner = indent + "    "
+    start, end = value[0].start[1], len(line.rstrip())
+    body = line[start:end]
+    cuts = [(start, start, "(" + eol + inner)]
+    if len(inner + body) > limit:
+        enclosed = inner + body
+        more = _enclosed_cuts(enclosed, _tokens(enclosed), limit, eol)
+        if not more:
+            return []
+        shift = start - len(inner)
+        cuts += [(a + shift, b + shift, text) for a, b, text in more]
+    cuts.append((end, end, eol + indent + ")"))
+    return cuts
+
+
 def _enclosed_cuts(line: str, tokens: list, limit: int, eol: str) -> list[tuple[int, int, str]]:
     """Black's split of a line that is all a pair of brackets holds: a conditional expression (FlashInfer 0.7.4's
-    cake_bgmv_moe.py, `group_shrink_mixed = (` / `1 if ... and ... else 0` / `)`), each of `if`, the
-    condition's top-level `and`/`or`s and `else` starting a line at the same indent; or a test (4d4e8c057's
+    cake_bgmv_moe.py, `group_shrink_mixed = (` / `1 if ... and ... else 0` / `)`), `if` and `else` starting a
+    line at the same indent, and the condition's top-level `and`/`or`s too when it is still too long; or a test (4d4e8c057's
     `should_skip_transform = (` / `a and b and c` / `) or (...)`), each top-level `and`/`or` starting a line.
     [] for any other shape."""
     depth, parts = 0, []  # the columns of the top-level `if`, `and`/`or` (after it, before `else`) and `else`
@@ -347,6 +390,11 @@ def _enclosed_cuts(line: str, tokens: list, limit: int, eol: str) -> list[tuple[
     if seen_if != seen_else or not parts:
         return []  # half a conditional expression, or no operator to split before
     indent = line[: len(line) - len(line.lstrip())]
+    if seen_if:  # black splits a conditional expression before `if` and `else` first, its condition only if still long
+        ternary = [column for column in parts if line[column : column + 2] == "if" or line[column : column + 4] == "else"]
+        condition = line[ternary[0] : ternary[1]].strip()
+        if len(indent + condition) <= limit:
+            parts = ternary
     pieces = [len(indent), *parts, len(line.rstrip())]
     if any(len(indent + line[a:b].strip()) > limit for a, b in zip(pieces, pieces[1:])):
         return []

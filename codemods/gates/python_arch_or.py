@@ -349,15 +349,30 @@ def assigned_in(body: cst.BaseSuite, target: str) -> bool:
             if isinstance(line, cst.SimpleStatementLine)
             for small in line.body
         ]
-    for statement in statements:
-        if isinstance(statement, cst.Assign):
-            targets = [assign_target.target for assign_target in statement.targets]
-        elif isinstance(statement, (cst.AnnAssign, cst.AugAssign)):
-            targets = [statement.target]
-        else:
-            continue
-        if any(cst_helpers.get_full_name_for_node(node) == target for node in targets):
-            return True
+    return any(_assigns(statement, target) for statement in statements)
+
+
+def _assigns(statement: cst.CSTNode, target: str) -> bool:
+    """Whether `statement` is an assignment (`=`, annotated, augmented) to the dotted `target`."""
+    if isinstance(statement, cst.Assign):
+        targets = [assign_target.target for assign_target in statement.targets]
+    elif isinstance(statement, (cst.AnnAssign, cst.AugAssign)):
+        targets = [statement.target]
+    else:
+        return False
+    return any(cst_helpers.get_full_name_for_node(node) == target for node in targets)
+
+
+def value_assigned_to(parsed: PythonSource, node: cst.CSTNode, target: str) -> bool:
+    """Whether `node` is (part of) the value an assignment to the dotted `target` is given
+    (`backend = "fa4" if P else "triton"`)."""
+    child = node
+    for ancestor in parsed.ancestors(node):
+        if isinstance(ancestor, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            return ancestor.value is child and _assigns(ancestor, target)
+        if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.SimpleStatementLine)):
+            return False
+        child = ancestor
     return False
 
 

@@ -42,7 +42,8 @@ it: `... and not (` / the predicates one level deeper / `):`, and before each
 `or` if they still do not fit (see `_wrap.wrapped`, which python_arch_or shares).
 
 Selectors pick the `if`: `function` (the function around it), `assigns` (its
-body assigns that dotted target) and `calls` (its body calls that function,
+body assigns that dotted target, or, for a conditional expression, `X = a if
+P else b`, the value is assigned to it) and `calls` (its body calls that function,
 or any of a list). With `calls`, the feature is the body's statements that
 call one of them, and, to a fixpoint, the statements that only serve those:
 
@@ -122,7 +123,10 @@ def find(
         context = parsed.enclosing_function(node)
         if function is not None and context != function:
             continue
-        if assigns is not None and not (isinstance(statement, cst.If) and chains.assigned_in(statement.body, assigns)):
+        if assigns is not None and not (
+            isinstance(statement, cst.If) and chains.assigned_in(statement.body, assigns)
+            or isinstance(statement, cst.IfExp) and chains.value_assigned_to(parsed, statement, assigns)
+        ):
             continue
         detail: dict = {
             "shape": shape,

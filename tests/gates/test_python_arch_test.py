@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, parse_archs
 from codemods.gates import CannotWiden, apply_edits, python_arch_test
-from codemods.gates._predicates import read, table
+from codemods.gates._predicates import Meaning, read, table
 from codemods.gates.python_arch_test import find, widen
 
 # What the projects' predicates admit, as their sources say (FlashInfer: exact minor; SGLang: the major).
@@ -951,3 +951,29 @@ def test_a_build_flag_of_no_gpu_target_is_unknown_not_a_crash() -> None:
     assert gate.admits.unknown
     with pytest.raises(CannotWiden, match="line 6: what it admits is unknown"):
         widen(source, gate, parse_archs("sm_121"), DEFAULT_ARCHS, meanings)
+
+
+def test_assigns_selects_a_conditional_expression_assigned_to_the_target() -> None:
+    """`backend = "fa4" if get_platform().is_sm100 else "triton"` (SGLang 0.5.21's inkling.py): `assigns = "backend"`
+    picks its test, as it picks an `if` whose body sets the name; another target's is not picked. Widened past the
+    line length, the value goes in parentheses as black writes it, and a second pass changes nothing."""
+    source = dedent('''\
+        def _inkling_overrides(server_args, hf_config):
+            inkling_attn_backend = "fa4" if get_platform().is_sm100 else "triton"
+            other = "fa4" if get_platform().is_sm100 else "triton"
+            return inkling_attn_backend, other
+        ''').encode()
+    known = {".is_sm90": Meaning(frozenset({(9, 0)}), "t"), ".is_sm100": Meaning(frozenset({(10, 0), (10, 3)}), "t")}
+    [gate] = find(source, DEFAULT_ARCHS, known, assigns="inkling_attn_backend")
+    assert gate.line == 2
+    widened = apply_edits(source, widen(source, gate, parse_archs("sm_90"), DEFAULT_ARCHS, known))
+    assert widened.decode() == dedent('''\
+        def _inkling_overrides(server_args, hf_config):
+            inkling_attn_backend = (
+                "fa4" if get_platform().is_sm100 or get_platform().is_sm90 else "triton"
+            )
+            other = "fa4" if get_platform().is_sm100 else "triton"
+            return inkling_attn_backend, other
+        ''')
+    [again] = find(widened, DEFAULT_ARCHS, known, assigns="inkling_attn_backend")
+    assert widen(widened, again, parse_archs("sm_90"), DEFAULT_ARCHS, known) == []

@@ -1285,13 +1285,16 @@ def test_a_conditional_expression_outgrowing_its_brackets_is_split_as_black_does
         assert formatted.decode() == after
 
 
-def test_a_conditional_expression_that_fits_or_stands_alone_stays_on_its_line():
+def test_a_conditional_expression_that_fits_stays_and_one_assigned_bare_gets_black_parentheses():
     names = {"target.arch": "sm"}
     short = BGMV.replace('"dl_bfloat16"', '"x"')
     assert _rewrite(short, "sm_107", names=names) == short.replace('"sm103a")', '"sm103a", "sm107a")')  # fits
     bare = 'def f(target, input_dtype):\n    x = 1 if target.arch in ("sm100a", "sm103a") and input_dtype == "dl_bfloat16_fast" else 0\n'
-    # not inside brackets of its own: black would add them; codemod leaves the line as it is
-    assert _rewrite(bare, "sm_107", names=names).count("\n") == bare.count("\n")
+    # not inside brackets of its own: black adds them, and splits inside (what `ruff format` writes)
+    assert _rewrite(bare, "sm_107", names=names) == (
+        'def f(target, input_dtype):\n    x = (\n        1\n        if target.arch in ("sm100a", "sm103a", "sm107a")\n'
+        '        and input_dtype == "dl_bfloat16_fast"\n        else 0\n    )\n'
+    )
 
 
 @settings(max_examples=150, deadline=None)

@@ -157,3 +157,30 @@ def test_a_value_of_two_groups_splits_as_ruff_format_writes(first, second):
             line = _apply(line, cuts)
         out.append(line)
     assert "\n".join(out) == _ruff(source)
+
+
+@given(
+    st.lists(st.sampled_from(["get_platform().is_sm100", "get_platform().is_sm90", "is_sm120_supported()", "use_fa4",
+                              "not disabled", "server_args.enable_fa4_attention_backend_for_inkling"]),
+             min_size=1, max_size=6),
+    st.sampled_from(["inkling_attn_backend", "self.backend", "x"]),
+    st.sampled_from(['"fa4"', "pick_the_fastest_backend(server_args)"]),
+    st.integers(min_value=0, max_value=2),
+)
+def test_an_assigned_conditional_expression_splits_as_ruff_format_writes(operands, target, chosen, depth):
+    """`name = a if P or Q else b` past the limit: `name = (` / the value one level deeper / `)`, and still too long
+    there, a line before its `if`, each `or` and `else` (SGLang 0.5.21's inkling.py, widened); what ruff writes."""
+    if importlib.util.find_spec("ruff") is None:
+        pytest.skip("ruff (the test extra) is not installed")
+    indent = "    " * (depth + 1)
+    line = f"{indent}{target} = {chosen} if {' or '.join(operands)} else \"triton\""
+    line = line.replace(" or not ", " and not ")  # `and` beside `or`: one priority to black
+    source = "".join(f"{'    ' * d}def f{d}():\n" for d in range(depth + 1)) + line + "\n"
+    cuts = _black_cuts(line, 88, "\n")
+    if len(line) <= 88:
+        return
+    expected = _ruff(source)
+    if cuts:
+        assert source.replace(line, _apply(line, cuts)) == expected
+    else:  # declined: only where ruff splits some other way
+        assert expected != source

@@ -381,11 +381,12 @@ REPLAYS = [
     ),
     _sg(
         "sg-inkling-fa4-sm90", ("0.5.21", "0.5.22"),
-        fails="python_arch_test finds no gate for `assigns = \"inkling_attn_backend\"`: the predicate is tested by a"
-        " conditional expression assigned to that name (`inkling_attn_backend = \"fa4\" if get_platform().is_sm100"
-        " else \"triton\"`), and `assigns` selects only an `if` whose body sets the name; without `assigns` the"
-        " conditional expression is widened, but its 103-column line is left unsplit (black wraps it in parentheses)."
-        " Upstream also rewrote it as an if/else with `get_platform().is_sm90` first, which no recipe writes",
+        fails="the conditional expression comes out widened and split as black splits it, `inkling_attn_backend = (` /"
+        " `\"fa4\" if get_platform().is_sm100 or get_platform().is_sm90 else \"triton\"` / `)`, but upstream rewrote it as"
+        " an if/else (`if get_platform().is_sm90 or get_platform().is_sm100:` / `inkling_attn_backend = \"fa4\"` / `else:`"
+        " / ...), which no recipe writes",
+        upstream_only=True,
+        beyond_archs="the conditional expression is rewritten as an if/else statement",
     ),
     # Held out, tenth round (issue 17): FlashInfer 0.6.14 -> 0.7.2 release pairs, post releases included, in the
     # order examined (bench/replay_rounds/round10-flashinfer-0.6.14-0.7.2.md): what earlier rounds left out
