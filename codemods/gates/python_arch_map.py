@@ -25,8 +25,9 @@ a named dict, which needs no failing lookup), spelled like the keys already ther
 `"sm_121a"`, `'sm121'`) and placed in arch order, after the greatest key
 below it. Its value is copied from the nearest key below it of the same
 major (`"sm_120": 512` gives `"sm_121": 512`, as upstream 5a767523c did by
-hand); with no such key, or a value that is no one-line literal or name,
-widen refuses: codemod never invents a value. A one-line dict that grows
+hand), or, when it is a call of names (`functools.partial(f, major_a=major_a)`,
+on as many lines as written), as written; with no such key, or any other
+value, widen refuses: codemod never invents a value. A one-line dict that grows
 past the file's line length is split black's way, one entry a line with a
 trailing comma; a dict already split one entry a line gains a line.
 
@@ -79,11 +80,36 @@ def _key(key: str) -> tuple[int, str] | None:
 
 
 def _arch_keys(literal: ast.Dict) -> list[str] | None:
-    """The keys of a dict literal whose every key is a string naming an arch; None for any other dict."""
-    keys = [k.value for k in literal.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
-    if not keys or len(keys) != len(literal.keys) or not all(_key(k) for k in keys):
+    """The keys of a dict literal whose every key is a string naming an arch, or a tuple of one length with such
+    a string at one place (`("103a", torch.int)`: FlashInfer's deep_gemm.py `get_default_recipe`), the arch
+    strings; None for any other dict."""
+    elements = [_arch_element(k, _arch_position(literal)) for k in literal.keys]
+    if not elements or any(e is None for e in elements):
         return None
-    return keys
+    return [e[1] for e in elements if e is not None]
+
+
+def _arch_position(literal: ast.Dict) -> int | None:
+    """For tuple keys, the one place where every key holds an arch string; None for string keys (or no such place)."""
+    keys = literal.keys
+    if not keys or not all(isinstance(k, ast.Tuple) and k.elts for k in keys):
+        return None
+    lengths = {len(k.elts) for k in keys if isinstance(k, ast.Tuple)}
+    if len(lengths) != 1:
+        return None
+    for position in range(lengths.pop()):
+        if all(_arch_element(k.elts[position], None) for k in keys if isinstance(k, ast.Tuple)):
+            return position
+    return None
+
+
+def _arch_element(key: ast.expr | None, position: int | None) -> tuple[ast.expr, str] | None:
+    """The arch string a key is (`position` None) or holds at `position` of its tuple: its node and its value."""
+    if position is not None:
+        key = key.elts[position] if isinstance(key, ast.Tuple) and position < len(key.elts) else None
+    if isinstance(key, ast.Constant) and isinstance(key.value, str) and _key(key.value):
+        return key, key.value
+    return None
 
 
 def find(
@@ -199,8 +225,8 @@ def _adds(literal: ast.Dict, keys: list[str], universe: tuple[Arch, ...]) -> lis
         family = [(read[0], v) for k, v in zip(keys, literal.values) if (read := _key(k))]
         family = [(code, v) for code, v in family if code // 10 == arch.major and code < arch.code]
         if family:
-            value = max(family, key=lambda pair: pair[0])[1]
-            if value.lineno == value.end_lineno and _simple(value):
+            nearest = max(code for code, _ in family)
+            if all(_copyable(value) for code, value in family if code == nearest):
                 found.append(arch.name)
     return found
 
@@ -348,7 +374,8 @@ def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[Edit]:
     """Add a key for each target the map lacks, its value copied from the nearest key below it of the same major."""
     literal = _literal_at(source, gate)
     text = PythonText(source)
-    entries = [_Entry.read(source, text, key, value) for key, value in zip(literal.keys, literal.values)]
+    position = _arch_position(literal)
+    entries = [_Entry.read(source, text, key, value, position) for key, value in zip(literal.keys, literal.values)]
     added: list[_Entry] = []
     for arch in dict.fromkeys(targets):
         if any(_admits(entry.key, arch) for entry in entries + added):
@@ -360,20 +387,23 @@ def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[Edit]:
                 f"line {gate.line}: {_label(gate)} has no sm_{arch.major}x key below {arch.name} to copy a value "
                 "from; add it by hand"
             )
-        sibling = max(family, key=lambda e: e.code)
-        if not sibling.simple:
-            raise CannotWiden(
-                f"line {gate.line}: {_label(gate)}'s value for {sibling.quoted} is not a one-line literal or name "
-                f"to copy for {arch.name}; add it by hand"
-            )
-        quoted = spell(arch, sibling.quoted)
-        if not _admits(quoted[1:-1], arch):
-            raise CannotWiden(
-                f"line {gate.line}: {_label(gate)} would gain {quoted}, a key codemod does not read as {arch.name}; "
-                "add it by hand"
-            )
-        anchor = max(below, key=lambda e: e.code)
-        added.append(_Entry(quoted[1:-1], quoted, arch.code, f"{quoted}{sibling.colon}{sibling.value}", True, anchor))
+        nearest = max(e.code for e in family)
+        siblings = [e for e in family if e.code == nearest]  # one, or with tuple keys each row of that arch
+        anchor = max(below, key=lambda e: (e.code, entries.index(e)))
+        for sibling in siblings:
+            if not sibling.simple:
+                raise CannotWiden(
+                    f"line {gate.line}: {_label(gate)}'s value for {sibling.quoted} is not a one-line literal or name, "
+                    f"or a call of names, to copy for {arch.name}; add it by hand"
+                )
+            quoted = spell(arch, sibling.quoted)
+            if not _admits(quoted[1:-1], arch):
+                raise CannotWiden(
+                    f"line {gate.line}: {_label(gate)} would gain {quoted}, a key codemod does not read as {arch.name}; "
+                    "add it by hand"
+                )
+            entry = f"{sibling.before}{quoted}{sibling.after_key}{sibling.colon}{sibling.value}"
+            added.append(_Entry(quoted[1:-1], quoted, arch.code, entry, True, anchor))
     if not added:
         return []
     return _layout(source, text, gate, literal, entries, added)
@@ -387,27 +417,48 @@ class _Entry:
     quoted: str  # the key's literal, quotes and all
     code: int  # the arch number its key names (120 for "sm_120a")
     entry: str  # `"sm_120": 512` as written
-    simple: bool  # whether the value is a one-line literal or name (a value widen may copy)
+    simple: bool  # whether widen may copy the value (`_simple` on one line, `_copyable` on several)
     after: _Entry | None = None  # for a new entry: the one it follows (None: it comes first)
     colon: str = ": "
     value: str = ""
     start: int = 0
     end: int = 0
+    before: str = ""  # a tuple key's text before its arch string (`(`), and after it (`, torch.int)`)
+    after_key: str = ""
 
     @classmethod
-    def read(cls, source: bytes, text: PythonText, key: ast.expr | None, value: ast.expr) -> _Entry:
-        assert isinstance(key, ast.Constant) and isinstance(key.value, str)  # find keeps only such maps
+    def read(cls, source: bytes, text: PythonText, key: ast.expr | None, value: ast.expr, position: int | None) -> _Entry:
+        found = _arch_element(key, position)
+        assert key is not None and found is not None  # find keeps only such maps
+        element, spelled = found
         key_start, key_end = text.span(key)
+        arch_start, arch_end = text.span(element)
         value_start, value_end = text.span(value)
-        read = _key(key.value)
+        read = _key(spelled)
         assert read is not None
         return cls(
-            key=key.value, quoted=source[key_start:key_end].decode("utf-8"), code=read[0],
+            key=spelled, quoted=source[arch_start:arch_end].decode("utf-8"), code=read[0],
             entry=source[key_start:value_end].decode("utf-8"),
-            simple=value.lineno == value.end_lineno and _simple(value),
+            simple=_copyable(value),
             colon=source[key_end:value_start].decode("utf-8"), value=source[value_start:value_end].decode("utf-8"),
             start=key_start, end=value_end,
+            before=source[key_start:arch_start].decode("utf-8"), after_key=source[arch_end:key_end].decode("utf-8"),
         )  # fmt: skip
+
+
+def _copyable(value: ast.expr) -> bool:
+    """A value a new key may take as written: a one-line literal or name (`_simple`), or a call of a dotted name
+    whose arguments are all names, on as many lines as it is written (FlashInfer 0.6.16's deep_gemm.py:
+    `"107a": functools.partial(` / `m_grouped_fp8_gemm_nt_contiguous_sm10x,` / `major_a=major_a,` ... `),` copied
+    from `"103a"`'s). Not `cols(120)`: a number there may name the arch."""
+    if value.lineno == value.end_lineno and _simple(value):
+        return True
+    return (
+        isinstance(value, ast.Call)
+        and bool(dotted(value.func))
+        and all(dotted(arg) for arg in value.args)
+        and all(keyword.arg is not None and dotted(keyword.value) for keyword in value.keywords)
+    )
 
 
 def _simple(value: ast.expr) -> bool:
@@ -441,8 +492,8 @@ def _layout(
     order: list[_Entry] = list(entries)
     for new in sorted(added, key=lambda e: e.code):
         at = 0 if new.after is None else order.index(new.after) + 1
-        while at < len(order) and order[at] in added and order[at].code < new.code:
-            at += 1  # after a new key added below this one
+        while at < len(order) and order[at] in added and order[at].code <= new.code:
+            at += 1  # after a new key added below this one, or a row of the same arch added before it
         order.insert(at, new)
     first_line = text.line(gate.start)
     line_start = text.starts[first_line - 1]
@@ -460,10 +511,11 @@ def _layout(
         newline = "\r\n" if source[line_end - 1 : line_end] == b"\r" else "\n"
         split = "{" + newline + "".join(f"{pad}    {e.entry},{newline}" for e in order) + pad + "}"
         return [Edit(gate.start, gate.end, split.encode())]
-    lines = [text.line(e.start) for e in entries]
+    starts, ends = [text.line(e.start) for e in entries], [text.line(e.end) for e in entries]
     last_line = text.line(gate.end - 1)
-    if len(set(lines)) != len(lines) or any(text.line(e.end) != text.line(e.start) for e in entries) or (
-        lines[0] == first_line or lines[-1] == last_line
+    # one entry a line, or a value of several lines taking lines of its own (`"103a": functools.partial(` ... `),`)
+    if any(ends[i] >= starts[i + 1] for i in range(len(entries) - 1)) or (
+        starts[0] == first_line or ends[-1] == last_line
     ):
         raise CannotWiden(
             f"line {gate.line}: {_label(gate)} spans several lines but not one entry a line; add "
@@ -479,7 +531,7 @@ def _layout(
             groups.setdefault(position, []).append(entry)
     for position, new_entries in groups.items():
         anchor = entries[max(position, 0)]
-        anchor_line = text.line(anchor.start)
+        anchor_line, anchor_end = text.line(anchor.start), text.line(anchor.end)
         entry_pad = re.match(rb"[ \t]*", source[text.starts[anchor_line - 1] :])
         assert entry_pad is not None
         entry_indent = entry_pad.group().decode()
@@ -488,7 +540,7 @@ def _layout(
         if position < 0:
             at = text.starts[anchor_line - 1]
         else:
-            at = text.starts[anchor_line] if anchor_line < len(text.starts) - 1 else len(source)
+            at = text.starts[anchor_end] if anchor_end < len(text.starts) - 1 else len(source)
             after = re.match(rb"[ \t]*,", source[anchor.end :])
             if after is None:  # the last entry without a trailing comma gains one
                 edits.append(Edit(anchor.end, anchor.end, b","))

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
-from codemods.gates import CannotWiden, Edit
+from codemods.gates import CannotWiden, Edit, apply_edits
 from codemods.gates.python_arch_map import admits, find, keyed_by, widen
 from fixtures.predicates import COMPAT as FLASHINFER_COMPAT
 
@@ -131,7 +131,7 @@ def test_assigns_selects_the_map_by_name():
                      "line 1: `SMEM` has no sm_12x key below sm_120 to copy a value from; add it by hand",
                      id="only-a-sibling-above"),
         pytest.param('SMEM = {"sm_100": 512, "sm_120": cols(120)}', "sm_121",
-                     "line 1: `SMEM`'s value for \"sm_120\" is not a one-line literal or name to copy for sm_121",
+                     "line 1: `SMEM`'s value for \"sm_120\" is not a one-line literal or name, or a call of names, to copy for sm_121",
                      id="computed-value"),
         pytest.param('SMEM = {"sm_100": 512, "sm_120": (\n    1,\n    2,\n)}', "sm_121",
                      "line 1: `SMEM`'s value for \"sm_120\" is not a one-line literal or name", id="multi-line-value"),
@@ -382,3 +382,80 @@ def test_maps_keyed_without_sm_widen_to_the_siblings_value_in_their_own_spelling
     assert literal[_spelled(arch.code, style, suffix)] == max(family)[1]
     [again] = find(after, DEFAULT_ARCHS)
     assert widen(after, again, (arch,)) == []  # the new key reads back as the arch
+
+
+IMPL = '''\
+def m_grouped_fp8_gemm_nt_contiguous(a, b, major_a, major_b, compiled_dims):
+    impl = {
+        "100a": functools.partial(
+            m_grouped_fp8_gemm_nt_contiguous_sm10x,
+            major_a=major_a,
+            compiled_dims=compiled_dims,
+        ),
+        "103a": functools.partial(
+            m_grouped_fp8_gemm_nt_contiguous_sm10x,
+            major_a=major_a,
+            compiled_dims=compiled_dims,
+        ),
+    }[get_device_arch()]
+    impl(a, b)
+'''
+
+
+def test_a_value_of_several_lines_that_calls_names_is_copied_as_written():
+    """FlashInfer 0.6.16's deep_gemm.py (290c09186): `"107a"` takes `"103a"`'s `functools.partial(` ... `),` as
+    written, on lines of its own after it; a second pass changes nothing."""
+    source = IMPL.encode()
+    [gate] = find(source, DEFAULT_ARCHS + (Arch.parse("sm_107"),), function="m_grouped_fp8_gemm_nt_contiguous")
+    widened = apply_edits(source, widen(source, gate, (Arch.parse("sm_107"),)))
+    copy = IMPL.split('        "103a"')[1].split("    }[")[0]
+    assert widened.decode() == IMPL.replace("    }[", '        "107a"' + copy + "    }[")
+    [again] = find(widened, DEFAULT_ARCHS + (Arch.parse("sm_107"),), function="m_grouped_fp8_gemm_nt_contiguous")
+    assert widen(widened, again, (Arch.parse("sm_107"),)) == []
+
+
+def test_a_call_with_a_number_is_not_copied():
+    """`cols(120)`, on one line or several: the number may name the arch, so the value is not copied."""
+    source = IMPL.replace("major_a=major_a,\n            compiled_dims", "major_a=120,\n            compiled_dims").encode()
+    [gate] = find(source, DEFAULT_ARCHS + (Arch.parse("sm_107"),), function="m_grouped_fp8_gemm_nt_contiguous")
+    with pytest.raises(CannotWiden, match="is not a one-line literal or name, or a call of names"):
+        widen(source, gate, (Arch.parse("sm_107"),))
+
+
+RECIPE = '''\
+def get_default_recipe(sfa_dtype, sfb_dtype):
+    return {
+        ("90a", torch.float): (1, 128, 128),
+        ("100a", torch.float): (1, 128, 128),
+        ("100a", torch.int): (1, 1, 128),
+        ("103a", torch.float): (1, 128, 128),
+        ("103a", torch.int): (1, 1, 128),
+    }[(get_device_arch(), sfb_dtype)]
+'''
+
+
+def test_tuple_keys_gain_a_row_per_row_of_the_nearest_arch():
+    """FlashInfer 0.6.16's deep_gemm.py (290c09186): a dict keyed by (arch, dtype), looked up with
+    `(get_device_arch(), sfb_dtype)`: sm_107 gains a copy of each "103a" row, after them, in their order."""
+    universe = DEFAULT_ARCHS + (Arch.parse("sm_107"),)
+    source = RECIPE.encode()
+    [gate] = find(source, universe, function="get_default_recipe")
+    assert gate.admits.names() == ["sm_90", "sm_100", "sm_103"]
+    widened = apply_edits(source, widen(source, gate, (Arch.parse("sm_107"),)))
+    assert widened.decode() == RECIPE.replace(
+        "    }[", '        ("107a", torch.float): (1, 128, 128),\n        ("107a", torch.int): (1, 1, 128),\n    }['
+    )
+    [again] = find(widened, universe, function="get_default_recipe")
+    assert again.admits.admits(Arch.parse("sm_107")) and widen(widened, again, (Arch.parse("sm_107"),)) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param('def f(d):\n    return {("100a", 1): 2, (3, "103a"): 4}[(d, 1)]\n', id="the-arch-at-different-places"),
+        pytest.param('def f(d):\n    return {("100a", 1): 2, ("103a",): 4}[(d, 1)]\n', id="tuples-of-different-lengths"),
+        pytest.param('def f(d):\n    return {("x", 1): 2, ("y", 1): 4}[(d, 1)]\n', id="no-arch-in-the-tuples"),
+    ],
+)
+def test_tuple_keys_that_are_no_arch_table(source):
+    assert find(source.encode(), DEFAULT_ARCHS) == []

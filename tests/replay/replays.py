@@ -391,14 +391,7 @@ REPLAYS = [
     # Held out, tenth round (issue 17): FlashInfer 0.6.14 -> 0.7.2 release pairs, post releases included, in the
     # order examined (bench/replay_rounds/round10-flashinfer-0.6.14-0.7.2.md): what earlier rounds left out
     _fi("fi-deepgemm-sf-layout-sm107", "290c09186", ("0.6.15.post1", "0.6.16")),
-    _fi(
-        "fi-deepgemm-tables-sm107", "290c09186", ("0.6.15.post1", "0.6.16"),
-        fails="python_arch_map finds no gate in get_default_recipe's tuple-keyed `{(\"103a\", torch.int): (1, 1, 128),"
-        " ...}[(get_device_arch(), sfb_dtype)]` (a key pair of arch string and dtype), and refuses the two"
-        " `impl = {\"100a\": functools.partial(...), \"103a\": functools.partial(...)}[get_device_arch()]` tables:"
-        " the 103a value, a call of six lines, is 'not a one-line literal or name to copy'; upstream copied it whole"
-        " under `\"107a\"` and added the two `(\"107a\", ...)` rows with 103a's values",
-    ),
+    _fi("fi-deepgemm-tables-sm107", "290c09186", ("0.6.15.post1", "0.6.16")),
     _fi(
         "fi-fmha-family-pair-sm107", "290c09186", ("0.6.15.post1", "0.6.16"),
         fails="cpp_runtime_check refuses isFamilySpecificSMPair's `(sm1 == kSM_100f && (sm2 == kSM_100 || sm2 =="
