@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         python_arch_map,
         python_arch_or,
         python_arch_test,
+        python_arch_call,
         python_min_capability,
         python_predicate,
     )
@@ -27,6 +28,7 @@ else:  # imported on first use: a scan of C sources, or one answered from the ca
     python_arch_map = LazyModule("codemods.gates.python_arch_map")
     python_predicate = LazyModule("codemods.gates.python_predicate")
     python_min_capability = LazyModule("codemods.gates.python_min_capability")
+    python_arch_call = LazyModule("codemods.gates.python_arch_call")
     cpp_runtime_check = LazyModule("codemods.gates.cpp_runtime_check")
 
 
@@ -61,6 +63,7 @@ def named_or_re() -> re.Pattern:
 _PREFILTER_LITERALS = ((b"supported_major_versions", b"supported_compute_capability", b"_match_sm_version", b"apabilit", b"APABILIT"), (b"is_sm",), (b"_sm", b"is_blackwell"))
 JIT_TOKEN = b"gen_jit_spec"
 MIN_CAPABILITY_TOKEN = b"get_min_capability"  # python_min_capability.FUNCTIONS
+ARCH_CALL_TOKEN = b"has_arch"  # python_arch_call.KNOWN_CALLS
 # Every file may_hold_gates passes holds one of these (or, a C file, runtime_check_pattern): what the finder looks for.
 # One literal each test below needs: the capability helpers, arch strings (quoted `sm_`/`compute_`, arch-map keys),
 # predicate definitions (`def is_sm..`, `_blackwell`, `_hopper`); tests/audit/test_finder.py checks the superset.
@@ -68,6 +71,7 @@ FINDER_TOKENS = tuple(
     dict.fromkeys((
         ARCH_TOKEN, *python_capability.TOKENS, JIT_TOKEN, *(t for group in _PREFILTER_LITERALS for t in group),
         *python_capability.QUOTED_ARCH_TOKENS, *python_arch_map.TOKENS, b"_blackwell", b"_hopper", MIN_CAPABILITY_TOKEN,
+        ARCH_CALL_TOKEN,
     ))
 )
 
@@ -101,6 +105,7 @@ def may_hold_gates(rel: str, data: bytes, in_jit: bool, runtime: bool) -> bool:
             or defines_predicates(data)
             or may_hold_arch_map(data)
             or declares_min_capability(data)
+            or calls_arch(data)
         )
     return runtime or ARCH_TOKEN in data
 
@@ -108,6 +113,11 @@ def may_hold_gates(rel: str, data: bytes, in_jit: bool, runtime: bool) -> bool:
 def defines_predicates(data: bytes) -> bool:
     """Whether `data` may define an arch predicate (python_predicate)."""
     return b"def" in data and (b"is_" in data or b"has_" in data) and bool(python_predicate.PREFILTER.search(data))
+
+
+def calls_arch(data: bytes) -> bool:
+    """Whether `data` may call a function given an arch number, `has_arch(100)` (python_arch_call)."""
+    return ARCH_CALL_TOKEN in data and bool(python_arch_call.PREFILTER.search(data))
 
 
 def declares_min_capability(data: bytes) -> bool:

@@ -23,6 +23,7 @@ from codemods.audit.prefilter import (
     ARCH_TOKEN,
     JIT_RE,
     PYTHON_PREFILTERS,
+    calls_arch,
     declares_min_capability,
     defines_predicates,
     may_hold_arch_map,
@@ -31,6 +32,7 @@ from codemods.audit.prefilter import (
     python_arch_map,
     python_arch_or,
     python_arch_test,
+    python_arch_call,
     python_kinds,
     python_min_capability,
     python_predicate,
@@ -107,7 +109,7 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
     want_specs = in_jit and b"gen_jit_spec" in data
     want_capability = python_capability.may_hold(data)
     in_strings = cuda_gates(data, NoComments(), context.universe, "cuda") if ARCH_TOKEN in data else []
-    want_definitions = defines_predicates(data) or may_hold_arch_map(data) or declares_min_capability(data)
+    want_definitions = defines_predicates(data) or may_hold_arch_map(data) or declares_min_capability(data) or calls_arch(data)
     if not (kinds or want_specs or want_capability or in_strings or want_definitions):
         return out
     out.parsed = True
@@ -184,7 +186,8 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
 def _definitions(rel: str, data: bytes, tree: ast.Module, context: Context) -> list[dict]:
     """The gates a definition makes for every user: an arch predicate's deciding `return` (python_predicate), an
     arch-keyed map whose lookup fails for a missing arch (python_arch_map), each with what the arch gets there;
-    a quantization method's minimum capability (python_min_capability)."""
+    a quantization method's minimum capability (python_min_capability); and the calls of a function given an
+    arch number (python_arch_call), read in the same pass."""
     arch, universe = context.arch, context.universe
     records = []
     for gate in python_predicate.find(data, universe, context.meanings, tree, rel):
@@ -196,6 +199,8 @@ def _definitions(rel: str, data: bytes, tree: ast.Module, context: Context) -> l
         reader = classify.lookup_path if gate.detail["map"] is not None else classify.table_path
         records.append(gate_record(rel, gate, arch, reader(gate.context, gate.detail["lookup"], arch)))
     for gate in python_min_capability.find(data, universe, tree):
+        records.append(gate_record(rel, gate, arch))
+    for gate in python_arch_call.find(data, universe, tree):  # `has_arch(100) or has_arch(103)`
         records.append(gate_record(rel, gate, arch))
     return records
 

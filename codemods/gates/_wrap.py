@@ -259,6 +259,10 @@ def _invisible_parentheses_cuts(line: str, tokens: list, top: list[int], limit: 
     return cuts
 
 
+# `=` and the augmented assignments (`operations += generate_sm100_operations(...)`, FlashInfer 290c09186)
+_ASSIGNMENTS = frozenset({"=", "+=", "-=", "*=", "/=", "//=", "%=", "@=", "&=", "|=", "^=", ">>=", "<<=", "**="})
+
+
 def _assignment_cuts(line: str, tokens: list, limit: int, eol: str) -> list[tuple[int, int, str]]:
     """Black's right-hand split of `name[: annotation] = value` where the value is one call of a plain name or
     one display, its brackets closing the line (FlashInfer 0.7.2's cutile_backend.py): black drops the invisible
@@ -279,7 +283,7 @@ def _assignment_cuts(line: str, tokens: list, limit: int, eol: str) -> list[tupl
             depth += 1
         elif token.type == tokenize.OP and token.string in ")]}":
             depth -= 1
-        elif depth == 0 and token.type == tokenize.OP and token.string == "=":
+        elif depth == 0 and token.type == tokenize.OP and token.string in _ASSIGNMENTS:
             if equal is not None:
                 return []  # `a = b = [...]`
             equal = index

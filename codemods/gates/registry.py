@@ -29,6 +29,7 @@ python_capability = LazyModule("codemods.gates.python_capability")
 python_predicate = LazyModule("codemods.gates.python_predicate")
 python_arch_map = LazyModule("codemods.gates.python_arch_map")
 python_min_capability = LazyModule("codemods.gates.python_min_capability")
+python_arch_call = LazyModule("codemods.gates.python_arch_call")
 
 
 def cuda_blockers(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[str]:
@@ -165,9 +166,19 @@ PYTHON_MIN_CAPABILITY = GateKind(
     widen=lambda source, gate, targets, universe, where: python_min_capability.widen(source, gate, targets, universe),
 )
 
+# A function given an arch number, or an `or` of its calls (`has_arch(100) or has_arch(103)`): gains the targets'.
+PYTHON_ARCH_CALL = GateKind(
+    name="python_arch_call",
+    selectors=_optional("call", "function", hints={"call": 'call = "has_arch"   # has_arch(100) or has_arch(103)'}),
+    find=lambda source, universe, where, selector: python_arch_call.find(source, universe, **selector),
+    admits=lambda text, universe, where, detail: python_arch_call.admits(text, universe),
+    widen=lambda source, gate, targets, universe, where: python_arch_call.widen(source, gate, targets, universe),
+    check_selector=lambda key, value: python_arch_call.check_selector(key, value),
+)
+
 _KINDS = (
     CUDA_GUARD, CPP_RUNTIME_CHECK, CPP_REPLACE, PYTHON_ARCH_LIST, PYTHON_ARCH_OR, PYTHON_ARCH_TEST, PYTHON_CAPABILITY,
-    PYTHON_PREDICATE, PYTHON_ARCH_MAP, PYTHON_MIN_CAPABILITY,
+    PYTHON_PREDICATE, PYTHON_ARCH_MAP, PYTHON_MIN_CAPABILITY, PYTHON_ARCH_CALL,
 )  # fmt: skip
 
 KINDS: dict[str, GateKind] = {kind.name: kind for kind in _KINDS}

@@ -160,6 +160,7 @@ REPLAYS = [
     ),
     _fi("sm120f-family-sm121", "ec0178acd", ("0.6.10", "0.6.11")),
     _fi("cutlass-tile-config-sm121", "20435b409", ("0.5.2", "0.5.3")),
+    _fi("fi-cutlass-gen-sm103", "20435b409", ("0.5.2", "0.5.3")),
     # Held out, second round (issue 17): FlashInfer commits found newest first, then SGLang release pairs in order
     _fi(
         "fi-tmem-map-sm121", "5a767523c", ("0.6.10", "0.6.11"),
@@ -401,13 +402,7 @@ REPLAYS = [
         " should still be refused: 0.6.15.post1 defines no kSM_107 (upstream added it to common.h in the same"
         " commit), and the entry would become upstream_only",
     ),
-    _fi(
-        "fi-cutlass-gen-sm107", "290c09186", ("0.6.15.post1", "0.6.16"),
-        fails="python_arch_test finds no gate in `operations += generate_sm100_operations(has_arch(100) or"
-        " has_arch(103))`: the `or` of predicate calls is a call's argument, not an if/elif/while/assert test, and"
-        " has_arch is a helper nested in generate_gemm_operations; upstream wrote `generate_sm100_operations(` /"
-        " `has_arch(100) or has_arch(103) or has_arch(107)` / `)` (black's split)",
-    ),
+    _fi("fi-cutlass-gen-sm107", "290c09186", ("0.6.15.post1", "0.6.16")),
     _fi("fi-topk-varlen-gvr-sm107", None, ("0.6.18.post1", "0.7.0")),
     _fi("fi-gated-act-mxfp8-sm107", None, ("0.7.1", "0.7.2")),
     _fi("fi-cvt-rs-guard-sm107", None, ("0.7.1", "0.7.2")),

@@ -1,0 +1,160 @@
+"""`or`s of one function called with an arch number: `has_arch(100) or has_arch(103)`.
+
+FlashInfer's CUTLASS kernel generator asks, for each arch family, whether the
+build targets one of its archs, with a helper given the arch as major * 10 +
+minor (`has_arch(100)`: "100", "100-real", "100f" or "100f-real" is in the
+build's list), and generates that family's kernels where it does:
+
+    operations += generate_sm120_operations(has_arch(120) or has_arch(121))
+    operations += generate_sm100_operations(has_arch(100) or has_arch(103))
+
+A gate of this kind is a call of the function (`call`, default KNOWN_CALLS)
+with one integer literal, or a maximal `or` of such calls; it admits the archs
+its numbers name, whatever variant. Where it stands does not matter: a call's
+argument, an `if` test, an assignment.
+
+`widen` adds one call per target number the gate lacks, spelled like its
+neighbour, where its number sorts (`has_arch(100) or has_arch(103)` gains
+`or has_arch(107)` for sm_107, as upstream 290c09186 wrote it; 20435b409 wrote
+`has_arch(100)` -> `has_arch(100) or has_arch(103)`), in parentheses when the
+gate is an operand of an `and` or `not`; a line grown past the file's line
+length is split as black splits it (`_wrap.wrapped`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
+from codemods.gates import CannotWiden, Edit, Gate
+from codemods.gates._python import PythonText
+from codemods.gates._wrap import wrapped
+
+KIND = "python_arch_call"
+
+# The functions `scan` reads as given an arch number (a recipe names any other with `call`).
+KNOWN_CALLS = ("has_arch",)
+PREFILTER = re.compile(rb"\b(?:%s)\s*\(\s*\d" % b"|".join(name.encode() for name in KNOWN_CALLS))
+
+
+def check_selector(name: str, value) -> str:
+    return "" if isinstance(value, str) and value else f"{name!r} must be a string"
+
+
+def _code(arch: Arch) -> int:
+    return arch.major * 10 + arch.minor
+
+
+def _number(node: ast.AST, calls: tuple[str, ...]) -> int | None:
+    """N for `call(N)` (or `obj.call(N)`), one positive integer literal, no keywords; else None."""
+    if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
+        return None
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    arg = node.args[0]
+    if name in calls and isinstance(arg, ast.Constant) and type(arg.value) is int and arg.value > 0:
+        return arg.value
+    return None
+
+
+def _admits(numbers: list[int] | None, universe: tuple[Arch, ...]) -> ArchSet:
+    if numbers is None:
+        return ArchSet(universe, frozenset(), frozenset(universe))
+    return ArchSet(universe, frozenset(arch for arch in universe if _code(arch) in numbers))
+
+
+def find(
+    source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, tree: ast.Module | None = None, *,
+    call: str | None = None, function: str | None = None,
+) -> list[Gate]:
+    """Every call of `call` (KNOWN_CALLS without it) given an arch number, or `or` of them, in source order; with
+    `function`, only those in that function."""
+    calls = (call,) if call else KNOWN_CALLS
+    if not any(name.encode() in source for name in calls):
+        return []
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return []
+    text = PythonText(source)
+    gates: list[Gate] = []
+    stack: list[tuple[ast.AST, str, ast.AST | None]] = [(tree, "<module>", None)]
+    while stack:
+        node, around, parent = stack.pop()
+        chain = [_number(v, calls) for v in node.values] if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) else None
+        if chain is not None and all(n is not None for n in chain):
+            gates += [_gate(text, node, around, parent, [n for n in chain if n is not None], universe)] if function in (None, around) else []
+            continue
+        number = _number(node, calls)
+        if number is not None:
+            gates += [_gate(text, node, around, parent, [number], universe)] if function in (None, around) else []
+            continue
+        inner = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else around
+        stack += [(child, inner, node) for child in ast.iter_child_nodes(node)]
+    return sorted(gates, key=lambda gate: gate.start)
+
+
+def _gate(text: PythonText, node: ast.AST, around: str, parent: ast.AST | None, numbers: list[int], universe) -> Gate:
+    assert isinstance(node, (ast.BoolOp, ast.Call))
+    start, end = text.span(node)
+    operand = isinstance(parent, ast.UnaryOp) or (isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.And))
+    return Gate(
+        kind=KIND, start=start, end=end, line=node.lineno, text=text.data[start:end].decode("utf-8"),
+        admits=_admits(numbers, universe), context=around, detail={"numbers": numbers, "operand": operand},
+    )  # fmt: skip
+
+
+def _read(text: str) -> tuple[list[ast.expr], list[int]] | None:
+    """The calls of a gate's text and their numbers (any function name: the gate was found with its own)."""
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    values = node.values if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) else [node]
+    names = {v.func.id if isinstance(v.func, ast.Name) else getattr(v.func, "attr", "") for v in values if isinstance(v, ast.Call)}
+    numbers = [_number(v, tuple(names)) for v in values]
+    if len(names) != 1 or any(n is None for n in numbers):
+        return None
+    return values, [n for n in numbers if n is not None]
+
+
+def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> ArchSet:
+    """The archs a gate's text (`has_arch(100) or has_arch(103)`) admits."""
+    read = _read(text)
+    return _admits(read[1] if read else None, universe)
+
+
+def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> list[Edit]:
+    """One call per target number the gate lacks, where its number sorts; `[]` if it admits them all."""
+    if source[gate.start : gate.end].decode("utf-8", "replace") != gate.text:
+        raise CannotWiden(f"line {gate.line}: the source no longer has this test; find the gates again")
+    read = _read(gate.text)
+    if read is None:
+        raise CannotWiden(f"line {gate.line}: `{gate.text}` is no longer an `or` of one function's calls; find the gates again")
+    values, numbers = read
+    wanted = sorted({_code(arch) for arch in targets} - set(numbers))
+    if not wanted:
+        return []
+    text = PythonText(gate.text.strip().encode())
+    offset = gate.start + (len(gate.text) - len(gate.text.lstrip()))
+    spans = [text.span(value) for value in values]
+    operand = bool(gate.detail.get("operand"))  # `x and has_arch(100)`: `or` binds looser than `and`
+    edits: list[Edit] = [Edit(gate.start, gate.start, b"(")] if operand else []
+    for number in wanted:
+        after = max((i for i, n in enumerate(numbers) if n < number), default=-1)
+        model = values[max(after, 0)]
+        arg_start, arg_end = text.span(model.args[0])  # type: ignore[attr-defined]
+        call_start, call_end = spans[max(after, 0)]
+        spelled = text.data[call_start:arg_start] + str(number).encode() + text.data[arg_end:call_end]
+        if after >= 0:
+            edits.append(Edit(offset + call_end, offset + call_end, b" or " + spelled))
+        else:
+            edits.append(Edit(offset + call_start, offset + call_start, spelled + b" or "))
+    if operand:
+        edits.append(Edit(gate.end, gate.end, b")"))
+    merged: dict[int, bytes] = {}
+    for edit in edits:  # several insertions at one place: one edit, in the order made
+        merged[edit.start] = merged.get(edit.start, b"") + edit.text
+    return wrapped(source, [Edit(at, at, text) for at, text in sorted(merged.items())])
