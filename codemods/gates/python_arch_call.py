@@ -10,7 +10,9 @@ build's list), and generates that family's kernels where it does:
 
 A gate of this kind is a call of the function (`call`, default KNOWN_CALLS)
 with one integer literal, or a maximal `or` of such calls; it admits the archs
-its numbers name, whatever variant. Where it stands does not matter: a call's
+its numbers name, whatever variant: capabilities (`has_arch(90)`), or, when
+every number is below 20, majors (`has_major(9)`: every arch of major 9), as
+python_arch_list reads a list; a mix of the two is unknown and refused. Where it stands does not matter: a call's
 argument, an `if` test, an assignment.
 
 `widen` adds one call per target number the gate lacks, spelled like its
@@ -58,10 +60,22 @@ def _number(node: ast.AST, calls: tuple[str, ...]) -> int | None:
     return None
 
 
+def _majors(numbers: list[int]) -> bool | None:
+    """Whether the numbers are majors (all below 20, `has_major(9)`), capabilities (all from 20, `has_arch(90)`),
+    or, mixed, neither (None), as python_arch_list reads a list's style."""
+    small = {n < 20 for n in numbers}
+    return None if len(small) > 1 else small.pop()
+
+
+def _value(arch: Arch, majors: bool) -> int:
+    return arch.major if majors else _code(arch)
+
+
 def _admits(numbers: list[int] | None, universe: tuple[Arch, ...]) -> ArchSet:
-    if numbers is None:
+    majors = _majors(numbers) if numbers else None
+    if numbers is None or majors is None:
         return ArchSet(universe, frozenset(), frozenset(universe))
-    return ArchSet(universe, frozenset(arch for arch in universe if _code(arch) in numbers))
+    return ArchSet(universe, frozenset(arch for arch in universe if _value(arch, majors) in numbers))
 
 
 def find(
@@ -134,7 +148,10 @@ def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[
     if read is None:
         raise CannotWiden(f"line {gate.line}: `{gate.text}` is no longer an `or` of one function's calls; find the gates again")
     values, numbers = read
-    wanted = sorted({_code(arch) for arch in targets} - set(numbers))
+    majors = _majors(numbers)
+    if majors is None:
+        raise CannotWiden(f"line {gate.line}: `{gate.text}` mixes majors and capabilities; widen it by hand")
+    wanted = sorted({_value(arch, majors) for arch in targets} - set(numbers))
     if not wanted:
         return []
     text = PythonText(gate.text.strip().encode())

@@ -105,3 +105,17 @@ def test_widened_admits_exactly_old_plus_targets(numbers, archs):
     got = after.detail["numbers"]
     assert [n for n in got if n in numbers] == numbers  # the old calls stay, in their order
     assert sorted(got) == sorted(set(numbers) | {t.major * 10 + t.minor for t in targets})
+
+
+def test_numbers_below_20_are_majors_and_a_mix_is_refused():
+    majors = "def f():\n    return build(has_major(9) or has_major(10))\n"
+    [gate] = find(majors.encode(), UNIVERSE, call="has_major")
+    assert gate.admits.names() == ["sm_90", "sm_100", "sm_103", "sm_107"]
+    assert _widen(majors, "sm_120", "has_major(9) or has_major(10)", call="has_major") == majors.replace(
+        "has_major(10))", "has_major(10) or has_major(12))"
+    )
+    mixed = b"def f():\n    return build(has_arch(9) or has_arch(100))\n"
+    [gate] = find(mixed, UNIVERSE)
+    assert gate.admits.unknown == frozenset(UNIVERSE)
+    with pytest.raises(CannotWiden, match="line 2: .* mixes majors and capabilities"):
+        widen(mixed, gate, parse_archs("sm_120"), UNIVERSE)
