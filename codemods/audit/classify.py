@@ -288,6 +288,13 @@ def value_path(choice: str | None, decides: str, arch: Arch) -> Path:
     return Path(UNDECIDED, f"a value, not a guard: {decides}")
 
 
+def call_path(passed_to: str, arch: Arch) -> Path:
+    """What `arch` gets where `has_arch(100) or has_arch(103)` (python_arch_call) excludes it: False, for a build
+    that targets it, where the test is passed (`generate_sm100_operations(...)`: those kernels are not generated)."""
+    where = f"`{passed_to}(...)` is given False" if passed_to else "the test is False"
+    return Path(NOTHING, f"{where} in a build for {arch.name}")
+
+
 def early_return_path(value: str, arch: Arch) -> Path:
     """What `arch` gets where a negated predicate test returns a value early (`if not P(): return True`,
     gates/_polarity.early_value): that value, not nothing; the code after is the path written for P's archs."""

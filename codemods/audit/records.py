@@ -96,6 +96,8 @@ def _default_path(gate: Gate, arch: Arch) -> classify.Path:
         return classify.Path(classify.UNDECIDED, "the #if group around it was not read (--gates-only, or CUDA text in a string)")
     if gate.kind == "cpp_runtime_check":
         return classify.runtime_path(str(gate.detail.get("in", "")), arch)
+    if gate.kind == "python_arch_call":
+        return classify.call_path(str(gate.detail.get("passed_to", "")), arch)
     if "returns_early" in gate.detail:
         return classify.early_return_path(str(gate.detail["returns_early"]), arch)
     if gate.kind == "python_capability" and ("choice" in gate.detail or "value" in gate.detail):

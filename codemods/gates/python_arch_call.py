@@ -114,9 +114,13 @@ def _gate(text: PythonText, node: ast.AST, around: str, parent: ast.AST | None, 
     assert isinstance(node, (ast.BoolOp, ast.Call))
     start, end = text.span(node)
     operand = isinstance(parent, ast.UnaryOp) or (isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.And))
+    detail: dict = {"numbers": numbers, "operand": operand}
+    if isinstance(parent, ast.Call) and node in parent.args:  # `generate_sm100_operations(has_arch(100) or ...)`
+        func = parent.func
+        detail["passed_to"] = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
     return Gate(
         kind=KIND, start=start, end=end, line=node.lineno, text=text.data[start:end].decode("utf-8"),
-        admits=_admits(numbers, universe), context=around, detail={"numbers": numbers, "operand": operand},
+        admits=_admits(numbers, universe), context=around, detail=detail,
     )  # fmt: skip
 
 

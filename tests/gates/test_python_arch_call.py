@@ -119,3 +119,16 @@ def test_numbers_below_20_are_majors_and_a_mix_is_refused():
     assert gate.admits.unknown == frozenset(UNIVERSE)
     with pytest.raises(CannotWiden, match="line 2: .* mixes majors and capabilities"):
         widen(mixed, gate, parse_archs("sm_120"), UNIVERSE)
+
+
+def test_scan_lists_has_arch_calls_with_what_a_build_for_the_arch_gets(tmp_path):
+    from codemods.audit.scan import scan
+
+    (tmp_path / "generate_kernels.py").write_text(GENERATOR)
+    records = [g for g in scan(tmp_path, Arch.parse("sm_120"), jobs=1).gates if g["kind"] == KIND]
+    assert [(g["line"], g["text"], g["admits"], g["classification"]) for g in records] == [
+        (8, "has_arch(120) or has_arch(121)", ["sm_120", "sm_121"], "admits"),
+        (9, "has_arch(100) or has_arch(103)", ["sm_100", "sm_103"], "widenable"),
+        (10, "has_arch(90)", ["sm_90"], "widenable"),
+    ]
+    assert records[1]["reason"] == "`generate_sm100_operations(...)` is given False in a build for sm_120"
