@@ -9,7 +9,8 @@ build's list), and generates that family's kernels where it does:
     operations += generate_sm100_operations(has_arch(100) or has_arch(103))
 
 A gate of this kind is a call of the function (`call`, default KNOWN_CALLS)
-with one integer literal, or a maximal `or` of such calls; it admits the archs
+with one integer literal, or a run of such calls in an `or` (the whole `or`,
+or its consecutive operands that are such calls); it admits the archs
 its numbers name, whatever variant: capabilities (`has_arch(90)`), or, when
 every number is below 20, majors (`has_major(9)`: every arch of major 9), as
 python_arch_list reads a list; a mix of the two is unknown and refused. Where it stands does not matter: a call's
@@ -97,29 +98,47 @@ def find(
     stack: list[tuple[ast.AST, str, ast.AST | None]] = [(tree, "<module>", None)]
     while stack:
         node, around, parent = stack.pop()
-        chain = [_number(v, calls) for v in node.values] if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) else None
-        if chain is not None and all(n is not None for n in chain):
-            gates += [_gate(text, node, around, parent, [n for n in chain if n is not None], universe)] if function in (None, around) else []
+        wanted = function in (None, around)
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+            # each run of calls is one gate (`has_arch(100) or has_arch(103) or other`: what widen makes is found
+            # again whole); the other operands are read on their own
+            run: list[ast.expr] = []
+            for value in [*node.values, None]:
+                if value is not None and _number(value, calls) is not None:
+                    run.append(value)
+                    continue
+                if run and wanted:
+                    numbers = [_number(v, calls) or 0 for v in run]
+                    whole = len(run) == len(node.values)  # the `or` itself, where it stands; else a part of it
+                    gates.append(_gate(text, run, around, node if whole else None, parent if whole else node, numbers, universe))
+                run = []
+                if value is not None:
+                    stack.append((value, around, node))
             continue
         number = _number(node, calls)
-        if number is not None:
-            gates += [_gate(text, node, around, parent, [number], universe)] if function in (None, around) else []
+        if number is not None and isinstance(node, ast.Call):
+            gates += [_gate(text, [node], around, node, parent, [number], universe)] if wanted else []
             continue
         inner = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else around
         stack += [(child, inner, node) for child in ast.iter_child_nodes(node)]
     return sorted(gates, key=lambda gate: gate.start)
 
 
-def _gate(text: PythonText, node: ast.AST, around: str, parent: ast.AST | None, numbers: list[int], universe) -> Gate:
-    assert isinstance(node, (ast.BoolOp, ast.Call))
-    start, end = text.span(node)
+def _gate(
+    text: PythonText, nodes: list[ast.expr], around: str, own: ast.expr | None, parent: ast.AST | None,
+    numbers: list[int], universe: tuple[Arch, ...],
+) -> Gate:
+    """The gate of the calls `nodes` (one, or a run of an `or`'s operands); `own` the expression they make up when
+    it is a node of its own (a call, or the whole `or`), and `parent` what holds it."""
+    start, end = text.span(nodes[0])[0], text.span(nodes[-1])[1]
     operand = isinstance(parent, ast.UnaryOp) or (isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.And))
     detail: dict = {"numbers": numbers, "operand": operand}
-    if isinstance(parent, ast.Call) and node in parent.args:  # `generate_sm100_operations(has_arch(100) or ...)`
+    if own is not None and isinstance(parent, ast.Call) and any(arg is own for arg in parent.args):
+        # `generate_sm100_operations(has_arch(100) or ...)`: the test is the argument
         func = parent.func
         detail["passed_to"] = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
     return Gate(
-        kind=KIND, start=start, end=end, line=node.lineno, text=text.data[start:end].decode("utf-8"),
+        kind=KIND, start=start, end=end, line=nodes[0].lineno, text=text.data[start:end].decode("utf-8"),
         admits=_admits(numbers, universe), context=around, detail=detail,
     )  # fmt: skip
 

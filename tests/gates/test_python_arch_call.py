@@ -132,3 +132,13 @@ def test_scan_lists_has_arch_calls_with_what_a_build_for_the_arch_gets(tmp_path)
         (10, "has_arch(90)", ["sm_90"], "widenable"),
     ]
     assert records[1]["reason"] == "`generate_sm100_operations(...)` is given False in a build for sm_120"
+
+
+def test_a_run_of_calls_in_a_longer_or_is_one_gate():
+    """Found by mutating a recipe's case: in `has_arch(100) or other`, widening made `has_arch(100) or has_arch(103)
+    or other`, read again as two gates, and `has_arch(100)` alone gained `or has_arch(103)` once more."""
+    source = "def f(other):\n    return build(has_arch(100) or other or has_arch(90) or has_arch(89))\n"
+    gates = find(source.encode(), UNIVERSE)
+    assert [g.text for g in gates] == ["has_arch(100)", "has_arch(90) or has_arch(89)"]
+    out = _widen(source, "sm_103", "has_arch(100)")
+    assert out == source.replace("has_arch(100) or other", "has_arch(100) or has_arch(103) or other")
