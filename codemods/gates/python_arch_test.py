@@ -43,7 +43,9 @@ it: `... and not (` / the predicates one level deeper / `):`, and before each
 
 Selectors pick the `if`: `function` (the function around it), `assigns` (its
 body assigns that dotted target, or, for a conditional expression, `X = a if
-P else b`, the value is assigned to it) and `calls` (its body calls that function,
+P else b`, the value is assigned to it), `tests` (its test names that
+predicate or flag: `if has_sm100f:` beside `if has_sm100:`, both of which
+admit sm_100 alone) and `calls` (its body calls that function,
 or any of a list). With `calls`, the feature is the body's statements that
 call one of them, and, to a fixpoint, the statements that only serve those:
 
@@ -97,6 +99,8 @@ def check_selector(name: str, value) -> str:
         if value in NEGATIONS:
             return ""
         return "'negation' must be \"parentheses\" (`not (P or Q)`) or \"and_not\" (`not P and not Q`)"
+    if name == "tests":
+        return "" if isinstance(value, str) and value else "'tests' must be a predicate's name (`has_sm100f`)"
     if name == "calls":
         if isinstance(value, str) or (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
             return ""
@@ -107,7 +111,7 @@ def check_selector(name: str, value) -> str:
 def find(
     source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, meanings: Mapping[str, Meaning] | None = None, *,
     function: str | None = None, assigns: str | None = None, calls: str | list[str] | None = None,
-    negation: str | None = None,
+    negation: str | None = None, tests: str | None = None,
 ) -> list[Gate]:
     """Every predicate test (single, negated, negated chain, flag chain), in source order.
 
@@ -122,6 +126,8 @@ def find(
             continue
         context = parsed.enclosing_function(node)
         if function is not None and context != function:
+            continue
+        if tests is not None and tests not in [p.ident.value for p in predicates]:
             continue
         if assigns is not None and not (
             isinstance(statement, cst.If) and chains.assigned_in(statement.body, assigns)

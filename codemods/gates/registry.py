@@ -106,7 +106,10 @@ PYTHON_ARCH_OR = GateKind(
 
 PYTHON_ARCH_TEST = GateKind(
     name="python_arch_test",
-    selectors=_optional("function", "assigns", "calls", "negation", hints={"negation": 'negation = "parentheses"'}),
+    selectors=_optional(
+        "function", "assigns", "calls", "negation", "tests",
+        hints={"negation": 'negation = "parentheses"', "tests": 'tests = "has_sm100f"'},
+    ),
     find=lambda source, universe, where, selector: python_arch_test.find(source, universe, where.meanings, **selector),
     admits=lambda text, universe, where, detail: python_arch_test.admits(
         text, universe, python_arch_or.scoped(where.meanings, detail.get("class"))

@@ -440,7 +440,7 @@ def test_registered_and_selectors() -> None:
     from codemods.gates.registry import modules as gate_kinds, selector_keys
 
     assert gate_kinds()["python_arch_test"] is python_arch_test
-    assert selector_keys(python_arch_test) == {"function", "assigns", "calls", "negation"}
+    assert selector_keys(python_arch_test) == {"function", "assigns", "calls", "negation", "tests"}
 
 
 SETUP_SKIP = """\
@@ -977,3 +977,38 @@ def test_assigns_selects_a_conditional_expression_assigned_to_the_target() -> No
         ''')
     [again] = find(widened, DEFAULT_ARCHS, known, assigns="inkling_attn_backend")
     assert widen(widened, again, parse_archs("sm_90"), DEFAULT_ARCHS, known) == []
+
+
+def test_tests_selects_the_if_whose_test_names_the_predicate() -> None:
+    """FlashInfer 0.7.0's aot.py: `if has_sm100:` and `if has_sm100f:` both admit sm_100 alone and both append the
+    TGV GEMM module; `tests = "has_sm100f"` picks the second, and finds it again once widened."""
+    source = dedent('''\
+        def detect_sm_capabilities():
+            return {
+                "sm100": has_sm("compute_100", "12.8"),
+                "sm100f": has_sm("compute_100", "12.9"),
+                "sm103": has_sm("compute_103", "12.9"),
+            }
+
+
+        def gen_all_modules(sm_capabilities):
+            has_sm100 = sm_capabilities.get("sm100", False)
+            has_sm100f = sm_capabilities.get("sm100f", False)
+            has_sm103 = sm_capabilities.get("sm103", False)
+            jit_specs = []
+            if has_sm100:
+                jit_specs.append(gen_gemm_sm100_module())
+                jit_specs.append(gen_tgv_gemm_sm10x_module(use_sm_100f=False))
+            if has_sm100f:
+                jit_specs.append(gen_tgv_gemm_sm10x_module(use_sm_100f=True))
+            return jit_specs
+        ''').encode()
+    meanings = _meanings(source, {})
+    assert [g.line for g in find(source, DEFAULT_ARCHS, meanings, calls="gen_tgv_gemm_sm10x_module")] == [14, 17]
+    [gate] = find(source, DEFAULT_ARCHS, meanings, calls="gen_tgv_gemm_sm10x_module", tests="has_sm100f")
+    assert gate.line == 17
+    widened = apply_edits(source, widen(source, gate, parse_archs("sm_103"), DEFAULT_ARCHS, meanings))
+    assert b"    if has_sm100f or has_sm103:\n" in widened and b"    if has_sm100:\n" in widened
+    [again] = find(widened, DEFAULT_ARCHS, _meanings(widened, {}), tests="has_sm100f")
+    assert widen(widened, again, parse_archs("sm_103"), DEFAULT_ARCHS, _meanings(widened, {})) == []
+    assert python_arch_test.check_selector("tests", "") != ""

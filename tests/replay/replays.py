@@ -227,15 +227,7 @@ REPLAYS = [
     _fi("fi-masked-grouped-gemm-sm107", None, ("0.6.17", "0.6.18")),
     _fi("fi-router-gemm-sm90", None, ("0.6.18", "0.7.0")),
     _fi("fi-moe-utils-jit-sm90", None, ("0.6.18", "0.7.0")),
-    _fi(
-        "fi-aot-sm103", None, ("0.7.0", "0.7.1"),
-        fails="one of the six gates is not widened: in gen_all_modules, `if has_sm100f:` (line 754) is refused as"
-        " needing a human, its block also running the two SM100f TGV GEMM appends the recipe does not name; naming"
-        " gen_tgv_gemm_sm10x_module also picks the `if has_sm100:` block at line 734 (refused: wgmma), which upstream"
-        " narrowed instead. Where it is widened, codemod writes `if has_sm100f or has_sm103:` as upstream (the"
-        " defined `has_sm103` when no `has_sm103f` is). The other five come out line for line, gen_attention's"
-        " two with the `has_sm103: bool` parameter added and passed from gen_all_modules, as upstream's",
-    ),
+    _fi("fi-aot-sm103", None, ("0.7.0", "0.7.1")),
     _fi("fi-cake-warp-decode-sm100", None, ("0.7.0", "0.7.1")),
     _fi("fi-cute-dsl-mm-bf16-sm107", None, ("0.7.0", "0.7.1")),
     _fi("fi-cute-dsl-gemm-fp4-sm12x", None, ("0.7.0", "0.7.1")),
