@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import keyword
 import tokenize
+from collections.abc import Callable
 from typing import cast
 
 from codemods.gates import Edit
@@ -47,6 +48,24 @@ def wrapped(source: bytes, edits: list[Edit]) -> list[Edit]:
     expression that is all its brackets hold, before its `if`, `and`/`or`s
     and `else` (`_enclosed_cuts`).
     """
+
+    def cuts(line: str, eol: str, first: int, last: int) -> list[tuple[int, int, str]]:
+        if len(line) <= BLACK_LINE_LENGTH or len(line) <= (limit := line_length(source)):
+            return []
+        # the line is all a pair of brackets holds (`group = (` / the line / `)`): black splits it as their body
+        enclosed = source[:first].rstrip().endswith((b"(", b"[", b"{")) and source[last:].lstrip().startswith((b")", b"]", b"}"))
+        return _black_cuts(line, limit, eol, enclosed)
+
+    return split_line(source, edits, cuts)
+
+
+def split_line(
+    source: bytes, edits: list[Edit], cuts_of: Callable[[str, str, int, int], list[tuple[int, int, str]]]
+) -> list[Edit]:
+    """`edits`, with the cuts `cuts_of(line, eol, first, last)` makes in the one line they change (the line as
+    they leave it, its line ending, and where it starts and ends in `source`) placed back into them (`_placed`):
+    the one way a widened line is broken, black's here, clang-format's in `_cpp_wrap`. Edits spanning lines, or
+    cuts `_placed` cannot place, leave the line as it is."""
     if not edits:
         return edits
     start, end = min(e.start for e in edits), max(e.end for e in edits)
@@ -65,12 +84,9 @@ def wrapped(source: bytes, edits: list[Edit]) -> list[Edit]:
         chars += [(c, None, (index, k)) for k, c in enumerate(edit.text.decode("utf-8"))]
         at = edit.end
     chars += _located(source[at:last], at)
-    line = "".join(c for c, _, _ in chars)
-    if len(line) <= BLACK_LINE_LENGTH or len(line) <= (limit := line_length(source)):
+    cuts = cuts_of("".join(c for c, _, _ in chars), eol.decode(), first, last)
+    if not cuts:
         return edits
-    # the line is all a pair of brackets holds (`group = (` / the line / `)`): black splits it as their body
-    enclosed = source[:first].rstrip().endswith((b"(", b"[", b"{")) and source[last:].lstrip().startswith((b")", b"]", b"}"))
-    cuts = _black_cuts(line, limit, eol.decode(), enclosed)
     placed = _placed(chars, ordered, cuts)
     return edits if placed is None else placed
 

@@ -546,7 +546,7 @@ def test_widened_major_minor_check_admits_exactly_old_plus_targets(major, minors
 def test_a_line_with_no_break_that_fits_is_left(line: str) -> None:
     from codemods.gates._cpp_wrap import _breaks_of
 
-    assert _breaks_of(line.encode(), 100, b"\n") == []
+    assert _breaks_of(line, 100, "\n") == []
 
 
 @given(
@@ -560,19 +560,19 @@ def test_breaking_changes_only_blanks_and_each_piece_fits_where_it_can(operands,
     ends with `&&`/`||`; and every piece that had an operator to break at fits the limit."""
     from codemods.gates._cpp_wrap import _breaks_of
 
-    line = (" " * indent + "if (" + f" {operator} ".join(operands) + ") {").encode()
-    out, pos = b"", 0
-    for start, end, text in _breaks_of(line, 60, b"\n"):
+    line = " " * indent + "if (" + f" {operator} ".join(operands) + ") {"
+    out, pos = "", 0
+    for start, end, text in _breaks_of(line, 60, "\n"):
         out += line[pos:start] + text
         pos = end
     out += line[pos:]
-    pieces = out.split(b"\n")
-    assert b" ".join(p.strip() for p in pieces) == b" ".join(line.split(b" ")).strip().replace(b"  ", b" ")
+    pieces = out.split("\n")
+    assert " ".join(p.strip() for p in pieces) == " ".join(line.split(" ")).strip().replace("  ", " ")
     for piece in pieces[:-1]:
-        assert piece.rstrip().endswith(operator.encode()) and len(piece) <= 60
+        assert piece.rstrip().endswith(operator) and len(piece) <= 60
         # aligned one column after `if (`
     for piece in pieces[1:]:
-        assert piece.startswith(b" " * (indent + 4)) and not piece.startswith(b" " * (indent + 5))
+        assert piece.startswith(" " * (indent + 4)) and not piece.startswith(" " * (indent + 5))
 
 
 @pytest.mark.parametrize(
