@@ -32,6 +32,7 @@ other directive.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from functools import lru_cache
 
@@ -312,8 +313,23 @@ def _extend_chain(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], line
     if not wanted:
         return []
     source = lines.source
-    word = any(t.alternative and t.text == "||" for t in guard.tokens)
-    operator_text = b"or" if word else b"||"
+
+    def respell(index: int, value: int) -> bytes:  # term `index` with its number changed
+        number = numbers[index]
+        start, end = terms[index].start + lines.shift, terms[index].end + lines.shift
+        return source[start : number.start + lines.shift] + str(value).encode() + source[number.end + lines.shift : end]
+
+    return _inserted(guard, lines, terms, values, wanted, respell)
+
+
+def _inserted(
+    guard: Guard, lines: _Lines, terms: list, values: list[int], wanted: list[int], respell: Callable[[int, int], bytes],
+    indent: bytes | None = None,
+) -> list[Edit]:
+    """Each wanted value a new term of a chain (`terms`, whose values are `values`), joined by the chain's
+    operator (`||`, or `or` where the guard spells it so) after the greatest term below it (before the first when
+    none is), spelled by `respell(i, value)`: term i with its value changed; continued where too long (`_joined`)."""
+    operator_text = b"or" if any(t.alternative and t.text == "||" for t in guard.tokens) else b"||"
     inserts: dict[int, list[int]] = {}  # index of the term to insert after (-1: before the first) -> values
     for value in wanted:
         after = max((i for i, listed in enumerate(values) if listed < value), default=-1)
@@ -321,18 +337,9 @@ def _extend_chain(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], line
     edits = []
     for after, added in inserts.items():
         reference = terms[max(after, 0)]
-        number = numbers[max(after, 0)]
-        ref_start, ref_end = reference.start + lines.shift, reference.end + lines.shift
-        texts = [
-            source[ref_start : number.start + lines.shift] + str(value).encode() + source[number.end + lines.shift : ref_end]
-            for value in added
-        ]
-        if after >= 0:
-            at = reference.end
-            edits.append(Edit(at, at, _joined(lines, at, operator_text, texts, prefix=True)))
-        else:
-            at = reference.start
-            edits.append(Edit(at, at, _joined(lines, at, operator_text, texts, prefix=False)))
+        texts = [respell(max(after, 0), value) for value in added]
+        at = reference.end if after >= 0 else reference.start
+        edits.append(Edit(at, at, _joined(lines, at, operator_text, texts, prefix=after >= 0, indent=indent)))
     return edits
 
 
@@ -402,25 +409,17 @@ def _extend_features(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], l
     wanted = sorted({t.code for t in targets if t.variant == "a" and not before.admits(t)} - set(codes))
     if not wanted:
         return []
-    word = any(t.alternative and t.text == "||" for t in guard.tokens)
-    operator_text = b"or" if word else b"||"
     source = lines.source
     indent = lines.indent
     if group is not None:
         opening = group.start + lines.shift
         indent = b" " * (opening - (source.rfind(b"\n", 0, opening) + 1) + 1)
-    inserts: dict[int, list[int]] = {}
-    for code in wanted:
-        after = max((i for i, listed in enumerate(codes) if listed < code), default=-1)
-        inserts.setdefault(after, []).append(code)
-    edits = []
-    for after, added in inserts.items():
-        reference = terms[max(after, 0)]
-        text = source[reference.start + lines.shift : reference.end + lines.shift]
-        texts = [text.replace(f"SM{codes[max(after, 0)]}_ALL".encode(), f"SM{code}_ALL".encode()) for code in added]
-        at = reference.end if after >= 0 else reference.start
-        edits.append(Edit(at, at, _joined(lines, at, operator_text, texts, prefix=after >= 0, indent=indent)))
-    return edits
+
+    def respell(index: int, code: int) -> bytes:  # `defined(__CUDA_ARCH_FEAT_SM103_ALL)` for another code
+        text = source[terms[index].start + lines.shift : terms[index].end + lines.shift]
+        return text.replace(f"SM{codes[index]}_ALL".encode(), f"SM{code}_ALL".encode())
+
+    return _inserted(guard, lines, terms, codes, wanted, respell, indent)
 
 
 def _aligned(source: bytes, gate: Gate, edits: list[Edit]) -> list[Edit]:
