@@ -655,6 +655,12 @@ def admits_of_expression(
     return ArchSet(universe, frozenset(a for a in universe if a.major in found))
 
 
+def called(node: ast.Call) -> str:
+    """The name a call calls: `f` for `f(...)`, `attr` for `x.y.attr(...)`; "" for anything else (`f()()`)."""
+    func = node.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
 def dotted(node: ast.AST) -> str:
     """`a.b.c` for a name or a chain of attributes over one; "" for anything else (a call, a subscript)."""
     if isinstance(node, ast.Name):

@@ -31,7 +31,7 @@ import re
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate
-from codemods.gates._python import PythonText
+from codemods.gates._python import PythonText, called
 from codemods.gates._wrap import wrapped
 
 KIND = "python_arch_call"
@@ -53,10 +53,8 @@ def _number(node: ast.AST, calls: tuple[str, ...]) -> int | None:
     """N for `call(N)` (or `obj.call(N)`), one positive integer literal, no keywords; else None."""
     if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
         return None
-    func = node.func
-    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
     arg = node.args[0]
-    if name in calls and isinstance(arg, ast.Constant) and type(arg.value) is int and arg.value > 0:
+    if called(node) in calls and isinstance(arg, ast.Constant) and type(arg.value) is int and arg.value > 0:
         return arg.value
     return None
 
@@ -135,8 +133,7 @@ def _gate(
     detail: dict = {"numbers": numbers, "operand": operand}
     if own is not None and isinstance(parent, ast.Call) and any(arg is own for arg in parent.args):
         # `generate_sm100_operations(has_arch(100) or ...)`: the test is the argument
-        func = parent.func
-        detail["passed_to"] = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        detail["passed_to"] = called(parent)
     return Gate(
         kind=KIND, start=start, end=end, line=nodes[0].lineno, text=text.data[start:end].decode("utf-8"),
         admits=_admits(numbers, universe), context=around, detail=detail,
@@ -150,7 +147,7 @@ def _read(text: str) -> tuple[list[ast.expr], list[int]] | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     values = node.values if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) else [node]
-    names = {v.func.id if isinstance(v.func, ast.Name) else getattr(v.func, "attr", "") for v in values if isinstance(v, ast.Call)}
+    names = {called(v) for v in values if isinstance(v, ast.Call)}
     numbers = [_number(v, tuple(names)) for v in values]
     if len(names) != 1 or any(n is None for n in numbers):
         return None

@@ -34,7 +34,8 @@ A selected argument that is a name (`@supported_compute_capability(_CCS)`,
 `supported_major_versions=_MAJORS`, or a copy of one, `list(_MAJORS)`)
 stands for the list literal the file assigns it once at module level
 (`_CCS = [100, 103]`): that literal is the gate, and widening it widens every
-use of the name. `supported_major_versions=None` restricts nothing: no gate. A name bound more than once, elsewhere than at module
+use of the name; `supported_major_versions=None` restricts nothing and is no
+gate. A name bound more than once, elsewhere than at module
 level, to a computed value, or changed in place is refused with the reason
 (`_arch_lists.Names`). `scan` also knows the capability-list calls in
 `KNOWN_CALLS`, and pairs assigned to a name that says capability
@@ -95,7 +96,7 @@ from codemods.gates._arch_lists import (
     read_entries,
 )
 from codemods.gates._python import (
-    MAX_DEPTH, dotted, eol as line_eol, line_end, line_start, nested_too_deeply, parse, skip_trivia, too_deep,
+    MAX_DEPTH, called, dotted, eol as line_eol, line_end, line_start, nested_too_deeply, parse, skip_trivia, too_deep,
 )  # fmt: skip
 from codemods.gates._wrap import wrapped
 
@@ -323,7 +324,7 @@ def _find(
         selected = (function is None or where[0] == function) and (assigns is None or assigns in assigned)
         if selected and isinstance(node, ast.Call):
             func = node.func
-            callee = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            callee = called(node)
             index: int | None = 0
             # else no positional argument can be a gate (`consider` would take none)
             by_position = any(shape.call == callee or shape.call is None and shape.position is not None for shape in shapes)

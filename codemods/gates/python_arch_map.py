@@ -83,7 +83,8 @@ def _arch_keys(literal: ast.Dict) -> list[str] | None:
     """The keys of a dict literal whose every key is a string naming an arch, or a tuple of one length with such
     a string at one place (`("103a", torch.int)`: FlashInfer's deep_gemm.py `get_default_recipe`), the arch
     strings; None for any other dict."""
-    elements = [_arch_element(k, _arch_position(literal)) for k in literal.keys]
+    position = _arch_position(literal)
+    elements = [_arch_element(k, position) for k in literal.keys]
     if not elements or any(e is None for e in elements):
         return None
     return [e[1] for e in elements if e is not None]

@@ -47,6 +47,7 @@ from codemods.cpp.structure import Branch, Structure, file_structure
 from codemods.jit import specs as jit_specs
 from codemods.core.arch import Arch
 from codemods.gates import SourceError, _polarity
+from codemods.gates._python import called
 
 SELECTING_KINDS = ("python_arch_or", "python_arch_list", "python_capability", "python_arch_test")
 # The functions a gate's body calls that build or fetch a JIT module (FlashInfer's naming).
@@ -400,8 +401,7 @@ def _calls(body: list) -> list[str]:
     for stmt in body:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Call):
-                func = node.func
-                name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+                name = called(node)
                 if _MODULE_CALL_RE.match(name):
                     names.append(name)
     return list(dict.fromkeys(names))
