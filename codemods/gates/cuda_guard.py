@@ -429,7 +429,7 @@ def _aligned(source: bytes, gate: Gate, edits: list[Edit]) -> list[Edit]:
     past the longest line now. A directive whose `\\`s follow another rule keeps them as the edits wrote them."""
     start = source.rfind(b"\n", 0, gate.start) + 1
     old = source[start : gate.end]
-    new = apply_edits(source, edits)[start : gate.end + sum(len(e.text) - (e.end - e.start) for e in edits)]
+    new = apply_edits(old, [Edit(e.start - start, e.end - start, e.text) for e in edits])  # the edits are in the gate
     if new.count(b"\n") <= old.count(b"\n") or not _left_aligned(old):
         return edits  # no line was added, or the directive does not align its `\\`s
     lines = new.split(b"\n")
