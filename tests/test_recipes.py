@@ -7,6 +7,7 @@ import textwrap
 
 import pytest
 
+from codemods.core.arch import Arch
 from conftest import EXAMPLES, git
 
 SM110 = EXAMPLES / "recipes" / "sm110-enable.toml"
@@ -146,6 +147,11 @@ def test_several_archs_widen_each_gate_once(cli, tmp_path):
         pytest.param('["sm_90", "volta"]', "'volta' is not an arch name", id="bad-member"),
         pytest.param('["sm_90", "sm_90"]', "sm_90 is named twice", id="duplicate"),
         pytest.param("[90]", "must be an arch name or a non-empty list", id="not-strings"),
+        # a typo must not name another arch (round 11 bug 9a: `sm_12` was read as 1.2, `[9, 10]` became `[1, 9, 10]`)
+        pytest.param('"sm_12"', "'sm_12' is not an arch nvcc knows", id="major-alone-is-no-arch"),
+        pytest.param('"1.2"', "'1.2' is not an arch nvcc knows", id="capability-nvcc-lacks"),
+        pytest.param('"sm_99"', "'sm_99' is not an arch nvcc knows", id="no-such-gpu"),
+        pytest.param('"sm_1200"', "spells __CUDA_ARCH__'s number; the target is sm_120", id="cuda-arch-number-after-sm"),
     ],
 )
 def test_arch_list_validation(cli, tmp_path, arch, message):
@@ -154,6 +160,20 @@ def test_arch_list_validation(cli, tmp_path, arch, message):
     result = cli("list", "--recipes", tmp_path)
     assert result.exit_code == 8, result.output
     assert f"{path}:3: " in result.stderr and message in result.stderr
+
+
+def test_admits_names_a_known_arch(cli, tmp_path):
+    path = tmp_path / "my-recipe.toml"
+    path.write_text(GOOD.replace('function = "gen_trtllm_comm_module"', 'function = "gen_trtllm_comm_module"\nadmits = ["sm_1000"]'))
+    result = cli("list", "--recipes", tmp_path)
+    assert result.exit_code == 8, result.output
+    assert "'sm_1000' spells __CUDA_ARCH__'s number; the target is sm_100" in result.stderr and "Traceback" not in result.output
+
+
+def test_known_arch_spellings_still_parse():
+    assert [Arch.parse_target(t).name for t in ("sm_120", "sm120", "120", "12.0", "1200", "compute_120f", "sm_107a", "sm_70")] == [
+        "sm_120", "sm_120", "sm_120", "sm_120", "sm_120", "sm_120f", "sm_107a", "sm_70"
+    ]
 
 
 def test_several_archs_plan_json_and_matrix(cli, example_repo, tmp_path):

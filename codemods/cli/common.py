@@ -129,7 +129,7 @@ def universe(archs: str | None):
 
 def arch(value: str, option: str = "--arch") -> Arch:
     try:
-        return Arch.parse(value)
+        return Arch.parse_target(value)
     except ArchParseError as exc:
         raise typer.BadParameter(str(exc), param_hint=option) from None
 

@@ -35,6 +35,12 @@ class ArchParseError(ValueError):
     """A string that does not name a GPU arch."""
 
 
+# The arch numbers a target may have: what nvcc 13.0 lists (75 ... 121, ARCH_FACTS), 70 and 72 (CUDA 12.x),
+# 101 (Thor's number in CUDA 12.8-12.9, sm_110 since 13.0), and two FlashInfer names: 107 (an sm_100f kind, "107a",
+# 290c09186) and 122 (beebc6074 sends backend "122" to the SM100 CUTLASS MoE module). A new GPU is one more number.
+KNOWN_CODES = (70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 107, 110, 120, 121, 122)
+
+
 @dataclass(frozen=True, order=True)
 class Arch:
     major: int
@@ -64,6 +70,22 @@ class Arch:
         if variant == "f" and major == 9:
             raise ArchParseError(f"{text!r}: there is no sm_90f (nvcc rejects compute_90f); use sm_90a")
         return cls(major, minor, variant)
+
+    @classmethod
+    def parse_target(cls, text: str) -> Arch:
+        """`parse` for an arch a user names (a recipe's `arch` and `admits`, `--arch`, `--archs`): its number is
+        one of KNOWN_CODES, and after `sm_`/`compute_` it is the target's own (`sm_120`, not `sm_1200`), so a typo
+        (`sm_12`, `sm_99`, `sm_1200`) is an error rather than another arch."""
+        arch = cls.parse(text)
+        m = _ARCH_RE.match(text)
+        assert m is not None  # parse matched it
+        prefixed = re.match(r"\s*(?:sm|compute)", text, re.IGNORECASE) is not None
+        if prefixed and m.group("code") is not None and len(m.group("code")) == 4:
+            raise ArchParseError(f"{text!r} spells __CUDA_ARCH__'s number; the target is {arch.name}")
+        if arch.code not in KNOWN_CODES:
+            known = ", ".join(f"sm_{code}" for code in KNOWN_CODES)
+            raise ArchParseError(f"{text!r} is not an arch nvcc knows ({known})")
+        return arch
 
     @property
     def cuda_arch(self) -> int:
@@ -115,7 +137,7 @@ def is_arch_macro(name: str) -> bool:
 
 def parse_archs(text: str) -> tuple[Arch, ...]:
     """Parse a comma-separated list such as `sm_90,sm_100,120`."""
-    archs = [Arch.parse(part) for part in text.split(",") if part.strip()]
+    archs = [Arch.parse_target(part) for part in text.split(",") if part.strip()]
     if not archs:
         raise ArchParseError("empty arch list")
     return tuple(dict.fromkeys(archs))

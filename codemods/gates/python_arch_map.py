@@ -42,17 +42,16 @@ import ast
 import re
 from dataclasses import dataclass
 
-from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
+from codemods.core.arch import DEFAULT_ARCHS, KNOWN_CODES, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, _polarity
 from codemods.gates._capability_values import spell
 from codemods.gates._python import PythonText, dotted, line_length
 
 KIND = "python_arch_map"
 
-# The archs a key without `sm` may name (`"12.0"`, `"100a"`, `"90"`): a bare number or an "M.N" string is an arch
-# only when it is one of these, so a version string (`"12.8"`, `"2.1"`) or a count (`"64"`) is no key. 107: FlashInfer
-# 0.6.16's deep_gemm.py keys `"107a"` beside `"100a"` and `"103a"` (290c09186).
-KNOWN_CODES = (70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 107, 110, 120, 121)
+# The archs a key without `sm` may name (`"12.0"`, `"100a"`, `"90"`) are core.arch's KNOWN_CODES: a bare number or an
+# "M.N" string is an arch only when it is one of these, so a version string (`"12.8"`, `"2.1"`) or a count (`"64"`) is
+# no key. 107: FlashInfer 0.6.16's deep_gemm.py keys `"107a"` beside `"100a"` and `"103a"` (290c09186).
 # A file that may hold an arch-keyed dict: nothing else is worth parsing for this kind.
 PREFILTER = re.compile(
     rb"[\"']sm_?\d{2,3}[af]?[\"']\s*:|[\"'](?:%s|%s)[af]?[\"']:"

@@ -114,7 +114,7 @@ def _load_archs(path: Path, text: str, raw) -> tuple[Arch, ...]:
     archs = []
     for name in names:
         try:
-            arch = Arch.parse(name)
+            arch = Arch.parse_target(name)
         except ArchParseError as exc:
             raise _invalid(path, text, "arch", str(exc), "write each arch like sm_120") from None
         if arch in archs:
@@ -197,7 +197,7 @@ def _load_change(path: Path, text: str, n: int, raw: dict, seen: set[str]) -> Ch
         raise _invalid(path, text, "admits", f"change {raw['id']!r}: {kind} is an edit kind; it admits no arch", "drop `admits`")
     if "admits" in raw:
         try:
-            admits = tuple(Arch.parse(a) for a in raw["admits"])
+            admits = tuple(Arch.parse_target(a) for a in raw["admits"])
         except (ArchParseError, TypeError) as exc:
             raise _invalid(path, text, "admits", f"change {raw['id']!r}: {exc}", 'admits = ["sm_90", "sm_100"]') from None
     selector = {k: raw[k] for k in gate_kind.selector_names if k in raw}
