@@ -1,0 +1,5 @@
+"""`python -m codemods`: the `codemod` command, for a venv whose scripts folder is not on PATH."""
+
+from codemods.cli.app import main
+
+main()
