@@ -53,3 +53,17 @@ def test_large_file_diff_from_edits(tmp_path):
     (tmp_path / "p.diff").write_text(diff)
     subprocess.run(["git", "apply", "p.diff"], cwd=tmp_path, check=True)
     assert (tmp_path / "big.h").read_bytes() == after
+
+
+def test_lines_an_edit_spans_but_leaves_alone_are_context():
+    """A directive continued over three lines gains one term on its last line (round 11 bug 12: the diff removed and
+    re-added all three, where `git diff` shows one changed line)."""
+    before = b"#if defined(A) || \\\n    defined(B) || \\\n    defined(C)\nx\n#endif\n"
+    start = before.index(b"defined(A)")
+    end = before.index(b"defined(C)") + len(b"defined(C)")
+    after_text = before[start:end] + b" || defined(D)"
+    edits = [Edit(start, end, after_text)]
+    diff = unified_diff("g.h", before, apply_edits(before, edits), edits)
+    assert [line for line in diff.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))] == [
+        "-    defined(C)", "+    defined(C) || defined(D)"
+    ]

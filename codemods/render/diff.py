@@ -25,8 +25,9 @@ def unified_diff(rel: str, before: bytes, after: bytes, edits: list[Edit] | None
     old, new = _split(before), _split(after)
     groups = _groups_from_edits(before, after, edits, len(old), len(new)) if edits else None
     if groups is None:
-        matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-        groups = [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+        groups = _aligned(old, new, (0, len(old), 0, len(new)), limit=None)
+    else:  # an edit's lines hold unchanged ones too (a directive continued over three lines gains one term)
+        groups = [part for group in groups for part in _aligned(old, new, group)]
     out = [f"diff --git a/{rel} b/{rel}\n--- a/{rel}\n+++ b/{rel}\n".encode()]
     for hunk in _hunks(groups, len(old), context):
         out.append(_render(hunk, old, new))
@@ -73,6 +74,25 @@ def _groups_from_edits(before: bytes, after: bytes, edits: list[Edit], n_old: in
     if n_old - prev_b != n_new - prev_a:
         return None
     return [(b0, b1, a0, a1) for b0, b1, a0, a1 in groups]
+
+
+_ALIGN_MAX = 400  # lines per side above which a region is shown whole rather than aligned by difflib
+
+
+def _aligned(old: list[bytes], new: list[bytes], group: Group, limit: int | None = _ALIGN_MAX) -> list[Group]:
+    """The changed parts of old lines [b0, b1) replaced by new lines [a0, a1): lines both sides hold are left out
+    (aligned by difflib unless a side is longer than `limit` lines)."""
+    b0, b1, a0, a1 = group
+    while b0 < b1 and a0 < a1 and old[b0] == new[a0]:
+        b0, a0 = b0 + 1, a0 + 1
+    while b1 > b0 and a1 > a0 and old[b1 - 1] == new[a1 - 1]:
+        b1, a1 = b1 - 1, a1 - 1
+    if b0 == b1 and a0 == a1:
+        return []
+    if b0 == b1 or a0 == a1 or (limit is not None and max(b1 - b0, a1 - a0) > limit):
+        return [(b0, b1, a0, a1)]
+    matcher = difflib.SequenceMatcher(None, old[b0:b1], new[a0:a1], autojunk=False)
+    return [(b0 + i1, b0 + i2, a0 + j1, a0 + j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
 
 
 def _split(data: bytes) -> list[bytes]:
