@@ -36,6 +36,9 @@ function = "gen_trtllm_comm_module"
         pytest.param(('file = "{python}', 'file = "../../etc/{python}'), 8, "leaves the repository", id="path-traversal"),
         pytest.param(('file = "{python}/jit/comm.py"', 'file = "/etc/passwd"'), 8, "leaves the repository", id="absolute-path"),
         pytest.param(('function = "gen_trtllm_comm_module"', "function = 3"), 10, "'function' must be a string", id="wrong-type"),
+        pytest.param(('file = "{python}/jit/comm.py"', 'file = "{include}/flashinfer/comm.cuh"'), 8,
+                     "python_arch_list reads Python source, and '{include}/flashinfer/comm.cuh' is not a .py file",
+                     id="python-kind-on-a-header"),
     ],
 )
 def test_invalid_recipe_is_rejected_with_line(cli, tmp_path, edit, line, message):

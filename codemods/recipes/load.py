@@ -237,6 +237,11 @@ def _load_change(path: Path, text: str, n: int, raw: dict, seen: set[str]) -> Ch
     if default not in ("on", "off"):
         raise _invalid(path, text, "default", f"change {raw['id']!r}: default must be \"on\" or \"off\"", 'default = "off"')
     for location in at or [Location(raw["file"], selector)]:
+        if kind.startswith("python_") and not location.file.endswith(".py"):  # else "not valid Python" at run time
+            raise _invalid(
+                path, text, "file", f"change {raw['id']!r}: {kind} reads Python source, and {location.file!r} is not a .py file",
+                "C, C++ and CUDA files take kind = \"cuda_guard\" or \"cpp_runtime_check\"",
+            )
         missing = sorted(set(gate_kind.required_selectors) - set(location.selector))
         if missing:
             raise _invalid(path, text, "kind", f"change {raw['id']!r}: kind {kind} needs {', '.join(missing)}", f'add `{missing[0]} = ...`', n)
