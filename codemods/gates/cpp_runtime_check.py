@@ -45,8 +45,9 @@ removed or narrowed is refused.
 - a comparison macro becomes its condition macro with a chain
   (`TVM_FFI_ICHECK_EQ(major, 10)` -> `TVM_FFI_ICHECK(major == 10 || major == 12)`).
 
-A line the rewrite makes longer than the file's column limit is broken after
-a `&&` or `||` as clang-format breaks it (`_cpp_wrap.fit`).
+A line the rewrite makes longer than the file's column limit is broken as
+clang-format breaks it, before a check's streamed `<< "msg"` and after a `&&`
+or `||` (`_cpp_wrap.fit`).
 
 Each result must admit exactly the old archs plus the targets; it is parsed
 and evaluated again to make sure, else the gate is refused.
