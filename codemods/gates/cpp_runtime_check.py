@@ -43,7 +43,10 @@ removed or narrowed is refused.
 - otherwise the conjuncts a target fails are dropped (`sm >= 90 && sm < 120`
   -> `sm >= 90`);
 - a comparison macro becomes its condition macro with a chain
-  (`TVM_FFI_ICHECK_EQ(major, 10)` -> `TVM_FFI_ICHECK(major == 10 || major == 12)`).
+  (`TVM_FFI_ICHECK_EQ(major, 10)` -> `TVM_FFI_ICHECK(major == 10 || major == 12)`);
+- a check of a major and its minors gets a new major as a disjunct of its
+  own, not by a cross product (`major == 10 && (minor == 0 || minor == 3)` ->
+  `(major == 10 && (minor == 0 || minor == 3)) || (major == 11 && minor == 0)`).
 
 A line the rewrite makes longer than the file's column limit is broken as
 clang-format breaks it, before a check's streamed `<< "msg"` and after a `&&`
@@ -537,7 +540,9 @@ def widen(
     expected = before.admitted | frozenset(targets)
     missing = [t for t in targets if not before.admits(t)]
     inside = _context_of(source, gate)
-    candidates: tuple[Callable[..., str | None], ...] = (_extend_chain, _widen_conjunct, _drop_conjuncts, _macro_chain)
+    candidates: tuple[Callable[..., str | None], ...] = (
+        _extend_chain, _widen_conjunct, _drop_conjuncts, _macro_chain, _add_disjunct
+    )
     drop: Callable[..., str | None] = _drop_conjuncts
     if negated:  # the same rewrites, De Morgan's dual: `!=` chains joined by `&&` inside an `||`
         candidates, drop = (_extend_negated_chain, _widen_disjunct, _drop_disjuncts), _drop_disjuncts
@@ -683,12 +688,41 @@ def _widen_operand(text: str, node, names, missing: list[Arch], joiner: str, cha
     if found is None:
         return None
     terms, atoms, spelling, values = found
+    if joiner == "&&" and atoms[0].meaning == "major" and "minor" in _variables(node, names).values():
+        return None  # `(major == 10 || major == 11) && (minor == 0 || minor == 3)`: 11.3 too (round 11 bug 6)
     bare = syntax.unparenthesized(term) is term and len(terms) == 1
     return _insert(text, terms, atoms, values, spelling, wrap=bare)
 
 
 def _widen_conjunct(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
     return _widen_operand(text, node, names, missing, "&&", "||", "==")
+
+
+def _add_disjunct(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
+    """A check of a major and its minors gains a disjunct per new major, in the check's spelling:
+    `major == 10 && (minor == 0 || minor == 3)` -> `(major == 10 && (minor == 0 || minor == 3)) || (major == 11
+    && minor == 0)`, not a cross product of majors and minors."""
+    top = _logical(syntax.unparenthesized(node))
+    variables = _variables(node, names)
+    by_meaning = {m: v for v, m in variables.items()}
+    if node.type == "call_expression" or top is None or len(variables) != 2 or set(by_meaning) != {"major", "minor"}:
+        return None
+    if any(_evaluate(node, Arch(t.major, m), names) is not False for t in missing for m in range(10)):
+        return None  # a major the check already tests gains its minor in the check's own chain, or nothing
+    words = re.search(r"\b(?:and|or)\b", text) is not None
+    both, either = ("and", "or") if words else ("&&", "||")
+    minors: dict[int, list[int]] = {}
+    for target in missing:
+        minors.setdefault(target.major, []).append(target.minor)
+    major, minor = by_meaning["major"], by_meaning["minor"]
+    added = []
+    for value, listed in sorted(minors.items()):
+        tests = [f"{minor} == {m}" for m in sorted(set(listed))]
+        test = tests[0] if len(tests) == 1 else "(" + f" {either} ".join(tests) + ")"
+        added.append(f"({major} == {value} {both} {test})")
+    old = text if top == "||" or syntax.unparenthesized(node) is not node else f"({text})"
+    out = f" {either} ".join([old, *added])
+    return f"({out})" if inside == "&&" else out
 
 
 def _extend_negated_chain(text: str, node, names, missing: list[Arch], inside: str) -> str | None:

@@ -82,6 +82,31 @@ def widen_all(source: bytes, targets, **selector) -> bytes:
         ),
         pytest.param(
             """\
+            void router(int major, int minor) {
+              TVM_FFI_ICHECK(major == 10 && (minor == 0 || minor == 3)) << "needs 10.0 or 10.3";
+            }
+            """,
+            """\
+            void router(int major, int minor) {
+              TVM_FFI_ICHECK((major == 10 && (minor == 0 || minor == 3)) || (major == 11 && minor == 0))
+                  << "needs 10.0 or 10.3";
+            }
+            """,
+            "sm_110",
+            {"function": "router"},
+            # round 11 bug 6: `(major == 10 || major == 11) && (minor == 0 || minor == 3)` admitted 11.3 too; laid
+            # out as clang-format 23 (Google, 100 columns) lays it out
+            id="a-new-major-beside-a-minor-test-is-a-disjunct-not-a-cross-product",
+        ),
+        pytest.param(
+            "void f() {\n  TORCH_CHECK(major == 10 && minor == 3);\n}\n",
+            "void f() {\n  TORCH_CHECK((major == 10 && minor == 3) || (major == 11 && minor == 0));\n}\n",
+            "sm_110",
+            {},
+            id="a-cross-product-would-not-admit-the-target-at-all",
+        ),
+        pytest.param(
+            """\
             void humming(int sm) {
               if (useHumming()) {
                 TVM_FFI_ICHECK_EQ(sm, 90) << "Humming-style MXFP4 x FP8 is only supported on SM90 GPUs.";
