@@ -326,13 +326,20 @@ def _conditions(body: tree_sitter.Node, macro: str | None, language: str) -> lis
                 found.append((condition, "?:"))
         elif node.type == "call_expression":
             name = _macro(node)
-            if name is not None and (macro is None or name == macro):
+            if name is not None and (macro is None or name in (macro, _condition_macro_of(macro))):
                 args = _arguments(node)
                 if _COMPARISON_MACRO.match(name) and len(args) == 2:
                     found.append((node, name))
                 elif _CONDITION_MACRO.match(name) and args:
                     found.append((args[0], name))
     return found
+
+
+def _condition_macro_of(macro: str) -> str | None:
+    """The condition macro an equality macro is widened into (`_macro_chain`): `TVM_FFI_ICHECK_EQ` ->
+    `TVM_FFI_ICHECK`."""
+    match = _COMPARISON_MACRO.match(macro)
+    return match.group("base") if match and match.group("op") == "EQ" else None
 
 
 def find(
@@ -350,7 +357,9 @@ def find(
     With `variable`, only checks comparing that variable (as written,
     whitespace aside), whatever it means; without, only checks whose
     variables have a known meaning. With `macro`, only the checks of that
-    macro (`TVM_FFI_ICHECK`, `TVM_FFI_ICHECK_EQ`).
+    macro (`TVM_FFI_ICHECK`, `TVM_FFI_ICHECK_EQ`); with a comparison macro, also
+    the condition macro it is widened into (`TVM_FFI_ICHECK(major == 10 ||
+    major == 12)`), so that a second run finds it unchanged.
     """
     names = dict(names or {})
     decode(source)
@@ -364,6 +373,8 @@ def find(
     gates = []
     for body in bodies:
         for condition, holder in _conditions(body, macro, language):
+            if macro is not None and holder != macro and not _widened_comparison(condition, names):
+                continue  # `macro = "X_EQ"` finds the `X(v == a || v == b)` it was widened into, no other `X`
             if condition.type == "call_expression":
                 atom = _macro_atom(condition, names)
                 parts = [condition] if atom is not None and selected(atom) else []
@@ -394,6 +405,12 @@ def find(
                                    exit))
     gates.sort(key=lambda gate: gate.start)
     return gates
+
+
+def _widened_comparison(condition: tree_sitter.Node, names) -> bool:
+    """Whether a condition macro's argument is what `_macro_chain` writes: `v == a || v == b`, one variable."""
+    chain = _chain_terms(condition, names)
+    return chain is not None and len(chain[0]) > 1
 
 
 def _variables(node: tree_sitter.Node, names) -> dict[str, str | None]:

@@ -773,3 +773,14 @@ def test_a_refusal_leaves_the_gate_text_to_its_caller() -> None:
     with pytest.raises(CannotWiden) as caught:
         widen(data, gate, parse_archs("sm_110"))
     assert str(caught.value) == "line 2: no rewrite admits exactly its archs plus sm_110; widen it by hand"
+
+
+def test_a_comparison_macro_finds_the_check_it_was_widened_into() -> None:
+    """Round 11 bug 5: `macro = "TVM_FFI_ICHECK_EQ"` found nothing after its own rewrite (exit 3 on a second run);
+    it finds the `TVM_FFI_ICHECK(sm == 90 || sm == 100)` it wrote, and no other `TVM_FFI_ICHECK`."""
+    source = b"void f(int sm) {\n  TVM_FFI_ICHECK(sm >= 80);\n  TVM_FFI_ICHECK(sm == 75);\n  TVM_FFI_ICHECK_EQ(sm, 90);\n}\n"
+    widened = widen_all(source, parse_archs("sm_100"), macro="TVM_FFI_ICHECK_EQ")
+    assert widened == source.replace(b"TVM_FFI_ICHECK_EQ(sm, 90)", b"TVM_FFI_ICHECK(sm == 90 || sm == 100)")
+    [gate] = find(widened, DEFAULT_ARCHS, "cpp", macro="TVM_FFI_ICHECK_EQ")
+    assert gate.text == "sm == 90 || sm == 100" and gate.admits.names() == ["sm_90", "sm_100"]
+    assert find(widened, DEFAULT_ARCHS, "cpp", macro="TVM_FFI_ICHECK_NE") == []
