@@ -11,14 +11,16 @@ condition is false:
       return false;                                            // the code after needs 100 <= sm_version < 110
     }
 
-A body ends the path when its last statement throws, returns nothing or a
-false or error value (`false`, `0`, `nullptr`, `std::nullopt`, a name or call saying
-error, failure, invalid or unsupported), breaks or continues a loop, calls
-`abort`/`exit`, or is a check-failure macro (`TVM_FFI_THROW(...)`,
-`..._ERROR(...)`, `LOG(FATAL)`, `TORCH_CHECK(false, ...)`). A body that
-returns another value (`if (sm_version == 120) return (int)tile_config_sm120;`,
-or an empty `return {};`, as python_arch_test reads `return []`) is the
-guarded path itself.
+A body ends the path when its last statement throws, returns a false or
+error value (`false`, `0`, `nullptr`, `std::nullopt`, a name or call saying
+error, failure, invalid or unsupported), calls `abort`/`exit`, or is a
+check-failure macro (`TVM_FFI_THROW(...)`, `..._ERROR(...)`, `LOG(FATAL)`,
+`TORCH_CHECK(false, ...)`); or when it is nothing but `return;`, `continue;`
+or `break;` (after other statements those end the guarded path's own work:
+`if (sm_version >= 90) { ...dispatch...; return; }` in FlashInfer's
+moe_gemm_template_dispatch.h). A body that returns another value (`if
+(sm_version == 120) return (int)tile_config_sm120;`, or an empty `return
+{};`, as python_arch_test reads `return []`) is the guarded path itself.
 
 Pure: tree-sitter nodes in, words out.
 """
@@ -82,18 +84,20 @@ def exit_of(statement: tree_sitter.Node | None) -> str | None:
     if statement is None or statement.type != "if_statement":
         return None
     consequence = statement.child_by_field_name("consequence")
-    last = consequence
+    statements = [consequence] if consequence is not None else []
     if consequence is not None and consequence.type == "compound_statement":
         statements = [child for child in consequence.named_children if child.type != "comment"]
-        last = statements[-1] if statements else None
-    if last is None:
+    if not statements:
         return None
-    if last.type in ("throw_statement", "break_statement", "continue_statement"):
+    last, alone = statements[-1], len(statements) == 1
+    if last.type == "throw_statement":
+        return "throw"
+    if last.type in ("break_statement", "continue_statement") and alone:
         return last.type.removesuffix("_statement")
     if last.type == "return_statement":
         values = [child for child in last.named_children if child.type != "comment"]
         if not values:
-            return "return"
+            return "return" if alone else None
         if not _error_value(values[0]):
             return None
         value = _text(values[0])

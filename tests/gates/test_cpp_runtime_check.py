@@ -700,6 +700,10 @@ def test_a_run_split_by_a_directive_is_read_operand_by_operand() -> None:
         pytest.param("return (int)tile_config_sm120;", False, id="return-a-value-is-the-path"),
         pytest.param("return {};", False, id="return-an-empty-result-is-the-path-9c609f050"),
         pytest.param("{\n    a();\n  }", False, id="a-call"),
+        # FlashInfer's moe_gemm_template_dispatch.h: `if (sm_version >= 90) { ...dispatch...; return; }` is the path
+        pytest.param("{\n    dispatch();\n    return;\n  }", False, id="a-bare-return-after-work-is-the-path"),
+        pytest.param("{\n    skipped++;\n    continue;\n  }", False, id="a-continue-after-work-is-the-path"),
+        pytest.param("continue;", True, id="continue-alone"),
     ],
 )
 def test_an_if_that_exits_admits_where_its_condition_is_false(body: str, exits: bool) -> None:
