@@ -7,7 +7,9 @@ way (9c609f050):
     if ((sm == 120 || sm == 121) &&
         !kernels::cutlass_kernels::isValidSM120MOESpecialisation<T, WeightType>()) {
 
-`fit` breaks a too-long line after a `&&` or `||`: the one least deeply
+`fit` breaks a too-long check macro streaming a message before its first `<<`
+(`TVM_FFI_ICHECK(sm == 90 || sm == 100)` / `    << "msg";`), and a too-long
+line (or what is left of it) after a `&&` or `||`: the one least deeply
 nested in brackets among those whose line up to them fits (the rightmost of
 those), the rest on a continuation line aligned one column after the bracket
 that holds that operator (or after `return `, for an operand of the returned
@@ -72,9 +74,39 @@ def _breaks(line: str) -> list[tuple[int, int, int]]:
     return found
 
 
+# A statement that is a call (a check macro) streaming into `<<`: `TVM_FFI_ICHECK(cond) << "msg";`
+_STREAMED_CALL = re.compile(r"^\s*[A-Za-z_][\w:]*\s*\(")
+
+
+def _stream(line: str) -> int | None:
+    """Where the first `<<` of a call statement streaming a message starts (`TVM_FFI_ICHECK(cond) << "msg";`),
+    when it is outside every bracket and follows the call's closing parenthesis; else None."""
+    if not _STREAMED_CALL.match(line):
+        return None
+    masked = _OPAQUE.sub(lambda match: "\0" * len(match.group()), line)
+    depth = 0
+    for i, c in enumerate(masked):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif depth == 0 and masked.startswith("<<", i):
+            return i if masked[:i].rstrip().endswith(")") else None
+    return None
+
+
 def _breaks_of(line: str, limit: int, eol: str) -> list[tuple[int, int, str]]:
     """Where `line` breaks until each piece fits, where it can: (start, end, text) columns of the line (its
-    cuts), each the blanks after an operator replaced by a line ending and the continuation's indent."""
+    cuts), each the blanks after an operator replaced by a line ending and the continuation's indent. A check
+    macro's streamed message goes first, before its `<<`, four columns deeper, as clang-format puts it:
+    `TVM_FFI_ICHECK(sm == 90 || sm == 100)` / `    << "msg";` (the condition is then broken on its own)."""
+    stream = _stream(line) if len(line) > limit else None
+    if stream is not None:
+        head = line[:stream].rstrip()
+        indent = " " * (len(line) - len(line.lstrip()) + 4)
+        return [*_breaks_of(head, limit, eol), (len(head), stream, eol + indent)]
     out: list[tuple[int, int, str]] = []
     offset = 0  # where the line now being broken starts in `line`, less its indent
     current = line

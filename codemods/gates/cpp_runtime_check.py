@@ -21,6 +21,13 @@ check (by `variable` or `macro`) whose variable has no known meaning, or that
 compares with something other than an integer literal, admits unknown and is
 refused with the reason.
 
+A gate admits where the code it guards runs: where it holds, but where it is
+false in an `if` whose body exits (`throw`, `return false`, `TVM_FFI_THROW`:
+`_cpp_polarity`), under an odd number of `!`, or in a whole `if`/`while`
+condition made only of `!=` comparisons (`if (major != 10) return kFallback;`).
+Such a gate is widened by the dual rewrites; one that would need a test
+removed or narrowed is refused.
+
 `widen` rewrites the gate in its own style and keeps every other byte:
 
 - an equality or a chain of them gains one equality per missing value, where
@@ -36,10 +43,14 @@ refused with the reason.
 - otherwise the conjuncts a target fails are dropped (`sm >= 90 && sm < 120`
   -> `sm >= 90`);
 - a comparison macro becomes its condition macro with a chain
-  (`TVM_FFI_ICHECK_EQ(major, 10)` -> `TVM_FFI_ICHECK(major == 10 || major == 12)`).
+  (`TVM_FFI_ICHECK_EQ(major, 10)` -> `TVM_FFI_ICHECK(major == 10 || major == 12)`);
+- a check of a major and its minors gets a new major as a disjunct of its
+  own, not by a cross product (`major == 10 && (minor == 0 || minor == 3)` ->
+  `(major == 10 && (minor == 0 || minor == 3)) || (major == 11 && minor == 0)`).
 
-A line the rewrite makes longer than the file's column limit is broken after
-a `&&` or `||` as clang-format breaks it (`_cpp_wrap.fit`).
+A line the rewrite makes longer than the file's column limit is broken as
+clang-format breaks it, before a check's streamed `<< "msg"` and after a `&&`
+or `||` (`_cpp_wrap.fit`).
 
 Each result must admit exactly the old archs plus the targets; it is parsed
 and evaluated again to make sure, else the gate is refused.
@@ -58,6 +69,7 @@ from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet, whole_families
 from codemods.cpp import syntax
 from codemods.cpp.expression import COMPARISONS, integer
 from codemods.gates import CannotWiden, Edit, Gate, apply_edits, decode, drop_operands, edit_between, line_of
+from codemods.gates._cpp_polarity import exit_of
 from codemods.gates._cpp_wrap import fit
 
 KIND = "cpp_runtime_check"
@@ -75,8 +87,9 @@ _CONDITION_MACRO = re.compile(r"^(?:[A-Z][A-Z0-9_]*_)?I?CHECK$|^assert$")
 _COMPARISON_MACRO = re.compile(r"^(?P<base>(?:[A-Z][A-Z0-9_]*_)?I?CHECK)_(?P<op>EQ|NE|GE|GT|LE|LT)$")
 _MACRO_OPS = {"EQ": "==", "NE": "!=", "GE": ">=", "GT": ">", "LE": "<=", "LT": "<"}
 _VARIABLE_TYPES = {"identifier", "field_expression", "qualified_identifier", "call_expression"}
-_WRAP_HEAD = b"void __codemod_check__() { (void)("
-_WRAP_TAIL = b"); }\n"
+# `return`, not `(void)(`: after a cast's parenthesis tree-sitter reads `sm < 100 || sm >= 110` as a template
+_WRAP_HEAD = b"void __codemod_check__() { return "
+_WRAP_TAIL = b"; }\n"
 
 def check_selector(name: str, value, meanings: tuple[str, ...] = MEANINGS) -> str:
     """`names` maps a variable's text to one of `meanings`; the other selectors are strings."""
@@ -313,13 +326,20 @@ def _conditions(body: tree_sitter.Node, macro: str | None, language: str) -> lis
                 found.append((condition, "?:"))
         elif node.type == "call_expression":
             name = _macro(node)
-            if name is not None and (macro is None or name == macro):
+            if name is not None and (macro is None or name in (macro, _condition_macro_of(macro))):
                 args = _arguments(node)
                 if _COMPARISON_MACRO.match(name) and len(args) == 2:
                     found.append((node, name))
                 elif _CONDITION_MACRO.match(name) and args:
                     found.append((args[0], name))
     return found
+
+
+def _condition_macro_of(macro: str) -> str | None:
+    """The condition macro an equality macro is widened into (`_macro_chain`): `TVM_FFI_ICHECK_EQ` ->
+    `TVM_FFI_ICHECK`."""
+    match = _COMPARISON_MACRO.match(macro)
+    return match.group("base") if match and match.group("op") == "EQ" else None
 
 
 def find(
@@ -337,7 +357,9 @@ def find(
     With `variable`, only checks comparing that variable (as written,
     whitespace aside), whatever it means; without, only checks whose
     variables have a known meaning. With `macro`, only the checks of that
-    macro (`TVM_FFI_ICHECK`, `TVM_FFI_ICHECK_EQ`).
+    macro (`TVM_FFI_ICHECK`, `TVM_FFI_ICHECK_EQ`); with a comparison macro, also
+    the condition macro it is widened into (`TVM_FFI_ICHECK(major == 10 ||
+    major == 12)`), so that a second run finds it unchanged.
     """
     names = dict(names or {})
     decode(source)
@@ -351,6 +373,8 @@ def find(
     gates = []
     for body in bodies:
         for condition, holder in _conditions(body, macro, language):
+            if macro is not None and holder != macro and not _widened_comparison(condition, names):
+                continue  # `macro = "X_EQ"` finds the `X(v == a || v == b)` it was widened into, no other `X`
             if condition.type == "call_expression":
                 atom = _macro_atom(condition, names)
                 parts = [condition] if atom is not None and selected(atom) else []
@@ -361,20 +385,32 @@ def find(
                 _gates_in(condition, names, selected, parts)
             definition = body.parent
             assert definition is not None  # function_bodies yields bodies of function definitions
+            exit = exit_of(condition.parent.parent) if holder == "if" and condition.parent is not None else None
             for part in parts:
+                # the code after an `if` that exits runs where its condition is false (`_cpp_polarity`), and a part
+                # under an odd number of `!` is false where the condition holds
+                flips = (exit is not None) != _under_odd_not(part[0] if isinstance(part, tuple) else part, condition)
                 if isinstance(part, tuple):  # a run of a chain's operands: the gate is their text, read alone
                     run = _run_gate(source, part[0].start_byte, part[-1].end_byte, holder, names, universe,
-                                    syntax.short_name(definition))
+                                    syntax.short_name(definition), flips, exit)
                     if run is not None:
                         gates.append(run)
                         continue
                     # a directive between them (`sm >= 100 &&` / `#else` / ...) does not parse alone: each read alone
-                    gates += [_gate(source, p, holder, names, universe, syntax.short_name(definition)) for p in part]
+                    gates += [_gate(source, p, holder, names, universe, syntax.short_name(definition), False, flips, exit)
+                              for p in part]
                     continue
                 whole = part.start_byte == condition.start_byte and part.end_byte == condition.end_byte
-                gates.append(_gate(source, part, holder, names, universe, syntax.short_name(definition), whole))
+                gates.append(_gate(source, part, holder, names, universe, syntax.short_name(definition), whole, flips,
+                                   exit))
     gates.sort(key=lambda gate: gate.start)
     return gates
+
+
+def _widened_comparison(condition: tree_sitter.Node, names) -> bool:
+    """Whether a condition macro's argument is what `_macro_chain` writes: `v == a || v == b`, one variable."""
+    chain = _chain_terms(condition, names)
+    return chain is not None and len(chain[0]) > 1
 
 
 def _variables(node: tree_sitter.Node, names) -> dict[str, str | None]:
@@ -415,7 +451,19 @@ def _negated_check(node: tree_sitter.Node, names) -> bool:
     return atom is not None and atom.op == "!="
 
 
-def _run_gate(source: bytes, start: int, end: int, holder: str, names, universe, context: str) -> Gate | None:
+def _under_odd_not(part: tree_sitter.Node, condition: tree_sitter.Node) -> bool:
+    """Whether an odd number of `!` stand between `part` and the whole `condition` it is found in."""
+    odd, current = False, part
+    while current != condition and current.parent is not None:
+        current = current.parent
+        odd ^= _not(current)
+    return odd
+
+
+def _run_gate(
+    source: bytes, start: int, end: int, holder: str, names, universe, context: str, flips: bool = False,
+    exit: str | None = None,
+) -> Gate | None:
     """The gate of a run of pure operands (`sm == 90 || sm == 100` inside `use_fast || ...`), read from the run's
     text parsed alone (one expression: the operands of one chain, joined by its operator, associate); None when
     the text does not parse alone."""
@@ -423,22 +471,29 @@ def _run_gate(source: bytes, start: int, end: int, holder: str, names, universe,
     node = _snippet(text)
     if node is None:
         return None
-    return Gate(KIND, start, end, line_of(source, start), text, _admits_node(node, names, universe), context,
-                _detail(node, holder, names))
+    return Gate(KIND, start, end, line_of(source, start), text, _admits_node(node, names, universe, flips), context,
+                _detail(node, holder, names, flips, exit))
 
 
-def _detail(node: tree_sitter.Node, holder: str, names) -> dict[str, Any]:
+def _detail(node: tree_sitter.Node, holder: str, names, negated: bool = False, exit: str | None = None) -> dict[str, Any]:
     variables = _variables(node, names)
     known = {v: m for v, m in variables.items() if m is not None}
-    return {"in": holder, "names": known, "unknown": sorted(v for v, m in variables.items() if m is None)}
-
-
-def _gate(source: bytes, node: tree_sitter.Node, holder: str, names, universe, context: str, whole: bool = False) -> Gate:
-    """A gate; `whole` when `node` is all of an `if`/`while` condition (a negated check is read as one)."""
-    negated = whole and holder in ("if", "while") and _negated_check(node, names)
-    detail = _detail(node, holder, names)
+    detail: dict[str, Any] = {"in": holder, "names": known, "unknown": sorted(v for v, m in variables.items() if m is None)}
     if negated:
         detail["negated"] = True
+    if exit is not None:
+        detail["exit"] = exit
+    return detail
+
+
+def _gate(
+    source: bytes, node: tree_sitter.Node, holder: str, names, universe, context: str, whole: bool = False,
+    flips: bool = False, exit: str | None = None,
+) -> Gate:
+    """A gate; `whole` when `node` is all of an `if`/`while` condition (a negated check is read as one); `flips`
+    when the code it guards runs where it is false (after an `if` that exits, under `!`)."""
+    negated = flips or whole and holder in ("if", "while") and _negated_check(node, names)
+    detail = _detail(node, holder, names, negated, exit)
     return Gate(
         kind=KIND,
         start=node.start_byte,
@@ -484,9 +539,9 @@ def widen(
     names = dict(gate.detail.get("names", {}))
     scope = tuple(dict.fromkeys((*universe, *targets)))
     node = _snippet(gate.text) if gate.text.isascii() else None
-    where = f"line {gate.line}: `{' '.join(gate.text.split())}`"
+    where = f"line {gate.line}"  # the caller names the gate's text
     if node is None:
-        raise CannotWiden(f"{where} does not parse as one expression; widen it by hand")
+        raise CannotWiden(f"{where}: it does not parse as one expression; widen it by hand")
     negated = bool(gate.detail.get("negated"))
     before = _admits_node(node, names, scope, negated)
     if before.unknown:
@@ -502,7 +557,9 @@ def widen(
     expected = before.admitted | frozenset(targets)
     missing = [t for t in targets if not before.admits(t)]
     inside = _context_of(source, gate)
-    candidates: tuple[Callable[..., str | None], ...] = (_extend_chain, _widen_conjunct, _drop_conjuncts, _macro_chain)
+    candidates: tuple[Callable[..., str | None], ...] = (
+        _extend_chain, _widen_conjunct, _drop_conjuncts, _macro_chain, _add_disjunct
+    )
     drop: Callable[..., str | None] = _drop_conjuncts
     if negated:  # the same rewrites, De Morgan's dual: `!=` chains joined by `&&` inside an `||`
         candidates, drop = (_extend_negated_chain, _widen_disjunct, _drop_disjuncts), _drop_disjuncts
@@ -520,6 +577,12 @@ def widen(
             edit = edit_between(gate.text.encode(), text.encode())
             return fit(source, [Edit(edit.start + gate.start, edit.end + gate.start, edit.text)]) if edit else []
     wanted = ",".join(t.name for t in targets)
+    if "exit" in gate.detail:
+        raise CannotWiden(
+            f"{where}: the code after this `if` runs where the check is false (the `if` ends in "
+            f"`{gate.detail['exit']}`), and no rewrite makes it false for exactly its archs plus {wanted} "
+            "(that needs a test removed or narrowed); widen it by hand"
+        )
     raise CannotWiden(f"{where}: no rewrite admits exactly its archs plus {wanted}; widen it by hand")
 
 
@@ -642,12 +705,41 @@ def _widen_operand(text: str, node, names, missing: list[Arch], joiner: str, cha
     if found is None:
         return None
     terms, atoms, spelling, values = found
+    if joiner == "&&" and atoms[0].meaning == "major" and "minor" in _variables(node, names).values():
+        return None  # `(major == 10 || major == 11) && (minor == 0 || minor == 3)`: 11.3 too (round 11 bug 6)
     bare = syntax.unparenthesized(term) is term and len(terms) == 1
     return _insert(text, terms, atoms, values, spelling, wrap=bare)
 
 
 def _widen_conjunct(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
     return _widen_operand(text, node, names, missing, "&&", "||", "==")
+
+
+def _add_disjunct(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
+    """A check of a major and its minors gains a disjunct per new major, in the check's spelling:
+    `major == 10 && (minor == 0 || minor == 3)` -> `(major == 10 && (minor == 0 || minor == 3)) || (major == 11
+    && minor == 0)`, not a cross product of majors and minors."""
+    top = _logical(syntax.unparenthesized(node))
+    variables = _variables(node, names)
+    by_meaning = {m: v for v, m in variables.items()}
+    if node.type == "call_expression" or top is None or len(variables) != 2 or set(by_meaning) != {"major", "minor"}:
+        return None
+    if any(_evaluate(node, Arch(t.major, m), names) is not False for t in missing for m in range(10)):
+        return None  # a major the check already tests gains its minor in the check's own chain, or nothing
+    words = re.search(r"\b(?:and|or)\b", text) is not None
+    both, either = ("and", "or") if words else ("&&", "||")
+    minors: dict[int, list[int]] = {}
+    for target in missing:
+        minors.setdefault(target.major, []).append(target.minor)
+    major, minor = by_meaning["major"], by_meaning["minor"]
+    added = []
+    for value, listed in sorted(minors.items()):
+        tests = [f"{minor} == {m}" for m in sorted(set(listed))]
+        test = tests[0] if len(tests) == 1 else "(" + f" {either} ".join(tests) + ")"
+        added.append(f"({major} == {value} {both} {test})")
+    old = text if top == "||" or syntax.unparenthesized(node) is not node else f"({text})"
+    out = f" {either} ".join([old, *added])
+    return f"({out})" if inside == "&&" else out
 
 
 def _extend_negated_chain(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
