@@ -11,8 +11,8 @@ from codemods.core.lazy import LazyModule
 from codemods.gates import python_capability
 
 if TYPE_CHECKING:
+    from codemods.gates import _cpp_conditions as cpp_conditions
     from codemods.gates import (
-        cpp_runtime_check,
         python_arch_list,
         python_arch_map,
         python_arch_or,
@@ -29,7 +29,7 @@ else:  # imported on first use: a scan of C sources, or one answered from the ca
     python_predicate = LazyModule("codemods.gates.python_predicate")
     python_min_capability = LazyModule("codemods.gates.python_min_capability")
     python_arch_call = LazyModule("codemods.gates.python_arch_call")
-    cpp_runtime_check = LazyModule("codemods.gates.cpp_runtime_check")
+    cpp_conditions = LazyModule("codemods.gates._cpp_conditions")
 
 
 ARCH_TOKEN = b"__CUDA_ARCH"
@@ -150,7 +150,7 @@ def runtime_check_pattern() -> bytes:
 
     A regex in the syntax Python's `re` and ripgrep share; the finder runs it (ASCII classes, across lines).
     """
-    names = b"|".join(re.escape(n.encode()) for n in sorted(cpp_runtime_check.COMMON_NAMES, key=len, reverse=True))
+    names = b"|".join(re.escape(n.encode()) for n in sorted(cpp_conditions.COMMON_NAMES, key=len, reverse=True))
     ops = rb"(?:==|!=|<=|>=|<|>)"
     return (
         rb"\b(?:%s)\s*%s\s*\d|\d\s*%s\s*[\w.>-]*\b(?:%s)|_CHECK_(?:EQ|NE|GE|GT|LE|LT)\s*\(\s*[\w.>-]*\b(?:%s)\b"

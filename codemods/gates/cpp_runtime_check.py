@@ -60,33 +60,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import tree_sitter
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet, whole_families
 from codemods.cpp import syntax
-from codemods.cpp.expression import COMPARISONS, integer
 from codemods.gates import CannotWiden, Edit, Gate, apply_edits, decode, drop_operands, edit_between, line_of
+from codemods.gates._cpp_conditions import (
+    Atom, COMPARISON_MACRO, MEANINGS, conditions, evaluate_node, gates_in, is_not, logical_op, macro_atom, macro_name, read_atom, unreadable, value_of,
+)
 from codemods.gates._cpp_polarity import exit_of
 from codemods.gates._cpp_wrap import fit
 
 KIND = "cpp_runtime_check"
 
-MEANINGS = ("sm", "major", "minor", "cuda_arch")
-# Last names (after `.` or `->`, or a call's name with `()`) whose meaning is recognised without a declaration.
-COMMON_NAMES = {
-    "sm_version": "sm", "smVersion": "sm", "sm": "sm", "mSM": "sm", "getSMVersion()": "sm", "get_sm_version()": "sm",
-    "major": "major", "cc_major": "major", "sm_major": "major",
-    "minor": "minor", "cc_minor": "minor", "sm_minor": "minor",
-}  # fmt: skip
-_COMPARISONS = {"==", "!=", "<", "<=", ">", ">=", "not_eq"}
-_LOGICAL = {"&&": "&&", "and": "&&", "||": "||", "or": "||"}
-_CONDITION_MACRO = re.compile(r"^(?:[A-Z][A-Z0-9_]*_)?I?CHECK$|^assert$")
-_COMPARISON_MACRO = re.compile(r"^(?P<base>(?:[A-Z][A-Z0-9_]*_)?I?CHECK)_(?P<op>EQ|NE|GE|GT|LE|LT)$")
-_MACRO_OPS = {"EQ": "==", "NE": "!=", "GE": ">=", "GT": ">", "LE": "<=", "LT": "<"}
-_VARIABLE_TYPES = {"identifier", "field_expression", "qualified_identifier", "call_expression"}
 # `return`, not `(void)(`: after a cast's parenthesis tree-sitter reads `sm < 100 || sm >= 110` as a template
 _WRAP_HEAD = b"void __codemod_check__() { return "
 _WRAP_TAIL = b"; }\n"
@@ -101,245 +89,6 @@ def check_selector(name: str, value, meanings: tuple[str, ...] = MEANINGS) -> st
         if meaning not in meanings:
             return f"names: {variable!r} = {meaning!r}; a meaning is one of {', '.join(meanings)}"
     return ""
-
-
-# ---------------------------------------------------------------- reading conditions
-
-
-def _spelled(node: tree_sitter.Node) -> str:
-    return "".join((node.text or b"").decode("utf-8", "replace").split())
-
-
-@dataclass(frozen=True)
-class _Atom:
-    """`variable op number` (either side first), with what the variable means (None: not known)."""
-
-    variable: str
-    meaning: str | None
-    op: str  # as if the variable were on the left
-    number: int
-    variable_node: tree_sitter.Node
-    number_node: tree_sitter.Node
-
-
-_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
-
-
-def _literal(node: tree_sitter.Node) -> int | None:
-    value = integer((node.text or b"").decode()) if node.type == "number_literal" else None
-    return None if value is None else value[0]
-
-
-def _meaning(variable: str, names: dict[str, str]) -> str | None:
-    if variable in names:
-        return names[variable]
-    last = re.split(r"\.|->|::", variable)[-1]
-    return COMMON_NAMES.get(last)
-
-
-def _atom(node: tree_sitter.Node, names: dict[str, str]) -> _Atom | None:
-    """The comparison `node` is, when one side is a variable and the other an integer literal."""
-    if node.type != "binary_expression":
-        return None
-    op = node.child_by_field_name("operator")
-    op_text = (op.text or b"").decode() if op is not None else ""
-    op_text = "!=" if op_text == "not_eq" else op_text
-    if op_text not in _FLIPPED:
-        return None
-    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-    if left is None or right is None:
-        return None
-    for variable, number, flipped in ((left, right, False), (right, left, True)):
-        value = _literal(number)
-        if value is not None and variable.type in _VARIABLE_TYPES:
-            text = _spelled(variable)
-            return _Atom(text, _meaning(text, names), _FLIPPED[op_text] if flipped else op_text, value, variable, number)
-    return None
-
-
-def _value(meaning: str, arch: Arch) -> int:
-    return {"sm": arch.code, "major": arch.major, "minor": arch.minor, "cuda_arch": arch.cuda_arch}[meaning]
-
-
-def _logical(node: tree_sitter.Node) -> str | None:
-    if node.type != "binary_expression":
-        return None
-    op = node.child_by_field_name("operator")
-    return _LOGICAL.get((op.text or b"").decode()) if op is not None else None
-
-
-def _not(node: tree_sitter.Node) -> bool:
-    op = node.child_by_field_name("operator") if node.type == "unary_expression" else None
-    return op is not None and (op.text or b"") in (b"!", b"not")
-
-
-def _evaluate(node: tree_sitter.Node, arch: Arch, names: dict[str, str]) -> bool | None:
-    """True, False, or None (unknown) for a pure condition on `arch`."""
-    node = syntax.unparenthesized(node)
-    logical = _logical(node)
-    if logical is not None:
-        left = _evaluate(syntax.field(node, "left"), arch, names)
-        right = _evaluate(syntax.field(node, "right"), arch, names)
-        settles = logical == "||"
-        if left is settles or right is settles:
-            return settles
-        return None if left is None or right is None else not settles
-    if _not(node):
-        inner = _evaluate(syntax.field(node, "argument"), arch, names)
-        return None if inner is None else not inner
-    if node.type == "call_expression":
-        macro = _macro(node)
-        if macro is not None:
-            return _evaluate_macro(node, macro, arch, names)
-    atom = _atom(node, names)
-    if atom is None or atom.meaning is None:
-        return None
-    return COMPARISONS[atom.op](_value(atom.meaning, arch), atom.number)
-
-
-def _macro(node: tree_sitter.Node) -> str | None:
-    function = node.child_by_field_name("function")
-    return (function.text or b"").decode() if function is not None and function.type == "identifier" else None
-
-
-def _arguments(node: tree_sitter.Node) -> list[tree_sitter.Node]:
-    arguments = node.child_by_field_name("arguments")
-    return list(arguments.named_children) if arguments is not None else []
-
-
-def _evaluate_macro(node: tree_sitter.Node, macro: str, arch: Arch, names: dict[str, str]) -> bool | None:
-    args = _arguments(node)
-    if _CONDITION_MACRO.match(macro) and args:
-        return _evaluate(args[0], arch, names)
-    match = _COMPARISON_MACRO.match(macro)
-    if match and len(args) == 2:
-        atom = _macro_atom(node, names)
-        if atom is not None and atom.meaning is not None:
-            return COMPARISONS[atom.op](_value(atom.meaning, arch), atom.number)
-    return None
-
-
-def _macro_atom(node: tree_sitter.Node, names: dict[str, str]) -> _Atom | None:
-    match = _COMPARISON_MACRO.match(_macro(node) or "")
-    args = _arguments(node)
-    if match is None or len(args) != 2:
-        return None
-    op = _MACRO_OPS[match.group("op")]
-    for variable, number, flipped in ((args[0], args[1], False), (args[1], args[0], True)):
-        value = _literal(number)
-        if value is not None and variable.type in _VARIABLE_TYPES:
-            text = _spelled(variable)
-            return _Atom(text, _meaning(text, names), _FLIPPED[op] if flipped else op, value, variable, number)
-    return None
-
-
-def _pure(node: tree_sitter.Node, names: dict[str, str], selected) -> bool | None:
-    """Whether `node` is made only of capability comparisons; None when it holds none at all."""
-    node = syntax.unparenthesized(node)
-    logical = _logical(node)
-    if logical is not None:
-        left = _pure(syntax.field(node, "left"), names, selected)
-        right = _pure(syntax.field(node, "right"), names, selected)
-        return bool(left and right)
-    if _not(node):
-        return _pure(syntax.field(node, "argument"), names, selected)
-    atom = _atom(node, names)
-    return atom is not None and selected(atom)
-
-
-def _chain(node: tree_sitter.Node, logical: str) -> list[tree_sitter.Node]:
-    """The operands of `a || b || c` (tree-sitter's `(a || b) || c`), left to right; a parenthesized one is one."""
-    if _logical(node) != logical:
-        return [node]
-    return [*_chain(syntax.field(node, "left"), logical), *_chain(syntax.field(node, "right"), logical)]
-
-
-def _gates_in(node: tree_sitter.Node, names, selected, out: list) -> None:
-    """The maximal pure parts of a condition: a node, or a tuple of them for a run of pure operands of one chain
-    (`use_fast || sm == 90 || sm == 100` holds one gate, `sm == 90 || sm == 100`, not two)."""
-    if _pure(node, names, selected):
-        out.append(node)
-        return
-    inner = syntax.unparenthesized(node)
-    logical = _logical(inner)
-    if logical is not None:
-        run: list[tree_sitter.Node] = []
-        for operand in [*_chain(inner, logical), None]:
-            if operand is not None and _pure(operand, names, selected):
-                run.append(operand)
-                continue
-            if run:
-                out.append(run[0] if len(run) == 1 else tuple(run))
-            run = []
-            if operand is not None:
-                _gates_in(operand, names, selected, out)
-    elif _not(inner):
-        _gates_in(syntax.field(inner, "argument"), names, selected, out)
-
-
-def _unreadable(condition: tree_sitter.Node, names: dict[str, str], wanted: str | None) -> bool:
-    """Whether a comparison in `condition` reads a capability variable but is no `variable op literal`."""
-    stack = [condition]
-    while stack:
-        node = stack.pop()
-        op = node.child_by_field_name("operator") if node.type == "binary_expression" else None
-        if op is not None and (op.text or b"").decode() in _FLIPPED | {"not_eq": "!="} and _atom(node, names) is None:
-            if _reads_capability(node, names, wanted):
-                return True
-        stack.extend(node.children)
-    return False
-
-
-def _reads_capability(node: tree_sitter.Node, names: dict[str, str], wanted: str | None) -> bool:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if current.type in _VARIABLE_TYPES:
-            text = _spelled(current)
-            if text == wanted or (wanted is None and _meaning(text, names) is not None):
-                return True
-        stack.extend(current.children)
-    return False
-
-
-_HOLDERS = "[(if_statement) (while_statement) (conditional_expression) (call_expression) (return_statement)] @holder"
-
-
-def _conditions(body: tree_sitter.Node, macro: str | None, language: str) -> list[tuple[tree_sitter.Node, str]]:
-    """(condition or comparison-macro call, what holds it) in a function body, in source order (outer first)."""
-    found = []
-    held = tree_sitter.QueryCursor(syntax.query(language, _HOLDERS)).captures(body).get("holder", [])
-    for node in sorted(held, key=lambda node: (node.start_byte, -node.end_byte)):
-        if node.type in ("if_statement", "while_statement") and macro is None:
-            clause = node.child_by_field_name("condition")
-            value = clause.child_by_field_name("value") if clause is not None else None
-            if value is not None and value.type != "declaration":
-                found.append((value, node.type.split("_")[0]))
-        elif node.type == "return_statement" and macro is None:
-            # a predicate written as one expression: `return (sm_ == 90 && hopper_ok()) || (sm_ == 120 && ...);`
-            value = next((child for child in node.named_children if child.type != "comment"), None)
-            if value is not None:
-                found.append((value, "return"))
-        elif node.type == "conditional_expression" and macro is None:
-            condition = node.child_by_field_name("condition")
-            if condition is not None:
-                found.append((condition, "?:"))
-        elif node.type == "call_expression":
-            name = _macro(node)
-            if name is not None and (macro is None or name in (macro, _condition_macro_of(macro))):
-                args = _arguments(node)
-                if _COMPARISON_MACRO.match(name) and len(args) == 2:
-                    found.append((node, name))
-                elif _CONDITION_MACRO.match(name) and args:
-                    found.append((args[0], name))
-    return found
-
-
-def _condition_macro_of(macro: str) -> str | None:
-    """The condition macro an equality macro is widened into (`_macro_chain`): `TVM_FFI_ICHECK_EQ` ->
-    `TVM_FFI_ICHECK`."""
-    match = _COMPARISON_MACRO.match(macro)
-    return match.group("base") if match and match.group("op") == "EQ" else None
 
 
 def find(
@@ -367,22 +116,22 @@ def find(
     bodies = list(syntax.function_bodies(tree.root_node, function))
     wanted = "".join(variable.split()) if variable else None
 
-    def selected(atom: _Atom) -> bool:
+    def selected(atom: Atom) -> bool:
         return atom.variable == wanted if wanted is not None else atom.meaning is not None
 
     gates = []
     for body in bodies:
-        for condition, holder in _conditions(body, macro, language):
+        for condition, holder in conditions(body, macro, language):
             if macro is not None and holder != macro and not _widened_comparison(condition, names):
                 continue  # `macro = "X_EQ"` finds the `X(v == a || v == b)` it was widened into, no other `X`
             if condition.type == "call_expression":
-                atom = _macro_atom(condition, names)
+                atom = macro_atom(condition, names)
                 parts = [condition] if atom is not None and selected(atom) else []
-            elif _unreadable(condition, names, wanted):
+            elif unreadable(condition, names, wanted):
                 parts = [condition]  # it reads a capability in a way codemod cannot evaluate: unknown, refused
             else:
                 parts = []
-                _gates_in(condition, names, selected, parts)
+                gates_in(condition, names, selected, parts)
             definition = body.parent
             assert definition is not None  # function_bodies yields bodies of function definitions
             exit = exit_of(condition.parent.parent) if holder == "if" and condition.parent is not None else None
@@ -418,9 +167,9 @@ def _variables(node: tree_sitter.Node, names) -> dict[str, str | None]:
     stack = [node]
     while stack:
         current = stack.pop()
-        atom = _atom(current, names) if current.type == "binary_expression" else None
+        atom = read_atom(current, names) if current.type == "binary_expression" else None
         if current.type == "call_expression":
-            atom = _macro_atom(current, names) or atom
+            atom = macro_atom(current, names) or atom
         if atom is not None:
             out[atom.variable] = atom.meaning
         stack.extend(current.children)
@@ -429,7 +178,7 @@ def _variables(node: tree_sitter.Node, names) -> dict[str, str | None]:
 
 def _admits_node(node: tree_sitter.Node, names, universe, negated: bool = False) -> ArchSet:
     """Where the condition holds; for a `negated` check (`_negated_check`), where it does not."""
-    verdicts = {arch: _evaluate(node, arch, names) for arch in universe}
+    verdicts = {arch: evaluate_node(node, arch, names) for arch in universe}
     if negated:
         verdicts = {arch: None if v is None else not v for arch, v in verdicts.items()}
     return ArchSet(
@@ -444,10 +193,10 @@ def _negated_check(node: tree_sitter.Node, names) -> bool:
     `&&`/`||`, no `!` (`if (device_major != 10 || (device_minor != 0 && device_minor != 3)) return kFallback;`):
     the code it lets through is where it does not hold, as python_capability reads `if major != 9: skip()`."""
     inner = syntax.unparenthesized(node)
-    logical = _logical(inner)
+    logical = logical_op(inner)
     if logical is not None:
         return _negated_check(syntax.field(inner, "left"), names) and _negated_check(syntax.field(inner, "right"), names)
-    atom = _atom(inner, names)
+    atom = read_atom(inner, names)
     return atom is not None and atom.op == "!="
 
 
@@ -456,7 +205,7 @@ def _under_odd_not(part: tree_sitter.Node, condition: tree_sitter.Node) -> bool:
     odd, current = False, part
     while current != condition and current.parent is not None:
         current = current.parent
-        odd ^= _not(current)
+        odd ^= is_not(current)
     return odd
 
 
@@ -601,7 +350,7 @@ def _span(node: tree_sitter.Node) -> tuple[int, int]:
 
 def _chain_terms(
     node: tree_sitter.Node, names, joiner: str = "||", op: str = "=="
-) -> tuple[list[tree_sitter.Node], list[_Atom], str] | None:
+) -> tuple[list[tree_sitter.Node], list[Atom], str] | None:
     """The equality terms of `a == 1 || a == 2` (one variable, known meaning) and the chain's `||` spelling;
     with `joiner="&&"` and `op="!="`, the terms of a negated chain `a != 1 && a != 2`."""
     terms: list[tree_sitter.Node] = []
@@ -610,14 +359,14 @@ def _chain_terms(
     def walk(current: tree_sitter.Node) -> bool:
         nonlocal spelling
         inner = syntax.unparenthesized(current)
-        if _logical(inner) == joiner:
+        if logical_op(inner) == joiner:
             spelling = (syntax.field(inner, "operator").text or joiner.encode()).decode()
             return walk(syntax.field(inner, "left")) and walk(syntax.field(inner, "right"))
         terms.append(current)
         return True
 
     walk(node)
-    read = [_atom(syntax.unparenthesized(term), names) for term in terms]
+    read = [read_atom(syntax.unparenthesized(term), names) for term in terms]
     atoms = [a for a in read if a is not None and a.op == op and a.meaning is not None]
     if len(atoms) != len(read):
         return None
@@ -626,7 +375,7 @@ def _chain_terms(
     return terms, atoms, spelling
 
 
-def _new_terms(text: str, terms, atoms: list[_Atom], values: list[int]) -> list[tuple[int, str]]:
+def _new_terms(text: str, terms, atoms: list[Atom], values: list[int]) -> list[tuple[int, str]]:
     """(index of the term to insert after, -1 before the first; the new term's text) per missing value."""
     out = []
     numbers = [a.number for a in atoms]
@@ -647,7 +396,7 @@ def _chain_missing(node, names, missing: list[Arch], joiner: str = "||", op: str
     terms, atoms, spelling = chain
     meaning = atoms[0].meaning
     assert meaning is not None  # _chain_terms keeps only atoms of a known meaning
-    values = sorted({_value(meaning, t) for t in missing} - {a.number for a in atoms})
+    values = sorted({value_of(meaning, t) for t in missing} - {a.number for a in atoms})
     return (terms, atoms, spelling, values) if values else None
 
 
@@ -680,14 +429,14 @@ def _insert(text: str, terms, atoms, values, spelling: str, wrap: bool) -> str:
 
 def _conjuncts(node: tree_sitter.Node, joiner: str = "&&") -> list[tree_sitter.Node]:
     inner = syntax.unparenthesized(node)
-    if _logical(inner) == joiner:
+    if logical_op(inner) == joiner:
         return [*_conjuncts(syntax.field(inner, "left"), joiner), syntax.field(inner, "right")]
     return [node]
 
 
 def _failing(conjuncts, names, missing: list[Arch], failing: bool = False) -> list[int]:
     """The operands a missing arch evaluates to `failing` on: False for a conjunct, True for a negated disjunct."""
-    return [i for i, c in enumerate(conjuncts) if any(_evaluate(c, t, names) is failing for t in missing)]
+    return [i for i, c in enumerate(conjuncts) if any(evaluate_node(c, t, names) is failing for t in missing)]
 
 
 def _widen_operand(text: str, node, names, missing: list[Arch], joiner: str, chain: str, op: str) -> str | None:
@@ -719,12 +468,12 @@ def _add_disjunct(text: str, node, names, missing: list[Arch], inside: str) -> s
     """A check of a major and its minors gains a disjunct per new major, in the check's spelling:
     `major == 10 && (minor == 0 || minor == 3)` -> `(major == 10 && (minor == 0 || minor == 3)) || (major == 11
     && minor == 0)`, not a cross product of majors and minors."""
-    top = _logical(syntax.unparenthesized(node))
+    top = logical_op(syntax.unparenthesized(node))
     variables = _variables(node, names)
     by_meaning = {m: v for v, m in variables.items()}
     if node.type == "call_expression" or top is None or len(variables) != 2 or set(by_meaning) != {"major", "minor"}:
         return None
-    if any(_evaluate(node, Arch(t.major, m), names) is not False for t in missing for m in range(10)):
+    if any(evaluate_node(node, Arch(t.major, m), names) is not False for t in missing for m in range(10)):
         return None  # a major the check already tests gains its minor in the check's own chain, or nothing
     words = re.search(r"\b(?:and|or)\b", text) is not None
     both, either = ("and", "or") if words else ("&&", "||")
@@ -773,11 +522,11 @@ def _macro_chain(text: str, node, names, missing: list[Arch], inside: str) -> st
     """`X_CHECK_EQ(major, 10)` -> `X_CHECK(major == 10 || major == 12)`."""
     if node.type != "call_expression":
         return None
-    match = _COMPARISON_MACRO.match(_macro(node) or "")
-    atom = _macro_atom(node, names)
+    match = COMPARISON_MACRO.match(macro_name(node) or "")
+    atom = macro_atom(node, names)
     if match is None or atom is None or atom.op != "==" or atom.meaning is None:
         return None
-    values = sorted({atom.number} | {_value(atom.meaning, t) for t in missing})
+    values = sorted({atom.number} | {value_of(atom.meaning, t) for t in missing})
     variable_text = text[slice(*_span(atom.variable_node))]
     chain = " || ".join(f"{variable_text} == {value}" for value in values)
     function = node.child_by_field_name("function")
