@@ -310,3 +310,32 @@ def test_scan_reads_a_negated_capability_check_returning_early_as_run_does(tmp_p
     assert for_100["reason"].startswith("sm_100 returns `True` early instead (no refusal): the code after is written")
     [gate] = python_capability.find(EARLY_CAPABILITY.encode())
     assert gate.admits.names() == for_121["admits"]
+
+
+_EXITS = """\
+void chunked(int sm) {
+  if (sm == 120) {
+    throw std::invalid_argument("chunked attention is not supported on SM120");
+  }
+  launch();
+}
+
+void fused(int sm) {
+  if (sm != 90 && sm != 100) {
+    throw std::invalid_argument("needs SM90 or SM100");
+  }
+  launch();
+}
+"""
+
+
+def test_an_if_that_exits_is_an_error_path_widenable_only_where_widen_has_an_edit(tmp_path):
+    """Round 11 bug 7: a C++ `if` that throws admits where its condition is false. For sm_120 `fused` is widenable
+    (`&& sm != 120`), `chunked` a blocker: no rewrite makes `sm == 120` false on sm_120 alone."""
+    root = _tree(tmp_path, {"csrc/checks.cu": _EXITS})
+    gates = {g["line"]: g for g in scan(root, Arch.parse("sm_120"), jobs=1).gates if g["kind"] == "cpp_runtime_check"}
+    assert {line: (g["excludes_arch"], g["classification"]) for line, g in gates.items()} == {
+        2: (True, "blocker"), 9: (True, "widenable")
+    }
+    assert "stops there on sm_120 (`throw`)" in gates[2]["reason"] and "no edit" in gates[2]["reason"]
+    assert "sm_121" in gates[2]["admits"] and "sm_120" not in gates[2]["admits"]

@@ -327,9 +327,12 @@ def table_path(function: str, line: int, arch: Arch) -> Path:
                            "if reached; whether it is reached is not followed")
 
 
-def runtime_path(holder: str, arch: Arch) -> Path:
-    """What `arch` gets where a cpp_runtime_check excludes it: a failed check macro is an error;
-    an `if`/`while`/`?:` is a dispatch whose other arms codemod does not follow."""
+def runtime_path(holder: str, arch: Arch, exit: str = "") -> Path:
+    """What `arch` gets where a cpp_runtime_check excludes it: a failed check macro, or an `if` whose body ends
+    the path (`exit`: `throw`, `return false`, gates/_cpp_polarity), is an error; another `if`/`while`/`?:` is a
+    dispatch whose other arms codemod does not follow."""
+    if holder == "if" and exit:
+        return Path(ERROR, f"the function stops there on {arch.name} (`{exit}`)")
     if holder in ("if", "while", "?:"):
         return Path(UNDECIDED, f"a run-time dispatch (`{holder}`): which arm {arch.name} takes is not followed")
     if "CHECK" not in holder.upper():

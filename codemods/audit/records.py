@@ -95,7 +95,7 @@ def _default_path(gate: Gate, arch: Arch) -> classify.Path:
     if gate.kind == cuda_guard.KIND:
         return classify.Path(classify.UNDECIDED, "the #if group around it was not read (--gates-only, or CUDA text in a string)")
     if gate.kind == "cpp_runtime_check":
-        return classify.runtime_path(str(gate.detail.get("in", "")), arch)
+        return classify.runtime_path(str(gate.detail.get("in", "")), arch, str(gate.detail.get("exit", "")))
     if gate.kind == "python_arch_call":
         return classify.call_path(str(gate.detail.get("passed_to", "")), arch)
     if "returns_early" in gate.detail:

@@ -58,6 +58,7 @@ and evaluated again to make sure, else the gate is refused.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -333,6 +334,16 @@ def widen(
             "(that needs a test removed or narrowed); widen it by hand"
         )
     raise CannotWiden(f"{where}: no rewrite admits exactly its archs plus {wanted}; widen it by hand")
+
+
+def has_edit(gate: Gate, arch: Arch, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> bool:
+    """Whether `widen` writes an edit after which the gate admits `arch` (scan: widenable, or needs a human): the
+    rewrite is read from the gate's text alone, as `widen` reads it."""
+    data = gate.text.encode()
+    try:
+        return bool(widen(data, dataclasses.replace(gate, start=0, end=len(data)), (arch,), universe))
+    except CannotWiden:
+        return False
 
 
 def _context_of(source: bytes, gate: Gate) -> str:

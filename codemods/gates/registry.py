@@ -64,6 +64,7 @@ CPP_RUNTIME_CHECK = GateKind(
     admits=lambda text, universe, where, detail: cpp_runtime_check.admits(text, universe, detail),
     widen=lambda source, gate, targets, universe, where: cpp_runtime_check.widen(source, gate, targets, universe),
     check_selector=lambda key, value: cpp_runtime_check.check_selector(key, value),
+    has_edit=lambda gate, arch: arch is None or cpp_runtime_check.has_edit(gate, arch),
 )
 
 CPP_REPLACE = GateKind(
