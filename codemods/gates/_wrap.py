@@ -72,8 +72,8 @@ def split_line(
     first, last = line_start(source, start), line_end(source, end)
     eol = line_eol(source, start)
     last -= len(eol) if source[first:last].endswith(eol) else 0
-    if b"\n" in source[first:last]:
-        return edits  # the test spans lines: it is laid out already
+    if b"\n" in source[first:last] or any(b"\n" in e.text for e in edits):
+        return edits  # the test spans lines, or the edits write lines of their own: it is laid out already
     # each character of the widened line: (the character, its source offset or None, the edit and the place in
     # its text it comes from when inserted)
     chars: list[tuple[str, int | None, tuple[int, int] | None]] = []
