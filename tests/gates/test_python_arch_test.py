@@ -771,6 +771,29 @@ def test_a_negated_call_black_split_gains_its_sibling_on_a_line_of_its_own() -> 
     ]
 
 
+@pytest.mark.parametrize(
+    ("imported", "after"),
+    [
+        pytest.param(
+            "    is_sm100a_supported,\n    is_sm100f_supported,\n    is_sm12x_supported,\n",
+            "    is_sm100a_supported,\n    is_sm100f_supported,\n    is_sm110a_supported,\n    is_sm12x_supported,\n",
+            id="round-11-bug-11-after-the-siblings-own-family-where-it-sorts",
+        ),
+        pytest.param(
+            "    is_sm100a_supported,\n    is_sm12x_supported,\n",
+            "    is_sm100a_supported,\n    is_sm110a_supported,\n    is_sm12x_supported,\n",
+            id="right-after-the-sibling",
+        ),
+    ],
+)
+def test_a_new_predicate_is_imported_where_it_sorts(imported: str, after: str) -> None:
+    """FlashInfer 0.7.4's gemm_base.py imports `is_sm100a_supported,` / `is_sm100f_supported,` /
+    `is_sm12x_supported,`: `is_sm110a_supported` went between the first two."""
+    source = f"from .utils import (\n{imported})\n\n\ndef pick(a):\n    if is_sm100a_supported(a.device):\n        return 2\n"
+    widened = _rewrite(source.encode(), "sm_110", FLASHINFER, function="pick").decode()
+    assert widened.startswith(f"from .utils import (\n{after})\n")
+
+
 # FlashInfer 0.6.10 gemm_base.py: a function's own variables spelled like predicates, tested later. They are
 # values (what they hold is read where they are assigned), never predicates read by their names.
 LOCAL_VALUES = """\
