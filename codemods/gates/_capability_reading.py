@@ -258,6 +258,9 @@ def _have(arch: Arch, side) -> object:
 
 
 def _unreadable(leaf: _Leaf) -> str:
+    if leaf.members and _members(leaf.literal) is None:
+        return (f"the arch is compared with `{ast.unparse(leaf.literal)}`, not with a CuTe DSL `Arch.sm_100f` member: "
+                "what it holds is unknown")
     if leaf.members:
         return ("a CuTe DSL `Arch` member other than a GPU's default target compared by `==`/`in` (the Enum compares "
                 "the suffix): it holds only where CUTE_DSL_ARCH names that target")
@@ -387,9 +390,11 @@ def _parents(tree: ast.AST) -> dict[int, ast.AST]:
 def _found(
     text: PythonText, body: list[ast.stmt], universe, computed: bool,
     readable: dict[int, frozenset[Arch] | None] | None = None, names: Mapping[str, Side] | None = None,
+    ranges: dict[int, ast.BoolOp] | None = None,
 ) -> list[tuple[Gate, _Leaf, int]]:
     """Each capability comparison of `body`, its gate (where it is true) and its scope; `readable` collects
-    id -> where each comparison read is true (None: computed), unknown ones included. Read: the comparisons
+    id -> where each comparison read is true (None: computed), unknown ones included, and `ranges` id -> the
+    `and` of each comparison that is one bound of a range (`_ranges`). Read: the comparisons
     of the capability calls, of names bound from them, of arch strings and of the `names` a recipe declares
     (`{"_device_sm": "sm"}`, read as sides)."""
     declared = dict(names or {})
@@ -398,6 +403,7 @@ def _found(
     bound: dict[tuple[int, str], Side] = {}  # (scope, name) -> 0 major, 1 minor, None the pair, "sm"
     compares: dict[int, tuple[ast.Compare, int]] = {}
     ranged: set[int] = set()  # the comparisons of CuTe DSL arch ranges (`member_range`), which widen writes
+    conjunctions: list[ast.BoolOp] = []  # every `and`: its two bounds of one subject are one range (`ranges`)
     holds: Callable[[bytes], bool] = _holds
     if wrapped:  # `major, minor = _blackwell_softmax_capability(i)` names no helper: the wrapper's name counts too
         wrapper_re = re.compile(rb"\b(?:%s)\s*\(" % b"|".join(re.escape(name.encode()) for name in sorted(wrapped)))
@@ -410,21 +416,43 @@ def _found(
             bind(node.targets[0], node.value, scope, bound, wrapped)
         elif isinstance(node, ast.Compare):
             compares[id(node)] = (node, scope)
-        elif isinstance(node, ast.BoolOp) and member_range(node, text):
-            ranged.update(id(value) for value in node.values)  # type: ignore[attr-defined]
+        elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            conjunctions.append(node)
+            if member_range(node, text):
+                ranged.update(id(value) for value in node.values)  # type: ignore[attr-defined]
     words = {name for _, name in bound} | {re.findall(r"\w+", spelled)[-1] for spelled in declared if re.search(r"\w", spelled)}
     if words:
         pattern = re.compile(rb"\b(?:%s)\b" % b"|".join(re.escape(word.encode()) for word in sorted(words)))
         for node, scope in nodes_in(text, body, lambda piece: bool(pattern.search(piece)), 0):
             if isinstance(node, ast.Compare):
                 compares.setdefault(id(node), (node, scope))
+            elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+                conjunctions.append(node)  # `_ranges` reads each once: a second time adds the same ids
 
     def bound_in(scope: int) -> Callable[[str], Side]:
         return lambda name: bound.get((scope, name), bound.get((0, name), declared.get(name, "")))
 
+    read = {id(node): _leaf(node, bound_in(scope)) for node, scope in compares.values()}
+    # The subject a comparison with a CuTe DSL `Arch.sm_100f` reads as the arch: compared in the same function with
+    # anything else (`arch >= _ARCH_SM107`, a name bound by `getattr(Arch, "sm_107", ...)`), it compares the arch
+    # with a value codemod cannot read: unknown, never a test that does not depend on the GPU.
+    subjects = {
+        (compares[key][1], text.data[slice(*text.span(leaf.operand))]) for key, leaf in read.items()
+        if leaf is not None and leaf.members and leaf.side == "sm"
+    }  # fmt: skip
+    for key, leaf in read.items():
+        node, scope = compares[key]
+        if leaf is None and subjects and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
+            for flipped, held in ((False, node.left), (True, node.comparators[0])):
+                if (scope, text.data[slice(*text.span(held))]) in subjects:
+                    op = _FLIPPED.get(type(node.ops[0]), type(node.ops[0])) if flipped else type(node.ops[0])
+                    read[key] = _Leaf(node, "sm", op, None, flipped, members=True)
+                    break
+    if ranges is not None:
+        ranges.update(_ranges(conjunctions, read, text))
     found = []
     for node, scope in compares.values():
-        leaf = _leaf(node, bound_in(scope))
+        leaf = read[id(node)]
         if leaf is None:
             continue
         side, op, flipped = leaf.side, leaf.op, leaf.flipped
@@ -450,6 +478,27 @@ def _found(
         found.append((gate, leaf, scope))
     found.sort(key=lambda item: (item[0].line, item[0].start))
     return found
+
+
+_LOWER, _UPPER = (ast.Gt, ast.GtE), (ast.Lt, ast.LtE)
+
+
+def _ranges(conjunctions: list[ast.BoolOp], read: Mapping[int, _Leaf | None], text: PythonText) -> dict[int, ast.BoolOp]:
+    """id of each bound -> its `and`, for each `and` of two comparisons that bound one subject from below and
+    above (`arch >= Arch.sm_100 and arch <= Arch.sm_100f`, `sm >= 90 and sm < 120`): one range, one gate in `scan`."""
+    out: dict[int, ast.BoolOp] = {}
+    for conjunction in conjunctions:
+        if len(conjunction.values) != 2:
+            continue  # `x and sm >= 90 and sm < 120`: a row would show `x` as part of the range
+        bounds: dict[bytes, list[_Leaf]] = {}
+        for value in conjunction.values:
+            leaf = read.get(id(value))
+            if leaf is not None and not leaf.chain and issubclass(leaf.op, (*_LOWER, *_UPPER)):
+                bounds.setdefault(text.data[slice(*text.span(leaf.operand))], []).append(leaf)
+        for pair in bounds.values():
+            if len(pair) == 2 and sorted(issubclass(leaf.op, _LOWER) for leaf in pair) == [False, True]:
+                out.update((id(leaf.node), conjunction) for leaf in pair)
+    return out
 
 
 def _conditions(
@@ -486,7 +535,34 @@ def gates(text: PythonText, body: list[ast.stmt], universe: tuple[Arch, ...], co
     is true (`if sm_version != "sm_120": raise` admits sm_120).
     """
     readable: dict[int, frozenset[Arch] | None] = {}
-    found = [(gate, leaf.node, scope) for gate, leaf, scope in _found(text, body, universe, computed, readable)]
+    ranges: dict[int, ast.BoolOp] = {}
+    each = _found(text, body, universe, True, readable, ranges=ranges)
+    leaves = {id(leaf.node): leaf for _, leaf, _ in each}
+    found: list[tuple[Gate, ast.expr, int]] = []
+    for gate, leaf, scope in each:
+        node: ast.expr = leaf.node
+        conjunction = ranges.get(id(node))
+        if conjunction is not None and id(conjunction) in readable:
+            continue  # its other bound: a range is one gate
+        if conjunction is not None:  # where both its bounds hold
+            bounds = [leaves[id(value)] for value in conjunction.values if id(value) in ranges]
+            held = [archs for bound in bounds if (archs := readable[id(bound.node)]) is not None]
+            both = frozenset.intersection(*held) if len(held) == len(bounds) else None
+            readable[id(conjunction)] = both
+            start, end = text.span(conjunction)
+            detail = {**gate.detail, "op": "range"}
+            detail.pop("unknown", None)
+            if both is None:
+                detail["unknown"] = next(_unreadable(bound) for bound in bounds if readable[id(bound.node)] is None)
+            gate = replace(
+                gate, start=start, end=end, line=conjunction.lineno, text=text.data[start:end].decode("utf-8"),
+                admits=ArchSet(universe, both) if both is not None else ArchSet(universe, frozenset(), frozenset(universe)),
+                detail=detail,
+            )  # fmt: skip
+            node = conjunction
+        if "unknown" in gate.detail and not computed:
+            continue
+        found.append((gate, node, scope))
     if not found:
         return []
     names = _function_names(body)  # each gate's context: the function around it, as the other Python kinds give it
@@ -517,9 +593,9 @@ def _checks_for(test: ast.expr) -> bool:
 
 
 def _on_paths(
-    found: list[tuple[Gate, ast.Compare, int]], body: list[ast.stmt], readable: dict[int, frozenset[Arch] | None],
+    found: list[tuple[Gate, ast.expr, int]], body: list[ast.stmt], readable: dict[int, frozenset[Arch] | None],
     universe: tuple[Arch, ...],
-) -> list[tuple[Gate, ast.Compare, int]]:
+) -> list[tuple[Gate, ast.expr, int]]:
     """Each readable comparison's gate admits what the code path it guards admits (`_polarity`): `if cap != 9:
     raise` admits 9, `skipif(cap[0] not in [10, 12])` 10 and 12, the comparisons of one test the same archs."""
     lines = {node.lineno for _, node, _ in found}

@@ -313,16 +313,50 @@ def _add_member_ranges(place: _Place) -> list[Edit] | None:
     if not ranges or None in read or len({operand for operand, _ in read}) != 1:  # type: ignore[misc]
         return None
     operand = read[0][0]  # type: ignore[index]
-    items = {number: source[slice(*place.span(node))].decode("utf-8") for node, (_, number) in zip(ranges, read)}  # type: ignore[misc]
+    items = {number: source[slice(*text.span(node))].decode("utf-8") for node, (_, number) in zip(ranges, read)}  # type: ignore[misc]
+    new = {}
     for arch in place.missing:
         number = arch.major * 10 + arch.minor
-        items.setdefault(number, f"{operand} >= Arch.sm_{number} and {operand} <= Arch.sm_{number}f")
+        if number not in items:
+            new[number] = items[number] = f"{operand} >= Arch.sm_{number} and {operand} <= Arch.sm_{number}f"
+    lines = _operand_lines(place, ranges)
+    if lines is not None:  # an `or` laid out one operand a line (black's): each new range a line of its own
+        numbers = [number for _, number in read]  # type: ignore[misc]
+        inserted: dict[int, str] = {}
+        for number, item in sorted(new.items()):
+            after = [node for node, held in zip(ranges, numbers) if held < number]
+            if after:
+                at = place.span(after[-1])[1]
+                inserted[at] = inserted.get(at, "") + f"{lines[1]}{lines[0]}or ({item})"
+            else:  # before the first: it starts the line the first starts, which gains its `or`
+                at = place.span(ranges[0])[0]
+                inserted[at] = inserted.get(at, "") + f"({item}){lines[1]}{lines[0]}or "
+        return [Edit(at, at, text.encode()) for at, text in sorted(inserted.items())]
     written = " or ".join(f"({item})" for _, item in sorted(items.items()))
     start, end = text.span(root)
     parent = place.parents.get(id(root))
     if isinstance(parent, _TIGHTER) and not (isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.Or)):
         written = f"({written})"
     return [Edit(start, end, written.encode())]
+
+
+def _operand_lines(place: _Place, operands: list[ast.expr]) -> tuple[str, str] | None:
+    """(the indentation, the line ending) of an `or` whose operands each start a line of their own, all at one
+    column, the second and later after their `or` (black's layout: `(a)` / `or (b)`); None for any other."""
+    if len(operands) < 2:
+        return None
+    data = place.source
+    column = None
+    for index, node in enumerate(operands):
+        start = place.span(node)[0]
+        begin = data.rfind(b"\n", 0, start) + 1
+        head = data[begin:start]
+        lead = head.removesuffix(b"or ") if index else head
+        if lead.strip() or (index and not head.endswith(b"or ")) or column not in (None, lead):
+            return None
+        column = lead
+    eol = "\r\n" if data[: place.span(operands[0])[0]].endswith(b"\r\n" + (column or b"")) else "\n"
+    return (column or b"").decode("utf-8"), eol
 
 
 def _add_pair(place: _Place, pair: str) -> list[Edit] | None:

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import io
 import keyword
+import re
 import tokenize
 from collections.abc import Callable
 from typing import cast
 
-from codemods.gates import Edit
+from codemods.gates import Edit, apply_edits
 from codemods.gates._python import BLACK_LINE_LENGTH, eol as line_eol, line_end, line_length, line_start
 
 
-def wrapped(source: bytes, edits: list[Edit]) -> list[Edit]:
+def wrapped(source: bytes, edits: list[Edit], rejoined: bool = False) -> list[Edit]:
     """`edits`, split over lines the way black splits the `if`/`elif`/`while` line they make too long.
 
     The shapes real code has (SGLang 0.5.17's server_args.py, FlashInfer
@@ -47,6 +48,8 @@ def wrapped(source: bytes, edits: list[Edit]) -> list[Edit]:
     (` / the value / `)` (`_parenthesized_value_cuts`); a conditional
     expression that is all its brackets hold, before its `if`, `and`/`or`s
     and `else` (`_enclosed_cuts`).
+
+    With `rejoined`, an edit may replace lines black split with one line (`joined`): the test is laid out anew.
     """
 
     def cuts(line: str, eol: str, first: int, last: int) -> list[tuple[int, int, str]]:
@@ -56,11 +59,12 @@ def wrapped(source: bytes, edits: list[Edit]) -> list[Edit]:
         enclosed = source[:first].rstrip().endswith((b"(", b"[", b"{")) and source[last:].lstrip().startswith((b")", b"]", b"}"))
         return _black_cuts(line, limit, eol, enclosed)
 
-    return split_line(source, edits, cuts)
+    return split_line(source, edits, cuts, rejoined)
 
 
 def split_line(
-    source: bytes, edits: list[Edit], cuts_of: Callable[[str, str, int, int], list[tuple[int, int, str]]]
+    source: bytes, edits: list[Edit], cuts_of: Callable[[str, str, int, int], list[tuple[int, int, str]]],
+    rejoined: bool = False,
 ) -> list[Edit]:
     """`edits`, with the cuts `cuts_of(line, eol, first, last)` makes in the one line they change (the line as
     they leave it, its line ending, and where it starts and ends in `source`) placed back into them (`_placed`):
@@ -72,8 +76,9 @@ def split_line(
     first, last = line_start(source, start), line_end(source, end)
     eol = line_eol(source, start)
     last -= len(eol) if source[first:last].endswith(eol) else 0
-    if b"\n" in source[first:last]:
-        return edits  # the test spans lines: it is laid out already
+    kept = [source[first:start], source[end:last]] + [source[a.end : b.start] for a, b in zip(sorted(edits), sorted(edits)[1:])]
+    if any(b"\n" in piece for piece in (kept if rejoined else [source[first:last]])) or any(b"\n" in e.text for e in edits):
+        return edits  # the test spans lines (the edits keep), or they write lines of their own: it is laid out
     # each character of the widened line: (the character, its source offset or None, the edit and the place in
     # its text it comes from when inserted)
     chars: list[tuple[str, int | None, tuple[int, int] | None]] = []
@@ -214,11 +219,75 @@ def _black_cuts(line: str, limit: int, eol: str, enclosed: bool = False) -> list
         if not split or words != {"or"}:
             return []
         pieces = [open_col + lead, *split, close_col - trail]
-        if any(len(inner + line[a:b].strip()) > limit for a, b in zip(pieces, pieces[1:])):
-            return []
-        cuts += _breaks_before(line, split, eol + inner)
+        calls = []
+        for a, b in zip(pieces, pieces[1:]):
+            if len(inner + line[a:b].strip()) > limit:  # still too long: its own call split at its brackets
+                call = _call_cuts(line, a, b, inner, limit, eol)
+                if not call:
+                    return []
+                calls += call
+        cuts += sorted(_breaks_before(line, split, eol + inner) + calls)
     cuts.append((close_col - trail, close_col, eol + indent))
     return cuts
+
+
+def _call_cuts(line: str, start: int, end: int, indent: str, limit: int, eol: str) -> list[tuple[int, int, str]]:
+    """Black's right-hand split of one operand on its own line (`or is_sm121a_supported(device or ...)`): a call
+    of one argument ending it gets `name(` / the argument one level deeper than `indent` / `)`; [] otherwise."""
+    piece = line[start:end].rstrip()
+    tokens = _tokens(piece.strip())
+    if len(tokens) < 3 or tokens[-1].string != ")":
+        return []
+    shift = start + len(piece) - len(piece.lstrip())
+    depth, opening = 0, None
+    for index in range(len(tokens) - 1, -1, -1):
+        depth += tokens[index].string in ")]}"
+        depth -= tokens[index].string in "([{"
+        if depth == 0:
+            opening = index
+            break
+    if opening is None or opening == 0 or tokens[opening].string != "(" or tokens[opening - 1].type != tokenize.NAME:
+        return []
+    open_col, close_col = shift + tokens[opening].end[1], shift + tokens[-1].start[1]
+    inside = line[open_col:close_col]
+    if not inside.strip() or _commas_at_top(inside) or len(indent + "    " + inside.strip()) > limit:
+        return []  # several arguments: black puts one a line with a trailing comma; or the argument too long
+    lead, trail = len(inside) - len(inside.lstrip()), len(inside) - len(inside.rstrip())
+    return [(open_col, open_col + lead, eol + indent + "    "), (close_col - trail, close_col, eol + indent)]
+
+
+def _commas_at_top(text: str) -> bool:
+    depth = 0
+    for token in _tokens(text):
+        depth += token.string in "([{"
+        depth -= token.string in ")]}"
+        if depth == 0 and token.string == ",":
+            return True
+    return False
+
+
+def relaid(source: bytes, edit: Edit) -> list[Edit] | None:
+    """`edit`, which writes on one line what black split over lines (`joined`), laid out as black lays out the
+    test it makes; None where a line stays longer than the file's limit (a layout `wrapped` does not write)."""
+    laid = wrapped(source, [edit], rejoined=True)
+    first = line_start(source, edit.start)
+    after = apply_edits(source, laid)[first:]
+    last = line_end(after, edit.end - first + sum(len(e.text) - (e.end - e.start) for e in laid))
+    limit = line_length(source)
+    return laid if all(len(line) <= limit for line in after[:last].decode("utf-8").splitlines()) else None
+
+
+def joined(text: str) -> str | None:
+    """An expression black split over lines (`is_sm120a_supported(` / `    device or ...` / `)`), on one line as it
+    was before (so a widening lays out the test it grows anew); None when a comment, a string over lines, a
+    backslash or a magic trailing comma (black keeps that split) makes it not one line's worth."""
+    if "\n" not in text:
+        return text
+    if "#" in text or '"""' in text or "'''" in text or "\\" in text or re.search(r",\s*[)\]}]", text):
+        return None
+    text = re.sub(r"([(\[{])[ \t]*\r?\n\s*", r"\1", text)
+    text = re.sub(r"\s*\r?\n\s*([)\]}])", r"\1", text)
+    return re.sub(r"[ \t]*\r?\n\s*", " ", text)
 
 
 def _exploded(

@@ -779,6 +779,8 @@ def _placed(
         below = [i for i, n in siblings if n < number]
         above = [i for i, n in siblings if n > number]
         index = below[-1] + 1 if below else min(above) if above else len(aliases)
+        while below and index < len(aliases) and 0 <= number_of(aliases[index].evaluated_name) < number:
+            index += 1  # past the sibling's own family (`is_sm100f_supported` after `is_sm100a_supported`)
         aliases = insert_at(node, aliases, index, by_name[new])
     return aliases
 

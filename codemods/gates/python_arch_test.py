@@ -40,6 +40,7 @@ An `if`/`elif`/`while` line the widening makes longer than the file's line
 length (88, or the longest line long for its code) is split as black splits
 it: `... and not (` / the predicates one level deeper / `):`, and before each
 `or` if they still do not fit (see `_wrap.wrapped`, which python_arch_or shares).
+A negated call black had split over lines is laid out anew (`_wrap.relaid`).
 
 Selectors pick the `if`: `function` (the function around it), `assigns` (its
 body assigns that dotted target, or, for a conditional expression, `X = a if
@@ -74,7 +75,7 @@ from codemods.gates import CannotWiden, Edit, Gate, drop_operands
 from codemods.gates import python_arch_or as chains
 from codemods.gates._predicates import Meaning
 from codemods.gates._python import PythonSource, parse, parse_gate_expression
-from codemods.gates._wrap import wrapped
+from codemods.gates._wrap import joined, relaid, wrapped
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -214,6 +215,12 @@ def _plan(
         if (gate.detail.get("negation") or _negation_style(parsed, template, lone)) == "parentheses":
             text = b"".join(b" or " + s for s in spelled)
             edits = [Edit(start, start, b"("), Edit(end, end, text + b")")]
+            old = joined(parsed.source[start:end].decode("utf-8"))
+            new = [joined(s.decode("utf-8")) for s in spelled]
+            if b"\n" in parsed.source[start:end] and old is not None and None not in new:
+                # black split the call (`if not P(` / `    device or ...` / `):`): the test is laid out anew
+                written = "(" + old + "".join(f" or {s}" for s in new) + ")"
+                edits = relaid(parsed.source, Edit(start, end, written.encode("utf-8"))) or edits
         else:
             at = parsed.outer_span(node)[1]
             edits = [Edit(at, at, b"".join(b" and not " + s for s in spelled))]

@@ -711,6 +711,89 @@ def test_wrapped_test_is_what_ruff_format_writes(condition: str, device: str, de
     assert widened.decode() == formatted.decode()
 
 
+@settings(deadline=None, max_examples=25)
+@given(
+    argument=st.sampled_from([
+        'device or torch.device("cuda", torch.cuda.current_device())', "self.device_of_the_first_input_tensor_on_this_rank",
+        'device or torch.device("cuda", torch.cuda.current_device_of_this_process())',
+    ]),
+    depth=st.integers(min_value=0, max_value=2),
+)  # fmt: skip
+def test_a_negated_call_black_split_is_laid_out_as_ruff_format_writes(argument: str, depth: int) -> None:
+    """Round 11 bug 3: `if not P(` / `    arg` / `):` widened gave `if not (P(` / `    arg` / `) or Q(` / ... /
+    `)):`; ruff format's: `if not (` / each call on its own line (split at its own brackets if still too long,
+    `or` leading) / `):`."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("ruff") is None:
+        pytest.skip("ruff (the test extra) is not installed")
+
+    def ruff(data: bytes) -> bytes:
+        return subprocess.run([sys.executable, "-m", "ruff", "format", "--isolated", "-"], input=data, capture_output=True, check=True).stdout
+
+    body = f"if not is_sm120a_supported({argument}):\n    return False\n"
+    for _ in range(depth):
+        body = f"if True:\n{indent(body, '    ')}"
+    source = ruff(f"from flashinfer.utils import is_sm120a_supported\n\n\ndef check(device=None):\n{indent(body, '    ')}".encode())
+    assume(b"is_sm120a_supported(\n" in source)  # black split the call: the shape of this case
+    # the argument fits a line two levels deeper than the `if` (else black splits it too: not written, left)
+    assume(4 * (depth + 1) + 8 + len(argument) <= 88)
+    widened = _rewrite(source, "sm_121", FLASHINFER, function="check")
+    assert b"is_sm121a_supported" in widened
+    assert widened.decode() == ruff(widened).decode()
+    assert _rewrite(widened, "sm_121", FLASHINFER, function="check") == widened
+
+
+def test_a_negated_call_black_split_gains_its_sibling_on_a_line_of_its_own() -> None:
+    """Round 11 bug 3, FlashInfer's `sm120a_available` one level deeper (a method): both calls too long for one line."""
+    source = dedent("""\
+        from flashinfer.utils import is_sm120a_supported
+
+
+        class Runner:
+            def available(self, device=None):
+                if not is_sm120a_supported(
+                    device or torch.device("cuda", torch.cuda.current_device())
+                ):
+                    return False
+        """).encode()
+    assert _rewrite(source, "sm_121", FLASHINFER, function="available").decode().splitlines()[5:13] == [
+        "        if not (",
+        "            is_sm120a_supported(",
+        '                device or torch.device("cuda", torch.cuda.current_device())',
+        "            )",
+        "            or is_sm121a_supported(",
+        '                device or torch.device("cuda", torch.cuda.current_device())',
+        "            )",
+        "        ):",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("imported", "after"),
+    [
+        pytest.param(
+            "    is_sm100a_supported,\n    is_sm100f_supported,\n    is_sm12x_supported,\n",
+            "    is_sm100a_supported,\n    is_sm100f_supported,\n    is_sm110a_supported,\n    is_sm12x_supported,\n",
+            id="round-11-bug-11-after-the-siblings-own-family-where-it-sorts",
+        ),
+        pytest.param(
+            "    is_sm100a_supported,\n    is_sm12x_supported,\n",
+            "    is_sm100a_supported,\n    is_sm110a_supported,\n    is_sm12x_supported,\n",
+            id="right-after-the-sibling",
+        ),
+    ],
+)
+def test_a_new_predicate_is_imported_where_it_sorts(imported: str, after: str) -> None:
+    """FlashInfer 0.7.4's gemm_base.py imports `is_sm100a_supported,` / `is_sm100f_supported,` /
+    `is_sm12x_supported,`: `is_sm110a_supported` went between the first two."""
+    source = f"from .utils import (\n{imported})\n\n\ndef pick(a):\n    if is_sm100a_supported(a.device):\n        return 2\n"
+    widened = _rewrite(source.encode(), "sm_110", FLASHINFER, function="pick").decode()
+    assert widened.startswith(f"from .utils import (\n{after})\n")
+
+
 # FlashInfer 0.6.10 gemm_base.py: a function's own variables spelled like predicates, tested later. They are
 # values (what they hold is read where they are assigned), never predicates read by their names.
 LOCAL_VALUES = """\

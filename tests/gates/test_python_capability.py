@@ -1019,10 +1019,8 @@ def test_cute_dsl_arch_members_read_as_their_numbers(tmp_path):
     (tmp_path / "decode.py").write_text(CUTE_DSL)
     gates = scan(tmp_path, Arch.parse("sm_121"), cache=None).gates
     assert [(g["line"], g["text"], g["admits"], g["excludes_arch"]) for g in gates] == [
-        (7, "arch >= Arch.sm_100", ["sm_100"], True),
-        (7, "arch <= Arch.sm_100f", ["sm_100"], True),
-        (9, "Arch.sm_103 <= arch", ["sm_103"], True),
-        (9, "arch <= Arch.sm_103f", ["sm_103"], True),
+        (7, "arch >= Arch.sm_100 and arch <= Arch.sm_100f", ["sm_100"], True),  # one range, one row
+        (9, "Arch.sm_103 <= arch and arch <= Arch.sm_103f", ["sm_103"], True),
         (15, "self.arch in (Arch.sm_120a, Arch.sm_121a)", ["sm_120", "sm_121"], False),
         (17, "self.arch > Arch.sm_90a", ["sm_100", "sm_103", "sm_110", "sm_120", "sm_121"], False),
     ]
@@ -1083,6 +1081,89 @@ def test_a_cute_dsl_range_gains_one_range_per_target(archs, branch):
     universe = tuple(dict.fromkeys(DEFAULT_ARCHS + parse_archs(archs)))  # sm_101 is not among the defaults
     (again,) = [g for g in find(after.encode(), universe) if g.admits.admits(Arch.parse("sm_103"))]
     assert sorted(a.name for a in again.admits.admitted) == sorted(["sm_103", *archs.split(",")])
+
+
+# FlashInfer 0.7.4's softmax: a range `or`-ed with a range over names bound by `getattr(Arch, "sm_107", ...)`.
+NAMED_RANGES = """\
+_ARCH_SM107 = getattr(Arch, "sm_107", Arch.sm_103f)
+_ARCH_SM107F = getattr(Arch, "sm_107f", Arch.sm_103f)
+
+
+def softmax(arch):
+    if cutlass.const_expr(arch >= Arch.sm_100 and arch <= Arch.sm_100f):
+        a = 1
+    elif cutlass.const_expr(
+        (arch >= Arch.sm_103 and arch <= Arch.sm_103f)
+        or (arch >= _ARCH_SM107 and arch <= _ARCH_SM107F)
+    ):
+        a = 2
+"""
+
+
+def test_scan_lists_a_member_range_once_and_a_range_over_names_as_unknown(tmp_path):
+    """Round 11 bug 10: each range was two rows (`arch >= Arch.sm_100`, `arch <= Arch.sm_100f`), and the `elif`
+    admitted every arch, its `arch >= _ARCH_SM107` read as a test that does not depend on the GPU."""
+    from codemods.audit.scan import scan
+
+    (tmp_path / "hca.py").write_text(NAMED_RANGES)
+    gates = scan(tmp_path, Arch.parse("sm_110"), cache=None).gates
+    assert [(g["line"], g["text"], g["admits"]) for g in gates] == [
+        (6, "arch >= Arch.sm_100 and arch <= Arch.sm_100f", ["sm_100"]),
+        (9, "arch >= Arch.sm_103 and arch <= Arch.sm_103f", ["sm_103"]),
+    ]
+    assert gates[1]["unknown"] == ["sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_110", "sm_120", "sm_121"]
+    source = NAMED_RANGES.encode()
+    (named,) = [g for g in find(source, function="softmax") if "_ARCH_SM107" in g.text]
+    assert "`_ARCH_SM107`" in named.detail["unknown"]
+    with pytest.raises(CannotWiden, match="compared with `_ARCH_SM107`"):  # round 11 bug 2: unknown is not widened
+        widen(source, named, (Arch.parse("sm_110"),))
+
+
+def test_scan_lists_bounds_of_one_number_as_one_range(tmp_path):
+    """An `and` of a lower and an upper bound of one subject is one range (one row); other `and`s keep a row each."""
+    from codemods.audit.scan import scan
+
+    (tmp_path / "op.py").write_text(
+        "from sglang.srt.utils import get_device_sm\n\n\ndef f():\n    sm = get_device_sm()\n"
+        "    if sm >= 90 and sm < 110:\n        return 1\n    if sm >= 90 and sm >= 100:\n        return 2\n"
+    )
+    gates = scan(tmp_path, Arch.parse("sm_110"), cache=None).gates
+    assert [(g["text"], g["admits"]) for g in gates] == [
+        ("sm >= 90 and sm < 110", ["sm_90", "sm_100", "sm_103"]),
+        ("sm >= 90", ["sm_100", "sm_103", "sm_110", "sm_120", "sm_121"]),
+        ("sm >= 100", ["sm_100", "sm_103", "sm_110", "sm_120", "sm_121"]),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("archs", "branch"),
+    [
+        pytest.param("sm_110", (
+            "        (arch >= Arch.sm_100 and arch <= Arch.sm_100f)\n"
+            "        or (arch >= Arch.sm_103 and arch <= Arch.sm_103f)\n"
+            "        or (arch >= Arch.sm_110 and arch <= Arch.sm_110f)\n"
+        ), id="round-11-bug-2-a-line-of-its-own-last"),
+        pytest.param("sm_90,sm_101,sm_120", (
+            "        (arch >= Arch.sm_90 and arch <= Arch.sm_90f)\n"
+            "        or (arch >= Arch.sm_100 and arch <= Arch.sm_100f)\n"
+            "        or (arch >= Arch.sm_101 and arch <= Arch.sm_101f)\n"
+            "        or (arch >= Arch.sm_103 and arch <= Arch.sm_103f)\n"
+            "        or (arch >= Arch.sm_120 and arch <= Arch.sm_120f)\n"
+        ), id="first-between-and-last-each-where-it-sorts"),
+    ],
+)  # fmt: skip
+def test_a_split_or_of_ranges_gains_a_line_per_range(archs, branch):
+    """Round 11 bug 2: the new range was nested with the old in parentheses, `((a) or (b))`, on one long line."""
+    before = (
+        "def softmax(arch):\n    if cutlass.const_expr(\n"
+        "        (arch >= Arch.sm_100 and arch <= Arch.sm_100f)\n"
+        "        or (arch >= Arch.sm_103 and arch <= Arch.sm_103f)\n"
+        "    ):\n        a = 2\n"
+    )
+    head = "def softmax(arch):\n    if cutlass.const_expr(\n"
+    after = _rewrite(before, archs, picks="sm_103")
+    assert after == head + branch + "    ):\n        a = 2\n"
+    assert _rewrite(after, archs, picks="sm_103") == after
 
 
 def test_the_kind_says_run_has_no_edit_for_a_comparison_of_members(tmp_path):
