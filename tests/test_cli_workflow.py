@@ -341,3 +341,22 @@ def test_clear_jit_cache_removes_only_module_builds(cli, example_repo, isolated_
     assert result.exit_code == 0, result.output
     assert all(f.exists() for f in keep) and not any(f.parent.exists() for f in gone)
     assert result.stderr.count("removed stale JIT build") == 2
+
+
+def test_a_recipe_whose_every_change_is_absent_says_so_not_already_enabled(cli, example_repo, tmp_path):
+    """Round 12 bug 7: nothing was read, so "already admits sm_120" is a claim codemod cannot make (and a script
+    reading the JSON status would believe the feature runs there)."""
+    repo = example_repo("sglang")
+    recipe = tmp_path / "absent.toml"
+    recipe.write_text(
+        'id = "absent"\nsummary = "x"\narch = "sm_120"\n\n[[change]]\nid = "sglang.absent"\nproject = "sglang"\n'
+        'file = "{python}/srt/layers/attention/no_such_backend.py"\nkind = "python_arch_test"\nfunction = "f"\n'
+        'optional = "absent"\ntitle = "x"\n'
+    )
+    before_refs = refs(repo)
+    result = cli("run", recipe, "--repo", repo)
+    assert result.exit_code == 0, result.output
+    assert "not in this version: every change of absent is absent from SGLang" in result.stderr
+    assert "already" not in result.stderr and refs(repo) == before_refs
+    data = json.loads(cli("run", recipe, "--repo", repo, "--format", "json").stdout)["results"][0]
+    assert data["status"] == "not-in-this-version"

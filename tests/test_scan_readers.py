@@ -326,6 +326,14 @@ void fused(int sm) {
   }
   launch();
 }
+
+Runtime* build(int sm_version) {
+  if (sm_version != 90) {
+    THROW("only supports Hopper (SM90), but the device is %d", sm_version);
+  }
+  std::vector<std::string> flags = {"-std=c++17", "--gpu-architecture=sm_90a"};
+  return compile(flags);
+}
 """
 
 
@@ -335,7 +343,9 @@ def test_an_if_that_exits_is_an_error_path_widenable_only_where_widen_has_an_edi
     root = _tree(tmp_path, {"csrc/checks.cu": _EXITS})
     gates = {g["line"]: g for g in scan(root, Arch.parse("sm_120"), jobs=1).gates if g["kind"] == "cpp_runtime_check"}
     assert {line: (g["excludes_arch"], g["classification"]) for line, g in gates.items()} == {
-        2: (True, "blocker"), 9: (True, "widenable")
+        2: (True, "blocker"), 9: (True, "widenable"), 16: (True, "needs-human")
     }
+    # DeepGEMM's JIT compiler (FlashInfer's compiler.cuh) throws off Hopper and builds for sm_90a: a port, not a widening
+    assert "builds for sm_90a, which sm_120 cannot run" in gates[16]["reason"]
     assert "stops there on sm_120 (`throw`)" in gates[2]["reason"] and "no edit" in gates[2]["reason"]
     assert "sm_121" in gates[2]["admits"] and "sm_120" not in gates[2]["admits"]

@@ -36,7 +36,7 @@ class RunResult:
     plan: Plan
     prefix: str  # path of --repo inside the git work tree, with trailing slash (or "")
     selected: list[PlannedChange]
-    status: str  # "dry-run", "applied", "already-enabled", "already-applied", "nothing-selected"
+    status: str  # "dry-run", "applied", "already-enabled", "already-applied", "not-in-this-version", "nothing-selected"
     branch: str = ""
     base: str = ""
     commits: list[tuple[str, str]] = field(default_factory=list)  # (sha, change id)
@@ -133,6 +133,8 @@ def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, fo
         if not plan.changed:
             on_branch = repo is not None and repo.head()[0] == name
             status = "already-applied" if on_branch else "already-enabled"
+            if not on_branch and plan.changes and all(c.outcome == "skipped" for c in plan.changes):
+                status = "not-in-this-version"  # nothing was read, so nothing can be said to admit the archs
             results.append(RunResult(plan, prefix, [], status, branch=name if on_branch else ""))
             continue
         if dry_run:

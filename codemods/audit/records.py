@@ -95,6 +95,10 @@ def _default_path(gate: Gate, arch: Arch) -> classify.Path:
     if gate.kind == cuda_guard.KIND:
         return classify.Path(classify.UNDECIDED, "the #if group around it was not read (--gates-only, or CUDA text in a string)")
     if gate.kind == "cpp_runtime_check":
+        builds = gate.detail.get("builds_for") or []
+        if builds and arch.name not in builds and arch.plain.name not in {b.removesuffix("a") for b in builds}:
+            return classify.Path(classify.PORT, f"the function builds for {', '.join(builds)}, which {arch.name} cannot "
+                                                "run: widening the check alone gives it no kernel")
         return classify.runtime_path(str(gate.detail.get("in", "")), arch, str(gate.detail.get("exit", "")))
     if gate.kind == "python_arch_call":
         return classify.call_path(str(gate.detail.get("passed_to", "")), arch)

@@ -153,8 +153,29 @@ def find(
                 whole = part.start_byte == condition.start_byte and part.end_byte == condition.end_byte
                 gates.append(_gate(source, part, holder, names, universe, syntax.short_name(definition), whole, flips,
                                    exit))
+        if gates and (builds := _builds_for(body)):
+            for gate in gates:
+                if body.start_byte <= gate.start < body.end_byte:
+                    gate.detail["builds_for"] = builds
     gates.sort(key=lambda gate: gate.start)
     return gates
+
+
+_ARCH_TARGET = re.compile(rb"\b(?:sm|compute)_(\d{2,3})a\b")
+
+
+def _builds_for(body: tree_sitter.Node) -> list[str]:
+    """The arch-specific targets a function's string literals name (`"--gpu-architecture=sm_90a"`, DeepGEMM's JIT
+    compiler): code it builds runs on those archs alone, whatever its checks admit."""
+    found: set[int] = set()
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if node.type in ("string_literal", "raw_string_literal"):
+            found.update(int(code) for code in _ARCH_TARGET.findall(node.text or b""))
+        else:
+            stack.extend(node.children)
+    return [f"sm_{code}a" for code in sorted(found)]
 
 
 def _widened_comparison(condition: tree_sitter.Node, names) -> bool:

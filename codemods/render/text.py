@@ -95,6 +95,8 @@ def run_lines(recipe, workspace, result, universe: tuple[Arch, ...], cache: dict
         lines.append(
             f"already enabled: {project} at {workspace.path} already admits {', '.join(a.name for a in plan.targets)}; nothing to do, no branch made"
         )
+    elif result.status == "not-in-this-version":
+        lines.append(f"not in this version: every change of {recipe.id} is absent from {project} at {workspace.path}; nothing to do, no branch made")
     elif result.status == "already-applied":
         lines.append(f"already applied: {recipe.id} is on the current branch {result.branch}; nothing to do")
     elif result.status == "nothing-selected":
