@@ -108,7 +108,7 @@ def plan_change(
     if failed:
         pc.outcome = "failed"
         pc.reason = "; ".join(
-            f"{pc.file}:{g.gate.line}: cannot widen `{g.gate.text.strip()}`: {g.reason.removeprefix(f'line {g.gate.line}: ')}"
+            f"{pc.file}:{g.gate.line}: cannot widen `{_quoted(g.gate.text)}`: {g.reason.removeprefix(f'line {g.gate.line}: ')}"
             for g in failed
         )
         return
@@ -289,3 +289,9 @@ def _in_symbol_files(change: Change, tree: ProjectTree, read: Read | None) -> bo
         if defines(data, change.requires_symbol):
             return True
     return False
+
+
+def _quoted(text: str) -> str:
+    """A gate's text as a message quotes it: its first line, and ` ...` for the rest (a dict of five lines)."""
+    lines = text.strip().splitlines() or [""]
+    return lines[0].rstrip() + (" ..." if len(lines) > 1 else "")

@@ -295,3 +295,11 @@ def test_an_imported_predicate_must_exist_in_the_module_it_comes_from(tmp_path, 
         after = change.after.decode()
         assert "from sglang.srt.layers.utils import is_sm90_supported, is_sm100_supported\n" in after
         assert "and (is_sm100_supported() or is_sm90_supported()):" in after
+
+
+def test_a_refusal_quotes_the_first_line_of_a_gate_of_several():
+    """Round 12 bug 9: a refusal for an unnamed dict quoted all five of its lines in one message."""
+    from codemods.plan.widen import _quoted
+
+    assert _quoted('{\n    "sm_90": 1,\n    "sm_100": 2,\n}') == "{ ..."
+    assert _quoted("  [9, 10]  ") == "[9, 10]"
