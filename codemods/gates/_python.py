@@ -317,6 +317,8 @@ class PythonSource:
         text = decode(source)
         # libcst drops a leading BOM from its tree, so its offsets start after it.
         self.bom = len(_BOM.encode()) if text.startswith(_BOM) else 0
+        if text.startswith(_BOM * 2):  # Python rejects a second BOM; libcst would drop it too, and every span shift by 3
+            raise SourceError("not valid Python: line 1: a second byte order mark (U+FEFF) after the first")
         tree = check_depth(source, text[1:] if self.bom else text)
         self.pruned: Pruned | None = None
         if keep is not None and tree is not None and not (b"\r" in source and LONE_CR.search(source)):
