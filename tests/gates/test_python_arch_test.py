@@ -1026,3 +1026,24 @@ def test_a_second_bom_is_refused_not_read_three_bytes_off(source: bytes) -> None
     (`if has_sm` for `has_sm100`), which the planner caught only as a rewritten gate that admits nothing."""
     with pytest.raises(SourceError, match="^not valid Python: line 1: a second byte order mark"):
         find(source, DEFAULT_ARCHS, SGLANG)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(
+            "import x\n\n \\\nclass A:\n    def f(self):\n        if self.a and not is_sm100_supported():\n            raise E\n",
+            id="blank-line-continued-by-a-backslash-libcst-drops-it",
+        ),
+        pytest.param(
+            "import x\r\n\r\n \\\r\nclass A:\r\n    def f(self):\r\n        if self.a and not is_sm100_supported():\r\n            raise E\r\n",
+            id="the-same-with-crlf",
+        ),
+    ],
+)
+def test_source_python_rejects_and_libcst_misreads_is_refused(source: str) -> None:
+    """libcst reads a line of only ` \\` before a statement, which Python rejects, by leaving its bytes out, and
+    every span after it landed early (`nd not is_sm100_supporte`; the planner caught it only as a rewritten gate
+    that does not admit the target): refused with Python's reason."""
+    with pytest.raises(SourceError, match="^not valid Python: line 4: unexpected indent"):
+        find(source.encode(), DEFAULT_ARCHS, SGLANG)
