@@ -9,7 +9,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, parse_archs
-from codemods.gates import CannotWiden, apply_edits
+from codemods.gates import CannotWiden, SourceError, apply_edits
 from codemods.gates.python_capability import admits, find, widen
 from codemods.gates.python_arch_map import find as find_map
 from codemods.gates.registry import KINDS
@@ -1324,3 +1324,20 @@ def test_before_an_exit_the_code_after_comes_through_on_exactly_the_targets(cond
     assert set(DEFAULT_ARCHS) - _holds(again.text) >= after_path | set(targets)  # the targets come through
     assert set(again.admits.admitted) == set(DEFAULT_ARCHS) - _holds(again.text)
     assert widen(after, again, tuple(targets)) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(
+            "# -*- coding: latin-1 -*-\ndef f():\n    s = 'é'; major = torch.cuda.get_device_capability()[0]\n"
+            "    if s == 'é' and major == 9:\n        pass\n",
+            id="latin-1-coding-line-read-as-utf-8-like-every-other-reader",
+        ),
+    ],
+)
+def test_a_coding_line_does_not_decide_how_the_file_is_read(source: str) -> None:
+    """A `# coding: latin-1` line made Python's parser, given the bytes, read the file as Latin-1 while every span
+    is UTF-8: the gate came out a byte off (`ajor == 9:`). Refused, as any file that is not UTF-8 is."""
+    with pytest.raises(SourceError, match="^not UTF-8"):
+        find(source.encode("latin-1"), DEFAULT_ARCHS)
