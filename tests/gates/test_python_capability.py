@@ -13,6 +13,7 @@ from codemods.gates import CannotWiden, SourceError, apply_edits
 from codemods.gates.python_capability import admits, find, widen
 from codemods.gates.python_arch_map import find as find_map
 from codemods.gates.registry import KINDS
+from codemods.plan.widen import _shifts, _span_after
 
 # SGLang's shape: a helper returning major * 10 + minor, compared with an int.
 SGLANG_SM = '''\
@@ -515,6 +516,29 @@ def test_an_exit_reached_through_a_flag_is_read_and_narrowed():
 def test_widen_condition(before, archs, after):
     assert _rewrite(before, archs) == after
     assert _rewrite(after, archs) == after  # a second pass changes nothing
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        pytest.param(
+            "class A:\n    def __init__(self):\n        self.use_min_latency_fused_a_gemm = self.has_fused_proj and _device_sm == 90\n",
+            "class A:\n    def __init__(self):\n        self.use_min_latency_fused_a_gemm = (\n"
+            "            self.has_fused_proj and _device_sm in (90, 120, 121)\n        )\n",
+            id="black-closes-the-assignment-after-the-gate-and-the-gate-keeps-its-own-text",
+        ),
+    ],
+)
+def test_a_wrap_that_closes_after_the_gate_leaves_the_gate_its_text(before, after):
+    """Black's `)` closing an assigned value that ends with the gate was inserted at the gate's end, which the
+    planner reads as the gate's own text (`_device_sm in (90, 120, 121)\\n        )`, admitting nothing): every
+    such widening failed as 'the rewritten gate does not admit the target (internal check)'."""
+    source = before.encode()
+    [gate] = find(source, names={"_device_sm": "sm"})
+    edits = widen(source, gate, parse_archs("sm_120,sm_121"), DEFAULT_ARCHS)
+    assert apply_edits(source, edits).decode() == after
+    start, end = _span_after(gate, _shifts(edits))
+    assert apply_edits(source, edits)[start:end] == b"_device_sm in (90, 120, 121)"
 
 
 def test_admits_picks_one_branch_of_an_if_elif():
