@@ -79,6 +79,13 @@ LINES_C = [
 NUMBERS = ["0", "1", "7", "8", "9", "10", "11", "12", "13", "80", "89", "90", "100", "103", "110", "120", "121", "800", "900",
            "1000", "1030", "1200", "1210", "99999999999999999999", "0x10", "1_0", "012", "9.0", "10L", "1e3"]
 OPERATORS = ["==", ">=", "<=", "<", ">", "!="]
+TOKENS = {  # what a token may become: the spellings gates are written in
+    " in ": [" not in ", " == "], " not in ": [" in "], "[": ["(", "{"], "]": [")", "}"], "(": ["[", "(("],
+    "__CUDA_ARCH__": ["__CUDA_ARCH_SPECIFIC__", "__CUDA_ARCH_FAMILY_SPECIFIC__", "CUDA_ARCH", "__CUDA_ARCH__ + 0"],
+    "#if ": ["#elif ", "#ifdef ", "#ifndef ", "#if !"], "defined(": ["!defined(", "defined ("], "sm_": ["sm", "SM_", "compute_"],
+    "major": ["minor", "cc"], "True": ["False"], "return": ["yield", "return not"], "elif": ["if", "else"],
+}
+TOKEN_RE = re.compile("|".join(re.escape(t) for t in sorted(TOKENS, key=len, reverse=True)))
 OPERATOR_RE = re.compile(r"==|!=|>=|<=|(?<![<>-])[<>](?![<>=])")
 
 
@@ -97,7 +104,7 @@ def mutate(draw, text: str, python: bool) -> str:
     # the mutations that keep a file readable come up three times as often: they reach the gate kinds' rewrites
     kind = draw(st.sampled_from([
         *["insert", "duplicate", "number", "operator", "boolean", "parenthesize", "negate", "comment", "crlf",
-          "blank-lines", "non-ascii"] * 3,
+          "blank-lines", "non-ascii", "token"] * 3,
         "delete", "tabs", "backslash", "bracket", "truncate", "empty", "bom", "indent",
     ]))
     line = draw(st.integers(0, max(len(lines) - 1, 0)))
@@ -128,6 +135,11 @@ def mutate(draw, text: str, python: bool) -> str:
         if found:
             m = _pick(draw, found)
             return text[: m.start()] + swaps[m.group()] + text[m.end() :]
+    elif kind == "token":
+        found = list(TOKEN_RE.finditer(text))
+        if found:
+            m = _pick(draw, found)
+            return text[: m.start()] + _pick(draw, TOKENS[m.group()]) + text[m.end() :]
     elif kind in ("parenthesize", "negate"):  # an `if`'s or `#if`'s condition, on the drawn line or the next one that has one
         pattern = re.compile(r"(?<=\bif )(.+?)(?=:\s*$)" if python else r"(?<=#if )(.+?)(?=\s*$)|(?<=\bif \()(.+?)(?=\)\s*\{?\s*$)")
         for i in [*range(line, len(lines)), *range(line)]:
@@ -139,7 +151,7 @@ def mutate(draw, text: str, python: bool) -> str:
     elif kind == "comment" and lines:
         lines[line] += draw(st.sampled_from(["  # note", "  # sm_120 é", " // note", " /* x */", "  #", " // \\"]))
     elif kind == "crlf":
-        return text.replace("\n", "\r\n")
+        return text.replace("\n", draw(st.sampled_from(["\r\n", "\r"])))
     elif kind == "tabs":
         return re.sub(r"(?m)^    ", "\t", text) if draw(st.booleans()) else text.replace("    ", "\t", 1)
     elif kind == "backslash" and lines:
@@ -168,7 +180,7 @@ def mutated_case(draw):
     recipe, change, case = draw(st.sampled_from(CASES))
     python = _is_python(case.file)
     text = case.before
-    for _ in range(draw(st.integers(1, 3))):
+    for _ in range(draw(st.integers(1, 4))):
         text = draw(mutate(text, python))
     data = text.encode("utf-8")
     odd = draw(st.integers(0, 40))
