@@ -263,7 +263,7 @@ def blocks(data: bytes) -> tuple[PythonText, list[ast.stmt]] | None:
         piece = b"\n".join(lines[start - 1 : end])
         prefix = b"\n" * (start - 1) if level == 0 else b"\n" * (start - 2) + b"if 1:\n"
         try:
-            parsed = ast.parse(prefix + piece)
+            parsed = ast.parse((prefix + piece).decode("utf-8"))  # as UTF-8, never as a `# coding:` line says
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         if level == 0:

@@ -159,6 +159,15 @@ def check_depth(source: bytes, text: str) -> ast.Module | None:
     return tree
 
 
+def _rejected(source: bytes) -> str:
+    """Why Python's own parser rejects `source`, which libcst read."""
+    try:
+        ast_of(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return f"not valid Python: line {getattr(exc, 'lineno', None)}: {getattr(exc, 'msg', exc)}"
+    return "not valid Python"
+
+
 class PythonText:
     """Byte offsets of ast positions (ast columns are UTF-8 byte offsets)."""
 
@@ -317,6 +326,8 @@ class PythonSource:
         text = decode(source)
         # libcst drops a leading BOM from its tree, so its offsets start after it.
         self.bom = len(_BOM.encode()) if text.startswith(_BOM) else 0
+        if text.startswith(_BOM * 2):  # Python rejects a second BOM; libcst would drop it too, and every span shift by 3
+            raise SourceError("not valid Python: line 1: a second byte order mark (U+FEFF) after the first")
         tree = check_depth(source, text[1:] if self.bom else text)
         self.pruned: Pruned | None = None
         if keep is not None and tree is not None and not (b"\r" in source and LONE_CR.search(source)):
@@ -330,6 +341,10 @@ class PythonSource:
             raise SourceError(f"not valid Python: line {exc.raw_line}: {exc.message}") from None
         except RecursionError:
             raise nested_too_deeply() from None
+        if tree is None and self.module.code != (text[1:] if self.bom else text):
+            # libcst reads some source Python rejects (a line of only ` \` before a statement) and leaves bytes
+            # out of its tree, so every span after them would land early: refused, with Python's reason
+            raise SourceError(_rejected(source))
         self.source = source
         # One walk gives the parents and the source order; libcst's
         # ParentNodeProvider alone takes three times as long on a 5000-line file.

@@ -92,18 +92,21 @@ def split_line(
     cuts = cuts_of("".join(c for c, _, _ in chars), eol.decode(), first, last)
     if not cuts:
         return edits
-    placed = _placed(chars, ordered, cuts)
+    placed = _placed(chars, ordered, cuts, source[last : last + len(eol)] if source[last:].startswith(eol) else b"")
     return edits if placed is None else placed
 
 
 def _placed(
-    chars: list[tuple[str, int | None, tuple[int, int] | None]], ordered: list[Edit], cuts: list[tuple[int, int, str]]
+    chars: list[tuple[str, int | None, tuple[int, int] | None]], ordered: list[Edit], cuts: list[tuple[int, int, str]],
+    ending: bytes,
 ) -> list[Edit] | None:
     """The widening's edits with the cuts (columns of the widened line) made: a cut of source characters (the
     spaces before an `and`, a colon) is an edit of its own; one inside an edit's text (the space before an
     inserted `or`) changes that text. So every edit keeps its span, and a gate its edges (plan/widen.py reads a
-    gate's text after the edits by their spans). None when a cut takes both kinds of character, or none of
-    either next to it; then the line is left as it is."""
+    gate's text after the edits by their spans). A cut at the end of the line (the `)` closing an assignment's
+    value) is written over the line's `ending`: plan/widen.py counts what is inserted at a gate's end as the
+    gate's own text. None when a cut takes both kinds of character, or none of either next to it, or closes a
+    line that has no ending (the file's last); then the line is left as it is."""
     changes: list[list[tuple[int, int, str]]] = [[] for _ in ordered]  # per edit: (from, to, text) in its text
     added: list[Edit] = []
     for cut_start, cut_end, text in cuts:
@@ -128,15 +131,17 @@ def _placed(
         # a pure insertion between two characters: into the edit text beside it, else at the source offset
         right = chars[cut_start] if cut_start < len(chars) else None
         left = chars[cut_start - 1] if cut_start > 0 else None
-        if right is not None and right[2] is not None:
+        if right is None and left is not None and ending:  # at the end of the line (`)` closing it)
+            at = cast(int, left[1]) + len(left[0].encode("utf-8")) if left[2] is None else ordered[left[2][0]].end
+            added.append(Edit(at, at + len(ending), text.encode("utf-8") + ending))
+        elif right is None:
+            return None
+        elif right[2] is not None:
             changes[right[2][0]].append((right[2][1], right[2][1], text))
         elif left is not None and left[2] is not None:
             changes[left[2][0]].append((left[2][1] + 1, left[2][1] + 1, text))
-        elif right is not None and right[1] is not None:
+        elif right[1] is not None:
             added.append(Edit(right[1], right[1], text.encode("utf-8")))
-        elif right is None and left is not None and left[1] is not None:  # at the end of the line (`)` closing it)
-            at = left[1] + len(left[0].encode("utf-8"))
-            added.append(Edit(at, at, text.encode("utf-8")))
         else:
             return None
     out = []

@@ -31,7 +31,7 @@ import re
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate
-from codemods.gates._python import PythonText, called
+from codemods.gates._python import PythonText, ast_of, called
 from codemods.gates._wrap import wrapped
 
 KIND = "python_arch_call"
@@ -88,7 +88,7 @@ def find(
         return []
     if tree is None:
         try:
-            tree = ast.parse(source)
+            tree = ast_of(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return []
     text = PythonText(source)

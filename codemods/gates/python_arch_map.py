@@ -43,9 +43,9 @@ import re
 from dataclasses import dataclass
 
 from codemods.core.arch import DEFAULT_ARCHS, KNOWN_CODES, Arch, ArchSet
-from codemods.gates import CannotWiden, Edit, Gate, _polarity
+from codemods.gates import CannotWiden, Edit, Gate, SourceError, _polarity
 from codemods.gates._capability_values import spell
-from codemods.gates._python import PythonText, dotted, line_length
+from codemods.gates._python import PythonText, ast_of, dotted, line_length
 
 KIND = "python_arch_map"
 
@@ -122,7 +122,7 @@ def find(
     in a dict bound to a name (`routine_cc_to_supported_backends["mm_fp4"]`), however it is looked up."""
     if tree is None:
         try:
-            tree = ast.parse(source)
+            tree = ast_of(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return []
     maps: dict[str, tuple[ast.Assign, ast.Dict, list[str]]] = {}
@@ -288,8 +288,8 @@ def keyed_by(source: bytes, name: str, tree: ast.Module | None = None) -> KeyedB
     nested function, lookups in several functions)."""
     if tree is None:
         try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = ast_of(source)
+        except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
             return None
     maps = {name: None}
     up = _polarity.parents([tree])
@@ -475,7 +475,7 @@ def _simple(value: ast.expr) -> bool:
 def _literal_at(source: bytes, gate: Gate) -> ast.Dict:
     """The dict literal `gate` stands for."""
     try:
-        tree = ast.parse(source)
+        tree = ast_of(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise CannotWiden(f"line {gate.line}: the file does not parse") from None
     text = PythonText(source)

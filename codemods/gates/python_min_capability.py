@@ -28,7 +28,7 @@ import re
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate
-from codemods.gates._python import PythonText
+from codemods.gates._python import PythonText, ast_of
 
 KIND = "python_min_capability"
 
@@ -63,7 +63,7 @@ def find(
         return []
     if tree is None:
         try:
-            tree = ast.parse(source)
+            tree = ast_of(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return []
     text = PythonText(source)

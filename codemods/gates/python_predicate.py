@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, _predicates
 from codemods.gates._predicates import Meaning
-from codemods.gates._python import PythonText
+from codemods.gates._python import PythonText, ast_of
 
 KIND = "python_predicate"
 
@@ -49,7 +49,7 @@ def find(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, known: Mappi
     """
     if tree is None:
         try:
-            tree = ast.parse(source)
+            tree = ast_of(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return []
     meanings = _predicates.read_tree(tree, file, known)

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, parse_archs
-from codemods.gates import CannotWiden, apply_edits
+from codemods.gates import CannotWiden, SourceError, apply_edits
 from codemods.gates.python_arch_call import KIND, admits, find, widen
 
 SM107 = Arch.parse("sm_107")
@@ -142,3 +142,19 @@ def test_a_run_of_calls_in_a_longer_or_is_one_gate():
     assert [g.text for g in gates] == ["has_arch(100)", "has_arch(90) or has_arch(89)"]
     out = _widen(source, "sm_103", "has_arch(100)")
     assert out == source.replace("has_arch(100) or other", "has_arch(100) or has_arch(103) or other")
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(
+            "# -*- coding: latin-1 -*-\ndef f():\n    s = 'é'; ok = has_arch(100)\n",
+            id="latin-1-coding-line-read-as-utf-8-like-every-other-reader",
+        ),
+    ],
+)
+def test_a_coding_line_does_not_decide_how_the_file_is_read(source: str) -> None:
+    """A `# coding: latin-1` line made Python's parser, given the bytes, read the file as Latin-1 while every span
+    is UTF-8: the gate came out a byte off (`as_arch(100)\\n`). Refused, as any file that is not UTF-8 is."""
+    with pytest.raises(SourceError, match="^not UTF-8"):
+        find(source.encode("latin-1"), DEFAULT_ARCHS, call="has_arch")

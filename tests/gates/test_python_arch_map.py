@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
-from codemods.gates import CannotWiden, Edit, apply_edits
+from codemods.gates import CannotWiden, Edit, SourceError, apply_edits
 from codemods.gates.python_arch_map import admits, find, keyed_by, widen
 from fixtures.predicates import COMPAT as FLASHINFER_COMPAT
 
@@ -459,3 +459,19 @@ def test_tuple_keys_gain_a_row_per_row_of_the_nearest_arch():
 )
 def test_tuple_keys_that_are_no_arch_table(source):
     assert find(source.encode(), DEFAULT_ARCHS) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(
+            '# -*- coding: latin-1 -*-\nS = "é"; SMEM = {"sm_90": 1, "sm_100a": 2}\n\n\ndef capacity(cc):\n    return SMEM[cc]\n',
+            id="latin-1-coding-line-read-as-utf-8-like-every-other-reader",
+        ),
+    ],
+)
+def test_a_coding_line_does_not_decide_how_the_file_is_read(source: str) -> None:
+    """A `# coding: latin-1` line made Python's parser, given the bytes, read the file as Latin-1 while every span
+    is UTF-8: the gate came out a byte off (`"sm_90": 1, "sm_100a": 2}\\n`). Refused, as any file that is not UTF-8 is."""
+    with pytest.raises(SourceError, match="^not UTF-8"):
+        find(source.encode("latin-1"), DEFAULT_ARCHS)

@@ -7,7 +7,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, parse_archs
-from codemods.gates import CannotWiden, apply_edits, python_arch_test
+from codemods.gates import CannotWiden, SourceError, apply_edits, python_arch_test
 from codemods.gates._predicates import Meaning, read, table
 from codemods.gates.python_arch_test import find, widen
 
@@ -1095,3 +1095,38 @@ def test_tests_selects_the_if_whose_test_names_the_predicate() -> None:
     [again] = find(widened, DEFAULT_ARCHS, _meanings(widened, {}), tests="has_sm100f")
     assert widen(widened, again, parse_archs("sm_103"), DEFAULT_ARCHS, _meanings(widened, {})) == []
     assert python_arch_test.check_selector("tests", "") != ""
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(b"\xef\xbb\xbf\xef\xbb\xbfif is_sm100_supported():\n    x = 1\n", id="two-boms-python-rejects-libcst-drops-both"),
+        pytest.param(b"\xef\xbb\xbf\xef\xbb\xbf\xef\xbb\xbfif is_sm100_supported():\n    x = 1\n", id="three-boms"),
+    ],
+)
+def test_a_second_bom_is_refused_not_read_three_bytes_off(source: bytes) -> None:
+    """Python refuses a second BOM; libcst dropped it as it drops the first, and every span landed 3 bytes early
+    (`if has_sm` for `has_sm100`), which the planner caught only as a rewritten gate that admits nothing."""
+    with pytest.raises(SourceError, match="^not valid Python: line 1: a second byte order mark"):
+        find(source, DEFAULT_ARCHS, SGLANG)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(
+            "import x\n\n \\\nclass A:\n    def f(self):\n        if self.a and not is_sm100_supported():\n            raise E\n",
+            id="blank-line-continued-by-a-backslash-libcst-drops-it",
+        ),
+        pytest.param(
+            "import x\r\n\r\n \\\r\nclass A:\r\n    def f(self):\r\n        if self.a and not is_sm100_supported():\r\n            raise E\r\n",
+            id="the-same-with-crlf",
+        ),
+    ],
+)
+def test_source_python_rejects_and_libcst_misreads_is_refused(source: str) -> None:
+    """libcst reads a line of only ` \\` before a statement, which Python rejects, by leaving its bytes out, and
+    every span after it landed early (`nd not is_sm100_supporte`; the planner caught it only as a rewritten gate
+    that does not admit the target): refused with Python's reason."""
+    with pytest.raises(SourceError, match="^not valid Python: line 4: unexpected indent"):
+        find(source.encode(), DEFAULT_ARCHS, SGLANG)

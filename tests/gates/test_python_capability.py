@@ -9,10 +9,11 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, parse_archs
-from codemods.gates import CannotWiden, apply_edits
+from codemods.gates import CannotWiden, SourceError, apply_edits
 from codemods.gates.python_capability import admits, find, widen
 from codemods.gates.python_arch_map import find as find_map
 from codemods.gates.registry import KINDS
+from codemods.plan.widen import _shifts, _span_after
 
 # SGLang's shape: a helper returning major * 10 + minor, compared with an int.
 SGLANG_SM = '''\
@@ -515,6 +516,29 @@ def test_an_exit_reached_through_a_flag_is_read_and_narrowed():
 def test_widen_condition(before, archs, after):
     assert _rewrite(before, archs) == after
     assert _rewrite(after, archs) == after  # a second pass changes nothing
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        pytest.param(
+            "class A:\n    def __init__(self):\n        self.use_min_latency_fused_a_gemm = self.has_fused_proj and _device_sm == 90\n",
+            "class A:\n    def __init__(self):\n        self.use_min_latency_fused_a_gemm = (\n"
+            "            self.has_fused_proj and _device_sm in (90, 120, 121)\n        )\n",
+            id="black-closes-the-assignment-after-the-gate-and-the-gate-keeps-its-own-text",
+        ),
+    ],
+)
+def test_a_wrap_that_closes_after_the_gate_leaves_the_gate_its_text(before, after):
+    """Black's `)` closing an assigned value that ends with the gate was inserted at the gate's end, which the
+    planner reads as the gate's own text (`_device_sm in (90, 120, 121)\\n        )`, admitting nothing): every
+    such widening failed as 'the rewritten gate does not admit the target (internal check)'."""
+    source = before.encode()
+    [gate] = find(source, names={"_device_sm": "sm"})
+    edits = widen(source, gate, parse_archs("sm_120,sm_121"), DEFAULT_ARCHS)
+    assert apply_edits(source, edits).decode() == after
+    start, end = _span_after(gate, _shifts(edits))
+    assert apply_edits(source, edits)[start:end] == b"_device_sm in (90, 120, 121)"
 
 
 def test_admits_picks_one_branch_of_an_if_elif():
@@ -1405,3 +1429,20 @@ def test_before_an_exit_the_code_after_comes_through_on_exactly_the_targets(cond
     assert set(DEFAULT_ARCHS) - _holds(again.text) >= after_path | set(targets)  # the targets come through
     assert set(again.admits.admitted) == set(DEFAULT_ARCHS) - _holds(again.text)
     assert widen(after, again, tuple(targets)) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(
+            "# -*- coding: latin-1 -*-\ndef f():\n    s = 'é'; major = torch.cuda.get_device_capability()[0]\n"
+            "    if s == 'é' and major == 9:\n        pass\n",
+            id="latin-1-coding-line-read-as-utf-8-like-every-other-reader",
+        ),
+    ],
+)
+def test_a_coding_line_does_not_decide_how_the_file_is_read(source: str) -> None:
+    """A `# coding: latin-1` line made Python's parser, given the bytes, read the file as Latin-1 while every span
+    is UTF-8: the gate came out a byte off (`ajor == 9:`). Refused, as any file that is not UTF-8 is."""
+    with pytest.raises(SourceError, match="^not UTF-8"):
+        find(source.encode("latin-1"), DEFAULT_ARCHS)

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, parse_archs
-from codemods.gates import CannotWiden, apply_edits
+from codemods.gates import CannotWiden, SourceError, apply_edits
 from codemods.gates.python_min_capability import admits, find, widen
 
 # SGLang's shape (compressed_tensors schemes, quantization configs): a classmethod returning major * 10 + minor.
@@ -191,3 +191,20 @@ def test_a_number_written_otherwise_is_read_and_rewritten_in_decimal():
     [gate] = find(source.encode())
     assert gate.admits.names()[0] == "sm_89"
     assert _rewrite(source, "sm_80,sm_86") == source.replace("0x59", "80")
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(
+            "# -*- coding: latin-1 -*-\nclass Q:\n    @classmethod\n    def get_min_capability(cls) -> int:\n"
+            "        s = 'é'; return 89\n",
+            id="latin-1-coding-line-read-as-utf-8-like-every-other-reader",
+        ),
+    ],
+)
+def test_a_coding_line_does_not_decide_how_the_file_is_read(source: str) -> None:
+    """A `# coding: latin-1` line made Python's parser, given the bytes, read the file as Latin-1 while every span
+    is UTF-8: the gate came out a byte off (`9\\n`). Refused, as any file that is not UTF-8 is."""
+    with pytest.raises(SourceError, match="^not UTF-8"):
+        find(source.encode("latin-1"), DEFAULT_ARCHS)
