@@ -349,3 +349,15 @@ def test_an_if_that_exits_is_an_error_path_widenable_only_where_widen_has_an_edi
     assert "builds for sm_90a, which sm_120 cannot run" in gates[16]["reason"]
     assert "stops there on sm_120 (`throw`)" in gates[2]["reason"] and "no edit" in gates[2]["reason"]
     assert "sm_121" in gates[2]["admits"] and "sm_120" not in gates[2]["admits"]
+
+
+def test_a_coding_line_does_not_move_the_gates_scan_reports(tmp_path):
+    """Python reads `# -*- coding: latin-1 -*-` files as Latin-1, so ast's columns after a non-ASCII character were
+    off by a byte each; codemod reads every file as UTF-8 (found by tests/plan/test_recipe_fuzz.py)."""
+    source = (
+        '# -*- coding: latin-1 -*-\nimport torch\n\n\ndef pick():\n    name = "é"; return torch.cuda.get_device_capability()[0] == 9\n'
+        '\n\ndef gen_module():\n    flags = ["é"]; return gen(supported_major_versions=[9, 10])\n'
+    )
+    root = _tree(tmp_path, {"flashinfer/pick.py": source})
+    gates = [g for g in scan(root, SM121, jobs=1).gates if g["file"] == "flashinfer/pick.py"]
+    assert sorted(g["text"] for g in gates) == ["[9, 10]", "torch.cuda.get_device_capability()[0] == 9"]

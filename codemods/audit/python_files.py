@@ -119,7 +119,7 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
             out.gates = [gate_record(rel, gate, context.arch) for gate in python_capability.gates(*blocks, context.universe)]
             return out
     try:
-        tree = ast.parse(data)
+        tree = _python.ast_of(data)  # UTF-8, as every position is read (a `# coding:` line does not change it)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         if _python.too_deep(exc):  # never handed to libcst, whose parser crashes on it
             raise _python.nested_too_deeply(getattr(exc, "lineno", None)) from None
