@@ -48,6 +48,9 @@ removed or narrowed is refused.
   own, not by a cross product (`major == 10 && (minor == 0 || minor == 3)` ->
   `(major == 10 && (minor == 0 || minor == 3)) || (major == 11 && minor == 0)`).
 
+New terms go inside the author's parentheses: `(sm == 89)` -> `(sm == 89 ||
+sm == 120)`.
+
 A line the rewrite makes longer than the file's column limit is broken as
 clang-format breaks it, before a check's streamed `<< "msg"` and after a `&&`
 or `||` (`_cpp_wrap.fit`).
@@ -377,6 +380,8 @@ def _chain_terms(
         return True
 
     walk(node)
+    if len(terms) == 1:  # a lone `(sm == 89)` gains its terms inside the author's parentheses
+        terms = [syntax.unparenthesized(terms[0])]
     read = [read_atom(syntax.unparenthesized(term), names) for term in terms]
     atoms = [a for a in read if a is not None and a.op == op and a.meaning is not None]
     if len(atoms) != len(read):
@@ -416,7 +421,8 @@ def _extend_chain(text: str, node, names, missing: list[Arch], inside: str) -> s
     if found is None:
         return None
     terms, atoms, spelling, values = found
-    return _insert(text, terms, atoms, values, spelling, wrap=inside == "&&" and len(terms) == 1)
+    bare = len(terms) == 1 and _span(terms[0]) == _span(node)
+    return _insert(text, terms, atoms, values, spelling, wrap=inside == "&&" and bare)
 
 
 def _insert(text: str, terms, atoms, values, spelling: str, wrap: bool) -> str:
@@ -467,7 +473,7 @@ def _widen_operand(text: str, node, names, missing: list[Arch], joiner: str, cha
     terms, atoms, spelling, values = found
     if joiner == "&&" and atoms[0].meaning == "major" and "minor" in _variables(node, names).values():
         return None  # `(major == 10 || major == 11) && (minor == 0 || minor == 3)`: 11.3 too (round 11 bug 6)
-    bare = syntax.unparenthesized(term) is term and len(terms) == 1
+    bare = len(terms) == 1 and _span(terms[0]) == _span(term)
     return _insert(text, terms, atoms, values, spelling, wrap=bare)
 
 

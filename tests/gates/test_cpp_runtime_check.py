@@ -222,6 +222,40 @@ def widen_all(source: bytes, targets, **selector) -> bytes:
             id="a-run-of-comparisons-in-a-longer-chain-is-one-gate",
         ),
         pytest.param(
+            """\
+            std::vector<int> get_candidate_configs(int sm, int p) {
+              int const min_stages = (sm == 89) ? 3 : p ? 3 : 2;
+              return {min_stages};
+            }
+            """,
+            """\
+            std::vector<int> get_candidate_configs(int sm, int p) {
+              int const min_stages = (sm == 89 || sm == 120 || sm == 121) ? 3 : p ? 3 : 2;
+              return {min_stages};
+            }
+            """,
+            SM12X,
+            {},
+            # round 12 bug 5 (FlashInfer 0.6.10 cutlass_heuristic.cpp:661): it became `(sm == 89) || (sm == 120) ||
+            # (sm == 121) ? 3`, the new terms beside the author's parentheses, not inside them
+            id="a-lone-parenthesized-comparison-gains-terms-inside",
+        ),
+        pytest.param(
+            'void f(int sm, bool fp8) {\n  assert(((fp8 && !flag) || (sm == 89)) && "sage");\n}\n',
+            'void f(int sm, bool fp8) {\n  assert(((fp8 && !flag) || (sm == 89 || sm == 120)) && "sage");\n}\n',
+            "sm_120",
+            {},
+            id="a-parenthesized-operand-of-or-gains-terms-inside-round-12-row-4",
+        ),
+        pytest.param(
+            "void f() {\n  TVM_FFI_ICHECK(props.major == 12 && (props.minor == 0));\n}\n",
+            "void f() {\n  TVM_FFI_ICHECK(props.major == 12 && (props.minor == 0 || props.minor == 1));\n}\n",
+            "sm_121",
+            {},
+            # it became `props.major == 12 && (props.minor == 0) || (props.minor == 1)`, which `&&` binds first
+            id="a-parenthesized-conjunct-gains-terms-inside",
+        ),
+        pytest.param(
             "void f() {\n  TVM_FFI_ICHECK(props.major == 12 && ok || s.minor == 0);\n}\n",
             "void f() {\n  TVM_FFI_ICHECK(props.major == 12 && ok || s.minor == 0 || s.minor == 1);\n}\n",
             "sm_121",
