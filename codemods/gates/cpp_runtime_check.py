@@ -46,7 +46,12 @@ removed or narrowed is refused.
   (`TVM_FFI_ICHECK_EQ(major, 10)` -> `TVM_FFI_ICHECK(major == 10 || major == 12)`);
 - a check of a major and its minors gets a new major as a disjunct of its
   own, not by a cross product (`major == 10 && (minor == 0 || minor == 3)` ->
-  `(major == 10 && (minor == 0 || minor == 3)) || (major == 11 && minor == 0)`).
+  `(major == 10 && (minor == 0 || minor == 3)) || (major == 11 && minor == 0)`);
+- a bound is kept and gains an equality per value (`sm_major < 10` ->
+  `sm_major < 10 || sm_major == 12` for SM12x), as python_capability does.
+
+New terms go inside the author's parentheses: `(sm == 89)` -> `(sm == 89 ||
+sm == 120)`.
 
 A line the rewrite makes longer than the file's column limit is broken as
 clang-format breaks it, before a check's streamed `<< "msg"` and after a `&&`
@@ -329,7 +334,7 @@ def widen(
     missing = [t for t in targets if not before.admits(t)]
     inside = _context_of(source, gate)
     candidates: tuple[Callable[..., str | None], ...] = (
-        _extend_chain, _widen_conjunct, _drop_conjuncts, _macro_chain, _add_disjunct
+        _extend_chain, _widen_conjunct, _drop_conjuncts, _macro_chain, _add_disjunct, _add_equality
     )
     drop: Callable[..., str | None] = _drop_conjuncts
     if negated:  # the same rewrites, De Morgan's dual: `!=` chains joined by `&&` inside an `||`
@@ -347,7 +352,7 @@ def widen(
         if not after.unknown and after.admitted == expected:
             edit = edit_between(gate.text.encode(), text.encode())
             return fit(source, [Edit(edit.start + gate.start, edit.end + gate.start, edit.text)]) if edit else []
-    wanted = ",".join(t.name for t in targets)
+    wanted = ", ".join(t.name for t in targets)
     if "exit" in gate.detail:
         raise CannotWiden(
             f"{where}: the code after this `if` runs where the check is false (the `if` ends in "
@@ -398,6 +403,8 @@ def _chain_terms(
         return True
 
     walk(node)
+    if len(terms) == 1:  # a lone `(sm == 89)` gains its terms inside the author's parentheses
+        terms = [syntax.unparenthesized(terms[0])]
     read = [read_atom(syntax.unparenthesized(term), names) for term in terms]
     atoms = [a for a in read if a is not None and a.op == op and a.meaning is not None]
     if len(atoms) != len(read):
@@ -437,7 +444,8 @@ def _extend_chain(text: str, node, names, missing: list[Arch], inside: str) -> s
     if found is None:
         return None
     terms, atoms, spelling, values = found
-    return _insert(text, terms, atoms, values, spelling, wrap=inside == "&&" and len(terms) == 1)
+    bare = len(terms) == 1 and _span(terms[0]) == _span(node)
+    return _insert(text, terms, atoms, values, spelling, wrap=inside == "&&" and bare)
 
 
 def _insert(text: str, terms, atoms, values, spelling: str, wrap: bool) -> str:
@@ -488,7 +496,7 @@ def _widen_operand(text: str, node, names, missing: list[Arch], joiner: str, cha
     terms, atoms, spelling, values = found
     if joiner == "&&" and atoms[0].meaning == "major" and "minor" in _variables(node, names).values():
         return None  # `(major == 10 || major == 11) && (minor == 0 || minor == 3)`: 11.3 too (round 11 bug 6)
-    bare = syntax.unparenthesized(term) is term and len(terms) == 1
+    bare = len(terms) == 1 and _span(terms[0]) == _span(term)
     return _insert(text, terms, atoms, values, spelling, wrap=bare)
 
 
@@ -521,6 +529,34 @@ def _add_disjunct(text: str, node, names, missing: list[Arch], inside: str) -> s
     old = text if top == "||" or syntax.unparenthesized(node) is not node else f"({text})"
     out = f" {either} ".join([old, *added])
     return f"({out})" if inside == "&&" else out
+
+
+def _add_equality(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
+    """Keep a bound and add an equality per value: `sm_major < 10` -> `sm_major < 10 || sm_major == 12`, `sm < 100`
+    -> `sm < 100 || sm == 120 || sm == 121`, as python_capability does (SGLang 0.5.19), inside the author's
+    parentheses or in new ones inside `&&` or after `!`."""
+    inner = syntax.unparenthesized(node)
+    atom = read_atom(inner, names)
+    if logical_op(inner) != "||" and (atom is None or atom.op in ("==", "!=")):
+        return None  # an equality is _extend_chain's; an `&&` would need parentheses inside the `||`
+    variables = _variables(node, names)
+    meaning = next(iter(variables.values())) if len(variables) == 1 else None
+    if node.type == "call_expression" or meaning is None:
+        return None
+    either = "or" if re.search(r"\b(?:and|or|not)\b", text) else "||"
+    stack, first = [inner], None
+    while first is None and stack:  # the leftmost comparison: its variable as written
+        current = stack.pop()
+        first = read_atom(current, names)
+        stack.extend(reversed(current.children))
+    if first is None:
+        return None
+    variable = text[slice(*_span(first.variable_node))]
+    added = "".join(f" {either} {variable} == {value}" for value in sorted({value_of(meaning, t) for t in missing}))
+    if _span(inner) != _span(node):  # `(sm < 100)`: the new terms go inside
+        end = _span(inner)[1]
+        return text[:end] + added + text[end:]
+    return f"({text}{added})" if inside == "&&" else text + added
 
 
 def _extend_negated_chain(text: str, node, names, missing: list[Arch], inside: str) -> str | None:

@@ -222,6 +222,81 @@ def widen_all(source: bytes, targets, **selector) -> bytes:
             id="a-run-of-comparisons-in-a-longer-chain-is-one-gate",
         ),
         pytest.param(
+            """\
+            inline int pick(int sm_major, bool small) {
+              int algo = 0;
+              if (small)
+                algo = 1;
+              else if (sm_major < 10)
+                algo = 2;
+              return algo;
+            }
+            """,
+            """\
+            inline int pick(int sm_major, bool small) {
+              int algo = 0;
+              if (small)
+                algo = 1;
+              else if (sm_major < 10 || sm_major == 12)
+                algo = 2;
+              return algo;
+            }
+            """,
+            SM12X,
+            {"function": "pick"},
+            # round 12 bug 4 (FlashInfer 0.6.10 kernel_selective_state_update_stp.cuh): a bound is kept and gains an
+            # equality, as python_capability writes `major < 10 or major == 12`; it was refused
+            id="a-bound-keeps-and-gains-an-equality",
+        ),
+        pytest.param(
+            "void f(int sm) {\n  if (use_tma && sm < 100) g();\n}\n",
+            "void f(int sm) {\n  if (use_tma && (sm < 100 || sm == 120 || sm == 121)) g();\n}\n",
+            SM12X,
+            {},
+            id="a-bound-gains-equalities-in-parentheses-inside-and",
+        ),
+        pytest.param(
+            "void f(int sm) {\n  if (sm >= 90 && sm < 100 || sm == 103) g();\n}\n",
+            "void f(int sm) {\n  if (sm >= 90 && sm < 100 || sm == 103 || sm == 120 || sm == 121) g();\n}\n",
+            SM12X,
+            {},
+            id="an-or-of-a-range-and-an-equality-gains-equalities",
+        ),
+        pytest.param(
+            """\
+            std::vector<int> get_candidate_configs(int sm, int p) {
+              int const min_stages = (sm == 89) ? 3 : p ? 3 : 2;
+              return {min_stages};
+            }
+            """,
+            """\
+            std::vector<int> get_candidate_configs(int sm, int p) {
+              int const min_stages = (sm == 89 || sm == 120 || sm == 121) ? 3 : p ? 3 : 2;
+              return {min_stages};
+            }
+            """,
+            SM12X,
+            {},
+            # round 12 bug 5 (FlashInfer 0.6.10 cutlass_heuristic.cpp:661): it became `(sm == 89) || (sm == 120) ||
+            # (sm == 121) ? 3`, the new terms beside the author's parentheses, not inside them
+            id="a-lone-parenthesized-comparison-gains-terms-inside",
+        ),
+        pytest.param(
+            'void f(int sm, bool fp8) {\n  assert(((fp8 && !flag) || (sm == 89)) && "sage");\n}\n',
+            'void f(int sm, bool fp8) {\n  assert(((fp8 && !flag) || (sm == 89 || sm == 120)) && "sage");\n}\n',
+            "sm_120",
+            {},
+            id="a-parenthesized-operand-of-or-gains-terms-inside-round-12-row-4",
+        ),
+        pytest.param(
+            "void f() {\n  TVM_FFI_ICHECK(props.major == 12 && (props.minor == 0));\n}\n",
+            "void f() {\n  TVM_FFI_ICHECK(props.major == 12 && (props.minor == 0 || props.minor == 1));\n}\n",
+            "sm_121",
+            {},
+            # it became `props.major == 12 && (props.minor == 0) || (props.minor == 1)`, which `&&` binds first
+            id="a-parenthesized-conjunct-gains-terms-inside",
+        ),
+        pytest.param(
             "void f() {\n  TVM_FFI_ICHECK(props.major == 12 && ok || s.minor == 0);\n}\n",
             "void f() {\n  TVM_FFI_ICHECK(props.major == 12 && ok || s.minor == 0 || s.minor == 1);\n}\n",
             "sm_121",
@@ -274,7 +349,9 @@ def test_noop(source: str, selector: dict) -> None:
         pytest.param("void f() {\n  if (sm_version % 10 == 0 && sm_version == 120) a();\n}\n", {},
                      "it compares with something other than an integer literal", id="computed-comparison"),
         pytest.param("void f() {\n  TVM_FFI_ICHECK(props.major == 12 && props.minor == 0);\n}\n", {},
-                     "no rewrite admits exactly its archs plus sm_120,sm_121,sm_100", id="other-major-than-the-check-names"),
+                     "no rewrite admits exactly its archs plus sm_120, sm_121, sm_100", id="other-major-than-the-check-names"),
+        pytest.param("void f() {\n  if (sm_major < 10) a();\n}\n", {},
+                     "no rewrite admits exactly its archs plus sm_120, sm_121, sm_100", id="a-major-bound-and-part-of-a-major"),
         pytest.param("void f() {\n  if (use_fp8 && sm_version == kSm120) a();\n}\n", {},
                      "it compares with something other than an integer literal", id="compared-with-a-name-inside-and"),
     ],
@@ -342,6 +419,39 @@ def test_major_minor_check_admits_exactly_old_plus_target(minors, target) -> Non
     widened = apply_edits(source, widen(source, gate, (target,), universe))
     [after] = find(widened, universe, "cpp")
     assert after.admits.admitted == gate.admits.admitted | {target}
+
+
+@given(
+    variable=st.sampled_from(["sm_version", "sm_major"]),
+    op=st.sampled_from(["<", "<=", ">", ">="]),
+    bound=st.integers(0, 14),
+    asked=st.lists(st.sampled_from(_ARCHS), min_size=1, max_size=3),
+    whole=st.booleans(),
+)
+def test_a_widened_bound_admits_exactly_old_plus_targets(variable, op, bound, asked, whole) -> None:
+    universe = tuple(dict.fromkeys(_ARCHS))
+    if whole:  # `admit = "family"`: every member of each asked arch's major
+        asked = [member for arch in asked for member in family(arch, universe)]
+    targets = tuple(dict.fromkeys(asked))
+    value = bound * 10 if variable == "sm_version" else bound
+    source = f"void f() {{\n  if (ok && {variable} {op} {value}) a();\n}}\n".encode()
+    [gate] = find(source, universe, "cpp")
+
+    def holds(text: str, arch: Arch) -> bool:
+        python = text.replace("&&", " and ").replace("||", " or ")
+        return bool(eval(python, {}, {"sm_version": arch.code, "sm_major": arch.major}))
+
+    old = {arch for arch in universe if holds(gate.text, arch)}
+    try:
+        edits = widen(source, gate, targets, universe)
+    except CannotWiden:  # only a major that cannot tell the targets from the archs of theirs not asked for
+        assert variable == "sm_major"
+        assert any(not set(family(t, universe)) <= old | set(targets) for t in targets)
+        return
+    widened = apply_edits(source, edits)
+    [after] = find(widened, universe, "cpp")
+    assert {arch for arch in universe if holds(after.text, arch)} == old | set(targets)
+    assert widen(widened, after, targets, universe) == []
 
 
 # FlashInfer 0.7.4's cake_blackwell_softmax.cu: a check *for* SM100/SM103, written negated, in front of the fallback
