@@ -24,7 +24,8 @@ negated comparison (`!=`, `not in`) is read as a check *for* its values
 values name, and widening adds the targets to those values; so is an `and`
 of nothing but negated comparisons (`major != 9 and major != 10`), which
 gains one more in its own style (`and major != 12`). Any other condition
-deciding an `if` whose body leaves (`raise`, `return False`, a skip) or a
+deciding an `if` whose body leaves (`raise`, `return False`, a skip, or
+records the device in a flag or list a later `if` raises on) or a
 `skipif` admits where it fails, what the code after it admits (`if sm < 90:
 return False` admits 90 and up): widening narrows it (a bound moved past the
 targets, the `or` operands that hold on one dropped), never makes it hold on
