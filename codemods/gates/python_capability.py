@@ -34,6 +34,9 @@ a target (`_polarity.need`).
 `widen` tries, in order, and keeps the first rewrite that, read again,
 admits exactly the old archs plus the targets (and what the condition
 cannot tell from them: `major == 12` admits sm_121 with sm_120):
+in an `or`, move the excluded upper bound of a range the targets adjoin
+(`sm == 90 or (sm >= 100 and sm < 110)` gains sm_110 as `sm < 120`; alone, a
+range does so after the drop below);
 add the values to an equality or membership in its own style (`== 120`
 becomes `in (120, 121)`, or `in [120, 121]` in a file whose one-line
 membership tests list constants in brackets more often than in parentheses,

@@ -379,6 +379,30 @@ def test_a_condition_admits_exactly_what_it_says():
 
 CONDITION_WIDENINGS = [
     pytest.param(
+        "def plan(n):\n    device_sm = get_device_sm()\n    return (\n"
+        "        device_sm == 90 or (device_sm >= 100 and device_sm < 110)\n    ) and n < 8\n", "sm_110",
+        "def plan(n):\n    device_sm = get_device_sm()\n    return (\n"
+        "        device_sm == 90 or (device_sm >= 100 and device_sm < 120)\n    ) and n < 8\n",
+        id="a-target-adjoining-a-range-moves-its-bound-not-into-the-equality-round12-bug6",
+    ),
+    pytest.param(
+        "def f():\n    return 90 <= get_device_sm() < 110\n", "sm_110",
+        "def f():\n    return 90 <= get_device_sm() < 120\n",
+        id="a-chained-range-moves-its-bound-to-the-next-major-not-past-the-target",
+    ),
+    pytest.param(
+        "def f():\n    major, minor = torch.cuda.get_device_capability()\n    return major == 8 or (major >= 9 and major < 11)\n",
+        "sm_110",
+        "def f():\n    major, minor = torch.cuda.get_device_capability()\n    return major == 8 or (major >= 9 and major < 12)\n",
+        id="a-major-range-moves-its-bound-by-one",
+    ),
+    pytest.param(
+        "def f():\n    device_sm = get_device_sm()\n    return device_sm == 90 or (device_sm >= 100 and device_sm < 110)\n",
+        "sm_120",
+        "def f():\n    device_sm = get_device_sm()\n    return device_sm in (90, 120) or (device_sm >= 100 and device_sm < 110)\n",
+        id="a-target-not-adjoining-the-range-goes-into-the-equality",
+    ),
+    pytest.param(
         "def jit_module():\n    major, minor = torch.cuda.get_device_capability()\n    return major < 10\n", "sm_120,sm_121",
         "def jit_module():\n    major, minor = torch.cuda.get_device_capability()\n    return major < 10 or major == 12\n",
         id="bound-kept-and-an-equality-added-when-moving-it-admits-majors-between",
