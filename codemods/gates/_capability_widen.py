@@ -221,6 +221,41 @@ def _bound_moved(place: _Place, literal: ast.expr, values: list, above: bool, pa
     return None
 
 
+_STEP: dict[Side, int] = {"sm": 10, "cuda_arch": 100}  # one major, where the side is a whole capability
+
+
+def _move_range_bound(place: _Place) -> list[Edit] | None:
+    """Move the excluded upper bound of a range past the targets that adjoin it: `sm == 90 or (sm >= 100 and sm <
+    110)` -> `... and sm < 120)` for sm_110, the range the condition or one operand of its `or` is (two bounds of
+    one operand joined by `and`, or a chain). A bound on a major's first capability moves to the next major's
+    (`< 110` -> `< 120`, not `< 111`); `widen` keeps it only where no other arch lies between."""
+    root = place.root
+    ranges = root.values if isinstance(root, ast.BoolOp) and isinstance(root.op, ast.Or) else [root]
+    bounds: list[tuple[_Leaf, type[ast.cmpop], object, ast.expr]] = []  # (leaf, `<`/`<=`, value, literal)
+    for node in ranges:
+        if isinstance(node, ast.Compare):
+            leaf = place.leaf_of(node)
+            if leaf is not None and leaf.chain and leaf.chain[0][0] in (ast.Lt, ast.LtE):
+                bounds.append((leaf, leaf.chain[0][0], leaf.chain[0][1], node.comparators[1]))
+        elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And) and len(node.values) == 2:
+            pair = [place.leaf_of(v) for v in node.values]
+            two = [leaf for leaf in pair if leaf is not None and not leaf.chain and leaf.op in _BOUNDS]
+            uppers = [leaf for leaf in two if leaf.op in (ast.Lt, ast.LtE)]
+            if len(two) == 2 and len(uppers) == 1 and len({ast.dump(leaf.operand) for leaf in two}) == 1:
+                bounds.append((uppers[0], uppers[0].op, uppers[0].value, uppers[0].literal))
+    for leaf, op, value, literal in bounds:
+        values = _values(leaf.side, place.missing)
+        if not isinstance(value, int) or not values or not all(isinstance(v, int) and v >= value for v in values):
+            continue
+        step = _STEP.get(leaf.side)
+        new = values[-1] if op is ast.LtE else values[-1] + 1
+        if op is ast.Lt and step and value % step == 0:
+            new = (values[-1] // step + 1) * step
+        if isinstance(literal, ast.Constant):
+            return [Edit(*place.text.span(literal), str(new).encode())]
+    return None
+
+
 def _add_disjunct(place: _Place) -> list[Edit] | None:
     """Keep a bound and add an equality for the targets: `major < 10` -> `major < 10 or major == 12`."""
     root, leaf_of = place.root, place.leaf_of
@@ -496,6 +531,8 @@ def widen(
     ]
     if _for_a_family(gate.context, targets):
         rewrites.insert(0, rewrites.pop(2))  # _drop first
+    # a range the targets adjoin moves its bound: in an `or`, before an equality gains them; alone, after a drop
+    adjoin = 0 if isinstance(root, ast.BoolOp) and isinstance(root.op, ast.Or) else 3
     if any(leaf.members for leaf in _leaves(root, leaf_of)):  # CuTe DSL `Arch` ranges: only ranges are written
         rewrites = [(_add_member_ranges, before.admitted | set(targets))]
     elif exits and not _checked(root, leaf_of):  # the code after it must come through: the condition narrows
@@ -505,6 +542,9 @@ def widen(
             (lambda place: _one_bound(place, 0), expected), (lambda place: _one_bound(place, 1), expected),
             (lambda place: _move_chained(place, 0), expected), (lambda place: _move_chained(place, 1), expected),
         ]  # fmt: skip
+        rewrites.insert(2, (_move_range_bound, expected))
+    else:
+        rewrites.insert(adjoin, (_move_range_bound, expected))
     if _checked(root, leaf_of):
         rewrites.insert(0, (_check_to_bound, expected))
     exact = before.admitted | set(targets)

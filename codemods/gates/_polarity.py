@@ -14,7 +14,7 @@ holds (issue 18 item 1):
 `or`, parentheses) to what decides a path, and says on which value of the
 whole test the path runs. A test that exits (`raise`, `pytest.skip(...)`,
 `sys.exit(...)`, `return`, `return False`, `continue`, `break`, or sets a flag
-a later `if` of its block exits on) guards the code after it: that runs where the test is false, as it does for
+or appends to a list a later `if` of the function exits on) guards the code after it: that runs where the test is false, as it does for
 `skipif`/`skipIf`/`skip_if...(cond)`. A body that returns a value other
 than a false constant is the guarded path itself (`if sm == 120: return
 True`). `value(test, leaf)` folds the test on one arch with Kleene
@@ -70,25 +70,39 @@ def exits(body: list[ast.stmt]) -> bool:
 
 
 def raises_exit_flag(statement: ast.If, up: Mapping[int, ast.AST]) -> bool:
-    """Whether the `if`'s body ends by setting a flag that a later `if` of the same block exits on: the exit is
-    reached through the flag. SGLang 0.4.7's determine_num_fused_shared_experts sets `disable_reason = "..."`
-    under each of its checks (an `if`/`elif` chain) and, after them, `if disable_reason is not None: ...
-    return`. The flag is a name set to a true constant or an f-string; the later test is `if flag:` or `if
-    flag is not None:`."""
+    """Whether the `if`'s body ends by setting a flag (or recording into a list) that a later `if` exits on: the
+    exit is reached through the flag. SGLang 0.4.7's determine_num_fused_shared_experts sets `disable_reason =
+    "..."` under each of its checks (an `if`/`elif` chain) and, after them, `if disable_reason is not None: ...
+    return`; SGLang 0.5.15's nunchaku `_validate` does `unsupported.append(...)` under `if major == 9:` in a loop
+    over the devices and, after the loop, `if unsupported: raise`. The flag is a name set to a true constant or an
+    f-string, or a list (set) named by a name that the body appends (adds) to; the later test is `if flag:` or `if
+    flag is not None:`, in the block of the `if` chain or, out of the loops and blocks around it, of the function."""
     last = statement.body[-1] if statement.body else None
-    if not (isinstance(last, ast.Assign) and len(last.targets) == 1 and isinstance(last.targets[0], ast.Name)):
-        return False
-    flag, raised = last.targets[0].id, last.value
-    if not (isinstance(raised, ast.JoinedStr) or isinstance(raised, ast.Constant) and raised.value):
+    if isinstance(last, ast.Assign) and len(last.targets) == 1 and isinstance(last.targets[0], ast.Name):
+        flag, raised = last.targets[0].id, last.value
+        if not (isinstance(raised, ast.JoinedStr) or isinstance(raised, ast.Constant) and raised.value):
+            return False
+    elif (
+        isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and isinstance(last.value.func, ast.Attribute)
+        and last.value.func.attr in ("append", "add") and isinstance(last.value.func.value, ast.Name)
+    ):  # fmt: skip
+        flag = last.value.func.value.id  # `unsupported.append(...)`: the list is no longer empty
+    else:
         return False
     top: ast.AST = statement
     while isinstance(parent := up.get(id(top)), ast.If) and len(parent.orelse) == 1 and parent.orelse[0] is top:
         top = parent  # an `elif`: the block holds the first `if` of the chain
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(parent, field, None) or []
-        at = next((i for i, s in enumerate(block) if s is top), None)
-        if at is not None:
-            return any(isinstance(later, ast.If) and _tests(later.test, flag) and exits(later.body) for later in block[at + 1 :])
+    while parent is not None:
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(parent, field, None) or []
+            at = next((i for i, s in enumerate(block) if s is top), None)
+            if at is not None and any(
+                isinstance(later, ast.If) and _tests(later.test, flag) and exits(later.body) for later in block[at + 1 :]
+            ):
+                return True
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
+            return False
+        top, parent = parent, up.get(id(parent))  # out of a loop (or a block) around it: the exit after it
     return False
 
 
@@ -222,7 +236,7 @@ def early_value(statement: ast.stmt | ast.expr) -> str | None:
 
 def statement_path(statement: ast.stmt | ast.expr, up: Mapping[int, ast.AST] | None = None) -> bool:
     """The value of a statement's test on which the code it guards runs: an `if` whose body exits (or, given
-    the parents `up`, sets a flag a later `if` exits on) guards the code after it (False); an `if` otherwise,
+    the parents `up`, sets a flag or appends to a list a later `if` exits on) guards the code after it (False); an `if` otherwise,
     `while`, `assert` and `x if test else y` their own path (True)."""
     if isinstance(statement, ast.If):
         return not (exits(statement.body) or up is not None and raises_exit_flag(statement, up))

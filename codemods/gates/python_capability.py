@@ -24,7 +24,8 @@ negated comparison (`!=`, `not in`) is read as a check *for* its values
 values name, and widening adds the targets to those values; so is an `and`
 of nothing but negated comparisons (`major != 9 and major != 10`), which
 gains one more in its own style (`and major != 12`). Any other condition
-deciding an `if` whose body leaves (`raise`, `return False`, a skip) or a
+deciding an `if` whose body leaves (`raise`, `return False`, a skip, or
+records the device in a flag or list a later `if` raises on) or a
 `skipif` admits where it fails, what the code after it admits (`if sm < 90:
 return False` admits 90 and up): widening narrows it (a bound moved past the
 targets, the `or` operands that hold on one dropped), never makes it hold on
@@ -33,6 +34,9 @@ a target (`_polarity.need`).
 `widen` tries, in order, and keeps the first rewrite that, read again,
 admits exactly the old archs plus the targets (and what the condition
 cannot tell from them: `major == 12` admits sm_121 with sm_120):
+in an `or`, move the excluded upper bound of a range the targets adjoin
+(`sm == 90 or (sm >= 100 and sm < 110)` gains sm_110 as `sm < 120`; alone, a
+range does so after the drop below);
 add the values to an equality or membership in its own style (`== 120`
 becomes `in (120, 121)`, or `in [120, 121]` in a file whose one-line
 membership tests list constants in brackets more often than in parentheses,

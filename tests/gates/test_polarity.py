@@ -81,6 +81,38 @@ SHAPES = {
                 raise RuntimeError("unsupported GPU")
             reached()
     """,
+    "if-list": """
+        def probe():
+            major, minor = torch.cuda.get_device_capability()
+            bad = []
+            if {cond}:
+                bad.append("unsupported GPU")
+            if bad:
+                raise RuntimeError(bad)
+            reached()
+    """,
+    "if-list-after-a-loop": """
+        def probe():
+            unsupported = []
+            for i in range(2):
+                major, minor = torch.cuda.get_device_capability(i)
+                if {cond}:
+                    unsupported.append(f"cuda:{{i}}")
+            if unsupported:
+                raise RuntimeError(unsupported)
+            reached()
+    """,
+    "if-list-not-an-exit": """
+        def probe():
+            major, minor = torch.cuda.get_device_capability()
+            notes = []
+            if {cond}:
+                notes.append("fast path")
+            if notes:
+                log(notes)
+            if notes:
+                reached()
+    """,
     "if-flag-not-an-exit": """
         def probe():
             major, minor = torch.cuda.get_device_capability()
@@ -209,6 +241,11 @@ CASES = [
     pytest.param("if-flag", "major < 9", ["sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"],
                  id="an-exit-reached-through-a-flag"),
     pytest.param("if-flag-truthy", "major != 12", ["sm_120", "sm_121"], id="an-exit-reached-through-a-true-flag"),
+    pytest.param("if-list", "major == 9", [a.name for a in DEFAULT_ARCHS if a.name != "sm_90"],
+                 id="an-exit-reached-through-a-list-round12-bug1"),
+    pytest.param("if-list-after-a-loop", "major not in (8, 12)", ["sm_80", "sm_86", "sm_89", "sm_120", "sm_121"],
+                 id="an-exit-after-the-loop-reached-through-a-list-sglang-0.5.15-nunchaku"),
+    pytest.param("if-list-not-an-exit", "major == 12", ["sm_120", "sm_121"], id="a-list-no-later-if-exits-on"),
     pytest.param("if-flag-not-an-exit", "major == 12", ["sm_120", "sm_121"], id="a-flag-no-later-if-exits-on"),
     pytest.param("if-body", "major > 8 or (major == 8 and minor >= 9)",
                  ["sm_89", "sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"], id="body-of-a-compound-test"),

@@ -380,6 +380,30 @@ def test_a_condition_admits_exactly_what_it_says():
 
 CONDITION_WIDENINGS = [
     pytest.param(
+        "def plan(n):\n    device_sm = get_device_sm()\n    return (\n"
+        "        device_sm == 90 or (device_sm >= 100 and device_sm < 110)\n    ) and n < 8\n", "sm_110",
+        "def plan(n):\n    device_sm = get_device_sm()\n    return (\n"
+        "        device_sm == 90 or (device_sm >= 100 and device_sm < 120)\n    ) and n < 8\n",
+        id="a-target-adjoining-a-range-moves-its-bound-not-into-the-equality-round12-bug6",
+    ),
+    pytest.param(
+        "def f():\n    return 90 <= get_device_sm() < 110\n", "sm_110",
+        "def f():\n    return 90 <= get_device_sm() < 120\n",
+        id="a-chained-range-moves-its-bound-to-the-next-major-not-past-the-target",
+    ),
+    pytest.param(
+        "def f():\n    major, minor = torch.cuda.get_device_capability()\n    return major == 8 or (major >= 9 and major < 11)\n",
+        "sm_110",
+        "def f():\n    major, minor = torch.cuda.get_device_capability()\n    return major == 8 or (major >= 9 and major < 12)\n",
+        id="a-major-range-moves-its-bound-by-one",
+    ),
+    pytest.param(
+        "def f():\n    device_sm = get_device_sm()\n    return device_sm == 90 or (device_sm >= 100 and device_sm < 110)\n",
+        "sm_120",
+        "def f():\n    device_sm = get_device_sm()\n    return device_sm in (90, 120) or (device_sm >= 100 and device_sm < 110)\n",
+        id="a-target-not-adjoining-the-range-goes-into-the-equality",
+    ),
+    pytest.param(
         "def jit_module():\n    major, minor = torch.cuda.get_device_capability()\n    return major < 10\n", "sm_120,sm_121",
         "def jit_module():\n    major, minor = torch.cuda.get_device_capability()\n    return major < 10 or major == 12\n",
         id="bound-kept-and-an-equality-added-when-moving-it-admits-majors-between",
@@ -512,6 +536,35 @@ def test_an_exit_reached_through_a_flag_is_read_and_narrowed():
     assert _rewrite(after, "sm_80,sm_86,sm_89") == after
 
 
+NUNCHAKU = """\
+class NunchakuSVDQuantArgs:
+    def _validate(self) -> None:
+        unsupported: list[str] = []
+        for i in range(torch.cuda.device_count()):
+            major, minor = torch.cuda.get_device_capability(i)
+            if major == 9:
+                unsupported.append(f"cuda:{i} (SM{major}{minor}, Hopper)")
+            elif major not in (8, 12):
+                unsupported.append(f"cuda:{i} (SM{major}{minor})")
+
+        if unsupported:
+            raise ValueError(f"Unsupported devices: {', '.join(unsupported)}.")
+"""
+
+
+def test_an_exit_reached_through_a_list_after_the_loop_is_read():
+    """SGLang 0.5.15 nunchaku (round 12 bug 1): each `if` only appends the device to `unsupported`, and `if
+    unsupported: raise` after the loop is the exit. `if major == 9:` excludes Hopper: widening it for SM10x made
+    the condition hold there (`if major in (9, 10):`, SM10x labelled Hopper and refused); the `elif` is a check
+    for 8 and 12, which gains 10."""
+    first, second = find(NUNCHAKU.encode(), function="_validate")
+    assert first.detail["runs_where"] == "false" and not first.admits.admits(Arch.parse("sm_90"))
+    assert first.admits.admits(Arch.parse("sm_100"))
+    after = NUNCHAKU.replace("not in (8, 12)", "not in (8, 10, 12)")
+    assert _rewrite(NUNCHAKU, "sm_100,sm_103", function="_validate") == after
+    assert _rewrite(after, "sm_100,sm_103", function="_validate") == after
+
+
 @pytest.mark.parametrize(("before", "archs", "after"), CONDITION_WIDENINGS)
 def test_widen_condition(before, archs, after):
     assert _rewrite(before, archs) == after
@@ -568,6 +621,9 @@ def test_admits_picks_one_branch_of_an_if_elif():
                      id="the-code-after-an-exit-runs-on-the-target-already-the-condition-is-not-made-to-hold-there"),
         pytest.param("def f():\n    sm_version = get_device_sm()\n    if sm_version < 90:\n        return False\n", "sm_120",
                      id="a-lower-bound-before-return-false-admits-every-arch-above-sglang-0.5.1.post1"),
+        pytest.param("def validate():\n    bad = []\n    major, minor = torch.cuda.get_device_capability(0)\n"
+                     "    if major == 9:\n        bad.append('Hopper')\n    if bad:\n        raise ValueError(bad)\n",
+                     "sm_100,sm_103", id="an-exclusion-recorded-in-a-list-raised-on-later-is-not-made-to-hold-round12-bug1"),
     ],
 )  # fmt: skip
 def test_condition_noop(source, archs):
