@@ -11,8 +11,9 @@ when the answer depends on any other macro or the condition does not parse.
 
 `widen` rewrites only the bytes of one condition, in one of three ways:
 
-- an equality chain (`__CUDA_ARCH__ == 900`, or several joined by `||`)
-  gains one equality per target value, in its own style, never a range
+- an equality chain (`__CUDA_ARCH__ == 900`, or several joined by `||`),
+  alone or in parentheses behind `defined(__CUDA_ARCH__) &&`, gains one
+  equality per target value, in its own style, never a range
   (FlashInfer 5854494a0, ef687e900); a list of feature macros
   (`defined(__CUDA_ARCH_FEAT_SM100_ALL) || ...`) gains one per `a` target;
 - it drops the `&&` conjuncts that exclude the targets, each with one adjacent
@@ -32,7 +33,9 @@ other directive.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
+from copy import copy
 from dataclasses import replace
 from functools import lru_cache
 
@@ -242,16 +245,53 @@ def _disjuncts(node: Node) -> list[Node]:
     return [node]
 
 
-def _equality(node: Node) -> Number | None:
-    """The number of `__CUDA_ARCH__ == N` (or `N == __CUDA_ARCH__`, in parentheses or not), else None."""
+def _comparison(node: Node) -> tuple[str, Number] | None:
+    """The operator and number of `__CUDA_ARCH__ <op> N` (or `N <op> __CUDA_ARCH__`, in parentheses or not)."""
     while isinstance(node, Group):
         node = node.inner
-    if not (isinstance(node, Binary) and node.op == "=="):
+    if not (isinstance(node, Binary) and node.op in ("==", "<", "<=", ">", ">=")):
         return None
     for macro, number in ((node.left, node.right), (node.right, node.left)):
         if isinstance(macro, Macro) and macro.name == "__CUDA_ARCH__" and isinstance(number, Number):
-            return number
+            return node.op, number
     return None
+
+
+def _arch_chain(node: Node | None) -> tuple[list[Node], Group | None] | None:
+    """The terms of the condition's equality chain, with the parentheses that hold it when it is an `&&` operand:
+    the whole condition (`A == 900 || A == 1000`), or the one parenthesized operand of a top-level `&&` that is such
+    a chain (`defined(__CUDA_ARCH__) && (A == 1000 || A == 1030)`, FlashInfer's and SGLang's usual shape). Its terms
+    compare `__CUDA_ARCH__` with a number, one at least with `==` (`A == 1030 || A >= 1200` is one too)."""
+
+    def chain(inner: Node) -> list[Node] | None:
+        terms = _disjuncts(inner)
+        found = [_comparison(term) for term in terms]
+        if any(c is None for c in found) or not any(c and c[0] == "==" for c in found):
+            return None
+        return terms
+
+    while isinstance(node, Group):
+        node = node.inner
+    if node is None:
+        return None
+    terms = chain(node)
+    if terms is not None:
+        return terms, None
+    held = []
+    for conjunct in _conjuncts(node) if isinstance(node, Binary) and node.op == "&&" else []:
+        group = None
+        while isinstance(conjunct, Group):
+            group, conjunct = conjunct, conjunct.inner
+        terms = chain(conjunct)
+        if group is not None and terms is not None:  # unparenthesized, `a && A == 900 || ...` would read wrong
+            held.append((terms, group))
+    return held[0] if len(held) == 1 else None
+
+
+def _after_opening(group: Group, lines: _Lines) -> bytes:
+    """The indent of a continuation line inside `group`: one column past its `(`, as clang-format aligns it."""
+    opening = group.start + lines.shift
+    return b" " * (opening - (lines.source.rfind(b"\n", 0, opening) + 1) + 1)
 
 
 @lru_cache(maxsize=8)
@@ -285,41 +325,77 @@ class _Lines:
         end = len(self.source) if end < 0 else end
         return len(self.source[start:end].rstrip(b"\r")), at - start
 
+    def unlimited(self) -> _Lines:
+        """These lines with no column limit: `_joined` continues no line."""
+        lines = copy(self)
+        lines.longest = sys.maxsize
+        return lines
+
+
+def _break_before(guard: Guard, operand: Node, lines: _Lines, added: int) -> Edit | None:
+    """clang-format's break before an `&&` operand that grows by `added` bytes past the column limit: the line
+    continued after the `&&` (before it, where the file puts operators first), the operand on a line of its own
+    indented as the file continues its `#if` lines. None where the line still fits, the operand starts its line or
+    spans lines, is not right after an `&&`, or would not fit on a line of its own either."""
+    length, column = lines.column(operand.start)
+    if length + added <= lines.longest:
+        return None
+    tokens = [t for t in guard.tokens if t.end <= operand.start]
+    if len(tokens) < 2 or tokens[-1].text != "&&" or b"\n" in lines.source[tokens[-2].end + lines.shift : operand.end + lines.shift]:
+        return None
+    if len(lines.indent) + length - column + added > lines.longest:
+        return None
+    operator, previous = tokens[-1], tokens[-2]
+    if lines.operator_first:
+        return Edit(previous.end, operator.start, lines.before_backslash + b"\\" + lines.eol + lines.indent)
+    return Edit(operator.end, operand.start, lines.before_backslash + b"\\" + lines.eol + lines.indent)
+
 
 def _extend_chain(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], lines: _Lines) -> list[Edit]:
     """`A == 860 || A == 890 || A == 1200` gains `|| A == 1210`: one more equality per missing value, where it sorts.
 
-    Only for a condition that is such a chain, in parentheses or not; one
-    equality is a chain of one (`#elif __CUDA_ARCH__ == 900` became `... == 900
-    || __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030` upstream, ef687e900).
-    Each new term copies its neighbour's text with the number changed, joined
-    by the chain's own operator (`||` or `or`). When the new terms do not all
-    fit within the file's column limit (the length three of its lines reach,
-    100 at least), the line breaks before the first of them, continued with a
-    backslash as the file continues its other long `#if` lines, and the
-    continuation line is filled up to the limit.
+    Only for a condition that is such a chain, in parentheses or not, or holds
+    one as a parenthesized `&&` operand (`_arch_chain`); one equality is a
+    chain of one (`#elif __CUDA_ARCH__ == 900` became `... == 900 ||
+    __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030` upstream, ef687e900).
+    Each new term copies its nearest equality's text with the number changed,
+    joined by the chain's own operator (`||` or `or`). When the new terms do
+    not all fit within the file's column limit (the length three of its lines
+    reach, 100 at least), the line breaks before the first of them, continued
+    with a backslash as the file continues its other long `#if` lines, and the
+    continuation line is filled up to the limit. A chain that is an `&&`
+    operand instead goes on a continuation line of its own where it fits there,
+    as clang-format breaks it, else breaks inside, one column past its `(`.
     """
-    top = guard.expression
-    while isinstance(top, Group):
-        top = top.inner
-    if top is None:
+    found = _arch_chain(guard.expression)
+    if found is None:
         return []
-    terms = _disjuncts(top)
-    numbers = [number for number in map(_equality, terms) if number is not None]
-    if len(numbers) < len(terms):
-        return []
+    terms, group = found
+    comparisons = [_comparison(term) for term in terms]
+    numbers = [number for _, number in filter(None, comparisons)]
+    equalities = [i for i, c in enumerate(comparisons) if c and c[0] == "=="]
     values = [number.value[0] for number in numbers]
-    wanted = sorted({target.cuda_arch for target in targets if not before.admits(target)} - set(values))
+    wanted = sorted(
+        {target.cuda_arch for target in targets if not before.admits(target)}
+        - {value for i, value in enumerate(values) if i in equalities}
+    )
     if not wanted:
         return []
     source = lines.source
 
-    def respell(index: int, value: int) -> bytes:  # term `index` with its number changed
+    def respell(index: int, value: int) -> bytes:  # the equality nearest term `index`, with its number changed
+        index = min(equalities, key=lambda i: abs(i - index))
         number = numbers[index]
         start, end = terms[index].start + lines.shift, terms[index].end + lines.shift
         return source[start : number.start + lines.shift] + str(value).encode() + source[number.end + lines.shift : end]
 
-    return _inserted(guard, lines, terms, values, wanted, respell)
+    if group is None:
+        return _inserted(guard, lines, terms, values, wanted, respell)
+    inline = _inserted(guard, lines.unlimited(), terms, values, wanted, respell)
+    broken = _break_before(guard, group, lines, sum(len(edit.text) for edit in inline))
+    if broken is not None:
+        return [broken, *inline]
+    return _inserted(guard, lines, terms, values, wanted, respell, _after_opening(group, lines))
 
 
 def _inserted(
@@ -410,10 +486,7 @@ def _extend_features(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], l
     if not wanted:
         return []
     source = lines.source
-    indent = lines.indent
-    if group is not None:
-        opening = group.start + lines.shift
-        indent = b" " * (opening - (source.rfind(b"\n", 0, opening) + 1) + 1)
+    indent = lines.indent if group is None else _after_opening(group, lines)
 
     def respell(index: int, code: int) -> bytes:  # `defined(__CUDA_ARCH_FEAT_SM103_ALL)` for another code
         text = source[terms[index].start + lines.shift : terms[index].end + lines.shift]

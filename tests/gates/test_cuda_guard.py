@@ -242,11 +242,11 @@ def has_syntax_error(source: bytes) -> bool:
         ),
         pytest.param(
             """
-            #if defined(__CUDA_ARCH__) and (__CUDA_ARCH__ == 900 or __CUDA_ARCH__ == 1000)
+            #if defined(__CUDA_ARCH__) and (__CUDA_ARCH__ >= 900 and __CUDA_ARCH__ <= 1000)
             #endif
             """,
             """
-            #if (defined(__CUDA_ARCH__) and (__CUDA_ARCH__ == 900 or __CUDA_ARCH__ == 1000)) or (__CUDA_ARCH__ >= 1200 and __CUDA_ARCH__ < 1300)
+            #if (defined(__CUDA_ARCH__) and (__CUDA_ARCH__ >= 900 and __CUDA_ARCH__ <= 1000)) or (__CUDA_ARCH__ >= 1200 and __CUDA_ARCH__ < 1300)
             #endif
             """,
             id="alternative-tokens-kept-in-the-added-disjunct",
@@ -790,6 +790,98 @@ def test_widen_equality_chain(before, targets, after):
 
 
 @pytest.mark.parametrize(
+    ("before", "targets", "after"),
+    [
+        pytest.param(
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030)\n#endif\n",
+            "sm_110",
+            # round 11 bug 1: not `(...) || (__CUDA_ARCH__ >= 1100 && __CUDA_ARCH__ < 1200)` on a 131-column line
+            "#if defined(__CUDA_ARCH__) && \\\n    (__CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030 || __CUDA_ARCH__ == 1100)\n#endif\n",
+            id="chain-behind-defined-gains-a-term-and-goes-on-a-line-of-its-own-as-clang-format-breaks-it",
+        ),
+        pytest.param(
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030)\n#endif\n",
+            "sm_120",
+            "#if defined(__CUDA_ARCH__) && \\\n    (__CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030 || __CUDA_ARCH__ == 1200)\n#endif\n",
+            id="a-value-past-the-last-goes-inside-the-parentheses",
+        ),
+        pytest.param(
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900)\n#endif\n",
+            "sm_100",
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000)\n#endif\n",
+            id="one-parenthesized-equality-behind-defined-that-fits-stays-on-its-line",
+        ),
+        pytest.param(
+            # FlashInfer 0.7.4 comm/moe_alltoall_lamport.cuh: the directive's one `\\` realigned with the new one
+            "#if defined(__CUDA_ARCH__) && \\\n    (__CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030 || __CUDA_ARCH__ == 1070)\n#endif\n",
+            "sm_110",
+            "#if defined(__CUDA_ARCH__) &&                                                   \\\n"
+            "    (__CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030 || __CUDA_ARCH__ == 1070 || \\\n"
+            "     __CUDA_ARCH__ == 1100)\n#endif\n",
+            id="continued-directive-breaks-inside-one-column-past-the-parenthesis",
+        ),
+        pytest.param(
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030)\n#endif\n",
+            "sm_110",
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030 || \\\n"
+            "                               __CUDA_ARCH__ == 1100)\n#endif\n",
+            id="too-long-for-a-line-of-its-own-breaks-inside-one-column-past-the-parenthesis",
+        ),
+        pytest.param(
+            # SGLang 0.5.23 diffusion/qknorm_rope.cuh
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 1030 || __CUDA_ARCH__ >= 1200)\n#endif\n",
+            "sm_110",
+            "#if defined(__CUDA_ARCH__) && \\\n    (__CUDA_ARCH__ == 1030 || __CUDA_ARCH__ == 1100 || __CUDA_ARCH__ >= 1200)\n#endif\n",
+            id="mixed-chain-gains-an-equality-where-it-sorts",
+        ),
+        pytest.param(
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 800 || (__CUDA_ARCH__ == 900))\n#endif\n",
+            "sm_86",
+            "#if defined(__CUDA_ARCH__) && \\\n    (__CUDA_ARCH__ < 800 || (__CUDA_ARCH__ == 860) || (__CUDA_ARCH__ == 900))\n#endif\n",
+            id="mixed-chain-copies-its-nearest-equality-not-the-range-it-follows",
+        ),
+        pytest.param(
+            "#if defined(X) \\\n    || defined(Y)\n#endif\n"
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030)\n#endif\n",
+            "sm_110",
+            "#if defined(X) \\\n    || defined(Y)\n#endif\n"
+            "#if defined(__CUDA_ARCH__) \\\n    && (__CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030 || __CUDA_ARCH__ == 1100)\n#endif\n",
+            id="broken-before-the-operator-where-the-file-puts-operators-first",
+        ),
+        pytest.param(
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000) && __CUDA_ARCH__ < 1100\n#endif\n",
+            "sm_120",
+            # a term in the chain would not admit sm_120 past `< 1100`: the range, as before
+            "#if (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000) && __CUDA_ARCH__ < 1100) || "
+            "__CUDA_ARCH__ == 1200\n#endif\n",
+            id="a-conjunct-that-still-excludes-the-target-falls-back-to-a-disjunct",
+        ),
+    ],
+)
+def test_widen_chain_behind_defined(before, targets, after):
+    source = before.encode()
+    wanted = tuple(Arch.parse(name) for name in targets.split(","))
+    widened = apply_edits(source, widen_all(source, wanted))
+    assert widened.decode() == after
+    assert widen_all(widened, wanted) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1200 || __CUDA_ARCH__ == 1210)\n#endif\n",
+            id="chain-behind-defined-already-admitted",
+        ),
+        pytest.param("#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 1030 || __CUDA_ARCH__ >= 1200)\n#endif\n", id="mixed-chain-already-admitted"),
+    ],
+)
+def test_noop_chain_behind_defined(source):
+    data = source.encode()
+    assert widen_all(data) == []
+
+
+@pytest.mark.parametrize(
     "source",
     [
         pytest.param("#if __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1200 || __CUDA_ARCH__ == 1210\n#endif\n", id="already-admitted"),
@@ -835,15 +927,26 @@ def test_arch_specific_target_the_chain_cannot_name_falls_back():
 @given(
     values=st.lists(st.sampled_from([a.cuda_arch for a in DEFAULT_ARCHS]), min_size=1, max_size=5, unique=True).map(sorted),
     targets=st.lists(st.sampled_from(DEFAULT_ARCHS), min_size=1, max_size=3),
+    behind_defined=st.booleans(),
+    last=st.sampled_from(("==", ">=", "<")),
 )
-def test_widened_chain_admits_exactly_old_plus_targets(values, targets):
-    source = ("#if " + " || ".join(f"__CUDA_ARCH__ == {v}" for v in values) + "\n#endif\n").encode()
+def test_widened_chain_admits_exactly_old_plus_targets(values, targets, behind_defined, last):
+    """Bare or behind `defined(__CUDA_ARCH__) &&` (round 11 bug 1), its last term an equality or a range."""
+    terms = [f"__CUDA_ARCH__ == {v}" for v in values[:-1]] + [f"__CUDA_ARCH__ {last} {values[-1]}"]
+    if last != "==" and len(terms) == 1:
+        terms.insert(0, "__CUDA_ARCH__ == 600")  # a chain holds one equality at least
+    chain = " || ".join(terms)
+    condition = f"defined(__CUDA_ARCH__) && ({chain})" if behind_defined else chain
+    source = f"#if {condition}\n#endif\n".encode()
     [gate] = find(source, DEFAULT_ARCHS)
     widened = apply_edits(source, widen(source, gate, tuple(targets), DEFAULT_ARCHS))
     [after] = find(widened, DEFAULT_ARCHS)
     assert after.admits.admitted == gate.admits.admitted | set(targets)
-    numbers = [int(n) for n in re.findall(rb"== (\d+)", widened)]
-    assert numbers == sorted(numbers) and b">=" not in widened
+    assert after.admits.unknown == frozenset()
+    assert widen(widened, after, tuple(targets), DEFAULT_ARCHS) == []
+    numbers = [int(n) for n in re.findall(rb"[=<>] (\d+)", widened)]
+    assert numbers == sorted(numbers), "each new term where it sorts"
+    assert widened.count(b"__CUDA_ARCH__ >=") == source.count(b"__CUDA_ARCH__ >="), "a chain never gains a range"
 
 
 def test_column_limit_ignores_one_or_two_stray_long_lines():
