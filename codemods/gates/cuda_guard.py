@@ -288,22 +288,32 @@ def _arch_chain(node: Node | None) -> tuple[list[Node], Group | None] | None:
     return held[0] if len(held) == 1 else None
 
 
-def _after_opening(group: Group, lines: _Lines) -> bytes:
-    """The indent of a continuation line inside `group`: one column past its `(`, as clang-format aligns it."""
-    opening = group.start + lines.shift
+def _after_opening(opening: int, lines: _Lines) -> bytes:
+    """The indent of a continuation line inside the `(` at snippet offset `opening`: one column past it, as
+    clang-format aligns it."""
+    opening += lines.shift
     return b" " * (opening - (lines.source.rfind(b"\n", 0, opening) + 1) + 1)
 
 
 @lru_cache(maxsize=8)
-def _file_style(source: bytes) -> tuple[int, bool, bytes, bytes, bytes]:
-    """Once per file (bytes cache their hash): column limit, how long `#if` lines continue, line ending."""
+def _file_style(source: bytes) -> tuple[int, bool, bytes, bytes, bytes, bool]:
+    """Once per file (bytes cache their hash): column limit, how long `#if` lines continue, line ending, and
+    whether the file aligns their `\\`s clang-format's way (its first continued `#if` does, `_left_aligned`)."""
     match = _Lines._CONTINUED.search(source)
+    aligned = False
+    if match:
+        end = match.start()
+        while (end := source.find(b"\n", end) + 1) and source[max(0, end - 3) : end - 1].rstrip(b"\r").endswith(b"\\"):
+            pass
+        aligned = _left_aligned(source[match.start() : end or len(source)])
     return (
         column_limit(source),
         bool(match and match.group("lead")),
-        match.group("before") if match and match.group("before") else b" ",
+        # padding up to an aligned `\\` is no style of its own: one `\\` of a line goes one space past it
+        match.group("before") if match and match.group("before") and not aligned else b" ",
         match.group("indent") if match else b"    ",
         b"\r\n" if b"\r\n" in source else b"\n",
+        aligned,
     )
 
 
@@ -315,7 +325,7 @@ class _Lines:
     def __init__(self, source: bytes, shift: int) -> None:
         self.source = source
         self.shift = shift  # add to an offset in the snippet to get one in the source
-        self.longest, self.operator_first, self.before_backslash, self.indent, self.eol = _file_style(source)
+        self.longest, self.operator_first, self.before_backslash, self.indent, self.eol, self.aligned = _file_style(source)
 
     def column(self, offset: int) -> tuple[int, int]:
         """(length of the line holding `offset` in the source, its column) for a snippet offset."""
@@ -391,11 +401,18 @@ def _extend_chain(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], line
 
     if group is None:
         return _inserted(guard, lines, terms, values, wanted, respell)
-    inline = _inserted(guard, lines.unlimited(), terms, values, wanted, respell)
-    broken = _break_before(guard, group, lines, sum(len(edit.text) for edit in inline))
+    return _laid_out(guard, lines, group, lambda lines, indent: _inserted(guard, lines, terms, values, wanted, respell, indent))
+
+
+def _laid_out(guard: Guard, lines: _Lines, held: Node, inserted: Callable[[_Lines, bytes | None], list[Edit]]) -> list[Edit]:
+    """The edits `inserted(lines, indent)` makes inside `held`, an operand in parentheses (or about to be): on its
+    line where they fit, else `held` on a continuation line of its own after its `&&` (`_break_before`), else
+    broken inside, one column past its `(`."""
+    inline = inserted(lines.unlimited(), None)
+    broken = _break_before(guard, held, lines, sum(len(edit.text) for edit in inline))
     if broken is not None:
         return [broken, *inline]
-    return _inserted(guard, lines, terms, values, wanted, respell, _after_opening(group, lines))
+    return inserted(lines, _after_opening(held.start, lines))
 
 
 def _inserted(
@@ -457,17 +474,22 @@ def _joined(lines: _Lines, at: int, operator_text: bytes, texts: list[bytes], pr
 _FEATURE = re.compile(r"^__CUDA_ARCH_FEAT_SM(\d+)_ALL$")
 
 
-def _feature_chains(node: Node | None, group: Group | None = None) -> list[tuple[list[Defined], Group | None]]:
-    """Each `defined(__CUDA_ARCH_FEAT_SMnnn_ALL) || ...` chain of two or more terms in the condition, with the
-    parentheses right around it (None at the top)."""
+def _feature_chains(
+    node: Node | None, group: Group | None = None, bare: bool = True
+) -> list[tuple[list[Defined], Group | None, bool]]:
+    """Each `defined(__CUDA_ARCH_FEAT_SMnnn_ALL) || ...` chain in the condition (one such `defined` is a chain of
+    one), with the parentheses right around it (None where there are none) and whether it may gain `|| ...` without
+    them (at the top or as an operand of `||`; not as one of `&&`)."""
     if isinstance(node, Group):
         return _feature_chains(node.inner, node)
+    if isinstance(node, Defined) and _FEATURE.match(node.name):
+        return [([node], group, bare)]
     if isinstance(node, Binary) and node.op == "||":
         terms = _disjuncts(node)
         if all(isinstance(t, Defined) and _FEATURE.match(t.name) for t in terms):
-            return [([t for t in terms if isinstance(t, Defined)], group)]
+            return [([t for t in terms if isinstance(t, Defined)], group, bare)]
     if isinstance(node, Binary):
-        return _feature_chains(node.left) + _feature_chains(node.right)
+        return _feature_chains(node.left, None, node.op == "||") + _feature_chains(node.right, None, node.op == "||")
     return []
 
 
@@ -475,36 +497,53 @@ def _extend_features(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], l
     """`(defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))` gains
     `|| defined(__CUDA_ARCH_FEAT_SM107_ALL)` for sm_107a, as `_extend_chain` extends an equality chain: the list of
     arch-specific targets a guard names, one more in its own spelling, where its number sorts (FlashInfer 0.7.2's
-    mamba/conversion.cuh). Only where the condition holds one such list; a continuation line goes one column past
-    the list's own opening parenthesis, as clang-format aligns it."""
+    mamba/conversion.cuh). Only where the condition holds one such list; a lone `defined` is a list of one, put in
+    parentheses behind an `&&` (ln_silu_headers.cuh's `... && defined(__CUDA_ARCH_FEAT_SM100_ALL)`). Too long, a list
+    behind `&&` goes on a continuation line of its own where it fits there, as clang-format breaks it; else a
+    continuation line goes one column past the list's own opening parenthesis, as clang-format aligns it."""
     chains = _feature_chains(guard.expression)
+    chains = [chain for chain in chains if len(chain[0]) > 1] or chains  # a list before a lone `defined`
     if len(chains) != 1:
         return []
-    terms, group = chains[0]
+    terms, group, bare = chains[0]
     codes = [int(_FEATURE.match(t.name)[1]) for t in terms]  # type: ignore[index]
     wanted = sorted({t.code for t in targets if t.variant == "a" and not before.admits(t)} - set(codes))
     if not wanted:
         return []
     source = lines.source
-    indent = lines.indent if group is None else _after_opening(group, lines)
 
     def respell(index: int, code: int) -> bytes:  # `defined(__CUDA_ARCH_FEAT_SM103_ALL)` for another code
         text = source[terms[index].start + lines.shift : terms[index].end + lines.shift]
         return text.replace(f"SM{codes[index]}_ALL".encode(), f"SM{code}_ALL".encode())
 
-    return _inserted(guard, lines, terms, codes, wanted, respell, indent)
+    if group is None and bare:
+        return _inserted(guard, lines, terms, codes, wanted, respell, lines.indent)
+    if group is not None:
+        return _laid_out(guard, lines, group, lambda lines, indent: _inserted(guard, lines, terms, codes, wanted, respell, indent))
+    [term] = terms  # a lone `defined` behind `&&`: it becomes a list in parentheses
+    return _laid_out(
+        guard, lines, term, lambda lines, indent: _in_parentheses(term, _inserted(guard, lines, terms, codes, wanted, respell, indent))
+    )
+
+
+def _in_parentheses(term: Node, edits: list[Edit]) -> list[Edit]:
+    """`edits` that insert before and after `term`, with `(` and `)` around the whole."""
+    before = b"".join(edit.text for edit in edits if edit.start == term.start)
+    after = b"".join(edit.text for edit in edits if edit.start == term.end)
+    return [Edit(term.start, term.start, b"(" + before), Edit(term.end, term.end, after + b")")]
 
 
 def _aligned(source: bytes, gate: Gate, edits: list[Edit]) -> list[Edit]:
     """`edits` of a guard, with the directive's escaped newlines aligned again where the edits continued it onto
     a new line and the directive had them aligned clang-format's way (`AlignEscapedNewlines: Left`, FlashInfer's:
     every `\\` one space past the longest of those lines; true of a directive with one): each is moved to one space
-    past the longest line now. A directive whose `\\`s follow another rule keeps them as the edits wrote them."""
+    past the longest line now, and so are those of a directive on one line where the file aligns them so. A
+    directive whose `\\`s follow another rule keeps them as the edits wrote them."""
     start = source.rfind(b"\n", 0, gate.start) + 1
     old = source[start : gate.end]
     new = apply_edits(old, [Edit(e.start - start, e.end - start, e.text) for e in edits])  # the edits are in the gate
-    if new.count(b"\n") <= old.count(b"\n") or not _left_aligned(old):
-        return edits  # no line was added, or the directive does not align its `\\`s
+    if new.count(b"\n") <= old.count(b"\n") or not (_left_aligned(old) or b"\n" not in old and _file_style(source)[5]):
+        return edits  # no line was added, or neither the directive nor (on one line) the file aligns its `\\`s
     lines = new.split(b"\n")
     escaped = [i for i, line in enumerate(lines) if line.removesuffix(b"\r").endswith(b"\\")]
     width = max(len(lines[i].removesuffix(b"\r")[:-1].rstrip()) for i in escaped)

@@ -1113,6 +1113,35 @@ CVT_RS = (
             "     defined(__CUDA_ARCH_FEAT_SM120_ALL))\n#endif\n",
             id="escaped-newlines-of-another-rule-are-left",
         ),
+        pytest.param(
+            # round 11 bug 9 (ln_silu_headers.cuh): not `((...) && defined(...)) || (defined(__CUDA_ARCH_SPECIFIC__)
+            # && __CUDA_ARCH__ >= 1030 && __CUDA_ARCH__ < 1100)` on a 180-column line
+            "#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000) && defined(__CUDA_ARCH_FEAT_SM100_ALL)\n#endif\n",
+            "sm_103a",
+            "#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000) && \\\n"
+            "    (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))\n#endif\n",
+            id="a-lone-feature-macro-behind-and-becomes-a-list-in-parentheses-as-clang-format-lays-it-out",
+        ),
+        pytest.param(
+            "#if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM100_ALL)\n#endif\n",
+            "sm_90a",
+            "#if __CUDA_ARCH__ >= 900 && \\\n    (defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(__CUDA_ARCH_FEAT_SM100_ALL))\n#endif\n",
+            id="a-lone-feature-macro-gains-one-before-it-inside-the-parentheses",
+        ),
+        pytest.param(
+            "#if defined(__CUDA_ARCH_FEAT_SM100_ALL)\n#endif\n",
+            "sm_103a",
+            "#if defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL)\n#endif\n",
+            id="a-lone-feature-macro-alone-needs-no-parentheses",
+        ),
+        pytest.param(
+            "#if defined(__CUDA_ARCH__) && (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))\n#endif\n",
+            "sm_110a",
+            # on a line of its own it would reach 117 columns: broken inside, one column past the list's `(`
+            "#if defined(__CUDA_ARCH__) && (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL) || \\\n"
+            "                               defined(__CUDA_ARCH_FEAT_SM110_ALL))\n#endif\n",
+            id="a-list-too-long-for-a-line-of-its-own-breaks-inside",
+        ),
     ],
 )
 def test_widen_feature_macro_list(before, target, after):
@@ -1125,6 +1154,25 @@ def test_widen_feature_macro_list(before, target, after):
     [again] = find(widened, universe)
     assert again.admits.admitted == gate.admits.admitted | set(wanted)
     assert widen(widened, again, wanted, universe) == []
+
+
+def test_a_directive_continued_for_the_first_time_aligns_its_backslash_as_the_file_does():
+    """ln_silu_headers.cuh: its first continued `#if` pads each `\\` to one column; a one-line `#if` the widening
+    continues gets its `\\` one space past its line (clang-format's alignment), not that padding (round 11 bug 9)."""
+    aligned = (
+        "#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000) &&                           \\\n"
+        "    (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM101_ALL) || \\\n"
+        "     defined(__CUDA_ARCH_FEAT_SM110_ALL) || defined(__CUDA_ARCH_FEAT_SM120_ALL))\n#endif\n"
+    )
+    source = (aligned + "#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000) && defined(__CUDA_ARCH_FEAT_SM100_ALL)\n#endif\n").encode()
+    wanted = (Arch.parse("sm_103a"),)
+    universe = tuple(dict.fromkeys(UNIVERSE + wanted))
+    gate = find(source, universe)[1]
+    widened = apply_edits(source, widen(source, gate, wanted, universe))
+    assert widened.decode() == aligned + (
+        "#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000) && \\\n"
+        "    (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))\n#endif\n"
+    )
 
 
 def test_a_plain_target_is_not_named_by_a_feature_macro():
