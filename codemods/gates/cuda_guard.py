@@ -421,24 +421,51 @@ def _inserted(
 ) -> list[Edit]:
     """Each wanted value a new term of a chain (`terms`, whose values are `values`), joined by the chain's
     operator (`||`, or `or` where the guard spells it so) after the greatest term below it (before the first when
-    none is), spelled by `respell(i, value)`: term i with its value changed; continued where too long (`_joined`)."""
+    none is), spelled by `respell(i, value)`: term i with its value changed; continued where too long (`_joined`).
+    New terms that go where a continued chain breaks its line and do not fit there push the terms after them
+    along: those lines are filled again up to the limit, as clang-format refills them (`_refilled`)."""
     operator_text = b"or" if any(t.alternative and t.text == "||" for t in guard.tokens) else b"||"
     inserts: dict[int, list[int]] = {}  # index of the term to insert after (-1: before the first) -> values
     for value in wanted:
         after = max((i for i, listed in enumerate(values) if listed < value), default=-1)
         inserts.setdefault(after, []).append(value)
     edits = []
-    for after, added in inserts.items():
+    for after, added in sorted(inserts.items()):
         reference = terms[max(after, 0)]
         texts = [respell(max(after, 0), value) for value in added]
         at = reference.end if after >= 0 else reference.start
-        edits.append(Edit(at, at, _joined(lines, at, operator_text, texts, prefix=after >= 0, indent=indent)))
+        text = _joined(lines, at, operator_text, texts, prefix=after >= 0, indent=indent)
+        if after >= 0 and b"\n" in text and _refilled(lines, terms[after:]):
+            # the rest of the chain, old terms and new, laid out again from here
+            for index in range(after + 1, len(terms)):
+                texts.append(lines.source[terms[index].start + lines.shift : terms[index].end + lines.shift])
+                texts += [respell(index, value) for value in inserts.get(index, [])]
+            length, column = lines.column(terms[-1].end)
+            edits.append(Edit(at, terms[-1].end, _joined(lines, at, operator_text, texts, True, indent, length - column)))
+            break
+        edits.append(Edit(at, at, text))
     return edits
 
 
-def _joined(lines: _Lines, at: int, operator_text: bytes, texts: list[bytes], prefix: bool, indent: bytes | None = None) -> bytes:
+_BETWEEN = re.compile(rb"[ \t]*(?:\|\||or)?[ \t]*(?:\\\r?\n[ \t]*)?(?:\|\||or)?[ \t]*")
+
+
+def _refilled(lines: _Lines, terms: list) -> bool:
+    """Whether the terms of a chain from `terms[0]` on may be laid out again: `terms[0]` ends its line, which
+    continues, and between them stand only one operator, blanks and escaped newlines."""
+    if len(terms) < 2:
+        return False
+    gaps = [lines.source[a.end + lines.shift : b.start + lines.shift] for a, b in zip(terms, terms[1:])]
+    return b"\n" in gaps[0] and all(_BETWEEN.fullmatch(gap) and gap.count(b"||") + gap.count(b"or") == 1 for gap in gaps)
+
+
+def _joined(
+    lines: _Lines, at: int, operator_text: bytes, texts: list[bytes], prefix: bool, indent: bytes | None = None,
+    refill: int | None = None,
+) -> bytes:
     """`|| t1 || t2` to insert at snippet offset `at` (or `t1 || t2 || ` before a term), continued where too long
-    (on a line indented as the file continues its `#if` lines, or by `indent`)."""
+    (on a line indented as the file continues its `#if` lines, or by `indent`). With `refill` (the length of what
+    follows the last text on its line), each line is filled up to the limit, its `operator \\` included."""
     indent = lines.indent if indent is None else indent
     length, column = lines.column(at)
     if not prefix:  # before the first term: the new terms stay where the condition starts (`#if` keeps it)
@@ -454,9 +481,12 @@ def _joined(lines: _Lines, at: int, operator_text: bytes, texts: list[bytes], pr
     rest = length - column  # what follows the insertion point on the original line
     pieces = [(b" " + operator_text + b" ", text) for text in texts]
     # upstream breaks before the terms it adds rather than filling the old line up (ef687e900)
-    fits = length + sum(len(joiner + text) for joiner, text in pieces) <= lines.longest
+    fits = refill is not None or length + sum(len(joiner + text) for joiner, text in pieces) <= lines.longest
+    continued = len(lines.before_backslash) + 1 + (0 if lines.operator_first else len(operator_text) + 1)
     for index, (joiner, text) in enumerate(pieces):
         piece = joiner + text
+        if refill is not None:
+            rest = refill if index == len(pieces) - 1 else continued
         too_long = width + len(piece) + rest > lines.longest or (index == 0 and not fits)
         if too_long and width > 0:
             if lines.operator_first:
@@ -542,8 +572,8 @@ def _aligned(source: bytes, gate: Gate, edits: list[Edit]) -> list[Edit]:
     start = source.rfind(b"\n", 0, gate.start) + 1
     old = source[start : gate.end]
     new = apply_edits(old, [Edit(e.start - start, e.end - start, e.text) for e in edits])  # the edits are in the gate
-    if new.count(b"\n") <= old.count(b"\n") or not (_left_aligned(old) or b"\n" not in old and _file_style(source)[5]):
-        return edits  # no line was added, or neither the directive nor (on one line) the file aligns its `\\`s
+    if not any(b"\n" in edit.text for edit in edits) or not (_left_aligned(old) or b"\n" not in old and _file_style(source)[5]):
+        return edits  # no line was continued, or neither the directive nor (on one line) the file aligns its `\\`s
     lines = new.split(b"\n")
     escaped = [i for i, line in enumerate(lines) if line.removesuffix(b"\r").endswith(b"\\")]
     width = max(len(lines[i].removesuffix(b"\r")[:-1].rstrip()) for i in escaped)

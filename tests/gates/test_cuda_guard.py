@@ -1074,6 +1074,10 @@ def test_a_term_inserted_before_the_first_keeps_the_condition_on_the_if_line():
     assert after.start == gate.start and after.admits.admitted == gate.admits.admitted | {sm80}
 
 
+# ln_silu_headers.cuh's shape: `\\`s one space past the longest line (clang-format's), 100 columns
+FEATURE_LIST = "#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000) &&                           \\\n    {list}\n#endif\n"
+
+
 CVT_RS = (
     "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000 && \\\n"
     "    (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))\n"
@@ -1142,6 +1146,34 @@ CVT_RS = (
             "                               defined(__CUDA_ARCH_FEAT_SM110_ALL))\n#endif\n",
             id="a-list-too-long-for-a-line-of-its-own-breaks-inside",
         ),
+        pytest.param(
+            FEATURE_LIST.format(list=(
+                "(defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM101_ALL) || \\\n"
+                "     defined(__CUDA_ARCH_FEAT_SM110_ALL) || defined(__CUDA_ARCH_FEAT_SM120_ALL))"
+            )),
+            "sm_103a",
+            # round 11 bug 8 (ln_silu_headers.cuh): not `     defined(..SM103_ALL) ||` on a short line of its own, the
+            # rest kept as it was; the lines after it are filled up to the limit again, as clang-format refills them
+            FEATURE_LIST.format(list=(
+                "(defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM101_ALL) || \\\n"
+                "     defined(__CUDA_ARCH_FEAT_SM103_ALL) || defined(__CUDA_ARCH_FEAT_SM110_ALL) || \\\n"
+                "     defined(__CUDA_ARCH_FEAT_SM120_ALL))"
+            )),
+            id="a-term-inserted-where-a-continued-list-breaks-refills-the-lines-after-it",
+        ),
+        pytest.param(
+            FEATURE_LIST.format(list=(
+                "(defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM101_ALL) || \\\n"
+                "     defined(__CUDA_ARCH_FEAT_SM110_ALL) || defined(__CUDA_ARCH_FEAT_SM120_ALL))"
+            )),
+            "sm_121a",
+            FEATURE_LIST.format(list=(
+                "(defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM101_ALL) || \\\n"
+                "     defined(__CUDA_ARCH_FEAT_SM110_ALL) || defined(__CUDA_ARCH_FEAT_SM120_ALL) || \\\n"
+                "     defined(__CUDA_ARCH_FEAT_SM121_ALL))"
+            )),
+            id="a-term-added-at-the-end-moves-nothing",
+        ),
     ],
 )
 def test_widen_feature_macro_list(before, target, after):
@@ -1154,6 +1186,52 @@ def test_widen_feature_macro_list(before, target, after):
     [again] = find(widened, universe)
     assert again.admits.admitted == gate.admits.admitted | set(wanted)
     assert widen(widened, again, wanted, universe) == []
+
+
+def laid_out(codes: list[int]) -> str:
+    """`(defined(__CUDA_ARCH_FEAT_SMnnn_ALL) || ...)` behind FEATURE_LIST's `&&`, as clang-format lays it out."""
+    terms = [f"defined(__CUDA_ARCH_FEAT_SM{code}_ALL)" for code in codes]
+    rows = [["(" + terms[0]]]
+    for term in terms[1:]:
+        row = rows[-1]
+        if 5 + len(" || ".join([*row, term])) + len(" || \\") > 100:
+            rows.append([term])
+        else:
+            row.append(term)
+    body = [("    " if i == 0 else "     ") + " || ".join(row) for i, row in enumerate(rows)]
+    body[-1] += ")"
+    first = "#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000) &&"
+    lines = [first] + body
+    width = max(len(line) + (len(" ||") if i and i < len(lines) - 1 else 0) for i, line in enumerate(lines[:-1]))
+    out = [lines[0].ljust(width) + " \\"]
+    out += [(line + " ||").ljust(width) + " \\" for line in lines[1:-1]]
+    return "\n".join(out + [lines[-1]]) + "\n#endif\n"
+
+
+FEATURE_CODES = (100, 101, 103, 107, 110, 120, 121)  # FEATURE_LIST admits none below 1000
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    codes=st.lists(st.sampled_from(FEATURE_CODES), min_size=2, max_size=6, unique=True).map(sorted),
+    targets=st.lists(st.sampled_from(FEATURE_CODES), min_size=1, max_size=3, unique=True),
+)
+def test_a_widened_continued_feature_list_admits_exactly_old_plus_targets_and_stays_laid_out(codes, targets):
+    """Round 11 bug 8: inserted mid-list, the lines after a new term are filled again; whatever the layout, the
+    guard admits exactly its archs plus the targets, every line keeps to the limit, every `\\` stays aligned."""
+    wanted = tuple(Arch.parse(f"sm_{code}a") for code in targets)
+    universe = tuple(dict.fromkeys(UNIVERSE + tuple(Arch.parse(f"sm_{code}a") for code in FEATURE_CODES)))
+    source = laid_out(codes).encode()
+    [gate] = find(source, universe)
+    widened = apply_edits(source, widen(source, gate, wanted, universe))
+    [after] = find(widened, universe)
+    assert after.admits.admitted == gate.admits.admitted | set(wanted) and not after.admits.unknown
+    assert widen(widened, after, wanted, universe) == []
+    found = [int(code) for code in re.findall(rb"SM(\d+)_ALL", widened)]
+    assert found == sorted(set(codes) | set(targets))
+    lines = widened.split(b"\n")[:-2]
+    assert all(len(line) <= 100 for line in lines)
+    assert len({len(line) for line in lines if line.endswith(b"\\")}) == 1, "every `\\` one column"
 
 
 def test_a_directive_continued_for_the_first_time_aligns_its_backslash_as_the_file_does():
