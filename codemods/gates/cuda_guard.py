@@ -33,11 +33,7 @@ other directive.
 from __future__ import annotations
 
 import re
-import sys
-from collections.abc import Callable
-from copy import copy
 from dataclasses import replace
-from functools import lru_cache
 
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
@@ -62,7 +58,7 @@ from codemods.cpp.expression import (
 )
 from codemods.cpp.lexer import OPAQUE_RE, one_line
 from codemods.gates import CannotWiden, Edit, Gate, SourceError, apply_edits, decode
-from codemods.gates._cpp_wrap import column_limit
+from codemods.gates._if_layout import Lines, aligned, in_parentheses, inserted, laid_out
 
 KIND = "cuda_guard"
 
@@ -199,7 +195,7 @@ def widen(
             f"line {gate.line}: `{directive} {gate.text}` names a single macro; rewrite it as #if to widen it"
         )
     expected = before.admitted | frozenset(targets)
-    lines = _Lines(source, gate.start - head)
+    lines = Lines(source, gate.start - head)
     candidates = (
         _extend_chain(guard, before, targets, lines),
         _extend_features(guard, before, targets, lines),
@@ -215,7 +211,7 @@ def widen(
             continue
         after = rewritten.admits(scope)
         if not after.unknown and after.admitted == expected:
-            return _aligned(source, gate, [Edit(e.start + gate.start, e.end + gate.start, e.text) for e in in_condition])
+            return aligned(source, gate, [Edit(e.start + gate.start, e.end + gate.start, e.text) for e in in_condition])
     wanted = ",".join(target.name for target in targets)
     raise CannotWiden(
         f"line {gate.line}: no rewrite of `{one_line(gate.text)}` admits exactly its archs "
@@ -288,80 +284,7 @@ def _arch_chain(node: Node | None) -> tuple[list[Node], Group | None] | None:
     return held[0] if len(held) == 1 else None
 
 
-def _after_opening(opening: int, lines: _Lines) -> bytes:
-    """The indent of a continuation line inside the `(` at snippet offset `opening`: one column past it, as
-    clang-format aligns it."""
-    opening += lines.shift
-    return b" " * (opening - (lines.source.rfind(b"\n", 0, opening) + 1) + 1)
-
-
-@lru_cache(maxsize=8)
-def _file_style(source: bytes) -> tuple[int, bool, bytes, bytes, bytes, bool]:
-    """Once per file (bytes cache their hash): column limit, how long `#if` lines continue, line ending, and
-    whether the file aligns their `\\`s clang-format's way (its first continued `#if` does, `_left_aligned`)."""
-    match = _Lines._CONTINUED.search(source)
-    aligned = False
-    if match:
-        end = match.start()
-        while (end := source.find(b"\n", end) + 1) and source[max(0, end - 3) : end - 1].rstrip(b"\r").endswith(b"\\"):
-            pass
-        aligned = _left_aligned(source[match.start() : end or len(source)])
-    return (
-        column_limit(source),
-        bool(match and match.group("lead")),
-        # padding up to an aligned `\\` is no style of its own: one `\\` of a line goes one space past it
-        match.group("before") if match and match.group("before") and not aligned else b" ",
-        match.group("indent") if match else b"    ",
-        b"\r\n" if b"\r\n" in source else b"\n",
-        aligned,
-    )
-
-
-class _Lines:
-    """The file around a condition: its longest line, and how it continues long `#if` lines."""
-
-    _CONTINUED = re.compile(rb"^[ \t]*#[ \t]*(?:if|elif)\b.*?(?P<before>[ \t]*)\\\r?\n(?P<indent>[ \t]*)(?P<lead>\|\||\bor\b)?", re.M)
-
-    def __init__(self, source: bytes, shift: int) -> None:
-        self.source = source
-        self.shift = shift  # add to an offset in the snippet to get one in the source
-        self.longest, self.operator_first, self.before_backslash, self.indent, self.eol, self.aligned = _file_style(source)
-
-    def column(self, offset: int) -> tuple[int, int]:
-        """(length of the line holding `offset` in the source, its column) for a snippet offset."""
-        at = offset + self.shift
-        start = self.source.rfind(b"\n", 0, at) + 1
-        end = self.source.find(b"\n", at)
-        end = len(self.source) if end < 0 else end
-        return len(self.source[start:end].rstrip(b"\r")), at - start
-
-    def unlimited(self) -> _Lines:
-        """These lines with no column limit: `_joined` continues no line."""
-        lines = copy(self)
-        lines.longest = sys.maxsize
-        return lines
-
-
-def _break_before(guard: Guard, operand: Node, lines: _Lines, added: int) -> Edit | None:
-    """clang-format's break before an `&&` operand that grows by `added` bytes past the column limit: the line
-    continued after the `&&` (before it, where the file puts operators first), the operand on a line of its own
-    indented as the file continues its `#if` lines. None where the line still fits, the operand starts its line or
-    spans lines, is not right after an `&&`, or would not fit on a line of its own either."""
-    length, column = lines.column(operand.start)
-    if length + added <= lines.longest:
-        return None
-    tokens = [t for t in guard.tokens if t.end <= operand.start]
-    if len(tokens) < 2 or tokens[-1].text != "&&" or b"\n" in lines.source[tokens[-2].end + lines.shift : operand.end + lines.shift]:
-        return None
-    if len(lines.indent) + length - column + added > lines.longest:
-        return None
-    operator, previous = tokens[-1], tokens[-2]
-    if lines.operator_first:
-        return Edit(previous.end, operator.start, lines.before_backslash + b"\\" + lines.eol + lines.indent)
-    return Edit(operator.end, operand.start, lines.before_backslash + b"\\" + lines.eol + lines.indent)
-
-
-def _extend_chain(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], lines: _Lines) -> list[Edit]:
+def _extend_chain(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], lines: Lines) -> list[Edit]:
     """`A == 860 || A == 890 || A == 1200` gains `|| A == 1210`: one more equality per missing value, where it sorts.
 
     Only for a condition that is such a chain, in parentheses or not, or holds
@@ -400,105 +323,8 @@ def _extend_chain(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], line
         return source[start : number.start + lines.shift] + str(value).encode() + source[number.end + lines.shift : end]
 
     if group is None:
-        return _inserted(guard, lines, terms, values, wanted, respell)
-    return _laid_out(guard, lines, group, lambda lines, indent: _inserted(guard, lines, terms, values, wanted, respell, indent))
-
-
-def _laid_out(guard: Guard, lines: _Lines, held: Node, inserted: Callable[[_Lines, bytes | None], list[Edit]]) -> list[Edit]:
-    """The edits `inserted(lines, indent)` makes inside `held`, an operand in parentheses (or about to be): on its
-    line where they fit, else `held` on a continuation line of its own after its `&&` (`_break_before`), else
-    broken inside, one column past its `(`."""
-    inline = inserted(lines.unlimited(), None)
-    broken = _break_before(guard, held, lines, sum(len(edit.text) for edit in inline))
-    if broken is not None:
-        return [broken, *inline]
-    return inserted(lines, _after_opening(held.start, lines))
-
-
-def _inserted(
-    guard: Guard, lines: _Lines, terms: list, values: list[int], wanted: list[int], respell: Callable[[int, int], bytes],
-    indent: bytes | None = None,
-) -> list[Edit]:
-    """Each wanted value a new term of a chain (`terms`, whose values are `values`), joined by the chain's
-    operator (`||`, or `or` where the guard spells it so) after the greatest term below it (before the first when
-    none is), spelled by `respell(i, value)`: term i with its value changed; continued where too long (`_joined`).
-    New terms that go where a continued chain breaks its line and do not fit there push the terms after them
-    along: those lines are filled again up to the limit, as clang-format refills them (`_refilled`)."""
-    operator_text = b"or" if any(t.alternative and t.text == "||" for t in guard.tokens) else b"||"
-    inserts: dict[int, list[int]] = {}  # index of the term to insert after (-1: before the first) -> values
-    for value in wanted:
-        after = max((i for i, listed in enumerate(values) if listed < value), default=-1)
-        inserts.setdefault(after, []).append(value)
-    edits = []
-    for after, added in sorted(inserts.items()):
-        reference = terms[max(after, 0)]
-        texts = [respell(max(after, 0), value) for value in added]
-        at = reference.end if after >= 0 else reference.start
-        text = _joined(lines, at, operator_text, texts, prefix=after >= 0, indent=indent)
-        if after >= 0 and b"\n" in text and _refilled(lines, terms[after:]):
-            # the rest of the chain, old terms and new, laid out again from here
-            for index in range(after + 1, len(terms)):
-                texts.append(lines.source[terms[index].start + lines.shift : terms[index].end + lines.shift])
-                texts += [respell(index, value) for value in inserts.get(index, [])]
-            length, column = lines.column(terms[-1].end)
-            edits.append(Edit(at, terms[-1].end, _joined(lines, at, operator_text, texts, True, indent, length - column)))
-            break
-        edits.append(Edit(at, at, text))
-    return edits
-
-
-_BETWEEN = re.compile(rb"[ \t]*(?:\|\||or)?[ \t]*(?:\\\r?\n[ \t]*)?(?:\|\||or)?[ \t]*")
-
-
-def _refilled(lines: _Lines, terms: list) -> bool:
-    """Whether the terms of a chain from `terms[0]` on may be laid out again: `terms[0]` ends its line, which
-    continues, and between them stand only one operator, blanks and escaped newlines."""
-    if len(terms) < 2:
-        return False
-    gaps = [lines.source[a.end + lines.shift : b.start + lines.shift] for a, b in zip(terms, terms[1:])]
-    return b"\n" in gaps[0] and all(_BETWEEN.fullmatch(gap) and gap.count(b"||") + gap.count(b"or") == 1 for gap in gaps)
-
-
-def _joined(
-    lines: _Lines, at: int, operator_text: bytes, texts: list[bytes], prefix: bool, indent: bytes | None = None,
-    refill: int | None = None,
-) -> bytes:
-    """`|| t1 || t2` to insert at snippet offset `at` (or `t1 || t2 || ` before a term), continued where too long
-    (on a line indented as the file continues its `#if` lines, or by `indent`). With `refill` (the length of what
-    follows the last text on its line), each line is filled up to the limit, its `operator \\` included."""
-    indent = lines.indent if indent is None else indent
-    length, column = lines.column(at)
-    if not prefix:  # before the first term: the new terms stay where the condition starts (`#if` keeps it)
-        joined = b" ".join(text + b" " + operator_text for text in texts)
-        if column + len(joined) + 1 + length - column <= lines.longest:
-            return joined + b" "
-        # too long: the line breaks after them, and the old terms go on the continuation line
-        if lines.operator_first:
-            return joined[: -len(operator_text) - 1] + lines.before_backslash + b"\\" + lines.eol + indent + operator_text + b" "
-        return joined + lines.before_backslash + b"\\" + lines.eol + indent
-    out = b""
-    width = column  # where the text being written starts on its line
-    rest = length - column  # what follows the insertion point on the original line
-    pieces = [(b" " + operator_text + b" ", text) for text in texts]
-    # upstream breaks before the terms it adds rather than filling the old line up (ef687e900)
-    fits = refill is not None or length + sum(len(joiner + text) for joiner, text in pieces) <= lines.longest
-    continued = len(lines.before_backslash) + 1 + (0 if lines.operator_first else len(operator_text) + 1)
-    for index, (joiner, text) in enumerate(pieces):
-        piece = joiner + text
-        if refill is not None:
-            rest = refill if index == len(pieces) - 1 else continued
-        too_long = width + len(piece) + rest > lines.longest or (index == 0 and not fits)
-        if too_long and width > 0:
-            if lines.operator_first:
-                out += lines.before_backslash + b"\\" + lines.eol + indent + joiner.lstrip() + text
-                width = len(indent) + len(joiner.lstrip() + text)
-            else:
-                out += joiner.rstrip() + lines.before_backslash + b"\\" + lines.eol + indent + text
-                width = len(indent) + len(text)
-            continue
-        out += piece
-        width += len(piece)
-    return out
+        return inserted(guard, lines, terms, values, wanted, respell)
+    return laid_out(guard, lines, group, lambda lines, indent: inserted(guard, lines, terms, values, wanted, respell, indent))
 
 
 _FEATURE = re.compile(r"^__CUDA_ARCH_FEAT_SM(\d+)_ALL$")
@@ -523,7 +349,7 @@ def _feature_chains(
     return []
 
 
-def _extend_features(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], lines: _Lines) -> list[Edit]:
+def _extend_features(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], lines: Lines) -> list[Edit]:
     """`(defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))` gains
     `|| defined(__CUDA_ARCH_FEAT_SM107_ALL)` for sm_107a, as `_extend_chain` extends an equality chain: the list of
     arch-specific targets a guard names, one more in its own spelling, where its number sorts (FlashInfer 0.7.2's
@@ -547,52 +373,13 @@ def _extend_features(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], l
         return text.replace(f"SM{codes[index]}_ALL".encode(), f"SM{code}_ALL".encode())
 
     if group is None and bare:
-        return _inserted(guard, lines, terms, codes, wanted, respell, lines.indent)
+        return inserted(guard, lines, terms, codes, wanted, respell, lines.indent)
     if group is not None:
-        return _laid_out(guard, lines, group, lambda lines, indent: _inserted(guard, lines, terms, codes, wanted, respell, indent))
+        return laid_out(guard, lines, group, lambda lines, indent: inserted(guard, lines, terms, codes, wanted, respell, indent))
     [term] = terms  # a lone `defined` behind `&&`: it becomes a list in parentheses
-    return _laid_out(
-        guard, lines, term, lambda lines, indent: _in_parentheses(term, _inserted(guard, lines, terms, codes, wanted, respell, indent))
+    return laid_out(
+        guard, lines, term, lambda lines, indent: in_parentheses(term, inserted(guard, lines, terms, codes, wanted, respell, indent))
     )
-
-
-def _in_parentheses(term: Node, edits: list[Edit]) -> list[Edit]:
-    """`edits` that insert before and after `term`, with `(` and `)` around the whole."""
-    before = b"".join(edit.text for edit in edits if edit.start == term.start)
-    after = b"".join(edit.text for edit in edits if edit.start == term.end)
-    return [Edit(term.start, term.start, b"(" + before), Edit(term.end, term.end, after + b")")]
-
-
-def _aligned(source: bytes, gate: Gate, edits: list[Edit]) -> list[Edit]:
-    """`edits` of a guard, with the directive's escaped newlines aligned again where the edits continued it onto
-    a new line and the directive had them aligned clang-format's way (`AlignEscapedNewlines: Left`, FlashInfer's:
-    every `\\` one space past the longest of those lines; true of a directive with one): each is moved to one space
-    past the longest line now, and so are those of a directive on one line where the file aligns them so. A
-    directive whose `\\`s follow another rule keeps them as the edits wrote them."""
-    start = source.rfind(b"\n", 0, gate.start) + 1
-    old = source[start : gate.end]
-    new = apply_edits(old, [Edit(e.start - start, e.end - start, e.text) for e in edits])  # the edits are in the gate
-    if not any(b"\n" in edit.text for edit in edits) or not (_left_aligned(old) or b"\n" not in old and _file_style(source)[5]):
-        return edits  # no line was continued, or neither the directive nor (on one line) the file aligns its `\\`s
-    lines = new.split(b"\n")
-    escaped = [i for i, line in enumerate(lines) if line.removesuffix(b"\r").endswith(b"\\")]
-    width = max(len(lines[i].removesuffix(b"\r")[:-1].rstrip()) for i in escaped)
-    for i in escaped:
-        eol = b"\r" if lines[i].endswith(b"\r") else b""
-        content = lines[i].removesuffix(b"\r")[:-1].rstrip()
-        lines[i] = content + b" " * (width - len(content) + 1) + b"\\" + eol
-    return [Edit(start, gate.end, b"\n".join(lines))]
-
-
-def _left_aligned(directive: bytes) -> bool:
-    """Whether every `\\` of the directive stands one space past the longest of its escaped lines (true of one;
-    false of none: a directive on one line says nothing of how the file aligns them)."""
-    lines = [line.removesuffix(b"\r") for line in directive.split(b"\n")]
-    escaped = [line for line in lines if line.endswith(b"\\")]
-    if not escaped:
-        return False
-    width = max(len(line[:-1].rstrip()) for line in escaped)
-    return all(len(line) - 1 == width + 1 for line in escaped)
 
 
 def _conjuncts(node: Node) -> list[Node]:
