@@ -11,8 +11,9 @@ when the answer depends on any other macro or the condition does not parse.
 
 `widen` rewrites only the bytes of one condition, in one of three ways:
 
-- an equality chain (`__CUDA_ARCH__ == 900`, or several joined by `||`)
-  gains one equality per target value, in its own style, never a range
+- an equality chain (`__CUDA_ARCH__ == 900`, or several joined by `||`),
+  alone or in parentheses behind `defined(__CUDA_ARCH__) &&`, gains one
+  equality per target value, in its own style, never a range
   (FlashInfer 5854494a0, ef687e900); a list of feature macros
   (`defined(__CUDA_ARCH_FEAT_SM100_ALL) || ...`) gains one per `a` target;
 - it drops the `&&` conjuncts that exclude the targets, each with one adjacent
@@ -32,9 +33,7 @@ other directive.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import replace
-from functools import lru_cache
 
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
@@ -59,7 +58,7 @@ from codemods.cpp.expression import (
 )
 from codemods.cpp.lexer import OPAQUE_RE, one_line
 from codemods.gates import CannotWiden, Edit, Gate, SourceError, apply_edits, decode
-from codemods.gates._cpp_wrap import column_limit
+from codemods.gates._if_layout import Lines, aligned, in_parentheses, inserted, laid_out
 
 KIND = "cuda_guard"
 
@@ -196,7 +195,7 @@ def widen(
             f"line {gate.line}: `{directive} {gate.text}` names a single macro; rewrite it as #if to widen it"
         )
     expected = before.admitted | frozenset(targets)
-    lines = _Lines(source, gate.start - head)
+    lines = Lines(source, gate.start - head)
     candidates = (
         _extend_chain(guard, before, targets, lines),
         _extend_features(guard, before, targets, lines),
@@ -212,7 +211,7 @@ def widen(
             continue
         after = rewritten.admits(scope)
         if not after.unknown and after.admitted == expected:
-            return _aligned(source, gate, [Edit(e.start + gate.start, e.end + gate.start, e.text) for e in in_condition])
+            return aligned(source, gate, [Edit(e.start + gate.start, e.end + gate.start, e.text) for e in in_condition])
     wanted = ",".join(target.name for target in targets)
     raise CannotWiden(
         f"line {gate.line}: no rewrite of `{one_line(gate.text)}` admits exactly its archs "
@@ -242,215 +241,145 @@ def _disjuncts(node: Node) -> list[Node]:
     return [node]
 
 
-def _equality(node: Node) -> Number | None:
-    """The number of `__CUDA_ARCH__ == N` (or `N == __CUDA_ARCH__`, in parentheses or not), else None."""
+def _comparison(node: Node) -> tuple[str, Number] | None:
+    """The operator and number of `__CUDA_ARCH__ <op> N` (or `N <op> __CUDA_ARCH__`, in parentheses or not)."""
     while isinstance(node, Group):
         node = node.inner
-    if not (isinstance(node, Binary) and node.op == "=="):
+    if not (isinstance(node, Binary) and node.op in ("==", "<", "<=", ">", ">=")):
         return None
     for macro, number in ((node.left, node.right), (node.right, node.left)):
         if isinstance(macro, Macro) and macro.name == "__CUDA_ARCH__" and isinstance(number, Number):
-            return number
+            return node.op, number
     return None
 
 
-@lru_cache(maxsize=8)
-def _file_style(source: bytes) -> tuple[int, bool, bytes, bytes, bytes]:
-    """Once per file (bytes cache their hash): column limit, how long `#if` lines continue, line ending."""
-    match = _Lines._CONTINUED.search(source)
-    return (
-        column_limit(source),
-        bool(match and match.group("lead")),
-        match.group("before") if match and match.group("before") else b" ",
-        match.group("indent") if match else b"    ",
-        b"\r\n" if b"\r\n" in source else b"\n",
-    )
+def _arch_chain(node: Node | None) -> tuple[list[Node], Group | None] | None:
+    """The terms of the condition's equality chain, with the parentheses that hold it when it is an `&&` operand:
+    the whole condition (`A == 900 || A == 1000`), or the one parenthesized operand of a top-level `&&` that is such
+    a chain (`defined(__CUDA_ARCH__) && (A == 1000 || A == 1030)`, FlashInfer's and SGLang's usual shape). Its terms
+    compare `__CUDA_ARCH__` with a number, one at least with `==` (`A == 1030 || A >= 1200` is one too)."""
+
+    def chain(inner: Node) -> list[Node] | None:
+        terms = _disjuncts(inner)
+        found = [_comparison(term) for term in terms]
+        if any(c is None for c in found) or not any(c and c[0] == "==" for c in found):
+            return None
+        return terms
+
+    while isinstance(node, Group):
+        node = node.inner
+    if node is None:
+        return None
+    terms = chain(node)
+    if terms is not None:
+        return terms, None
+    held = []
+    for conjunct in _conjuncts(node) if isinstance(node, Binary) and node.op == "&&" else []:
+        group = None
+        while isinstance(conjunct, Group):
+            group, conjunct = conjunct, conjunct.inner
+        terms = chain(conjunct)
+        if group is not None and terms is not None:  # unparenthesized, `a && A == 900 || ...` would read wrong
+            held.append((terms, group))
+    return held[0] if len(held) == 1 else None
 
 
-class _Lines:
-    """The file around a condition: its longest line, and how it continues long `#if` lines."""
-
-    _CONTINUED = re.compile(rb"^[ \t]*#[ \t]*(?:if|elif)\b.*?(?P<before>[ \t]*)\\\r?\n(?P<indent>[ \t]*)(?P<lead>\|\||\bor\b)?", re.M)
-
-    def __init__(self, source: bytes, shift: int) -> None:
-        self.source = source
-        self.shift = shift  # add to an offset in the snippet to get one in the source
-        self.longest, self.operator_first, self.before_backslash, self.indent, self.eol = _file_style(source)
-
-    def column(self, offset: int) -> tuple[int, int]:
-        """(length of the line holding `offset` in the source, its column) for a snippet offset."""
-        at = offset + self.shift
-        start = self.source.rfind(b"\n", 0, at) + 1
-        end = self.source.find(b"\n", at)
-        end = len(self.source) if end < 0 else end
-        return len(self.source[start:end].rstrip(b"\r")), at - start
-
-
-def _extend_chain(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], lines: _Lines) -> list[Edit]:
+def _extend_chain(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], lines: Lines) -> list[Edit]:
     """`A == 860 || A == 890 || A == 1200` gains `|| A == 1210`: one more equality per missing value, where it sorts.
 
-    Only for a condition that is such a chain, in parentheses or not; one
-    equality is a chain of one (`#elif __CUDA_ARCH__ == 900` became `... == 900
-    || __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030` upstream, ef687e900).
-    Each new term copies its neighbour's text with the number changed, joined
-    by the chain's own operator (`||` or `or`). When the new terms do not all
-    fit within the file's column limit (the length three of its lines reach,
-    100 at least), the line breaks before the first of them, continued with a
-    backslash as the file continues its other long `#if` lines, and the
-    continuation line is filled up to the limit.
+    Only for a condition that is such a chain, in parentheses or not, or holds
+    one as a parenthesized `&&` operand (`_arch_chain`); one equality is a
+    chain of one (`#elif __CUDA_ARCH__ == 900` became `... == 900 ||
+    __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030` upstream, ef687e900).
+    Each new term copies its nearest equality's text with the number changed,
+    joined by the chain's own operator (`||` or `or`). When the new terms do
+    not all fit within the file's column limit (the length three of its lines
+    reach, 100 at least), the line breaks before the first of them, continued
+    with a backslash as the file continues its other long `#if` lines, and the
+    continuation line is filled up to the limit. A chain that is an `&&`
+    operand instead goes on a continuation line of its own where it fits there,
+    as clang-format breaks it, else breaks inside, one column past its `(`.
     """
-    top = guard.expression
-    while isinstance(top, Group):
-        top = top.inner
-    if top is None:
+    found = _arch_chain(guard.expression)
+    if found is None:
         return []
-    terms = _disjuncts(top)
-    numbers = [number for number in map(_equality, terms) if number is not None]
-    if len(numbers) < len(terms):
-        return []
+    terms, group = found
+    comparisons = [_comparison(term) for term in terms]
+    numbers = [number for _, number in filter(None, comparisons)]
+    equalities = [i for i, c in enumerate(comparisons) if c and c[0] == "=="]
     values = [number.value[0] for number in numbers]
-    wanted = sorted({target.cuda_arch for target in targets if not before.admits(target)} - set(values))
+    wanted = sorted(
+        {target.cuda_arch for target in targets if not before.admits(target)}
+        - {value for i, value in enumerate(values) if i in equalities}
+    )
     if not wanted:
         return []
     source = lines.source
 
-    def respell(index: int, value: int) -> bytes:  # term `index` with its number changed
+    def respell(index: int, value: int) -> bytes:  # the equality nearest term `index`, with its number changed
+        index = min(equalities, key=lambda i: abs(i - index))
         number = numbers[index]
         start, end = terms[index].start + lines.shift, terms[index].end + lines.shift
         return source[start : number.start + lines.shift] + str(value).encode() + source[number.end + lines.shift : end]
 
-    return _inserted(guard, lines, terms, values, wanted, respell)
-
-
-def _inserted(
-    guard: Guard, lines: _Lines, terms: list, values: list[int], wanted: list[int], respell: Callable[[int, int], bytes],
-    indent: bytes | None = None,
-) -> list[Edit]:
-    """Each wanted value a new term of a chain (`terms`, whose values are `values`), joined by the chain's
-    operator (`||`, or `or` where the guard spells it so) after the greatest term below it (before the first when
-    none is), spelled by `respell(i, value)`: term i with its value changed; continued where too long (`_joined`)."""
-    operator_text = b"or" if any(t.alternative and t.text == "||" for t in guard.tokens) else b"||"
-    inserts: dict[int, list[int]] = {}  # index of the term to insert after (-1: before the first) -> values
-    for value in wanted:
-        after = max((i for i, listed in enumerate(values) if listed < value), default=-1)
-        inserts.setdefault(after, []).append(value)
-    edits = []
-    for after, added in inserts.items():
-        reference = terms[max(after, 0)]
-        texts = [respell(max(after, 0), value) for value in added]
-        at = reference.end if after >= 0 else reference.start
-        edits.append(Edit(at, at, _joined(lines, at, operator_text, texts, prefix=after >= 0, indent=indent)))
-    return edits
-
-
-def _joined(lines: _Lines, at: int, operator_text: bytes, texts: list[bytes], prefix: bool, indent: bytes | None = None) -> bytes:
-    """`|| t1 || t2` to insert at snippet offset `at` (or `t1 || t2 || ` before a term), continued where too long
-    (on a line indented as the file continues its `#if` lines, or by `indent`)."""
-    indent = lines.indent if indent is None else indent
-    length, column = lines.column(at)
-    if not prefix:  # before the first term: the new terms stay where the condition starts (`#if` keeps it)
-        joined = b" ".join(text + b" " + operator_text for text in texts)
-        if column + len(joined) + 1 + length - column <= lines.longest:
-            return joined + b" "
-        # too long: the line breaks after them, and the old terms go on the continuation line
-        if lines.operator_first:
-            return joined[: -len(operator_text) - 1] + lines.before_backslash + b"\\" + lines.eol + indent + operator_text + b" "
-        return joined + lines.before_backslash + b"\\" + lines.eol + indent
-    out = b""
-    width = column  # where the text being written starts on its line
-    rest = length - column  # what follows the insertion point on the original line
-    pieces = [(b" " + operator_text + b" ", text) for text in texts]
-    # upstream breaks before the terms it adds rather than filling the old line up (ef687e900)
-    fits = length + sum(len(joiner + text) for joiner, text in pieces) <= lines.longest
-    for index, (joiner, text) in enumerate(pieces):
-        piece = joiner + text
-        too_long = width + len(piece) + rest > lines.longest or (index == 0 and not fits)
-        if too_long and width > 0:
-            if lines.operator_first:
-                out += lines.before_backslash + b"\\" + lines.eol + indent + joiner.lstrip() + text
-                width = len(indent) + len(joiner.lstrip() + text)
-            else:
-                out += joiner.rstrip() + lines.before_backslash + b"\\" + lines.eol + indent + text
-                width = len(indent) + len(text)
-            continue
-        out += piece
-        width += len(piece)
-    return out
+    if group is None:
+        return inserted(guard, lines, terms, values, wanted, respell)
+    return laid_out(guard, lines, group, lambda lines, indent: inserted(guard, lines, terms, values, wanted, respell, indent))
 
 
 _FEATURE = re.compile(r"^__CUDA_ARCH_FEAT_SM(\d+)_ALL$")
 
 
-def _feature_chains(node: Node | None, group: Group | None = None) -> list[tuple[list[Defined], Group | None]]:
-    """Each `defined(__CUDA_ARCH_FEAT_SMnnn_ALL) || ...` chain of two or more terms in the condition, with the
-    parentheses right around it (None at the top)."""
+def _feature_chains(
+    node: Node | None, group: Group | None = None, bare: bool = True
+) -> list[tuple[list[Defined], Group | None, bool]]:
+    """Each `defined(__CUDA_ARCH_FEAT_SMnnn_ALL) || ...` chain in the condition (one such `defined` is a chain of
+    one), with the parentheses right around it (None where there are none) and whether it may gain `|| ...` without
+    them (at the top or as an operand of `||`; not as one of `&&`)."""
     if isinstance(node, Group):
         return _feature_chains(node.inner, node)
+    if isinstance(node, Defined) and _FEATURE.match(node.name):
+        return [([node], group, bare)]
     if isinstance(node, Binary) and node.op == "||":
         terms = _disjuncts(node)
         if all(isinstance(t, Defined) and _FEATURE.match(t.name) for t in terms):
-            return [([t for t in terms if isinstance(t, Defined)], group)]
+            return [([t for t in terms if isinstance(t, Defined)], group, bare)]
     if isinstance(node, Binary):
-        return _feature_chains(node.left) + _feature_chains(node.right)
+        return _feature_chains(node.left, None, node.op == "||") + _feature_chains(node.right, None, node.op == "||")
     return []
 
 
-def _extend_features(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], lines: _Lines) -> list[Edit]:
+def _extend_features(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], lines: Lines) -> list[Edit]:
     """`(defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))` gains
     `|| defined(__CUDA_ARCH_FEAT_SM107_ALL)` for sm_107a, as `_extend_chain` extends an equality chain: the list of
     arch-specific targets a guard names, one more in its own spelling, where its number sorts (FlashInfer 0.7.2's
-    mamba/conversion.cuh). Only where the condition holds one such list; a continuation line goes one column past
-    the list's own opening parenthesis, as clang-format aligns it."""
+    mamba/conversion.cuh). Only where the condition holds one such list; a lone `defined` is a list of one, put in
+    parentheses behind an `&&` (ln_silu_headers.cuh's `... && defined(__CUDA_ARCH_FEAT_SM100_ALL)`). Too long, a list
+    behind `&&` goes on a continuation line of its own where it fits there, as clang-format breaks it; else a
+    continuation line goes one column past the list's own opening parenthesis, as clang-format aligns it."""
     chains = _feature_chains(guard.expression)
+    chains = [chain for chain in chains if len(chain[0]) > 1] or chains  # a list before a lone `defined`
     if len(chains) != 1:
         return []
-    terms, group = chains[0]
+    terms, group, bare = chains[0]
     codes = [int(_FEATURE.match(t.name)[1]) for t in terms]  # type: ignore[index]
     wanted = sorted({t.code for t in targets if t.variant == "a" and not before.admits(t)} - set(codes))
     if not wanted:
         return []
     source = lines.source
-    indent = lines.indent
-    if group is not None:
-        opening = group.start + lines.shift
-        indent = b" " * (opening - (source.rfind(b"\n", 0, opening) + 1) + 1)
 
     def respell(index: int, code: int) -> bytes:  # `defined(__CUDA_ARCH_FEAT_SM103_ALL)` for another code
         text = source[terms[index].start + lines.shift : terms[index].end + lines.shift]
         return text.replace(f"SM{codes[index]}_ALL".encode(), f"SM{code}_ALL".encode())
 
-    return _inserted(guard, lines, terms, codes, wanted, respell, indent)
-
-
-def _aligned(source: bytes, gate: Gate, edits: list[Edit]) -> list[Edit]:
-    """`edits` of a guard, with the directive's escaped newlines aligned again where the edits continued it onto
-    a new line and the directive had them aligned clang-format's way (`AlignEscapedNewlines: Left`, FlashInfer's:
-    every `\\` one space past the longest of those lines; true of a directive with one): each is moved to one space
-    past the longest line now. A directive whose `\\`s follow another rule keeps them as the edits wrote them."""
-    start = source.rfind(b"\n", 0, gate.start) + 1
-    old = source[start : gate.end]
-    new = apply_edits(old, [Edit(e.start - start, e.end - start, e.text) for e in edits])  # the edits are in the gate
-    if new.count(b"\n") <= old.count(b"\n") or not _left_aligned(old):
-        return edits  # no line was added, or the directive does not align its `\\`s
-    lines = new.split(b"\n")
-    escaped = [i for i, line in enumerate(lines) if line.removesuffix(b"\r").endswith(b"\\")]
-    width = max(len(lines[i].removesuffix(b"\r")[:-1].rstrip()) for i in escaped)
-    for i in escaped:
-        eol = b"\r" if lines[i].endswith(b"\r") else b""
-        content = lines[i].removesuffix(b"\r")[:-1].rstrip()
-        lines[i] = content + b" " * (width - len(content) + 1) + b"\\" + eol
-    return [Edit(start, gate.end, b"\n".join(lines))]
-
-
-def _left_aligned(directive: bytes) -> bool:
-    """Whether every `\\` of the directive stands one space past the longest of its escaped lines (true of one;
-    false of none: a directive on one line says nothing of how the file aligns them)."""
-    lines = [line.removesuffix(b"\r") for line in directive.split(b"\n")]
-    escaped = [line for line in lines if line.endswith(b"\\")]
-    if not escaped:
-        return False
-    width = max(len(line[:-1].rstrip()) for line in escaped)
-    return all(len(line) - 1 == width + 1 for line in escaped)
+    if group is None and bare:
+        return inserted(guard, lines, terms, codes, wanted, respell, lines.indent)
+    if group is not None:
+        return laid_out(guard, lines, group, lambda lines, indent: inserted(guard, lines, terms, codes, wanted, respell, indent))
+    [term] = terms  # a lone `defined` behind `&&`: it becomes a list in parentheses
+    return laid_out(
+        guard, lines, term, lambda lines, indent: in_parentheses(term, inserted(guard, lines, terms, codes, wanted, respell, indent))
+    )
 
 
 def _conjuncts(node: Node) -> list[Node]:

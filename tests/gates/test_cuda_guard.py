@@ -242,11 +242,11 @@ def has_syntax_error(source: bytes) -> bool:
         ),
         pytest.param(
             """
-            #if defined(__CUDA_ARCH__) and (__CUDA_ARCH__ == 900 or __CUDA_ARCH__ == 1000)
+            #if defined(__CUDA_ARCH__) and (__CUDA_ARCH__ >= 900 and __CUDA_ARCH__ <= 1000)
             #endif
             """,
             """
-            #if (defined(__CUDA_ARCH__) and (__CUDA_ARCH__ == 900 or __CUDA_ARCH__ == 1000)) or (__CUDA_ARCH__ >= 1200 and __CUDA_ARCH__ < 1300)
+            #if (defined(__CUDA_ARCH__) and (__CUDA_ARCH__ >= 900 and __CUDA_ARCH__ <= 1000)) or (__CUDA_ARCH__ >= 1200 and __CUDA_ARCH__ < 1300)
             #endif
             """,
             id="alternative-tokens-kept-in-the-added-disjunct",
@@ -790,6 +790,98 @@ def test_widen_equality_chain(before, targets, after):
 
 
 @pytest.mark.parametrize(
+    ("before", "targets", "after"),
+    [
+        pytest.param(
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030)\n#endif\n",
+            "sm_110",
+            # round 11 bug 1: not `(...) || (__CUDA_ARCH__ >= 1100 && __CUDA_ARCH__ < 1200)` on a 131-column line
+            "#if defined(__CUDA_ARCH__) && \\\n    (__CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030 || __CUDA_ARCH__ == 1100)\n#endif\n",
+            id="chain-behind-defined-gains-a-term-and-goes-on-a-line-of-its-own-as-clang-format-breaks-it",
+        ),
+        pytest.param(
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030)\n#endif\n",
+            "sm_120",
+            "#if defined(__CUDA_ARCH__) && \\\n    (__CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030 || __CUDA_ARCH__ == 1200)\n#endif\n",
+            id="a-value-past-the-last-goes-inside-the-parentheses",
+        ),
+        pytest.param(
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900)\n#endif\n",
+            "sm_100",
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000)\n#endif\n",
+            id="one-parenthesized-equality-behind-defined-that-fits-stays-on-its-line",
+        ),
+        pytest.param(
+            # FlashInfer 0.7.4 comm/moe_alltoall_lamport.cuh: the directive's one `\\` realigned with the new one
+            "#if defined(__CUDA_ARCH__) && \\\n    (__CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030 || __CUDA_ARCH__ == 1070)\n#endif\n",
+            "sm_110",
+            "#if defined(__CUDA_ARCH__) &&                                                   \\\n"
+            "    (__CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030 || __CUDA_ARCH__ == 1070 || \\\n"
+            "     __CUDA_ARCH__ == 1100)\n#endif\n",
+            id="continued-directive-breaks-inside-one-column-past-the-parenthesis",
+        ),
+        pytest.param(
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030)\n#endif\n",
+            "sm_110",
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030 || \\\n"
+            "                               __CUDA_ARCH__ == 1100)\n#endif\n",
+            id="too-long-for-a-line-of-its-own-breaks-inside-one-column-past-the-parenthesis",
+        ),
+        pytest.param(
+            # SGLang 0.5.23 diffusion/qknorm_rope.cuh
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 1030 || __CUDA_ARCH__ >= 1200)\n#endif\n",
+            "sm_110",
+            "#if defined(__CUDA_ARCH__) && \\\n    (__CUDA_ARCH__ == 1030 || __CUDA_ARCH__ == 1100 || __CUDA_ARCH__ >= 1200)\n#endif\n",
+            id="mixed-chain-gains-an-equality-where-it-sorts",
+        ),
+        pytest.param(
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 800 || (__CUDA_ARCH__ == 900))\n#endif\n",
+            "sm_86",
+            "#if defined(__CUDA_ARCH__) && \\\n    (__CUDA_ARCH__ < 800 || (__CUDA_ARCH__ == 860) || (__CUDA_ARCH__ == 900))\n#endif\n",
+            id="mixed-chain-copies-its-nearest-equality-not-the-range-it-follows",
+        ),
+        pytest.param(
+            "#if defined(X) \\\n    || defined(Y)\n#endif\n"
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030)\n#endif\n",
+            "sm_110",
+            "#if defined(X) \\\n    || defined(Y)\n#endif\n"
+            "#if defined(__CUDA_ARCH__) \\\n    && (__CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030 || __CUDA_ARCH__ == 1100)\n#endif\n",
+            id="broken-before-the-operator-where-the-file-puts-operators-first",
+        ),
+        pytest.param(
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000) && __CUDA_ARCH__ < 1100\n#endif\n",
+            "sm_120",
+            # a term in the chain would not admit sm_120 past `< 1100`: the range, as before
+            "#if (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000) && __CUDA_ARCH__ < 1100) || "
+            "__CUDA_ARCH__ == 1200\n#endif\n",
+            id="a-conjunct-that-still-excludes-the-target-falls-back-to-a-disjunct",
+        ),
+    ],
+)
+def test_widen_chain_behind_defined(before, targets, after):
+    source = before.encode()
+    wanted = tuple(Arch.parse(name) for name in targets.split(","))
+    widened = apply_edits(source, widen_all(source, wanted))
+    assert widened.decode() == after
+    assert widen_all(widened, wanted) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(
+            "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1200 || __CUDA_ARCH__ == 1210)\n#endif\n",
+            id="chain-behind-defined-already-admitted",
+        ),
+        pytest.param("#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 1030 || __CUDA_ARCH__ >= 1200)\n#endif\n", id="mixed-chain-already-admitted"),
+    ],
+)
+def test_noop_chain_behind_defined(source):
+    data = source.encode()
+    assert widen_all(data) == []
+
+
+@pytest.mark.parametrize(
     "source",
     [
         pytest.param("#if __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1200 || __CUDA_ARCH__ == 1210\n#endif\n", id="already-admitted"),
@@ -835,15 +927,26 @@ def test_arch_specific_target_the_chain_cannot_name_falls_back():
 @given(
     values=st.lists(st.sampled_from([a.cuda_arch for a in DEFAULT_ARCHS]), min_size=1, max_size=5, unique=True).map(sorted),
     targets=st.lists(st.sampled_from(DEFAULT_ARCHS), min_size=1, max_size=3),
+    behind_defined=st.booleans(),
+    last=st.sampled_from(("==", ">=", "<")),
 )
-def test_widened_chain_admits_exactly_old_plus_targets(values, targets):
-    source = ("#if " + " || ".join(f"__CUDA_ARCH__ == {v}" for v in values) + "\n#endif\n").encode()
+def test_widened_chain_admits_exactly_old_plus_targets(values, targets, behind_defined, last):
+    """Bare or behind `defined(__CUDA_ARCH__) &&` (round 11 bug 1), its last term an equality or a range."""
+    terms = [f"__CUDA_ARCH__ == {v}" for v in values[:-1]] + [f"__CUDA_ARCH__ {last} {values[-1]}"]
+    if last != "==" and len(terms) == 1:
+        terms.insert(0, "__CUDA_ARCH__ == 600")  # a chain holds one equality at least
+    chain = " || ".join(terms)
+    condition = f"defined(__CUDA_ARCH__) && ({chain})" if behind_defined else chain
+    source = f"#if {condition}\n#endif\n".encode()
     [gate] = find(source, DEFAULT_ARCHS)
     widened = apply_edits(source, widen(source, gate, tuple(targets), DEFAULT_ARCHS))
     [after] = find(widened, DEFAULT_ARCHS)
     assert after.admits.admitted == gate.admits.admitted | set(targets)
-    numbers = [int(n) for n in re.findall(rb"== (\d+)", widened)]
-    assert numbers == sorted(numbers) and b">=" not in widened
+    assert after.admits.unknown == frozenset()
+    assert widen(widened, after, tuple(targets), DEFAULT_ARCHS) == []
+    numbers = [int(n) for n in re.findall(rb"[=<>] (\d+)", widened)]
+    assert numbers == sorted(numbers), "each new term where it sorts"
+    assert widened.count(b"__CUDA_ARCH__ >=") == source.count(b"__CUDA_ARCH__ >="), "a chain never gains a range"
 
 
 def test_column_limit_ignores_one_or_two_stray_long_lines():
@@ -971,6 +1074,10 @@ def test_a_term_inserted_before_the_first_keeps_the_condition_on_the_if_line():
     assert after.start == gate.start and after.admits.admitted == gate.admits.admitted | {sm80}
 
 
+# ln_silu_headers.cuh's shape: `\\`s one space past the longest line (clang-format's), 100 columns
+FEATURE_LIST = "#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000) &&                           \\\n    {list}\n#endif\n"
+
+
 CVT_RS = (
     "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000 && \\\n"
     "    (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))\n"
@@ -1010,6 +1117,63 @@ CVT_RS = (
             "     defined(__CUDA_ARCH_FEAT_SM120_ALL))\n#endif\n",
             id="escaped-newlines-of-another-rule-are-left",
         ),
+        pytest.param(
+            # round 11 bug 9 (ln_silu_headers.cuh): not `((...) && defined(...)) || (defined(__CUDA_ARCH_SPECIFIC__)
+            # && __CUDA_ARCH__ >= 1030 && __CUDA_ARCH__ < 1100)` on a 180-column line
+            "#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000) && defined(__CUDA_ARCH_FEAT_SM100_ALL)\n#endif\n",
+            "sm_103a",
+            "#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000) && \\\n"
+            "    (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))\n#endif\n",
+            id="a-lone-feature-macro-behind-and-becomes-a-list-in-parentheses-as-clang-format-lays-it-out",
+        ),
+        pytest.param(
+            "#if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM100_ALL)\n#endif\n",
+            "sm_90a",
+            "#if __CUDA_ARCH__ >= 900 && \\\n    (defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(__CUDA_ARCH_FEAT_SM100_ALL))\n#endif\n",
+            id="a-lone-feature-macro-gains-one-before-it-inside-the-parentheses",
+        ),
+        pytest.param(
+            "#if defined(__CUDA_ARCH_FEAT_SM100_ALL)\n#endif\n",
+            "sm_103a",
+            "#if defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL)\n#endif\n",
+            id="a-lone-feature-macro-alone-needs-no-parentheses",
+        ),
+        pytest.param(
+            "#if defined(__CUDA_ARCH__) && (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))\n#endif\n",
+            "sm_110a",
+            # on a line of its own it would reach 117 columns: broken inside, one column past the list's `(`
+            "#if defined(__CUDA_ARCH__) && (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL) || \\\n"
+            "                               defined(__CUDA_ARCH_FEAT_SM110_ALL))\n#endif\n",
+            id="a-list-too-long-for-a-line-of-its-own-breaks-inside",
+        ),
+        pytest.param(
+            FEATURE_LIST.format(list=(
+                "(defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM101_ALL) || \\\n"
+                "     defined(__CUDA_ARCH_FEAT_SM110_ALL) || defined(__CUDA_ARCH_FEAT_SM120_ALL))"
+            )),
+            "sm_103a",
+            # round 11 bug 8 (ln_silu_headers.cuh): not `     defined(..SM103_ALL) ||` on a short line of its own, the
+            # rest kept as it was; the lines after it are filled up to the limit again, as clang-format refills them
+            FEATURE_LIST.format(list=(
+                "(defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM101_ALL) || \\\n"
+                "     defined(__CUDA_ARCH_FEAT_SM103_ALL) || defined(__CUDA_ARCH_FEAT_SM110_ALL) || \\\n"
+                "     defined(__CUDA_ARCH_FEAT_SM120_ALL))"
+            )),
+            id="a-term-inserted-where-a-continued-list-breaks-refills-the-lines-after-it",
+        ),
+        pytest.param(
+            FEATURE_LIST.format(list=(
+                "(defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM101_ALL) || \\\n"
+                "     defined(__CUDA_ARCH_FEAT_SM110_ALL) || defined(__CUDA_ARCH_FEAT_SM120_ALL))"
+            )),
+            "sm_121a",
+            FEATURE_LIST.format(list=(
+                "(defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM101_ALL) || \\\n"
+                "     defined(__CUDA_ARCH_FEAT_SM110_ALL) || defined(__CUDA_ARCH_FEAT_SM120_ALL) || \\\n"
+                "     defined(__CUDA_ARCH_FEAT_SM121_ALL))"
+            )),
+            id="a-term-added-at-the-end-moves-nothing",
+        ),
     ],
 )
 def test_widen_feature_macro_list(before, target, after):
@@ -1022,6 +1186,71 @@ def test_widen_feature_macro_list(before, target, after):
     [again] = find(widened, universe)
     assert again.admits.admitted == gate.admits.admitted | set(wanted)
     assert widen(widened, again, wanted, universe) == []
+
+
+def laid_out(codes: list[int]) -> str:
+    """`(defined(__CUDA_ARCH_FEAT_SMnnn_ALL) || ...)` behind FEATURE_LIST's `&&`, as clang-format lays it out."""
+    terms = [f"defined(__CUDA_ARCH_FEAT_SM{code}_ALL)" for code in codes]
+    rows = [["(" + terms[0]]]
+    for term in terms[1:]:
+        row = rows[-1]
+        if 5 + len(" || ".join([*row, term])) + len(" || \\") > 100:
+            rows.append([term])
+        else:
+            row.append(term)
+    body = [("    " if i == 0 else "     ") + " || ".join(row) for i, row in enumerate(rows)]
+    body[-1] += ")"
+    first = "#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000) &&"
+    lines = [first] + body
+    width = max(len(line) + (len(" ||") if i and i < len(lines) - 1 else 0) for i, line in enumerate(lines[:-1]))
+    out = [lines[0].ljust(width) + " \\"]
+    out += [(line + " ||").ljust(width) + " \\" for line in lines[1:-1]]
+    return "\n".join(out + [lines[-1]]) + "\n#endif\n"
+
+
+FEATURE_CODES = (100, 101, 103, 107, 110, 120, 121)  # FEATURE_LIST admits none below 1000
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    codes=st.lists(st.sampled_from(FEATURE_CODES), min_size=2, max_size=6, unique=True).map(sorted),
+    targets=st.lists(st.sampled_from(FEATURE_CODES), min_size=1, max_size=3, unique=True),
+)
+def test_a_widened_continued_feature_list_admits_exactly_old_plus_targets_and_stays_laid_out(codes, targets):
+    """Round 11 bug 8: inserted mid-list, the lines after a new term are filled again; whatever the layout, the
+    guard admits exactly its archs plus the targets, every line keeps to the limit, every `\\` stays aligned."""
+    wanted = tuple(Arch.parse(f"sm_{code}a") for code in targets)
+    universe = tuple(dict.fromkeys(UNIVERSE + tuple(Arch.parse(f"sm_{code}a") for code in FEATURE_CODES)))
+    source = laid_out(codes).encode()
+    [gate] = find(source, universe)
+    widened = apply_edits(source, widen(source, gate, wanted, universe))
+    [after] = find(widened, universe)
+    assert after.admits.admitted == gate.admits.admitted | set(wanted) and not after.admits.unknown
+    assert widen(widened, after, wanted, universe) == []
+    found = [int(code) for code in re.findall(rb"SM(\d+)_ALL", widened)]
+    assert found == sorted(set(codes) | set(targets))
+    lines = widened.split(b"\n")[:-2]
+    assert all(len(line) <= 100 for line in lines)
+    assert len({len(line) for line in lines if line.endswith(b"\\")}) == 1, "every `\\` one column"
+
+
+def test_a_directive_continued_for_the_first_time_aligns_its_backslash_as_the_file_does():
+    """ln_silu_headers.cuh: its first continued `#if` pads each `\\` to one column; a one-line `#if` the widening
+    continues gets its `\\` one space past its line (clang-format's alignment), not that padding (round 11 bug 9)."""
+    aligned = (
+        "#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000) &&                           \\\n"
+        "    (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM101_ALL) || \\\n"
+        "     defined(__CUDA_ARCH_FEAT_SM110_ALL) || defined(__CUDA_ARCH_FEAT_SM120_ALL))\n#endif\n"
+    )
+    source = (aligned + "#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000) && defined(__CUDA_ARCH_FEAT_SM100_ALL)\n#endif\n").encode()
+    wanted = (Arch.parse("sm_103a"),)
+    universe = tuple(dict.fromkeys(UNIVERSE + wanted))
+    gate = find(source, universe)[1]
+    widened = apply_edits(source, widen(source, gate, wanted, universe))
+    assert widened.decode() == aligned + (
+        "#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000) && \\\n"
+        "    (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))\n#endif\n"
+    )
 
 
 def test_a_plain_target_is_not_named_by_a_feature_macro():
