@@ -330,6 +330,125 @@ def test_a_chain_selecting_no_module_is_not_followed(cli, tmp_path):
     assert "warning:" not in result.stderr
 
 
+# ---------------------------------------------------------------- run and scan judge a JIT list alike (round 12)
+
+MXFP8_SPEC = """\
+from .. import env as jit_env
+from ..core import gen_jit_spec, current_compilation_context
+
+
+def gen_gemm_sm100_module_cutlass_mxfp8():
+    source_paths = [
+        jit_env.FLASHINFER_CSRC_DIR / "mxfp8_gemm_cutlass.cu",
+    ]
+    nvcc_flags = current_compilation_context.get_nvcc_flags_list(
+        supported_major_versions={majors}
+    )
+    return gen_jit_spec("mxfp8_gemm_cutlass", source_paths, extra_cuda_cflags=nvcc_flags)
+"""
+MXFP8_HEADER = "include/flashinfer/gemm/mxfp8_gemm_template_sm100.h"
+ARCH_TAG_SM100 = "struct G { using Arch = cutlass::arch::Sm100; };\n"
+# An uncalled inline member (FlashInfer 0.6.3's deep_gemm/mma_utils.cuh): whatever builds the header never emits it.
+INLINE_ASM = """\
+#pragma once
+struct Atom {{
+  __device__ static void mma(float& d) {{
+    asm volatile("{instruction} {{%0}}, 0, 0, 1, 1, 1;" : "+f"(d));
+  }}
+}};
+"""
+WGMMA_HEADER = INLINE_ASM.format(instruction="wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3")
+TCGEN05_HEADER = INLINE_ASM.format(instruction="tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32")
+
+
+def mxfp8_tree(root: Path, majors: str, header: str) -> Path:
+    """FlashInfer 0.6.10's gen_gemm_sm100_module_cutlass_mxfp8 in miniature, committed."""
+    files = {
+        "flashinfer/__init__.py": "",
+        "flashinfer/jit/__init__.py": "",
+        "flashinfer/jit/gemm/__init__.py": "",
+        "flashinfer/jit/gemm/core.py": MXFP8_SPEC.format(majors=majors),
+        "csrc/mxfp8_gemm_cutlass.cu": f'#include "{MXFP8_HEADER.removeprefix("include/")}"\n',
+        MXFP8_HEADER: header,
+        "version.txt": "0.6.10\n",
+    }
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return init_repo(root)
+
+
+def mxfp8_recipe(tmp_path: Path, arch: str, admit: str) -> Path:
+    recipe = tmp_path / "mxfp8.toml"
+    recipe.write_text(dedent(f"""\
+        id = "mxfp8-jit"
+        summary = "x"
+        arch = "{arch}"
+        admit = "{admit}"
+
+        [[change]]
+        id = "flashinfer.mxfp8-jit"
+        project = "flashinfer"
+        title = "x"
+        file = "{{python}}/jit/gemm/core.py"
+        kind = "python_arch_list"
+        function = "gen_gemm_sm100_module_cutlass_mxfp8"
+        keyword = "supported_major_versions"
+        """))
+    return recipe
+
+
+def mxfp8_gate(repo: Path, arch: str) -> dict:
+    [found] = [g for g in scan(repo, Arch.parse(arch), jobs=1).gates if g["file"] == "flashinfer/jit/gemm/core.py"]
+    return found
+
+
+@pytest.mark.parametrize(
+    "majors, header, arch, admit, refused",
+    [
+        pytest.param("[10, 11]", ARCH_TAG_SM100, "sm_120", "family", "cutlass::arch::Sm100 (" + MXFP8_HEADER + ":1",
+                     id="sm100-arch-tag-refused-for-sm120"),
+        pytest.param("[10, 11]", TCGEN05_HEADER, "sm_120", "family", "tcgen05.alloc (" + MXFP8_HEADER + ":4",
+                     id="tcgen05-only-the-target-lacks-refused"),
+        pytest.param("[9, 10]", WGMMA_HEADER, "sm_120", "family", "wgmma.mma_async (" + MXFP8_HEADER + ":4",
+                     id="wgmma-sm90-admitted-has-it-refused"),
+    ],
+)
+def test_run_refuses_what_scan_calls_needs_human(cli, tmp_path, majors, header, arch, admit, refused):
+    repo = mxfp8_tree(tmp_path / "fi", majors, header)
+    result = cli("run", mxfp8_recipe(tmp_path, arch, admit), "--repo", repo, "--dry-run")
+    assert result.exit_code == 3, result.output
+    message = " ".join(result.stderr.split())
+    assert f"cannot widen `{majors}`: not widenable: {refused}, compiled by mxfp8_gemm_cutlass as sm_120f)" in message
+    found = mxfp8_gate(repo, arch)
+    assert found["classification"] == "needs-human", found["reason"]
+    assert refused.split(" (")[0] in found["reason"]
+
+
+@pytest.mark.parametrize(
+    "majors, header, arch, admit, after",
+    [
+        pytest.param("[10]", WGMMA_HEADER, "sm_110", "exact", "[10, 11]", id="wgmma-every-admitted-arch-lacks-too"),
+        pytest.param("[10, 11]", WGMMA_HEADER, "sm_120", "family", "[10, 11, 12]", id="wgmma-sm10x-sm110-lack-too"),
+        pytest.param("[10, 11]", ARCH_TAG_SM100.replace("Sm100", "Sm120"), "sm_120", "family", "[10, 11, 12]",
+                     id="arch-tag-of-the-target-family"),
+    ],
+)
+def test_run_widens_what_the_admitted_archs_already_compile(cli, tmp_path, majors, header, arch, admit, after):
+    repo = mxfp8_tree(tmp_path / "fi", majors, header)
+    result = cli("run", mxfp8_recipe(tmp_path, arch, admit), "--repo", repo)
+    assert result.exit_code == 0, result.output
+    assert f"supported_major_versions={after}" in (repo / "flashinfer/jit/gemm/core.py").read_text()
+    if "wgmma" in header:
+        [warning] = [line.strip() for line in result.stderr.splitlines() if line.strip().startswith("warning:")]
+        assert warning.startswith(f"warning: not counted: wgmma.mma_async ({MXFP8_HEADER}:4, compiled by mxfp8_gemm_cutlass)")
+        assert "which the gate admits and which lack it too, so those builds never emit it" in warning
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    found = mxfp8_gate(repo, arch)
+    assert found["classification"] == "widenable", found["reason"]
+
+
 # ---------------------------------------------------------------- scan
 
 

@@ -114,7 +114,8 @@ def classify_jit_gates(
             lacking: list[str] = []
         else:
             path = classify.Path(classify.NOTHING, what)
-            lacking = _module_lacking(paths, specs, arch)
+            admitted = tuple(Arch.parse(a) for a in record["admits"])
+            lacking = _module_lacking(paths, specs, arch, admitted)
             if held is not None and not lacking:
                 path = _spec_path(held, paths, python_files, python_gates, lines, arch, trees) or path
             if not lacking and path.gets == classify.NOTHING:
@@ -124,8 +125,12 @@ def classify_jit_gates(
         record["classification"], record["reason"] = classify.classify(True, path, lacking, editable)
 
 
-def _module_lacking(paths: kernel_paths.Tree, specs: list[tuple[str, jit_specs.JitSpec]], arch: Arch) -> list[str]:
-    """Instructions (or CuTe/CUTLASS names for them) `arch` lacks anywhere in the modules' own sources and headers."""
+def _module_lacking(
+    paths: kernel_paths.Tree, specs: list[tuple[str, jit_specs.JitSpec]], arch: Arch, admitted: tuple[Arch, ...] = ()
+) -> list[str]:
+    """Instructions (or CuTe/CUTLASS names for them) `arch` lacks anywhere in the modules' own sources and headers,
+    else a CUTLASS ArchTag of another major there; less what every arch of `admitted` (the gate's) lacks too,
+    which those builds compile and never emit (kernel_paths.check_specs, which `codemod run` asks)."""
     families = instruction_table.lacking(arch)
     hits: list[Hit] = []
     seen: set[str] = set()
@@ -147,9 +152,14 @@ def _module_lacking(paths: kernel_paths.Tree, specs: list[tuple[str, jit_specs.J
             found = [h for h in shape.top if h.family in names]
             found += [h for branch in shape.branches for h in branch.hits if h.family in names]
             hits += found
+    hits = [h for h in hits if not _carried(h, admitted)]
     instructions = [h for h in hits if not h.wrapper]
     described = instruction_table.describe(instructions or hits, arch)
-    return described or _arch_tags(paths, specs, arch, seen)
+    return described or _arch_tags(paths, arch, seen, admitted)
+
+
+def _carried(hit: Hit, admitted: tuple[Arch, ...]) -> bool:
+    return bool(admitted) and all(instruction_table.lacked(hit, a) for a in admitted)
 
 
 def _spec_path(
@@ -248,20 +258,14 @@ def _module_hardware(paths: kernel_paths.Tree, specs: list[tuple[str, jit_specs.
     return ""
 
 
-# A CUTLASS 3.x kernel's ArchTag picks its collectives: Sm90 ones use wgmma, Sm100/103/110 ones tcgen05/UMMA,
-# Sm120/121 ones block-scaled mma.sync (ARCH_FACTS: it breaks when an SM120-only region is widened to SM100/103/110).
-_ARCH_TAG_RE = re.compile(rb"\bcutlass::arch::Sm(90|100|101|103|110|120|121)\b")
-
-
-def _arch_tags(paths: kernel_paths.Tree, specs, arch: Arch, files: set[str]) -> list[str]:
-    """The CUTLASS ArchTags of another family in the modules' own files: their kernels are built from
-    collectives whose instructions `arch` lacks, even when only the CUTLASS headers hold the tokens."""
+def _arch_tags(paths: kernel_paths.Tree, arch: Arch, files: set[str], admitted: tuple[Arch, ...]) -> list[str]:
+    """The CUTLASS ArchTags of another family in the modules' own files (instructions.arch_tag, as run's check
+    reads them): their kernels are built from collectives whose instructions `arch` lacks, even when only the
+    CUTLASS headers hold the tokens."""
     for rel in sorted(files):
-        data = paths.source(rel)
-        match = _ARCH_TAG_RE.search(data) if data is not None and b"cutlass::arch::Sm" in data else None
-        if match is not None and data is not None and int(match.group(1)) // 10 != arch.major:
-            line = data.count(b"\n", 0, match.start()) + 1
-            return [f"{match.group().decode()} ({rel}:{line}): a CUTLASS kernel built from sm_{match.group(1).decode()} "
+        tag = paths.arch_tag(rel, arch)
+        if tag is not None and not _carried(tag, admitted):
+            return [f"{tag.token} ({rel}:{tag.line}): a CUTLASS kernel built from sm_{tag.token.rsplit('Sm', 1)[1]} "
                     f"collectives, whose instructions {arch.name} lacks"]
     return []
 

@@ -313,7 +313,7 @@ def python_gate_paths(
             source = paths.read(gate["file"])
         except OSError:
             continue
-        found = kernel_paths.check(paths, gate["file"], source, gate["kind"], gate["line"], "", (arch,))
+        found = _tokens_only(kernel_paths.check(paths, gate["file"], source, gate["kind"], gate["line"], "", (arch,)))
         record = _python_gate_record(gate["file"], gate["line"], gate["text"], found, arch)
         if record is not None:
             out.append(record)
@@ -323,7 +323,7 @@ def python_gate_paths(
         if spec_gate is None or not spec_gate.admits(arch) or (module.file, spec_gate.line) in seen:
             continue
         seen.add((module.file, spec_gate.line))
-        found = kernel_paths.check_specs(paths, [(module.file, module.spec)], (arch,))
+        found = _tokens_only(kernel_paths.check_specs(paths, [(module.file, module.spec)], (arch,)))
         # Tokens under an arch guard of the module's closure are unsupported's, at the guard.
         found.found = [finding for finding in found.found if not finding.guard]
         found.undecided = []
@@ -331,6 +331,13 @@ def python_gate_paths(
         if record is not None:
             out.append(record)
     return out
+
+
+def _tokens_only(found: kernel_paths.PathCheck) -> kernel_paths.PathCheck:
+    """`found` without its CUTLASS ArchTags: in a module already built for the arch a tag of another major is
+    mostly one arm of a per-arch dispatch; the tag counts against widening a gate to the arch (jit_classify, run)."""
+    found.found = [finding for finding in found.found if finding.hit.family != instruction_table.ARCH_TAG]
+    return found
 
 
 # The Python kinds classified by the modules they keep from the arch. python_arch_test also selects modules

@@ -116,8 +116,35 @@ def may_hold(data: bytes, families: tuple[TokenFamily, ...], *, instructions: bo
 
 
 def family_reason(name: str) -> str:
-    """Why the family's tokens break a build (its row of TOKEN_FAMILIES)."""
-    return _FAMILY[name].reason
+    """Why the family's tokens break a build (its row of TOKEN_FAMILIES, or the ArchTag rule)."""
+    return ARCH_TAG_REASON if name == ARCH_TAG else _FAMILY[name].reason
+
+
+# A CUTLASS 3.x kernel's ArchTag picks its collectives: Sm90 ones use wgmma, Sm100/103/110 ones tcgen05/UMMA,
+# Sm120/121 ones block-scaled mma.sync (ARCH_FACTS: it breaks when an SM120-only region is widened to SM100/103/110).
+# Only the tokens are in the CUTLASS headers, which count as definitions; the tag is in the project's own file.
+ARCH_TAG = "cutlass ArchTag"
+ARCH_TAG_REASON = (
+    "a CUTLASS ArchTag picks the collectives of its arch (Sm90: wgmma, Sm100/103/110: tcgen05, Sm120/121: "
+    "block-scaled mma.sync), whose instructions other majors lack"
+)
+_ARCH_TAG_RE = re.compile(rb"\bcutlass::arch::Sm(90|100|101|103|110|120|121)\b")
+
+
+def arch_tag(data: bytes, arch: Arch) -> Hit | None:
+    """The first CUTLASS ArchTag in `data`, when it names another major than `arch`'s: the kernel it picks is
+    built from collectives `arch` lacks. None when the first tag is of `arch`'s major, or there is none."""
+    match = _ARCH_TAG_RE.search(data) if b"cutlass::arch::Sm" in data else None
+    if match is None or int(match.group(1)) // 10 == arch.major:
+        return None
+    return Hit(ARCH_TAG, match.group().decode(), data.count(b"\n", 0, match.start()) + 1)
+
+
+def lacked(hit: Hit, arch: Arch) -> bool:
+    """Whether `arch` lacks what the hit needs: its family's instructions, or its ArchTag's major."""
+    if hit.family == ARCH_TAG:
+        return int(hit.token.rsplit("Sm", 1)[1]) // 10 != arch.major
+    return _FAMILY[hit.family].lacked_by(arch)
 
 
 def lacking(arch: Arch) -> tuple[TokenFamily, ...]:
@@ -154,7 +181,7 @@ def describe(hits: list[Hit], arch: Arch) -> list[str]:
     seen: dict[str, Hit] = {}
     for hit in hits:
         seen.setdefault(hit.token, hit)
-    return [f"{hit.token} (line {hit.line}): {_FAMILY[hit.family].reason}; not on {arch.name}" for hit in seen.values()]
+    return [f"{hit.token} (line {hit.line}): {family_reason(hit.family)}; not on {arch.name}" for hit in seen.values()]
 
 
 def tokens(hits: list[Hit]) -> list[str]:

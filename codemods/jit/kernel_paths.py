@@ -71,6 +71,7 @@ class Tree:
     _closures: dict[tuple, Closure] = field(default_factory=dict)
     _structures: dict[str, Structure | None] = field(default_factory=dict)
     _compiled: dict[tuple, tuple[list, list]] = field(default_factory=dict)
+    _tags: dict[tuple, Hit | None] = field(default_factory=dict)
 
     def source(self, rel: str) -> bytes | None:
         try:
@@ -132,6 +133,14 @@ class Tree:
                 ([], []) if shape is None else hazards.compiled(shape, target, families, definitions=library)
             )
         return self._compiled[key]
+
+    def arch_tag(self, rel: str, arch: Arch) -> Hit | None:
+        """The CUTLASS ArchTag of another major than `arch`'s in file `rel` (instructions.arch_tag)."""
+        key = (rel, arch.major)
+        if key not in self._tags:
+            data = self.source(rel)
+            self._tags[key] = None if data is None else instructions.arch_tag(data, arch)
+        return self._tags[key]
 
 
 def tree(
@@ -202,6 +211,8 @@ class PathCheck:
     modules: list[str] = field(default_factory=list)  # the JIT modules the gate selects
     found: list[Finding] = field(default_factory=list)  # tokens the arch's JIT target compiles
     undecided: list[Finding] = field(default_factory=list)  # tokens under a guard codemod cannot decide
+    carried: list[Finding] = field(default_factory=list)  # tokens every arch the gate admits compiles and lacks too
+    admitted: tuple[Arch, ...] = ()  # the archs the gate admits, which `carried` was judged against
     unread: list[str] = field(default_factory=list)  # what could not be followed, in words
 
     def blockers(self) -> list[str]:
@@ -232,30 +243,58 @@ class PathCheck:
             for finding in _distinct(self.undecided)
         ]
         out += [f"potential: {text}" for text in self.unread]
+        carried = _distinct(self.carried)
+        if carried:
+            first, others = carried[0], [f.hit.token for f in carried[1:]]
+            listed = ", ".join(others[:4]) + (", ..." if len(others) > 4 else "")
+            more = f" and {len(others)} more ({listed})" if others else ""
+            out.append(
+                f"not counted: {first.hit.token} ({first.where}, compiled by {first.module}){more}: compiled as well "
+                f"for {', '.join(a.name for a in self.admitted)}, which the gate admits and which lack "
+                f"{'them' if others else 'it'} too, so those builds never emit {'them' if others else 'it'}"
+            )
         return out
 
 
 def _distinct(findings: list[Finding]) -> list[Finding]:
     seen: dict[str, Finding] = {}
-    for finding in sorted(findings, key=lambda f: f.hit.wrapper):
+    for finding in sorted(findings, key=lambda f: (f.hit.family == instructions.ARCH_TAG, f.hit.wrapper)):
         seen.setdefault(finding.hit.token, finding)
     return list(seen.values())
 
 
-def check(tree: Tree, file: str, source: bytes, kind: str, line: int, context: str, archs: tuple[Arch, ...]) -> PathCheck:
-    """What widening the `kind` gate at `file:line` (in function `context`) to `archs` makes them compile."""
+def check(
+    tree: Tree, file: str, source: bytes, kind: str, line: int, context: str, archs: tuple[Arch, ...],
+    admitted: tuple[Arch, ...] = (),
+) -> PathCheck:
+    """What widening the `kind` gate at `file:line` (in function `context`) to `archs` makes them compile;
+    `admitted` are the archs it admits already (check_specs)."""
     if kind not in SELECTING_KINDS:
         return PathCheck()
     unread: list[str] = []
     specs = _specs_selected(tree, file, source, kind, line, context, unread)
-    result = check_specs(tree, specs, archs)
+    result = check_specs(tree, specs, archs, admitted)
     result.unread = list(dict.fromkeys(unread + result.unread))
     return result
 
 
-def check_specs(tree: Tree, specs: list[tuple[str, jit_specs.JitSpec]], archs: tuple[Arch, ...]) -> PathCheck:
-    """What building `specs` (each with the file that makes it) for `archs` compiles."""
-    result = PathCheck()
+def check_specs(
+    tree: Tree, specs: list[tuple[str, jit_specs.JitSpec]], archs: tuple[Arch, ...], admitted: tuple[Arch, ...] = ()
+) -> PathCheck:
+    """What building `specs` (each with the file that makes it) for `archs` compiles.
+
+    Besides instruction tokens, a CUTLASS ArchTag of another major in the
+    project's own files (instructions.arch_tag) is a finding. A finding that
+    every one of `admitted` (the archs the gate admits today, built from the
+    same sources) has too, at the same place, is no hazard of `archs`:
+    ptxas would reject it in those builds as well, so it is never emitted
+    (an uncalled inline member). It is kept in `carried`.
+    """
+    result = PathCheck(admitted=admitted)
+    before: list[set[tuple[str, int, str]]] = []
+    for arch in admitted:
+        seen = check_specs(tree, specs, (arch,))
+        before.append({(f.file, f.hit.line, f.hit.token) for f in seen.found + seen.undecided})
     for spec_file, spec in specs:
         result.modules.append(spec.module)
         if not spec.sources:
@@ -281,6 +320,16 @@ def check_specs(tree: Tree, specs: list[tuple[str, jit_specs.JitSpec]], archs: t
                     Finding(spec.module, rel, hit, arch, target, _guard_text(branch), rel in sources)
                     for hit, branch in unsure
                 ]
+                tag = None if rel in closure.library else tree.arch_tag(rel, arch)
+                if tag is not None:
+                    result.found.append(Finding(spec.module, rel, tag, arch, target, "", rel in sources))
+    if before:
+        def carried(finding: Finding) -> bool:
+            return all((finding.file, finding.hit.line, finding.hit.token) in old for old in before)
+
+        result.carried = [f for f in result.found + result.undecided if carried(f)]
+        result.found = [f for f in result.found if not carried(f)]
+        result.undecided = [f for f in result.undecided if not carried(f)]
     result.modules = list(dict.fromkeys(result.modules))
     result.unread = list(dict.fromkeys(result.unread))
     return result

@@ -72,7 +72,7 @@ def plan_change(
             pc.gates.append(GateChange(gate, "unchanged", gate.text, gate.admits, "already admits " + ", ".join(a.name for a in targets)))
             continue
         blockers = kind.blockers(source, gate, targets)
-        paths = _kernel_paths(kind, pc.file, source, gate, targets, tree, read)
+        paths = _kernel_paths(kind, pc.file, source, gate, targets, universe, tree, read)
         warnings = paths.warnings() if paths is not None else []
         if paths is not None:
             blockers += paths.blockers()
@@ -223,9 +223,11 @@ def _describe(change: Change, selector: dict | None = None) -> str:
 
 
 def _kernel_paths(
-    kind: GateKind, file: str, source: bytes, gate: Gate, targets: tuple[Arch, ...], tree: ProjectTree | None, read: Read | None
+    kind: GateKind, file: str, source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...],
+    tree: ProjectTree | None, read: Read | None,
 ) -> kernel_paths.PathCheck | None:
-    """What widening a Python gate that selects a JIT module makes the targets compile (kernel_paths.check).
+    """What widening a Python gate that selects a JIT module makes the targets compile (kernel_paths.check),
+    less what every arch of `universe` the gate admits already compiles and lacks as well.
 
     None for a kind whose gates select no kernels (a CUDA guard), without a
     tree to read (recipe test), or in a project whose layout names no csrc and
@@ -239,7 +241,8 @@ def _kernel_paths(
     csrc, include = tree.resolve("{csrc}"), tree.resolve("{include}")
     libraries = tuple(d for d in tree.layout.include_dirs if d not in (csrc, include))
     files = kernel_paths.tree(read, tree.resolve("{python}"), csrc, include, libraries)
-    return kernel_paths.check(files, file, source, gate.kind, gate.line, gate.context, targets)
+    admitted = tuple(a for a in universe if gate.admits.admits(a) is True)
+    return kernel_paths.check(files, file, source, gate.kind, gate.line, gate.context, targets, admitted)
 
 
 def _symbol_defined(change: Change, tree: ProjectTree, source: bytes, read: Read | None) -> bool:
