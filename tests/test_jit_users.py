@@ -487,3 +487,31 @@ def test_calls_reads_no_file_past_the_reference_its_reader_stops_at():
     first = next(calls(Trees(reading), ["pkg/a.py", "pkg/b.py", "pkg/compat.py"], "pkg/compat.py", "spec"))
     assert first is not None and (first.file, first.line, first.call) == ("pkg/a.py", 3, None)
     assert read == ["pkg/a.py"]
+
+
+def test_with_the_scans_finder_only_files_holding_the_word_are_read_and_the_ways_are_the_same(tmp_path):
+    # The scan's Trees asks rg which files hold a word (finder.holding) instead of reading every file per word.
+    files = {
+        "flashinfer/comm/mixed.py": "def get_x_module():\n    return gen_x_module()\n\n\nregistry = [get_x_module]\n",
+        "flashinfer/comm/__init__.py": "from .mixed import get_x_module as get_x_module\n",
+        "flashinfer/unrelated.py": "def other():\n    return 1\n",
+        "flashinfer/mentions.py": "# gen_x_module_v2 is another module\n",
+    }
+    root = write(tmp_path, files)
+    rels = sorted(files)
+    read: list[str] = []
+
+    def reading(rel: str) -> bytes:
+        read.append(rel)
+        return (root / rel).read_bytes()
+
+    from codemods.audit import finder
+
+    trees = Trees(reading, files=rels, find=lambda literal: finder.holding(root, rels, literal))
+    found = ways_in(reading, rels, {}, "gen_x_module", trees)
+    assert found == ways_in(lambda rel: (root / rel).read_bytes(), rels, {}, "gen_x_module")
+    assert found is not None and [(w.file, w.function, w.gated) for w in found] == [
+        ("flashinfer/comm/mixed.py", "<module>", False), ("flashinfer/comm/__init__.py", "get_x_module", False),
+    ]
+    assert "flashinfer/unrelated.py" not in read
+    assert "flashinfer/mentions.py" in read  # holds the bytes, not the word: read, and found to be no reference

@@ -9,7 +9,11 @@ on) over the files a scan would read, two searches side by side:
 - the capability comparison cpp_runtime_check reads (prefilter.runtime_check_pattern),
   in C files: only those are handed to its parser.
 
-Both search the bytes as they are: `--text` (a NUL byte stops nothing; the
+`holding(root, rels, literal)` runs one more: which files hold a word, for
+the JIT readers (jit_users.Trees), instead of keeping every Python file's
+bytes in memory to look in.
+
+All search the bytes as they are: `--text` (a NUL byte stops nothing; the
 workers decide what is binary), `--encoding none` (no BOM sniffing),
 `--no-unicode` (`\\b`, `\\w`, `\\s`, `\\d` are ASCII, as in Python's bytes
 regexes) and, for the regex, `--multiline`, so `\\s*` spans newlines as `re`
@@ -74,6 +78,21 @@ def find(root: Path | str, rels: list[str]) -> Found:
         if regex is not None:
             found.runtime |= _finish(regex)[0]
     found.candidates |= found.runtime
+    return found
+
+
+def holding(root: Path | str, rels: list[str], literal: bytes) -> set[str]:
+    """Which of `rels` hold the ASCII bytes `literal`, as the bytes are (jit_users.Trees' words), plus any file rg
+    could not read (the caller reads it and looks again)."""
+    if not literal.isascii():
+        raise ValueError("rg matches an ASCII literal byte for byte only")
+    found: set[str] = set()
+    if not rels or not literal:
+        return set(rels)
+    rg = rg_path()
+    for batch in _batches(rels):
+        printed, failed = _finish(_start(rg, root, [*_COMMON, "--fixed-strings", "-e", literal.decode("ascii")], batch))
+        found |= set(batch) if failed else printed
     return found
 
 

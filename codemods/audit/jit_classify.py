@@ -63,7 +63,7 @@ def classify_jit_gates(
         lines.setdefault(file, set()).add(line)
     spec_gates: dict[tuple[str, int], list[Module]] = {}
     if trees is None:  # the package's Python files, parsed once for all the specs' ways in (the scan's, if given)
-        trees = Trees(paths.read)
+        trees = Trees(paths.read, paths.parsed)
     for module in modules:
         gate = module.spec.gate
         if gate is not None:

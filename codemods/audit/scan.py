@@ -66,6 +66,7 @@ from codemods.audit.records import Context, FileScan, ScanResult
 from codemods.core import errors
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.core.lazy import LazyModule
+from codemods.core.pytrees import ParsedFiles
 from codemods.core.source import quiet_compiler_warnings
 from codemods.cpp.structure import Structure
 from codemods.gates._predicates import Meaning
@@ -87,6 +88,7 @@ class _Job:
     index: Index | None
     rels: list[str]
     unlisted: list[dict] = field(default_factory=list)  # skipped before any file is read: folders, special files
+    regular: set[str] = field(default_factory=set)  # the listed files that are regular files (rg blocks on a FIFO)
     scans: dict[str, FileScan] = field(default_factory=dict)
     todo: list[tuple[str, int, bool]] = field(default_factory=list)  # path, size, runtime check found (audit.finder)
     unread: list[Outcome] = field(default_factory=list)  # files the finder found nothing in: never read
@@ -237,6 +239,7 @@ def _prepare(
             statuses.append((rel, status))
         else:  # a FIFO or a device: opening it may block
             unlisted.append({"file": rel, "reason": NOT_REGULAR})
+    job.regular = {rel for rel, _ in statuses}
     entries = [index.lookup(rel, status) for rel, status in statuses] if index is not None else []
     if index is not None and cache is not None:
         job.snapshot = Snapshot(Path(cache), root, mode, context.key, unlisted)
@@ -351,9 +354,13 @@ def _assemble(job: _Job) -> ScanResult:
     all_specific = False
     tree = TreeFiles(root)
     python = (posixpath.dirname(layout.jit) or ".") if layout is not None else "."
-    trees = Trees(tree.read)  # the Python files, read and parsed once for the callers' keys and the JIT ways in
+    own = _python_files(job.rels, python, layout) if layout is not None else tuple(r for r in job.rels if r.endswith(".py"))
+    parsed = ParsedFiles()  # the Python trees every reader below shares, within one memory budget
+    # the Python files for the callers' keys and the JIT ways in; rg says which of them hold a word (the regular
+    # ones: the others are read as they are found, and read_regular refuses what is not a file)
+    searched = [rel for rel in own if rel in job.regular]
+    trees = Trees(tree.read, parsed, searched, lambda literal: finder.holding(root, searched, literal))
     if hazards:  # the keys an arch-keyed map sees are what its function's callers pass
-        own = _python_files(job.rels, python, layout) if layout is not None else tuple(r for r in job.rels if r.endswith(".py"))
         keys_callers_pass(result.gates, trees, own, arch)
     if layout is not None and hazards:
         all_specific = kernel_paths.all_specific(tree.read, python)
@@ -361,11 +368,11 @@ def _assemble(job: _Job) -> ScanResult:
         modules = read_modules(specs, closures, arch)
         result.modules = [module.record for module in modules]
         result.hazards = empty_kernels(modules, structures, arch, universe, all_specific, tree.read)
-        paths = kernel_paths.Tree(python, closures, tree.read, all_specific)
+        paths = kernel_paths.Tree(python, closures, tree.read, all_specific, parsed=parsed)
         for rel in dict.fromkeys(rel for rel, _ in specs):
             paths.know_specs(rel, [spec for file, spec in specs if file == rel])
         result.hazards += python_gate_paths(result.gates, modules, paths, arch)
-        classify_jit_gates(result.gates, modules, paths, arch, _python_files(job.rels, python, layout), trees)
+        classify_jit_gates(result.gates, modules, paths, arch, own, trees)
         outside_the_package(result.gates, tree.exists, python)
         uncalled_guards(result.gates, modules, tree.read)
         in_ported_modules(result.gates, modules)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, cast
 
 from codemods.core.arch import Arch, ArchSet
 from codemods.core.lazy import LazyModule
+from codemods.core.pytrees import ParsedFiles
 from codemods.gates import Edit, Gate, SourceError, TooDeep, decode, line_of
 
 if TYPE_CHECKING:
@@ -117,13 +118,21 @@ def nested_too_deeply(line: int | None = None) -> TooDeep:
     return TooDeep(f"nested too deeply{where} (codemod reads at most {MAX_DEPTH} levels)")
 
 
-@lru_cache(maxsize=16)
-def ast_of(source: bytes) -> ast.Module:
-    """The stdlib `ast` of `source` read as UTF-8 (a leading BOM dropped): parsed once per source and shared by
-    every reader of it (libcst's depth check here, the predicate reader), so read-only. Raises as `ast.parse`
-    does, and SourceError for bytes that are not UTF-8."""
+def _utf8_tree(source: bytes) -> ast.Module:
     text = decode(source)
     return ast.parse(text[1:] if text.startswith(_BOM) else text)
+
+
+_TREES = ParsedFiles(1 << 20, _utf8_tree)  # keyed by the source itself: what one file's readers share
+
+
+def ast_of(source: bytes) -> ast.Module:
+    """The stdlib `ast` of `source` read as UTF-8 (a leading BOM dropped): parsed once per source while the
+    last sources' trees fit pytrees' budget, and shared by every reader of it (libcst's depth check here, the
+    predicate reader), so read-only. Raises as `ast.parse` does, and SourceError for bytes that are not UTF-8."""
+    tree = _TREES.tree(source, source)
+    assert tree is not None  # _utf8_tree raises rather than give None
+    return tree
 
 
 def check_depth(source: bytes, text: str) -> ast.Module | None:

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from codemods.core import errors
+from codemods.core.pytrees import ParsedFiles
 from codemods.cpp import hazards
 from codemods.cpp import structure
 from codemods.cpp import instructions
@@ -65,8 +66,7 @@ class Tree:
     closures: Closures
     read: Callable[[str], bytes]  # OSError when the file cannot be read
     all_specific: bool = False  # the JIT builds every major >= 9 as an `a` target
-    _parsed: dict[str, ast.Module | None] = field(default_factory=dict)
-    _parsed_from: dict[str, bytes | None] = field(default_factory=dict)
+    parsed: ParsedFiles = field(default_factory=ParsedFiles)  # shared with the scan's other readers when it passes one
     _specs: dict[str, list[jit_specs.JitSpec]] = field(default_factory=dict)
     _closures: dict[tuple, Closure] = field(default_factory=dict)
     _structures: dict[str, Structure | None] = field(default_factory=dict)
@@ -81,14 +81,14 @@ class Tree:
 
     def module(self, rel: str, data: bytes | None = None) -> ast.Module | None:
         """File `rel` parsed; `data` stands for its bytes when given (a file a plan already changed)."""
-        if rel not in self._parsed or (data is not None and data != self._parsed_from.get(rel)):
-            data = self.source(rel) if data is None else data
-            self._parsed_from[rel] = data
-            try:
-                self._parsed[rel] = None if data is None else ast.parse(data)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):  # MemoryError: the parser's depth limit
-                self._parsed[rel] = None
-        return self._parsed[rel]
+        if data is None:
+            entry = self.parsed.held(rel)
+            if entry is not None:
+                return entry[1]
+            data = self.source(rel)
+            if data is None:
+                return None
+        return self.parsed.tree(rel, data)
 
     def structure(self, rel: str, data: bytes) -> structure.Structure | None:
         """The file's #if structure with every token (cpp.structure.file_structure); None when it is not UTF-8."""

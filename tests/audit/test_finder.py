@@ -127,3 +127,34 @@ def test_the_finder_tokens_cover_every_file_the_prefilter_passes_in_a_release(re
             passed += 1
             assert any(token in data for token in prefilter.FINDER_TOKENS), path
     assert passed > 20
+
+
+# ---------------------------------------------------------------- holding: which files hold a word (jit_users.Trees)
+
+WORDS = [b"sm", b"major", b"sm_version", b"cuda", b"binary", b"caf", b"-dash", b"i", b"absent_word"]
+
+
+@pytest.mark.parametrize("word", WORDS)
+def test_holding_is_the_files_pythons_in_finds(tree, word):
+    rels = [rel for rel, _ in CASES]
+    assert finder.holding(tree, rels, word) == {rel for rel, data in CASES if word in data}
+
+
+def test_holding_searches_in_batches_and_counts_an_unreadable_file(tree, monkeypatch):
+    monkeypatch.setattr(finder, "_ARGUMENT_BYTES", 64)
+    rels = [rel for rel, _ in CASES]
+    assert finder.holding(tree, rels, b"sm") == {rel for rel, data in CASES if b"sm" in data}
+    (tree / "locked.py").write_bytes(b"nothing\n")
+    (tree / "locked.py").chmod(0)
+    try:
+        if _readable(tree / "locked.py"):
+            pytest.skip("running as a user who reads any file")
+        assert "locked.py" in finder.holding(tree, ["locked.py", "plain.py"], b"major")
+    finally:
+        (tree / "locked.py").chmod(0o644)
+
+
+def test_holding_takes_ascii_words_only(tree):
+    with pytest.raises(ValueError):
+        finder.holding(tree, ["latin1.cu"], "caf\u00e9".encode())
+    assert finder.holding(tree, [], b"sm") == set()
