@@ -127,6 +127,16 @@ def inserted(
         texts = [respell(max(after, 0), value) for value in added]
         at = reference.end if after >= 0 else reference.start
         text = joined(lines, at, operator_text, texts, prefix=after >= 0, indent=indent)
+        if after < 0 and len(text.split(b"\n")[0]) + lines.column(at)[1] > lines.longest and _continuous(lines, terms):
+            # before the first term, and the new terms alone overflow its line: the whole chain, new terms first,
+            # laid out again
+            for index, term in enumerate(terms):
+                texts.append(lines.source[term.start + lines.shift : term.end + lines.shift])
+                texts += [respell(index, value) for value in inserts.get(index, [])]
+            length, column = lines.column(terms[-1].end)
+            body = joined(lines, at, operator_text, texts[1:], True, indent, length - column, lead=len(texts[0]))
+            edits.append(Edit(at, terms[-1].end, texts[0] + body))
+            break
         if after >= 0 and b"\n" in text and refilled(lines, terms[after:]):
             # the rest of the chain, old terms and new, laid out again from here
             for index in range(after + 1, len(terms)):
@@ -147,17 +157,25 @@ def refilled(lines: Lines, terms: list) -> bool:
     continues, and between them stand only one operator, blanks and escaped newlines."""
     if len(terms) < 2:
         return False
+    gap = lines.source[terms[0].end + lines.shift : terms[1].start + lines.shift]
+    return b"\n" in gap and _continuous(lines, terms)
+
+
+def _continuous(lines: Lines, terms: list) -> bool:
+    """Whether only one operator, blanks and escaped newlines stand between each two terms of `terms` (no comment,
+    no other token): a chain that can be laid out again from its terms' texts alone."""
     gaps = [lines.source[a.end + lines.shift : b.start + lines.shift] for a, b in zip(terms, terms[1:])]
-    return b"\n" in gaps[0] and all(_BETWEEN.fullmatch(gap) and gap.count(b"||") + gap.count(b"or") == 1 for gap in gaps)
+    return all(_BETWEEN.fullmatch(gap) and gap.count(b"||") + gap.count(b"or") == 1 for gap in gaps)
 
 
 def joined(
     lines: Lines, at: int, operator_text: bytes, texts: list[bytes], prefix: bool, indent: bytes | None = None,
-    refill: int | None = None,
+    refill: int | None = None, lead: int = 0,
 ) -> bytes:
     """`|| t1 || t2` to insert at snippet offset `at` (or `t1 || t2 || ` before a term), continued where too long
     (on a line indented as the file continues its `#if` lines, or by `indent`). With `refill` (the length of what
-    follows the last text on its line), each line is filled up to the limit, its `operator \\` included."""
+    follows the last text on its line), each line is filled up to the limit, its `operator \\` included; `lead`
+    columns of text are written at `at` before it."""
     indent = lines.indent if indent is None else indent
     length, column = lines.column(at)
     if not prefix:  # before the first term: the new terms stay where the condition starts (`#if` keeps it)
@@ -169,7 +187,7 @@ def joined(
             return leading[: -len(operator_text) - 1] + lines.before_backslash + b"\\" + lines.eol + indent + operator_text + b" "
         return leading + lines.before_backslash + b"\\" + lines.eol + indent
     out = b""
-    width = column  # where the text being written starts on its line
+    width = column + lead  # where the text being written starts on its line
     rest = length - column  # what follows the insertion point on the original line
     pieces = [(b" " + operator_text + b" ", text) for text in texts]
     # upstream breaks before the terms it adds rather than filling the old line up (ef687e900)

@@ -12,7 +12,7 @@ import textwrap
 import pytest
 import tree_sitter
 import tree_sitter_cuda
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
@@ -1216,6 +1216,7 @@ FEATURE_CODES = (100, 101, 103, 107, 110, 120, 121)  # FEATURE_LIST admits none 
     codes=st.lists(st.sampled_from(FEATURE_CODES), min_size=2, max_size=6, unique=True).map(sorted),
     targets=st.lists(st.sampled_from(FEATURE_CODES), min_size=1, max_size=3, unique=True),
 )
+@example(codes=[107, 110], targets=[100, 101, 103])  # new terms before the first, too long for its line
 def test_a_widened_continued_feature_list_admits_exactly_old_plus_targets_and_stays_laid_out(codes, targets):
     """Round 11 bug 8: inserted mid-list, the lines after a new term are filled again; whatever the layout, the
     guard admits exactly its archs plus the targets, every line keeps to the limit, every `\\` stays aligned."""
@@ -1264,3 +1265,21 @@ def test_a_plain_target_is_not_named_by_a_feature_macro():
     assert b"SM107_ALL" not in widened
     [again] = find(widened, universe)
     assert again.admits.admits(wanted[0])
+
+
+def test_terms_added_before_the_first_that_do_not_fit_its_line_refill_the_list():
+    """New terms that all go before the first and overflow its line: the list is filled again from its `(`, up to
+    the limit, as clang-format fills it (they were written on the first line, 123 columns long)."""
+    source = (
+        "#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000) && \\\n"
+        "    (defined(__CUDA_ARCH_FEAT_SM107_ALL) || defined(__CUDA_ARCH_FEAT_SM110_ALL))\n#endif\n"
+    ).encode()
+    wanted = tuple(Arch.parse(f"sm_{code}a") for code in (100, 101, 103))
+    universe = tuple(dict.fromkeys(UNIVERSE + wanted + (Arch.parse("sm_107a"), Arch.parse("sm_110a"))))
+    [gate] = find(source, universe)
+    assert apply_edits(source, widen(source, gate, wanted, universe)).decode() == (
+        "#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000) &&                           \\\n"
+        "    (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM101_ALL) || \\\n"
+        "     defined(__CUDA_ARCH_FEAT_SM103_ALL) || defined(__CUDA_ARCH_FEAT_SM107_ALL) || \\\n"
+        "     defined(__CUDA_ARCH_FEAT_SM110_ALL))\n#endif\n"
+    )
