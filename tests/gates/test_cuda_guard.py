@@ -1271,9 +1271,9 @@ def test_terms_added_before_the_first_that_do_not_fit_its_line_refill_the_list()
     """New terms that all go before the first and overflow its line: the list is filled again from its `(`, up to
     the limit, as clang-format fills it (they were written on the first line, 123 columns long)."""
     source = (
-        "#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000) && \\\n"
-        "    (defined(__CUDA_ARCH_FEAT_SM107_ALL) || defined(__CUDA_ARCH_FEAT_SM110_ALL))\n#endif\n"
-    ).encode()
+        b"#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000) && \\\n"
+        b"    (defined(__CUDA_ARCH_FEAT_SM107_ALL) || defined(__CUDA_ARCH_FEAT_SM110_ALL))\n#endif\n"
+    )
     wanted = tuple(Arch.parse(f"sm_{code}a") for code in (100, 101, 103))
     universe = tuple(dict.fromkeys(UNIVERSE + wanted + (Arch.parse("sm_107a"), Arch.parse("sm_110a"))))
     [gate] = find(source, universe)
