@@ -40,7 +40,7 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from codemods.core.arch import Arch, ArchParseError, ArchSet
-from codemods.gates import SourceError, _python
+from codemods.gates import SourceError, _python_ast
 
 # Every compute capability a predicate is evaluated on.
 DOMAIN: tuple[tuple[int, int], ...] = tuple((major, minor) for major in range(1, 16) for minor in range(10))
@@ -107,7 +107,7 @@ def _parsed(source: bytes) -> ast.Module | None:
     """The file's tree, parsed once for `read` and `base_classes` (not changed by either); None when it does not
     parse."""
     try:
-        return _python.ast_of(source)
+        return _python_ast.ast_of(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError, SourceError):  # MemoryError: the parser on deep nesting
         return None
 

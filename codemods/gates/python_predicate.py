@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, _predicates
 from codemods.gates._predicates import Meaning
-from codemods.gates._python import PythonText, ast_of
+from codemods.gates._python_ast import PythonText, ast_of
 
 KIND = "python_predicate"
 
