@@ -41,7 +41,7 @@ from codemods.audit.records import Context, FileScan, gate_record
 from codemods.core.arch import Arch, ArchSet
 from codemods.core.lazy import LazyModule
 from codemods.cpp.lexer import NoComments
-from codemods.gates import Gate, SourceError, _polarity, _predicates, decode, python_capability
+from codemods.gates import Gate, SourceError, _polarity, _predicates, _python_ast, decode, python_capability
 from codemods.gates._predicates import Meaning
 from codemods.gates.python_capability import PythonText, nodes_in
 
@@ -119,10 +119,10 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
             out.gates = [gate_record(rel, gate, context.arch) for gate in python_capability.gates(*blocks, context.universe)]
             return out
     try:
-        tree = _python.ast_of(data)  # UTF-8, as every position is read (a `# coding:` line does not change it)
+        tree = _python_ast.ast_of(data)  # UTF-8, as every position is read (a `# coding:` line does not change it)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        if _python.too_deep(exc):  # never handed to libcst, whose parser crashes on it
-            raise _python.nested_too_deeply(getattr(exc, "lineno", None)) from None
+        if _python_ast.too_deep(exc):  # never handed to libcst, whose parser crashes on it
+            raise _python_ast.nested_too_deeply(getattr(exc, "lineno", None)) from None
         if not kinds and not want_specs:
             line = getattr(exc, "lineno", None)
             raise SourceError(f"not valid Python: line {line}: {getattr(exc, 'msg', exc)}") from None

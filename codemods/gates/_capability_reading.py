@@ -20,7 +20,7 @@ from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import Gate, SourceError, _polarity
 from codemods.gates._capability_blocks import _BODIES, _capability_call, _holds, bind, callee, nodes_in, wrappers
 from codemods.gates._capability_values import named, strings
-from codemods.gates._python import PythonText, ast_of, dotted, nested_too_deeply, too_deep
+from codemods.gates._python_ast import PythonText, ast_of, dotted, nested_too_deeply, too_deep
 
 KIND = "python_capability"
 

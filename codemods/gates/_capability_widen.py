@@ -22,7 +22,7 @@ from codemods.gates._capability_reading import (
 from codemods.gates import python_predicate
 from codemods.gates._capability_values import spell
 from codemods.gates._wrap import wrapped
-from codemods.gates._python import PythonText
+from codemods.gates._python_ast import PythonText
 
 _EQUAL = (ast.Eq, ast.In)
 _BOUNDS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)

@@ -10,6 +10,9 @@ libcst's cost grows with every line of a module (SGLang's server_args.py has
 stdlib `ast` locates them, `Pruned` blanks every other statement (same
 offsets back), and libcst parses the few hundred bytes left. `codemod scan`
 prunes the same way (audit.python_files).
+
+The stdlib `ast` side (the shared tree, the depth check, ast positions in
+bytes) is `_python_ast`; lines, trivia and layout in the bytes, `_python_layout`.
 """
 
 from __future__ import annotations
@@ -17,10 +20,8 @@ from __future__ import annotations
 import ast
 import bisect
 import builtins
-import io
 import re
 import symtable
-import tokenize
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from functools import cached_property, lru_cache
@@ -29,8 +30,9 @@ from typing import TYPE_CHECKING, cast
 
 from codemods.core.arch import Arch, ArchSet
 from codemods.core.lazy import LazyModule
-from codemods.core.pytrees import ParsedFiles
-from codemods.gates import Edit, Gate, SourceError, TooDeep, decode, line_of
+from codemods.gates import Gate, SourceError, decode, line_of
+from codemods.gates._python_ast import _BOM, COMPOUND, PythonText, ast_of, check_depth, nested_too_deeply
+from codemods.gates._python_layout import LONE_CR, eol, line_end, line_start
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -39,33 +41,6 @@ if TYPE_CHECKING:
 else:  # imported on first parse: `codemod list` and a scan answered from the cache need no libcst (a fifth of a second)
     cst = LazyModule("libcst")
     metadata = LazyModule("libcst.metadata")
-
-_BOM = "\ufeff"
-# What may stand between two tokens inside brackets: blanks, line breaks, continuations, comments.
-TRIVIA = re.compile(rb"(?:[ \t\f\r\n]+|\\\r?\n|#[^\r\n]*)*")
-# A carriage return that ends a line on its own: Python's tokenizer counts a line there, libcst does not.
-LONE_CR = re.compile(rb"\r(?!\n)")
-# Deeper than this, libcst's tree walks run out of Python stack, and far deeper its native parser
-# crashes the process (SIGSEGV). CPython refuses more than 200 nested brackets; the Python files
-# of FlashInfer 0.5.3-0.6.17 and SGLang 0.5.13 nest at most 46 levels (measured as check_depth does).
-MAX_DEPTH = 64
-# The statements with bodies of their own (a pruned one keeps its header; a scope may start there).
-COMPOUND: tuple[type[ast.stmt], ...] = (
-    ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.FunctionDef,
-    ast.AsyncFunctionDef, ast.ClassDef, ast.Match, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
-)  # fmt: skip
-# Brackets outside comments and string literals, for source Python's own parser rejects.
-_BRACKETS = re.compile(
-    r"#[^\r\n]*|'''.*?(?:'''|\Z)|\"\"\".*?(?:\"\"\"|\Z)|'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\"|([(\[{])|[)\]}]",
-    re.DOTALL,
-)
-
-
-def skip_trivia(source: bytes, at: int) -> int:
-    """The offset just past the TRIVIA that starts at `at` (`at` itself when there is none)."""
-    match = TRIVIA.match(source, at)
-    assert match is not None  # TRIVIA matches the empty string, so it matches anywhere
-    return match.end()
 
 
 @lru_cache(maxsize=8)
@@ -88,86 +63,6 @@ def mentioning(words: tuple[str, ...]) -> re.Pattern[bytes]:
     return re.compile(b"|".join(re.escape(word.encode()) for word in sorted(set(words))))
 
 
-def defines(source: bytes, name: str) -> bool | None:
-    """Whether the module binds `name` at its top level: a def, a class, an assignment or an import (not `*`).
-
-    Python's own symbol table answers it, without libcst; None (no answer) for a file this Python does not
-    parse, one written for a later Python say.
-    """
-    try:
-        text = decode(source)
-        table = symtable.symtable(text[1:] if text.startswith(_BOM) else text, "<source>", "exec")
-    except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    try:
-        symbol = table.lookup(name)
-    except KeyError:
-        return False
-    return symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace()
-
-
-def too_deep(exc: BaseException) -> bool:
-    """Whether Python's parser gave up on the source for its nesting rather than its syntax."""
-    if isinstance(exc, (RecursionError, MemoryError)):  # MemoryError: the parser's own stack limit
-        return True
-    return isinstance(exc, SyntaxError) and "too many nested" in str(exc.msg)
-
-
-def nested_too_deeply(line: int | None = None) -> TooDeep:
-    where = f": line {line}" if line else ""
-    return TooDeep(f"nested too deeply{where} (codemod reads at most {MAX_DEPTH} levels)")
-
-
-def _utf8_tree(source: bytes) -> ast.Module:
-    text = decode(source)
-    return ast.parse(text[1:] if text.startswith(_BOM) else text)
-
-
-_TREES = ParsedFiles(1 << 20, _utf8_tree)  # keyed by the source itself: what one file's readers share
-
-
-def ast_of(source: bytes) -> ast.Module:
-    """The stdlib `ast` of `source` read as UTF-8 (a leading BOM dropped): parsed once per source while the
-    last sources' trees fit pytrees' budget, and shared by every reader of it (libcst's depth check here, the
-    predicate reader), so read-only. Raises as `ast.parse` does, and SourceError for bytes that are not UTF-8."""
-    tree = _TREES.tree(source, source)
-    assert tree is not None  # _utf8_tree raises rather than give None
-    return tree
-
-
-def check_depth(source: bytes, text: str) -> ast.Module | None:
-    """Raise TooDeep when `source` (read as `text`, its BOM dropped) nests deeper than MAX_DEPTH, before libcst
-    ever sees it; else its `ast` tree (`ast_of`).
-
-    Python's own parser measures it (in linear time, and deep input is an error there, not a
-    crash); source it rejects for other reasons is measured by its brackets alone (None: no tree).
-    """
-    try:
-        tree = ast_of(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        if too_deep(exc):
-            raise nested_too_deeply(getattr(exc, "lineno", None)) from None
-        depth = 0
-        for match in _BRACKETS.finditer(text):
-            if match.group(1):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    raise nested_too_deeply(text.count("\n", 0, match.start()) + 1) from None
-            elif match.group(0) in ")]}":
-                depth = max(depth - 1, 0)
-        return None
-    stack: list[tuple[ast.AST, int]] = [(node, 1) for node in tree.body]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise nested_too_deeply(getattr(node, "lineno", None))
-        if isinstance(node, ast.BoolOp):  # `a or b or c` is one node in ast, a nested pair per `or` in libcst
-            stack.extend((child, depth + len(node.values)) for child in node.values)
-        else:
-            stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return tree
-
-
 def _rejected(source: bytes) -> str:
     """Why Python's own parser rejects `source`, which libcst read."""
     try:
@@ -175,33 +70,6 @@ def _rejected(source: bytes) -> str:
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return f"not valid Python: line {getattr(exc, 'lineno', None)}: {getattr(exc, 'msg', exc)}"
     return "not valid Python"
-
-
-class PythonText:
-    """Byte offsets of ast positions (ast columns are UTF-8 byte offsets)."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.bom = len(_BOM.encode()) if data.startswith(_BOM.encode()) else 0
-        self.starts = [0]
-        for line in data.splitlines(keepends=True):
-            self.starts.append(self.starts[-1] + len(line))
-
-    def offset(self, line: int, column: int) -> int:
-        return self.starts[line - 1] + column + (self.bom if line == 1 else 0)
-
-    def line(self, offset: int) -> int:
-        return bisect.bisect_right(self.starts, offset)
-
-    def span(self, node: ast.stmt | ast.expr) -> tuple[int, int]:
-        # typeshed allows None for end positions, which ast.parse sets on every node it makes
-        assert node.end_lineno is not None and node.end_col_offset is not None
-        start = self.offset(node.lineno, node.col_offset)
-        decorators = getattr(node, "decorator_list", None)
-        if decorators:
-            first = decorators[0]
-            start = self.data.rfind(b"@", 0, self.offset(first.lineno, first.col_offset))
-        return start, self.offset(node.end_lineno, node.end_col_offset)
 
 
 class Pruned:
@@ -291,25 +159,6 @@ class Pruned:
         """A gate found in the pruned text, placed in the original."""
         start, end = self.offset(gate.start), self.offset(gate.end - 1) + 1 if gate.end > gate.start else self.offset(gate.start)
         return replace(gate, start=start, end=end, line=self.text.line(start))
-
-
-def line_start(source: bytes, offset: int) -> int:
-    """Offset of the start of the line holding `offset`."""
-    return source.rfind(b"\n", 0, offset) + 1
-
-
-def line_end(source: bytes, offset: int) -> int:
-    """Offset just past the line ending of the line holding `offset` (end of file if none)."""
-    newline = source.find(b"\n", offset)
-    return len(source) if newline < 0 else newline + 1
-
-
-def eol(source: bytes, offset: int) -> bytes:
-    """The line ending of the line holding `offset`: CRLF or LF (LF at end of file)."""
-    newline = source.find(b"\n", offset)
-    if newline > 0 and source[newline - 1 : newline] == b"\r":
-        return b"\r\n"
-    return b"\n"
 
 
 class PythonSource:
@@ -615,47 +464,6 @@ def _walk() -> Callable[[dict[cst.CSTNode, cst.CSTNode], list[cst.CSTNode]], cst
     return _Walk
 
 
-def tidy_insertion(source: bytes, edit: Edit) -> Edit:
-    """The same insertion, moved to where a reader would put it.
-
-    The shortest edit from `a, is_sm100_supported, is_hip` to
-    `a, is_sm100_supported, is_sm120_supported, is_hip` inserts
-    `sm120_supported, is_` after the second `is_`: inside repeated text an
-    insertion can slide and still give the same bytes. Slide it to the start
-    of a line, or else to a place that splits no word
-    (`, is_sm120_supported` right after `is_sm100_supported`).
-    """
-    if edit.start != edit.end or not edit.text:
-        return edit
-    at, text = edit.start, edit.text
-    while at > 0 and source[at - 1] == text[-1]:
-        at, text = at - 1, text[-1:] + text[:-1]
-    candidates = [(at, text)]
-    while at < len(source) and source[at] == text[0]:
-        at, text = at + 1, text[1:] + text[:1]
-        candidates.append((at, text))
-
-    def line_start(candidate: tuple[int, bytes]) -> bool:
-        at, text = candidate
-        return (at == 0 or source[at - 1 : at] == b"\n") and text.endswith(b"\n")
-
-    def splits_no_word(candidate: tuple[int, bytes]) -> bool:
-        at, text = candidate
-        return not (_word(source[at - 1 : at]) and _word(text[:1])) and not (
-            _word(text[-1:]) and _word(source[at : at + 1])
-        )
-
-    for prefer in (line_start, splits_no_word):
-        for at, text in candidates:
-            if prefer((at, text)):
-                return Edit(at, at, text)
-    return edit
-
-
-def _word(char: bytes) -> bool:
-    return bool(char) and (char.isalnum() or char == b"_")
-
-
 def parse_gate_expression(text: str) -> cst.BaseExpression:
     """A gate's expression text, parsed; raises cst.ParserSyntaxError. A gate black's split laid over several
     lines inside the test's parentheses (`if (` / `not P` / `and not Q` / `and ready` / `):`, the parentheses
@@ -677,80 +485,3 @@ def admits_of_expression(
     if found is None:
         return ArchSet(universe, frozenset(), frozenset(universe))
     return ArchSet(universe, frozenset(a for a in universe if a.major in found))
-
-
-def called(node: ast.Call) -> str:
-    """The name a call calls: `f` for `f(...)`, `attr` for `x.y.attr(...)`; "" for anything else (`f()()`)."""
-    func = node.func
-    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-
-
-def dotted(node: ast.AST) -> str:
-    """`a.b.c` for a name or a chain of attributes over one; "" for anything else (a call, a subscript)."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else ""
-    return ""
-
-
-# black's and ruff format's default line length, which SGLang and FlashInfer keep
-BLACK_LINE_LENGTH = 88
-_NOT_CODE = {tokenize.STRING, tokenize.COMMENT} | {
-    getattr(tokenize, name) for name in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END") if hasattr(tokenize, name)
-}
-
-
-def line_length(source: bytes) -> int:
-    """The file's line length: its longest line that is long for its code and that black splits, 88 at least.
-
-    A wheel has no black/ruff settings. Black leaves strings and comments long,
-    so a line counts only when it is past 88 without them: in SGLang 0.5.16
-    (black, 88) 93% of the files have none. Nor does a line count that black
-    leaves long at any limit, having no place to split it: one with no
-    brackets opened and closed on it around something that is an `import`, the
-    head black split a statement at (`from a.long.module import (`, `if not Kernel.is_valid_dtypes_and_scale(`,
-    `name=lambda a, b, ...: (`: a lambda's parameters are no place to split;
-    SGLang 0.5.23's fp8_utils.py:585 is such a 125-column line in a file
-    formatted at 88), or a line inside brackets (`name=self.attribute.chain,`).
-    A statement's own line still counts (`n = self.a.b + 1`: black would put
-    its value in parentheses). The longest one, not a count: a file with such
-    lines up to 120 was formatted at 120, or not at all.
-    """
-    text = source.decode("utf-8", "replace")
-    lines = text.splitlines()
-    not_code = [0] * (len(lines) + 2)  # per line number: columns taken by strings and comments
-    splittable = [False] * (len(lines) + 2)  # per line number: a place black splits at
-    opened: list[tuple[int, int]] = []  # (line number, index of the token after it) of each open bracket
-    first: dict[int, tuple[str, int]] = {}  # per line number: its first code token and the bracket depth there
-    last: dict[int, str] = {}  # per line number: its last code token
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-        for index, token in enumerate(tokens):
-            number = token.start[0]
-            if token.type in _NOT_CODE:
-                end = token.end[0]
-                for line in range(number, min(end, len(lines)) + 1):
-                    not_code[line] += token.end[1] - token.start[1] if number == end else len(lines[line - 1])
-            if token.type in _NOT_CODE - {tokenize.COMMENT} or token.type in (tokenize.NAME, tokenize.NUMBER, tokenize.OP):
-                first.setdefault(number, (token.string, len(opened)))
-                last[token.end[0]] = token.string
-            if token.type == tokenize.OP and token.string in "([{":
-                opened.append((number, index + 1))
-            elif token.type == tokenize.OP and token.string in ")]}" and opened:
-                line, inside = opened.pop()
-                if line == number and inside < index:
-                    splittable[number] = True
-    except (tokenize.TokenError, SyntaxError):
-        return BLACK_LINE_LENGTH
-    for number, (word, depth) in first.items():
-        head = last.get(number, "") in ("(", "[", "{")
-        if depth == 0 and not head and word != "import":
-            splittable[number] = True
-    long_for_code = (
-        len(line)
-        for number, line in enumerate(lines, 1)
-        if splittable[number] and len(line) - not_code[number] > BLACK_LINE_LENGTH
-    )
-    return max([BLACK_LINE_LENGTH, *long_for_code])

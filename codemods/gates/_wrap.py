@@ -3,7 +3,7 @@
 One implementation for the kinds that widen in place (python_arch_test,
 python_arch_or, python_arch_list, python_capability): `wrapped` takes the edits of one widening and returns them
 with the line breaks black (and ruff format) would put in the line they make,
-given the file's line length (`_python.line_length`). Pure: text in, edits out.
+given the file's line length (`_python_layout.line_length`). Pure: text in, edits out.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import cast
 
 from codemods.gates import Edit, apply_edits
-from codemods.gates._python import BLACK_LINE_LENGTH, eol as line_eol, line_end, line_length, line_start
+from codemods.gates._python_layout import BLACK_LINE_LENGTH, eol as line_eol, line_end, line_length, line_start
 
 
 def wrapped(source: bytes, edits: list[Edit], rejoined: bool = False) -> list[Edit]:

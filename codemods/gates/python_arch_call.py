@@ -31,7 +31,7 @@ import re
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate
-from codemods.gates._python import PythonText, ast_of, called
+from codemods.gates._python_ast import PythonText, ast_of, called
 from codemods.gates._wrap import wrapped
 
 KIND = "python_arch_call"

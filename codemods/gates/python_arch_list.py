@@ -95,9 +95,9 @@ from codemods.gates._arch_lists import (
     past,
     read_entries,
 )
-from codemods.gates._python import (
-    MAX_DEPTH, called, dotted, eol as line_eol, line_end, line_start, nested_too_deeply, parse, skip_trivia, too_deep,
-)  # fmt: skip
+from codemods.gates._python import parse
+from codemods.gates._python_ast import MAX_DEPTH, called, dotted, nested_too_deeply, too_deep
+from codemods.gates._python_layout import eol as line_eol, line_end, line_start, skip_trivia
 from codemods.gates._wrap import wrapped
 
 KIND = "python_arch_list"

@@ -45,7 +45,8 @@ from dataclasses import dataclass
 from codemods.core.arch import DEFAULT_ARCHS, KNOWN_CODES, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, SourceError, _polarity
 from codemods.gates._capability_values import spell
-from codemods.gates._python import PythonText, ast_of, dotted, line_length
+from codemods.gates._python_ast import PythonText, ast_of, dotted
+from codemods.gates._python_layout import line_length
 
 KIND = "python_arch_map"
 

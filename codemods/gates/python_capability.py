@@ -90,7 +90,7 @@ from codemods.gates._capability_reading import (
 )  # fmt: skip
 from codemods.gates._capability_values import NAME_RE, QUOTED_ARCH_TOKENS, names_arch
 from codemods.gates._capability_widen import widen
-from codemods.gates._python import PythonText, dotted
+from codemods.gates._python_ast import PythonText, dotted
 
 # The kind's hooks (registry), and what `codemod scan` reads through this module (audit.python_files, audit.prefilter).
 # Made of: _capability_blocks (where a comparison can be, from the bytes), _capability_reading (what each one reads,

@@ -28,8 +28,9 @@ from collections.abc import Mapping
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, _predicates
+from codemods.gates._predicate_evaluation import PREDICATE_NAME
 from codemods.gates._predicates import Meaning
-from codemods.gates._python import PythonText, ast_of
+from codemods.gates._python_ast import PythonText, ast_of
 
 KIND = "python_predicate"
 
@@ -56,7 +57,7 @@ def find(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, known: Mappi
     text = PythonText(source)
     gates = []
     for node in tree.body:
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not _predicates.PREDICATE_NAME.match(node.name):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not PREDICATE_NAME.match(node.name):
             continue
         meaning = meanings.get(node.name)
         returned = [stmt for stmt in node.body if isinstance(stmt, ast.Return) and stmt.value is not None]

@@ -48,7 +48,7 @@ from codemods.cpp.structure import Branch, Structure, file_structure
 from codemods.jit import specs as jit_specs
 from codemods.core.arch import Arch
 from codemods.gates import SourceError, _polarity
-from codemods.gates._python import called
+from codemods.gates._python_ast import called
 
 SELECTING_KINDS = ("python_arch_or", "python_arch_list", "python_capability", "python_arch_test")
 # The functions a gate's body calls that build or fetch a JIT module (FlashInfer's naming).

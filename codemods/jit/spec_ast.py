@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from codemods.gates import decode, python_arch_list
-from codemods.gates._python import LONE_CR, TRIVIA
+from codemods.gates._python_layout import LONE_CR, TRIVIA
 from codemods.jit.spec_index import FLAGS_RE, ROOTS, SOURCE_SUFFIXES, Index, SpecCall, Unsupported, may_name_source, names_source
 
 _BOM = "\ufeff"

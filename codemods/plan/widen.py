@@ -14,7 +14,7 @@ from collections.abc import Callable
 from codemods.jit import kernel_paths
 from codemods.core.arch import Arch
 from codemods.gates import CannotWiden, Edit, Gate, SourceError, TooDeep, _predicates, apply_edits
-from codemods.gates._python import defines
+from codemods.gates._python_ast import defines
 from codemods.gates.base import GateKind, Where
 from codemods.plan.changes import GateChange, PlannedChange
 from codemods.plan.rewrites import plan_rewrite

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from codemods.gates import _predicates
+from codemods.gates._predicate_evaluation import DOMAIN
 from conftest import unpack_wheel
 
 RELEASES = [("sglang", "0.5.8"), ("flashinfer-python", "0.6.3")]
@@ -37,7 +38,7 @@ def test_skipping_gpu_free_definitions_changes_no_meaning(dist, version, monkeyp
 def test_running_once_what_reads_no_capability_changes_no_meaning(dist, version, monkeypatch):
     fast = _meanings(dist, version)
     monkeypatch.setattr(
-        _predicates._Reader, "_on_every_cap", lambda self, run: {cap: run(cap) for cap in _predicates.DOMAIN}
+        _predicates._Reader, "_on_every_cap", lambda self, run: {cap: run(cap) for cap in DOMAIN}
     )
     assert _meanings(dist, version) == fast
     assert sum(len(m) for m in fast.values()) >= 10, "the files define predicates the reader reads"

@@ -142,7 +142,7 @@ def test_parse_hands_out_a_read_only_source() -> None:
 
 
 def test_defines_reads_the_module_symbol_table() -> None:
-    from codemods.gates._python import defines
+    from codemods.gates._python_ast import defines
 
     source = b"from m import (\n    a,\n    b as c,\n)\nif x:\n    d = 1\ndef e(): pass\nfrom n import *\n"
     assert [name for name in "abcdef" if defines(source, name)] == ["a", "c", "d", "e"]
