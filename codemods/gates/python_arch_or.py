@@ -61,6 +61,7 @@ from typing import TYPE_CHECKING, TypeGuard
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.core.lazy import LazyModule
 from codemods.gates import CannotWiden, Edit, Gate
+from codemods.gates._arch_predicate import PREDICATE_RE, Predicate, _number, admits_of, number_of, renamed
 from codemods.gates._predicates import Meaning
 from codemods.gates._imports import import_beside_siblings, insert_at
 from codemods.gates._python import PythonSource, admits_of_expression, parse, parse_gate_expression
@@ -75,15 +76,6 @@ else:  # imported on first use: `codemod list` needs no libcst
 
 KIND = "python_arch_or"
 
-# `has_smNNN` build flags are spelled here too, for python_arch_test; this kind's chains hold only `is_sm`.
-PREDICATE_RE = re.compile(r"^(?P<head>_?(?:is|has)_sm)(?P<number>\d{2,3})(?P<tail>[afx]?(?:_supported)?)$")
-
-
-def _number(match: re.Match[str]) -> int:
-    """The arch number a predicate name's match carries: `is_sm120a_supported` 120, and a family's major as its
-    first arch's number, `is_sm12x_supported` 120 (FlashInfer 0.6.5's predicate for every 12.x)."""
-    return int(match["number"]) * (10 if match["tail"].startswith("x") else 1)
-
 
 # Predicates named for a product line rather than a number, with the majors
 # they check (SGLang utils: is_blackwell_supported uses device_capability_majors=[10, 12]).
@@ -95,46 +87,6 @@ NAMED_PREDICATES: dict[str, frozenset[int]] = {
 # The statements this kind and python_arch_test read (`parse`'s keep): those naming a predicate or flag,
 # which holds every chain, test, sibling definition and import they find or widen.
 MENTIONS = re.compile(rb"(?:is|has)_sm\d|" + b"|".join(re.escape(name.encode()) for name in sorted(NAMED_PREDICATES)))
-
-
-@dataclass(frozen=True)
-class Predicate:
-    operand: cst.BaseExpression
-    ident: cst.Name  # the name that carries the number
-    form: str  # "name", "call", "attribute" or "attribute_call"
-    number: int | None  # None for a named predicate (is_blackwell_supported)
-    majors: frozenset[int]  # what the name says; used only without meanings
-
-    def meaning(self, meanings: Mapping[str, Meaning] | None) -> Meaning:
-        """What the predicate admits: its definition's meaning, or the name's rule without meanings."""
-        if meanings is None:
-            return Meaning(frozenset((m, n) for m in self.majors for n in range(10)))
-        key = self.key()
-        found = meanings.get(key)
-        if found is None and key.startswith("cls."):
-            return Meaning(None, reason=f"no definition of `{key}()` was read in its class or a base class of its file")
-        if found is None:
-            return Meaning(None, reason=f"no definition of `{key}` was read")
-        return found
-
-    def key(self, name: str | None = None) -> str:
-        """Where `meanings` holds what this predicate (or its sibling `name`) admits.
-
-        An attribute (`get_platform().is_sm90`) is `.is_sm90`: the platform's own table. A method called on
-        `cls` or `self` is `cls.is_sm90`, what the enclosing class defines (`scoped`). Any other method call
-        is `.is_sm90()`, which nothing defines: its class is not known, so it is unknown (never a module's
-        function of the same name).
-        """
-        name = self.ident.value if name is None else name
-        if self.form == "attribute":
-            return "." + name
-        if self.form == "attribute_call":
-            func = self.operand.func if isinstance(self.operand, cst.Call) else self.operand
-            owner = func.value if isinstance(func, cst.Attribute) else None
-            if isinstance(owner, cst.Name) and owner.value in ("cls", "self"):
-                return "cls." + name
-            return "." + name + "()"
-        return name
 
 
 @dataclass(frozen=True)
@@ -223,27 +175,6 @@ def scoped(meanings: Mapping[str, Meaning] | None, cls: str | None) -> Mapping[s
     return {**meanings, **own} if own else meanings
 
 
-def admits_of(
-    predicates: list[Predicate], universe: tuple[Arch, ...], meanings: Mapping[str, Meaning] | None
-) -> tuple[ArchSet, list[str]]:
-    """The archs some predicate admits; with an unknown one, the rest of the universe is unknown.
-
-    The second value says, per unknown predicate, why (`is_sm130_supported: no definition ... was read`).
-    """
-    admitted: set[Arch] = set()
-    unknown: list[str] = []
-    for predicate in predicates:
-        meaning = predicate.meaning(meanings)
-        if meaning.known:
-            admitted |= meaning.admitted(universe)
-        else:
-            where = f" ({meaning.where})" if meaning.where else ""
-            unknown.append(f"`{predicate.ident.value}`{where}: {meaning.reason}")
-    if unknown:
-        return ArchSet(universe, frozenset(admitted), frozenset(universe) - admitted), unknown
-    return ArchSet(universe, frozenset(admitted)), unknown
-
-
 def widen(
     source: bytes,
     gate: Gate,
@@ -319,10 +250,6 @@ def _predicates(chain: cst.BooleanOperation) -> list[Predicate] | None:
     if len(predicates) != len(read):
         return None
     return predicates
-
-
-def renamed(name: str, number: int) -> str:
-    return PREDICATE_RE.sub(lambda m: f"{m['head']}{number // 10 if m['tail'].startswith('x') else number}{m['tail']}", name)
 
 
 def _tests_if_assigning(parsed: PythonSource, node: cst.CSTNode, target: str) -> bool:
@@ -792,12 +719,6 @@ def spelled(parsed: PythonSource, template: Predicate, name: str) -> bytes:
     return parsed.source[start:ident_start] + name.encode() + parsed.source[ident_end:end]
 
 
-def number_of(name: str) -> int:
-    """The arch number a predicate's name carries (`is_sm120a_supported`: 120); -1 for a named one."""
-    match = PREDICATE_RE.match(name)
-    return _number(match) if match else -1
-
-
 def _check_disjoint(edits: list[Edit], gate: Gate) -> None:
     end = -1
     for edit in sorted(edits):
@@ -806,7 +727,6 @@ def _check_disjoint(edits: list[Edit], gate: Gate) -> None:
                 f"line {gate.line}: the supporting edits for {gate.text} overlap; widen it by hand"
             )
         end = edit.end
-
 
 
 def admits(
