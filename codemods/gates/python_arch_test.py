@@ -71,7 +71,7 @@ from typing import TYPE_CHECKING, TypeGuard
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.core.lazy import LazyModule
-from codemods.gates import CannotWiden, Edit, Gate, _arch_predicate, drop_operands
+from codemods.gates import CannotWiden, Edit, Gate, _arch_predicate, _new_predicates, drop_operands
 from codemods.gates import python_arch_or as chains
 from codemods.gates._predicates import Meaning
 from codemods.gates._python import PythonSource, parse, parse_gate_expression
@@ -183,14 +183,14 @@ def missing_symbols(
 
 def _plan(
     source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...], meanings: Mapping[str, Meaning] | None
-) -> chains.Plan:
+) -> _new_predicates.Plan:
     parsed = parse(source, chains.MENTIONS)
     node, shape, predicates = _locate(parsed, gate)
-    template, names = chains.new_predicates(
+    template, names = _new_predicates.new_predicates(
         predicates, gate, targets, universe, chains.scoped(meanings, gate.detail.get("class")), parsed.source
     )
     if template is None:
-        return chains.Plan([], [])
+        return _new_predicates.Plan([], [])
     if gate.detail.get("needs_human"):
         lines = "; ".join(gate.detail["needs_human"])
         raise CannotWiden(
@@ -199,7 +199,7 @@ def _plan(
         )
     scoped = chains.scoped(meanings, gate.detail.get("class"))
     dropped, alone = _drop_needless_refusals(parsed, node, gate, targets, names, universe, scoped)
-    spelled = [chains.spelled(parsed, template, n) for n in names]
+    spelled = [_new_predicates.spelled(parsed, template, n) for n in names]
     start, end = parsed.outer_span(template.operand)
     if shape in ("or", "single", "not_or"):
         text = b"".join(b" or " + s for s in spelled)
@@ -227,7 +227,7 @@ def _plan(
     if shape in ("or", "not_or", "and_not"):
         edits = _in_order(parsed, shape, predicates, [_arch_predicate.number_of(n) for n in names], spelled) or edits
     edits = wrapped(parsed.source, edits + dropped)
-    return chains.supporting(parsed, node, predicates, template, names, edits, gate)
+    return _new_predicates.supporting(parsed, node, predicates, template, names, edits, gate)
 
 
 def admits(
