@@ -71,7 +71,7 @@ from typing import TYPE_CHECKING, TypeGuard
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.core.lazy import LazyModule
-from codemods.gates import CannotWiden, Edit, Gate, drop_operands
+from codemods.gates import CannotWiden, Edit, Gate, _arch_predicate, _new_predicates, drop_operands
 from codemods.gates import python_arch_or as chains
 from codemods.gates._predicates import Meaning
 from codemods.gates._python import PythonSource, parse, parse_gate_expression
@@ -152,7 +152,7 @@ def find(
         cls = chains.owner(parsed, node)
         if cls:
             detail["class"] = cls
-        admits, unknown = chains.admits_of(predicates, universe, chains.scoped(meanings, cls))
+        admits, unknown = _arch_predicate.admits_of(predicates, universe, chains.scoped(meanings, cls))
         if unknown:
             detail["unknown"] = unknown
         gates.append(
@@ -183,14 +183,14 @@ def missing_symbols(
 
 def _plan(
     source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...], meanings: Mapping[str, Meaning] | None
-) -> chains.Plan:
+) -> _new_predicates.Plan:
     parsed = parse(source, chains.MENTIONS)
     node, shape, predicates = _locate(parsed, gate)
-    template, names = chains.new_predicates(
+    template, names = _new_predicates.new_predicates(
         predicates, gate, targets, universe, chains.scoped(meanings, gate.detail.get("class")), parsed.source
     )
     if template is None:
-        return chains.Plan([], [])
+        return _new_predicates.Plan([], [])
     if gate.detail.get("needs_human"):
         lines = "; ".join(gate.detail["needs_human"])
         raise CannotWiden(
@@ -199,7 +199,7 @@ def _plan(
         )
     scoped = chains.scoped(meanings, gate.detail.get("class"))
     dropped, alone = _drop_needless_refusals(parsed, node, gate, targets, names, universe, scoped)
-    spelled = [chains.spelled(parsed, template, n) for n in names]
+    spelled = [_new_predicates.spelled(parsed, template, n) for n in names]
     start, end = parsed.outer_span(template.operand)
     if shape in ("or", "single", "not_or"):
         text = b"".join(b" or " + s for s in spelled)
@@ -225,9 +225,9 @@ def _plan(
             at = parsed.outer_span(node)[1]
             edits = [Edit(at, at, b"".join(b" and not " + s for s in spelled))]
     if shape in ("or", "not_or", "and_not"):
-        edits = _in_order(parsed, shape, predicates, [chains.number_of(n) for n in names], spelled) or edits
+        edits = _in_order(parsed, shape, predicates, [_arch_predicate.number_of(n) for n in names], spelled) or edits
     edits = wrapped(parsed.source, edits + dropped)
-    return chains.supporting(parsed, node, predicates, template, names, edits, gate)
+    return _new_predicates.supporting(parsed, node, predicates, template, names, edits, gate)
 
 
 def admits(
@@ -241,7 +241,7 @@ def admits(
     predicates = _read(node)
     if predicates is None:
         return ArchSet(universe, frozenset(), frozenset(universe))
-    return chains.admits_of(predicates, universe, meanings)[0]
+    return _arch_predicate.admits_of(predicates, universe, meanings)[0]
 
 
 # ---------------------------------------------------------------- shapes
@@ -252,9 +252,9 @@ def _predicate(node: cst.BaseExpression):
     if found is not None:
         return found
     if isinstance(node, cst.Name) and _FLAG_RE.match(node.value):
-        assert chains.PREDICATE_RE.match(node.value) is not None  # a name _FLAG_RE matches, PREDICATE_RE matches too
-        number = chains.number_of(node.value)
-        return chains.Predicate(node, node, "name", number, frozenset({number // 10}))
+        assert _arch_predicate.PREDICATE_RE.match(node.value) is not None  # a name _FLAG_RE matches, PREDICATE_RE matches too
+        number = _arch_predicate.number_of(node.value)
+        return _arch_predicate.Predicate(node, node, "name", number, frozenset({number // 10}))
     return None
 
 
@@ -389,7 +389,7 @@ def _drop_needless_refusals(
             gains |= meaning.admitted(universe)
     kept = parsed.text(*parsed.span(node))
     for operand in refused:
-        shut, unknown = chains.admits_of(_read(operand.expression) or [], universe, meanings)
+        shut, unknown = _arch_predicate.admits_of(_read(operand.expression) or [], universe, meanings)
         overlap = sorted(a.name for a in shut.admitted & gains)
         if unknown or shut.unknown or gate.admits.unknown or overlap:
             why = f"it refuses {', '.join(overlap)}" if overlap else "what it refuses is not known"
