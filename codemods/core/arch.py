@@ -155,6 +155,22 @@ def whole_families(archs: tuple[Arch, ...], universe: tuple[Arch, ...] = DEFAULT
     return bool(asked) and all(asked.issuperset(family(arch, universe)) for arch in asked)
 
 
+_MAJOR_STEP: dict[object, int] = {"sm": 10, "cuda_arch": 100}  # one major, where a value is a whole capability
+
+
+def moved_upper_bound(meaning: object, bound: int, inclusive: bool, values: list) -> int | None:
+    """Where the excluded upper bound of a range (`< bound`, `<= bound` when `inclusive`) moves to take in
+    `values` (the targets' values for `meaning`: "sm", "cuda_arch", a major, sorted), all at or above it; None
+    when one lies below. A `<` on a major's first capability moves to the next major's (`< 110` -> `< 120` for
+    110, not `< 111`). The caller keeps it only where no other arch lies between the old bound and the new."""
+    if not values or not all(isinstance(v, int) and v >= bound for v in values):
+        return None
+    step = _MAJOR_STEP.get(meaning)
+    if inclusive:
+        return values[-1]
+    return (values[-1] // step + 1) * step if step and bound % step == 0 else values[-1] + 1
+
+
 @dataclass(frozen=True)
 class ArchSet:
     """A gate's verdict over a universe: admitted archs, undecidable archs, the rest excluded."""

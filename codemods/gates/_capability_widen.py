@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from codemods.core.arch import DEFAULT_ARCHS, Arch
+from codemods.core.arch import DEFAULT_ARCHS, Arch, moved_upper_bound
 from codemods.gates import CannotWiden, Edit, Gate, apply_edits, drop_operands
 from codemods.gates._capability_reading import (
     _CHECKED, _SIDES, LeafOf, Side, _Leaf, _checked, member_range, _conditions, _have, _leaves, _parents, _parse, _pure, _reading, _truth,
@@ -221,9 +221,6 @@ def _bound_moved(place: _Place, literal: ast.expr, values: list, above: bool, pa
     return None
 
 
-_STEP: dict[Side, int] = {"sm": 10, "cuda_arch": 100}  # one major, where the side is a whole capability
-
-
 def _move_range_bound(place: _Place) -> list[Edit] | None:
     """Move the excluded upper bound of a range past the targets that adjoin it: `sm == 90 or (sm >= 100 and sm <
     110)` -> `... and sm < 120)` for sm_110, the range the condition or one operand of its `or` is (two bounds of
@@ -244,14 +241,10 @@ def _move_range_bound(place: _Place) -> list[Edit] | None:
             if len(two) == 2 and len(uppers) == 1 and len({ast.dump(leaf.operand) for leaf in two}) == 1:
                 bounds.append((uppers[0], uppers[0].op, uppers[0].value, uppers[0].literal))
     for leaf, op, value, literal in bounds:
-        values = _values(leaf.side, place.missing)
-        if not isinstance(value, int) or not values or not all(isinstance(v, int) and v >= value for v in values):
+        if not isinstance(value, int):
             continue
-        step = _STEP.get(leaf.side)
-        new = values[-1] if op is ast.LtE else values[-1] + 1
-        if op is ast.Lt and step and value % step == 0:
-            new = (values[-1] // step + 1) * step
-        if isinstance(literal, ast.Constant):
+        new = moved_upper_bound(leaf.side, value, op is ast.LtE, _values(leaf.side, place.missing))
+        if new is not None and isinstance(literal, ast.Constant):
             return [Edit(*place.text.span(literal), str(new).encode())]
     return None
 

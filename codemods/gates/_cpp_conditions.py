@@ -185,6 +185,22 @@ def _chain(node: tree_sitter.Node, logical: str) -> list[tree_sitter.Node]:
     return [*_chain(syntax.field(node, "left"), logical), *_chain(syntax.field(node, "right"), logical)]
 
 
+def range_bounds(node: tree_sitter.Node, names: dict[str, str]) -> list[Atom]:
+    """The upper bounds (`<`, `<=`) of the ranges the condition or the operands of its `||` are: two bounds of one
+    variable joined by `&&`, one lower and one upper (`sm == 90 || (sm >= 100 && sm < 110)`: `sm < 110`)."""
+    bounds = []
+    for operand in _chain(syntax.unparenthesized(node), "||"):
+        inner = syntax.unparenthesized(operand)
+        if logical_op(inner) != "&&":
+            continue
+        pair = [read_atom(syntax.unparenthesized(syntax.field(inner, side)), names) for side in ("left", "right")]
+        two = [a for a in pair if a is not None and a.meaning is not None and a.op in ("<", "<=", ">", ">=")]
+        uppers = [a for a in two if a.op in ("<", "<=")]
+        if len(two) == 2 and len(uppers) == 1 and two[0].variable == two[1].variable:
+            bounds.append(uppers[0])
+    return bounds
+
+
 def gates_in(node: tree_sitter.Node, names, selected, out: list) -> None:
     """The maximal pure parts of a condition: a node, or a tuple of them for a run of pure operands of one chain
     (`use_fast || sm == 90 || sm == 100` holds one gate, `sm == 90 || sm == 100`, not two)."""

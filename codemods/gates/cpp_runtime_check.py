@@ -48,7 +48,9 @@ removed or narrowed is refused.
   own, not by a cross product (`major == 10 && (minor == 0 || minor == 3)` ->
   `(major == 10 && (minor == 0 || minor == 3)) || (major == 11 && minor == 0)`);
 - a bound is kept and gains an equality per value (`sm_major < 10` ->
-  `sm_major < 10 || sm_major == 12` for SM12x), as python_capability does.
+  `sm_major < 10 || sm_major == 12` for SM12x), as python_capability does;
+- a range the targets adjoin moves its upper bound, in an `||` first, alone after the drop, where no arch lies
+  between, as python_capability (`sm == 90 || (sm >= 100 && sm < 110)` -> `... sm < 120)` for sm_110).
 
 New terms go inside the author's parentheses: `(sm == 89)` -> `(sm == 89 ||
 sm == 120)`.
@@ -70,11 +72,11 @@ from typing import Any
 
 import tree_sitter
 
-from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet, whole_families
+from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet, moved_upper_bound, whole_families
 from codemods.cpp import syntax
 from codemods.gates import CannotWiden, Edit, Gate, apply_edits, decode, drop_operands, edit_between, line_of
 from codemods.gates._cpp_conditions import (
-    Atom, COMPARISON_MACRO, MEANINGS, conditions, evaluate_node, gates_in, is_not, logical_op, macro_atom, macro_name, read_atom, unreadable, value_of,
+    Atom, COMPARISON_MACRO, MEANINGS, conditions, evaluate_node, gates_in, is_not, logical_op, macro_atom, macro_name, read_atom, range_bounds, unreadable, value_of,
 )
 from codemods.gates._cpp_polarity import exit_of
 from codemods.gates._cpp_wrap import fit
@@ -333,14 +335,16 @@ def widen(
     expected = before.admitted | frozenset(targets)
     missing = [t for t in targets if not before.admits(t)]
     inside = _context_of(source, gate)
-    candidates: tuple[Callable[..., str | None], ...] = (
+    candidates: list[Callable[..., str | None]] = [
         _extend_chain, _widen_conjunct, _drop_conjuncts, _macro_chain, _add_disjunct, _add_equality
-    )
+    ]
     drop: Callable[..., str | None] = _drop_conjuncts
     if negated:  # the same rewrites, De Morgan's dual: `!=` chains joined by `&&` inside an `||`
-        candidates, drop = (_extend_negated_chain, _widen_disjunct, _drop_disjuncts), _drop_disjuncts
+        candidates, drop = [_extend_negated_chain, _widen_disjunct, _drop_disjuncts], _drop_disjuncts
     if whole_families(targets, scope):  # a whole major is asked for: its minor test goes (beebc6074)
-        candidates = (drop, *(candidate for candidate in candidates if candidate is not drop))
+        candidates = [drop, *(candidate for candidate in candidates if candidate is not drop)]
+    if not negated:  # a range the targets adjoin: in an `||`, before an equality gains them; alone, after a drop
+        candidates.insert(0 if logical_op(syntax.unparenthesized(node)) == "||" else 3, _move_range_bound)
     for candidate in candidates:
         text = candidate(gate.text, node, names, missing, inside)
         if text is None:
@@ -557,6 +561,17 @@ def _add_equality(text: str, node, names, missing: list[Arch], inside: str) -> s
         end = _span(inner)[1]
         return text[:end] + added + text[end:]
     return f"({text}{added})" if inside == "&&" else text + added
+
+
+def _move_range_bound(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
+    """`sm == 90 || (sm >= 100 && sm < 110)` -> `... && sm < 120)` for sm_110 (`moved_upper_bound`)."""
+    for atom in range_bounds(node, names):
+        values = sorted({value_of(atom.meaning or "", t) for t in missing})
+        new = moved_upper_bound(atom.meaning, atom.number, atom.op == "<=", values)
+        start, end = _span(atom.number_node)
+        if new is not None and text[start:end].rstrip("uUlL") == str(atom.number):  # `110u` keeps its `u`
+            return text[:start] + str(new) + text[start + len(str(atom.number)) :]
+    return None
 
 
 def _extend_negated_chain(text: str, node, names, missing: list[Arch], inside: str) -> str | None:

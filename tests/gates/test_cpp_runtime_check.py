@@ -305,6 +305,28 @@ def widen_all(source: bytes, targets, **selector) -> bytes:
             # added `|| s.minor == 1` again
             id="a-chain-widened-once-is-found-whole-again",
         ),
+        pytest.param(
+            "void f() {\n  if (sm == 90 || (sm >= 100 && sm < 110)) a();\n}\n",
+            "void f() {\n  if (sm == 90 || (sm >= 100 && sm < 120)) a();\n}\n",
+            "sm_110",
+            {},
+            # as python_capability: a bound on a major's first capability moves to the next major's, not `< 111`
+            id="a-target-adjoining-a-range-in-an-or-moves-its-bound",
+        ),
+        pytest.param(
+            "void f() {\n  if (sm == 90 || (sm >= 100 && sm < 103)) a();\n}\n",
+            "void f() {\n  if (sm == 90 || (sm >= 100 && sm < 103) || sm == 110) a();\n}\n",
+            "sm_110",
+            {},
+            id="an-arch-between-the-bound-and-the-target-keeps-the-bound-sm103",
+        ),
+        pytest.param(
+            "void f() {\n  if (sm >= 90 && sm < 110u) a();\n}\n",
+            "void f() {\n  if (sm >= 90 && sm < 120u) a();\n}\n",
+            "sm_110",
+            {},
+            id="a-range-alone-moves-its-bound-where-dropping-it-admits-more",
+        ),
     ],
 )
 def test_widen(before: str, after: str, archs: str, selector: dict) -> None:
@@ -337,6 +359,12 @@ def _widened_as(before: str, after: str, archs: str, selector: dict) -> None:
 def test_noop(source: str, selector: dict) -> None:
     data = source.encode()
     assert widen_all(data, parse_archs(SM12X), **selector) == data
+
+
+def test_a_moved_bound_is_unchanged_by_a_second_run() -> None:
+    once = widen_all(b"void f() {\n  if (sm == 90 || (sm >= 100 && sm < 110)) a();\n}\n", parse_archs("sm_110"))
+    assert once == b"void f() {\n  if (sm == 90 || (sm >= 100 && sm < 120)) a();\n}\n"
+    assert widen_all(once, parse_archs("sm_110")) == once
 
 
 @pytest.mark.parametrize(
@@ -885,8 +913,8 @@ def test_a_refusal_leaves_the_gate_text_to_its_caller() -> None:
     data = b"void f(int sm) {\n  if (sm >= 100 && sm < 110) a();\n}\n"
     [gate] = find(data, DEFAULT_ARCHS, "cpp")
     with pytest.raises(CannotWiden) as caught:
-        widen(data, gate, parse_archs("sm_110"))
-    assert str(caught.value) == "line 2: no rewrite admits exactly its archs plus sm_110; widen it by hand"
+        widen(data, gate, parse_archs("sm_120"))  # for sm_110 its bound moves; for sm_120 that admits sm_110
+    assert str(caught.value) == "line 2: no rewrite admits exactly its archs plus sm_120; widen it by hand"
 
 
 def test_a_comparison_macro_finds_the_check_it_was_widened_into() -> None:
