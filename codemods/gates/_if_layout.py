@@ -127,23 +127,18 @@ def inserted(
         texts = [respell(max(after, 0), value) for value in added]
         at = reference.end if after >= 0 else reference.start
         text = joined(lines, at, operator_text, texts, prefix=after >= 0, indent=indent)
-        if after < 0 and len(text.split(b"\n")[0]) + lines.column(at)[1] > lines.longest and _continuous(lines, terms):
-            # before the first term, and the new terms alone overflow its line: the whole chain, new terms first,
-            # laid out again
-            for index, term in enumerate(terms):
-                texts.append(lines.source[term.start + lines.shift : term.end + lines.shift])
-                texts += [respell(index, value) for value in inserts.get(index, [])]
-            length, column = lines.column(terms[-1].end)
-            body = joined(lines, at, operator_text, texts[1:], True, indent, length - column, lead=len(texts[0]))
-            edits.append(Edit(at, terms[-1].end, texts[0] + body))
-            break
-        if after >= 0 and b"\n" in text and refilled(lines, terms[after:]):
-            # the rest of the chain, old terms and new, laid out again from here
-            for index in range(after + 1, len(terms)):
+        if after < 0:  # before the first term: the whole chain is laid out again where the new terms alone overflow
+            first = 0 if len(text.split(b"\n")[0]) + lines.column(at)[1] > lines.longest and _continuous(lines, terms) else None
+        else:  # the rest of the chain, old terms and new, laid out again from here where the line breaks after it
+            first = after + 1 if b"\n" in text and refilled(lines, terms[after:]) else None
+        if first is not None:
+            for index in range(first, len(terms)):
                 texts.append(lines.source[terms[index].start + lines.shift : terms[index].end + lines.shift])
                 texts += [respell(index, value) for value in inserts.get(index, [])]
+            lead = texts.pop(0) if after < 0 else b""  # before the first: the first new term goes where it stood
             length, column = lines.column(terms[-1].end)
-            edits.append(Edit(at, terms[-1].end, joined(lines, at, operator_text, texts, True, indent, length - column)))
+            body = joined(lines, at, operator_text, texts, True, indent, length - column, lead=len(lead))
+            edits.append(Edit(at, terms[-1].end, lead + body))
             break
         edits.append(Edit(at, at, text))
     return edits
