@@ -90,8 +90,7 @@ class Trees:
         return self._last[1]
 
     def tree(self, rel: str) -> ast.Module | None:
-        entry = self.parsed.held(rel)
-        return entry[1] if entry is not None else self.parsed.tree(rel, self.source(rel))
+        return self.parsed.file(rel, lambda: self.source(rel))
 
     def holds(self, rel: str, literal: bytes) -> bool:
         """Whether the file's bytes may hold `literal`: from `find` a superset (a file rg could not read counts)."""

@@ -45,6 +45,14 @@ class ParsedFiles:
             self._held.move_to_end(key)
         return entry
 
+    def file(self, key: Hashable, read: Callable[[], bytes | None]) -> ast.Module | None:
+        """The tree held for `key`, else of the bytes `read()` gives (None: no file, and no tree)."""
+        entry = self.held(key)
+        if entry is not None:
+            return entry[1]
+        data = read()
+        return None if data is None else self.tree(key, data)
+
     def tree(self, key: Hashable, data: bytes) -> ast.Module | None:
         """The tree of `data`, the source of `key`; parsed again only when `key` is not held with these bytes."""
         entry = self.held(key)

@@ -82,12 +82,7 @@ class Tree:
     def module(self, rel: str, data: bytes | None = None) -> ast.Module | None:
         """File `rel` parsed; `data` stands for its bytes when given (a file a plan already changed)."""
         if data is None:
-            entry = self.parsed.held(rel)
-            if entry is not None:
-                return entry[1]
-            data = self.source(rel)
-            if data is None:
-                return None
+            return self.parsed.file(rel, lambda: self.source(rel))
         return self.parsed.tree(rel, data)
 
     def structure(self, rel: str, data: bytes) -> structure.Structure | None:

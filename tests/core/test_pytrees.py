@@ -64,3 +64,21 @@ def test_what_does_not_parse_is_none_and_an_error_of_the_parse_given_reaches_the
     with pytest.raises(UnicodeDecodeError):
         keyed.tree(b"\xff", b"\xff")
     assert keyed.held(b"\xff") is None  # nothing kept for a source that raised
+
+
+def test_a_file_is_read_only_when_its_tree_is_not_held_and_no_bytes_is_no_tree():
+    parsed, parse = counting()
+    files = ParsedFiles(100, parse)
+    reads: list[str] = []
+
+    def reading(data: bytes | None):
+        def read() -> bytes | None:
+            reads.append("read")
+            return data
+
+        return read
+
+    first = files.file("a.py", reading(b"x = 1\n"))
+    assert files.file("a.py", reading(b"changed = 1\n")) is first  # held: not read again
+    assert reads == ["read"] and parsed == [b"x = 1\n"]
+    assert files.file("gone.py", reading(None)) is None and files.held("gone.py") is None
