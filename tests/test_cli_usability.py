@@ -17,7 +17,7 @@ def test_version(cli):
     from importlib.metadata import version
 
     result = cli("--version")
-    assert result.exit_code == 0 and result.stdout == f"codemod {version('codemod')}\n"
+    assert result.exit_code == 0 and result.stdout == f"codemod {version('gpu-arch-codemod')}\n"
 
 
 def test_python_dash_m_codemods_is_the_command():
@@ -25,7 +25,7 @@ def test_python_dash_m_codemods_is_the_command():
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-m", "codemods", "--version"], env=env, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0 and proc.stdout == f"codemod {version('codemod')}\n", proc.stderr
+    assert proc.returncode == 0 and proc.stdout == f"codemod {version('gpu-arch-codemod')}\n", proc.stderr
 
 
 def test_debug_after_the_command_is_accepted(tmp_path):

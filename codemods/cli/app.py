@@ -58,12 +58,10 @@ def boundary(command):
 
 def _version(value: bool) -> None:
     if value:
-        from importlib.metadata import PackageNotFoundError, version
+        from codemods.core import distribution
 
-        try:
-            out(f"codemod {version('codemod')}\n")
-        except PackageNotFoundError:
-            out("codemod (not installed: running from a source tree)\n")
+        found = distribution.version()
+        out(f"codemod {found}\n" if found else "codemod (not installed: running from a source tree)\n")
         raise typer.Exit()
 
 
