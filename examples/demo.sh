@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job on the bundled example trees, in throwaway git repos under a temp
-# folder: review (dry run), apply on a branch, inspect, back out. It never
+# folder: review (dry run), apply on a branch, inspect, prove, back out. It never
 # creates branches in this checkout.
 set -euo pipefail
 
@@ -23,6 +23,7 @@ step codemod run sm120-enable --repo "$work/flashinfer" --dry-run
 step codemod run sm120-enable --repo "$work/flashinfer"
 step codemod run sm120-enable --repo "$work/sglang"
 step codemod status --repo "$work/flashinfer"
+step codemod verify --repo "$work/flashinfer"
 step git -C "$work/flashinfer" log --oneline main..codemod/sm120-enable
 step codemod revert sm120-enable --repo "$work/flashinfer"
 step codemod revert sm120-enable --repo "$work/sglang"

@@ -396,7 +396,7 @@ def test_no_nvcc_and_no_tvm_ffi_are_one_line_errors(cli, tree, tmp_path, monkeyp
     result = cli("verify", "--build", "--repo", tree, *ARCHS, "--python", bare / "bin" / "python")
     assert result.exit_code == 11
     assert "TVM-FFI's headers (tvm/ffi/*.h, dlpack/dlpack.h) are missing: no apache-tvm-ffi package in" in result.stderr
-    assert "pip install 'codemod[build]'" in result.stderr
+    assert "-m pip install 'apache-tvm-ffi!=0.1.8,!=0.1.8.post0,<0.2,>=0.1.6'" in result.stderr
 
     tools = tmp_path / "tools"  # git, but no nvcc
     tools.mkdir()

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import IDENTITY, ROOT, git, tree_digest
 
 
@@ -17,7 +19,7 @@ def test_version(cli):
     from importlib.metadata import version
 
     result = cli("--version")
-    assert result.exit_code == 0 and result.stdout == f"codemod {version('codemod')}\n"
+    assert result.exit_code == 0 and result.stdout == f"codemod {version('gpu-arch-codemod')}\n"
 
 
 def test_python_dash_m_codemods_is_the_command():
@@ -25,7 +27,7 @@ def test_python_dash_m_codemods_is_the_command():
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-m", "codemods", "--version"], env=env, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0 and proc.stdout == f"codemod {version('codemod')}\n", proc.stderr
+    assert proc.returncode == 0 and proc.stdout == f"codemod {version('gpu-arch-codemod')}\n", proc.stderr
 
 
 def test_debug_after_the_command_is_accepted(tmp_path):
@@ -83,9 +85,11 @@ def test_every_help_page_has_examples_and_readable_types(cli):
 
 
 def test_shell_completion_offers_recipe_and_change_ids(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "_CODEMOD_COMPLETE": "complete_bash"}
+    """No $SHELL (a fresh container, CI): completion and every named shell's script still work."""
     from pathlib import Path
 
+    base = {k: v for k, v in os.environ.items() if k != "SHELL"} | {"PYTHONPATH": str(ROOT)}
+    env = {**base, "_CODEMOD_COMPLETE": "complete_bash"}
     run = [str(Path(sys.executable).parent / "codemod")]  # completion keys on the program's name
     recipe = subprocess.run(run, env={**env, "COMP_WORDS": "codemod run sm12", "COMP_CWORD": "2"},
                             capture_output=True, text=True, timeout=60)
@@ -93,9 +97,30 @@ def test_shell_completion_offers_recipe_and_change_ids(tmp_path):
     change = subprocess.run(run, env={**env, "COMP_WORDS": "codemod run sm120-enable --only flashinfer.trt", "COMP_CWORD": "4"},
                             capture_output=True, text=True, timeout=60)
     assert change.stdout.split() == ["flashinfer.trtllm-comm-jit", "flashinfer.trtllm-allreduce-guards"], change.stderr
-    script = subprocess.run([*run, "--show-completion", "bash"], env={**os.environ, "PYTHONPATH": str(ROOT)},
+    tested = subprocess.run([*run, "recipe", "test", "sm1"], env={**env, "COMP_WORDS": "codemod recipe test sm1", "COMP_CWORD": "3"},
                             capture_output=True, text=True, timeout=60)
-    assert script.returncode == 0 and "_codemod_completion" in script.stdout
+    assert tested.stdout.split() == ["sm120-enable"], tested.stderr
+
+
+@pytest.mark.parametrize("shell, marker", [
+    ("bash", "complete -o default -F _codemod_completion codemod"),
+    ("zsh", "#compdef codemod"),
+    ("fish", "complete --command codemod"),
+], ids=["bash", "zsh", "fish"])
+def test_show_completion_prints_the_named_shells_script(shell, marker):
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if k != "SHELL"} | {"PYTHONPATH": str(ROOT)}
+    script = subprocess.run([str(Path(sys.executable).parent / "codemod"), "--show-completion", shell], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert script.returncode == 0 and marker in script.stdout, script.stdout + script.stderr
+    others = {"bash": "complete -o default -F", "zsh": "#compdef", "fish": "complete --command"}
+    assert not any(text in script.stdout for name, text in others.items() if name != shell)
+
+
+def test_show_completion_of_an_unknown_shell_is_a_usage_error(cli):
+    result = cli("--show-completion", "tcsh")
+    assert result.exit_code == 2 and "unknown shell 'tcsh'" in result.output and "bash | zsh | fish" in result.output
 
 
 def test_scan_and_doctor_take_package_and_python(cli, tmp_path, monkeypatch):

@@ -159,6 +159,10 @@ def test_already_enabled_project_makes_no_branch(cli, example_repo):
     assert result.exit_code == 0, result.output
     assert "already enabled" in result.stderr
     assert refs(repo) == before_refs
+    one_line = f"already enabled: FlashInfer 0.6.3+example at {repo} already admits sm_120, sm_121; nothing to do, no branch made\n"
+    for args in ((), ("--dry-run",)):  # no upstream notes, no upgrade advice, no per-gate list: the one line
+        again = cli("run", "sm120-enable", "--repo", repo, *args)
+        assert again.exit_code == 0 and again.stdout == "" and again.stderr == one_line, again.stderr
 
 
 def test_only_and_skip_select_changes(cli, example_repo):

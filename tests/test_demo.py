@@ -18,4 +18,5 @@ def test_demo_script_runs_the_main_job_and_backs_it_out(tmp_path):
     for project in ("flashinfer", "sglang"):
         assert f"{project}: tree is byte-identical to its base after revert" in proc.stdout
     assert "internal error" not in proc.stdout + proc.stderr
+    assert "verified: every other arch is byte-identical and the targets gained exactly the planned regions" in proc.stdout
     assert "applied 2 change(s) to FlashInfer" in proc.stderr and "applied 2 change(s) to SGLang" in proc.stderr

@@ -100,6 +100,22 @@ def test_builtin_recipe_cases(cli):
     assert result.exit_code == 0, result.output
 
 
+def test_recipe_test_takes_a_recipe_id(cli, tmp_path, monkeypatch):
+    """A pip user has no .toml path: the id `codemod list` shows is enough, the built-in or one of --recipes."""
+    from codemods.recipes.load import data_root
+
+    monkeypatch.chdir(tmp_path)  # no file named like the id here
+    by_id = cli("recipe", "test", "sm120-enable")
+    assert by_id.exit_code == 0, by_id.output
+    assert by_id.stdout.endswith(" passed, 0 failed\n") and by_id.stdout == cli("recipe", "test", data_root() / "recipes" / "sm120-enable.toml").stdout
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "sm110-enable.toml").write_bytes(SM110.read_bytes())
+    assert cli("recipe", "test", "sm110-enable", "--recipes", mine).stdout.endswith("4 passed, 0 failed\n")
+    unknown = cli("recipe", "test", "sm999-enable")
+    assert unknown.exit_code == 8 and "no recipe named 'sm999-enable'" in unknown.stderr and "sm120-enable" in unknown.stderr
+
+
 MULTI = """\
 id = "cublaslt-sm80-up"
 summary = "several archs at once"

@@ -93,8 +93,12 @@ def run_many(
     choose: Callable[[list[PlannedChange]], list[PlannedChange]] | None = None,
     notify: Callable[[str], None] = lambda message: None,
     force: bool = False,
+    planned: Callable[[list[Plan]], None] = lambda plans: None,
 ) -> list[RunResult]:
     """Plan every repo first; apply only when all plans and checks pass; undo all if one apply fails.
+
+    `planned` sees every plan before anything is chosen or applied (and before a
+    failed plan is raised): the CLI says its notes there only when there is work.
 
     Targets that share a git repository (flashinfer and sglang in one
     site-packages) share one codemod branch and one base. A real run holds
@@ -104,7 +108,7 @@ def run_many(
     check_names(recipe, branch)
     trees = [Workspace.of(spot) for spot in spots]
     if dry_run:
-        return _run_locked(recipe, trees, universe, dry_run, only, skip, branch, choose, force, notify)
+        return _run_locked(recipe, trees, universe, dry_run, only, skip, branch, choose, force, notify, planned)
     with ExitStack() as stack:
         one_per_folder: dict[Path, Workspace] = {}
         for workspace in trees:
@@ -117,12 +121,13 @@ def run_many(
             if stale:
                 notify(f"took over the lock of an interrupted codemod (pid {stale}, no longer running)")
             recover_interrupted(workspace, notify)
-        return _run_locked(recipe, trees, universe, dry_run, only, skip, branch, choose, force, notify)
+        return _run_locked(recipe, trees, universe, dry_run, only, skip, branch, choose, force, notify, planned)
 
 
-def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, force=False, notify=lambda m: None) -> list[RunResult]:
+def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, force=False, notify=lambda m: None, planned=lambda p: None) -> list[RunResult]:
     offer_off = choose is not None and not only  # --interactive also asks about changes that are off by default
     prepared = [(ws, *prepare(recipe, ws, universe, only, skip, force, offer_off)) for ws in spots]
+    planned([plan for _, _, plan, _ in prepared])
     failed = [plan for _, _, plan, _ in prepared if plan.failed]
     if failed:
         raise failed_error(failed)

@@ -28,11 +28,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from codemods.audit.prefilter import FINDER_TOKENS, is_c_file, runtime_check_pattern
+from codemods.core import distribution
 from codemods.core.errors import InstallBroken
 
 # Paths per rg command: well under the kernel's limit on a command line (ARG_MAX, often 2 MiB with the environment).
@@ -56,7 +58,7 @@ def rg_path() -> str:
             return candidate
     raise InstallBroken(
         "ripgrep (`rg`), which codemod scan finds files with, is not installed",
-        hint="reinstall codemod with its dependencies: `pip install .` from its checkout (it pins ripgrep==14.1.0)",
+        hint=f"install codemod's pinned ripgrep beside it: `{distribution.pip_install('ripgrep', sys.executable)}`",
     )
 
 

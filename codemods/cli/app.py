@@ -17,12 +17,12 @@ import typer
 
 from codemods.core import errors
 from codemods.core.source import quiet_compiler_warnings
-from codemods.cli import doctor, recipes, revert, run, scan, schema, status, verify
+from codemods.cli import completion, doctor, recipes, revert, run, scan, schema, status, verify
 from codemods.cli.common import err, out
 from codemods.render.document import error_document
 
 app = typer.Typer(
-    add_completion=True,
+    add_completion=False,  # cli/completion's pair takes the shell's name
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
@@ -58,12 +58,10 @@ def boundary(command):
 
 def _version(value: bool) -> None:
     if value:
-        from importlib.metadata import PackageNotFoundError, version
+        from codemods.core import distribution
 
-        try:
-            out(f"codemod {version('codemod')}\n")
-        except PackageNotFoundError:
-            out("codemod (not installed: running from a source tree)\n")
+        found = distribution.version()
+        out(f"codemod {found}\n" if found else "codemod (not installed: running from a source tree)\n")
         raise typer.Exit()
 
 
@@ -71,6 +69,8 @@ def _version(value: bool) -> None:
 def _main(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for internal errors (also accepted after the command)."),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    install_completion: str | None = completion.INSTALL,
+    show_completion: str | None = completion.SHOW,
 ) -> None:
     _state["debug"] = debug or _state["debug"] or bool(os.environ.get("CODEMOD_DEBUG"))
 
@@ -92,6 +92,7 @@ def main() -> None:
     if "--debug" in sys.argv[2:]:  # accepted after the command too: `codemod run ... --debug`
         sys.argv = [sys.argv[0], *(a for a in sys.argv[1:] if a != "--debug")]
         _state["debug"] = True
+    sys.argv = completion.shell_name_optional(sys.argv)
     try:
         app()
     except errors.CodemodError as exc:

@@ -51,15 +51,20 @@ def run(
         files.check_output(patch)
     chosen = recipes.find_recipe(recipe, recipes_dir)
     trees = workspaces(repo, package, python)
-    if fmt is Format.text:  # upgrading comes first, before any patching and before the notes
+
+    def planned(plans) -> None:
+        """Upgrade advice first, then the notes, before any patching; a tree with nothing to do gets its one line only."""
+        if fmt is not Format.text or not any(plan.changed or plan.failed for plan in plans):
+            return
         for line in text.advice_lines(apply_run.upstream_advice(chosen, trees), several=len(trees) > 1):
             say(line)
-    if dry_run and fmt is Format.text:
-        for note in chosen.notes:
-            say(f"note: {note}")
+        if dry_run:
+            for note in chosen.notes:
+                say(f"note: {note}")
+
     results = apply_run.run_many(
         chosen, trees, universe=archs_shown, dry_run=dry_run, only=only, skip=skip, branch=branch,
-        choose=ask_each if interactive else None, notify=notify, force=force,
+        choose=ask_each if interactive else None, notify=notify, force=force, planned=planned,
     )
     diff = "".join(diffs.plan_diff(r.plan, r.prefix, r.selected) for r in results)
     if patch is not None:

@@ -4,7 +4,7 @@ The CLI catches `CodemodError` at its boundary and prints
 `error[<code>]: <where>: <message>` and `  hint: <hint>` on stderr, then exits
 with the error's exit code. Nothing else is caught.
 
-Exit codes (stable, documented in the README):
+Exit codes (stable, documented in docs/exit-codes.md):
   0  success (changed, or nothing left to do)
   1  unexpected internal error (a bug: please report it with --debug output)
   2  bad usage (typer's own code for bad options)

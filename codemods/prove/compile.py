@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codemods.apply.files import write_atomic
-from codemods.core import errors
+from codemods.core import distribution, errors
 from codemods.core.arch import Arch
 from codemods.prove import ptx
 from codemods.prove.build_results import WATCHED, Kernel, SourceBuild
@@ -79,7 +79,8 @@ def find_tvm_ffi(python: str | None) -> tuple[str, str]:
         raise errors.BuildNeeds(
             f"TVM-FFI's headers (tvm/ffi/*.h, dlpack/dlpack.h) are missing: no apache-tvm-ffi package in {where}",
             where="verify --build",
-            hint="pip install 'codemod[build]' (or apache-tvm-ffi, the version FlashInfer requires) into that Python, or pass --python of the environment that has it",
+            hint=f"install it into that Python: `{distribution.pip_install('apache-tvm-ffi', where)}` (the range FlashInfer 0.6.x requires; "
+            f"codemod's `build` extra), or pass --python of the environment that has it",
         )
     return include, found.get("include") or ""
 

@@ -86,7 +86,7 @@ def load_recipe(path: Path) -> Recipe:
         raise _invalid(path, text, "notes", "notes must be a list of strings", 'notes = ["..."]')
     raw_changes = data.get("change", [])
     if not isinstance(raw_changes, list) or not raw_changes:
-        raise errors.RecipeInvalid("a recipe needs at least one [[change]] table", where=str(path), hint="see README, 'Writing a recipe'")
+        raise errors.RecipeInvalid("a recipe needs at least one [[change]] table", where=str(path), hint="see docs/recipes.md")
 
     changes = []
     seen: set[str] = set()
@@ -172,7 +172,7 @@ def _load_cases(path: Path, text: str, raw_cases, changes: dict) -> tuple[Case, 
 def _load_change(path: Path, text: str, n: int, raw: dict, seen: set[str]) -> Change:
     if "at" in raw and "file" not in raw:
         if not isinstance(raw["at"], list) or not raw["at"] or not all(isinstance(a, dict) for a in raw["at"]):
-            raise _invalid(path, text, "[[change.at]]", f"change #{n + 1}: 'at' must be a list of [[change.at]] tables", "see README, 'Writing a recipe'", n)
+            raise _invalid(path, text, "[[change.at]]", f"change #{n + 1}: 'at' must be a list of [[change.at]] tables", "see docs/recipes.md", n)
         raw = {**raw, "file": raw["at"][0].get("file", "")}
     for key in ("id", "project", "file", "kind"):
         if not isinstance(raw.get(key), str) or not raw[key]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from codemods.audit import classify
 from codemods.audit.records import ScanResult, one_line
+from codemods.core import distribution
 
 RULES = {
     "gate-excludes-arch": (
@@ -45,15 +46,6 @@ _GATE_LEVELS = {
     classify.UNKNOWN: "note",
     classify.COVERED: "none",
 }
-
-
-def _tool_version() -> str | None:
-    try:
-        from importlib.metadata import version
-
-        return version("codemod")
-    except Exception:  # not installed: a source checkout on sys.path
-        return None
 
 
 # What a reader of each rule does about a result (SARIF `help`, required by GitHub code scanning).
@@ -109,7 +101,7 @@ def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
             for rule, (level, short, full) in RULES.items()
         ],
     }
-    driver["version"] = _tool_version() or "0+unknown"
+    driver["version"] = distribution.version() or "0+unknown"
     root = Path(result.root).resolve()
     top = Path(provenance["root"]) if provenance else root
     prefix = root.relative_to(top).as_posix() if root != top and top in root.parents else ""

@@ -87,7 +87,8 @@ def run_lines(recipe, workspace, result, universe: tuple[Arch, ...], cache: dict
     """What `run` says of one tree on stderr: the gates, the matrix, the outcome, warnings and the JIT cache."""
     plan, prefix = result.plan, result.prefix
     shown = result.selected if result.status in ("dry-run", "applied", "nothing-selected") else None
-    lines = summary_lines(plan, prefix, shown)
+    # a tree that already has the fix: the one outcome line says it all
+    lines = [] if result.status == "already-enabled" else summary_lines(plan, prefix, shown)
     if result.status in ("dry-run", "applied"):
         lines += matrix(plan, tuple(dict.fromkeys((*universe, *plan.targets))), shown)  # a column for every target arch
     project = f"{plan.tree.project.title} {plan.tree.version() or ''}".strip()

@@ -89,7 +89,7 @@ def test_without_rg_scan_says_the_install_is_broken(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(InstallBroken) as caught:
         finder.find(tmp_path, ["a.cu"])
-    assert caught.value.exit_code == 14 and "pip install ." in caught.value.hint
+    assert caught.value.exit_code == 14 and "-m pip install ripgrep==14.1.0" in caught.value.hint
 
 
 # One file per Python test of may_hold_gates: each must be found by the finder's literal tokens.
