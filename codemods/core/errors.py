@@ -18,7 +18,8 @@ Exit codes (stable, documented in the README):
  10  another codemod holds this repository's lock
  11  verify --build: a tool or header the build needs is missing (nvcc, TVM-FFI, CUTLASS, spdlog)
  12  verify --build: nvcc rejected a source (the first compiler error, with its file and line)
- 13  verify --build: FlashInfer's JIT code could not be read for the nvcc flags
+ 13  verify --build: FlashInfer's JIT code could not be read for the nvcc flags, or gives nvcc a flag
+     codemod refuses to pass (one that could run a program the tree chose: -ccbin, @file, ...)
  14  codemod's installation lacks a part it needs (ripgrep, which scan finds files with)
 """
 
@@ -119,6 +120,12 @@ class JitUnreadable(CodemodError):
     exit_code = 13
     code = "jit-unreadable"
     default_hint = "the JIT code does something codemod does not evaluate; please report it with the FlashInfer version"
+
+
+class FlagRefused(CodemodError):
+    exit_code = 13
+    code = "flag-refused"
+    default_hint = "the tree's JIT code sets an nvcc flag FlashInfer's own JIT does not use: check it before building this tree"
 
 
 class UnknownRecipe(CodemodError):
