@@ -21,6 +21,7 @@ Exit codes (stable, documented in the README):
  13  verify --build: FlashInfer's JIT code could not be read for the nvcc flags, or gives nvcc a flag
      codemod refuses to pass (one that could run a program the tree chose: -ccbin, @file, ...)
  14  codemod's installation lacks a part it needs (ripgrep, which scan finds files with)
+ 15  verify: nothing to prove (no CUDA file changed since the base; --build on a tree without JIT modules)
 """
 
 from __future__ import annotations
@@ -138,6 +139,12 @@ class InstallBroken(CodemodError):
     exit_code = 14
     code = "install-broken"
     default_hint = "reinstall codemod with its dependencies: `pip install .` from its checkout"
+
+
+class NothingToProve(CodemodError):
+    exit_code = 15
+    code = "nothing-to-prove"
+    default_hint = "a proof needs a change to CUDA sources; `codemod status` shows what is applied"
 
 
 CATALOGUE: dict[str, type[CodemodError]] = {kind.code: kind for kind in CodemodError.__subclasses__()}

@@ -148,7 +148,7 @@ def verify_json(result, ctx) -> dict[str, Any]:
         return {"file": r.file, "line": r.line, "text": r.text, "guard": r.guard or None}
 
     return {
-        "ok": result.ok,
+        "ok": result.status == "verified",
         "method": result.method,
         "seconds": round(result.seconds, 3),
         "recipe": ctx.recipe or None,
