@@ -143,3 +143,14 @@ def test_every_module_of_flashinfer_0_6_3_passes_the_allow_list(real_unpacked, t
                 flags |= set(build.flags)
     assert built >= 80, "0.6.3's readable modules on four archs"
     assert {"--compiler-options=-fPIC", "-static-global-template-stub=false", "-gencode=arch=compute_120a,code=sm_120a"} <= flags
+
+
+def test_verify_build_run_from_a_folder_with_a_json_py_never_imports_it(cli, tree, tmp_path, monkeypatch):  # noqa: F811
+    from test_packages import hostile_folder
+
+    marker = tmp_path / "probe-marker"
+    monkeypatch.chdir(hostile_folder(tmp_path / "cwd", marker))
+    edit(tree / "flashinfer/jit/comm.py", "supported_major_versions=[9, 10]", "supported_major_versions=[9, 10, 12]")
+    result = cli("verify", "--build", "--repo", tree, *ARCHS)
+    assert not marker.exists(), f"the folder's modules ran: {marker.read_text()}"
+    assert result.exit_code == 1 and "FAIL pdl_demo" in result.stdout, result.output

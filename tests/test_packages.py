@@ -113,3 +113,13 @@ def test_the_tvm_ffi_probe_of_verify_build_never_imports_from_the_current_folder
         include, python_include = find_tvm_ffi(python)
         assert include.endswith("/include") and str(tmp_path / "tree") not in include + python_include
     assert not marker.exists(), f"the folder's modules ran: {marker.read_text()}"
+
+
+def test_run_dry_run_with_python_never_imports_from_the_current_folder(cli, tmp_path, monkeypatch):
+    site = fake_site(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    marker = tmp_path / "marker"
+    monkeypatch.chdir(hostile_folder(tmp_path / "tree", marker))
+    result = cli("run", "sm120-enable", "--package", "flashinfer", "--python", sys.executable, "--dry-run")
+    assert not marker.exists(), f"the folder's modules ran: {marker.read_text()}"
+    assert result.exit_code == 0 and "9.9.9" not in result.output, result.output
