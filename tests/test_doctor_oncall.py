@@ -280,3 +280,43 @@ def test_a_phase_rule_needs_its_phase(cli, tmp_path):
     bad.write_text("[[rule]]\nid = \"x\"\nclass = \"phase\"\npattern = 'a'\nexplanation = \"e\"\n")
     result = cli("doctor", HEALTHY, "--rules", bad)
     assert result.exit_code == 8 and "a phase rule needs `phase = NAME`" in result.stderr
+
+
+README_QUOTING_ERRORS = """\
+# Troubleshooting
+
+If the server dies during start-up with
+
+```
+Process group watchdog thread terminated with exception: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)
+Received sigquit from a child process. It usually means the child failed.
+```
+
+run `codemod doctor server.log`: it names the cause.
+"""
+
+
+def test_a_document_that_quotes_error_text_is_refused_not_judged(cli, tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(README_QUOTING_ERRORS)
+    result = cli("doctor", readme)
+    assert result.exit_code == 2 and result.stdout == "", result.output
+    assert "verdict" not in result.output
+    assert result.stderr.startswith(f"error[bad-usage]: {readme}: not an SGLang server log: it looks like text without SGLang's")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("[rank0]: Traceback (most recent call last):\n[rank0]:   File \"/x.py\", line 1, in <module>\n"
+                     "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n", id="torch-rank-prefix"),
+        pytest.param("Traceback (most recent call last):\n  File \"/x.py\", line 1, in <module>\n"
+                     "RuntimeError: CUDA error: an illegal memory access was encountered\n", id="crash-before-logging"),
+        pytest.param("Feb 03 10:00:00 host python[7]: [2026-02-03 10:00:00] Starting server\n", id="journald-prefix"),
+    ],
+)
+def test_server_output_without_leading_timestamps_is_still_read(cli, tmp_path, text):
+    log = tmp_path / "server.log"
+    log.write_text(text)
+    result = cli("doctor", log)
+    assert result.stdout.startswith("verdict: "), result.output

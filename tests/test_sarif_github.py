@@ -72,3 +72,25 @@ def test_github_rules_of_the_sarif_multitool_pass(cli, example_repo, tmp_path):
     proc = subprocess.run([tool, "validate", "--rule-kind", "Gh", "-o", str(tmp_path / "out.sarif"), str(log)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and ": error " not in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize(
+    "remote, shown",
+    [
+        pytest.param("https://user:p@ss@github.com/x/flashinfer.git", "https://github.com/x/flashinfer.git", id="at-in-password"),
+        pytest.param("https://gitlab.example.invalid/x.git?private_token=SECRET", "https://gitlab.example.invalid/x.git", id="query-token"),
+        pytest.param("https://oauth2:SECRET@gitlab.example.invalid/x.git#SECRET", "https://gitlab.example.invalid/x.git", id="fragment"),
+        pytest.param("https://u:a/b?c#SECRET@github.com/x.git", "https://github.com/x.git", id="slash-query-hash-in-password"),
+        pytest.param("user:SECRET@host.example.invalid:org/x.git", "host.example.invalid:org/x.git", id="scp-style"),
+        pytest.param("ssh://git:SECRET@host.example.invalid:2222/x.git", "ssh://host.example.invalid:2222/x.git", id="ssh"),
+        pytest.param("https://github.com/flashinfer-ai/flashinfer.git", "https://github.com/flashinfer-ai/flashinfer.git", id="plain-unchanged"),
+    ],
+)
+def test_provenance_never_shows_credentials_queries_or_fragments(cli, example_repo, remote, shown):
+    repo = example_repo("flashinfer")
+    git(repo, "remote", "add", "origin", remote)
+    result = cli("scan", "--repo", repo, "--arch", "sm_120", "--format", "sarif")
+    assert result.exit_code == 0, result.output
+    [vcs] = json.loads(result.stdout)["runs"][0]["versionControlProvenance"]
+    assert vcs["repositoryUri"] == shown
+    assert "SECRET" not in result.stdout and "p@ss" not in result.stdout

@@ -77,3 +77,28 @@ def test_verify_real_flashinfer(cli, real_unpacked, tmp_path):
     assert "cudaGridDependencySynchronize" in bodies and "cudaTriggerProgrammaticLaunchCompletion" in bodies
     print(f"verify on FlashInfer 0.6.3, 9 archs: {data['seconds']} s ({data['preprocessed']} nvcc runs)")
     assert paths["header"] in data["files"]
+
+
+def test_verify_of_a_change_without_cuda_files_says_there_was_nothing_to_prove(cli, example_repo):
+    import jsonschema
+
+    repo = example_repo("sglang")
+    assert cli("run", "sm120-enable", "--repo", repo).exit_code == 0
+    result = cli("verify", "--repo", repo)
+    assert result.exit_code == 15, result.output
+    assert "verified" not in result.stdout and "byte-identical" not in result.stdout
+    assert result.stdout.splitlines()[-1].startswith("nothing to prove: no CUDA file changed since the base")
+    data = json.loads(cli("verify", "--repo", repo, "--format", "json").stdout)
+    assert (data["status"], data["ok"], data["files"]) == ("nothing-to-prove", False, [])
+    jsonschema.validate(data, json.loads(cli("schema", "verify").stdout))
+
+
+def test_verify_build_of_sglang_says_what_is_true(cli, example_repo, tmp_path):
+    repo = example_repo("sglang")
+    result = cli("verify", "--build", "--repo", repo, "--arch", "sm_120")
+    assert result.exit_code == 15, result.output
+    assert "point --repo at a FlashInfer or SGLang" not in result.stderr
+    assert result.stderr.startswith(f"error[nothing-to-prove]: {repo}: SGLang has no CUDA kernels for verify --build to compile")
+    (tmp_path / "empty").mkdir()
+    elsewhere = cli("verify", "--build", "--repo", tmp_path / "empty", "--arch", "sm_120")
+    assert elsewhere.exit_code == 6, "a folder that is no project at all is still not recognised"

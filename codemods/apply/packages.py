@@ -8,7 +8,9 @@ resolved with importlib.metadata, in this interpreter or in the one given by
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from importlib import metadata
 from pathlib import Path
 
@@ -20,8 +22,28 @@ DISTRIBUTIONS = {
     "sglang": ("sglang",),
 }
 
+# `-I` keeps the folder codemod runs in (an inspected tree, perhaps) off sys.path, so its json.py or
+# *.dist-info cannot answer; it also drops PYTHONPATH and the user site, which are the user's and put back.
+_ISOLATED = """
+import os, site, sys
+sys.path[:0] = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if os.path.isabs(p)]
+if sys.prefix == sys.base_prefix and os.path.isdir(site.getusersitepackages()):
+    site.addsitedir(site.getusersitepackages())
+"""
+
+
+def probe(python: str, code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run `code` in `python` in isolated mode (`-I`), with the user's PYTHONPATH and user site, nothing from the current folder.
+
+    Raises OSError or subprocess.TimeoutExpired when it cannot be run.
+    """
+    return subprocess.run(
+        [python, "-I", "-c", _ISOLATED + code, *args], capture_output=True, text=True, errors="replace", timeout=60
+    )
+
+
 _PROBE = """
-import json, sys
+import json
 from importlib import metadata
 for name in sys.argv[1:]:
     try:
@@ -54,18 +76,16 @@ def locate(name: str, python: str | None = None) -> tuple[Path, str, str]:
     """(site-packages folder, distribution name, version) of the installed package `name`."""
     dists = distributions_for(name)
     if python is None:
+        here = os.path.realpath(os.getcwd())
+        path = [p for p in sys.path if p and os.path.realpath(p) != here]  # `python -m codemods` puts the current folder first
         for dist_name in dists:
-            try:
-                dist = metadata.distribution(dist_name)
-            except metadata.PackageNotFoundError:
-                continue
-            return Path(str(dist.locate_file(""))).resolve(), dist_name, dist.version
+            dist = next(iter(metadata.distributions(name=dist_name, path=path)), None)
+            if dist is not None:
+                return Path(str(dist.locate_file(""))).resolve(), dist_name, dist.version
         where = "this interpreter"
     else:
         try:
-            proc = subprocess.run(
-                [python, "-c", _PROBE, *dists], capture_output=True, text=True, errors="replace", timeout=60
-            )
+            proc = probe(python, _PROBE, *dists)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise errors.RepoState(f"cannot run {python}: {exc}", where="--python", hint=_PYTHON_HINT) from None
         if proc.returncode != 0:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codemods.core import errors
+from codemods.core import errors, remote_url
 from codemods.core.lazy import LazyModule
 from codemods.apply import journal
 from codemods.apply.trailers import (  # noqa: F401  (the names callers import from here)
@@ -578,7 +577,7 @@ def provenance(path: Path) -> dict | None:
         remote = next(iter(found.remotes), None)
         if remote is not None:
             url = next(iter(remote.urls), "")
-            info["remote"] = re.sub(r"//[^/@]+@", "//", url)  # never print credentials
+            info["remote"] = remote_url.public(url)  # never print credentials
         return info
     except (errors.CodemodError, git.GitError, OSError, ValueError):
         return None

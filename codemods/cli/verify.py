@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from codemods.core import errors
 from codemods.core.lazy import LazyModule
 from codemods.cli.common import PYTHON_HELP, Format, arch as parse_arch, err, out, out_lines, progress_bar, universe as parse_universe
 
@@ -35,13 +36,15 @@ def verify(
 
     Exit 0 only when verified: non-target archs identical, targets gained exactly the planned regions, no JIT
     module half-patched. Exit 1 when an arch FAILs, or when an arch is unknown because a guard deciding the
-    change reads a macro of a missing third-party header (JSON `status`: verified, unknown or failed).
+    change reads a macro of a missing third-party header; exit 15 when there is nothing to prove (no CUDA
+    file changed since the base). JSON `status`: verified, nothing-to-prove, unknown or failed.
 
     With --build: compile the changed JIT modules to PTX with FlashInfer's own flags, base and work tree,
     per arch. Exit 0 when no kernel compiles empty on the target that has a body on a compared arch, the
     instructions the widened guards promise are there, and every compared arch's PTX equals the base's;
     exit 1 when not; 11 when nvcc or headers are missing, 12 on a compile error, 13 when FlashInfer's
-    JIT code cannot be read for the flags.
+    JIT code cannot be read for the flags or sets one codemod refuses to pass to nvcc, 15 on a tree
+    without JIT modules (SGLang: nothing to prove).
 
     Examples:
 
@@ -69,6 +72,8 @@ def verify(
         out_lines(text.verify_lines(result, ctx))
     for note in text.verify_notes(result, ctx):
         err.print(note)
+    if result.status == "nothing-to-prove":
+        raise typer.Exit(errors.NothingToProve.exit_code)
     if not result.ok:
         raise typer.Exit(1)
 

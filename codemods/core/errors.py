@@ -18,8 +18,10 @@ Exit codes (stable, documented in docs/exit-codes.md):
  10  another codemod holds this repository's lock
  11  verify --build: a tool or header the build needs is missing (nvcc, TVM-FFI, CUTLASS, spdlog)
  12  verify --build: nvcc rejected a source (the first compiler error, with its file and line)
- 13  verify --build: FlashInfer's JIT code could not be read for the nvcc flags
+ 13  verify --build: FlashInfer's JIT code could not be read for the nvcc flags, or gives nvcc a flag
+     codemod refuses to pass (one that could run a program the tree chose: -ccbin, @file, ...)
  14  codemod's installation lacks a part it needs (ripgrep, which scan finds files with)
+ 15  verify: nothing to prove (no CUDA file changed since the base; --build on a tree without JIT modules)
 """
 
 from __future__ import annotations
@@ -121,6 +123,12 @@ class JitUnreadable(CodemodError):
     default_hint = "the JIT code does something codemod does not evaluate; please report it with the FlashInfer version"
 
 
+class FlagRefused(CodemodError):
+    exit_code = 13
+    code = "flag-refused"
+    default_hint = "the tree's JIT code sets an nvcc flag FlashInfer's own JIT does not use: check it before building this tree"
+
+
 class UnknownRecipe(CodemodError):
     exit_code = 8
     code = "unknown-recipe"
@@ -131,6 +139,12 @@ class InstallBroken(CodemodError):
     exit_code = 14
     code = "install-broken"
     default_hint = "reinstall codemod with its dependencies: `pip install .` from its checkout"
+
+
+class NothingToProve(CodemodError):
+    exit_code = 15
+    code = "nothing-to-prove"
+    default_hint = "a proof needs a change to CUDA sources; `codemod status` shows what is applied"
 
 
 CATALOGUE: dict[str, type[CodemodError]] = {kind.code: kind for kind in CodemodError.__subclasses__()}

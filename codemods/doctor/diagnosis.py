@@ -2,7 +2,8 @@
 
 A fatal line is placed in time and phase by the log's own timestamps (the last
 "[YYYY-MM-DD HH:MM:SS" seen). A file none of whose lines has SGLang's
-timestamp or matches a rule is refused (not a server log).
+timestamp (or another mark only a server's output has) is refused: not a
+server log, even when it quotes the messages the rules match (a README).
 
 The verdict: *ready* when the ready line was seen and no fatal line came after
 the last one; *crashed* when a fatal line came after it, or before it with no
@@ -40,6 +41,11 @@ MAX_TACTICS = 256
 MAX_SOURCES = 64  # ranks kept apart per metric; more go to "(other)"
 
 _TRACEBACK = "Traceback (most recent call last):"
+# A line only a server's output has, besides a leading timestamp: one after a prefix (journald, a pipe),
+# torch's "[rank3]:", or a Python process's own traceback (a crash before logging started).
+_LOG_SHAPED = re.compile(
+    r"\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d|^(?:\([^)]*\)\s*)?\[rank\d+\]:|^(?:\[rank\d+\]:\s*)?Traceback \(most recent call last\):"
+)
 _CHAINED = (
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",
@@ -130,6 +136,8 @@ class Diagnosis:
             self.time = stamp.replace("T", " ")
             self.first_time = self.first_time or self.time
             self.recognised += 1
+        elif not self.recognised and _LOG_SHAPED.search(line):
+            self.recognised += 1
         if self.after:
             for fatal, _ in self.after:
                 fatal.context.append(line)
@@ -143,8 +151,6 @@ class Diagnosis:
         found = self._classify(line)
         if found is not None:
             rule, match = found
-            if not stamp:
-                self.recognised += 1
             self._apply(rule, match, line, events)
         self.recent.append(line)
         return events

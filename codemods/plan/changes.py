@@ -15,7 +15,7 @@ from codemods.recipes.model import Change, ProjectTree, Recipe
 @dataclass
 class GateChange:
     gate: Gate
-    outcome: str  # changed / unchanged / failed
+    outcome: str  # changed / unchanged / failed / skipped (cannot tell whether it has the change's shape)
     after_text: str = ""
     admits_after: ArchSet | None = None
     reason: str = ""

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from codemods.jit import kernel_paths
 from codemods.core.arch import Arch
+from codemods.cpp.lexer import one_line
 from codemods.gates import CannotWiden, Edit, Gate, SourceError, TooDeep, _predicates, apply_edits
 from codemods.gates._python_ast import defines
 from codemods.gates.base import GateKind, Where
@@ -60,13 +61,18 @@ def plan_change(
         pc.outcome, pc.reason = "failed", f"{pc.file}: {exc}"
         pc.too_deep = isinstance(exc, TooDeep)
         return
+    undecided = [g for g in found if _undecided(g, change)]
     found = [g for g in found if all(g.admits.admits(a) for a in change.admits)]
+    skipped = [_skipped(g, change, source, targets, universe, where, widen) for g in undecided]
     if not found:
         pc.outcome, pc.reason = "failed", f"{_describe(change, pc.selector)} not found in {pc.file}"
+        if skipped:
+            pc.reason += "; " + "; ".join(f"skipped line {g.gate.line}: {g.reason}" for g in skipped)
         pc.missed = True
         return
     edits: list[Edit] = []
     symbol_missing = False
+    pc.gates += skipped
     for gate in found:
         if all(gate.admits.admits(a) for a in targets):
             pc.gates.append(GateChange(gate, "unchanged", gate.text, gate.admits, "already admits " + ", ".join(a.name for a in targets)))
@@ -212,6 +218,26 @@ def _shifts(edits: list[Edit]) -> tuple[list[Edit], list[int], list[int]]:
     for e in ordered:
         deltas.append(deltas[-1] + len(e.text) - (e.end - e.start))
     return ordered, [e.end for e in ordered], deltas
+
+
+def _undecided(gate: Gate, change: Change) -> bool:
+    """Whether codemod cannot tell if the gate has the change's shape: unknown on an arch the shape needs, excluding none."""
+    answers = [gate.admits.admits(a) for a in change.admits]
+    return None in answers and False not in answers
+
+
+def _skipped(gate: Gate, change: Change, source: bytes, targets, universe, where: Where, widen) -> GateChange:
+    """A gate left alone because it cannot be evaluated (too deeply nested, an unknown macro), and why."""
+    unknown = ", ".join(a.name for a in change.admits if gate.admits.admits(a) is None)
+    why = "it cannot be evaluated"
+    try:
+        widen(source, gate, targets, universe, where)
+    except (CannotWiden, SourceError) as exc:
+        why = str(exc).removeprefix(f"line {gate.line}: ")
+        if len(gate.text) > 80:
+            why = why.replace(one_line(gate.text), one_line(gate.text)[:60] + " ...")
+    reason = f"cannot tell whether it admits {unknown} (the change's shape), so it is left as it is: {why}"
+    return GateChange(gate, "skipped", reason=reason)
 
 
 def _describe(change: Change, selector: dict | None = None) -> str:

@@ -67,7 +67,15 @@ def prove(
 
     started = time.monotonic()
     path = Path(path)
-    target = recipes.detect(path.resolve(), ["flashinfer"])
+    try:
+        target = recipes.detect(path.resolve(), ["flashinfer"])
+    except errors.UnknownProject:
+        other = recipes.detect(path.resolve())  # not a known project either: its UnknownProject is the answer
+        raise errors.NothingToProve(
+            f"{other.project.title} has no CUDA kernels for verify --build to compile (it builds FlashInfer's JIT modules)",
+            where=str(path),
+            hint="`codemod verify` without --build checks this tree's changes; run verify --build on the FlashInfer tree",
+        ) from None
     repo = Workspace(path).repo
     records = [r for r in repo.applied() if recipe_id in (None, r.recipe)] if repo is not None else []
     base_sha, label, recipe_name = None, "none (no codemod record: the work tree alone)", recipe_id or ""

@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from codemods.apply import packages
 from codemods.apply.files import write_atomic
 from codemods.core import distribution, errors
 from codemods.core.arch import Arch
@@ -59,7 +60,7 @@ def nvcc_release(nvcc: str) -> str:
 
 
 _TVM_PROBE = """
-import importlib.util, json, sys, sysconfig
+import importlib.util, json, sysconfig
 spec = importlib.util.find_spec("tvm_ffi")
 folder = list(spec.submodule_search_locations or []) if spec else []
 print(json.dumps({"tvm_ffi": folder[0] if folder else None, "include": sysconfig.get_path("include")}))
@@ -69,7 +70,7 @@ print(json.dumps({"tvm_ffi": folder[0] if folder else None, "include": sysconfig
 def find_tvm_ffi(python: str | None) -> tuple[str, str]:
     """(TVM-FFI's include folder, the Python include folder) of this interpreter or of `python`, without importing tvm_ffi."""
     try:
-        proc = subprocess.run([python or sys.executable, "-c", _TVM_PROBE], capture_output=True, text=True, timeout=60)
+        proc = packages.probe(python or sys.executable, _TVM_PROBE)
         found = json.loads(proc.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         raise errors.RepoState(f"cannot run {python}", where="--python", hint="pass the python of the environment that runs your server") from None

@@ -16,6 +16,7 @@ from pathlib import Path
 from codemods.core import errors
 from codemods.core.arch import Arch
 from codemods.jit import flags as jit_flags
+from codemods.prove import trusted_flags
 from codemods.jit.values import NotBuilt, Unreadable
 
 @dataclass
@@ -44,13 +45,21 @@ def data_links(build_backend: str) -> dict[str, str]:
 
 
 def module_flags(side: Side, spec_file: str, function: str, arch: Arch, machine: jit_flags.Machine) -> jit_flags.ModuleBuild | str:
-    """FlashInfer's flags for the module on this side, or the JIT's reason for not building it."""
+    """FlashInfer's flags for the module on this side, or the JIT's reason for not building it.
+
+    Raises FlagRefused when the tree's code gives nvcc a flag or source
+    outside codemods.prove.trusted_flags' allow-list.
+    """
+    code: dict[str, str] = {}
 
     def read(path: str) -> str | None:
         try:
-            return Path(path).read_text(encoding="utf-8", errors="replace")
+            text = Path(path).read_text(encoding="utf-8", errors="replace")
         except OSError:
             return None
+        if path.endswith(".py"):
+            code[path] = text
+        return text
 
     try:
         build = jit_flags.module_build(read, str(side.package), str(side.package / spec_file), function, (arch.major, arch.minor), machine)
@@ -68,6 +77,12 @@ def module_flags(side: Side, spec_file: str, function: str, arch: Arch, machine:
             return text
 
         build = jit_flags.ModuleBuild(build.module, tuple(place(s) for s in build.sources), tuple(place(f) for f in build.flags))
+    roots = (machine.cuda_home, machine.tvm_ffi_include, machine.python_include)
+    refused = trusted_flags.refusal(
+        build.flags, build.sources, str(side.root), roots, code, lambda path: os.path.relpath(path, side.root), f"{side.name} tree"
+    )
+    if refused is not None:
+        raise refused
     return build
 
 

@@ -76,12 +76,14 @@ class VerifyReport:
     preprocessed: int = 0  # nvcc runs made
     cached: int = 0  # base outputs taken from the cache
     stand_ins: list[str] = field(default_factory=list)  # headers preprocessed as empty files, e.g. spdlog/spdlog.h
+    nothing_to_prove: bool = False  # no CUDA file changed since the base (nor made as a recipe's intended change)
 
     @property
     def status(self) -> str:
-        """verified, unknown (nothing failed, some arch depends on stood-in headers) or failed."""
+        """verified, nothing-to-prove (no CUDA file to compare, nothing failed), unknown (nothing failed, some arch
+        depends on stood-in headers) or failed."""
         if self.ok:
-            return "verified"
+            return "nothing-to-prove" if self.nothing_to_prove else "verified"
         return "unknown" if all(r.verdict in ("ok", "unknown") for r in self.results) else "failed"
 
 

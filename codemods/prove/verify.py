@@ -133,6 +133,7 @@ def verify_repo(
         extra_includes=tuple(headers.folders), stand_ins=bool(headers.missing),
         half_patched=tuple(replace(k, file=prefix + k.file, spec=prefix + k.spec) for k in kernels),
     )
+    report.nothing_to_prove = not changed and not intended
     return report, VerifyContext(repo, recipe_name, base_sha, targets, expected, headers, intended)
 
 

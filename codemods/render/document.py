@@ -59,7 +59,7 @@ def gate_rows(plan: Plan, changes: list[PlannedChange] | None = None) -> list[di
                     "gate_kind": gc.gate.kind,
                     "outcome": gc.outcome,
                     "before": gc.gate.text,
-                    "after": gc.after_text if gc.outcome != "failed" else None,
+                    "after": gc.after_text if gc.outcome in ("changed", "unchanged") else None,
                     "admits_before": gc.gate.admits.names(),
                     "admits_after": gc.admits_after.names() if gc.admits_after else None,
                     "unknown": sorted(
@@ -148,7 +148,7 @@ def verify_json(result, ctx) -> dict[str, Any]:
         return {"file": r.file, "line": r.line, "text": r.text, "guard": r.guard or None}
 
     return {
-        "ok": result.ok,
+        "ok": result.status == "verified",
         "method": result.method,
         "seconds": round(result.seconds, 3),
         "recipe": ctx.recipe or None,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from codemods.audit import classify
 from codemods.audit.records import ScanResult, one_line
-from codemods.core import distribution
+from codemods.core import distribution, remote_url
 
 RULES = {
     "gate-excludes-arch": (
@@ -163,7 +163,8 @@ def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
         },
     }
     if provenance and provenance.get("revision"):
-        vcs = {"repositoryUri": provenance.get("remote") or top.as_uri(), "revisionId": provenance["revision"],
+        remote = provenance.get("remote")
+        vcs = {"repositoryUri": remote_url.public(remote) if remote else top.as_uri(), "revisionId": provenance["revision"],
                "mappedTo": {"uriBaseId": "SRCROOT"}}
         if provenance.get("branch"):
             vcs["branch"] = provenance["branch"]

@@ -230,6 +230,12 @@ def verify_lines(result, ctx) -> list[str]:
             f"  intended host-side change ({change_id}), on every arch: {file}:{','.join(map(str, at))}; "
             "the base is compared with it made"
         )
+    if result.status == "nothing-to-prove":
+        lines.append(
+            "nothing to prove: no CUDA file changed since the base, so no arch was compared "
+            "(the preprocessor proof compares CUDA sources; the change is elsewhere)"
+        )
+        return lines
     for r in result.results:
         verdict = {"ok": "ok  ", "FAIL": "FAIL", "unknown": "unknown"}[r.verdict]
         head = f"{verdict} {r.arch:<8} {r.status}"
