@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codemods.core import errors
+from codemods.core.commands import shell
 from codemods.core.lazy import LazyModule
 from codemods.apply import journal
 from codemods.apply.trailers import (  # noqa: F401  (the names callers import from here)
-    TRAILER_BASE, TRAILER_CHANGE, TRAILER_FORCED, TRAILER_RECIPE, Applied, CodemodCommit, trailers,
+    TRAILER_BASE, TRAILER_CHANGE, TRAILER_FORCED, TRAILER_RECIPE, Applied, CodemodCommit, FileChange, read_branch, trailers,
+    TRAILER_REVERTS,
 )
 
 if TYPE_CHECKING:
@@ -293,28 +295,46 @@ class Repo:
         return found
 
     def _read_branch(self, name: str) -> Applied | None:
-        commits: list[CodemodCommit] = []
-        foreign: list[tuple[str, str]] = []
-        record: Applied | None = None
-        for commit in self.git_repo.iter_commits(name, max_count=200, first_parent=True):
-            t = trailers(_text(commit.message))
-            if TRAILER_RECIPE in t:
-                base = t.get(TRAILER_BASE, "")
-                ref, _, sha = base.rpartition("@") if "@" in base else ("", "", base)
-                commits.append(CodemodCommit(commit.hexsha, _text(commit.summary), t.get(TRAILER_CHANGE, ""), t[TRAILER_RECIPE], base))
-                if record is None:
-                    record = Applied(t[TRAILER_RECIPE], name, ref, sha)
-                if commit.parents and commit.parents[0].hexsha == sha:
-                    break
-            elif record is None:
-                foreign.append((commit.hexsha, _text(commit.summary)))
-            else:
-                break
-        if record is None:
+        log = (
+            (c.hexsha, _text(c.summary), _text(c.message), [p.hexsha for p in c.parents])
+            for c in self.git_repo.iter_commits(name, max_count=200, first_parent=True)
+        )
+        return read_branch(name, log)
+
+    def commit_files(self, sha: str) -> tuple[int, frozenset[FileChange]]:
+        """How many parents commit `sha` has, and the files it changes against its first parent (blobs, no renames)."""
+        parents = self.git_repo.commit(sha).parents
+        if not parents:
+            return 0, frozenset()
+        out = self._git("diff_tree", "-r", "-z", "--no-renames", "--no-commit-id", parents[0].hexsha, sha)
+        fields = out.split("\0")
+        found = set()
+        for head, path in zip(fields[0::2], fields[1::2]):
+            old_mode, new_mode, before, after, _ = head.lstrip(":").split(" ")
+            found.add(FileChange(path, before, after if old_mode in (new_mode, "000000") else f"{after}:{new_mode}"))
+        return len(parents), frozenset(found)
+
+    def file_change(self, rel: str, content_path: Path) -> FileChange:
+        """What committing the bytes at content_path as rel will record against HEAD (git's own blob names)."""
+        try:
+            before = self.g.rev_parse(f"HEAD:{rel}")
+        except git.GitCommandError:
+            before = ""
+        after = self._git("hash_object", "--path", rel, "--", str(content_path))
+        return FileChange(rel, before or "0" * len(after), after)
+
+    def branch_created_at(self, name: str) -> str | None:
+        """The commit branch `name` was created at, from its reflog; None when the reflog no longer says."""
+        try:
+            out = self.g.reflog("show", "--format=%H%x09%gs", f"refs/heads/{name}", "--")
+        except git.GitCommandError:
             return None
-        record.commits = list(reversed(commits))
-        record.foreign = foreign
-        return record
+        oldest = out.strip().splitlines()[-1:] if out.strip() else []
+        for line in oldest:
+            sha, _, subject = line.partition("\t")
+            if subject.startswith("branch: Created from"):
+                return sha
+        return None
 
     def changed_files(self, base: str, tip: str) -> list[str]:
         out = self.g.diff("--name-only", "-z", base, tip)
@@ -413,21 +433,41 @@ class Repo:
     def delete_branch(self, name: str) -> None:
         self._git("branch", "-D", name)
 
-    def revert_commits(self, shas: list[str]) -> None:
-        """git revert each sha, newest first, with the default messages; all or none.
+    def revert_commits(self, commits: list[CodemodCommit]) -> list[str]:
+        """Undo each codemod commit, newest first, with one revert commit each; all or none. Returns the new shas.
 
-        When a revert conflicts with a later commit, git's revert is aborted and
-        HEAD goes back to where it was (`reset --keep` keeps unrelated edits),
-        then the conflict is refused naming the commit and the files.
+        Each revert undoes only what codemod recorded: a file that someone
+        else's amend added to a codemod commit keeps its bytes. The revert
+        commits carry `Codemod-Reverts: <sha>`, so status knows them as codemod's.
+        When a revert conflicts with a later commit, HEAD goes back to where it
+        was (`reset --keep` keeps unrelated edits) and the conflict is refused
+        naming the commit and the files.
         """
         env = self._identity_env()
         start = self.git_repo.head.commit.hexsha
-        for sha in reversed(shas):
+        made = []
+        for commit in reversed(commits):
             try:
-                self.g.revert("--no-edit", sha, env=env or None)
+                self.g.revert("--no-commit", commit.sha, env=env or None)
+                _, actual = self.commit_files(commit.sha)
+                recorded = {f.path for f in commit.files} if commit.files is not None else {f.path for f in actual}
+                for path in sorted({f.path for f in actual} - recorded):
+                    if self.show("HEAD", path) is None:
+                        self.g.rm("-q", "-f", "--", path)
+                    else:
+                        self.g.checkout("HEAD", "--", path)
+                message_file = self.state_dir / "COMMIT_MSG"
+                message_file.parent.mkdir(parents=True, exist_ok=True)
+                message_file.write_text(
+                    f'Revert "{commit.subject}"\n\nThis reverts commit {commit.sha}.\n\n{TRAILER_REVERTS}: {commit.sha}\n',
+                    encoding="utf-8",
+                )
+                self.g.commit("--no-verify", "-q", "--allow-empty", "-F", str(message_file), env=env or None)
+                message_file.unlink()
+                made.append(self.git_repo.head.commit.hexsha)
             except git.GitCommandError as exc:
                 conflicted = [p for p in self.g.diff("--name-only", "--diff-filter=U").splitlines() if p]
-                for undo in (("revert", "--abort"), ("reset", "-q", "--keep", start)):
+                for undo in (("revert", "--abort"), ("reset", "-q", "--merge", start), ("reset", "-q", "--keep", start)):
                     try:
                         getattr(self.g, undo[0])(*undo[1:])
                     except git.GitCommandError:
@@ -435,12 +475,13 @@ class Repo:
                 if not conflicted:
                     raise _git_failure("revert", exc, self.root) from None
                 raise errors.RevertRefused(
-                    f"undoing codemod's commit {sha[:10]} conflicts with a later commit in {', '.join(conflicted)}; "
+                    f"undoing codemod's commit {commit.sha[:10]} conflicts with a later commit in {', '.join(conflicted)}; "
                     "nothing was reverted",
                     where=str(self.root),
-                    hint=f"revert it by hand (git revert {sha[:10]}) and resolve the conflict, "
+                    hint=f"revert it by hand ({shell('git', 'revert', commit.sha[:10])}) and resolve the conflict, "
                     "or move your commits off the codemod branch and revert without --keep-commits",
                 ) from None
+        return made
 
 
 class ShadowRepo(Repo):

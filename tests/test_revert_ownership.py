@@ -1,0 +1,193 @@
+"""revert removes only what it can prove is codemod's (issue 37), and status says what --keep-commits did (issue 32).
+
+Each attack is played with real git on a real repository: the user's work must
+survive the refused revert, and `revert --keep-commits` must still undo
+codemod's changes without deleting any branch.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import IDENTITY, git, tree_digest
+
+COMM = "flashinfer/jit/comm.py"
+HEADER = "include/flashinfer/comm/trtllm_allreduce.cuh"
+BRANCH = "codemod/sm120-enable"
+
+
+def applied(cli, example_repo):
+    repo = example_repo("flashinfer")
+    pristine = tree_digest(repo)
+    result = cli("run", "sm120-enable", "--repo", repo)
+    assert result.exit_code == 0, result.output
+    return repo, pristine
+
+
+def branches(repo) -> list[str]:
+    return git(repo, "branch", "--format=%(refname:short)").split()
+
+
+def codemod_files_are_back(repo, pristine) -> None:
+    digest = tree_digest(repo)
+    assert digest[COMM] == pristine[COMM] and digest[HEADER] == pristine[HEADER]
+
+
+def test_normal_revert_deletes_the_branch_and_every_byte_is_back(cli, example_repo):
+    repo, pristine = applied(cli, example_repo)
+    message = git(repo, "log", "-1", "--format=%B", BRANCH)
+    assert f"Codemod-Branch: {BRANCH}" in message and f"Codemod-File: " in message and HEADER in message
+    back = cli("revert", "sm120-enable", "--repo", repo)
+    assert back.exit_code == 0, back.output
+    assert branches(repo) == ["main"] and tree_digest(repo) == pristine
+
+
+def test_amended_commit_is_refused_and_keep_commits_keeps_the_amend(cli, example_repo):
+    repo, pristine = applied(cli, example_repo)
+    init = repo / "flashinfer" / "_build_meta.py"
+    init.write_bytes(init.read_bytes() + b"MY_TUNING = 1\n")
+    git(repo, "commit", "-qa", "--amend", "--no-edit")
+    amended = git(repo, "rev-parse", "HEAD").strip()
+    refused = cli("revert", "sm120-enable", "--repo", repo)
+    assert refused.exit_code == 7, refused.output
+    assert amended[:10] in refused.stderr and "flashinfer/_build_meta.py" in refused.stderr
+    assert "codemod revert sm120-enable --keep-commits --repo" in refused.stderr
+    assert BRANCH in branches(repo) and b"MY_TUNING = 1\n" in init.read_bytes()
+    assert git(repo, "rev-parse", "HEAD").strip() == amended
+
+    kept = cli("revert", "sm120-enable", "--repo", repo, "--keep-commits")
+    assert kept.exit_code == 0, kept.output
+    assert BRANCH in branches(repo)
+    codemod_files_are_back(repo, pristine)
+    assert init.read_bytes().endswith(b"MY_TUNING = 1\n"), "the user's amended line stays in the tree"
+    assert git(repo, "merge-base", "--is-ancestor", amended, "HEAD") == ""
+
+
+def _reorder_editor(tmp_path):
+    """A GIT_SEQUENCE_EDITOR that moves the last pick line (the user's commit) to the top of the todo list."""
+    script = tmp_path / "reorder.py"
+    script.write_text(
+        "import sys\n"
+        "path = sys.argv[1]\n"
+        "lines = open(path).read().splitlines(True)\n"
+        "picks = [l for l in lines if l.startswith('pick ')]\n"
+        "rest = [l for l in lines if not l.startswith('pick ')]\n"
+        "open(path, 'w').write(''.join([picks[-1]] + picks[:-1] + rest))\n"
+    )
+    return f"{sys.executable} {script}"
+
+
+def test_user_commit_moved_below_codemods_is_refused_and_kept(cli, example_repo, tmp_path):
+    repo, pristine = applied(cli, example_repo)
+    (repo / "mywork.txt").write_text("my work\n")
+    git(repo, "add", "mywork.txt")
+    git(repo, "commit", "-qm", "my work")
+    env = {**os.environ, **IDENTITY, "GIT_SEQUENCE_EDITOR": _reorder_editor(tmp_path)}
+    subprocess.run(["git", "rebase", "-q", "-i", "main"], cwd=repo, env=env, check=True, capture_output=True)
+    subjects = git(repo, "log", "--format=%s", "main..HEAD").splitlines()
+    assert subjects[-1] == "my work", "the user's commit now sits right on main, under codemod's"
+    mine = git(repo, "rev-parse", "HEAD~2").strip()
+
+    refused = cli("revert", "sm120-enable", "--repo", repo)
+    assert refused.exit_code == 7, refused.output
+    assert mine[:10] in refused.stderr and "'my work'" in refused.stderr and "--keep-commits" in refused.stderr
+    assert BRANCH in branches(repo) and (repo / "mywork.txt").read_text() == "my work\n"
+    status = cli("status", "--repo", repo)
+    assert "(not codemod: under its commits)" in status.stdout and "my work" in status.stdout
+
+    kept = cli("revert", "sm120-enable", "--repo", repo, "--keep-commits")
+    assert kept.exit_code == 0, kept.output
+    codemod_files_are_back(repo, pristine)
+    assert (repo / "mywork.txt").read_text() == "my work\n"
+    assert git(repo, "merge-base", "--is-ancestor", mine, "HEAD") == ""
+
+
+@pytest.mark.parametrize("on", ["feature", "main"])
+def test_codemods_commits_on_users_branches_are_never_deleted(cli, example_repo, on):
+    """main fast-forwarded to codemod's branch, that branch deleted, `feature` made: neither is codemod's to delete."""
+    repo, pristine = applied(cli, example_repo)
+    tip = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--ff-only", BRANCH)
+    git(repo, "branch", "-D", BRANCH)
+    git(repo, "checkout", "-q", "-b", "feature")
+    git(repo, "checkout", "-q", on)
+
+    refused = cli("revert", "sm120-enable", "--repo", repo)
+    assert refused.exit_code == 7, refused.output
+    assert f"branch {on} is not the branch codemod made ({BRANCH})" in refused.stderr
+    assert "--keep-commits" in refused.stderr
+    dry = cli("revert", "sm120-enable", "--repo", repo, "--dry-run")
+    assert dry.exit_code == 7 and "delete branch" not in dry.output
+    assert branches(repo) == ["feature", "main"]
+    assert git(repo, "rev-parse", "main", "feature").split() == [tip, tip]
+    assert f"(codemod made it on {BRANCH}, not on {on})" in cli("status", "--repo", repo).stdout
+
+    kept = cli("revert", "sm120-enable", "--repo", repo, "--keep-commits")
+    assert kept.exit_code == 0, kept.output
+    assert branches(repo) == ["feature", "main"] and git(repo, "branch", "--show-current").strip() == on
+    other = "main" if on == "feature" else "feature"
+    assert git(repo, "rev-parse", other).strip() == tip, "the other branch is not touched"
+    codemod_files_are_back(repo, pristine)
+
+
+def test_branch_deleted_and_made_again_is_not_codemods(cli, example_repo):
+    repo, _ = applied(cli, example_repo)
+    tip = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-q", "main")
+    git(repo, "branch", "-D", BRANCH)
+    git(repo, "branch", BRANCH, tip)
+    refused = cli("revert", "sm120-enable", "--repo", repo)
+    assert refused.exit_code == 7 and "not the branch codemod made" in refused.stderr
+    assert BRANCH in branches(repo)
+
+
+def test_branch_of_an_older_codemod_is_refused_with_the_way_out(cli, example_repo):
+    """Commits without Codemod-Branch/Codemod-File trailers cannot be proven; --keep-commits still works."""
+    repo = example_repo("flashinfer")
+    pristine = tree_digest(repo)
+    base = git(repo, "rev-parse", "main").strip()
+    git(repo, "checkout", "-q", "-b", BRANCH)
+    comm = repo / COMM
+    comm.write_text(comm.read_text().replace("supported_major_versions=[9, 10]", "supported_major_versions=[9, 10, 12]", 1))
+    git(repo, "commit", "-qam", "codemod(sm120-enable): widen\n\nCodemod-Recipe: sm120-enable\n"
+        f"Codemod-Change: flashinfer.trtllm-comm-jit\nCodemod-Base: main@{base}")
+    refused = cli("revert", "sm120-enable", "--repo", repo)
+    assert refused.exit_code == 7 and "older codemod" in refused.stderr and "--keep-commits" in refused.stderr
+    assert BRANCH in branches(repo)
+    kept = cli("revert", "sm120-enable", "--repo", repo, "--keep-commits")
+    assert kept.exit_code == 0, kept.output
+    assert tree_digest(repo) == pristine
+
+
+def test_status_and_run_after_keep_commits_say_one_true_thing(cli, example_repo):
+    repo, pristine = applied(cli, example_repo)
+    kept = cli("revert", "sm120-enable", "--repo", repo, "--keep-commits")
+    assert kept.exit_code == 0, kept.output
+    assert tree_digest(repo) == pristine
+
+    status = cli("status", "--repo", repo)
+    assert status.stdout.startswith(f"sm120-enable: reverted (commits kept) in {repo} on {BRANCH}"), status.stdout
+    assert "your commit on top" not in status.stdout and status.stdout.count("(codemod revert)") == 2
+    data = cli("status", "--repo", repo, "--format", "json").stdout
+    assert '"state": "reverted"' in data and '"commits_on_top": []' in data
+
+    for dry in (["--dry-run"], []):
+        again = cli("run", "sm120-enable", "--repo", repo, *dry)
+        said = again.stderr
+        assert "already applied" not in said and "HEAD is on" not in said, said
+        assert "was reverted on codemod/sm120-enable with its commits kept" in said
+        assert f"codemod run sm120-enable --branch {BRANCH}-2 --repo {repo}" in said
+    assert cli("run", "sm120-enable", "--repo", repo).exit_code == 5
+    fresh = cli("run", "sm120-enable", "--branch", f"{BRANCH}-2", "--repo", repo)
+    assert fresh.exit_code == 0, fresh.output
+    assert "sm120-enable: applied" in cli("status", "--repo", repo).stdout
+    assert cli("revert", "sm120-enable", "--repo", repo).exit_code == 0
+    assert tree_digest(repo) == pristine
+
+    not_again = cli("revert", "sm120-enable", "--repo", repo)
+    assert not_again.exit_code == 7 and "already reverted with --keep-commits" in not_again.stderr
