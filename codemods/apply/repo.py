@@ -253,7 +253,7 @@ class Repo:
                 f"{locks[0]} exists: another git process seems to be running in this repository",
                 where=str(self.root),
                 hint="wait for it to finish; if no git process is running (one crashed earlier), "
-                f"remove the file (rm '{locks[0]}'), then run again",
+                f"remove the file ({shell('rm', str(locks[0]))}), then run again",
             )
 
     def rel(self, path: Path) -> str:
@@ -529,7 +529,8 @@ class ShadowRepo(Repo):
                 "changed since codemod applied the recipe: " + ", ".join(dirty),
                 where=str(self.root),
                 hint="the package was probably reinstalled or upgraded, so there is nothing of codemod's to take out; "
-                f"`codemod revert {recipe_id} --repo PATH --forget` drops codemod's record without touching the files",
+                f"`{shell('codemod', 'revert', recipe_id, '--forget', '--repo', str(self.root))}` drops codemod's record "
+                "without touching the files",
             )
 
     @classmethod
