@@ -191,3 +191,39 @@ def test_status_and_run_after_keep_commits_say_one_true_thing(cli, example_repo)
 
     not_again = cli("revert", "sm120-enable", "--repo", repo)
     assert not_again.exit_code == 7 and "already reverted with --keep-commits" in not_again.stderr
+
+
+def test_keep_commits_takes_only_codemods_edit_out_of_a_file_the_user_amended(cli, example_repo):
+    repo, pristine = applied(cli, example_repo)
+    header = repo / HEADER
+    original = (repo / HEADER).read_bytes()
+    header.write_bytes(header.read_bytes() + b"// my note\n")
+    git(repo, "commit", "-qa", "--amend", "--no-edit")
+    refused = cli("revert", "sm120-enable", "--repo", repo)
+    assert refused.exit_code == 7 and HEADER in refused.stderr
+    kept = cli("revert", "sm120-enable", "--repo", repo, "--keep-commits")
+    assert kept.exit_code == 0, kept.output
+    git_header = git(repo, "show", f"main:{HEADER}").encode()
+    assert header.read_bytes() == git_header + b"// my note\n", "codemod's guards are back, the user's line stays"
+    assert (repo / COMM).read_bytes() == git(repo, "show", f"main:{COMM}").encode()
+    assert git(repo, "status", "--porcelain") == ""
+    assert original != header.read_bytes()
+
+
+def test_keep_commits_conflicting_with_the_users_amend_changes_nothing(cli, example_repo):
+    repo, _ = applied(cli, example_repo)
+    comm = repo / COMM
+    git(repo, "checkout", "-q", "HEAD~1")  # the JIT gate commit is the first one: amend it, then put the guards back on
+    git(repo, "checkout", "-q", "-B", "tmp")
+    comm.write_text(comm.read_text().replace("[9, 10, 12]", "[9, 10, 12, 13]", 1))
+    git(repo, "commit", "-qa", "--amend", "--no-edit")
+    git(repo, "cherry-pick", BRANCH)
+    git(repo, "branch", "-f", BRANCH, "tmp")
+    git(repo, "checkout", "-q", BRANCH)
+    git(repo, "branch", "-D", "tmp")
+    before, head = tree_digest(repo), git(repo, "rev-parse", "HEAD").strip()
+    refused = cli("revert", "sm120-enable", "--repo", repo, "--keep-commits")
+    assert refused.exit_code == 7, refused.output
+    assert f"conflicts with a later commit in {COMM}" in refused.stderr
+    assert tree_digest(repo) == before and git(repo, "rev-parse", "HEAD").strip() == head
+    assert git(repo, "status", "--porcelain") == ""

@@ -183,6 +183,14 @@ def _text(value: str | bytes) -> str:
     return value if isinstance(value, str) else value.decode("utf-8", "replace")
 
 
+class _Conflict(Exception):
+    """Taking codemod's edit out of a file someone amended conflicts with their edit (the path)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
 class Repo:
     """A git work tree that holds --repo."""
 
@@ -450,12 +458,14 @@ class Repo:
             try:
                 self.g.revert("--no-commit", commit.sha, env=env or None)
                 _, actual = self.commit_files(commit.sha)
-                recorded = {f.path for f in commit.files} if commit.files is not None else {f.path for f in actual}
-                for path in sorted({f.path for f in actual} - recorded):
+                recorded = commit.files if commit.files is not None else actual
+                for path in sorted({f.path for f in actual} - {f.path for f in recorded}):
                     if self.show("HEAD", path) is None:
                         self.g.rm("-q", "-f", "--", path)
                     else:
                         self.g.checkout("HEAD", "--", path)
+                for change in recorded - actual:  # a codemod file someone amended: take out only codemod's edit
+                    self._unapply(change)
                 message_file = self.state_dir / "COMMIT_MSG"
                 message_file.parent.mkdir(parents=True, exist_ok=True)
                 message_file.write_text(
@@ -465,14 +475,15 @@ class Repo:
                 self.g.commit("--no-verify", "-q", "--allow-empty", "-F", str(message_file), env=env or None)
                 message_file.unlink()
                 made.append(self.git_repo.head.commit.hexsha)
-            except git.GitCommandError as exc:
+            except (git.GitCommandError, _Conflict) as exc:
                 conflicted = [p for p in self.g.diff("--name-only", "--diff-filter=U").splitlines() if p]
+                conflicted += [exc.path] if isinstance(exc, _Conflict) else []
                 for undo in (("revert", "--abort"), ("reset", "-q", "--merge", start), ("reset", "-q", "--keep", start)):
                     try:
                         getattr(self.g, undo[0])(*undo[1:])
                     except git.GitCommandError:
                         pass
-                if not conflicted:
+                if not conflicted and isinstance(exc, git.GitCommandError):
                     raise _git_failure("revert", exc, self.root) from None
                 raise errors.RevertRefused(
                     f"undoing codemod's commit {commit.sha[:10]} conflicts with a later commit in {', '.join(conflicted)}; "
@@ -482,6 +493,29 @@ class Repo:
                     "or move your commits off the codemod branch and revert without --keep-commits",
                 ) from None
         return made
+
+
+    def _unapply(self, change: FileChange) -> None:
+        """Stage HEAD's change.path with codemod's recorded edit (after -> before) merged out of it (a conflict raises)."""
+        sides = [self.state_dir / f"unapply.{name}" for name in ("current", "after", "before")]
+        try:
+            try:
+                blobs = [self.g.cat_file("blob", b, stdout_as_string=False) for b in (change.after, change.before)]
+            except git.GitCommandError:
+                return  # codemod's recorded blob is gone (pruned): the file's whole committed diff stays reverted
+            for side, data in zip(sides, [self.show("HEAD", change.path) or b"", *blobs]):
+                side.write_bytes(data)
+            try:
+                self.g.merge_file("-q", *map(str, sides))  # into sides[0]; exit status = conflicts
+            except git.GitCommandError:
+                raise _Conflict(change.path) from None
+            blob = self.g.hash_object("-w", "--no-filters", "--", str(sides[0]))
+            mode = self.g.ls_files("-s", "--", change.path).split(" ")[0] or "100644"
+            self.g.update_index("--cacheinfo", f"{mode},{blob},{change.path}")
+            self.g.checkout("--", change.path)
+        finally:
+            for side in sides:
+                side.unlink(missing_ok=True)
 
 
 class ShadowRepo(Repo):
