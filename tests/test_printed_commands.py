@@ -81,3 +81,22 @@ def test_hints_in_refusals_are_quoted_commands(cli, tmp_path):
     assert commands == ["git checkout codemod/sm120-enable", f"codemod revert sm120-enable --repo '{repo}'"]
     pasted = paste(commands[1], tmp_path)
     assert pasted.returncode == 0, pasted.stderr
+
+
+def test_status_of_an_interrupted_run_names_the_tree_in_its_way_out(cli, tmp_path):
+    repo = tmp_path / "x y"
+    shutil.copytree(EXAMPLES / "flashinfer", repo)
+    init_repo(repo)
+    base = git(repo, "rev-parse", "HEAD").strip()
+    state = repo / ".git" / "codemod"
+    state.mkdir()
+    (state / "journal.json").write_text(
+        '{"op": "run", "recipe": "sm120-enable", "branch": "codemod/sm120-enable", "base_ref": "main", '
+        f'"base_sha": "{base}", "files": {{}}, "step": "journal-written", "pid": 1}}'
+    )
+    status = cli("status", "--repo", repo)
+    (way_out,) = re.findall(r"`(codemod revert[^`]*)`", status.stdout)
+    assert way_out == f"codemod revert sm120-enable --repo '{repo}'"
+    pasted = paste(way_out, tmp_path)
+    assert pasted.returncode == 0, pasted.stderr
+    assert not (state / "journal.json").exists()

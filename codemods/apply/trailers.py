@@ -170,7 +170,7 @@ def read_branch(name: str, log) -> Applied | None:
         return None
     record.commits = list(reversed(commits))
     mine = {c.sha for c in commits}
-    record.reverts = [(sha, undone) for sha, _, undone in top if undone in mine]
+    record.reverts = [(sha, undone) for sha, _, undone in reversed(top) if undone in mine]  # oldest first
     record.foreign = [(sha, subject) for sha, subject, undone in top if undone not in mine]
     record.base_found = found_base
     # under codemod's oldest commit: what a rebase put there (all of it when the base was reached, else its parent)

@@ -190,7 +190,7 @@ def revert_lines(recipe_id: str, reverted) -> list[str]:
         if mode == "would-forget":
             lines.append(f"would forget codemod's record of {root}; no file would be touched; nothing written")
         elif mode == "would-revert-commits":
-            lines.append(f"would revert {len(result.reverted)} codemod commit(s) on {r.branch} with git revert, keeping your {len(r.foreign)}; nothing written")
+            lines.append(f"would revert {len(result.reverted)} codemod commit(s) on {r.branch} with revert commits (no branch deleted), keeping your {len(r.foreign)}; nothing written")
         elif mode == "would-delete-branch":
             where = f"check out {result.checked_out}, " if result.checked_out else ""
             lines.append(f"would revert {recipe_id} in {root}: {where}delete branch {r.branch} ({len(result.reverted)} commit(s)); nothing written")
@@ -199,7 +199,10 @@ def revert_lines(recipe_id: str, reverted) -> list[str]:
         elif mode == "forgotten":
             lines.append(f"forgot codemod's record of {root}; no file was touched")
         elif mode == "reverted-commits":
-            lines.append(f"reverted {len(result.reverted)} codemod commit(s) on {r.branch} with git revert; your {len(r.foreign)} commit(s) are kept")
+            lines.append(
+                f"reverted {len(result.reverted)} codemod commit(s) on {r.branch} with revert commits (no branch deleted); "
+                f"your {len(r.foreign)} commit(s) are kept"
+            )
         else:
             where = f"checked out {result.checked_out}, " if result.checked_out else ""
             lines.append(f"reverted {recipe_id} in {root}: {where}deleted branch {r.branch} ({len(result.reverted)} commit(s))")
