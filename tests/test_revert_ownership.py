@@ -172,7 +172,7 @@ def test_status_and_run_after_keep_commits_say_one_true_thing(cli, example_repo)
 
     status = cli("status", "--repo", repo)
     assert status.stdout.startswith(f"sm120-enable: reverted (commits kept) in {repo} on {BRANCH}"), status.stdout
-    assert "your commit on top" not in status.stdout and status.stdout.count("(codemod revert)") == 2
+    assert "your commit on top" not in status.stdout and status.stdout.count("(revert of codemod commit)") == 2
     data = cli("status", "--repo", repo, "--format", "json").stdout
     assert '"state": "reverted"' in data and '"commits_on_top": []' in data
 
@@ -227,3 +227,25 @@ def test_keep_commits_conflicting_with_the_users_amend_changes_nothing(cli, exam
     assert f"conflicts with a later commit in {COMM}" in refused.stderr
     assert tree_digest(repo) == before and git(repo, "rev-parse", "HEAD").strip() == head
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_a_revert_commit_with_more_than_the_undo_is_not_deleted(cli, example_repo):
+    """The user's `git revert` of one codemod commit, amended with their own file: revert must not delete it."""
+    repo, _ = applied(cli, example_repo)
+    git(repo, "revert", "--no-edit", "HEAD")
+    (repo / "notes.txt").write_text("why I reverted the guards\n")
+    git(repo, "add", "notes.txt")
+    git(repo, "commit", "-q", "--amend", "--no-edit")
+    mine = git(repo, "rev-parse", "HEAD").strip()
+    refused = cli("revert", "sm120-enable", "--repo", repo)
+    assert refused.exit_code == 7 and mine[:10] in refused.stderr and "exact undo" in refused.stderr
+    assert BRANCH in branches(repo) and (repo / "notes.txt").exists()
+
+
+def test_a_plain_git_revert_of_one_codemod_commit_still_reverts_cleanly(cli, example_repo):
+    repo, pristine = applied(cli, example_repo)
+    git(repo, "revert", "--no-edit", "HEAD")
+    assert "(revert of codemod commit)" in cli("status", "--repo", repo).stdout
+    back = cli("revert", "sm120-enable", "--repo", repo)
+    assert back.exit_code == 0, back.output
+    assert branches(repo) == ["main"] and tree_digest(repo) == pristine

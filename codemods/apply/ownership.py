@@ -6,7 +6,9 @@ A branch is codemod's to delete when:
 - codemod's oldest commit sits directly on the recorded base, with nothing
   of anyone else's under or among its commits;
 - every codemod commit changes exactly the files and blobs codemod recorded
-  for it (`Codemod-File`): an amended commit keeps its trailers, not its diff.
+  for it (`Codemod-File`): an amended commit keeps its trailers, not its diff;
+- a revert commit of one of them (a partial `--keep-commits`, or the user's
+  `git revert`) is exactly its undo.
 
 Anything else is refused naming the foreign change; `revert --keep-commits`
 (revert commits, no branch deleted) is always offered.
@@ -15,7 +17,7 @@ Anything else is refused naming the foreign change; `revert --keep-commits`
 from __future__ import annotations
 
 from codemods.core import errors
-from codemods.apply.trailers import Applied
+from codemods.apply.trailers import Applied, FileChange
 
 
 def problems(repo, record: Applied) -> list[str]:
@@ -50,6 +52,11 @@ def problems(repo, record: Applied) -> list[str]:
                 f"commit {commit.sha[:10]} {commit.subject!r} is not the diff codemod recorded for it "
                 f"(amended?): {', '.join(differ)} differ"
             )
+    recorded = {c.sha: c.files or frozenset() for c in record.commits}
+    for sha, undone in record.reverts:  # a revert commit is deleted with the branch only when it is the exact undo
+        expected = frozenset(FileChange(f.path, f.after, f.before) for f in recorded.get(undone, frozenset()))
+        if repo.commit_files(sha) != (1, expected):
+            found.append(f"commit {sha[:10]} reverts codemod's {undone[:10]} but is not its exact undo (edited?)")
     return found
 
 

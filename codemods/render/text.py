@@ -174,7 +174,7 @@ def status_lines(statuses) -> list[str]:
             )
             lines += [f"  {c.sha[:10]}  {c.change:<40} {c.subject}" for c in r.commits]
             subjects = {c.sha: c.subject for c in r.commits}
-            lines += [f"  {sha[:10]}  {'(codemod revert)':<40} Revert {subjects.get(undone, undone[:10])!r}" for sha, undone in r.reverts]
+            lines += [f"  {sha[:10]}  {'(revert of codemod commit)':<40} Revert {subjects.get(undone, undone[:10])!r}" for sha, undone in r.reverts]
             lines += [f"  {sha[:10]}  {'(not codemod: under its commits)':<40} {subject}" for sha, subject in r.below]
             lines += [f"  {sha[:10]}  {'(your commit on top)':<40} {subject}" for sha, subject in r.foreign]
         if one.drift:
