@@ -100,3 +100,23 @@ def test_status_of_an_interrupted_run_names_the_tree_in_its_way_out(cli, tmp_pat
     pasted = paste(way_out, tmp_path)
     assert pasted.returncode == 0, pasted.stderr
     assert not (state / "journal.json").exists()
+
+
+def test_backout_line_names_only_the_trees_the_run_changed(cli, tmp_path):
+    """One tree already admits the arch: the pasted back-out must not stop on it with "not applied here"."""
+    changed, done = tmp_path / "fi", tmp_path / "fi done"
+    for repo in (changed, done):
+        shutil.copytree(EXAMPLES / "flashinfer", repo)
+        init_repo(repo)
+    assert cli("run", "sm120-enable", "--repo", done).exit_code == 0
+    git(done, "checkout", "-q", "main")
+    git(done, "merge", "-q", "--ff-only", "codemod/sm120-enable")
+    git(done, "branch", "-D", "codemod/sm120-enable")
+    pristine = tree_digest(changed)
+    result = cli("run", "sm120-enable", "--repo", changed, "--repo", done)
+    assert result.exit_code == 0, result.output
+    back = printed(result.stderr, "to back it out:")
+    assert back == f"codemod revert sm120-enable --repo {changed}"
+    pasted = paste(back, tmp_path)
+    assert pasted.returncode == 0, pasted.stderr
+    assert tree_digest(changed) == pristine

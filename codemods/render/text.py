@@ -123,10 +123,11 @@ def run_lines(recipe, workspace, result, universe: tuple[Arch, ...], cache: dict
 
 
 def backout_lines(recipe, trees, results) -> list[str]:
-    """After a run that applied anything: the one command that backs it out of every tree, as given (paste it)."""
-    if not any(r.status == "applied" for r in results):
+    """After a run that applied anything: the one command that backs it out of every tree it changed, as given (paste it)."""
+    changed = [tree for tree, result in zip(trees, results) if result.status == "applied"]
+    if not changed:
         return []
-    return [f"this is an experiment: benchmark it; to back it out: {commands.codemod('revert', recipe.id, trees=trees)}"]
+    return [f"this is an experiment: benchmark it; to back it out: {commands.codemod('revert', recipe.id, trees=changed)}"]
 
 
 def cache_lines(cache: dict | None) -> list[str]:
