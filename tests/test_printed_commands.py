@@ -120,3 +120,20 @@ def test_backout_line_names_only_the_trees_the_run_changed(cli, tmp_path):
     pasted = paste(back, tmp_path)
     assert pasted.returncode == 0, pasted.stderr
     assert tree_digest(changed) == pristine
+
+
+def test_reinstalled_package_hints_name_the_recipe_and_folder_and_paste(cli, tmp_path):
+    tree = tmp_path / "site packages"
+    shutil.copytree(EXAMPLES / "flashinfer", tree)
+    assert cli("run", "sm120-enable", "--repo", tree).exit_code == 0
+    comm = tree / "flashinfer/jit/comm.py"
+    reinstalled = (EXAMPLES / "flashinfer/flashinfer/jit/comm.py").read_bytes() + b"# 0.6.4\n"
+    comm.write_bytes(reinstalled)
+    for args, code in ((["run", "sm120-enable"], 4), (["revert", "sm120-enable"], 7)):
+        refused = cli(*args, "--repo", tree)
+        assert refused.exit_code == code, refused.output
+        forget = [c for c in re.findall(r"`([^`]+)`", refused.stderr) if "--forget" in c]
+        assert forget == [f"codemod revert sm120-enable --forget --repo '{tree}'"]
+    pasted = paste(forget[0], tmp_path)
+    assert pasted.returncode == 0, pasted.stderr
+    assert comm.read_bytes() == reinstalled and "codemod has no record of it" in cli("status", "--repo", tree).stderr

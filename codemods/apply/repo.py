@@ -550,11 +550,13 @@ class ShadowRepo(Repo):
 
     def refuse_changed(self, dirty: list[str], head_branch: str | None) -> None:
         if dirty:
+            recipe = next((a.recipe for a in self.applied() if a.branch == head_branch), "RECIPE")
             raise errors.DirtyTree(
                 f"changed since codemod recorded them on {head_branch}: " + ", ".join(dirty),
                 where=str(self.root),
-                hint="the package was probably reinstalled or upgraded; `codemod status` shows the record, "
-                "`codemod revert RECIPE --repo PATH --forget` drops it without touching the files",
+                hint=f"the package was probably reinstalled or upgraded; `{shell('codemod', 'status', '--repo', str(self.root))}` "
+                f"shows the record, `{shell('codemod', 'revert', recipe, '--forget', '--repo', str(self.root))}` drops it "
+                "without touching the files",
             )
 
     def refuse_changed_for_revert(self, dirty: list[str], recipe_id: str) -> None:
