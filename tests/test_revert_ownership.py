@@ -249,3 +249,14 @@ def test_a_plain_git_revert_of_one_codemod_commit_still_reverts_cleanly(cli, exa
     back = cli("revert", "sm120-enable", "--repo", repo)
     assert back.exit_code == 0, back.output
     assert branches(repo) == ["main"] and tree_digest(repo) == pristine
+
+
+def test_keep_commits_after_a_git_revert_of_one_commit_reverts_only_the_other(cli, example_repo):
+    repo, pristine = applied(cli, example_repo)
+    git(repo, "revert", "--no-edit", "HEAD")
+    kept = cli("revert", "sm120-enable", "--repo", repo, "--keep-commits")
+    assert kept.exit_code == 0, kept.output
+    assert "reverted 1 codemod commit(s)" in kept.stderr
+    assert len(git(repo, "log", "--format=%H", "main..HEAD").split()) == 4
+    codemod_files_are_back(repo, pristine)
+    assert "reverted (commits kept)" in cli("status", "--repo", repo).stdout

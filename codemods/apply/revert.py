@@ -124,21 +124,23 @@ def _revert_locked(recipe_id: str, workspace: Workspace, keep_commits: bool, for
     if not keep_commits:
         ownership.refuse_unproven(repo, record, keep)
     tip = record.branch
+    undone = {sha for _, sha in record.reverts}
+    pending = [c for c in record.commits if c.sha not in undone]  # what --keep-commits still has to revert
     touched = repo.changed_files(record.base_sha, tip) if not keep_commits else [
-        f for c in record.commits for f in repo.changed_files(f"{c.sha}^", c.sha)
+        f for c in pending for f in repo.changed_files(f"{c.sha}^", c.sha)
     ]
     repo.refuse_changed_for_revert(repo.dirty(touched), recipe_id)
     if dry_run:
         base_exists = bool(record.base_ref) and repo.branch_exists(record.base_ref)
         checked_out = "" if keep_commits or not record.current else (record.base_ref if base_exists else record.base_sha)
         return RevertResult(record, "would-revert-commits" if keep_commits else "would-delete-branch",
-                            checked_out=checked_out, reverted=[c.sha for c in record.commits])
+                            checked_out=checked_out, reverted=[c.sha for c in (pending if keep_commits else record.commits)])
     if keep_commits:
         if not record.current:
             repo.checkout(record.branch)
-        repo.revert_commits(record.commits)
+        repo.revert_commits(pending)
         journal.checkpoint("commits-reverted")
-        return RevertResult(record, "reverted-commits", checked_out=record.branch, reverted=[c.sha for c in record.commits])
+        return RevertResult(record, "reverted-commits", checked_out=record.branch, reverted=[c.sha for c in pending])
     checked_out = ""
     entry = {"op": "revert", "recipe": recipe_id, "branch": record.branch, "base_ref": record.base_ref,
              "base_sha": record.base_sha, "step": "started", "pid": os.getpid(), "started_ns": time.time_ns()}
