@@ -260,3 +260,10 @@ def test_keep_commits_after_a_git_revert_of_one_commit_reverts_only_the_other(cl
     assert len(git(repo, "log", "--format=%H", "main..HEAD").split()) == 4
     codemod_files_are_back(repo, pristine)
     assert "reverted (commits kept)" in cli("status", "--repo", repo).stdout
+
+
+def test_verify_after_keep_commits_does_not_claim_the_reverted_recipe(cli, example_repo):
+    repo, _ = applied(cli, example_repo)
+    assert cli("revert", "sm120-enable", "--repo", repo, "--keep-commits").exit_code == 0
+    result = cli("verify", "--repo", repo)
+    assert result.exit_code == 5 and "no applied recipe to verify" in result.stderr, result.output
