@@ -303,10 +303,7 @@ class Repo:
         return found
 
     def _read_branch(self, name: str) -> Applied | None:
-        log = (
-            (c.hexsha, _text(c.summary), _text(c.message), [p.hexsha for p in c.parents])
-            for c in self.git_repo.iter_commits(name, max_count=200, first_parent=True)
-        )
+        log = ((c.hexsha, _text(c.summary), _text(c.message)) for c in self.git_repo.iter_commits(name, max_count=200, first_parent=True))
         return read_branch(name, log)
 
     def commit_files(self, sha: str) -> tuple[int, frozenset[FileChange]]:
@@ -493,7 +490,6 @@ class Repo:
                     "or move your commits off the codemod branch and revert without --keep-commits",
                 ) from None
         return made
-
 
     def _unapply(self, change: FileChange) -> None:
         """Stage HEAD's change.path with codemod's recorded edit (after -> before) merged out of it (a conflict raises)."""

@@ -135,7 +135,7 @@ class Applied:
 
 
 def read_branch(name: str, log) -> Applied | None:
-    """The recipe applied on branch `name`, from its first-parent log (newest first: (sha, subject, message, parents)).
+    """The recipe applied on branch `name`, from its first-parent log (newest first: (sha, subject, message)).
 
     Above codemod's newest commit are the user's commits and codemod's revert
     commits; below it, down to the recorded base, codemod's own commits of
@@ -147,7 +147,7 @@ def read_branch(name: str, log) -> Applied | None:
     pending: list[tuple[str, str]] = []  # not codemod's, below a codemod commit
     commits: list[CodemodCommit] = []
     found_base = False
-    for sha, subject, message, _parents in log:
+    for sha, subject, message in log:
         if record is not None and sha == record.base_sha:
             found_base = True
             break
