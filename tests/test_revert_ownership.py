@@ -7,10 +7,12 @@ codemod's changes without deleting any branch.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 
+import jsonschema
 import pytest
 
 from conftest import IDENTITY, git, tree_digest
@@ -173,8 +175,11 @@ def test_status_and_run_after_keep_commits_say_one_true_thing(cli, example_repo)
     status = cli("status", "--repo", repo)
     assert status.stdout.startswith(f"sm120-enable: reverted (commits kept) in {repo} on {BRANCH}"), status.stdout
     assert "your commit on top" not in status.stdout and status.stdout.count("(revert of codemod commit)") == 2
-    data = cli("status", "--repo", repo, "--format", "json").stdout
-    assert '"state": "reverted"' in data and '"commits_on_top": []' in data
+    data = json.loads(cli("status", "--repo", repo, "--format", "json").stdout)
+    jsonschema.validate(data, json.loads(cli("schema", "status").stdout))
+    (one,) = data["results"]
+    assert one["state"] == "reverted" and one["applied"][0]["state"] == "reverted (commits kept)"
+    assert one["applied"][0]["commits_on_top"] == [] and len(one["applied"][0]["reverts"]) == 2
 
     for dry in (["--dry-run"], []):
         again = cli("run", "sm120-enable", "--repo", repo, *dry)
