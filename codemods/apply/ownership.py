@@ -50,7 +50,7 @@ def problems(repo, record: Applied) -> list[str]:
         if differ:
             found.append(
                 f"commit {commit.sha[:10]} {commit.subject!r} is not the diff codemod recorded for it "
-                f"(amended?): {', '.join(differ)} differ"
+                f"(amended?); the diff differs in: {', '.join(differ)}"
             )
     recorded = {c.sha: c.files or frozenset() for c in record.commits}
     for sha, undone in record.reverts:  # a revert commit is deleted with the branch only when it is the exact undo
