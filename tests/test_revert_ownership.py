@@ -272,3 +272,15 @@ def test_verify_after_keep_commits_does_not_claim_the_reverted_recipe(cli, examp
     assert cli("revert", "sm120-enable", "--repo", repo, "--keep-commits").exit_code == 0
     result = cli("verify", "--repo", repo)
     assert result.exit_code == 5 and "no applied recipe to verify" in result.stderr, result.output
+
+
+def test_renamed_branch_is_not_deleted(cli, example_repo):
+    repo, pristine = applied(cli, example_repo)
+    git(repo, "branch", "-m", BRANCH, "my-experiment")
+    refused = cli("revert", "sm120-enable", "--repo", repo)
+    assert refused.exit_code == 7 and f"branch my-experiment is not the branch codemod made ({BRANCH})" in refused.stderr
+    assert branches(repo) == ["main", "my-experiment"]
+    kept = cli("revert", "sm120-enable", "--repo", repo, "--keep-commits")
+    assert kept.exit_code == 0, kept.output
+    assert branches(repo) == ["main", "my-experiment"]
+    codemod_files_are_back(repo, pristine)
