@@ -284,3 +284,23 @@ def test_renamed_branch_is_not_deleted(cli, example_repo):
     assert kept.exit_code == 0, kept.output
     assert branches(repo) == ["main", "my-experiment"]
     codemod_files_are_back(repo, pristine)
+
+
+def test_crlf_file_committed_before_autocrlf_still_reverts(cli, tmp_path):
+    """A file git holds with CRLF, under core.autocrlf=true: git add keeps its CRLF, and so must the recorded blob."""
+    import shutil
+
+    from conftest import EXAMPLES, init_repo
+
+    repo = tmp_path / "fi"
+    shutil.copytree(EXAMPLES / "flashinfer", repo)
+    comm = repo / COMM
+    comm.write_bytes(comm.read_bytes().replace(b"\n", b"\r\n"))
+    init_repo(repo)
+    git(repo, "config", "core.autocrlf", "true")
+    pristine = comm.read_bytes()
+    ran = cli("run", "sm120-enable", "--repo", repo)
+    assert ran.exit_code == 0, ran.output
+    back = cli("revert", "sm120-enable", "--repo", repo)
+    assert back.exit_code == 0, back.output
+    assert comm.read_bytes() == pristine and branches(repo) == ["main"]

@@ -319,13 +319,18 @@ class Repo:
             found.add(FileChange(path, before, after if old_mode in (new_mode, "000000") else f"{after}:{new_mode}"))
         return len(parents), frozenset(found)
 
-    def file_change(self, rel: str, content_path: Path) -> FileChange:
-        """What committing the bytes at content_path as rel will record against HEAD (git's own blob names)."""
+    def file_change(self, rel: str) -> FileChange:
+        """What committing rel as it is on disk records against HEAD: stages it (as commit does) and names both blobs.
+
+        The blob is the one `git add` stores, not a hash of the bytes: git's
+        conversions (autocrlf, which keeps CRLF a file already has in the index) decide it.
+        """
         try:
             before = self.g.rev_parse(f"HEAD:{rel}")
         except git.GitCommandError:
             before = ""
-        after = self._git("hash_object", "--path", rel, "--", str(content_path))
+        self._git("add", "--", rel)
+        after = self._git("rev_parse", f":{rel}")
         return FileChange(rel, before or "0" * len(after), after)
 
     def branch_created_at(self, name: str) -> str | None:

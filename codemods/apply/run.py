@@ -246,7 +246,7 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
                     written.append(rel)
                     files.write_atomic(path, content)
                     journal.step(repo.state_dir, entry, f"written:{change.id}")
-                    recorded = (repo.file_change(rel, path),)  # what revert checks the commit against
+                    recorded = (repo.file_change(rel),)  # what revert checks the commit against
                     sha = repo.commit([rel], commit_message(result.plan, change, result.prefix, base, result.forced,
                                                             branch=name, files=recorded))
                     result.commits.append((sha, change.id))
