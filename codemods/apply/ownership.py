@@ -28,9 +28,9 @@ def problems(repo, record: Applied) -> list[str]:
             "so codemod cannot prove that every change on it is its own"
         ]
     found = []
-    made_on = record.made_on
-    if made_on != record.branch:
-        found.append(f"branch {record.branch} is not the branch codemod made ({made_on}); codemod deletes only its own")
+    made_on = sorted({c.branch for c in record.commits} - {record.branch})
+    if made_on:
+        found.append(f"branch {record.branch} is not the branch codemod made ({', '.join(made_on)}); codemod deletes only its own")
     else:
         created = repo.branch_created_at(record.branch)
         if created is not None and created != record.base_sha:
