@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from codemods.plan.changes import Plan, PlannedChange
-from codemods.apply.trailers import TRAILER_BASE, TRAILER_CHANGE, TRAILER_FORCED, TRAILER_RECIPE
+from codemods.apply.trailers import TRAILER_BASE, TRAILER_BRANCH, TRAILER_CHANGE, TRAILER_FORCED, TRAILER_RECIPE, FileChange
 
 _LISTED_GATES = 40
 
 
-def commit_message(plan: Plan, change: PlannedChange, prefix: str, base: str, half_patches=()) -> str:
+def commit_message(plan: Plan, change: PlannedChange, prefix: str, base: str, half_patches=(), *,
+                   branch: str = "", files: tuple[FileChange, ...] = ()) -> str:
+    """The message of one change's commit; `branch` and `files` record what revert checks before deleting anything."""
     targets = ", ".join(a.name for a in plan.targets)
     body = [f"codemod({plan.recipe.id}): {change.change.title}", ""]
     if change.change.why:
@@ -39,6 +41,9 @@ def commit_message(plan: Plan, change: PlannedChange, prefix: str, base: str, ha
         f"{TRAILER_CHANGE}: {change.id}",
         f"{TRAILER_BASE}: {base}",
     ]
+    if branch:
+        body.append(f"{TRAILER_BRANCH}: {branch}")
+    body += [f.trailer() for f in files]
     body += [f"{TRAILER_FORCED}: {describe_half_patch(p)}" for p in half_patches if p[0] == change.id]
     if blockers:
         body.append(f"{TRAILER_FORCED}: {change.id} widened gates around instructions {', '.join(a.name for a in plan.targets)} lack")

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codemods.core import errors, remote_url
+from codemods.core.commands import shell
 from codemods.core.lazy import LazyModule
 from codemods.apply import journal
 from codemods.apply.trailers import (  # noqa: F401  (the names callers import from here)
-    TRAILER_BASE, TRAILER_CHANGE, TRAILER_FORCED, TRAILER_RECIPE, Applied, CodemodCommit, trailers,
+    TRAILER_BASE, TRAILER_CHANGE, TRAILER_FORCED, TRAILER_RECIPE, Applied, CodemodCommit, FileChange, read_branch, trailers,
+    TRAILER_REVERTS,
 )
 
 if TYPE_CHECKING:
@@ -180,6 +182,14 @@ def _text(value: str | bytes) -> str:
     return value if isinstance(value, str) else value.decode("utf-8", "replace")
 
 
+class _Conflict(Exception):
+    """Taking codemod's edit out of a file someone amended conflicts with their edit (the path)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
 class Repo:
     """A git work tree that holds --repo."""
 
@@ -250,7 +260,7 @@ class Repo:
                 f"{locks[0]} exists: another git process seems to be running in this repository",
                 where=str(self.root),
                 hint="wait for it to finish; if no git process is running (one crashed earlier), "
-                f"remove the file (rm '{locks[0]}'), then run again",
+                f"remove the file ({shell('rm', str(locks[0]))}), then run again",
             )
 
     def rel(self, path: Path) -> str:
@@ -292,28 +302,48 @@ class Repo:
         return found
 
     def _read_branch(self, name: str) -> Applied | None:
-        commits: list[CodemodCommit] = []
-        foreign: list[tuple[str, str]] = []
-        record: Applied | None = None
-        for commit in self.git_repo.iter_commits(name, max_count=200, first_parent=True):
-            t = trailers(_text(commit.message))
-            if TRAILER_RECIPE in t:
-                base = t.get(TRAILER_BASE, "")
-                ref, _, sha = base.rpartition("@") if "@" in base else ("", "", base)
-                commits.append(CodemodCommit(commit.hexsha, _text(commit.summary), t.get(TRAILER_CHANGE, ""), t[TRAILER_RECIPE], base))
-                if record is None:
-                    record = Applied(t[TRAILER_RECIPE], name, ref, sha)
-                if commit.parents and commit.parents[0].hexsha == sha:
-                    break
-            elif record is None:
-                foreign.append((commit.hexsha, _text(commit.summary)))
-            else:
-                break
-        if record is None:
+        log = ((c.hexsha, _text(c.summary), _text(c.message)) for c in self.git_repo.iter_commits(name, max_count=200, first_parent=True))
+        return read_branch(name, log)
+
+    def commit_files(self, sha: str) -> tuple[int, frozenset[FileChange]]:
+        """How many parents commit `sha` has, and the files it changes against its first parent (blobs, no renames)."""
+        parents = self.git_repo.commit(sha).parents
+        if not parents:
+            return 0, frozenset()
+        out = self._git("diff_tree", "-r", "-z", "--no-renames", "--no-commit-id", parents[0].hexsha, sha)
+        fields = out.split("\0")
+        found = set()
+        for head, path in zip(fields[0::2], fields[1::2]):
+            old_mode, new_mode, before, after, _ = head.lstrip(":").split(" ")
+            found.add(FileChange(path, before, after if old_mode in (new_mode, "000000") else f"{after}:{new_mode}"))
+        return len(parents), frozenset(found)
+
+    def file_change(self, rel: str) -> FileChange:
+        """What committing rel as it is on disk records against HEAD: stages it (as commit does) and names both blobs.
+
+        The blob is the one `git add` stores, not a hash of the bytes: git's
+        conversions (autocrlf, which keeps CRLF a file already has in the index) decide it.
+        """
+        try:
+            before = self.g.rev_parse(f"HEAD:{rel}")
+        except git.GitCommandError:
+            before = ""
+        self._git("add", "--", rel)
+        after = self._git("rev_parse", f":{rel}")
+        return FileChange(rel, before or "0" * len(after), after)
+
+    def branch_created_at(self, name: str) -> str | None:
+        """The commit branch `name` was created at, from its reflog; None when the reflog no longer says."""
+        try:
+            out = self.g.reflog("show", "--format=%H%x09%gs", f"refs/heads/{name}", "--")
+        except git.GitCommandError:
             return None
-        record.commits = list(reversed(commits))
-        record.foreign = foreign
-        return record
+        oldest = out.strip().splitlines()[-1:] if out.strip() else []
+        for line in oldest:
+            sha, _, subject = line.partition("\t")
+            if subject.startswith("branch: Created from"):
+                return sha
+        return None
 
     def changed_files(self, base: str, tip: str) -> list[str]:
         out = self.g.diff("--name-only", "-z", base, tip)
@@ -412,34 +442,80 @@ class Repo:
     def delete_branch(self, name: str) -> None:
         self._git("branch", "-D", name)
 
-    def revert_commits(self, shas: list[str]) -> None:
-        """git revert each sha, newest first, with the default messages; all or none.
+    def revert_commits(self, commits: list[CodemodCommit]) -> list[str]:
+        """Undo each codemod commit, newest first, with one revert commit each; all or none. Returns the new shas.
 
-        When a revert conflicts with a later commit, git's revert is aborted and
-        HEAD goes back to where it was (`reset --keep` keeps unrelated edits),
-        then the conflict is refused naming the commit and the files.
+        Each revert undoes only what codemod recorded: a file that someone
+        else's amend added to a codemod commit keeps its bytes. The revert
+        commits carry `Codemod-Reverts: <sha>`, so status knows them as codemod's.
+        When a revert conflicts with a later commit, HEAD goes back to where it
+        was (`reset --keep` keeps unrelated edits) and the conflict is refused
+        naming the commit and the files.
         """
         env = self._identity_env()
         start = self.git_repo.head.commit.hexsha
-        for sha in reversed(shas):
+        made = []
+        for commit in reversed(commits):
             try:
-                self.g.revert("--no-edit", sha, env=env or None)
-            except git.GitCommandError as exc:
+                self.g.revert("--no-commit", commit.sha, env=env or None)
+                _, actual = self.commit_files(commit.sha)
+                recorded = commit.files if commit.files is not None else actual
+                for path in sorted({f.path for f in actual} - {f.path for f in recorded}):
+                    if self.show("HEAD", path) is None:
+                        self.g.rm("-q", "-f", "--", path)
+                    else:
+                        self.g.checkout("HEAD", "--", path)
+                for change in recorded - actual:  # a codemod file someone amended: take out only codemod's edit
+                    self._unapply(change)
+                message_file = self.state_dir / "COMMIT_MSG"
+                message_file.parent.mkdir(parents=True, exist_ok=True)
+                message_file.write_text(
+                    f'Revert "{commit.subject}"\n\nThis reverts commit {commit.sha}.\n\n{TRAILER_REVERTS}: {commit.sha}\n',
+                    encoding="utf-8",
+                )
+                self.g.commit("--no-verify", "-q", "--allow-empty", "-F", str(message_file), env=env or None)
+                message_file.unlink()
+                made.append(self.git_repo.head.commit.hexsha)
+            except (git.GitCommandError, _Conflict) as exc:
                 conflicted = [p for p in self.g.diff("--name-only", "--diff-filter=U").splitlines() if p]
-                for undo in (("revert", "--abort"), ("reset", "-q", "--keep", start)):
+                conflicted += [exc.path] if isinstance(exc, _Conflict) else []
+                for undo in (("revert", "--abort"), ("reset", "-q", "--merge", start), ("reset", "-q", "--keep", start)):
                     try:
                         getattr(self.g, undo[0])(*undo[1:])
                     except git.GitCommandError:
                         pass
-                if not conflicted:
+                if not conflicted and isinstance(exc, git.GitCommandError):
                     raise _git_failure("revert", exc, self.root) from None
                 raise errors.RevertRefused(
-                    f"undoing codemod's commit {sha[:10]} conflicts with a later commit in {', '.join(conflicted)}; "
+                    f"undoing codemod's commit {commit.sha[:10]} conflicts with a later commit in {', '.join(conflicted)}; "
                     "nothing was reverted",
                     where=str(self.root),
-                    hint=f"revert it by hand (git revert {sha[:10]}) and resolve the conflict, "
+                    hint=f"revert it by hand ({shell('git', 'revert', commit.sha[:10])}) and resolve the conflict, "
                     "or move your commits off the codemod branch and revert without --keep-commits",
                 ) from None
+        return made
+
+    def _unapply(self, change: FileChange) -> None:
+        """Stage HEAD's change.path with codemod's recorded edit (after -> before) merged out of it (a conflict raises)."""
+        sides = [self.state_dir / f"unapply.{name}" for name in ("current", "after", "before")]
+        try:
+            try:
+                blobs = [self.g.cat_file("blob", b, stdout_as_string=False) for b in (change.after, change.before)]
+            except git.GitCommandError:
+                return  # codemod's recorded blob is gone (pruned): the file's whole committed diff stays reverted
+            for side, data in zip(sides, [self.show("HEAD", change.path) or b"", *blobs]):
+                side.write_bytes(data)
+            try:
+                self.g.merge_file("-q", *map(str, sides))  # into sides[0]; exit status = conflicts
+            except git.GitCommandError:
+                raise _Conflict(change.path) from None
+            blob = self.g.hash_object("-w", "--no-filters", "--", str(sides[0]))
+            mode = self.g.ls_files("-s", "--", change.path).split(" ")[0] or "100644"
+            self.g.update_index("--cacheinfo", f"{mode},{blob},{change.path}")
+            self.g.checkout("--", change.path)
+        finally:
+            for side in sides:
+                side.unlink(missing_ok=True)
 
 
 class ShadowRepo(Repo):
@@ -474,11 +550,13 @@ class ShadowRepo(Repo):
 
     def refuse_changed(self, dirty: list[str], head_branch: str | None) -> None:
         if dirty:
+            recipe = next((a.recipe for a in self.applied() if a.branch == head_branch), "RECIPE")
             raise errors.DirtyTree(
                 f"changed since codemod recorded them on {head_branch}: " + ", ".join(dirty),
                 where=str(self.root),
-                hint="the package was probably reinstalled or upgraded; `codemod status` shows the record, "
-                "`codemod revert RECIPE --repo PATH --forget` drops it without touching the files",
+                hint=f"the package was probably reinstalled or upgraded; `{shell('codemod', 'status', '--repo', str(self.root))}` "
+                f"shows the record, `{shell('codemod', 'revert', recipe, '--forget', '--repo', str(self.root))}` drops it "
+                "without touching the files",
             )
 
     def refuse_changed_for_revert(self, dirty: list[str], recipe_id: str) -> None:
@@ -487,7 +565,8 @@ class ShadowRepo(Repo):
                 "changed since codemod applied the recipe: " + ", ".join(dirty),
                 where=str(self.root),
                 hint="the package was probably reinstalled or upgraded, so there is nothing of codemod's to take out; "
-                f"`codemod revert {recipe_id} --repo PATH --forget` drops codemod's record without touching the files",
+                f"`{shell('codemod', 'revert', recipe_id, '--forget', '--repo', str(self.root))}` drops codemod's record "
+                "without touching the files",
             )
 
     @classmethod

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Callable
 
-from codemods.core import errors
-from codemods.apply import journal
+from codemods.core import commands, errors
+from codemods.apply import journal, ownership
 from codemods.jit import cache as jit_cache
 from codemods.recipes import load as recipes
 from codemods.apply.recovery import recover_interrupted
@@ -34,6 +34,7 @@ class Status:
     records: list[Applied]
     drift: list[str]  # files changed behind codemod's back (installed packages)
     interrupted: dict | None  # the journal of a run or revert that did not finish
+    trees: list[Workspace] = field(default_factory=list)  # how the command named this repository (for printed commands)
 
     @property
     def shadow(self) -> bool:
@@ -41,13 +42,18 @@ class Status:
 
     @property
     def state(self) -> str:
-        return "interrupted" if self.interrupted else ("applied" if self.records else "not applied")
+        if self.interrupted:
+            return "interrupted"
+        if any(not r.reverted for r in self.records):
+            return "applied"
+        return "reverted" if self.records else "not applied"
 
 
 def status(spot: Workspace | Path) -> Status:
     """The applied recipes, files changed behind codemod's back (installed packages), and an interrupted operation."""
-    repo = Workspace.of(spot).open()
-    return Status(repo, repo.applied(), repo.drift(), journal.read(repo.state_dir))
+    workspace = Workspace.of(spot)
+    repo = workspace.open()
+    return Status(repo, repo.applied(), repo.drift(), journal.read(repo.state_dir), [workspace])
 
 
 def status_many(spots: list[Workspace]) -> list[Status]:
@@ -55,7 +61,10 @@ def status_many(spots: list[Workspace]) -> list[Status]:
     found: dict[str, Status] = {}
     for spot in spots:
         one = status(spot)
-        found.setdefault(one.repo.key, one)
+        if one.repo.key in found:
+            found[one.repo.key].trees += one.trees
+        else:
+            found[one.repo.key] = one
     return list(found.values())
 
 
@@ -92,38 +101,46 @@ def _revert_locked(recipe_id: str, workspace: Workspace, keep_commits: bool, for
         repo.forget(dry_run=dry_run)  # a git work tree refuses: only a folder outside git has a record to forget
         return RevertResult(records[0] if records else Applied(recipe_id, "", "", ""), "would-forget" if dry_run else "forgotten")
     repo.refuse_busy()
-    records = [r for r in repo.applied() if r.recipe == recipe_id]
+    found = [r for r in repo.applied() if r.recipe == recipe_id]
+    records = [r for r in found if not r.reverted]
     if not records:
+        done = next((r for r in found if r.reverted), None)
         raise errors.RevertRefused(
-            f"recipe {recipe_id} is not applied here",
+            f"recipe {recipe_id} is not applied here"
+            + (f" (its commits on {done.branch} were already reverted with --keep-commits)" if done else ""),
             where=str(repo.root),
-            hint="`codemod status --repo PATH` lists what is applied",
+            hint=f"`{commands.codemod('status', trees=[workspace])}` lists what is applied",
         )
     record = next((r for r in records if r.current), records[0])
+    keep = commands.codemod("revert", recipe_id, "--keep-commits", trees=[workspace])
     if record.foreign and not keep_commits:
         listed = ", ".join(f"{sha[:10]} {subject!r}" for sha, subject in record.foreign)
         raise errors.RevertRefused(
             f"{len(record.foreign)} commit(s) on top of {record.branch} were not made by codemod: {listed}",
             where=str(repo.root),
-            hint="pass --keep-commits to undo only the codemod commits with git revert and keep yours, "
+            hint=f"`{keep}` undoes only the codemod commits with revert commits and keeps yours, "
             "or move your commits to another branch first",
         )
+    if not keep_commits:
+        ownership.refuse_unproven(repo, record, keep)
     tip = record.branch
+    undone = {sha for _, sha in record.reverts}
+    pending = [c for c in record.commits if c.sha not in undone]  # what --keep-commits still has to revert
     touched = repo.changed_files(record.base_sha, tip) if not keep_commits else [
-        f for c in record.commits for f in repo.changed_files(f"{c.sha}^", c.sha)
+        f for c in pending for f in repo.changed_files(f"{c.sha}^", c.sha)
     ]
     repo.refuse_changed_for_revert(repo.dirty(touched), recipe_id)
     if dry_run:
         base_exists = bool(record.base_ref) and repo.branch_exists(record.base_ref)
         checked_out = "" if keep_commits or not record.current else (record.base_ref if base_exists else record.base_sha)
         return RevertResult(record, "would-revert-commits" if keep_commits else "would-delete-branch",
-                            checked_out=checked_out, reverted=[c.sha for c in record.commits])
+                            checked_out=checked_out, reverted=[c.sha for c in (pending if keep_commits else record.commits)])
     if keep_commits:
         if not record.current:
             repo.checkout(record.branch)
-        repo.revert_commits([c.sha for c in record.commits])
+        repo.revert_commits(pending)
         journal.checkpoint("commits-reverted")
-        return RevertResult(record, "reverted-commits", checked_out=record.branch, reverted=[c.sha for c in record.commits])
+        return RevertResult(record, "reverted-commits", checked_out=record.branch, reverted=[c.sha for c in pending])
     checked_out = ""
     entry = {"op": "revert", "recipe": recipe_id, "branch": record.branch, "base_ref": record.base_ref,
              "base_sha": record.base_sha, "step": "started", "pid": os.getpid(), "started_ns": time.time_ns()}

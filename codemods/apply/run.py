@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Callable
 
-from codemods.core import errors
+from codemods.core import commands, errors
 from codemods.apply import files
 from codemods.apply import journal
 from codemods.recipes.model import upstream_advice as recipe_advice
@@ -147,7 +147,7 @@ def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, fo
             _refuse_half_patches(result, force)
             if repo is not None:
                 try:
-                    _check(repo, plan, prefix, recipe, workspace.path, branch)
+                    _check(repo, plan, prefix, recipe, workspace, branch)
                 except errors.CodemodError as refusal:
                     result.would_refuse = refusal
                     notify(
@@ -160,7 +160,7 @@ def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, fo
         journal.checkpoint(repo.ready_step)
         repo = groups.get(repo.key, (repo, []))[0]
         repo.ensure_base(plan.files(), f"pristine files of {plan.tree.project.title} {plan.tree.version()}".strip())
-        _check(repo, plan, prefix, recipe, workspace.path, branch)
+        _check(repo, plan, prefix, recipe, workspace, branch)
         result = RunResult(plan, prefix, [], "pending")
         results.append(result)
         groups.setdefault(repo.key, (repo, []))[1].append(result)
@@ -251,7 +251,9 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
                     written.append(rel)
                     files.write_atomic(path, content)
                     journal.step(repo.state_dir, entry, f"written:{change.id}")
-                    sha = repo.commit([rel], commit_message(result.plan, change, result.prefix, base, result.forced))
+                    recorded = (repo.file_change(rel),)  # what revert checks the commit against
+                    sha = repo.commit([rel], commit_message(result.plan, change, result.prefix, base, result.forced,
+                                                            branch=name, files=recorded))
                     result.commits.append((sha, change.id))
                     if repo.show(sha, rel) != content:  # git committed bytes another process wrote meanwhile
                         _stop_for_foreign_write(repo, path, rel, foreign)
@@ -276,7 +278,7 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
         raise
 
 
-def _check(repo: Repo, plan: Plan, prefix: str, recipe: Recipe, path: Path, branch: str | None) -> None:
+def _check(repo: Repo, plan: Plan, prefix: str, recipe: Recipe, tree: Workspace, branch: str | None) -> None:
     """Refuse before anything is written: git mid-operation, detached HEAD, changed files, an existing branch, permissions."""
     repo.refuse_busy()
     head_branch, head_sha = repo.head()
@@ -304,10 +306,19 @@ def _check(repo: Repo, plan: Plan, prefix: str, recipe: Recipe, path: Path, bran
                 where=str(repo.root),
                 hint="rename or delete that branch, or pass --branch NAME",
             )
+        if existing.reverted:
+            raise errors.RepoState(
+                f"recipe {existing.recipe} was reverted on {name} with its commits kept (revert --keep-commits), "
+                f"so that branch name is taken",
+                where=str(repo.root),
+                hint=f"`{commands.codemod('run', recipe.id, '--branch', name + '-2', trees=[tree])}` applies it again "
+                f"on a new branch; or delete {name} yourself first",
+            )
         raise errors.RepoState(
             f"recipe {existing.recipe} is already applied on {name} (base {existing.base_ref or existing.base_sha[:12]}), but HEAD is on {head_branch or head_sha[:12]}",
             where=str(repo.root),
-            hint=f"`git checkout {name}` to use it, or `codemod revert {recipe.id} --repo {path}` to remove it",
+            hint=f"`{commands.shell('git', 'checkout', name)}` to use it, "
+            f"or `{commands.codemod('revert', recipe.id, trees=[tree])}` to remove it",
         )
     files.check_writable(repo.root, rels)
 

@@ -29,10 +29,11 @@ recipes = LazyModule("codemods.recipes.load")
 class Workspace:
     """One --repo or --package: the folder as the user named it, the project expected there, and its repository."""
 
-    def __init__(self, path: Path, project: str | None = None, package: str | None = None):
+    def __init__(self, path: Path, project: str | None = None, package: str | None = None, python: str | None = None):
         self.path = path
         self.project = project  # the project --package names; None for --repo (any the recipe knows)
         self.package = package
+        self.python = python  # --python as given, for --package (printed commands carry it)
         self._repo: Repo | None = None
         self._repo_found = False
         self._targets: dict[tuple[str, ...], object] = {}
@@ -44,11 +45,6 @@ class Workspace:
     @property
     def root(self) -> Path:
         return resolved(self.path)
-
-    @property
-    def named(self) -> str:
-        """How the user named this tree on the command line (for hints)."""
-        return f"--package {self.package}" if self.package else f"--repo {self.path}"
 
     @property
     def repo(self) -> Repo | None:
@@ -98,5 +94,5 @@ class Workspace:
 def resolve(repos: list[Path], package_names: list[str], python: str | None) -> list[Workspace]:
     """The trees of --repo PATH and --package NAME (found in --python's site-packages), in that order."""
     found = [Workspace(path) for path in repos]
-    found += [Workspace(packages.folder(name, python), packages.project_of(name), name) for name in package_names]
+    found += [Workspace(packages.folder(name, python), packages.project_of(name), name, python) for name in package_names]
     return found

@@ -78,6 +78,8 @@ def run(
     for tree, result, cache in zip(trees, results, caches):
         for line in text.run_lines(chosen, tree, result, archs_shown, cache):
             say(line)
+    for line in text.backout_lines(chosen, trees, results):
+        say(line)
 
 
 def ask_each(changes):

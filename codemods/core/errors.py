@@ -12,7 +12,7 @@ Exit codes (stable, documented in docs/exit-codes.md):
   4  work tree not clean in files the recipe would touch
   5  repository state refuses the operation (not a git repo, detached HEAD, foreign branch ...)
   6  project not recognised at --repo
-  7  revert refused (commits on top, files changed since apply)
+  7  revert refused (commits on top, files changed since apply, or a branch holding work codemod cannot prove is its own)
   8  recipe file invalid
   9  file system refused (permissions, path outside the repo)
  10  another codemod holds this repository's lock

@@ -77,7 +77,7 @@ def prove(
             hint="`codemod verify` without --build checks this tree's changes; run verify --build on the FlashInfer tree",
         ) from None
     repo = Workspace(path).repo
-    records = [r for r in repo.applied() if recipe_id in (None, r.recipe)] if repo is not None else []
+    records = [r for r in repo.applied() if recipe_id in (None, r.recipe) and not r.reverted] if repo is not None else []
     base_sha, label, recipe_name = None, "none (no codemod record: the work tree alone)", recipe_id or ""
     if base:
         if repo is None:

@@ -54,7 +54,7 @@ def verify_repo(
     guard of its sources drops code there fails its target (half-patched).
     """
     repo = open_repo(repo_path)
-    records = [r for r in repo.applied() if recipe_id in (None, r.recipe)]
+    records = [r for r in repo.applied() if recipe_id in (None, r.recipe) and not r.reverted]
     if base:
         base_sha = repo.resolve_rev(base)
         recipe_name = recipe_id or (records[0].recipe if len(records) == 1 else "")

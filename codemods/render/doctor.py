@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from codemods.core import commands
 from codemods.doctor.checkup import Checkup
 from codemods.doctor.compare import Comparison
 from codemods.doctor.report import Event, Fatal, Report, tp_mismatch, when
@@ -225,7 +226,7 @@ def comparison_text(c: Comparison, baseline: Report, recipe: str, repo: str | No
     if c.recommend_revert:
         for reason in c.reasons:
             out.append(f"  {reason}")
-        out.append(f"recommend: codemod revert {recipe} --repo {repo or 'PATH'}")
+        out.append("recommend: " + (commands.shell("codemod", "revert", recipe, "--repo", repo) if repo else f"codemod revert {recipe} --repo PATH"))
     elif c.regression_pct is not None:
         out.append(f"within --max-regression {c.max_regression_pct:g}%: keep the patch")
     return out

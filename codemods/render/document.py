@@ -135,6 +135,10 @@ def status_json(statuses) -> dict[str, Any]:
                     "base": {"ref": r.base_ref or None, "sha": r.base_sha},
                     "commits": [{"sha": c.sha, "change": c.change, "subject": c.subject} for c in r.commits],
                     "commits_on_top": [{"sha": s, "subject": subj} for s, subj in r.foreign],
+                    "state": "reverted (commits kept)" if r.reverted else "applied",
+                    "made_on": r.made_on or None,
+                    "reverts": [{"sha": s, "reverts": undone} for s, undone in r.reverts],
+                    "below": [{"sha": s, "subject": subj} for s, subj in r.below],
                 }
                 for r in one.records
             ],

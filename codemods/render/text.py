@@ -9,10 +9,18 @@ from __future__ import annotations
 import difflib
 from typing import TYPE_CHECKING
 
+from codemods.core import commands
 from codemods.core.arch import Arch, ArchSet
 
 if TYPE_CHECKING:
     from codemods.plan.changes import Plan, PlannedChange
+
+
+class _Tree:
+    """A tree known only by its folder (a printed command names it with --repo)."""
+
+    def __init__(self, path) -> None:
+        self.path, self.package, self.python = path, None, None
 
 
 def summary_lines(plan: Plan, prefix: str = "", selected: list[PlannedChange] | None = None) -> list[str]:
@@ -112,9 +120,15 @@ def run_lines(recipe, workspace, result, universe: tuple[Arch, ...], cache: dict
         for reason in result.forced_reasons
     ]
     lines += cache_lines(cache)
-    if result.status == "applied":
-        lines.append(f"this is an experiment: benchmark it; to back it out: codemod revert {recipe.id} {workspace.named}")
     return lines
+
+
+def backout_lines(recipe, trees, results) -> list[str]:
+    """After a run that applied anything: the one command that backs it out of every tree it changed, as given (paste it)."""
+    changed = [tree for tree, result in zip(trees, results) if result.status == "applied"]
+    if not changed:
+        return []
+    return [f"this is an experiment: benchmark it; to back it out: {commands.codemod('revert', recipe.id, trees=changed)}"]
 
 
 def cache_lines(cache: dict | None) -> list[str]:
@@ -145,18 +159,26 @@ def status_lines(statuses) -> list[str]:
                 "(installed package: `codemod revert RECIPE --package NAME --forget`)"
             )
         elif interrupted:
+            back = commands.codemod("revert", str(interrupted.get("recipe")), trees=one.trees)
             lines.append(
                 f"interrupted: `{interrupted.get('op')} {interrupted.get('recipe')}` in {repo.root} stopped after step "
                 f"{interrupted.get('step')} (pid {interrupted.get('pid')}); run it again to finish, or "
-                f"`codemod revert {interrupted.get('recipe')}` to go back to the base"
+                f"`{back}` to go back to the base"
             )
         if not one.records:
             lines.append(f"no recipe applied in {repo.root}")
         for r in one.records:
             marker = " (checked out)" if r.current else ""
-            lines.append(f"{r.recipe}: applied in {repo.root} on {r.branch}{marker}, base {r.base_ref or 'detached'} @ {r.base_sha[:12]}")
+            state = "reverted (commits kept)" if r.reverted else "applied"
+            made = f" (codemod made it on {r.made_on}, not on {r.branch})" if r.made_on and r.made_on != r.branch else ""
+            lines.append(
+                f"{r.recipe}: {state} in {repo.root} on {r.branch}{marker}{made}, base {r.base_ref or 'detached'} @ {r.base_sha[:12]}"
+            )
             lines += [f"  {c.sha[:10]}  {c.change:<40} {c.subject}" for c in r.commits]
-            lines += [f"  {sha[:10]}  (your commit on top)                      {subject}" for sha, subject in r.foreign]
+            subjects = {c.sha: c.subject for c in r.commits}
+            lines += [f"  {sha[:10]}  {'(revert of codemod commit)':<40} Revert {subjects.get(undone, undone[:10])!r}" for sha, undone in r.reverts]
+            lines += [f"  {sha[:10]}  {'(not codemod: under its commits)':<40} {subject}" for sha, subject in r.below]
+            lines += [f"  {sha[:10]}  {'(your commit on top)':<40} {subject}" for sha, subject in r.foreign]
         if one.drift:
             lines.append(f"  warning: changed outside codemod (package reinstalled or upgraded?): {', '.join(one.drift)}")
     return lines
@@ -170,7 +192,7 @@ def revert_lines(recipe_id: str, reverted) -> list[str]:
         if mode == "would-forget":
             lines.append(f"would forget codemod's record of {root}; no file would be touched; nothing written")
         elif mode == "would-revert-commits":
-            lines.append(f"would revert {len(result.reverted)} codemod commit(s) on {r.branch} with git revert, keeping your {len(r.foreign)}; nothing written")
+            lines.append(f"would revert {len(result.reverted)} codemod commit(s) on {r.branch} with revert commits (no branch deleted), keeping your {len(r.foreign)}; nothing written")
         elif mode == "would-delete-branch":
             where = f"check out {result.checked_out}, " if result.checked_out else ""
             lines.append(f"would revert {recipe_id} in {root}: {where}delete branch {r.branch} ({len(result.reverted)} commit(s)); nothing written")
@@ -179,7 +201,10 @@ def revert_lines(recipe_id: str, reverted) -> list[str]:
         elif mode == "forgotten":
             lines.append(f"forgot codemod's record of {root}; no file was touched")
         elif mode == "reverted-commits":
-            lines.append(f"reverted {len(result.reverted)} codemod commit(s) on {r.branch} with git revert; your {len(r.foreign)} commit(s) are kept")
+            lines.append(
+                f"reverted {len(result.reverted)} codemod commit(s) on {r.branch} with revert commits (no branch deleted); "
+                f"your {len(r.foreign)} commit(s) are kept"
+            )
         else:
             where = f"checked out {result.checked_out}, " if result.checked_out else ""
             lines.append(f"reverted {recipe_id} in {root}: {where}deleted branch {r.branch} ({len(result.reverted)} commit(s))")
@@ -288,8 +313,9 @@ def verify_notes(result, ctx) -> list[str]:
         if result.stand_ins or any(r.verdict == "unknown" for r in result.results):
             if headers.submodules:
                 notes.append(
-                    f"hint: for a proof with the real headers: git -C {ctx.repo.root} submodule update --init "
-                    + " ".join(headers.submodules) + " (or pass --include DIR)"
+                    "hint: for a proof with the real headers: "
+                    + commands.shell("git", "-C", str(ctx.repo.root), "submodule", "update", "--init", *headers.submodules)
+                    + " (or pass --include DIR)"
                 )
             else:
                 notes.append("hint: for a proof with the real headers, pass --include DIR for each missing include folder")
@@ -303,9 +329,10 @@ def verify_notes(result, ctx) -> list[str]:
             "(the ! lines) compile code out there: the kernels would run without it and return garbage"
         )
         if ctx.recipe:
+            trees = [_Tree(ctx.repo.root)]
             notes.append(
-                f"hint: apply the guards too: `codemod revert {ctx.recipe} --repo {ctx.repo.root}`, then "
-                f"`codemod run {ctx.recipe} --repo {ctx.repo.root}` with all its changes (no --only/--skip); "
+                f"hint: apply the guards too: `{commands.codemod('revert', ctx.recipe, trees=trees)}`, then "
+                f"`{commands.codemod('run', ctx.recipe, trees=trees)}` with all its changes (no --only/--skip); "
                 "or keep only the revert"
             )
         else:
