@@ -3,13 +3,12 @@ repository that is not the target's own. Every case plants a marker command and 
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import IDENTITY, git, tree_digest
+from conftest import fake_site, git, tree_digest
 
 COMM = "flashinfer/jit/comm.py"
 HEADER = "include/flashinfer/comm/trtllm_allreduce.cuh"
@@ -117,3 +116,185 @@ def test_run_makes_unsigned_commits_without_running_gpg_program(cli, example_rep
     assert git(repo, "log", "-1", "--format=%G?", "codemod/sm120-enable").strip() == "N"
     assert cli("revert", "sm120-enable", "--repo", repo).exit_code == 0
     assert not log.exists()
+
+
+# ------------------------------------------------------------------ installed packages keep their bytes (shadow repo)
+
+SITE_COMM = "flashinfer/jit/comm.py"
+SITE_HEADER = "flashinfer/data/include/flashinfer/comm/trtllm_allreduce.cuh"
+
+
+def _global_config(tmp_path: Path, monkeypatch, text: str) -> None:
+    config = tmp_path / "global.gitconfig"
+    config.write_text(text)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        pytest.param("autocrlf", id="global-core.autocrlf=true"),
+        pytest.param("eol-crlf", id="gitattributes-eol=crlf-in-the-folder"),
+        pytest.param("global-filter", id="global-attributes-and-filter"),
+    ],
+)
+def test_shadow_run_and_revert_keep_lf_bytes(cli, tmp_path, monkeypatch, setup):
+    site = fake_site(tmp_path)
+    mark, log = marker(tmp_path)
+    if setup == "autocrlf":
+        _global_config(tmp_path, monkeypatch, "[core]\n\tautocrlf = true\n")
+    elif setup == "eol-crlf":
+        (site / "flashinfer" / ".gitattributes").write_text("* text eol=crlf\n")
+    else:
+        (tmp_path / "attributes").write_text("* filter=mine\n")
+        _global_config(tmp_path, monkeypatch, f"[core]\n\tattributesFile = {tmp_path / 'attributes'}\n"
+                       f"[filter \"mine\"]\n\tclean = {mark} clean\n\tsmudge = {mark} smudge\n")
+    pristine = tree_digest(site)
+    result = cli("run", "sm120-enable", "--repo", site)
+    assert result.exit_code == 0, result.output
+    for rel in (SITE_COMM, SITE_HEADER):
+        data = (site / rel).read_bytes()
+        assert b"\r" not in data, rel
+    assert b"[9, 10, 12]" in (site / SITE_COMM).read_bytes()
+    assert cli("status", "--repo", site).stdout.startswith("sm120-enable: applied")
+    back = cli("revert", "sm120-enable", "--repo", site)
+    assert back.exit_code == 0, back.output
+    assert tree_digest(site) == pristine
+    assert not log.exists()
+
+
+def test_shadow_ignores_the_folders_gitignore(cli, tmp_path):
+    site = fake_site(tmp_path)
+    (site / ".gitignore").write_text("*.py\n*.cuh\n")
+    (site / "flashinfer" / ".gitignore").write_text("*\n")
+    pristine = tree_digest(site)
+    result = cli("run", "sm120-enable", "--repo", site)
+    assert result.exit_code == 0, result.output
+    assert "internal error" not in result.output
+    assert b"[9, 10, 12]" in (site / SITE_COMM).read_bytes()
+    back = cli("revert", "sm120-enable", "--repo", site)
+    assert back.exit_code == 0, back.output
+    assert tree_digest(site) == pristine
+
+
+def test_a_git_repository_shipped_inside_the_installed_files_is_refused(cli, tmp_path):
+    site = fake_site(tmp_path)
+    mark, log = marker(tmp_path)
+    subprocess.run(["git", "init", "-q", str(site / "flashinfer")], check=True)
+    git(site / "flashinfer", "config", "core.fsmonitor", f"{mark} fsmonitor")
+    pristine = tree_digest(site)
+    result = cli("run", "sm120-enable", "--repo", site)
+    assert result.exit_code == 5, result.output
+    assert "hold a git repository of their own" in result.stderr and "rm -rf" in result.stderr
+    assert "internal error" not in result.output
+    assert tree_digest(site) == pristine
+    assert not log.exists()
+
+
+# ------------------------------------------------------------------ a .git that is not the target's repository
+
+
+def _unrelated_repo(example_repo, tmp_path) -> tuple[Path, Path]:
+    other = example_repo("sglang")
+    mark, log = marker(tmp_path)
+    git(other, "config", "core.fsmonitor", f"{mark} fsmonitor")
+    return other, log
+
+
+def _unpacked(tmp_path: Path) -> Path:
+    """An unpacked release of the example FlashInfer tree: no repository of its own."""
+    import shutil
+
+    from conftest import EXAMPLES
+
+    dest = tmp_path / "unpacked" / "flashinfer-0.6.3"
+    shutil.copytree(EXAMPLES / "flashinfer", dest)
+    return dest
+
+
+COMMANDS = [
+    pytest.param(("scan", "--arch", "sm_120"), id="scan"),
+    pytest.param(("run", "sm120-enable", "--dry-run"), id="run-dry-run"),
+    pytest.param(("run", "sm120-enable"), id="run"),
+    pytest.param(("status",), id="status"),
+]
+
+
+@pytest.mark.parametrize("args", COMMANDS)
+def test_gitfile_to_an_unrelated_repository_is_refused(cli, example_repo, tmp_path, args):
+    other, log = _unrelated_repo(example_repo, tmp_path)
+    tree = _unpacked(tmp_path)
+    (tree / ".git").write_text(f"gitdir: {other / '.git'}\n")
+    before_refs, before_head = git(other, "for-each-ref"), (other / ".git" / "HEAD").read_bytes()
+    result = cli(*args, "--repo", tree)
+    assert result.exit_code == 5, result.output
+    assert "is not this folder's repository" in result.stderr and f"the repository of {other}" in result.stderr
+    assert "codemod scan --all" in result.stderr and "internal error" not in result.output
+    assert not log.exists()
+    assert git(other, "for-each-ref") == before_refs and (other / ".git" / "HEAD").read_bytes() == before_head
+
+
+def test_symlinked_dot_git_to_an_unrelated_repository_is_refused(cli, example_repo, tmp_path):
+    other, log = _unrelated_repo(example_repo, tmp_path)
+    tree = _unpacked(tmp_path)
+    (tree / ".git").symlink_to(other / ".git")
+    result = cli("scan", "--repo", tree, "--arch", "sm_120")
+    assert result.exit_code == 5, result.output
+    assert f"the repository of {other}" in result.stderr
+    assert not log.exists()
+
+
+@pytest.mark.parametrize("pointer", ["gitdir: .evil\n", "gitdir: /nonexistent/place\n", "not a pointer\n"])
+def test_gitfile_to_no_repository_is_refused(cli, tmp_path, pointer):
+    tree = _unpacked(tmp_path)
+    (tree / ".evil").mkdir()
+    (tree / ".git").write_text(pointer)
+    for args in (("scan", "--arch", "sm_120"), ("run", "sm120-enable", "--dry-run"), ("status",)):
+        result = cli(*args, "--repo", tree)
+        assert result.exit_code == 5, (args, result.output)
+        assert "is not this folder's repository" in result.stderr, (args, result.output)
+
+
+def test_core_worktree_naming_another_folder_is_refused(cli, example_repo, tmp_path):
+    other, log = _unrelated_repo(example_repo, tmp_path)
+    tree = _unpacked(tmp_path)
+    subprocess.run(["git", "init", "-q", str(tree)], check=True)
+    git(tree, "config", "core.worktree", str(other))
+    git(tree, "config", "core.fsmonitor", f"{tmp_path / 'bin' / 'mark'} fsmonitor")
+    for args in (("scan", "--arch", "sm_120"), ("run", "sm120-enable", "--dry-run"), ("status",)):
+        result = cli(*args, "--repo", tree)
+        assert result.exit_code == 5, (args, result.output)
+        assert f"its config names {other} as the work tree" in result.stderr, (args, result.output)
+    assert not log.exists()
+
+
+def test_a_separate_git_dir_is_used_once_it_names_the_folder(cli, tmp_path):
+    tree = _unpacked(tmp_path)
+    store = tmp_path / "store.git"
+    subprocess.run(["git", "init", "-q", f"--separate-git-dir={store}", str(tree)], check=True)
+    git(tree, "add", "-A")
+    git(tree, "commit", "-q", "-m", "base")
+    refused = cli("run", "sm120-enable", "--dry-run", "--repo", tree)
+    assert refused.exit_code == 5, refused.output
+    assert "a repository that names no work tree" in refused.stderr and "core.worktree" in refused.stderr
+    git(tree, "config", "core.worktree", str(tree))  # the user says so, in a repository the tree cannot write
+    assert cli("run", "sm120-enable", "--dry-run", "--repo", tree).exit_code == 0
+    assert cli("scan", "--repo", tree, "--arch", "sm_120").exit_code in (0, 1)
+
+
+def test_linked_worktree_and_submodule_are_the_folders_own(cli, example_repo, tmp_path):
+    repo = example_repo("flashinfer")
+    second = tmp_path / "second"
+    git(repo, "worktree", "add", "-q", "-b", "other", str(second))
+    assert cli("run", "sm120-enable", "--dry-run", "--repo", second).exit_code == 0
+    assert cli("status", "--repo", second).exit_code == 0
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    (outer / "README").write_text("outer\n")
+    git(outer, "init", "-q", "-b", "main")
+    git(outer, "add", "-A")
+    git(outer, "commit", "-q", "-m", "outer")
+    git(outer, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(repo), "fi")
+    assert (outer / "fi" / ".git").is_file()
+    assert cli("run", "sm120-enable", "--dry-run", "--repo", outer / "fi").exit_code == 0
+    assert cli("scan", "--repo", outer, "--arch", "sm_120").exit_code in (0, 1)

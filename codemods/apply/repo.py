@@ -266,7 +266,8 @@ def own_dot_git(folder: Path) -> Path | None:
 
 
 def _is_git_dir(folder: Path) -> bool:
-    return (folder / "HEAD").is_file() and (folder / "objects").is_dir()
+    """A git dir as git recognises one: HEAD, and objects of its own or a linked worktree's `commondir`."""
+    return (folder / "HEAD").is_file() and ((folder / "objects").is_dir() or (folder / "commondir").is_file())
 
 
 def _foreign(dot_git: Path, why: str) -> errors.RepoState:
@@ -323,7 +324,7 @@ def listed_files(folder: Path) -> list[str] | None:
     Run as a plain git process, not through GitPython: a scan lists every
     submodule and nested repository this way and needs nothing else of git.
     """
-    if own_dot_git(folder) is None:
+    if work_tree_top(folder) is None:
         return None
     try:
         proc = run_git(["-C", str(folder), "ls-files", "-co", "--exclude-standard", "-z"])
@@ -374,6 +375,8 @@ def _enclosing(path: Path) -> git.Repo | None:
     place = dot_git.parent if dot_git is not None else next((p for p in (here, *here.parents) if _is_git_dir(p)), None)
     if place is None:
         return None
+    if dot_git is not None:
+        work_tree_top(path)  # git's own answer (GitPython ignores core.worktree beside a .git): refuses another folder
     drop_inherited_git_variables()
     try:
         found = git.Repo(place)
@@ -381,9 +384,6 @@ def _enclosing(path: Path) -> git.Repo | None:
         return None
     except git.GitError as exc:
         raise errors.RepoState(f"git cannot read this repository: {exc}", where=str(path)) from None
-    work = found.working_tree_dir
-    if dot_git is not None and work is not None and Path(os.path.realpath(work)) != Path(os.path.realpath(place)):
-        raise _foreign(dot_git, f"its config names {work} as the work tree")  # core.worktree
     found.git.update_environment(**git_overrides())
     return found
 
@@ -620,7 +620,7 @@ class Repo:
 
     def commit(self, rels: list[str], message: str) -> str:
         """Commit exactly rels (nothing else the user staged) and return the new sha."""
-        self._git("add", "--", *rels)
+        self._git("add", "-f", "--", *rels)  # -f: a file codemod edits is tracked, or (shadow) the folder's .gitignore is not codemod's
         env = self._identity_env()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         message_file = self.state_dir / "COMMIT_MSG"
