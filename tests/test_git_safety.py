@@ -3,6 +3,7 @@ repository that is not the target's own. Every case plants a marker command and 
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -298,3 +299,19 @@ def test_linked_worktree_and_submodule_are_the_folders_own(cli, example_repo, tm
     assert (outer / "fi" / ".git").is_file()
     assert cli("run", "sm120-enable", "--dry-run", "--repo", outer / "fi").exit_code == 0
     assert cli("scan", "--repo", outer, "--arch", "sm_120").exit_code in (0, 1)
+
+
+def test_a_symlink_into_dot_git_is_never_read_or_written(cli, example_repo):
+    repo = example_repo("flashinfer")
+    hidden = repo / ".git" / "info" / "comm.py"
+    hidden.write_bytes((repo / COMM).read_bytes())
+    (repo / COMM).unlink()
+    (repo / COMM).symlink_to(os.path.relpath(hidden, (repo / COMM).parent))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "comm.py is a symlink into .git")
+    before = hidden.read_bytes()
+    for args in (("run", "sm120-enable", "--dry-run"), ("run", "sm120-enable")):
+        result = cli(*args, "--repo", repo)
+        assert result.exit_code == 9, (args, result.output)
+        assert "inside git's own folder" in result.stderr and "internal error" not in result.output
+    assert hidden.read_bytes() == before
