@@ -3,6 +3,7 @@ repository that is not the target's own. Every case plants a marker command and 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -315,3 +316,44 @@ def test_a_symlink_into_dot_git_is_never_read_or_written(cli, example_repo):
         assert result.exit_code == 9, (args, result.output)
         assert "inside git's own folder" in result.stderr and "internal error" not in result.output
     assert hidden.read_bytes() == before
+
+
+# ------------------------------------------------------------------ a second worktree of the same repository
+
+
+def test_second_worktree_status_revert_and_run_say_what_git_allows(cli, example_repo, tmp_path):
+    repo = example_repo("flashinfer")
+    assert cli("run", "sm120-enable", "--repo", repo).exit_code == 0
+    second = tmp_path / "second"
+    git(repo, "worktree", "add", "-q", str(second), "main")
+    branch = "codemod/sm120-enable"
+
+    status = cli("status", "--repo", second)
+    assert status.exit_code == 0, status.output
+    assert f"applied on {branch}, checked out in the worktree {repo}, not in {second}" in status.stdout
+    assert f"applied in {second}" not in status.stdout
+    data = json.loads(cli("status", "--repo", second, "--format", "json").stdout)
+    (record,) = data["results"][0]["applied"]
+    assert (record["current"], record["worktree"]) == (False, str(repo))
+    assert cli("status", "--repo", repo).stdout.startswith(f"sm120-enable: applied in {repo} on {branch} (checked out)")
+
+    for args in (("revert", "sm120-enable", "--dry-run"), ("revert", "sm120-enable")):
+        refused = cli(*args, "--repo", second)
+        assert refused.exit_code == 7, (args, refused.output)
+        assert f"checked out in the worktree {repo}" in refused.stderr
+        assert f"codemod revert sm120-enable --repo {repo}" in refused.stderr
+        assert "delete branch" not in refused.stdout
+    assert branch in git(repo, "branch")
+
+    again = cli("run", "sm120-enable", "--repo", second)
+    assert again.exit_code == 5, again.output
+    assert f"checked out in the worktree {repo}" in again.stderr and "git checkout" not in again.stderr
+
+    for args in (("revert", "sm120-enable", "--dry-run"), ("revert", "sm120-enable")):
+        refused = cli(*args, "--repo", repo)  # back to main, which the second worktree has checked out
+        assert refused.exit_code == 7, (args, refused.output)
+        assert f"the base branch main is checked out in the worktree {second}" in refused.stderr
+        assert "switch --detach" in refused.stderr and "internal error" not in refused.output
+    git(second, "switch", "-q", "--detach")
+    assert cli("revert", "sm120-enable", "--repo", repo).exit_code == 0
+    assert branch not in git(repo, "branch")

@@ -512,11 +512,27 @@ class Repo:
         """Every codemod branch in the repo, read from its trailers."""
         found = []
         current = None if self.git_repo.head.is_detached else self.git_repo.active_branch.name
+        elsewhere = self.checked_out_elsewhere()
         for head in self.git_repo.heads:
             record = self._read_branch(head.name)
             if record:
                 record.current = head.name == current
+                record.worktree = str(elsewhere.get(head.name, ""))
                 found.append(record)
+        return found
+
+    def checked_out_elsewhere(self) -> dict[str, Path]:
+        """Branch -> the other worktree of this repository that has it checked out (git will not check it out or delete it here)."""
+        try:
+            out = self.g.worktree("list", "--porcelain")
+        except git.GitCommandError:
+            return {}
+        found: dict[str, Path] = {}
+        for block in out.split("\n\n"):
+            fields = dict(line.partition(" ")[::2] for line in block.splitlines())
+            path, ref = fields.get("worktree"), fields.get("branch", "")
+            if path and ref.startswith("refs/heads/") and Path(path).resolve() != self.root.resolve():
+                found[ref.removeprefix("refs/heads/")] = Path(path)
         return found
 
     def _read_branch(self, name: str) -> Applied | None:
@@ -682,6 +698,10 @@ class ShadowRepo(Repo):
     def __init__(self, git_repo: git.Repo, root: Path, home: Path):
         super().__init__(git_repo, root, GIT_DIR=str(git_repo.git_dir), GIT_WORK_TREE=str(root), **_SHADOW_ENVIRONMENT)
         self.home = home
+
+    def checked_out_elsewhere(self) -> dict[str, Path]:
+        """A shadow repository has one work tree, the folder."""
+        return {}
 
     def _identity_env(self) -> dict[str, str]:
         """Always explicit: the shadow's git reads none of the user's config, where user.name would be."""

@@ -299,10 +299,14 @@ def _check(repo: Repo, plan: Plan, prefix: str, recipe: Recipe, path: Path, bran
                 where=str(repo.root),
                 hint="rename or delete that branch, or pass --branch NAME",
             )
+        if existing.worktree:  # git refuses to check out a branch another worktree has checked out
+            hint = f"it is checked out in the worktree {existing.worktree}: use it there, or `codemod revert {recipe.id} --repo {existing.worktree}` to remove it"
+        else:
+            hint = f"`git checkout {name}` to use it, or `codemod revert {recipe.id} --repo {path}` to remove it"
         raise errors.RepoState(
             f"recipe {existing.recipe} is already applied on {name} (base {existing.base_ref or existing.base_sha[:12]}), but HEAD is on {head_branch or head_sha[:12]}",
             where=str(repo.root),
-            hint=f"`git checkout {name}` to use it, or `codemod revert {recipe.id} --repo {path}` to remove it",
+            hint=hint,
         )
     files.check_writable(repo.root, rels)
 

@@ -45,3 +45,4 @@ class Applied:
     commits: list[CodemodCommit] = field(default_factory=list)
     foreign: list[tuple[str, str]] = field(default_factory=list)  # (sha, subject) of user commits on top
     current: bool = False
+    worktree: str = ""  # another worktree of the repository that has the branch checked out ("" when none does)

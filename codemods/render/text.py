@@ -153,7 +153,11 @@ def status_lines(statuses) -> list[str]:
             lines.append(f"no recipe applied in {repo.root}")
         for r in one.records:
             marker = " (checked out)" if r.current else ""
-            lines.append(f"{r.recipe}: applied in {repo.root} on {r.branch}{marker}, base {r.base_ref or 'detached'} @ {r.base_sha[:12]}")
+            base = f"base {r.base_ref or 'detached'} @ {r.base_sha[:12]}"
+            if r.worktree:
+                lines.append(f"{r.recipe}: applied on {r.branch}, checked out in the worktree {r.worktree}, not in {repo.root}; {base}")
+            else:
+                lines.append(f"{r.recipe}: applied in {repo.root} on {r.branch}{marker}, {base}")
             lines += [f"  {c.sha[:10]}  {c.change:<40} {c.subject}" for c in r.commits]
             lines += [f"  {sha[:10]}  (your commit on top)                      {subject}" for sha, subject in r.foreign]
         if one.drift:
