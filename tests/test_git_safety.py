@@ -357,3 +357,33 @@ def test_second_worktree_status_revert_and_run_say_what_git_allows(cli, example_
     git(second, "switch", "-q", "--detach")
     assert cli("revert", "sm120-enable", "--repo", repo).exit_code == 0
     assert branch not in git(repo, "branch")
+
+
+def test_a_submodules_own_config_runs_nothing(cli, example_repo, tmp_path):
+    """git looks into submodules (status, diff against the work tree) with a git of their own config: none of it runs."""
+    repo = example_repo("flashinfer")
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    (inner / "kernel.cuh").write_text("// inner\n")
+    git(inner, "init", "-q", "-b", "main")
+    git(inner, "add", "-A")
+    git(inner, "commit", "-q", "-m", "inner")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(inner), "3rdparty/inner")
+    git(repo, "commit", "-q", "-m", "submodule")
+    mark, log = marker(tmp_path)
+    module_git = repo / ".git" / "modules" / "3rdparty" / "inner"
+    for key, value in {"filter.evil.clean": f"{mark} sub-clean", "filter.evil.process": f"{mark} sub-process",
+                       "diff.evil.textconv": f"{mark} sub-textconv", "core.fsmonitor": f"{mark} sub-fsmonitor"}.items():
+        subprocess.run(["git", "--git-dir", str(module_git), "config", key, value], check=True)
+    (module_git / "info").mkdir(exist_ok=True)
+    (module_git / "info" / "attributes").write_text("* filter=evil diff=evil\n")
+    edited = repo / "3rdparty" / "inner" / "kernel.cuh"
+    edited.write_text("// inner, edited\n")  # a dirty submodule: git must read it to say so
+    subprocess.run(["git", "diff", "--name-only", "HEAD", "--"], cwd=repo, capture_output=True)
+    assert "sub-fsmonitor" in log.read_text()  # the control: plain git runs the submodule's own
+    log.unlink()
+    for args in (("scan", "--arch", "sm_120"), ("run", "sm120-enable", "--dry-run"), ("run", "sm120-enable"),
+                 ("status",), ("verify",), ("revert", "sm120-enable")):
+        result = cli(*args, "--repo", repo)
+        assert result.exit_code in (0, 1), (args, result.output)
+        assert not log.exists(), (args, log.read_text())

@@ -495,7 +495,7 @@ class Repo:
         """Which of rels have staged, unstaged or untracked changes."""
         if not rels:
             return []
-        out = self.g.status("--porcelain=v1", "-z", "--untracked-files=all", "--", *rels)
+        out = self.g.status("--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty", "--", *rels)
         found = []
         for entry in out.split("\0"):
             if len(entry) > 3:
@@ -565,7 +565,7 @@ class Repo:
 
     def changed_since(self, base: str) -> list[str]:
         """Files whose work-tree content differs from `base` (committed or not)."""
-        out = self.g.diff("--no-ext-diff", "--no-textconv", "--name-only", "-z", base, "--")
+        out = self.g.diff("--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty", "--name-only", "-z", base, "--")
         return [p for p in out.split("\0") if p]
 
     def show(self, rev: str, rel: str) -> bytes | None:
