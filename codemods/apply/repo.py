@@ -138,10 +138,10 @@ def git_overrides(config: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
     return env
 
 
-def git_environment(config: tuple[tuple[str, str], ...] = (), **extra: str) -> dict[str, str]:
+def git_environment(config: tuple[tuple[str, str], ...] = (), extra: dict[str, str] | None = None) -> dict[str, str]:
     """The whole environment of a git process codemod starts itself (see the comment above _KEPT_GIT_VARIABLES)."""
     drop_inherited_git_variables()
-    return {**os.environ, **git_overrides(config), **extra}
+    return {**os.environ, **git_overrides(config), **(extra or {})}
 
 
 @functools.cache
@@ -170,15 +170,15 @@ def _require_git_version() -> None:
         )
 
 
-def run_git(args: list[str], *, cwd: Path | None = None, config: tuple[tuple[str, str], ...] = (), **extra: str) -> subprocess.CompletedProcess:
+def run_git(args: list[str], *, cwd: Path | None = None, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """One plain git process (no GitPython) with git_environment(); raises OSError/SubprocessError as subprocess does."""
     return subprocess.run(
         ["git", *args], cwd=cwd, capture_output=True, timeout=120, stdin=subprocess.DEVNULL,
-        env=git_environment(config, **extra),
+        env=git_environment(extra=extra),
     )
 
 
-def _driver_overrides(cwd: Path, **extra: str) -> tuple[tuple[str, str], ...]:
+def _driver_overrides(cwd: Path, extra: dict[str, str]) -> tuple[tuple[str, str], ...]:
     """Config that switches off every filter, diff and merge driver the repository's config (all its files) defines.
 
     Drivers are chosen by .gitattributes, which the tree controls, but run
@@ -186,7 +186,7 @@ def _driver_overrides(cwd: Path, **extra: str) -> tuple[tuple[str, str], ...]:
     one that could run. A name git's config keys cannot carry is refused.
     """
     try:
-        proc = run_git(["config", "--list", "--name-only", "-z"], cwd=cwd, **extra)
+        proc = run_git(["config", "--list", "--name-only", "-z"], cwd=cwd, extra=extra)
     except (OSError, subprocess.SubprocessError):
         return ()
     found: dict[str, None] = {}
@@ -416,7 +416,7 @@ class Repo:
         self.git_repo = git_repo
         self.root = root
         self.g = git_repo.git
-        drivers = _driver_overrides(root, **environment)
+        drivers = _driver_overrides(root, environment)
         self.g.update_environment(**environment, **git_overrides(drivers))
 
     @classmethod
@@ -771,9 +771,9 @@ class ShadowRepo(Repo):
             try:
                 home.mkdir(parents=True, exist_ok=True)
                 tmp = home / f"git.tmp.{os.getpid()}"
-                _checked(run_git(["init", "-q", "--template=", "-b", "main", "--bare", str(tmp)], **_SHADOW_ENVIRONMENT))
+                _checked(run_git(["init", "-q", "--template=", "-b", "main", "--bare", str(tmp)], extra=_SHADOW_ENVIRONMENT))
                 for key, value in (("core.bare", "false"), ("core.worktree", str(root)), *_SHADOW_CONFIG):
-                    _checked(run_git(["config", "--file", str(tmp / "config"), key, value], **_SHADOW_ENVIRONMENT))
+                    _checked(run_git(["config", "--file", str(tmp / "config"), key, value], extra=_SHADOW_ENVIRONMENT))
                 _shadow_attributes(tmp)
                 (home / "root.txt").write_text(str(root) + "\n", encoding="utf-8")
                 os.replace(tmp, gitdir)
