@@ -246,11 +246,14 @@ def test_symlinked_dot_git_to_an_unrelated_repository_is_refused(cli, example_re
     assert not log.exists()
 
 
-@pytest.mark.parametrize("pointer", ["gitdir: .evil\n", "gitdir: /nonexistent/place\n", "not a pointer\n"])
+@pytest.mark.parametrize("pointer", ["gitdir: .evil\n", "gitdir: /nonexistent/place\n", "not a pointer\n", "FIFO"])
 def test_gitfile_to_no_repository_is_refused(cli, tmp_path, pointer):
     tree = _unpacked(tmp_path)
     (tree / ".evil").mkdir()
-    (tree / ".git").write_text(pointer)
+    if pointer == "FIFO":
+        os.mkfifo(tree / ".git")  # opening it would wait forever
+    else:
+        (tree / ".git").write_text(pointer)
     for args in (("scan", "--arch", "sm_120"), ("run", "sm120-enable", "--dry-run"), ("status",)):
         result = cli(*args, "--repo", tree)
         assert result.exit_code == 5, (args, result.output)

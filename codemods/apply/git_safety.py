@@ -154,7 +154,6 @@ def driver_overrides(cwd: Path, extra: dict[str, str]) -> tuple[tuple[str, str],
     return tuple(pairs)
 
 
-
 def work_tree_top(folder: Path) -> Path | None:
     """The top of the git work tree `folder` is in; None when git cannot tell (or is missing).
 
@@ -219,6 +218,8 @@ def _check_pointer(dot_git: Path) -> None:
     """Refuse a `.git` file or symlink unless the repository it names claims its folder (see own_dot_git)."""
     if dot_git.is_symlink():
         target = Path(os.path.realpath(dot_git))
+    elif not dot_git.is_file():  # a FIFO or a device: never opened
+        raise _foreign(dot_git, "it is neither a folder nor a file")
     else:
         try:
             text = dot_git.read_bytes()[:4096].decode("utf-8", "replace")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from codemods.core import errors
 from codemods.core.lazy import LazyModule
-from codemods.apply.git_safety import (  # noqa: F401  (work_tree_top: listing calls it through this module)
+from codemods.apply.git_safety import (
     SHADOW_CONFIG, SHADOW_ENVIRONMENT, checked, driver_overrides, drop_inherited_git_variables, git_overrides,
     is_git_dir, own_dot_git, run_git, shadow_attributes, work_tree_top,
 )
@@ -63,11 +63,6 @@ _IN_PROGRESS = (
     ("BISECT_LOG", "a bisect", "git bisect reset", "git bisect reset"),
 )
 _GIT_LOCKS = ("index.lock", "HEAD.lock", "packed-refs.lock", "config.lock", "shallow.lock")
-
-
-def _no_hooks_env() -> dict[str, str]:
-    """The variables of git_overrides(): kept by this name for the callers that set them on a GitPython command."""
-    return git_overrides()
 
 
 def _git_failure(action: str, exc: git.GitCommandError, where: Path) -> errors.CodemodError:
