@@ -47,12 +47,14 @@ def plant_program_keys(repo: Path, mark: Path) -> None:
         "gpg.program": f"{mark} gpg",
         "commit.gpgSign": "true",
         "core.alternateRefsCommand": f"{mark} alternateRefs",
+        "filter.x=y.clean": f"{mark} clean-x=y",  # a driver name a `-c key=value` could not carry
+        "filter.x=y.smudge": f"{mark} smudge-x=y",
     }
     for key, value in keys.items():
         git(repo, "config", key, value)
     # attributes in .git/info (no change to the tree) select the drivers for every file
     (repo / ".git" / "info").mkdir(exist_ok=True)
-    (repo / ".git" / "info" / "attributes").write_text("* filter=evil diff=evil merge=evil\n")
+    (repo / ".git" / "info" / "attributes").write_text("* filter=evil diff=evil merge=evil\n*.cuh filter=x=y\n")
 
 
 def plant_environment(monkeypatch, mark: Path, elsewhere: Path) -> None:
