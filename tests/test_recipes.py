@@ -35,6 +35,8 @@ function = "gen_trtllm_comm_module"
         pytest.param(('function = "gen', 'functon = "gen'), 10, "unknown key 'functon'", id="unknown-selector"),
         pytest.param(('file = "{python}', 'file = "../../etc/{python}'), 8, "leaves the repository", id="path-traversal"),
         pytest.param(('file = "{python}/jit/comm.py"', 'file = "/etc/passwd"'), 8, "leaves the repository", id="absolute-path"),
+        pytest.param(('file = "{python}/jit/comm.py"', 'file = ".git/info/x.py"'), 8, "goes through .git", id="path-into-dot-git"),
+        pytest.param(('file = "{python}/jit/comm.py"', 'file = "{python}/.GIT/hooks/x.py"'), 8, "goes through .git", id="path-into-dot-git-any-case"),
         pytest.param(('function = "gen_trtllm_comm_module"', "function = 3"), 10, "'function' must be a string", id="wrong-type"),
         pytest.param(('file = "{python}/jit/comm.py"', 'file = "{include}/flashinfer/comm.cuh"'), 8,
                      "python_arch_list reads Python source, and '{include}/flashinfer/comm.cuh' is not a .py file",

@@ -67,6 +67,12 @@ def inside(root: Path, rel: str) -> Path:
             where=rel,
             hint="codemod only reads and writes files inside --repo; replace the symlink with the file",
         )
+    if any(part.lower() == ".git" for part in path.relative_to(base).parts):
+        raise errors.FileRefused(
+            f"resolves to {path}, inside git's own folder",
+            where=rel,
+            hint="codemod never reads or writes a repository's .git as a source file; replace the symlink with the file",
+        )
     return path
 
 

@@ -1,4 +1,4 @@
-"""The only module that talks to git: branches, one commit per change, status, revert.
+"""The git layer's commands (with codemods.apply.git_safety, the only code that runs git): branches, one commit per change, status, revert.
 
 Applied recipes are recorded in the commits themselves, as trailers
 (codemods.apply.trailers), so the state survives clones and needs no side
@@ -17,6 +17,10 @@ from typing import TYPE_CHECKING
 from codemods.core import errors, remote_url
 from codemods.core.commands import shell
 from codemods.core.lazy import LazyModule
+from codemods.apply.git_safety import (
+    SHADOW_CONFIG, SHADOW_ENVIRONMENT, checked, driver_overrides, drop_inherited_git_variables, git_overrides,
+    is_git_dir, own_dot_git, run_git, shadow_attributes, work_tree_top,
+)
 from codemods.apply import journal
 from codemods.apply.trailers import (  # noqa: F401  (the names callers import from here)
     TRAILER_BASE, TRAILER_CHANGE, TRAILER_FORCED, TRAILER_RECIPE, Applied, CodemodCommit, FileChange, read_branch, trailers,
@@ -44,10 +48,10 @@ def bad_branch_name(name: str) -> str | None:
     if name == "HEAD" or "\n" in name:
         return "not a usable branch name"
     try:
-        git.Git().check_ref_format(f"refs/heads/{name}")
-    except git.GitCommandError:
-        return "git does not accept it as a branch name (see `git help check-ref-format`)"
-    return None
+        accepted = run_git(["check-ref-format", f"refs/heads/{name}"]).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        accepted = True  # no git: the run says so when it needs git
+    return None if accepted else "git does not accept it as a branch name (see `git help check-ref-format`)"
 
 
 # What git leaves in the git dir while an operation waits for the user, and how to get out of it.
@@ -62,44 +66,15 @@ _IN_PROGRESS = (
 _GIT_LOCKS = ("index.lock", "HEAD.lock", "packed-refs.lock", "config.lock", "shallow.lock")
 
 
-def _no_hooks_env() -> dict[str, str]:
-    """Environment that turns off the user's hooks for codemod's own git commands (one rule for all of them)."""
-    count = int(os.environ.get("GIT_CONFIG_COUNT", "0") or 0)
-    return {
-        "GIT_CONFIG_COUNT": str(count + 1),
-        f"GIT_CONFIG_KEY_{count}": "core.hooksPath",
-        f"GIT_CONFIG_VALUE_{count}": os.devnull,
-    }
-
-
 def _git_failure(action: str, exc: git.GitCommandError, where: Path) -> errors.CodemodError:
     stderr = (exc.stderr or "").strip().removeprefix("stderr:").strip().strip("'").strip()
     first = next((line.strip() for line in stderr.splitlines() if line.strip()), f"exit status {exc.status}")
-    if "sign" in stderr.lower() or "gpg" in stderr.lower():
-        hint = (
-            "codemod signs its commits as your git config says (commit.gpgsign); make your key usable, "
-            "or turn signing off for this repository (git config commit.gpgsign false), then run again"
-        )
-    else:
-        hint = "nothing was left half-done; fix the cause git names, then run again"
+    hint = "nothing was left half-done; fix the cause git names, then run again"
     return errors.RepoState(f"git {action} failed: {first}", where=str(where), hint=hint)
 
 
 def codemod_home() -> Path:
     return Path(os.environ.get("CODEMOD_HOME") or Path.home() / ".cache" / "codemod")
-
-
-def work_tree_top(folder: Path) -> Path | None:
-    """The top of the git work tree `folder` is in; None when git cannot tell (or is missing)."""
-    try:
-        proc = subprocess.run(
-            ["git", "-C", str(folder), "rev-parse", "--show-toplevel"], capture_output=True, timeout=120
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if proc.returncode != 0 or not proc.stdout.strip():
-        return None
-    return Path(os.fsdecode(proc.stdout.rstrip(b"\r\n"))).resolve()
 
 
 def listed_files(folder: Path) -> list[str] | None:
@@ -108,12 +83,10 @@ def listed_files(folder: Path) -> list[str] | None:
     Run as a plain git process, not through GitPython: a scan lists every
     submodule and nested repository this way and needs nothing else of git.
     """
+    if work_tree_top(folder) is None:
+        return None
     try:
-        proc = subprocess.run(
-            ["git", "-C", str(folder), "ls-files", "-co", "--exclude-standard", "-z"],
-            capture_output=True,
-            timeout=120,
-        )
+        proc = run_git(["-C", str(folder), "ls-files", "-co", "--exclude-standard", "-z"])
     except (OSError, subprocess.SubprocessError):
         return None
     if proc.returncode != 0:
@@ -155,12 +128,23 @@ def work_tree_of(path: Path) -> git.Repo | None:
 
 
 def _enclosing(path: Path) -> git.Repo | None:
+    """The repository of the work tree holding path (own_dot_git's rules), its git commands in git_overrides()."""
+    dot_git = own_dot_git(path)
+    here = path.resolve()
+    place = dot_git.parent if dot_git is not None else next((p for p in (here, *here.parents) if is_git_dir(p)), None)
+    if place is None:
+        return None
+    if dot_git is not None:
+        work_tree_top(path)  # git's own answer (GitPython ignores core.worktree beside a .git): refuses another folder
+    drop_inherited_git_variables()
     try:
-        return git.Repo(path, search_parent_directories=True)
+        found = git.Repo(place)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         return None
     except git.GitError as exc:
         raise errors.RepoState(f"git cannot read this repository: {exc}", where=str(path)) from None
+    found.git.update_environment(**git_overrides())
+    return found
 
 
 def _ignored(found: git.Repo, path: Path) -> bool:
@@ -199,7 +183,8 @@ class Repo:
         self.git_repo = git_repo
         self.root = root
         self.g = git_repo.git
-        self.g.update_environment(**environment, **_no_hooks_env())
+        drivers = driver_overrides(root, environment)
+        self.g.update_environment(**environment, **git_overrides(drivers))
 
     @classmethod
     def of_work_tree(cls, git_repo: git.Repo, path: Path) -> Repo:
@@ -277,7 +262,7 @@ class Repo:
         """Which of rels have staged, unstaged or untracked changes."""
         if not rels:
             return []
-        out = self.g.status("--porcelain=v1", "-z", "--untracked-files=all", "--", *rels)
+        out = self.g.status("--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty", "--", *rels)
         found = []
         for entry in out.split("\0"):
             if len(entry) > 3:
@@ -294,11 +279,27 @@ class Repo:
         """Every codemod branch in the repo, read from its trailers."""
         found = []
         current = None if self.git_repo.head.is_detached else self.git_repo.active_branch.name
+        elsewhere = self.checked_out_elsewhere()
         for head in self.git_repo.heads:
             record = self._read_branch(head.name)
             if record:
                 record.current = head.name == current
+                record.worktree = str(elsewhere.get(head.name, ""))
                 found.append(record)
+        return found
+
+    def checked_out_elsewhere(self) -> dict[str, Path]:
+        """Branch -> the other worktree of this repository that has it checked out (git will not check it out or delete it here)."""
+        try:
+            out = self.g.worktree("list", "--porcelain")
+        except git.GitCommandError:
+            return {}
+        found: dict[str, Path] = {}
+        for block in out.split("\n\n"):
+            fields = dict(line.partition(" ")[::2] for line in block.splitlines())
+            path, ref = fields.get("worktree"), fields.get("branch", "")
+            if path and ref.startswith("refs/heads/") and Path(path).resolve() != self.root.resolve():
+                found[ref.removeprefix("refs/heads/")] = Path(path)
         return found
 
     def _read_branch(self, name: str) -> Applied | None:
@@ -346,12 +347,12 @@ class Repo:
         return None
 
     def changed_files(self, base: str, tip: str) -> list[str]:
-        out = self.g.diff("--name-only", "-z", base, tip)
+        out = self.g.diff("--no-ext-diff", "--no-textconv", "--name-only", "-z", base, tip)
         return [p for p in out.split("\0") if p]
 
     def changed_since(self, base: str) -> list[str]:
         """Files whose work-tree content differs from `base` (committed or not)."""
-        out = self.g.diff("--name-only", "-z", base, "--")
+        out = self.g.diff("--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty", "--name-only", "-z", base, "--")
         return [p for p in out.split("\0") if p]
 
     def show(self, rev: str, rel: str) -> bytes | None:
@@ -422,7 +423,7 @@ class Repo:
 
     def commit(self, rels: list[str], message: str) -> str:
         """Commit exactly rels (nothing else the user staged) and return the new sha."""
-        self._git("add", "--", *rels)
+        self._git("add", "-f", "--", *rels)  # -f: a file codemod edits is tracked, or (shadow) the folder's .gitignore is not codemod's
         env = self._identity_env()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         message_file = self.state_dir / "COMMIT_MSG"
@@ -477,7 +478,7 @@ class Repo:
                 message_file.unlink()
                 made.append(self.git_repo.head.commit.hexsha)
             except (git.GitCommandError, _Conflict) as exc:
-                conflicted = [p for p in self.g.diff("--name-only", "--diff-filter=U").splitlines() if p]
+                conflicted = [p for p in self.g.diff("--no-ext-diff", "--no-textconv", "--name-only", "--diff-filter=U").splitlines() if p]
                 conflicted += [exc.path] if isinstance(exc, _Conflict) else []
                 for undo in (("revert", "--abort"), ("reset", "-q", "--merge", start), ("reset", "-q", "--keep", start)):
                     try:
@@ -528,8 +529,19 @@ class ShadowRepo(Repo):
     ready_step = "shadow-ready"
 
     def __init__(self, git_repo: git.Repo, root: Path, home: Path):
-        super().__init__(git_repo, root, GIT_DIR=str(git_repo.git_dir), GIT_WORK_TREE=str(root))
+        super().__init__(git_repo, root, GIT_DIR=str(git_repo.git_dir), GIT_WORK_TREE=str(root), **SHADOW_ENVIRONMENT)
         self.home = home
+
+    def checked_out_elsewhere(self) -> dict[str, Path]:
+        """A shadow repository has one work tree, the folder."""
+        return {}
+
+    def _identity_env(self) -> dict[str, str]:
+        """Always explicit: the shadow's git reads none of the user's config, where user.name would be."""
+        reader = self.git_repo.config_reader()
+        name = os.environ.get("GIT_AUTHOR_NAME") or str(reader.get_value("user", "name", default="")) or _FALLBACK_IDENTITY[0]
+        email = os.environ.get("GIT_AUTHOR_EMAIL") or str(reader.get_value("user", "email", default="")) or _FALLBACK_IDENTITY[1]
+        return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
 
     @classmethod
     def recorded(cls, path: Path) -> bool:
@@ -595,19 +607,23 @@ class ShadowRepo(Repo):
             try:
                 home.mkdir(parents=True, exist_ok=True)
                 tmp = home / f"git.tmp.{os.getpid()}"
-                git.Git().init("-q", "-b", "main", "--bare", str(tmp))
-                config = git.Git()
-                for key, value in (("core.bare", "false"), ("core.worktree", str(root)),
-                                   ("status.showUntrackedFiles", "no"), ("gc.auto", "0")):
-                    config.config("--file", str(tmp / "config"), key, value)
+                checked(run_git(["init", "-q", "--template=", "-b", "main", "--bare", str(tmp)], extra=SHADOW_ENVIRONMENT))
+                for key, value in (("core.bare", "false"), ("core.worktree", str(root)), *SHADOW_CONFIG):
+                    checked(run_git(["config", "--file", str(tmp / "config"), key, value], extra=SHADOW_ENVIRONMENT))
+                shadow_attributes(tmp)
                 (home / "root.txt").write_text(str(root) + "\n", encoding="utf-8")
                 os.replace(tmp, gitdir)
-            except (OSError, git.GitCommandError) as exc:
+            except (OSError, subprocess.SubprocessError) as exc:
                 raise errors.FileRefused(
                     f"cannot keep codemod's record of this folder under $CODEMOD_HOME: {(getattr(exc, 'strerror', None) or str(exc)).strip().splitlines()[0]}",
                     where=str(codemod_home()),
                     hint="set CODEMOD_HOME to a writable folder (default ~/.cache/codemod), then run again",
                 ) from None
+        try:
+            shadow_attributes(gitdir)  # a record made by an older codemod gets them too
+        except OSError:
+            pass  # a read-only record: `status` still reads it; a run then fails on its own write
+        drop_inherited_git_variables()
         return cls(git.Repo(gitdir), root, home)
 
     @property
@@ -628,8 +644,17 @@ class ShadowRepo(Repo):
         branch, _ = (None, "") if not self.has_commits() else self.head()
         if self.has_commits() and branch != "main":
             return
-        self.g.add("--", *rels)
-        if self.has_commits() and not self.g.diff("--cached", "--name-only", "--", *rels).strip():
+        for rel in rels:
+            nested = next((p for p in (self.root / rel).parents if p != self.root and self.root in p.parents and (p / ".git").exists()), None)
+            if nested is not None:
+                raise errors.RepoState(
+                    f"{nested / '.git'}: the installed files hold a git repository of their own (a wheel or archive shipped it); "
+                    "codemod records installed packages in its own repository and will not use or record through that one",
+                    where=str(self.root / rel),
+                    hint=f"remove it (rm -rf '{nested / '.git'}'); it is no part of the package's code; then run again",
+                )
+        self.g.add("-f", "--", *rels)  # -f: the folder's own .gitignore says nothing about codemod's record
+        if self.has_commits() and not self.g.diff("--no-ext-diff", "--no-textconv", "--cached", "--name-only", "--", *rels).strip():
             return
         env = self._identity_env()
         self._git("commit", "--no-verify", "-q", "--allow-empty", "-m", f"codemod base: {label}", "--", *rels, env=env or None)

@@ -113,6 +113,19 @@ def _revert_locked(recipe_id: str, workspace: Workspace, keep_commits: bool, for
         )
     record = next((r for r in records if r.current), records[0])
     keep = commands.codemod("revert", recipe_id, "--keep-commits", trees=[workspace])
+    if record.worktree:  # git deletes, and checks out, no branch another worktree has checked out
+        raise errors.RevertRefused(
+            f"{record.branch} is checked out in the worktree {record.worktree}; git will not delete or check it out from here",
+            where=str(repo.root),
+            hint=f"revert it there: {commands.codemod('revert', recipe_id, '--repo', record.worktree)}",
+        )
+    holder = repo.checked_out_elsewhere().get(record.base_ref) if record.current and record.base_ref and not keep_commits else None
+    if holder is not None:
+        raise errors.RevertRefused(
+            f"the base branch {record.base_ref} is checked out in the worktree {holder}; git will not check it out here too",
+            where=str(repo.root),
+            hint=f"move that worktree off it ({commands.shell('git', '-C', str(holder), 'switch', '--detach')}), then run again",
+        )
     if record.foreign and not keep_commits:
         listed = ", ".join(f"{sha[:10]} {subject!r}" for sha, subject in record.foreign)
         raise errors.RevertRefused(

@@ -314,11 +314,16 @@ def _check(repo: Repo, plan: Plan, prefix: str, recipe: Recipe, tree: Workspace,
                 hint=f"`{commands.codemod('run', recipe.id, '--branch', name + '-2', trees=[tree])}` applies it again "
                 f"on a new branch; or delete {name} yourself first",
             )
+        if existing.worktree:  # git refuses to check out a branch another worktree has checked out
+            hint = (f"it is checked out in the worktree {existing.worktree}: use it there, or "
+                    f"`{commands.codemod('revert', recipe.id, '--repo', existing.worktree)}` to remove it")
+        else:
+            hint = (f"`{commands.shell('git', 'checkout', name)}` to use it, "
+                    f"or `{commands.codemod('revert', recipe.id, trees=[tree])}` to remove it")
         raise errors.RepoState(
             f"recipe {existing.recipe} is already applied on {name} (base {existing.base_ref or existing.base_sha[:12]}), but HEAD is on {head_branch or head_sha[:12]}",
             where=str(repo.root),
-            hint=f"`{commands.shell('git', 'checkout', name)}` to use it, "
-            f"or `{commands.codemod('revert', recipe.id, trees=[tree])}` to remove it",
+            hint=hint,
         )
     files.check_writable(repo.root, rels)
 

@@ -121,6 +121,7 @@ class Applied:
     below: list[tuple[str, str]] = field(default_factory=list)
     reverts: list[tuple[str, str]] = field(default_factory=list)
     base_found: bool = True
+    worktree: str = ""  # another worktree of the repository that has the branch checked out ("" when none does)
 
     @property
     def made_on(self) -> str:

@@ -278,6 +278,9 @@ def _check_relative(path: Path, text: str, file: str, key: str = "file") -> None
     pure = PurePosixPath(file)
     if pure.is_absolute() or ".." in pure.parts or file.startswith("~"):
         raise _invalid(path, text, "file", f"path {file!r} leaves the repository", "paths are relative to --repo and cannot use '..' or start with '/'")
+    if any(part.lower() == ".git" for part in pure.parts):
+        raise _invalid(path, text, "file", f"path {file!r} goes through .git, git's own folder, which no recipe edits",
+                       "name a source file of the project; codemod never writes into a repository's .git")
 
 
 def _line_of_value(text: str, value: str) -> int:

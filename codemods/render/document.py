@@ -132,6 +132,7 @@ def status_json(statuses) -> dict[str, Any]:
                     "recipe": r.recipe,
                     "branch": r.branch,
                     "current": r.current,
+                    "worktree": r.worktree or None,
                     "base": {"ref": r.base_ref or None, "sha": r.base_sha},
                     "commits": [{"sha": c.sha, "change": c.change, "subject": c.subject} for c in r.commits],
                     "commits_on_top": [{"sha": s, "subject": subj} for s, subj in r.foreign],

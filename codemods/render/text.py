@@ -171,9 +171,11 @@ def status_lines(statuses) -> list[str]:
             marker = " (checked out)" if r.current else ""
             state = "reverted (commits kept)" if r.reverted else "applied"
             made = f" (codemod made it on {r.made_on}, not on {r.branch})" if r.made_on and r.made_on != r.branch else ""
-            lines.append(
-                f"{r.recipe}: {state} in {repo.root} on {r.branch}{marker}{made}, base {r.base_ref or 'detached'} @ {r.base_sha[:12]}"
-            )
+            base = f"base {r.base_ref or 'detached'} @ {r.base_sha[:12]}"
+            if r.worktree:
+                lines.append(f"{r.recipe}: {state} on {r.branch}{made}, checked out in the worktree {r.worktree}, not in {repo.root}; {base}")
+            else:
+                lines.append(f"{r.recipe}: {state} in {repo.root} on {r.branch}{marker}{made}, {base}")
             lines += [f"  {c.sha[:10]}  {c.change:<40} {c.subject}" for c in r.commits]
             subjects = {c.sha: c.subject for c in r.commits}
             lines += [f"  {sha[:10]}  {'(revert of codemod commit)':<40} Revert {subjects.get(undone, undone[:10])!r}" for sha, undone in r.reverts]
