@@ -329,7 +329,7 @@ class Repo:
             before = self.g.rev_parse(f"HEAD:{rel}")
         except git.GitCommandError:
             before = ""
-        self._git("add", "--", rel)
+        self._git("add", "-f", "--", rel)  # -f as in commit: (shadow) the folder's .gitignore is not codemod's
         after = self._git("rev_parse", f":{rel}")
         return FileChange(rel, before or "0" * len(after), after)
 
