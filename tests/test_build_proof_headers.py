@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import init_repo
-from test_build_proof import ARCHS, widen_jit_gate, write_tree
+from test_build_proof import ARCHS, GUARD, WIDE, edit, widen_jit_gate, write_tree
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc (CUDA 13) is installed here and in CI")
 
@@ -72,6 +72,15 @@ def site_with_flashinfer(site: Path, version: str) -> Path:
     (info / "WHEEL").write_text("Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
     (info / "RECORD").write_text("")
     return site
+
+
+def _wheel_in(folder: Path) -> None:
+    """flashinfer-python 0.0.1's wheel in `folder` (where pip looks), made from a site folder as it installs."""
+    site = site_with_flashinfer(folder.parent / "wheel-files", "0.0.1")
+    with zipfile.ZipFile(folder / WHEEL, "w") as wheel:
+        for path in sorted(site.rglob("*")):
+            if path.is_file():
+                wheel.write(path, path.relative_to(site).as_posix())
 
 
 def python_seeing(site: Path, folder: Path) -> Path:
@@ -130,15 +139,11 @@ def test_flashinfer_installed_in_python_lends_its_headers(cli, clone, tmp_path, 
         message = " ".join(result.stderr.split())
         assert "third-party headers missing: 3rdparty/spdlog/include (absent or empty)" in message
         assert "flashinfer-python==0.0.1, which bundles them, could not be downloaded from PyPI" in message
-        assert f"pass --python of an environment with flashinfer-python 0.0.1 installed" in message
+        assert "pass --python of an environment with flashinfer-python 0.0.1 installed" in message
 
 
 def test_the_release_wheel_is_downloaded_once_then_taken_from_the_cache(cli, clone, tmp_path, offline_pip, isolated_homes):
-    site = site_with_flashinfer(tmp_path / "wheel-files", "0.0.1")
-    with zipfile.ZipFile(offline_pip / WHEEL, "w") as wheel:
-        for path in sorted(site.rglob("*")):
-            if path.is_file():
-                wheel.write(path, path.relative_to(site).as_posix())
+    _wheel_in(offline_pip)
     cached = isolated_homes / "codemod" / "third-party" / "flashinfer-python-0.0.1"
 
     first = cli("verify", "--build", "--repo", clone, *ARCHS)
@@ -153,6 +158,20 @@ def test_the_release_wheel_is_downloaded_once_then_taken_from_the_cache(cli, clo
     assert second.exit_code == 1, second.output
     headers = json.loads(second.stdout)["headers"]
     assert (headers["source"], headers["wheel"], headers["folders"]) == ("downloaded", WHEEL, [str(folder)])
+
+
+def test_the_preprocessor_proof_takes_the_cached_wheel_before_stand_ins(cli, clone, offline_pip):
+    edit(clone / "include/flashinfer/pdl_demo.cuh", GUARD, WIDE)
+    before = json.loads(cli("verify", "--repo", clone, "--base", "HEAD", *ARCHS, "--format", "json").stdout)["headers"]
+    assert (before["source"], before["stand_ins"]) == ("none", ["spdlog/version.h"]), "not in the cache: stood in, no download"
+
+    _wheel_in(offline_pip)
+    build = cli("verify", "--build", "--repo", clone, *ARCHS)  # downloads it into the cache
+    assert build.exit_code == 0, build.output  # the guard widened with the JIT gate: every kernel has its body
+    result = cli("verify", "--repo", clone, "--base", "HEAD", *ARCHS, "--format", "json")
+    headers = json.loads(result.stdout)["headers"]
+    assert (headers["source"], headers["wheel"], headers["versions"], headers["stand_ins"]) == ("downloaded", WHEEL, "spdlog 1.14.1", [])
+    assert f"note: third-party headers from {WHEEL}, downloaded from PyPI into codemod's cache" in result.stderr
 
 
 def test_without_any_source_the_build_refuses_and_says_what_to_do(cli, clone):
