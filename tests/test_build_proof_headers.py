@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import init_repo
+from conftest import git, init_repo
 from test_build_proof import ARCHS, GUARD, WIDE, edit, widen_jit_gate, write_tree
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc (CUDA 13) is installed here and in CI")
@@ -58,10 +58,13 @@ def clone(tmp_path, build_cache, monkeypatch, offline_pip) -> Path:
     return tree
 
 
-def site_with_flashinfer(site: Path, version: str) -> Path:
-    """A site-packages folder holding FlashInfer `version` as its wheel installs it, bundled spdlog included."""
+def site_with_flashinfer(site: Path, version: str, built_from: str = "") -> Path:
+    """A site-packages folder holding FlashInfer `version` as its wheel installs it, bundled spdlog included
+    (`built_from`: the commit its _build_meta.py names)."""
     (site / "flashinfer/jit").mkdir(parents=True)
     (site / "flashinfer/jit/__init__.py").write_text("")
+    if built_from:
+        (site / "flashinfer/_build_meta.py").write_text(f'__version__ = "{version}"\n__git_version__ = "{built_from}"\n')
     (site / "flashinfer/data/include/flashinfer").mkdir(parents=True)
     (site / "flashinfer/data/include/flashinfer/version.h").write_text("#pragma once\n")
     (site / "flashinfer/data/spdlog/include/spdlog").mkdir(parents=True)
@@ -74,9 +77,9 @@ def site_with_flashinfer(site: Path, version: str) -> Path:
     return site
 
 
-def _wheel_in(folder: Path) -> None:
+def _wheel_in(folder: Path, built_from: str = "") -> None:
     """flashinfer-python 0.0.1's wheel in `folder` (where pip looks), made from a site folder as it installs."""
-    site = site_with_flashinfer(folder.parent / "wheel-files", "0.0.1")
+    site = site_with_flashinfer(folder.parent / "wheel-files", "0.0.1", built_from)
     with zipfile.ZipFile(folder / WHEEL, "w") as wheel:
         for path in sorted(site.rglob("*")):
             if path.is_file():
@@ -182,3 +185,33 @@ def test_without_any_source_the_build_refuses_and_says_what_to_do(cli, clone):
     assert f"git -C {clone} submodule update --init 3rdparty/spdlog" in message
     assert "pass --include DIR for each missing include folder" in message
     assert "internal error" not in result.output and not os.listdir(clone / "3rdparty/spdlog")
+
+
+def _pin_spdlog(clone: Path, commit: str) -> str:
+    """Commit 3rdparty/spdlog as a submodule pinned at `commit` (the work tree's own edits left alone); the new HEAD."""
+    (clone / ".gitmodules").write_text('[submodule "3rdparty/spdlog"]\n\tpath = 3rdparty/spdlog\n\turl = https://example.invalid/spdlog.git\n')
+    git(clone, "add", ".gitmodules")
+    git(clone, "update-index", "--add", "--cacheinfo", f"160000,{commit},3rdparty/spdlog")
+    git(clone, "commit", "-q", "-m", f"spdlog at {commit[:7]}")
+    return git(clone, "rev-parse", "HEAD").strip()
+
+
+@pytest.mark.parametrize("moved", [False, True], ids=["same-pins", "pin-moved-since"])
+def test_a_wheel_built_from_a_commit_that_pins_other_submodules_is_refused(cli, clone, offline_pip, moved):
+    built_from = _pin_spdlog(clone, "a" * 40)
+    if moved:
+        _pin_spdlog(clone, "b" * 40)
+    _wheel_in(offline_pip, built_from)
+    result = cli("verify", "--build", "--repo", clone, "--base", built_from, *ARCHS)
+
+    if not moved:
+        assert result.exit_code == 1, result.output
+        assert f"third-party headers from {WHEEL}, downloaded from PyPI" in result.stdout and EMPTY in result.stdout
+    else:
+        assert result.exit_code == 11, result.output
+        message = " ".join(result.stderr.split())
+        assert (
+            f"{WHEEL}, downloaded from PyPI, pins 3rdparty/spdlog at aaaaaaaaaaaa, this tree at bbbbbbbbbbbb "
+            f"(its build commit {built_from[:12]})"
+        ) in message
+        assert "git -C" in message and "submodule update --init 3rdparty/spdlog" in message

@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from codemods.apply.repo import Repo
 from codemods.core import errors
 from codemods.core.arch import Arch
 from codemods.jit import flags as jit_flags
@@ -164,7 +165,7 @@ def prove(
                     lacking = missing_include_dirs(build.flags, side.root)
                     if lacking:
                         if headers is None:
-                            headers = _headers(path, target, lacking, includes or [], python)
+                            headers = _headers(path, repo, target, lacking, includes or [], python)
                         build = jit_flags.ModuleBuild(build.module, build.sources, _with_headers(build.flags, side.root, lacking, headers.folders))
                     gencode = ",".join(f.split("=", 1)[1] if "=" in f else f for f in build.gencode())
                     side_build = SideBuild(True, gencode=gencode)
@@ -196,12 +197,12 @@ def prove(
     return report
 
 
-def _headers(path: Path, target, lacking: list[str], includes: list[Path], python: str | None) -> HeaderSource:
+def _headers(path: Path, repo: Repo | None, target, lacking: list[str], includes: list[Path], python: str | None) -> HeaderSource:
     """The real third-party headers for the folders the flags name and the tree lacks (codemods.prove.headers)."""
     missing = f"third-party headers missing: {', '.join(lacking)} (absent or empty); a build needs the real headers, no stand-ins"
     hint = needs_hint(target, submodules_holding(target.root, lacking), target.root, lacking)
     try:
-        headers = third_party_headers(target.root, target, "", includes, python=python, fetch=True)
+        headers = third_party_headers(repo, target, "", includes, python=python, fetch=True)
     except errors.BuildNeeds as exc:  # the release's wheel could not be downloaded
         raise errors.BuildNeeds(f"{missing}, and {exc.message}", where=str(path), hint=hint) from None
     if not headers.folders:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codemods.apply.repo import Repo
 from codemods.core import errors
 from codemods.prove import header_wheels
 from codemods.recipes import load as recipes
@@ -61,14 +62,17 @@ class HeaderSource:
 
 
 def third_party_headers(
-    root: Path | None, target: ProjectTree, prefix: str, includes: list[Path], *, python: str | None = None, fetch: bool = False,
+    repo: Repo | None, target: ProjectTree, prefix: str, includes: list[Path], *, python: str | None = None, fetch: bool = False,
 ) -> HeaderSource:
     """The layout's third-party include roots the tree lacks, and the folders that stand in for them.
 
-    `root` is the repository whose .gitmodules names the submodules holding
-    them; `fetch` downloads the release's wheel when no other source has them
-    (a build: it refuses without the real headers).
+    `repo`'s .gitmodules names the submodules holding them (`prefix`: the
+    tree's folder in it); `fetch` downloads the release's wheel when no other
+    source has them (a build: it refuses without the real headers). A
+    package's bundled copy is not taken when the commit it was built from is
+    in `repo` and pins those submodules at other commits than HEAD does.
     """
+    root = repo.root if repo is not None else None
     missing = [d for d in third_party_dirs(target) if not (target.root / d).is_dir()]
     for folder in includes:
         if not folder.is_dir():
@@ -80,11 +84,12 @@ def third_party_headers(
         source.kind, source.folders = "include", [str(folder.resolve()) for folder in includes]
     elif missing:
         source.kind = "none"
-        installed = installed_headers(target, python)
+        pins = _Pins(repo, source.submodules)
+        installed = installed_headers(target, python, pins)
         if installed is not None:
             source.kind, (source.installed, source.folders) = "installed", installed
         else:
-            released = released_headers(target, fetch, hint=needs_hint(target, source.submodules, root, source.missing))
+            released = released_headers(target, fetch, needs_hint(target, source.submodules, root, source.missing), pins)
             if released is not None:
                 source.kind, (source.wheel, source.folders) = "downloaded", released
     source.versions = versions(source.folders)
@@ -108,7 +113,7 @@ def third_party_dirs(target: ProjectTree) -> list[str]:
     return [d for d in target.layout.include_dirs if d not in own]
 
 
-def installed_headers(target: ProjectTree, python: str | None = None) -> tuple[str, list[str]] | None:
+def installed_headers(target: ProjectTree, python: str | None = None, pins: _Pins | None = None) -> tuple[str, list[str]] | None:
     """The third-party include folders of the installed package of the same project and version (in `python`)."""
     from codemods.apply import packages
 
@@ -121,11 +126,13 @@ def installed_headers(target: ProjectTree, python: str | None = None) -> tuple[s
         return None
     if installed_version != version:
         return None
-    folders = bundled(site, target)
-    return (f"{dist} {installed_version} at {site}", folders) if folders else None
+    package, folders = bundled(site, target)
+    if package is None or not folders or (pins is not None and pins.differ(package)):
+        return None
+    return f"{dist} {installed_version} at {site}", folders
 
 
-def released_headers(target: ProjectTree, fetch: bool, hint: str) -> tuple[str, list[str]] | None:
+def released_headers(target: ProjectTree, fetch: bool, hint: str, pins: _Pins | None = None) -> tuple[str, list[str]] | None:
     """The third-party include folders of the tree's release wheel from PyPI: cached, or downloaded with `fetch`."""
     version = target.version()
     if not version:
@@ -135,21 +142,58 @@ def released_headers(target: ProjectTree, fetch: bool, hint: str) -> tuple[str, 
     if found is None:
         return None
     site, wheel = found
-    folders = bundled(site, target)
-    if fetch and not folders:
-        raise errors.BuildNeeds(f"{wheel}, downloaded from PyPI, holds none of them", where=str(site), hint=hint)
-    return (wheel, folders) if folders else None
+    package, folders = bundled(site, target)
+    differ = pins.differ(package) if pins is not None and package is not None else ""
+    if fetch and (not folders or differ):
+        why = f"pins {differ}" if differ else "holds none of them"
+        raise errors.BuildNeeds(f"{wheel}, downloaded from PyPI, {why}", where=str(site), hint=hint)
+    return (wheel, folders) if folders and not differ else None
 
 
-def bundled(site: Path, target: ProjectTree) -> list[str]:
-    """The third-party include folders an installed (or unpacked) package of the tree's project holds under `site`."""
+def bundled(site: Path, target: ProjectTree) -> tuple[ProjectTree | None, list[str]]:
+    """The installed (or unpacked) package of the tree's project under `site`, and the third-party include folders it holds."""
     try:
         package = recipes.detect(site, [target.project.name])
     except errors.CodemodError:
-        return []
+        return None, []
     if package.root.resolve() == target.root.resolve():
-        return []
-    return [str((package.root / d).resolve()) for d in third_party_dirs(package) if (package.root / d).is_dir()]
+        return None, []
+    return package, [str((package.root / d).resolve()) for d in third_party_dirs(package) if (package.root / d).is_dir()]
+
+
+class _Pins:
+    """The submodule commits HEAD pins, against those of the commit a package was built from."""
+
+    def __init__(self, repo: Repo | None, submodules: list[str]):
+        self.repo, self.submodules = repo, submodules
+
+    def differ(self, package: ProjectTree) -> str:
+        """'3rdparty/cutlass at <HEAD's> (the package's commit <sha>: <its>)' for each submodule pinned otherwise; ''
+        when they agree or cannot be compared (no build commit recorded, or that commit is not in the repository)."""
+        commit = _build_commit(package)
+        if self.repo is None or not self.submodules or not commit:
+            return ""
+        built = self.repo.gitlinks(commit, self.submodules)
+        if built is None:
+            return ""
+        ours = self.repo.gitlinks("HEAD", self.submodules) or {}
+        return ", ".join(
+            f"{path} at {sha[:12]}, this tree at {ours.get(path, 'none')[:12]} (its build commit {commit[:12]})"
+            for path, sha in built.items() if ours.get(path) != sha
+        )
+
+
+def _build_commit(package: ProjectTree) -> str:
+    """The commit a package was built from, as its version file records it (FlashInfer's `__git_version__`)."""
+    for rel in package.layout.version_files:
+        try:
+            text = (package.root / rel).read_text(errors="replace")
+        except OSError:
+            continue
+        match = re.search(r"""^__git_version__\s*=\s*["']([0-9a-f]{40})["']""", text, re.M)
+        if match:
+            return match.group(1)
+    return ""
 
 
 def versions(folders: list[str]) -> str:

@@ -86,7 +86,7 @@ def verify_repo(
     prefix = repo.rel(target.root)
     prefix = "" if prefix == "." else prefix + "/"
     include_dirs = [f"{prefix}{d}" for d in target.layout.include_dirs if (target.root / d).is_dir()]
-    headers = third_party_headers(repo.root, target, prefix, includes or [], python=python)
+    headers = third_party_headers(repo, target, prefix, includes or [], python=python)
     changed: dict[str, tuple[bytes, bytes]] = {}
     expected: dict[str, int] = {a.name: 0 for a in targets}
     uncounted: set[str] = set()  # targets whose gained regions cannot be counted from the guards
