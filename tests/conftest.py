@@ -163,6 +163,14 @@ def real_unpacked():
     return {name: unpack_wheel(dist, version) for name, (dist, version, _) in REAL_RELEASES.items()}
 
 
+@pytest.fixture(scope="session")
+def ptx_cache(tmp_path_factory) -> Path:
+    """One PTX cache ($CODEMOD_BUILD_CACHE) for the real build-proof tests of a session: they compile the same
+    0.6.3 sources, and a key is of the preprocessed text and the code flags, so what preprocesses the same is
+    compiled once."""
+    return tmp_path_factory.mktemp("ptx-cache")
+
+
 # ------------------------------------------------------------------ plain clones
 
 

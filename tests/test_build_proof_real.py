@@ -28,8 +28,8 @@ HEADER = "include/flashinfer/comm/trtllm_allreduce.cuh"
 
 
 @pytest.fixture(scope="module")
-def build_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("build-cache")
+def build_cache(ptx_cache) -> Path:
+    return ptx_cache
 
 
 @pytest.fixture

@@ -137,7 +137,7 @@ def test_run_then_verify_stands_in_the_missing_headers(cli, clone):
     data = json.loads(cli("verify", "--repo", clone, *ARCHS, "--format", "json").stdout)
     assert (data["ok"], data["status"]) == (True, "verified")
     assert data["headers"] == {
-        "source": "none", "folders": [], "installed": None,
+        "source": "none", "folders": [], "installed": None, "wheel": None, "versions": None,
         "missing": ["3rdparty/cutlass/include", "3rdparty/cutlass/tools/util/include", "3rdparty/spdlog/include"],
         "submodules": ["3rdparty/cutlass", "3rdparty/spdlog"], "stand_ins": SPDLOG_HEADERS,
     }  # fmt: skip

@@ -356,12 +356,29 @@ class Repo:
         return [p for p in out.split("\0") if p]
 
     def show(self, rev: str, rel: str) -> bytes | None:
-        """The bytes of rel at rev, or None when it did not exist there."""
+        """The bytes of rel at rev, or None when it did not exist there or is no file (a folder, a submodule)."""
         try:
             blob = self.git_repo.commit(rev).tree / rel
         except KeyError:
             return None
-        return blob.data_stream.read()
+        return blob.data_stream.read() if blob.type == "blob" else None
+
+    def gitlinks(self, rev: str, paths: list[str]) -> dict[str, str] | None:
+        """The commit each submodule path pins at `rev` (paths that are no submodule there left out); None when
+        `rev` is not in this repository."""
+        try:
+            tree = self.git_repo.commit(rev).tree
+        except (git.BadName, ValueError):
+            return None
+        pinned = {}
+        for path in paths:
+            try:
+                entry = tree / path
+            except KeyError:
+                continue
+            if entry.type == "submodule":
+                pinned[path] = entry.hexsha
+        return pinned
 
     def resolve_rev(self, rev: str) -> str:
         try:

@@ -21,7 +21,10 @@ build_render = LazyModule("codemods.render.build_proof")
 def verify(
     repo: Path | None = typer.Option(None, "--repo", metavar="PATH", help="The project folder (checkout or installed package)."),
     package: str | None = typer.Option(None, "--package", metavar="NAME", help="An installed package (flashinfer), found with importlib.metadata."),
-    python: str | None = typer.Option(None, "--python", metavar="PYTHON", help=PYTHON_HELP + " Also where --build finds TVM-FFI's headers."),
+    python: str | None = typer.Option(
+        None, "--python", metavar="PYTHON",
+        help=PYTHON_HELP + " Also where --build finds TVM-FFI's headers, and where a same-version FlashInfer lends its bundled third-party headers.",
+    ),
     build: bool = typer.Option(False, "--build", help="Compile the changed JIT modules to PTX (nvcc -ptx), base and work tree, and check every kernel has a body."),
     module: list[str] = typer.Option([], "--module", metavar="NAME", help="With --build: the JIT module to build (default: those changed since the base; repeatable)."),
     recipe: str | None = typer.Option(None, "--recipe", metavar="ID", help="The applied recipe whose base to compare with."),
@@ -29,7 +32,10 @@ def verify(
     arch: str | None = typer.Option(None, "--arch", metavar="ARCH", help="Target arch (default: the recipe's), e.g. sm_120, 12.0, 120."),
     archs: str | None = typer.Option(None, "--archs", metavar="ARCHS", help="Archs to preprocess, e.g. sm_80,sm_90,sm_100,sm_120."),
     jobs: int = typer.Option(0, "--jobs", metavar="N", help="Parallel nvcc runs (default: one per CPU)."),
-    include: list[Path] = typer.Option([], "--include", metavar="DIR", help="A folder of third-party headers the tree lacks, e.g. cutlass/include (repeatable)."),
+    include: list[Path] = typer.Option(
+        [], "--include", metavar="DIR",
+        help="A folder of third-party headers the tree lacks, e.g. cutlass/include (repeatable); used by --build too.",
+    ),
     fmt: Format = typer.Option(Format.text, "--format", metavar="FORMAT", help="text, or json for scripts."),
 ) -> None:
     """Prove a rewrite: nvcc -E every changed CUDA file per arch, base vs work tree.
@@ -46,12 +52,20 @@ def verify(
     JIT code cannot be read for the flags or sets one codemod refuses to pass to nvcc, 15 on a tree
     without JIT modules (SGLang: nothing to prove).
 
+    Third-party headers (CUTLASS, spdlog) a plain clone lacks (submodules not initialised) come from, first
+    found: --include DIR; the bundled copy of a FlashInfer of the same version installed in --python (or
+    codemod's own Python); that release's wheel (flashinfer-python==VERSION) from PyPI, which --build
+    downloads once into codemod's cache (a proof without --build uses it when it is there). The output names
+    the source and the CUTLASS and spdlog versions. Without --build, headers found nowhere are stood in by
+    empty files; --build never stands them in (exit 11).
+
     Examples:
 
     \b
       codemod verify --repo ./flashinfer
       codemod verify --repo ./flashinfer --base v0.6.3 --arch sm_120 --include ~/cutlass/include
       codemod verify --build --package flashinfer --arch sm_120 --module trtllm_comm
+      codemod verify --build --repo ./flashinfer --arch sm_120 --include ~/cutlass/include --include ~/spdlog/include
     """
     target_arch = parse_arch(arch) if arch else None
     if (repo is None) == (package is None):
@@ -61,10 +75,11 @@ def verify(
     if module and not build:
         raise typer.BadParameter("--module needs --build", param_hint="--module")
     if build:
-        verify_build(repo, target_arch, parse_universe(archs), tuple(module), base, recipe, python, jobs, fmt)
+        verify_build(repo, target_arch, parse_universe(archs), tuple(module), base, recipe, python, jobs, fmt, include)
         return
     result, ctx = verify_service.verify_repo(
-        repo, recipe_id=recipe, base=base, arch=target_arch, universe=parse_universe(archs), jobs=jobs, includes=include
+        repo, recipe_id=recipe, base=base, arch=target_arch, universe=parse_universe(archs), jobs=jobs, includes=include,
+        python=python,
     )
     if fmt is Format.json:
         out(document.dumps(document.verify_json(result, ctx)))
@@ -78,7 +93,7 @@ def verify(
         raise typer.Exit(1)
 
 
-def verify_build(repo, target_arch, universe, modules, base, recipe, python, jobs, fmt) -> None:
+def verify_build(repo, target_arch, universe, modules, base, recipe, python, jobs, fmt, includes) -> None:
     """`verify --build`: the build proof (codemods.prove.build), with a progress bar per arch and source."""
     bar, running = progress_bar("{task.description}")
     rows: dict[str, int] = {}
@@ -93,7 +108,7 @@ def verify_build(repo, target_arch, universe, modules, base, recipe, python, job
     with running:
         report = build_proof.prove(
             repo, arch=target_arch, universe=universe, modules=modules, base=base, recipe_id=recipe, python=python,
-            jobs=jobs, progress=progress,
+            jobs=jobs, progress=progress, includes=list(includes),
         )
     if fmt is Format.json:
         out(document.dumps(build_render.to_json(report)))

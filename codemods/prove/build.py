@@ -34,9 +34,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from codemods.apply.repo import Repo
 from codemods.core import errors
 from codemods.core.arch import Arch
 from codemods.jit import flags as jit_flags
+from codemods.prove.headers import HeaderSource, needs_hint, submodules_holding, third_party_headers
 from codemods.prove.build_results import BuildReport, ModuleProof, SideBuild, judge, promised
 from codemods.prove.compile import Builder, Task, cache_root, demangle, find_nvcc, find_tvm_ffi, nvcc_release
 from codemods.prove.module_flags import Side, data_links, missing_include_dirs, module_flags
@@ -55,6 +57,7 @@ def prove(
     nvcc: str = "nvcc",
     progress: Callable[[str, int, int], None] | None = None,
     recipes_dirs: list[Path] | None = None,
+    includes: list[Path] | None = None,
 ) -> BuildReport:
     """Build the changed (or named) JIT modules of the FlashInfer tree at `path`, base and work tree, per arch."""
     from codemods.recipes import load as recipes
@@ -155,6 +158,7 @@ def prove(
             shadow_tree(repo.root, overlay, {rel: data for rel, data in changed.items() if data is not None})
             sides["base"] = _side("base", overlay / prefix if prefix else overlay, python_dir)
         proofs: list[ModuleProof] = []
+        headers: HeaderSource | None = None  # resolved when a module's flags name a third-party folder the tree lacks
         tasks: list[Task] = []
         slots: list[tuple[SideBuild, int]] = []
         for spec_rel, spec in chosen:
@@ -168,12 +172,9 @@ def prove(
                         continue
                     lacking = missing_include_dirs(build.flags, side.root)
                     if lacking:
-                        raise errors.BuildNeeds(
-                            f"third-party headers missing: {', '.join(lacking)} (absent or empty); a build needs the real headers, no stand-ins",
-                            where=str(path),
-                            hint=f"git -C {path} submodule update --init {' '.join(sorted({'/'.join(d.split('/')[:2]) for d in lacking}))}, "
-                            "or build from an installed wheel of the same version (it bundles them)",
-                        )
+                        if headers is None:
+                            headers = _headers(path, repo, target, lacking, includes or [], python)
+                        build = jit_flags.ModuleBuild(build.module, build.sources, _with_headers(build.flags, side.root, lacking, headers.folders))
                     gencode = ",".join(f.split("=", 1)[1] if "=" in f else f for f in build.gencode())
                     side_build = SideBuild(True, gencode=gencode)
                     proof.archs.setdefault(a.name, {})[side.name] = side_build
@@ -200,7 +201,43 @@ def prove(
     )
     shown = {k.name for p in proofs for ks in p.empty.values() for k in ks} | {k.name for p in proofs for ks in p.missing.values() for k, _ in ks}
     report.names = demangle(sorted(shown))
+    report.headers = headers
     return report
+
+
+def _headers(path: Path, repo: Repo | None, target, lacking: list[str], includes: list[Path], python: str | None) -> HeaderSource:
+    """The real third-party headers for the folders the flags name and the tree lacks (codemods.prove.headers)."""
+    missing = f"third-party headers missing: {', '.join(lacking)} (absent or empty); a build needs the real headers, no stand-ins"
+    hint = needs_hint(target, submodules_holding(target.root, lacking), target.root, lacking)
+    try:
+        headers = third_party_headers(repo, target, "", includes, python=python, fetch=True)
+    except errors.BuildNeeds as exc:  # the release's wheel could not be downloaded
+        raise errors.BuildNeeds(f"{missing}, and {exc.message}", where=str(path), hint=hint) from None
+    if not headers.folders:
+        raise errors.BuildNeeds(missing, where=str(path), hint=hint)
+    return headers
+
+
+def _with_headers(flags: tuple[str, ...], root: Path, lacking: list[str], folders: list[str]) -> tuple[str, ...]:
+    """The flags with the include folders the tree lacks replaced, where the first of them stood, by `folders`."""
+    gone = {str(root / rel) for rel in lacking}
+    out: list[str] = []
+    placed, index = False, 0
+    while index < len(flags):
+        flag = flags[index]
+        folder, width = None, 1
+        if flag in ("-isystem", "-I") and index + 1 < len(flags):
+            folder, width = flags[index + 1], 2
+        elif flag.startswith("-I"):
+            folder = flag[2:]
+        if folder is not None and os.path.normpath(folder) in gone:
+            if not placed:
+                out += [part for f in folders for part in ("-isystem", f)]
+                placed = True
+        else:
+            out += flags[index:index + width]
+        index += width
+    return tuple(out)
 
 
 def _side(name: str, root: Path, python_dir: str) -> Side:

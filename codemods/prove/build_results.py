@@ -13,12 +13,16 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from codemods.core.arch import Arch
 from codemods.cpp import structure
 from codemods.cpp import lexer
 from codemods.gates import SourceError, cuda_guard
 from codemods.prove import ptx
+
+if TYPE_CHECKING:
+    from codemods.prove.headers import HeaderSource
 
 # source tokens a widened guard may hold -> the PTX instruction they compile to
 PROMISES = {
@@ -87,6 +91,7 @@ class BuildReport:
     cached: int = 0
     seconds: float = 0.0
     names: dict[str, str] = field(default_factory=dict)  # mangled -> demangled
+    headers: HeaderSource | None = None  # where the third-party headers came from, when the tree lacks them
 
     @property
     def ok(self) -> bool:

@@ -215,7 +215,8 @@ class Builder:
                 f"missing header(s): {', '.join(missing)}; a build needs the real headers (no stand-ins)",
                 where=where,
                 hint="initialise the submodules (git submodule update --init 3rdparty/cutlass 3rdparty/spdlog), "
-                "or install the same FlashInfer version, whose wheel bundles them",
+                "pass --include DIR of the folder that holds them, or --python of an environment with the same "
+                "FlashInfer version installed (its wheel bundles them)",
             )
         match = _ERROR_LINE_RE.search(text)
         if match:

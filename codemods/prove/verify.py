@@ -44,12 +44,14 @@ def verify_repo(
     nvcc: str | None = "nvcc",
     recipes_dirs: list[Path] | None = None,
     includes: list[Path] | None = None,
+    python: str | None = None,
 ):
     """Preprocess every CUDA file changed since the base, per arch, before and after (codemods.prove.preprocess).
 
     Third-party headers missing from the tree come from `includes`, else
-    from an installed package of the same project and version, else are
-    stood in by empty files (the same on both sides). A JIT module the
+    from an installed package of the same project and version (in `python`),
+    else from that release's wheel already in codemod's cache, else are
+    stood in by empty files (the same on both sides): codemods.prove.headers. A JIT module the
     change touches (or the recipe names) that is built for a target while a
     guard of its sources drops code there fails its target (half-patched).
     """
@@ -84,7 +86,7 @@ def verify_repo(
     prefix = repo.rel(target.root)
     prefix = "" if prefix == "." else prefix + "/"
     include_dirs = [f"{prefix}{d}" for d in target.layout.include_dirs if (target.root / d).is_dir()]
-    headers = third_party_headers(repo, target, prefix, includes or [])
+    headers = third_party_headers(repo, target, prefix, includes or [], python=python)
     changed: dict[str, tuple[bytes, bytes]] = {}
     expected: dict[str, int] = {a.name: 0 for a in targets}
     uncounted: set[str] = set()  # targets whose gained regions cannot be counted from the guards

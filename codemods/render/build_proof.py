@@ -23,6 +23,8 @@ def _totals(build: SideBuild) -> str:
 
 def to_text(report: BuildReport) -> list[str]:
     lines = [f"build proof of {report.root}: base {report.base_label}" + (f" @ {report.base[:12]}" if report.base else "")]
+    if report.headers is not None and report.headers.note():
+        lines.append(report.headers.note())
     for proof in report.modules:
         lines.append(f"module {proof.module} ({proof.spec})")
         for arch in (*report.targets, *report.compared):
@@ -111,5 +113,17 @@ def to_json(report: BuildReport) -> dict:
     return {
         "ok": report.ok, "status": "passed" if report.ok else "failed", "root": report.root, "base": report.base,
         "base_label": report.base_label, "targets": list(report.targets), "compared": list(report.compared),
-        "compiled": report.compiled, "cached": report.cached, "seconds": round(report.seconds, 2), "modules": modules,
+        "compiled": report.compiled, "cached": report.cached, "seconds": round(report.seconds, 2),
+        "headers": _headers_json(report), "modules": modules,
+    }
+
+
+def _headers_json(report: BuildReport) -> dict:
+    """Where the third-party headers came from: "tree" when the tree holds every folder the flags name."""
+    headers = report.headers
+    if headers is None:
+        return {"source": "tree", "folders": [], "installed": None, "wheel": None, "versions": None}
+    return {
+        "source": headers.kind, "folders": headers.folders, "installed": headers.installed or None,
+        "wheel": headers.wheel or None, "versions": headers.versions or None,
     }

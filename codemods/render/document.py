@@ -169,6 +169,8 @@ def verify_json(result, ctx) -> dict[str, Any]:
             "source": ctx.headers.kind,
             "folders": ctx.headers.folders,
             "installed": ctx.headers.installed or None,
+            "wheel": ctx.headers.wheel or None,
+            "versions": ctx.headers.versions or None,
             "missing": ctx.headers.missing,
             "submodules": ctx.headers.submodules,
             "stand_ins": result.stand_ins,

@@ -300,10 +300,8 @@ def verify_lines(result, ctx) -> list[str]:
 def verify_notes(result, ctx) -> list[str]:
     """What stderr says once per run: where the third-party headers came from, half-patched modules, what to do."""
     headers, notes = ctx.headers, []
-    if headers.kind == "include":
-        notes.append(f"note: third-party headers from --include: {', '.join(headers.folders)}")
-    elif headers.kind == "installed":
-        notes.append(f"note: third-party headers from the installed {headers.installed}: {', '.join(headers.folders)}")
+    if headers.note():
+        notes.append(f"note: {headers.note()}")
     if headers.missing and result.method == "nvcc":
         if result.stand_ins:
             notes.append(
