@@ -80,7 +80,7 @@ def _git_failure(action: str, exc: git.GitCommandError, where: Path) -> errors.C
             "or turn signing off for this repository (git config commit.gpgsign false), then run again"
         )
     else:
-        hint = "nothing was left half-done; fix the cause git names, then run again"
+        hint = "fix the cause git names, then run again"
     return errors.RepoState(f"git {action} failed: {first}", where=str(where), hint=hint)
 
 
@@ -409,6 +409,58 @@ class Repo:
         """Put rels back to HEAD (used to roll back a failed run)."""
         if rels:
             self._git("checkout", "-q", "HEAD", "--", *rels)
+
+    def return_to(self, base: str, rels: list[str], branch: str | None = None) -> None:
+        """HEAD back on base (a branch or a commit) and the index of rels as base has them; the work tree is not touched.
+
+        The rollback and revert write the files' bytes themselves (files.rewrite),
+        so that no byte another process writes meanwhile is lost, as it would be
+        when git replaced them; then this moves git's pointers. `branch` is deleted.
+        """
+        if self.branch_exists(base):
+            self._git("symbolic_ref", "HEAD", f"refs/heads/{base}")
+        else:
+            self._git("update_ref", "--no-deref", "HEAD", self.resolve_rev(base))
+        if rels:
+            self._git("reset", "-q", "--", *rels)
+        if branch and self.branch_exists(branch):
+            self._git("branch", "-D", branch)
+
+    def work_tree_bytes(self, rev: str, rel: str) -> bytes | None:
+        """The bytes git would check out for rel at rev (line-ending conversion applied); None when rel is not there."""
+        try:
+            return self.g.cat_file("--filters", f"{rev}:{rel}", stdout_as_string=False, strip_newline_in_stdout=False)
+        except git.GitCommandError:
+            return None
+
+    def stores_as_committed(self, sha: str, rel: str, data: bytes) -> bool:
+        """Whether commit sha holds for rel exactly what git makes of `data` at that path (its eol conversion included)."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        probe = self.state_dir / "hash-probe"
+        probe.write_bytes(data)
+        try:
+            wanted = self._git("hash_object", f"--path={rel}", "--", str(probe)).strip()
+        finally:
+            probe.unlink(missing_ok=True)
+        try:
+            return (self.git_repo.commit(sha).tree / rel).hexsha == wanted
+        except KeyError:
+            return False
+
+    def hidden_by_index(self, rels: list[str]) -> dict[str, str]:
+        """Which of rels git's index bits keep out of `git status` (rel -> the bit), read from `git ls-files -v -t`."""
+        if not rels:
+            return {}
+        out = self._git("ls_files", "-v", "-z", "--", *rels)
+        found = {}
+        for entry in out.split("\0"):
+            if len(entry) > 2 and entry[1] == " ":
+                tag, rel = entry[0], entry[2:]
+                if tag == "S":
+                    found[rel] = "skip-worktree"
+                elif tag.islower():
+                    found[rel] = "assume-unchanged"
+        return found
 
     def delete_branch(self, name: str) -> None:
         self._git("branch", "-D", name)
