@@ -67,9 +67,10 @@ def recover_interrupted(spot: Workspace | Path, notify: Callable[[str], None]) -
                 where=str(repo.root),
                 hint="fix the cause named, then run again; the journal keeps the run until then",
             )
-    if repo.head()[0] == branch and op == "run":
+    head_branch, head_sha = repo.head()
+    if op == "run" and (head_branch or head_sha) in (branch, base):
         repo.return_to(base, list(entry["files"]))  # the files are back already: git must not touch them
-    elif repo.head()[0] == branch:
+    elif head_branch == branch:
         repo.checkout(base)
     if repo.branch_exists(branch):
         record = next((a for a in repo.applied() if a.branch == branch), None)

@@ -113,6 +113,7 @@ def _revert_locked(recipe_id: str, workspace: Workspace, keep_commits: bool, for
     touched = repo.changed_files(record.base_sha, tip) if not keep_commits else [
         f for c in record.commits for f in repo.changed_files(f"{c.sha}^", c.sha)
     ]
+    repo.refuse_hidden(touched)
     repo.refuse_changed_for_revert(repo.dirty(touched), recipe_id)
     if dry_run:
         base_exists = bool(record.base_ref) and repo.branch_exists(record.base_ref)

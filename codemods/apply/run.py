@@ -28,7 +28,7 @@ from codemods.recipes.model import Recipe
 from codemods.apply.commit_message import commit_message, describe_half_patch
 from codemods.apply.recovery import content_hash, recover_interrupted
 from codemods.apply.rollback import PutBack, put_back
-from codemods.apply.repo import Repo, bad_branch_name, branch_name
+from codemods.apply.repo import Repo, as_codemod_error, bad_branch_name, branch_name
 from codemods.apply.workspace import Workspace
 
 
@@ -104,6 +104,16 @@ def run_many(
     """
     check_names(recipe, branch)
     trees = [Workspace.of(spot) for spot in spots]
+    try:
+        return _run_many(recipe, trees, universe, dry_run, only, skip, branch, choose, notify, force)
+    except Exception as exc:  # a git command or the file system failed: the user's to fix, never an internal error
+        caught = None if isinstance(exc, errors.CodemodError) else as_codemod_error(exc, trees[0].path)
+        if caught is None:
+            raise
+        raise caught from None
+
+
+def _run_many(recipe, trees, universe, dry_run, only, skip, branch, choose, notify, force) -> list[RunResult]:
     if dry_run:
         return _run_locked(recipe, trees, universe, dry_run, only, skip, branch, choose, force, notify)
     with ExitStack() as stack:
@@ -239,9 +249,9 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
                 "files": expected, "originals": originals, "step": "started", "pid": os.getpid(), "started_ns": time.time_ns(),
             }
             journal.step(repo.state_dir, entry, "journal-written")
-            repo.create_branch(name)
             states: dict[str, list[bytes]] = {}  # rel -> its bytes before the run, then each version codemod wrote
             started.append((repo, head_branch or head_sha, states))
+            repo.create_branch(name)
             journal.step(repo.state_dir, entry, "branch-created")
             for result in chosen:
                 result.base, result.branch = base, name
@@ -278,9 +288,13 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
             for result in results:
                 if result.status == "applied":
                     result.status = "rolled-back"
-        if isinstance(stop, errors.CodemodError):
-            _report_rollback(stop, outcomes, name)
-        raise
+        caught = stop if isinstance(stop, errors.CodemodError) else as_codemod_error(stop, groups[0][0].root)
+        if caught is None:
+            raise
+        _report_rollback(caught, outcomes, name)
+        if caught is stop:
+            raise
+        raise caught from None
 
 
 def _report_rollback(stop: errors.CodemodError, outcomes: list[PutBack], name: str) -> None:
@@ -315,6 +329,7 @@ def _check(repo: Repo, plan: Plan, prefix: str, recipe: Recipe, path: Path, bran
             where=str(repo.root),
             hint="add and commit them first, so codemod can restore them exactly",
         )
+    repo.refuse_hidden(rels)
     repo.refuse_changed(repo.dirty(rels), head_branch)
     if head_branch is None and not branch:
         raise errors.RepoState(
