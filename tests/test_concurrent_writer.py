@@ -159,3 +159,26 @@ def test_rollback_with_an_appender_loses_no_line(example_repo, tmp_path, delay, 
     assert (repo / HEADER).read_text().endswith("// saved by an editor\n")
     assert git(repo, "branch", "--format=%(refname:short)").split() == ["main"]
     assert git(repo, "log", "--format=%s").strip() == "base"
+
+
+def test_a_file_held_open_for_writing_is_never_replaced(example_repo):
+    """A program that keeps comm.py open for writing (a logger, an editor's swap) stops the run before it writes."""
+    repo = example_repo("flashinfer")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; f = open(sys.argv[1], 'a'); print('open', flush=True); time.sleep(60)", str(repo / COMM)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        before = (repo / COMM).read_bytes()
+        run = _codemod("run", "sm120-enable", "--repo", repo)
+        out, err = run.communicate(timeout=60)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert run.returncode == 5, err
+    assert f"is open for writing in pid {holder.pid} (python" in err and "internal error" not in err, err
+    assert "put back every file it had changed" in err
+    assert (repo / COMM).read_bytes() == before
+    assert git(repo, "branch", "--format=%(refname:short)").split() == ["main"]
+    assert git(repo, "status", "--porcelain") == ""

@@ -160,6 +160,10 @@ def rewrite(path: Path, transform: Callable[[bytes], bytes | None], *, in_place_
     """
     first: bytes | None = None
     late = b""
+    with open(path, "rb") as handle:  # nothing to write: no need to wait for anyone
+        glance = handle.read()
+    if transform(glance) in (None, glance):
+        return Rewrite(glance, transform(glance))
     while True:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         try:
@@ -235,6 +239,13 @@ def _hold(fd: int, path: Path, kind: int, wait: float = HOLD_WAIT) -> bool:
         if time.monotonic() > deadline:
             writers = kind == fcntl.F_RDLCK
             holders = ", ".join(holders_of(fd, writers)) or "another process"
+            if wait == LATE_WAIT:
+                raise errors.RepoState(
+                    f"{holders} opened it for writing while codemod replaced it and still holds it after {wait:.0f} s; "
+                    "what it writes now goes to the file codemod replaced, which has no name any more",
+                    where=str(path),
+                    hint="close that program, then look at the file (`git diff`) and run again",
+                )
             raise errors.RepoState(
                 f"is open{' for writing' if writers else ''} in {holders}; "
                 "codemod does not replace a file another process may be writing",
@@ -269,7 +280,7 @@ def holders_of(fd: int, writers: bool = False) -> list[str]:
 
 
 def _read_all(fd: int) -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     offset = 0
     while True:
         chunk = os.pread(fd, 1 << 20, offset)

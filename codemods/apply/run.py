@@ -262,7 +262,7 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
                     known = states.setdefault(rel, [change.before])
                     last = known[-1]
                     known.append(content)
-                    done = files.rewrite(path, lambda found, last=last, content=content: content if found == last else None)
+                    done = files.rewrite(path, _unless_changed(last, content))
                     if done.written is None or done.late:
                         _stop_for_foreign_write(repo, rel)
                     journal.step(repo.state_dir, entry, f"written:{change.id}")
@@ -376,6 +376,11 @@ def _content_for(plan: Plan, change: PlannedChange, selected: list[PlannedChange
 
 
 _FOREIGN = "(another process wrote to it)"
+
+
+def _unless_changed(last: bytes, content: bytes) -> Callable[[bytes], bytes | None]:
+    """rewrite's transform for a run: codemod's bytes, only over the bytes it read or wrote last."""
+    return lambda found: content if found == last else None
 
 
 def _unchanged_since_written(repo: Repo, rel: str, expected: bytes) -> None:
