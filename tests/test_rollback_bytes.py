@@ -243,7 +243,7 @@ def test_full_disk_ends_in_its_error_after_a_checked_rollback(tmp_path, free_kb)
             return
         assert result.returncode in (5, 9), result.err
         if (repo / ".git" / "codemod" / "journal.json").exists():
-            assert "the next `codemod run` or `codemod revert` puts the repository back" in result.err, result.err
+            assert f"`codemod revert sm120-enable --repo {repo}` (or the next `codemod run`) puts the repository back" in result.err
             assert codemod("revert", "sm120-enable", "--repo", repo, env={"CODEMOD_HOME": str(home)}).returncode in (0, 7)
         assert tree_digest(repo) == pristine, result.err
         assert git(repo, "branch", "--format=%(refname:short)").split() == ["main"]

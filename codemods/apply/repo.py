@@ -74,6 +74,7 @@ def _no_hooks_env() -> dict[str, str]:
 
 
 def _git_failure(action: str, exc: git.GitCommandError, where: Path) -> errors.CodemodError:
+    action = action.replace("_", "-")
     stderr = (exc.stderr or "").strip().removeprefix("stderr:").strip().strip("'").strip()
     first = next((line.strip() for line in stderr.splitlines() if line.strip()), f"exit status {exc.status}")
     full = _out_of_room(exc.status, stderr)

@@ -31,9 +31,10 @@ class PutBack:
 
     def describe(self) -> str:
         """One sentence on the state the rollback left, for the error's hint."""
-        if not self.complete:
-            problems = [f"{rel}: {why}" for rel, why in self.left.items()] + ([self.git_failed] if self.git_failed else [])
-            return "the rollback did not finish (" + "; ".join(problems) + ")"
+        if self.left:
+            return "the rollback did not finish (" + "; ".join(f"{rel}: {why}" for rel, why in self.left.items()) + ")"
+        if self.git_failed:
+            return f"every file is back at its base bytes, yet git's HEAD and index could not be moved back ({self.git_failed})"
         if not self.kept:
             return "every file is back at its base, byte for byte"
         kept = ", ".join(f"{rel} (+{n} bytes)" for rel, n in self.kept.items())

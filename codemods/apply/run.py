@@ -9,6 +9,7 @@ the files are restored and the branch is removed before the error surfaces.
 from __future__ import annotations
 
 import os
+import shlex
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -291,13 +292,13 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
         caught = stop if isinstance(stop, errors.CodemodError) else as_codemod_error(stop, groups[0][0].root)
         if caught is None:
             raise
-        _report_rollback(caught, outcomes, name)
+        _report_rollback(caught, outcomes, name, recipe_id, groups[0][0].root)
         if caught is stop:
             raise
         raise caught from None
 
 
-def _report_rollback(stop: errors.CodemodError, outcomes: list[PutBack], name: str) -> None:
+def _report_rollback(stop: errors.CodemodError, outcomes: list[PutBack], name: str, recipe_id: str, root: Path) -> None:
     """Say in the error what the rollback did, as checked after it (never "nothing was left half-done" unchecked)."""
     if not outcomes:
         return
@@ -312,8 +313,9 @@ def _report_rollback(stop: errors.CodemodError, outcomes: list[PutBack], name: s
         return
     broken = "; ".join(o.describe() for o in outcomes if not o.complete)
     stop.hint = (
-        f"codemod stopped, but {broken}. Its journal keeps the run: the next `codemod run` or `codemod revert` "
-        "puts the repository back once the cause is gone" + (f". {stop.hint}" if stop.hint else "")
+        f"codemod stopped, but {broken}. Its journal keeps the run: once the cause is gone, "
+        f"`codemod revert {recipe_id} --repo {shlex.quote(str(root))}` (or the next `codemod run`) puts the repository back"
+        + (f". {stop.hint}" if stop.hint else "")
     )
 
 
