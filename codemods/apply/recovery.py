@@ -57,7 +57,9 @@ def recover_interrupted(spot: Workspace | Path, notify: Callable[[str], None]) -
                     hint="keep or discard that edit yourself (git diff), then run again",
                 )
             files.remove_leftovers(current)
-            if original is not None and current.exists():
+            if original is not None and not current.exists():
+                files.write_atomic(current, original)  # as `git checkout` did: a target is never left missing
+            elif original is not None:
                 now = current.read_bytes()
                 states[rel] = [original, now] if content_hash(now) == entry["files"][rel] else [original]
         outcome = put_files_back(repo, states)

@@ -444,11 +444,6 @@ class Repo:
     def checkout(self, ref: str) -> None:
         self._git("checkout", "-q", ref, "--")
 
-    def restore(self, rels: list[str]) -> None:
-        """Put rels back to HEAD (used to roll back a failed run)."""
-        if rels:
-            self._git("checkout", "-q", "HEAD", "--", *rels)
-
     def return_to(self, base: str, rels: list[str], branch: str | None = None) -> None:
         """HEAD back on base (a branch or a commit) and the index of rels as base has them; the work tree is not touched.
 
