@@ -20,8 +20,10 @@ to kill or pause the process exactly at a boundary.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
+import shutil
 import socket
 import time
 from collections.abc import Callable
@@ -138,8 +140,40 @@ def unwritable(state_dir: Path, exc: OSError) -> errors.CodemodError:
     )
 
 
+def keep_original(state_dir: Path, data: bytes) -> str:
+    """Keep a target's bytes from before the run (durably) until the journal is cleared; returns their sha256.
+
+    The rollback and recovery put these exact bytes back: git's copy of a file
+    can differ from the bytes on disk (core.autocrlf, filters).
+    """
+    digest = hashlib.sha256(data).hexdigest()
+    folder = state_dir / "originals"
+    tmp = folder / f"{digest}.{os.getpid()}.tmp"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, folder / digest)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise unwritable(state_dir, exc) from None
+    return digest
+
+
+def original(state_dir: Path, digest: str) -> bytes | None:
+    """The bytes keep_original kept under `digest`, when they are there and intact."""
+    try:
+        data = (state_dir / "originals" / digest).read_bytes()
+    except OSError:
+        return None
+    return data if hashlib.sha256(data).hexdigest() == digest else None
+
+
 def clear(state_dir: Path) -> None:
     try:
         (state_dir / "journal.json").unlink()
     except FileNotFoundError:
         pass
+    shutil.rmtree(state_dir / "originals", ignore_errors=True)

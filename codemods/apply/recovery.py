@@ -8,6 +8,7 @@ from pathlib import Path
 
 from codemods.core import errors
 from codemods.apply import files, journal
+from codemods.apply.rollback import put_files_back
 from codemods.apply.workspace import Workspace
 
 
@@ -41,13 +42,14 @@ def recover_interrupted(spot: Workspace | Path, notify: Callable[[str], None]) -
     branch, op = entry["branch"], entry["op"]
     base = entry["base_ref"] if entry.get("base_ref") and repo.branch_exists(entry["base_ref"]) else entry["base_sha"]
     if op == "run":
-        rels = list(entry["files"])
-        for rel in rels:
+        states: dict[str, list[bytes]] = {}
+        for rel in entry["files"]:
             current = files.inside(repo.root, rel)
-            allowed = {entry["files"][rel]}
-            original = repo.show(entry["base_sha"], rel)
-            if original is not None:
-                allowed.add(content_hash(original))
+            kept = entry.get("originals", {}).get(rel)
+            original = journal.original(state, kept) if isinstance(kept, str) else None
+            if original is None:
+                original = repo.show(entry["base_sha"], rel)
+            allowed = {entry["files"][rel]} | ({content_hash(original)} if original is not None else set())
             if current.exists() and content_hash(current.read_bytes()) not in allowed:
                 raise errors.RepoState(
                     f"{rel} changed after codemod's interrupted run (step {entry.get('step')}); codemod will not overwrite it",
@@ -55,8 +57,22 @@ def recover_interrupted(spot: Workspace | Path, notify: Callable[[str], None]) -
                     hint="keep or discard that edit yourself (git diff), then run again",
                 )
             files.remove_leftovers(current)
-        repo.restore(rels)
-    if repo.head()[0] == branch:
+            if original is not None and not current.exists():
+                files.write_atomic(current, original)  # as `git checkout` did: a target is never left missing
+            elif original is not None:
+                now = current.read_bytes()
+                states[rel] = [original, now] if content_hash(now) == entry["files"][rel] else [original]
+        outcome = put_files_back(repo, states)
+        if not outcome.complete:
+            raise errors.RepoState(
+                f"codemod could not put back its interrupted run: {outcome.describe()}",
+                where=str(repo.root),
+                hint="fix the cause named, then run again; the journal keeps the run until then",
+            )
+    head_branch, head_sha = repo.head()
+    if op == "run" and (head_branch or head_sha) in (branch, base):
+        repo.return_to(base, list(entry["files"]))  # the files are back already: git must not touch them
+    elif head_branch == branch:
         repo.checkout(base)
     if repo.branch_exists(branch):
         record = next((a for a in repo.applied() if a.branch == branch), None)

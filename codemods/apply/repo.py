@@ -7,9 +7,11 @@ files. `work_tree_of` is the one rule for when a folder gets a ShadowRepo.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -67,10 +69,47 @@ _GIT_LOCKS = ("index.lock", "HEAD.lock", "packed-refs.lock", "config.lock", "sha
 
 
 def _git_failure(action: str, exc: git.GitCommandError, where: Path) -> errors.CodemodError:
+    action = action.replace("_", "-")
     stderr = (exc.stderr or "").strip().removeprefix("stderr:").strip().strip("'").strip()
     first = next((line.strip() for line in stderr.splitlines() if line.strip()), f"exit status {exc.status}")
-    hint = "nothing was left half-done; fix the cause git names, then run again"
+    full = _out_of_room(exc.status, stderr)
+    if full:
+        return errors.FileRefused(
+            f"git {action} failed: {full} ({first})",
+            where=str(where),
+            hint="make room on that disk (or raise the limit), then run again",
+        )
+    hint = "fix the cause git names, then run again"
     return errors.RepoState(f"git {action} failed: {first}", where=str(where), hint=hint)
+
+
+def _out_of_room(status, stderr: str) -> str:
+    """Why git could not write, when it is the disk or a limit rather than git: the words for it, else ""."""
+    if status in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ) or "File too large" in stderr:
+        return "a file grew past the file size limit (`ulimit -f`, SIGXFSZ)"
+    if any(words in stderr for words in ("No space left on device", "Disk quota exceeded", "Out of diskspace")):
+        return "the disk is full"
+    return ""
+
+
+def as_codemod_error(exc: BaseException, where: Path) -> errors.CodemodError | None:
+    """The catalogued error for a failure of git or of the file system during a run; None for anything else.
+
+    A full disk (ENOSPC, EDQUOT), a file size limit (EFBIG, SIGXFSZ) and a git
+    command that failed are the user's to fix, not internal errors.
+    """
+    if isinstance(exc, git.GitCommandError):
+        action = exc.command[1] if isinstance(exc.command, list) and len(exc.command) > 1 else "command"
+        return _git_failure(str(action), exc, where)
+    if isinstance(exc, OSError):
+        full = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
+                errno.EFBIG: "a file grew past the file size limit (`ulimit -f`)"}.get(exc.errno or 0)
+        return errors.FileRefused(
+            f"cannot write {exc.filename or 'a file'}: {full or exc.strerror or exc}",
+            where=str(where),
+            hint="make room on that disk (or raise the limit), then run again" if full else "fix the cause named, then run again",
+        )
+    return None
 
 
 def codemod_home() -> Path:
@@ -452,10 +491,91 @@ class Repo:
     def checkout(self, ref: str) -> None:
         self._git("checkout", "-q", ref, "--")
 
-    def restore(self, rels: list[str]) -> None:
-        """Put rels back to HEAD (used to roll back a failed run)."""
-        if rels:
-            self._git("checkout", "-q", "HEAD", "--", *rels)
+    def return_to(self, base: str, rels: list[str], branch: str | None = None) -> None:
+        """HEAD back on base (a branch or a commit) and the index of rels as base has them; the work tree is not touched.
+
+        The rollback and revert write the files' bytes themselves (files.rewrite),
+        so that no byte another process writes meanwhile is lost, as it would be
+        when git replaced them; then this moves git's pointers. `branch` is deleted.
+        """
+        if self.branch_exists(base):
+            self._git("symbolic_ref", "HEAD", f"refs/heads/{base}")
+        else:
+            self._git("update_ref", "--no-deref", "HEAD", self.resolve_rev(base))
+        for rel in rels:  # the index entry set from base's tree: git reads no file, so runs no filter
+            listed = self._git("ls_tree", "-z", "HEAD", "--", rel).rstrip("\0")
+            if listed:
+                mode, _, rest = listed.partition(" ")
+                sha = rest.partition(" ")[2].partition("\t")[0]
+                self._git("update_index", "--cacheinfo", f"{mode},{sha},{rel}")
+            else:
+                self._git("update_index", "--force-remove", "--", rel)
+        if branch and self.branch_exists(branch):
+            self._git("branch", "-D", branch)
+
+    def work_tree_bytes(self, rev: str, rel: str) -> bytes | None:
+        """The bytes git would check out for rel at rev (line-ending conversion applied); None when rel is not there."""
+        try:
+            return self.g.cat_file("--filters", f"{rev}:{rel}", stdout_as_string=False, strip_newline_in_stdout=False)
+        except git.GitCommandError:
+            return None
+
+    def stores_as_committed(self, sha: str, rel: str, data: bytes) -> bool:
+        """Whether commit sha holds for rel exactly what git makes of `data` at that path (its eol conversion included)."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        probe = self.state_dir / "hash-probe"
+        probe.write_bytes(data)
+        try:
+            wanted = self._git("hash_object", f"--path={rel}", "--", str(probe)).strip()
+        finally:
+            probe.unlink(missing_ok=True)
+        try:
+            return (self.git_repo.commit(sha).tree / rel).hexsha == wanted
+        except KeyError:
+            return False
+
+    def refuse_hidden(self, rels: list[str]) -> None:
+        """Refuse (exit 4) targets that git's index bits keep out of `git status` (assume-unchanged, skip-worktree).
+
+        git neither shows edits to them nor commits them as codemod needs: a
+        hidden local edit would be swept into codemod's commit, and `git add`
+        refuses a skip-worktree path half-way through a run.
+        """
+        hidden = self.hidden_by_index(rels)
+        if not hidden:
+            return
+        sparse = "skip-worktree" in hidden.values() and self._sparse()
+        listed = ", ".join(
+            f"{rel} ({bit}{', outside the sparse checkout' if sparse and bit == 'skip-worktree' else ''})" for rel, bit in hidden.items()
+        )
+        undo = "; ".join(f"git update-index --no-{bit} {rel}" for rel, bit in hidden.items())
+        raise errors.DirtyTree(
+            f"git's index hides these files from `git status`, so their local edits cannot be checked: {listed}",
+            where=str(self.root),
+            hint=(f"add their folders to the sparse checkout (git sparse-checkout add DIR) or run `{undo}`" if sparse else f"run `{undo}`")
+            + ", look at `git diff` for edits they hid, commit or stash them, then run again",
+        )
+
+    def _sparse(self) -> bool:
+        try:
+            return self.g.config("--bool", "core.sparseCheckout").strip() == "true"
+        except git.GitCommandError:
+            return False
+
+    def hidden_by_index(self, rels: list[str]) -> dict[str, str]:
+        """Which of rels git's index bits keep out of `git status` (rel -> the bit), read from `git ls-files -v -t`."""
+        if not rels:
+            return {}
+        out = self._git("ls_files", "-v", "-z", "--", *rels)
+        found = {}
+        for entry in out.split("\0"):
+            if len(entry) > 2 and entry[1] == " ":
+                tag, rel = entry[0], entry[2:]
+                if tag == "S":
+                    found[rel] = "skip-worktree"
+                elif tag.islower():
+                    found[rel] = "assume-unchanged"
+        return found
 
     def delete_branch(self, name: str) -> None:
         self._git("branch", "-D", name)

@@ -14,6 +14,7 @@ from codemods.jit import cache as jit_cache
 from codemods.recipes import load as recipes
 from codemods.apply.recovery import recover_interrupted
 from codemods.apply.repo import Repo, ShadowRepo
+from codemods.apply.rollback import switch_keeping_bytes
 from codemods.apply.trailers import Applied
 from codemods.apply.workspace import Workspace
 
@@ -142,6 +143,7 @@ def _revert_locked(recipe_id: str, workspace: Workspace, keep_commits: bool, for
     touched = repo.changed_files(record.base_sha, tip) if not keep_commits else [
         f for c in pending for f in repo.changed_files(f"{c.sha}^", c.sha)
     ]
+    repo.refuse_hidden(touched)
     repo.refuse_changed_for_revert(repo.dirty(touched), recipe_id)
     if dry_run:
         base_exists = bool(record.base_ref) and repo.branch_exists(record.base_ref)
@@ -161,7 +163,7 @@ def _revert_locked(recipe_id: str, workspace: Workspace, keep_commits: bool, for
     if record.current:
         base_exists = bool(record.base_ref) and repo.branch_exists(record.base_ref)
         checked_out = record.base_ref if base_exists else record.base_sha
-        repo.checkout(checked_out)
+        switch_keeping_bytes(repo, checked_out, touched)  # never `git checkout` under an editor's feet
         journal.step(repo.state_dir, entry, "base-checked-out")
     repo.delete_branch(record.branch)
     journal.step(repo.state_dir, entry, "branch-deleted")

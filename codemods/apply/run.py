@@ -9,6 +9,7 @@ the files are restored and the branch is removed before the error surfaces.
 from __future__ import annotations
 
 import os
+import shlex
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -27,7 +28,8 @@ from codemods.plan.changes import Plan, PlannedChange
 from codemods.recipes.model import Recipe
 from codemods.apply.commit_message import commit_message, describe_half_patch
 from codemods.apply.recovery import content_hash, recover_interrupted
-from codemods.apply.repo import Repo, bad_branch_name, branch_name
+from codemods.apply.rollback import PutBack, put_back
+from codemods.apply.repo import Repo, as_codemod_error, bad_branch_name, branch_name
 from codemods.apply.workspace import Workspace
 
 
@@ -107,6 +109,16 @@ def run_many(
     """
     check_names(recipe, branch)
     trees = [Workspace.of(spot) for spot in spots]
+    try:
+        return _run_many(recipe, trees, universe, dry_run, only, skip, branch, choose, notify, force)
+    except Exception as exc:  # a git command or the file system failed: the user's to fix, never an internal error
+        caught = None if isinstance(exc, errors.CodemodError) else as_codemod_error(exc, trees[0].path)
+        if caught is None:
+            raise
+        raise caught from None
+
+
+def _run_many(recipe, trees, universe, dry_run, only, skip, branch, choose, notify, force) -> list[RunResult]:
     if dry_run:
         return _run_locked(recipe, trees, universe, dry_run, only, skip, branch, choose, force, notify, planned)
     with ExitStack() as stack:
@@ -216,10 +228,13 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
     """Branch once per repo and commit each selected change; on any failure undo every repo of the run.
 
     Each repo's journal names the base and the bytes each file will end up
-    with, so an interrupted run can be put back exactly (recover_interrupted).
+    with, and keeps the files' bytes from before the run, so an interrupted
+    run can be put back exactly (recover_interrupted). Every write goes
+    through files.rewrite, which never loses a byte another process writes
+    meanwhile; so does the rollback (rollback.put_back), whose result the
+    error reports as checked, not as hoped.
     """
-    started: list[tuple[Repo, str, list[str]]] = []  # (repo, base to go back to, files written)
-    foreign: dict[Path, bytes] = {}  # files another process wrote while we worked: their bytes are kept
+    started: list[tuple[Repo, str, dict[str, list[bytes]]]] = []  # (repo, base to go back to, rel -> known bytes)
     try:
         for repo, results in groups:
             chosen = [r for r in results if r.selected]
@@ -227,55 +242,88 @@ def _apply_all(groups: list[tuple[Repo, list[RunResult]]], name: str, recipe_id:
                 continue
             head_branch, head_sha = repo.head()
             base = f"{head_branch}@{head_sha}" if head_branch else head_sha
-            expected = {
-                repo.rel(files.inside(repo.root, f"{r.prefix}{c.file}")): content_hash(_content_for(r.plan, c, r.selected))
-                for r in chosen for c in r.selected
-            }
+            expected: dict[str, str] = {}
+            originals: dict[str, str] = {}
+            for r in chosen:
+                for c in r.selected:
+                    rel = repo.rel(files.inside(repo.root, f"{r.prefix}{c.file}"))
+                    expected[rel] = content_hash(_content_for(r.plan, c, r.selected))
+                    if rel not in originals:
+                        originals[rel] = journal.keep_original(repo.state_dir, c.before)
             entry = {
                 "op": "run", "recipe": recipe_id, "branch": name, "base_ref": head_branch or "", "base_sha": head_sha,
-                "files": expected, "step": "started", "pid": os.getpid(), "started_ns": time.time_ns(),
+                "files": expected, "originals": originals, "step": "started", "pid": os.getpid(), "started_ns": time.time_ns(),
             }
             journal.step(repo.state_dir, entry, "journal-written")
+            states: dict[str, list[bytes]] = {}  # rel -> its bytes before the run, then each version codemod wrote
+            started.append((repo, head_branch or head_sha, states))
             repo.create_branch(name)
-            written: list[str] = []
-            started.append((repo, head_branch or head_sha, written))
             journal.step(repo.state_dir, entry, "branch-created")
-            on_disk: dict[str, bytes] = {}  # what codemod read or wrote last, per file
             for result in chosen:
                 result.base, result.branch = base, name
                 for change in result.selected:
                     path = files.inside(repo.root, f"{result.prefix}{change.file}")
                     rel = repo.rel(path)  # a symlink inside the repo: commit the file it points to
                     content = _content_for(result.plan, change, result.selected)
-                    _unchanged_since_read(repo, path, rel, on_disk.get(rel, change.before), foreign)
-                    written.append(rel)
-                    files.write_atomic(path, content)
+                    known = states.setdefault(rel, [change.before])
+                    last = known[-1]
+                    known.append(content)
+                    done = files.rewrite(path, _unless_changed(last, content))
+                    if done.written is None or done.late:
+                        _stop_for_foreign_write(repo, rel)
                     journal.step(repo.state_dir, entry, f"written:{change.id}")
                     recorded = (repo.file_change(rel),)  # what revert checks the commit against
                     sha = repo.commit([rel], commit_message(result.plan, change, result.prefix, base, result.forced,
                                                             branch=name, files=recorded))
                     result.commits.append((sha, change.id))
-                    if repo.show(sha, rel) != content:  # git committed bytes another process wrote meanwhile
-                        _stop_for_foreign_write(repo, path, rel, foreign)
-                    on_disk[rel] = content
+                    if not repo.stores_as_committed(sha, rel, content):  # git committed bytes another process wrote meanwhile
+                        _stop_for_foreign_write(repo, rel)
                     journal.step(repo.state_dir, entry, f"committed:{change.id}")
                 result.status = "applied"
-            for rel, content in on_disk.items():  # nothing written behind codemod's back while it went on
-                _unchanged_since_read(repo, repo.root / rel, rel, content, foreign)
+            for rel, known in states.items():  # nothing written behind codemod's back while it went on
+                _unchanged_since_written(repo, rel, known[-1])
         for repo, _, _ in started:
             journal.clear(repo.state_dir)
             journal.checkpoint("journal-cleared")
-    except BaseException:
-        for repo, back_to, written in reversed(started):
-            if _roll_back(repo, written, back_to, name):
+    except BaseException as stop:
+        outcomes = []
+        for repo, back_to, states in reversed(started):
+            outcome = put_back(repo, states, back_to, name)
+            outcomes.append(outcome)
+            if outcome.complete:
                 journal.clear(repo.state_dir)  # else the journal stays: the next command puts the repo back
-        for path, data in foreign.items():
-            files.write_atomic(path, data)  # the other process's bytes, uncommitted, on the base branch
         for _, results in groups:
             for result in results:
                 if result.status == "applied":
                     result.status = "rolled-back"
-        raise
+        caught = stop if isinstance(stop, errors.CodemodError) else as_codemod_error(stop, groups[0][0].root)
+        if caught is None:
+            raise
+        _report_rollback(caught, outcomes, name, recipe_id, groups[0][0].root)
+        if caught is stop:
+            raise
+        raise caught from None
+
+
+def _report_rollback(stop: errors.CodemodError, outcomes: list[PutBack], name: str, recipe_id: str, root: Path) -> None:
+    """Say in the error what the rollback did, as checked after it (never "nothing was left half-done" unchecked)."""
+    if not outcomes:
+        return
+    if all(o.complete for o in outcomes):
+        said = f"codemod stopped, deleted its branch {name} and put back every file it had changed"
+        kept = [o for o in outcomes if o.kept]
+        if kept:
+            said += "; no byte of another process was lost: " + "; ".join(o.describe() for o in kept)
+        stop.hint = f"{said}. {stop.hint}" if stop.hint else said
+        if isinstance(stop, errors.RepoState) and stop.message.endswith(_FOREIGN):
+            stop.message += "; no byte of it was lost"
+        return
+    broken = "; ".join(o.describe() for o in outcomes if not o.complete)
+    stop.hint = (
+        f"codemod stopped, but {broken}. Its journal keeps the run: once the cause is gone, "
+        f"`codemod revert {recipe_id} --repo {shlex.quote(str(root))}` (or the next `codemod run`) puts the repository back"
+        + (f". {stop.hint}" if stop.hint else "")
+    )
 
 
 def _check(repo: Repo, plan: Plan, prefix: str, recipe: Recipe, tree: Workspace, branch: str | None) -> None:
@@ -290,6 +338,7 @@ def _check(repo: Repo, plan: Plan, prefix: str, recipe: Recipe, tree: Workspace,
             where=str(repo.root),
             hint="add and commit them first, so codemod can restore them exactly",
         )
+    repo.refuse_hidden(rels)
     repo.refuse_changed(repo.dirty(rels), head_branch)
     if head_branch is None and not branch:
         raise errors.RepoState(
@@ -349,40 +398,32 @@ def _content_for(plan: Plan, change: PlannedChange, selected: list[PlannedChange
     return content if content is not None else change.after
 
 
-def _unchanged_since_read(repo: Repo, path: Path, rel: str, expected: bytes, foreign: dict) -> None:
-    """Stop (exit 5) when another process changed `rel` since codemod read or wrote it."""
+_FOREIGN = "(another process wrote to it)"
+
+
+def _unless_changed(last: bytes, content: bytes) -> Callable[[bytes], bytes | None]:
+    """rewrite's transform for a run: codemod's bytes, only over the bytes it read or wrote last."""
+    return lambda found: content if found == last else None
+
+
+def _unchanged_since_written(repo: Repo, rel: str, expected: bytes) -> None:
+    """Stop (exit 5) when another process changed `rel` since codemod wrote it."""
     try:
-        same = path.read_bytes() == expected
+        same = files.inside(repo.root, rel).read_bytes() == expected
     except OSError:
         same = False
     if not same:
-        _stop_for_foreign_write(repo, path, rel, foreign)
+        _stop_for_foreign_write(repo, rel)
 
 
-def _stop_for_foreign_write(repo: Repo, path: Path, rel: str, foreign: dict) -> None:
-    """Raise exit 5; the bytes on disk now are kept (put back after the rollback) in `foreign`."""
-    try:
-        foreign[path] = path.read_bytes()
-    except OSError:
-        pass
+def _stop_for_foreign_write(repo: Repo, rel: str) -> None:
+    """Raise exit 5; the rollback keeps the other process's bytes and says so (_report_rollback)."""
     raise errors.RepoState(
-        f"{rel} changed while codemod was working on it (another process wrote to it); "
-        "codemod stopped, undid its branch and commits, and did not overwrite it",
+        f"{rel} changed while codemod was working on it {_FOREIGN}",
         where=str(repo.root),
-        hint=f"{rel} keeps the bytes it has now, uncommitted (see `git diff`); "
+        hint=f"{rel} keeps every byte the other process wrote, uncommitted (see `git diff`); "
         "when it is done, commit or stash, then run again",
     )
-
-
-def _roll_back(repo: Repo, written: list[str], base: str, name: str) -> bool:
-    """Put the repo back at base; False when that failed (the journal then keeps the run for recovery)."""
-    try:
-        repo.restore(written)
-        repo.checkout(base)
-        repo.delete_branch(name)
-    except Exception:  # the original error matters more; the kept journal tells status and the next run
-        return False
-    return True
 
 
 def upstream_advice(recipe: Recipe, workspaces: list[Workspace]) -> list[tuple[Workspace, str]]:
