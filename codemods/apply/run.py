@@ -110,7 +110,7 @@ def run_many(
     check_names(recipe, branch)
     trees = [Workspace.of(spot) for spot in spots]
     try:
-        return _run_many(recipe, trees, universe, dry_run, only, skip, branch, choose, notify, force)
+        return _run_many(recipe, trees, universe, dry_run, only, skip, branch, choose, notify, force, planned)
     except Exception as exc:  # a git command or the file system failed: the user's to fix, never an internal error
         caught = None if isinstance(exc, errors.CodemodError) else as_codemod_error(exc, trees[0].path)
         if caught is None:
@@ -118,7 +118,7 @@ def run_many(
         raise caught from None
 
 
-def _run_many(recipe, trees, universe, dry_run, only, skip, branch, choose, notify, force) -> list[RunResult]:
+def _run_many(recipe, trees, universe, dry_run, only, skip, branch, choose, notify, force, planned) -> list[RunResult]:
     if dry_run:
         return _run_locked(recipe, trees, universe, dry_run, only, skip, branch, choose, force, notify, planned)
     with ExitStack() as stack:
