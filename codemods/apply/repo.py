@@ -521,16 +521,19 @@ class Repo:
             return None
 
     def stores_as_committed(self, sha: str, rel: str, data: bytes) -> bool:
-        """Whether commit sha holds for rel exactly what git makes of `data` at that path (its eol conversion included)."""
+        """Whether commit sha holds for rel what git add makes of `data` at that path (converted or, as git keeps CRLF it holds, as is)."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
         probe = self.state_dir / "hash-probe"
         probe.write_bytes(data)
         try:
-            wanted = self._git("hash_object", f"--path={rel}", "--", str(probe)).strip()
+            # git add converts line endings (autocrlf) unless the index already holds the file with CRLF, then stores
+            # the bytes as they are: either blob is what codemod wrote; a foreign write makes neither
+            wanted = {self._git("hash_object", f"--path={rel}", "--", str(probe)).strip(),
+                      self._git("hash_object", "--no-filters", "--", str(probe)).strip()}
         finally:
             probe.unlink(missing_ok=True)
         try:
-            return (self.git_repo.commit(sha).tree / rel).hexsha == wanted
+            return (self.git_repo.commit(sha).tree / rel).hexsha in wanted
         except KeyError:
             return False
 
