@@ -452,6 +452,7 @@ _CAPABILITY_PIECES = [
 ]  # fmt: skip
 
 
+@pytest.mark.exhaustive
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(st.sampled_from(_CAPABILITY_PIECES), max_size=14))
 def test_capability_prefilter_never_misses_what_the_regex_finds(pieces):

@@ -8,6 +8,7 @@ predicates with this kind's code (`operands`, `predicate_of`, `admits_of`, `new_
 
 from textwrap import indent
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -83,6 +84,7 @@ def _widened(source: bytes, meanings: dict, targets: tuple[Arch, ...]) -> bytes:
     return apply_edits(source, edits)
 
 
+@pytest.mark.exhaustive
 @settings(deadline=None, max_examples=200)
 @given(case=cases())
 def test_widen_twice_is_widen_once_and_admits_old_plus_targets(case) -> None:

@@ -6,6 +6,7 @@ nothing, and the widened gate admits exactly what it admitted plus the targets, 
 widened file and by the kind's `admits` on the gate's text after the edits (what the planner checks).
 """
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -123,6 +124,7 @@ def _span_after(gate: Gate, edits: list[Edit]) -> tuple[int, int]:
     return gate.start + shift, gate.end + grow
 
 
+@pytest.mark.exhaustive
 @settings(deadline=None, max_examples=300)
 @given(case=cases())
 def test_widen_twice_is_widen_once_and_admits_old_plus_targets(case) -> None:

@@ -331,6 +331,7 @@ def _names(text: str) -> set[str]:
     return set(re.findall(r"[A-Za-z_]\w*", text))
 
 
+@pytest.mark.exhaustive
 @settings(
     max_examples=EXAMPLES,
     derandomize=not HUNTING,
