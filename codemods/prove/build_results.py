@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from codemods.core.arch import Arch
 from codemods.cpp import structure
 from codemods.cpp import lexer
-from codemods.gates import SourceError, cuda_guard
+from codemods.gates import SourceError
+from codemods.gates.cpp import cuda_guard
 from codemods.prove import ptx
 
 # source tokens a widened guard may hold -> the PTX instruction they compile to

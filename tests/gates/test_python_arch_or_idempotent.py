@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import apply_edits
-from codemods.gates._predicates import read, table
-from codemods.gates.python_arch_or import admits, find, scoped, widen
+from codemods.gates.python.predicates.reading import read, table
+from codemods.gates.python.python_arch_or import admits, find, scoped, widen
 
 UNITS = {80: 8, 90: 9, 100: 10, 110: 11, 120: 12}
 KNOWN = table(

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import Edit, Gate, apply_edits
-from codemods.gates._predicates import read, table
-from codemods.gates.python_arch_test import admits, find, widen
+from codemods.gates.python.predicates.reading import read, table
+from codemods.gates.python.python_arch_test import admits, find, widen
 
 # (table, how a predicate of number N is spelled, the numbers and the archs each admits)
 SGLANG_UNITS = {80: (8,), 90: (9,), 100: (10,), 110: (11,), 120: (12,)}

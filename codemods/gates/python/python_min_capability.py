@@ -28,7 +28,7 @@ import re
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate
-from codemods.gates._python_ast import PythonText, ast_of
+from codemods.gates.python.ast_text import PythonText, ast_of
 
 KIND = "python_min_capability"
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TypeAlias, cast
 
 from codemods.core.arch import Arch, ArchSet
-from codemods.gates._python_layout import skip_trivia
+from codemods.gates.python.layout.text import skip_trivia
 
 # One string entry: a prefix, a capability (`120`) or `major.minor` (`12.0`), a variant suffix.
 _ENTRY_RE = re.compile(r"^(?P<prefix>(?:sm|compute)_?|)(?:(?P<major>\d{1,2})\.(?P<minor>\d)|(?P<code>\d{1,3}))(?P<suffix>[af]?)$")

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING
 from codemods.core.arch import Arch
 from codemods.core.lazy import LazyModule
 from codemods.gates import CannotWiden, Edit, Gate
-from codemods.gates._arch_predicate import PREDICATE_RE, Predicate, _number, admits_of, number_of, renamed
-from codemods.gates._predicates import Meaning
-from codemods.gates._imports import import_beside_siblings, insert_at
-from codemods.gates._python import PythonSource
+from codemods.gates.python.predicates.named import PREDICATE_RE, Predicate, _number, admits_of, number_of, renamed
+from codemods.gates.python.predicates.reading import Meaning
+from codemods.gates.python.imports import import_beside_siblings, insert_at
+from codemods.gates.python.cst_source import PythonSource
 
 if TYPE_CHECKING:
     import libcst as cst

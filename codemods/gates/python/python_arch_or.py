@@ -15,7 +15,7 @@ whose operands are all arch predicates: a name (`_is_sm90_supported`), a call
 one (`x.is_sm100_supported()`), spelled `is_smNN`, `is_smNN_supported` or
 FlashInfer's `is_smNNa_supported`, with or without a leading underscore.
 What a predicate admits is what its definition says (`meanings`, read by
-`_predicates` from the project's source: FlashInfer's `is_sm120a_supported`
+`python.predicates.reading` from the project's source: FlashInfer's `is_sm120a_supported`
 admits SM120 only, SGLang's `is_sm120_supported` every SM12x). A predicate
 whose definition was not read is unknown: the chain is reported with the
 archs it cannot decide and is never widened. Without `meanings` (a direct
@@ -31,7 +31,7 @@ also admit an arch neither admitted nor asked for is not used.
 `(is_sm90_supported() or is_sm100_supported() or is_sm120_supported())`. The
 parentheses and line breaks the author wrote stay where they are; an
 `if`/`elif`/`while` line the new predicate makes longer than the file's line
-length is split as black splits it (`_wrap.wrapped`, python_arch_test's
+length is split as black splits it (`python.layout.wrap.wrapped`, python_arch_test's
 split: `if (` / one predicate a line led by `or` / `):`). So that the
 new predicate exists, it also
 
@@ -60,11 +60,11 @@ from typing import TYPE_CHECKING, TypeGuard
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.core.lazy import LazyModule
 from codemods.gates import CannotWiden, Edit, Gate
-from codemods.gates._arch_predicate import PREDICATE_RE, Predicate, _number, admits_of
-from codemods.gates._new_predicates import Plan, new_predicates, spelled, supporting
-from codemods.gates._predicates import Meaning
-from codemods.gates._python import PythonSource, admits_of_expression, parse, parse_gate_expression
-from codemods.gates._wrap import wrapped
+from codemods.gates.python.predicates.named import PREDICATE_RE, Predicate, _number, admits_of
+from codemods.gates.python.predicates.gained import Plan, new_predicates, spelled, supporting
+from codemods.gates.python.predicates.reading import Meaning
+from codemods.gates.python.cst_source import PythonSource, admits_of_expression, parse, parse_gate_expression
+from codemods.gates.python.layout.wrap import wrapped
 
 if TYPE_CHECKING:
     import libcst as cst

@@ -7,7 +7,7 @@
 Every caller of a predicate gets what its definition says, so the
 definition is a gate of its own: this one admits sm_120 only (FlashInfer
 0.6.10; upstream ec0178acd dropped `minor == 0`). What it admits is read by
-`_predicates` from the definition, never from the name (the same reader
+`predicates.reading` from the definition, never from the name (the same reader
 `codemod run` uses for or-chains). The name says which build target the
 predicate stands for (`is_sm120f_supported`: the family target sm_120f,
 which runs on sm_121; `is_sm120a_supported`: sm_120a, which does not):
@@ -27,10 +27,11 @@ import re
 from collections.abc import Mapping
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
-from codemods.gates import CannotWiden, Edit, Gate, _predicates
-from codemods.gates._predicate_evaluation import PREDICATE_NAME
-from codemods.gates._predicates import Meaning
-from codemods.gates._python_ast import PythonText, ast_of
+from codemods.gates import CannotWiden, Edit, Gate
+from codemods.gates.python.predicates import reading
+from codemods.gates.python.predicates.evaluation import PREDICATE_NAME
+from codemods.gates.python.predicates.reading import Meaning
+from codemods.gates.python.ast_text import PythonText, ast_of
 
 KIND = "python_predicate"
 
@@ -53,7 +54,7 @@ def find(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, known: Mappi
             tree = ast_of(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return []
-    meanings = _predicates.read_tree(tree, file, known)
+    meanings = reading.read_tree(tree, file, known)
     text = PythonText(source)
     gates = []
     for node in tree.body:

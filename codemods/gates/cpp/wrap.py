@@ -17,7 +17,7 @@ expression), again while the rest is too long and has such a break. A line
 with no such break is left as it is. The limit is the file's (`column_limit`:
 the length three of its lines reach, 100 at least), which cuda_guard's
 continued `#if` lines keep to as well. The cuts are placed back into the
-widening's edits by `_wrap.split_line`, as black's are for Python.
+widening's edits by `python.layout.wrap.split_line`, as black's are for Python.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from functools import lru_cache
 
 from codemods.cpp.lexer import OPAQUE_RE
 from codemods.gates import Edit
-from codemods.gates._wrap import split_line
+from codemods.gates.python.layout.wrap import split_line
 
 
 @lru_cache(maxsize=8)
@@ -126,5 +126,5 @@ def _breaks_of(line: str, limit: int, eol: str) -> list[tuple[int, int, str]]:
 
 def fit(source: bytes, edits: list[Edit]) -> list[Edit]:
     """`edits` of `source`, with the line they make longer than the file's column limit broken (see the module),
-    placed back into them as _wrap.split_line places black's cuts."""
+    placed back into them as python.layout.wrap.split_line places black's cuts."""
     return split_line(source, edits, lambda line, eol, first, last: _breaks_of(line, column_limit(source), eol))

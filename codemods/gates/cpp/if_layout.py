@@ -2,7 +2,7 @@
 into a chain where they sort, and escaped newlines aligned as clang-format aligns them.
 
 cuda_guard decides what a guard becomes; this module decides where its lines break. `Lines` reads the file
-once (`_file_style`: the column limit `_cpp_wrap.column_limit` gives, whether long `#if` lines continue with the
+once (`_file_style`: the column limit `cpp.wrap.column_limit` gives, whether long `#if` lines continue with the
 operator first, the blanks before a `\\`, the continuation indent, the line ending, whether `\\`s are aligned).
 `inserted` puts new terms into a chain (`joined` fills lines with them up to the limit, `refilled` says when the
 terms after them are laid out again), `laid_out` puts an `&&` operand that grew too long on a line of its own as
@@ -20,7 +20,7 @@ from functools import lru_cache
 from codemods.cpp.evaluate import Guard
 from codemods.cpp.expression import Node
 from codemods.gates import Edit, Gate, apply_edits
-from codemods.gates._cpp_wrap import column_limit
+from codemods.gates.cpp.wrap import column_limit
 
 
 def after_opening(opening: int, lines: Lines) -> bytes:

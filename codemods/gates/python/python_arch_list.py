@@ -37,7 +37,7 @@ stands for the list literal the file assigns it once at module level
 use of the name; `supported_major_versions=None` restricts nothing and is no
 gate. A name bound more than once, elsewhere than at module
 level, to a computed value, or changed in place is refused with the reason
-(`_arch_lists.Names`). `scan` also knows the capability-list calls in
+(`python.lists.reading.Names`). `scan` also knows the capability-list calls in
 `KNOWN_CALLS`, and pairs assigned to a name that says capability
 (`KNOWN_LITERAL`).
 
@@ -83,7 +83,7 @@ from dataclasses import dataclass
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, SourceError, TooDeep, decode, line_of
-from codemods.gates._arch_lists import (
+from codemods.gates.python.lists.reading import (
     Lines,
     Listed,
     Names,
@@ -95,10 +95,10 @@ from codemods.gates._arch_lists import (
     past,
     read_entries,
 )
-from codemods.gates._python import parse
-from codemods.gates._python_ast import MAX_DEPTH, called, dotted, nested_too_deeply, too_deep
-from codemods.gates._python_layout import eol as line_eol, line_end, line_start, skip_trivia
-from codemods.gates._wrap import wrapped
+from codemods.gates.python.cst_source import parse
+from codemods.gates.python.ast_text import MAX_DEPTH, called, dotted, nested_too_deeply, too_deep
+from codemods.gates.python.layout.text import eol as line_eol, line_end, line_start, skip_trivia
+from codemods.gates.python.layout.wrap import wrapped
 
 KIND = "python_arch_list"
 

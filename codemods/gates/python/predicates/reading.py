@@ -28,7 +28,7 @@ not read, a statement the reader does not follow) makes the predicate
 as `known` (the planner reads the project's predicate files first).
 
 This module finds the definitions and says what each name means; running one
-on every capability is `_predicate_evaluation`'s (`Evaluator`, which `_Reader`
+on every capability is `python.predicates.evaluation`'s (`Evaluator`, which `_Reader`
 derives from), and so is `Meaning`, `read`'s answer.
 """
 
@@ -42,8 +42,9 @@ from functools import lru_cache
 from types import MappingProxyType
 
 from codemods.core.arch import Arch, ArchParseError
-from codemods.gates import SourceError, _python_ast
-from codemods.gates._predicate_evaluation import (
+from codemods.gates import SourceError
+from codemods.gates.python import ast_text
+from codemods.gates.python.predicates.evaluation import (
     _ARCH_WORDS, _CAPABILITY_CALLS, _SM_CALLS, _TARGET_KEY, PREDICATE_NAME, Evaluator, Meaning, _Conflict, _Unreadable,
 )  # fmt: skip
 
@@ -67,7 +68,7 @@ def _parsed(source: bytes) -> ast.Module | None:
     """The file's tree, parsed once for `read` and `base_classes` (not changed by either); None when it does not
     parse."""
     try:
-        return _python_ast.ast_of(source)
+        return ast_text.ast_of(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError, SourceError):  # MemoryError: the parser on deep nesting
         return None
 

@@ -17,10 +17,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
-from codemods.gates import Gate, SourceError, _polarity
-from codemods.gates._capability_blocks import _BODIES, _capability_call, _holds, bind, callee, nodes_in, wrappers
-from codemods.gates._capability_values import named, strings
-from codemods.gates._python_ast import PythonText, ast_of, dotted, nested_too_deeply, too_deep
+from codemods.gates import Gate, SourceError
+from codemods.gates.python import polarity
+from codemods.gates.python.capability.blocks import _BODIES, _capability_call, _holds, bind, callee, nodes_in, wrappers
+from codemods.gates.python.capability.values import named, strings
+from codemods.gates.python.ast_text import PythonText, ast_of, dotted, nested_too_deeply, too_deep
 
 KIND = "python_capability"
 
@@ -338,7 +339,7 @@ def _truth(node: ast.AST, arch: Arch, leaf_of: LeafOf, checked: bool = False) ->
 def _reading(node: ast.AST, leaf_of: LeafOf, universe: tuple[Arch, ...], exits: bool = False) -> ArchSet:
     """Where the code the condition guards runs: where it holds; a check (`_checked`) for what it names; with
     `exits` (it decides an `if` whose body leaves, `if sm < 90: return False`, or a `skipif`), where it does not
-    hold, the code after it (`_polarity.need`)."""
+    hold, the code after it (`polarity.need`)."""
     checked = _checked(node, leaf_of)
     admitted, unknown = set(), set()
     for arch in universe:
@@ -384,7 +385,7 @@ def _parse(source: bytes) -> tuple[PythonText, ast.Module]:
 
 
 def _parents(tree: ast.AST) -> dict[int, ast.AST]:
-    return _polarity.parents([tree])
+    return polarity.parents([tree])
 
 
 def _found(
@@ -584,7 +585,7 @@ def _function_names(body: list) -> dict[int, str]:
 
 def _checks_for(test: ast.expr) -> bool:
     """Whether a test is a negated check for the values it names (`major != 12`, `cap not in [10, 12]`, `not
-    (major == 12)`, `major != 12 or minor != 0`): read as `not P` is for a predicate (gates/_polarity.early_value)."""
+    (major == 12)`, `major != 12 or minor != 0`): read as `not P` is for a predicate (gates/python/polarity.early_value)."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return True
     if isinstance(test, ast.BoolOp):
@@ -596,25 +597,25 @@ def _on_paths(
     found: list[tuple[Gate, ast.expr, int]], body: list[ast.stmt], readable: dict[int, frozenset[Arch] | None],
     universe: tuple[Arch, ...],
 ) -> list[tuple[Gate, ast.expr, int]]:
-    """Each readable comparison's gate admits what the code path it guards admits (`_polarity`): `if cap != 9:
+    """Each readable comparison's gate admits what the code path it guards admits (`polarity`): `if cap != 9:
     raise` admits 9, `skipif(cap[0] not in [10, 12])` 10 and 12, the comparisons of one test the same archs."""
     lines = {node.lineno for _, node, _ in found}
     def first(stmt: ast.stmt) -> int:
         return min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
 
     tops = [stmt for stmt in body if any(first(stmt) <= line <= (stmt.end_lineno or stmt.lineno) for line in lines)]
-    up = _polarity.parents(tops)
+    up = polarity.parents(tops)
     out = []
     for gate, node, scope in found:
         if readable.get(id(node)) is None:
             out.append((gate, node, scope))
             continue
-        test, runs = _polarity.need(node, up)
+        test, runs = polarity.need(node, up)
         statement = up.get(id(test))
         # only a body that does nothing but return (a bypass): `if major != 0: run(); return True` runs its body
         early = None
         if isinstance(statement, ast.If) and len(statement.body) == 1 and _checks_for(test):
-            early = _polarity.early_value(statement)
+            early = polarity.early_value(statement)
         if early is not None:  # `if major != 12: return True`: the code after is 12's path, the others get True
             runs = False
         unread = any(isinstance(n, ast.Compare) and id(n) in readable and readable[id(n)] is None for n in ast.walk(test))
@@ -625,7 +626,7 @@ def _on_paths(
                 archs = readable.get(id(operand))
                 return None if archs is None else arch in archs
 
-            result = _polarity.value(test, leaf)
+            result = polarity.value(test, leaf)
             if result is runs or (result is None and not unread):
                 admitted.add(arch)  # an operand that does not depend on the GPU may let it through
             elif result is None:
@@ -635,7 +636,7 @@ def _on_paths(
             detail["returns_early"] = early
         if test is not node:
             detail["test"] = ast.unparse(test)
-        used = _polarity.use(test, up)  # a test that guards no code path: a choice between values, or a value
+        used = polarity.use(test, up)  # a test that guards no code path: a choice between values, or a value
         if used is not None:
             detail[used[0]] = used[1]
         out.append((replace(gate, admits=ArchSet(universe, frozenset(admitted), frozenset(unknown)), detail=detail), node, scope))

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, overload
 
 from codemods.core.lazy import LazyModule
 from codemods.gates import CannotWiden, Edit, edit_between
-from codemods.gates._python import PythonSource
-from codemods.gates._python_layout import line_length, tidy_insertion
+from codemods.gates.python.cst_source import PythonSource
+from codemods.gates.python.layout.text import line_length, tidy_insertion
 
 if TYPE_CHECKING:
     import libcst as cst

@@ -1,6 +1,6 @@
 """What a C++ condition means for the code it guards: whether that code runs where it is true or false.
 
-The rule is python_arch_test's (`_polarity`), for tree-sitter's C++: an `if`
+The rule is python_arch_test's (`python.polarity`), for tree-sitter's C++: an `if`
 whose body ends the code path guards the code after it, which runs where the
 condition is false:
 

@@ -1,5 +1,5 @@
 """How one definition of an arch predicate is run on every compute capability: the half of the predicate
-reader (`_predicates`) that evaluates what the other half finds.
+reader (`python.predicates.reading`) that evaluates what the other half finds.
 
 `Evaluator._evaluate` runs a function's body, a partial of one, or a value on
 each (major, minor) of DOMAIN. The capability calls give the GPU's value

@@ -4,7 +4,7 @@ A predicate is spelled `is_smNN`, `is_smNN_supported`, FlashInfer's
 `is_smNNa_supported` or a family's `is_smNNx_supported` (with or without a
 leading underscore; python_arch_test's `has_smNN` build flags alike), as a name,
 a call, an attribute or a method call. `Predicate.key` says where `meanings`
-(read by `_predicates` from the project's source) holds what it admits, and
+(read by `python.predicates.reading` from the project's source) holds what it admits, and
 `admits_of` what a list of them admits. Shared by python_arch_or, which reads
 its chains' operands into `Predicate`s, and python_arch_test.
 """
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from codemods.core.arch import Arch, ArchSet
 from codemods.core.lazy import LazyModule
-from codemods.gates._predicates import Meaning
+from codemods.gates.python.predicates.reading import Meaning
 
 if TYPE_CHECKING:
     import libcst as cst

@@ -9,7 +9,7 @@
 
 A predicate is spelled as python_arch_or's are (`is_smNN[a|f][_supported]`,
 a name, call or attribute), or is a build flag `has_smNNN[a|f]`; what it
-admits is what its definition says (`meanings`, see `_predicates`), never
+admits is what its definition says (`meanings`, see `python.predicates.reading`), never
 its name. An `or`-chain of predicates tested by an `if` (`if P or Q:`, `if not (P or
 Q):`) is this kind's too, so that what `widen` makes is found again (and
 left alone); python_arch_or finds such chains anywhere.
@@ -39,8 +39,8 @@ it admits or gains (`is_sm90_supported() or is_sm120_supported()`, SGLang
 An `if`/`elif`/`while` line the widening makes longer than the file's line
 length (88, or the longest line long for its code) is split as black splits
 it: `... and not (` / the predicates one level deeper / `):`, and before each
-`or` if they still do not fit (see `_wrap.wrapped`, which python_arch_or shares).
-A negated call black had split over lines is laid out anew (`_wrap.relaid`).
+`or` if they still do not fit (see `python.layout.wrap.wrapped`, which python_arch_or shares).
+A negated call black had split over lines is laid out anew (`python.layout.wrap.relaid`).
 
 Selectors pick the `if`: `function` (the function around it), `assigns` (its
 body assigns that dotted target, or, for a conditional expression, `X = a if
@@ -71,11 +71,13 @@ from typing import TYPE_CHECKING, TypeGuard
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.core.lazy import LazyModule
-from codemods.gates import CannotWiden, Edit, Gate, _arch_predicate, _new_predicates, drop_operands
-from codemods.gates import python_arch_or as chains
-from codemods.gates._predicates import Meaning
-from codemods.gates._python import PythonSource, parse, parse_gate_expression
-from codemods.gates._wrap import joined, relaid, wrapped
+from codemods.gates import CannotWiden, Edit, Gate, drop_operands
+from codemods.gates.python.predicates import named
+from codemods.gates.python.predicates import gained
+from codemods.gates.python import python_arch_or as chains
+from codemods.gates.python.predicates.reading import Meaning
+from codemods.gates.python.cst_source import PythonSource, parse, parse_gate_expression
+from codemods.gates.python.layout.wrap import joined, relaid, wrapped
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -152,7 +154,7 @@ def find(
         cls = chains.owner(parsed, node)
         if cls:
             detail["class"] = cls
-        admits, unknown = _arch_predicate.admits_of(predicates, universe, chains.scoped(meanings, cls))
+        admits, unknown = named.admits_of(predicates, universe, chains.scoped(meanings, cls))
         if unknown:
             detail["unknown"] = unknown
         gates.append(
@@ -183,14 +185,14 @@ def missing_symbols(
 
 def _plan(
     source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...], meanings: Mapping[str, Meaning] | None
-) -> _new_predicates.Plan:
+) -> gained.Plan:
     parsed = parse(source, chains.MENTIONS)
     node, shape, predicates = _locate(parsed, gate)
-    template, names = _new_predicates.new_predicates(
+    template, names = gained.new_predicates(
         predicates, gate, targets, universe, chains.scoped(meanings, gate.detail.get("class")), parsed.source
     )
     if template is None:
-        return _new_predicates.Plan([], [])
+        return gained.Plan([], [])
     if gate.detail.get("needs_human"):
         lines = "; ".join(gate.detail["needs_human"])
         raise CannotWiden(
@@ -199,7 +201,7 @@ def _plan(
         )
     scoped = chains.scoped(meanings, gate.detail.get("class"))
     dropped, alone = _drop_needless_refusals(parsed, node, gate, targets, names, universe, scoped)
-    spelled = [_new_predicates.spelled(parsed, template, n) for n in names]
+    spelled = [gained.spelled(parsed, template, n) for n in names]
     start, end = parsed.outer_span(template.operand)
     if shape in ("or", "single", "not_or"):
         text = b"".join(b" or " + s for s in spelled)
@@ -225,9 +227,9 @@ def _plan(
             at = parsed.outer_span(node)[1]
             edits = [Edit(at, at, b"".join(b" and not " + s for s in spelled))]
     if shape in ("or", "not_or", "and_not"):
-        edits = _in_order(parsed, shape, predicates, [_arch_predicate.number_of(n) for n in names], spelled) or edits
+        edits = _in_order(parsed, shape, predicates, [named.number_of(n) for n in names], spelled) or edits
     edits = wrapped(parsed.source, edits + dropped)
-    return _new_predicates.supporting(parsed, node, predicates, template, names, edits, gate)
+    return gained.supporting(parsed, node, predicates, template, names, edits, gate)
 
 
 def admits(
@@ -241,7 +243,7 @@ def admits(
     predicates = _read(node)
     if predicates is None:
         return ArchSet(universe, frozenset(), frozenset(universe))
-    return _arch_predicate.admits_of(predicates, universe, meanings)[0]
+    return named.admits_of(predicates, universe, meanings)[0]
 
 
 # ---------------------------------------------------------------- shapes
@@ -252,9 +254,9 @@ def _predicate(node: cst.BaseExpression):
     if found is not None:
         return found
     if isinstance(node, cst.Name) and _FLAG_RE.match(node.value):
-        assert _arch_predicate.PREDICATE_RE.match(node.value) is not None  # a name _FLAG_RE matches, PREDICATE_RE matches too
-        number = _arch_predicate.number_of(node.value)
-        return _arch_predicate.Predicate(node, node, "name", number, frozenset({number // 10}))
+        assert named.PREDICATE_RE.match(node.value) is not None  # a name _FLAG_RE matches, PREDICATE_RE matches too
+        number = named.number_of(node.value)
+        return named.Predicate(node, node, "name", number, frozenset({number // 10}))
     return None
 
 
@@ -389,7 +391,7 @@ def _drop_needless_refusals(
             gains |= meaning.admitted(universe)
     kept = parsed.text(*parsed.span(node))
     for operand in refused:
-        shut, unknown = _arch_predicate.admits_of(_read(operand.expression) or [], universe, meanings)
+        shut, unknown = named.admits_of(_read(operand.expression) or [], universe, meanings)
         overlap = sorted(a.name for a in shut.admitted & gains)
         if unknown or shut.unknown or gate.admits.unknown or overlap:
             why = f"it refuses {', '.join(overlap)}" if overlap else "what it refuses is not known"
@@ -406,7 +408,7 @@ def _local_values(parsed: PythonSource, node: cst.CSTNode, predicates) -> bool:
     """Whether the test names a function's own variable or parameter spelled like a predicate (FlashInfer's
     `is_sm120 = major == 12 and minor == 0` then `if is_sm120 and use_nvfp4:`): a value, not a predicate; what
     it holds is read where it is assigned (python_capability: "a value, not a guard"), never from its name.
-    Build flags (`has_sm120`, aot.py's locals) are read from their definitions (`_predicates`)."""
+    Build flags (`has_sm120`, aot.py's locals) are read from their definitions (`python.predicates.reading`)."""
     return any(
         p.form == "name" and not _FLAG_RE.match(p.ident.value) and parsed.local(node, p.ident.value)
         for p in predicates

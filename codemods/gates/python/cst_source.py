@@ -12,7 +12,7 @@ offsets back), and libcst parses the few hundred bytes left. `codemod scan`
 prunes the same way (audit.python_files).
 
 The stdlib `ast` side (the shared tree, the depth check, ast positions in
-bytes) is `_python_ast`; lines, trivia and layout in the bytes, `_python_layout`.
+bytes) is `python.ast_text`; lines, trivia and layout in the bytes, `python.layout.text`.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, cast
 from codemods.core.arch import Arch, ArchSet
 from codemods.core.lazy import LazyModule
 from codemods.gates import Gate, SourceError, decode, line_of
-from codemods.gates._python_ast import _BOM, COMPOUND, PythonText, ast_of, check_depth, nested_too_deeply
-from codemods.gates._python_layout import LONE_CR, eol, line_end, line_start
+from codemods.gates.python.ast_text import _BOM, COMPOUND, PythonText, ast_of, check_depth, nested_too_deeply
+from codemods.gates.python.layout.text import LONE_CR, eol, line_end, line_start
 
 if TYPE_CHECKING:
     import libcst as cst

@@ -29,7 +29,7 @@ records the device in a flag or list a later `if` raises on) or a
 `skipif` admits where it fails, what the code after it admits (`if sm < 90:
 return False` admits 90 and up): widening narrows it (a bound moved past the
 targets, the `or` operands that hold on one dropped), never makes it hold on
-a target (`_polarity.need`).
+a target (`polarity.need`).
 
 `widen` tries, in order, and keeps the first rewrite that, read again,
 admits exactly the old archs plus the targets (and what the condition
@@ -42,7 +42,7 @@ becomes `in (120, 121)`, or `in [120, 121]` in a file whose one-line
 membership tests list constants in brackets more often than in parentheses,
 or, with none, for numbers in a project whose `[style] number_membership`
 is "list": see
-`_capability_widen.membership_brackets`; `!= 9` alone becomes `not in (9, 12)`; `in (9, 10)` gains `, 12`);
+`python.capability.widen.membership_brackets`; `!= 9` alone becomes `not in (9, 12)`; `in (9, 10)` gains `, 12`);
 drop the comparisons of an `and` that rule a target out (`major == 10 and
 minor != 3` becomes `major == 10`); move a bound (`[0] >= 10` becomes `>= 9`
 only where no arch lies between); keep a bound and add an equality (`major <
@@ -56,7 +56,7 @@ Arch.sm_103f`), one more per target, joined by `or`.
 Anything else is refused (`CannotWiden`, naming the line and the reason).
 
 A capability is also read where real code holds it otherwise
-(`_capability_values`): an arch named by a string (`if sm_version !=
+(`python.capability.values`): an arch named by a string (`if sm_version !=
 "sm_120": raise` becomes `not in ("sm_120", "sm_121")`), a platform's
 capability object (`capability.to_int() != 90`, `capability.major`), and
 names a recipe declares with `names` (`{"backend" = "sm"}`: `backend in
@@ -80,21 +80,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
-from codemods.gates import Gate, _polarity
-from codemods.gates._capability_blocks import (
+from codemods.gates import Gate
+from codemods.gates.python import polarity
+from codemods.gates.python.capability.blocks import (
     CAPABILITY_RE, CAPABILITY_TOKEN, HELPERS, TOKENS, blocks, callee, has_pair_token, may_compare, may_hold, nodes_in,
 )  # fmt: skip
-from codemods.gates._capability_reading import (
+from codemods.gates.python.capability.reading import (
     _DECLARED, _SIDES, KIND, LeafOf, Side, _conditions, _leaves, _parents, _parse, _reading, _unreadable, admits,
     gates,
 )  # fmt: skip
-from codemods.gates._capability_values import NAME_RE, QUOTED_ARCH_TOKENS, names_arch
-from codemods.gates._capability_widen import widen
-from codemods.gates._python_ast import PythonText, dotted
+from codemods.gates.python.capability.values import NAME_RE, QUOTED_ARCH_TOKENS, names_arch
+from codemods.gates.python.capability.widen import widen
+from codemods.gates.python.ast_text import PythonText, dotted
 
 # The kind's hooks (registry), and what `codemod scan` reads through this module (audit.python_files, audit.prefilter).
-# Made of: _capability_blocks (where a comparison can be, from the bytes), _capability_reading (what each one reads,
-# where a condition holds), _capability_widen (the rewrites), _capability_values (values spelled as strings).
+# Made of: capability/blocks (where a comparison can be, from the bytes), capability/reading (what each one reads,
+# where a condition holds), capability/widen (the rewrites), capability/values (values spelled as strings).
 __all__ = [
     "CAPABILITY_RE", "CAPABILITY_TOKEN", "HELPERS", "KIND", "PythonText", "admits", "blocks", "check_selector", "find",
     "gates", "has_pair_token", "may_compare", "may_hold", "names_arch", "nodes_in", "widen", "TOKENS", "QUOTED_ARCH_TOKENS",
@@ -105,10 +106,10 @@ def check_selector(name: str, value) -> str:
     """The same selectors as python_arch_test (function, assigns, calls), checked the same way; `names` a table
     of name = sm | major | minor | cuda_arch (cpp_runtime_check's meanings) | pair (the `(major, minor)` tuple:
     `compute_capability: tuple[int, int]`, a parameter holding the device's capability)."""
-    from codemods.gates import python_arch_test
+    from codemods.gates.python import python_arch_test
 
     if name == "names":
-        from codemods.gates import cpp_runtime_check
+        from codemods.gates.cpp import cpp_runtime_check
 
         wrong = cpp_runtime_check.check_selector(name, value, (*cpp_runtime_check.MEANINGS, "pair"))
         if wrong:
@@ -161,7 +162,7 @@ def _condition_gate(
     leaves = _leaves(root, leaf_of)
     names = {name: _SIDES[side] for leaf in leaves for name, side in leaf.names}
     detail: dict[str, Any] = {"names": names}
-    test, runs = _polarity.need(root, parents)
+    test, runs = polarity.need(root, parents)
     up, negations = root, 0
     while up is not test and id(up) in parents:  # `if not (cuda and cap >= 10): return None` runs where it holds
         up = parents[id(up)]  # type: ignore[assignment]

@@ -23,7 +23,7 @@ refused with the reason.
 
 A gate admits where the code it guards runs: where it holds, but where it is
 false in an `if` whose body exits (`throw`, `return false`, `TVM_FFI_THROW`:
-`_cpp_polarity`), under an odd number of `!`, or in a whole `if`/`while`
+`cpp.checks.polarity`), under an odd number of `!`, or in a whole `if`/`while`
 condition made only of `!=` comparisons (`if (major != 10) return kFallback;`).
 Such a gate is widened by the dual rewrites; one that would need a test
 removed or narrowed is refused.
@@ -57,7 +57,7 @@ sm == 120)`.
 
 A line the rewrite makes longer than the file's column limit is broken as
 clang-format breaks it, before a check's streamed `<< "msg"` and after a `&&`
-or `||` (`_cpp_wrap.fit`).
+or `||` (`cpp.wrap.fit`).
 
 Each result must admit exactly the old archs plus the targets; it is parsed
 and evaluated again to make sure, else the gate is refused.
@@ -75,11 +75,11 @@ import tree_sitter
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet, moved_upper_bound, whole_families
 from codemods.cpp import syntax
 from codemods.gates import CannotWiden, Edit, Gate, apply_edits, decode, drop_operands, edit_between, line_of
-from codemods.gates._cpp_conditions import (
+from codemods.gates.cpp.checks.conditions import (
     Atom, COMPARISON_MACRO, MEANINGS, conditions, evaluate_node, gates_in, is_not, logical_op, macro_atom, macro_name, read_atom, range_bounds, unreadable, value_of,
 )
-from codemods.gates._cpp_polarity import exit_of
-from codemods.gates._cpp_wrap import fit
+from codemods.gates.cpp.checks.polarity import exit_of
+from codemods.gates.cpp.wrap import fit
 
 KIND = "cpp_runtime_check"
 
@@ -144,7 +144,7 @@ def find(
             assert definition is not None  # function_bodies yields bodies of function definitions
             exit = exit_of(condition.parent.parent) if holder == "if" and condition.parent is not None else None
             for part in parts:
-                # the code after an `if` that exits runs where its condition is false (`_cpp_polarity`), and a part
+                # the code after an `if` that exits runs where its condition is false (`cpp.checks.polarity`), and a part
                 # under an odd number of `!` is false where the condition holds
                 flips = (exit is not None) != _under_odd_not(part[0] if isinstance(part, tuple) else part, condition)
                 if isinstance(part, tuple):  # a run of a chain's operands: the gate is their text, read alone

@@ -21,7 +21,7 @@ neighbour, where its number sorts (`has_arch(100) or has_arch(103)` gains
 `or has_arch(107)` for sm_107, as upstream 290c09186 wrote it; 20435b409 wrote
 `has_arch(100)` -> `has_arch(100) or has_arch(103)`), in parentheses when the
 gate is an operand of an `and` or `not`; a line grown past the file's line
-length is split as black splits it (`_wrap.wrapped`).
+length is split as black splits it (`python.layout.wrap.wrapped`).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ import re
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate
-from codemods.gates._python_ast import PythonText, ast_of, called
-from codemods.gates._wrap import wrapped
+from codemods.gates.python.ast_text import PythonText, ast_of, called
+from codemods.gates.python.layout.wrap import wrapped
 
 KIND = "python_arch_call"
 

@@ -11,7 +11,7 @@ A dict literal bound to a name, every key an arch string (`"sm_100"`,
 `"sm_120a"`, `"sm100"`, or, for an arch in KNOWN_CODES, `"12.0"`, `"100a"`,
 `"100"`), is a gate when the file looks it up so that an arch
 it lacks gets an error: a membership test guarding a path that runs only
-for its keys (`if cc not in MAP: raise`, `assert cc in MAP`; `_polarity`
+for its keys (`if cc not in MAP: raise`, `assert cc in MAP`; `polarity`
 reads which way the test goes) or an index with a computed key (`MAP[cc]`,
 a KeyError). It admits the archs its keys name: a plain or `a` key its own
 arch, a family key (`"sm_120f"`) every later minor of its major. A map read
@@ -43,10 +43,11 @@ import re
 from dataclasses import dataclass
 
 from codemods.core.arch import DEFAULT_ARCHS, KNOWN_CODES, Arch, ArchSet
-from codemods.gates import CannotWiden, Edit, Gate, SourceError, _polarity
-from codemods.gates._capability_values import spell
-from codemods.gates._python_ast import PythonText, ast_of, dotted
-from codemods.gates._python_layout import line_length
+from codemods.gates import CannotWiden, Edit, Gate, SourceError
+from codemods.gates.python import polarity
+from codemods.gates.python.capability.values import spell
+from codemods.gates.python.ast_text import PythonText, ast_of, dotted
+from codemods.gates.python.layout.text import line_length
 
 KIND = "python_arch_map"
 
@@ -154,7 +155,7 @@ def find(
             uses.append((node.comparators[0].id, node))
     text = PythonText(source)
     if key is not None:
-        up = _polarity.parents([tree]) if function is not None and nested else {}
+        up = polarity.parents([tree]) if function is not None and nested else {}
         return sorted(
             (
                 _gate(source, text, universe, literal, keys, literal.lineno, f"{name}[{_source_of(source, text, outer_key)}]", 0)
@@ -166,7 +167,7 @@ def find(
     uses = [(name, node) for name, node in uses if name in maps]
     if not uses and not unbound:
         return []  # no map, or none looked up: no parents to find (the costly part)
-    up = _polarity.parents([tree])
+    up = polarity.parents([tree])
     failing: dict[str, int] = {}
     for _, node in uses:
         name, line, _ = _failing_lookup(node, maps, up)
@@ -243,7 +244,7 @@ def _failing_lookup(node: ast.AST, maps: dict, up: dict[int, ast.AST]) -> tuple[
         isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn))
         and isinstance(node.comparators[0], ast.Name) and node.comparators[0].id in maps
     ):
-        test, runs = _polarity.need(node, up)
+        test, runs = polarity.need(node, up)
         parent = up.get(id(test))
         if test is node and isinstance(parent, (ast.If, ast.Assert)):
             # the guarded path runs only where the key is in the map
@@ -293,7 +294,7 @@ def keyed_by(source: bytes, name: str, tree: ast.Module | None = None) -> KeyedB
         except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
             return None
     maps = {name: None}
-    up = _polarity.parents([tree])
+    up = polarity.parents([tree])
     found: set[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]] = set()
     for node in ast.walk(tree):
         looked_up, _, key = _failing_lookup(node, maps, up)

@@ -3,7 +3,7 @@
 One implementation for the kinds that widen in place (python_arch_test,
 python_arch_or, python_arch_list, python_capability): `wrapped` takes the edits of one widening and returns them
 with the line breaks black (and ruff format) would put in the line they make,
-given the file's line length (`_python_layout.line_length`). Pure: text in, edits out.
+given the file's line length (`python.layout.text.line_length`). Pure: text in, edits out.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import cast
 
 from codemods.gates import Edit, apply_edits
-from codemods.gates._python_layout import BLACK_LINE_LENGTH, eol as line_eol, line_end, line_length, line_start
+from codemods.gates.python.layout.text import BLACK_LINE_LENGTH, eol as line_eol, line_end, line_length, line_start
 
 
 def wrapped(source: bytes, edits: list[Edit], rejoined: bool = False) -> list[Edit]:
@@ -68,7 +68,7 @@ def split_line(
 ) -> list[Edit]:
     """`edits`, with the cuts `cuts_of(line, eol, first, last)` makes in the one line they change (the line as
     they leave it, its line ending, and where it starts and ends in `source`) placed back into them (`_placed`):
-    the one way a widened line is broken, black's here, clang-format's in `_cpp_wrap`. Edits spanning lines, or
+    the one way a widened line is broken, black's here, clang-format's in `cpp.wrap`. Edits spanning lines, or
     cuts `_placed` cannot place, leave the line as it is."""
     if not edits:
         return edits

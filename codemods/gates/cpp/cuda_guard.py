@@ -58,7 +58,7 @@ from codemods.cpp.expression import (
 )
 from codemods.cpp.lexer import OPAQUE_RE, one_line
 from codemods.gates import CannotWiden, Edit, Gate, SourceError, apply_edits, decode
-from codemods.gates._if_layout import Lines, aligned, in_parentheses, inserted, laid_out
+from codemods.gates.cpp.if_layout import Lines, aligned, in_parentheses, inserted, laid_out
 
 KIND = "cuda_guard"
 

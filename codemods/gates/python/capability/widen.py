@@ -15,14 +15,14 @@ from dataclasses import dataclass
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, moved_upper_bound
 from codemods.gates import CannotWiden, Edit, Gate, apply_edits, drop_operands
-from codemods.gates._capability_reading import (
+from codemods.gates.python.capability.reading import (
     _CHECKED, _SIDES, LeafOf, Side, _Leaf, _checked, member_range, _conditions, _have, _leaves, _parents, _parse, _pure, _reading, _truth,
     admits,
 )  # fmt: skip
-from codemods.gates import python_predicate
-from codemods.gates._capability_values import spell
-from codemods.gates._wrap import wrapped
-from codemods.gates._python_ast import PythonText
+from codemods.gates.python import python_predicate
+from codemods.gates.python.capability.values import spell
+from codemods.gates.python.layout.wrap import wrapped
+from codemods.gates.python.ast_text import PythonText
 
 _EQUAL = (ast.Eq, ast.In)
 _BOUNDS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)

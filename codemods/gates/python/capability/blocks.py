@@ -15,8 +15,8 @@ import bisect
 import re
 from collections.abc import Callable, Iterator, Mapping
 
-from codemods.gates._capability_values import arch_comparisons, names_arch
-from codemods.gates._python_ast import COMPOUND, PythonText
+from codemods.gates.python.capability.values import arch_comparisons, names_arch
+from codemods.gates.python.ast_text import COMPOUND, PythonText
 
 # The calls that return the device's capability, and what each returns: "pair" the (major, minor) tuple,
 # "sm" major * 10 + minor. torch's own; FlashInfer's `get_compute_capability(device)` (flashinfer/utils.py
