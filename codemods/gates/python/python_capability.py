@@ -85,9 +85,9 @@ from codemods.gates.python import polarity
 from codemods.gates.python.capability.blocks import (
     CAPABILITY_RE, CAPABILITY_TOKEN, HELPERS, TOKENS, blocks, callee, has_pair_token, may_compare, may_hold, nodes_in,
 )  # fmt: skip
+from codemods.gates.python.capability.finding import _conditions, _parents, _parse, gates
 from codemods.gates.python.capability.reading import (
-    _DECLARED, _SIDES, KIND, LeafOf, Side, _conditions, _leaves, _parents, _parse, _reading, _unreadable, admits,
-    gates,
+    _DECLARED, _SIDES, KIND, LeafOf, Side, _leaves, _reading, _unreadable, admits,
 )  # fmt: skip
 from codemods.gates.python.capability.values import NAME_RE, QUOTED_ARCH_TOKENS, names_arch
 from codemods.gates.python.capability.widen import widen
@@ -95,7 +95,7 @@ from codemods.gates.python.ast_text import PythonText, dotted
 
 # The kind's hooks (registry), and what `codemod scan` reads through this module (audit.python_files, audit.prefilter).
 # Made of: capability/blocks (where a comparison can be, from the bytes), capability/reading (what each one reads,
-# where a condition holds), capability/widen (the rewrites), capability/values (values spelled as strings).
+# where a condition holds), capability/finding (every one in a file), capability/widen (the rewrites), capability/values (values spelled as strings).
 __all__ = [
     "CAPABILITY_RE", "CAPABILITY_TOKEN", "HELPERS", "KIND", "PythonText", "admits", "blocks", "check_selector", "find",
     "gates", "has_pair_token", "may_compare", "may_hold", "names_arch", "nodes_in", "widen", "TOKENS", "QUOTED_ARCH_TOKENS",

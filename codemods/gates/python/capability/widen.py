@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, moved_upper_bound
 from codemods.gates import CannotWiden, Edit, Gate, apply_edits, drop_operands
+from codemods.gates.python.capability.finding import _conditions, _parents, _parse
 from codemods.gates.python.capability.reading import (
-    _CHECKED, _SIDES, LeafOf, Side, _Leaf, _checked, member_range, _conditions, _have, _leaves, _parents, _parse, _pure, _reading, _truth,
-    admits,
+    _CHECKED, _SIDES, LeafOf, Side, _Leaf, _checked, member_range, _have, _leaves, _pure, _reading, _truth, admits,
 )  # fmt: skip
 from codemods.gates.python import python_predicate
 from codemods.gates.python.capability.values import spell
