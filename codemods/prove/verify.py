@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from codemods.apply.repo import Repo, codemod_home, open_repo
+from codemods.apply.repo import Repo, codemod_home
+from codemods.apply.workspace import open_repo
 from codemods.audit import empty_kernels
 from codemods.core import errors
 from codemods.core.arch import DEFAULT_ARCHS, Arch, family
