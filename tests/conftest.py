@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -18,6 +20,18 @@ from typer.testing import CliRunner
 # Property tests check behaviour, not speed (speed is bench/'s): no per-example deadline on a loaded CI machine.
 settings.register_profile("codemod", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("codemod")
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--all", action="store_true", help="run every test: also those marked real, slow or exhaustive, which the default run leaves out"
+    )
+
+
+def pytest_configure(config):
+    if config.getoption("--all"):
+        config.option.markexpr = ""  # pyproject's addopts sets the fast set's -m; --all clears it
+
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -130,19 +144,31 @@ def wheel_cache() -> Path:
     return path
 
 
+@contextlib.contextmanager
+def cache_lock():
+    """One test process at a time in the wheel cache: pytest-xdist workers share it."""
+    with open(wheel_cache() / ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def fetch_wheel(dist: str, version: str) -> Path:
     """Download one release (no deps) into the cache once; return the wheel path."""
     cache = wheel_cache()
     prefix = dist.replace("-", "_") + f"-{version}-"
-    found = [p for p in cache.glob("*.whl") if p.name.startswith(prefix)]
-    if not found:
-        proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(cache), f"{dist}=={version}"],
-            capture_output=True, text=True,
-        )
-        if proc.returncode != 0:
-            pytest.fail(f"could not download {dist}=={version}: {proc.stderr.strip()[-500:]}")
+    with cache_lock():
         found = [p for p in cache.glob("*.whl") if p.name.startswith(prefix)]
+        if not found:
+            proc = subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(cache), f"{dist}=={version}"],
+                capture_output=True, text=True,
+            )
+            if proc.returncode != 0:
+                pytest.fail(f"could not download {dist}=={version}: {proc.stderr.strip()[-500:]}")
+            found = [p for p in cache.glob("*.whl") if p.name.startswith(prefix)]
     return found[0]
 
 
@@ -150,11 +176,12 @@ def unpack_wheel(dist: str, version: str) -> Path:
     """The wheel unpacked once in the cache (site-packages layout); treat as read-only."""
     wheel = fetch_wheel(dist, version)
     dest = wheel_cache() / "unpacked" / wheel.stem
-    if not (dest / ".complete").exists():
-        shutil.rmtree(dest, ignore_errors=True)
-        with zipfile.ZipFile(wheel) as zf:
-            zf.extractall(dest)
-        (dest / ".complete").write_text("ok")
+    with cache_lock():
+        if not (dest / ".complete").exists():
+            shutil.rmtree(dest, ignore_errors=True)
+            with zipfile.ZipFile(wheel) as zf:
+                zf.extractall(dest)
+            (dest / ".complete").write_text("ok")
     return dest
 
 

@@ -56,6 +56,7 @@ ATOMS = ["a", "b", "ab", "abc", "x", ".", r"\d", "[ab]", "[a]", r"\.", "(?:", "(
 PIECES = ["a", "b", "ab", "abc", "x", "{}", "{", " ", ".", "1", "A", "aab"]
 
 
+@pytest.mark.exhaustive
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(ATOMS), min_size=1, max_size=10), st.lists(st.lists(st.sampled_from(PIECES), max_size=8), max_size=30))
 def test_every_match_contains_a_needle(atoms, texts):

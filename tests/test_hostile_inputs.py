@@ -146,6 +146,7 @@ NESTED_GUARD = b"#if __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200\n"
 NESTED_WIDENED = b"#if __CUDA_ARCH__ >= 900\n"
 
 
+@pytest.mark.slow
 def test_ten_thousand_nested_guards_are_all_widened(example_repo):
     """Was cubic (a parent walk per guard): 2,000 levels took a minute, 10,000 never finished."""
     repo = example_repo("flashinfer")
@@ -184,6 +185,7 @@ def test_guard_around_a_deep_ifdef_nest(example_repo):
     assert line in lines
 
 
+@pytest.mark.slow
 def test_recipe_case_with_many_guards(tmp_path):
     guards = 20_000
     guard = "#if (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && (__CUDA_ARCH__ < 1200))\n"

@@ -8,7 +8,7 @@ import pytest
 
 from codemods.jit import specs as jit_specs
 from codemods.core.arch import DEFAULT_ARCHS, Arch
-from codemods.gates._python import parse
+from codemods.gates.python.cst_source import parse
 from codemods.jit.spec_cst import LibcstIndex
 from codemods.jit.specs import _AstIndex, _Unsupported, find
 

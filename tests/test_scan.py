@@ -434,7 +434,7 @@ def test_blockers_ignore_nested_branches_the_arch_still_skips(tmp_path):
 
 
 def test_blockers_for_is_callable_per_gate():
-    from codemods.gates import cuda_guard
+    from codemods.gates.cpp import cuda_guard
     from codemods.cpp.hazards import blockers_for
 
     source = b'#if __CUDA_ARCH__ == 1200\n  asm("mma.sync.aligned.kind::f8f6f4.m16n8k32 ...;");\n#endif\n'

@@ -45,7 +45,7 @@ def test_every_blocker_the_current_readers_can_see_is_reported(result, audit):
 
 
 # The items the definition readers find: a predicate's deciding return (python_predicate, read by
-# gates/_predicates) and an arch-keyed map whose lookup raises (python_arch_map; its callers pass "sm_100" only,
+# gates/python/predicates/reading) and an arch-keyed map whose lookup raises (python_arch_map; its callers pass "sm_100" only,
 # so it needs a human rather than blocks: audit.map_callers).
 DEFINITION_ITEMS = {"is-sm120f-supported", "tmem-alloc-columns-map"}
 
@@ -132,7 +132,7 @@ def test_every_gate_of_the_random_sample_was_judged_by_reading_the_code(result, 
     real = [key for key in drawn if judged[key] == "real"]
     # 16 reported, all drawn, all real; before the callers' keys (audit.map_callers) 17, the compat map, judged
     # real as an audit item then, now needs-human (its callers pass "sm_100" only); before the choice/value
-    # reader (gates/_polarity.use): 21 reported (gemm_base.py:5089 twice), 20 drawn, 17 real: the three backend choices get_compute_capability
+    # reader (gates/python/polarity.use): 21 reported (gemm_base.py:5089 twice), 20 drawn, 17 real: the three backend choices get_compute_capability
     # brought in were not (tests/audit/sm121_sample.toml)
     assert (len(real), len(drawn)) == (16, 16)
 

@@ -426,7 +426,7 @@ def test_check_needs_the_hazards(cli, tmp_path):
 def test_capability_blocks_agree_with_a_whole_parse(source):
     import ast
 
-    from codemods.gates import python_capability as reader  # scan's reader, moved there from scan.py
+    from codemods.gates.python import python_capability as reader  # scan's reader, moved there from scan.py
 
     data = source.encode()
     full = reader.gates(reader.PythonText(data), ast.parse(data).body, SM120_UNIVERSE)
@@ -452,10 +452,11 @@ _CAPABILITY_PIECES = [
 ]  # fmt: skip
 
 
+@pytest.mark.exhaustive
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(st.sampled_from(_CAPABILITY_PIECES), max_size=14))
 def test_capability_prefilter_never_misses_what_the_regex_finds(pieces):
-    from codemods.gates import python_capability as scanner  # the prefilter moved to its gate kind
+    from codemods.gates.python import python_capability as scanner  # the prefilter moved to its gate kind
 
     data = b"".join(pieces)
     if scanner.CAPABILITY_RE.search(data):

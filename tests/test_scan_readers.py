@@ -7,8 +7,11 @@ from pathlib import Path
 
 from codemods.audit.scan import scan
 from codemods.core.arch import DEFAULT_ARCHS, Arch
-from codemods.gates import apply_edits, python_arch_or, python_arch_test, python_capability
-from codemods.gates._predicates import read
+from codemods.gates import apply_edits
+from codemods.gates.python import python_arch_or
+from codemods.gates.python import python_arch_test
+from codemods.gates.python import python_capability
+from codemods.gates.python.predicates.reading import read
 from fixtures.predicates import COMPAT, SM120F_RETURN, SM120F_RETURN_FIXED, UTILS
 
 SM121 = Arch.parse("sm_121")

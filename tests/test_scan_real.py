@@ -21,7 +21,12 @@ from codemods.audit import c_files, listing, prefilter, python_files, records
 from codemods.audit import scan as scanner
 from codemods.cpp import lexer
 from codemods.core.arch import DEFAULT_ARCHS, Arch
-from codemods.gates import SourceError, _python, cuda_guard, decode, python_arch_list, python_arch_or, python_capability
+from codemods.gates import SourceError, decode
+from codemods.gates.python import cst_source
+from codemods.gates.cpp import cuda_guard
+from codemods.gates.python import python_arch_list
+from codemods.gates.python import python_arch_or
+from codemods.gates.python import python_capability
 
 pytestmark = pytest.mark.real
 SM120 = Arch.parse("sm_120")
@@ -112,7 +117,7 @@ def test_pruned_python_gives_the_same_gates(real_unpacked, project):
         text = python_capability.PythonText(data)
         patterns = [prefilter for kind, prefilter in prefilter.PYTHON_PREFILTERS if kind in kinds]
         patterns.append(prefilter.named_or_re())
-        pruned = _python.Pruned(text, ast.parse(data), lambda piece, stmt, inside: any(p.search(piece) for p in patterns))
+        pruned = cst_source.Pruned(text, ast.parse(data), lambda piece, stmt, inside: any(p.search(piece) for p in patterns))
         for kind in kinds:
             full = kind.find(data, UNIVERSE)
             assert _gates(pruned.gate(g) for g in kind.find(pruned.source, UNIVERSE)) == _gates(full), rel
@@ -165,7 +170,7 @@ def test_fast_python_readers_agree_with_libcst(real_unpacked, project):
     gives spans that are libcst's (widen edits through libcst), file by file."""
     import libcst as cst
 
-    from codemods.gates._python import parse
+    from codemods.gates.python.cst_source import parse
 
     specs = lists = 0
     for rel, data in sources(real_unpacked[project], (".py",), b""):

@@ -133,21 +133,6 @@ def listed_files(folder: Path) -> list[str] | None:
     return [os.fsdecode(name) for name in proc.stdout.split(b"\0") if name]
 
 
-def open_repo(path: Path, *, create_shadow: bool = False) -> Repo:
-    """The git repository that records codemod's work for the tree at path.
-
-    A folder inside a git work tree uses that repository, unless the folder is
-    ignored there (a venv inside a project). Any other folder (site-packages)
-    gets a shadow repository under $CODEMOD_HOME, whose work tree is the folder
-    itself: nothing is written into the folder but the patched files.
-    A command resolves its trees once with codemods.apply.workspace; this is
-    the same lookup for a caller that has only a path.
-    """
-    from codemods.apply.workspace import Workspace
-
-    return Workspace(path).open(create=create_shadow)
-
-
 def work_tree_of(path: Path) -> git.Repo | None:
     """The git repository whose work tree holds path; None when codemod keeps a shadow repository for it instead.
 

@@ -96,3 +96,16 @@ def resolve(repos: list[Path], package_names: list[str], python: str | None) -> 
     found = [Workspace(path) for path in repos]
     found += [Workspace(packages.folder(name, python), packages.project_of(name), name, python) for name in package_names]
     return found
+
+
+def open_repo(path: Path, *, create_shadow: bool = False) -> Repo:
+    """The git repository that records codemod's work for the tree at path.
+
+    A folder inside a git work tree uses that repository, unless the folder is
+    ignored there (a venv inside a project). Any other folder (site-packages)
+    gets a shadow repository under $CODEMOD_HOME, whose work tree is the folder
+    itself: nothing is written into the folder but the patched files.
+    A command resolves its trees once with a Workspace; this is the same
+    lookup for a caller that has only a path.
+    """
+    return Workspace(path).open(create=create_shadow)

@@ -31,13 +31,14 @@ from codemods.cpp.lexer import (
     spliced_start,
 )
 from codemods.cpp.structure import Structure, build_structure, has_family_token
-from codemods.gates import Gate, cuda_guard, decode
+from codemods.gates import Gate, decode
+from codemods.gates.cpp import cuda_guard
 
 if TYPE_CHECKING:
     from codemods.cpp import syntax
-    from codemods.gates import cpp_runtime_check
+    from codemods.gates.cpp import cpp_runtime_check
 else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of them
-    cpp_runtime_check = LazyModule("codemods.gates.cpp_runtime_check")
+    cpp_runtime_check = LazyModule("codemods.gates.cpp.cpp_runtime_check")
     syntax = LazyModule("codemods.cpp.syntax")
 
 

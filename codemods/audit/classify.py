@@ -279,7 +279,7 @@ def python_path(kind: str, detail: str, arch: Arch) -> Path:
 
 
 def value_path(choice: str | None, decides: str, arch: Arch) -> Path:
-    """What `arch` gets where a capability comparison that guards no code path excludes it (gates/_polarity.use):
+    """What `arch` gets where a capability comparison that guards no code path excludes it (gates/python/polarity.use):
     with `choice`, the other value of `x if test else y` (another branch with code: a fallback at most);
     otherwise the comparison is a value stored, passed or returned, and `decides` says what decides instead."""
     if choice is not None:
@@ -297,7 +297,7 @@ def call_path(passed_to: str, arch: Arch) -> Path:
 
 def early_return_path(value: str, arch: Arch) -> Path:
     """What `arch` gets where a negated predicate test returns a value early (`if not P(): return True`,
-    gates/_polarity.early_value): that value, not nothing; the code after is the path written for P's archs."""
+    gates/python/polarity.early_value): that value, not nothing; the code after is the path written for P's archs."""
     return Path(FALLBACK, f"{arch.name} returns `{value}` early instead (no refusal): the code after is written for "
                           "the archs its test names; widening would change which path it takes")
 
@@ -329,7 +329,7 @@ def table_path(function: str, line: int, arch: Arch) -> Path:
 
 def runtime_path(holder: str, arch: Arch, exit: str = "") -> Path:
     """What `arch` gets where a cpp_runtime_check excludes it: a failed check macro, or an `if` whose body ends
-    the path (`exit`: `throw`, `return false`, gates/_cpp_polarity), is an error; another `if`/`while`/`?:` is a
+    the path (`exit`: `throw`, `return false`, gates/cpp/checks/polarity), is an error; another `if`/`while`/`?:` is a
     dispatch whose other arms codemod does not follow."""
     if holder == "if" and exit:
         return Path(ERROR, f"the function stops there on {arch.name} (`{exit}`)")

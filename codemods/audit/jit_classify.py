@@ -15,7 +15,7 @@ from codemods.core.arch import Arch
 from codemods.core.lazy import LazyModule
 from codemods.cpp import instructions as instruction_table
 from codemods.cpp.instructions import Hit
-from codemods.gates import python_capability
+from codemods.gates.python import python_capability
 
 if TYPE_CHECKING:
     from codemods.jit import kernel_paths

@@ -44,7 +44,7 @@ from codemods.core.lazy import LazyModule
 from codemods.cpp import calls
 from codemods.cpp import instructions as instruction_table
 from codemods.cpp.structure import Structure
-from codemods.gates import python_capability
+from codemods.gates.python import python_capability
 
 if TYPE_CHECKING:
     from codemods.cpp import syntax

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from codemods.audit import classify
 from codemods.audit.jit_users import Reference, Trees, calls
 from codemods.core.arch import Arch
-from codemods.gates import python_arch_map
+from codemods.gates.python import python_arch_map
 
 _SHOWN = 3  # callers named in a reason
 

@@ -8,28 +8,26 @@ from typing import TYPE_CHECKING
 
 from codemods.audit.listing import PYTHON_SUFFIXES
 from codemods.core.lazy import LazyModule
-from codemods.gates import python_capability
+from codemods.gates.python import python_capability
 
 if TYPE_CHECKING:
-    from codemods.gates import _cpp_conditions as cpp_conditions
-    from codemods.gates import (
-        python_arch_list,
-        python_arch_map,
-        python_arch_or,
-        python_arch_test,
-        python_arch_call,
-        python_min_capability,
-        python_predicate,
-    )
+    from codemods.gates.cpp.checks import conditions as cpp_conditions
+    from codemods.gates.python import python_arch_list
+    from codemods.gates.python import python_arch_map
+    from codemods.gates.python import python_arch_or
+    from codemods.gates.python import python_arch_test
+    from codemods.gates.python import python_arch_call
+    from codemods.gates.python import python_min_capability
+    from codemods.gates.python import python_predicate
 else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of them
-    python_arch_list = LazyModule("codemods.gates.python_arch_list")
-    python_arch_or = LazyModule("codemods.gates.python_arch_or")
-    python_arch_test = LazyModule("codemods.gates.python_arch_test")
-    python_arch_map = LazyModule("codemods.gates.python_arch_map")
-    python_predicate = LazyModule("codemods.gates.python_predicate")
-    python_min_capability = LazyModule("codemods.gates.python_min_capability")
-    python_arch_call = LazyModule("codemods.gates.python_arch_call")
-    cpp_conditions = LazyModule("codemods.gates._cpp_conditions")
+    python_arch_list = LazyModule("codemods.gates.python.python_arch_list")
+    python_arch_or = LazyModule("codemods.gates.python.python_arch_or")
+    python_arch_test = LazyModule("codemods.gates.python.python_arch_test")
+    python_arch_map = LazyModule("codemods.gates.python.python_arch_map")
+    python_predicate = LazyModule("codemods.gates.python.python_predicate")
+    python_min_capability = LazyModule("codemods.gates.python.python_min_capability")
+    python_arch_call = LazyModule("codemods.gates.python.python_arch_call")
+    cpp_conditions = LazyModule("codemods.gates.cpp.checks.conditions")
 
 
 ARCH_TOKEN = b"__CUDA_ARCH"

@@ -41,19 +41,23 @@ from codemods.audit.records import Context, FileScan, gate_record
 from codemods.core.arch import Arch, ArchSet
 from codemods.core.lazy import LazyModule
 from codemods.cpp.lexer import NoComments
-from codemods.gates import Gate, SourceError, _polarity, _predicates, _python_ast, decode, python_capability
-from codemods.gates._predicates import Meaning
-from codemods.gates.python_capability import PythonText, nodes_in
+from codemods.gates import Gate, SourceError, decode
+from codemods.gates.python import polarity
+from codemods.gates.python.predicates import reading
+from codemods.gates.python import ast_text
+from codemods.gates.python import python_capability
+from codemods.gates.python.predicates.reading import Meaning
+from codemods.gates.python.python_capability import PythonText, nodes_in
 
 if TYPE_CHECKING:
-    from codemods.gates import _python
+    from codemods.gates.python import cst_source
     from codemods.jit import specs as jit_specs
 else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of them
     jit_specs = LazyModule("codemods.jit.specs")
-    _python = LazyModule("codemods.gates._python")
+    cst_source = LazyModule("codemods.gates.python.cst_source")
 
 
-def _placed_spec(pruned: _python.Pruned, spec: jit_specs.JitSpec) -> jit_specs.JitSpec:
+def _placed_spec(pruned: cst_source.Pruned, spec: jit_specs.JitSpec) -> jit_specs.JitSpec:
     """A spec found in the pruned text, with the original's lines."""
     gate = spec.gate
     if gate is not None:
@@ -98,7 +102,7 @@ def _meanings(rel: str, data: bytes, tree: ast.Module | None, context: Context) 
     """What each predicate this file can use admits: the project's, then the file's own definitions."""
     if context.meanings is None:
         return None
-    own = _predicates.read_tree(tree, rel, context.meanings) if tree is not None else _predicates.read(data, rel, context.meanings)
+    own = reading.read_tree(tree, rel, context.meanings) if tree is not None else reading.read(data, rel, context.meanings)
     return {**context.meanings, **own} if own else context.meanings
 
 
@@ -119,10 +123,10 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
             out.gates = [gate_record(rel, gate, context.arch) for gate in python_capability.gates(*blocks, context.universe)]
             return out
     try:
-        tree = _python_ast.ast_of(data)  # UTF-8, as every position is read (a `# coding:` line does not change it)
+        tree = ast_text.ast_of(data)  # UTF-8, as every position is read (a `# coding:` line does not change it)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        if _python_ast.too_deep(exc):  # never handed to libcst, whose parser crashes on it
-            raise _python_ast.nested_too_deeply(getattr(exc, "lineno", None)) from None
+        if ast_text.too_deep(exc):  # never handed to libcst, whose parser crashes on it
+            raise ast_text.nested_too_deeply(getattr(exc, "lineno", None)) from None
         if not kinds and not want_specs:
             line = getattr(exc, "lineno", None)
             raise SourceError(f"not valid Python: line {line}: {getattr(exc, 'msg', exc)}") from None
@@ -158,7 +162,7 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
                 return False
             return bool(JIT_RE.search(piece)) or (names_re is not None and bool(names_re.search(piece)))
 
-        pruned = _python.Pruned(text, tree, wanted)
+        pruned = cst_source.Pruned(text, tree, wanted)
         meanings = _meanings(rel, data, tree, context) if _reads_predicates(kinds) else None
         for kind in kinds:
             gates += [pruned.gate(gate) for gate in _find_every(kind, pruned.source, context.universe, meanings)]
@@ -210,7 +214,7 @@ _NEGATED_SHAPES = ("not", "not_or", "and_not")  # python_arch_test's shapes whos
 
 def _arch_test_paths(text: PythonText, tree: ast.Module, gates: list[Gate]) -> list[Gate]:
     """A predicate test (python_arch_test, which reads `not P` as a check for P) reports what the code it guards
-    admits (gates/_polarity): `if P: raise` admits the archs P does not, `if not P: fallback()` the fallback's;
+    admits (gates/python/polarity): `if P: raise` admits the archs P does not, `if not P: fallback()` the fallback's;
     an operand of an `and` under an exit excludes nothing by itself (the other operands may let an arch through)."""
     statements = [
         (text.span(node.test), node)
@@ -229,12 +233,12 @@ def _arch_test_paths(text: PythonText, tree: ast.Module, gates: list[Gate]) -> l
             continue
         (start, end), statement = max(around, key=lambda item: item[0][0])
         if up is None and isinstance(statement, ast.If) and statement.body and isinstance(statement.body[-1], ast.Assign):
-            up = _polarity.parents([tree])
-        runs = _polarity.statement_path(statement, up)
+            up = polarity.parents([tree])
+        runs = polarity.statement_path(statement, up)
         whole = text.data[start:end].strip(b"() \t\r\n") == text.data[gate.start : gate.end].strip(b"() \t\r\n")
         holds = gate.detail.get("shape") not in _NEGATED_SHAPES  # the test holds where the predicates do
         detail = {**gate.detail}
-        early = None if holds or not whole else _polarity.early_value(statement)
+        early = None if holds or not whole else polarity.early_value(statement)
         if early is not None:  # `if not P(): return True`: the code after is P's path, the others get True
             runs, detail["returns_early"] = False, early
         admits, universe = gate.admits, gate.admits.universe

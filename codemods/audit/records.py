@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 from codemods.audit import classify
 from codemods.core.arch import Arch, ArchSet
 from codemods.cpp.structure import Structure
-from codemods.gates import Gate, cuda_guard
-from codemods.gates._predicates import Meaning
+from codemods.gates import Gate
+from codemods.gates.cpp import cuda_guard
+from codemods.gates.python.predicates.reading import Meaning
 
 if TYPE_CHECKING:
     from codemods.jit import specs as jit_specs

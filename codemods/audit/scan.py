@@ -69,7 +69,7 @@ from codemods.core.lazy import LazyModule
 from codemods.core.pytrees import ParsedFiles
 from codemods.core.source import quiet_compiler_warnings
 from codemods.cpp.structure import Structure
-from codemods.gates._predicates import Meaning
+from codemods.gates.python.predicates.reading import Meaning
 
 if TYPE_CHECKING:
     from codemods.jit import kernel_paths

@@ -1,6 +1,12 @@
 """Gate kinds: pure functions over source text.
 
-Each module in this package is one gate kind. It exposes:
+The kinds live in their language's folder, `python/` and `cpp/`, each in a
+module named as the kind (`python/python_arch_list.py`), beside the folders
+of the concepts they share (`python/capability/`, `python/predicates/`,
+`cpp/checks/` ...). This module holds the records every kind uses (`Gate`,
+`Edit`, the errors); `base` the kind contract; `registry` the list of kinds.
+
+Each kind's module exposes:
 
 - `KIND`: the kind's name as used in recipes and output (`cuda_guard`, ...).
 - `find(source: bytes, universe, **selector) -> list[Gate]`: every gate of this

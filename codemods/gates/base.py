@@ -29,7 +29,7 @@ from typing import Any
 from codemods.core.arch import Arch, ArchSet
 from codemods.cpp.lexer import language
 from codemods.gates import Edit, Gate
-from codemods.gates._predicates import Meaning
+from codemods.gates.python.predicates.reading import Meaning
 
 @dataclass(frozen=True)
 class Where:

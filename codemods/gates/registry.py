@@ -19,17 +19,17 @@ from codemods.gates.base import GateKind, Selector
 # Each kind's module is imported when one of its hooks first runs: `codemod list` checks recipes' selectors
 # and needs none of the readers (importing them all was half its start-up time).
 hazards = LazyModule("codemods.cpp.hazards")
-cuda_guard = LazyModule("codemods.gates.cuda_guard")
-cpp_runtime_check = LazyModule("codemods.gates.cpp_runtime_check")
-cpp_replace = LazyModule("codemods.gates.cpp_replace")
-python_arch_list = LazyModule("codemods.gates.python_arch_list")
-python_arch_or = LazyModule("codemods.gates.python_arch_or")
-python_arch_test = LazyModule("codemods.gates.python_arch_test")
-python_capability = LazyModule("codemods.gates.python_capability")
-python_predicate = LazyModule("codemods.gates.python_predicate")
-python_arch_map = LazyModule("codemods.gates.python_arch_map")
-python_min_capability = LazyModule("codemods.gates.python_min_capability")
-python_arch_call = LazyModule("codemods.gates.python_arch_call")
+cuda_guard = LazyModule("codemods.gates.cpp.cuda_guard")
+cpp_runtime_check = LazyModule("codemods.gates.cpp.cpp_runtime_check")
+cpp_replace = LazyModule("codemods.gates.cpp.cpp_replace")
+python_arch_list = LazyModule("codemods.gates.python.python_arch_list")
+python_arch_or = LazyModule("codemods.gates.python.python_arch_or")
+python_arch_test = LazyModule("codemods.gates.python.python_arch_test")
+python_capability = LazyModule("codemods.gates.python.python_capability")
+python_predicate = LazyModule("codemods.gates.python.python_predicate")
+python_arch_map = LazyModule("codemods.gates.python.python_arch_map")
+python_min_capability = LazyModule("codemods.gates.python.python_min_capability")
+python_arch_call = LazyModule("codemods.gates.python.python_arch_call")
 
 
 def cuda_blockers(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[str]:
@@ -189,8 +189,13 @@ KINDS: dict[str, GateKind] = {kind.name: kind for kind in _KINDS}
 
 
 def modules() -> dict[str, ModuleType]:
-    """The module that implements each kind, by kind name: codemods/gates/<kind>.py (imported here)."""
-    return {name: importlib.import_module(f"codemods.gates.{name}") for name in KINDS}
+    """The module that implements each kind, by kind name (imported here)."""
+    return {name: importlib.import_module(module_path(name)) for name in KINDS}
+
+
+def module_path(kind: str) -> str:
+    """A kind's module is named as the kind, in its language's folder: codemods/gates/python/ or codemods/gates/cpp/."""
+    return f"codemods.gates.{'python' if kind.startswith('python_') else 'cpp'}.{kind}"
 
 
 def selector_keys(module: ModuleType) -> set[str]:

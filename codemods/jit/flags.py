@@ -36,17 +36,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from codemods.jit.interpreter import Interpreter
+from codemods.jit.machine import Machine
 from codemods.jit.values import Instance, Unreadable
-
-
-@dataclass(frozen=True)
-class Machine:
-    """What FlashInfer's JIT asks of the machine it runs on."""
-
-    cuda_home: str  # the folder above nvcc's bin/
-    cuda_version: str  # "13.0"
-    tvm_ffi_include: str  # apache-tvm-ffi's include folder (holds tvm/ffi and dlpack)
-    python_include: str = "/usr/include/python3"
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from codemods.jit.values import (
 )
 
 if TYPE_CHECKING:
-    from codemods.jit.flags import Machine
+    from codemods.jit.machine import Machine
 
 _NATIVE_METHODS = {
     str: {"startswith", "endswith", "split", "rsplit", "strip", "lstrip", "rstrip", "replace", "join", "isdigit",

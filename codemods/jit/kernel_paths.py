@@ -47,8 +47,9 @@ from codemods.cpp.instructions import Hit, family_reason, jit_target, lacking
 from codemods.cpp.structure import Branch, Structure, file_structure
 from codemods.jit import specs as jit_specs
 from codemods.core.arch import Arch
-from codemods.gates import SourceError, _polarity
-from codemods.gates._python_ast import called
+from codemods.gates import SourceError
+from codemods.gates.python import polarity
+from codemods.gates.python.ast_text import called
 
 SELECTING_KINDS = ("python_arch_or", "python_arch_list", "python_capability", "python_arch_test")
 # The functions a gate's body calls that build or fetch a JIT module (FlashInfer's naming).
@@ -378,7 +379,7 @@ def _file_specs(source: bytes) -> list[jit_specs.JitSpec]:
 
 def _selected_calls(module: ast.Module, line: int) -> list[str]:
     """The module-building functions the gate at `line` selects: called in the body it guards; for a refusal
-    (`if test: raise`, gates/_polarity.exits) in the code after it, which is what it guards (none there: none,
+    (`if test: raise`, gates/python/polarity.exits) in the code after it, which is what it guards (none there: none,
     not the function's other branches); else in its function."""
     function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
     guard: list[ast.stmt] | list[ast.expr] | None = None
@@ -402,7 +403,7 @@ def _selected_calls(module: ast.Module, line: int) -> list[str]:
             guard, guard_at, guard_node = body, at, node
     if guard is not None and function is not None and guard_at[0] < function.lineno:
         guard = None  # the innermost function holding the gate is inside that guard's body
-    if guard is not None and function is not None and isinstance(guard_node, ast.If) and _polarity.exits(guard_node.body):
+    if guard is not None and function is not None and isinstance(guard_node, ast.If) and polarity.exits(guard_node.body):
         return _calls(_code_after(function, guard_node))
     names = _calls(guard or [])
     if not names and function is not None:

@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from codemods.gates import decode, python_arch_list
-from codemods.gates._python_layout import LONE_CR, TRIVIA
+from codemods.gates import decode
+from codemods.gates.python import python_arch_list
+from codemods.gates.python.layout.text import LONE_CR, TRIVIA
 from codemods.jit.spec_index import FLAGS_RE, ROOTS, SOURCE_SUFFIXES, Index, SpecCall, Unsupported, may_name_source, names_source
 
 _BOM = "\ufeff"

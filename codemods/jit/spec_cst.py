@@ -8,8 +8,8 @@ from collections.abc import Iterable, Iterator
 import libcst as cst
 
 from codemods.core.arch import Arch
-from codemods.gates import python_arch_list
-from codemods.gates._python import PythonSource
+from codemods.gates.python import python_arch_list
+from codemods.gates.python.cst_source import PythonSource
 from codemods.jit.spec_index import FLAGS_RE, ROOTS, SOURCE_SUFFIXES, Index, SpecCall, names_source
 
 class LibcstIndex(Index):

@@ -31,7 +31,7 @@ name of the gating function (or of the calling function). Pure: no I/O.
 from __future__ import annotations
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
-from codemods.gates._python import parse
+from codemods.gates.python.cst_source import parse
 from codemods.jit.spec_ast import AstIndex as _AstIndex
 from codemods.jit.spec_index import SOURCE_SUFFIXES, Index, JitGate, JitSpec
 from codemods.jit.spec_index import Unsupported as _Unsupported

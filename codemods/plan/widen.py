@@ -14,8 +14,9 @@ from collections.abc import Callable
 from codemods.jit import kernel_paths
 from codemods.core.arch import Arch
 from codemods.cpp.lexer import one_line
-from codemods.gates import CannotWiden, Edit, Gate, SourceError, TooDeep, _predicates, apply_edits
-from codemods.gates._python_ast import defines
+from codemods.gates import CannotWiden, Edit, Gate, SourceError, TooDeep, apply_edits
+from codemods.gates.python.predicates import reading
+from codemods.gates.python.ast_text import defines
 from codemods.gates.base import GateKind, Where
 from codemods.plan.changes import GateChange, PlannedChange
 from codemods.plan.rewrites import plan_rewrite
@@ -138,7 +139,7 @@ def plan_change(
         return
     shifts = _shifts(edits)
     if meanings is not None:  # the edits may define a predicate in this file (`_is_sm120_supported = ...`)
-        where = Where(pc.file, {**meanings, **_predicates.read(after, pc.file, meanings)}, where.number_membership)
+        where = Where(pc.file, {**meanings, **reading.read(after, pc.file, meanings)}, where.number_membership)
     for gc in pc.gates:
         if gc.outcome != "changed":
             continue
@@ -165,12 +166,12 @@ def meanings_for(project: Project, file: str, source: bytes, tree: ProjectTree |
             except OSError:
                 continue
             # a class's methods (`Class.is_sm90`) are what `cls.` means in that file only
-            known.update({k: m for k, m in _predicates.read(data, rel, known).items() if not _predicates.is_method(k)})
-        for module, base in _predicates.base_classes(source):  # `cls.is_sm120()` defined in another file's class
+            known.update({k: m for k, m in reading.read(data, rel, known).items() if not reading.is_method(k)})
+        for module, base in reading.base_classes(source):  # `cls.is_sm120()` defined in another file's class
             found = _module_file(tree, file, module, read)
             if found is not None:
-                known.update(_predicates.inherited(module, base, _predicates.read(found[1], found[0], known)))
-    known.update(_predicates.read(source, file, known))
+                known.update(reading.inherited(module, base, reading.read(found[1], found[0], known)))
+    known.update(reading.read(source, file, known))
     return known
 
 

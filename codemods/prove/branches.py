@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from codemods.core.arch import Arch
 from codemods.cpp import structure
 from codemods.cpp.structure import Branch, Structure
-from codemods.gates import Gate, SourceError, cuda_guard
+from codemods.gates import Gate, SourceError
+from codemods.gates.cpp import cuda_guard
 from codemods.prove.results import TEXT_LINES, Region, Verdict
 
 _CONDITIONAL_LINE_RE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")

@@ -39,6 +39,7 @@ from codemods.core import errors
 from codemods.core.arch import Arch
 from codemods.jit import flags as jit_flags
 from codemods.prove.headers import HeaderSource, needs_hint, submodules_holding, third_party_headers
+from codemods.jit.machine import Machine
 from codemods.prove.build_results import BuildReport, ModuleProof, SideBuild, judge, promised
 from codemods.prove.compile import Builder, Task, cache_root, demangle, find_nvcc, find_tvm_ffi, nvcc_release
 from codemods.prove.module_flags import Side, data_links, missing_include_dirs, module_flags
@@ -147,7 +148,7 @@ def prove(
     nvcc_path = find_nvcc(nvcc)
     release = nvcc_release(nvcc_path)
     tvm_include, python_include = find_tvm_ffi(python)
-    machine = jit_flags.Machine(os.path.dirname(os.path.dirname(nvcc_path)), release, tvm_include, python_include)
+    machine = Machine(os.path.dirname(os.path.dirname(nvcc_path)), release, tvm_include, python_include)
     python_dir = target.layout.places.get("python", ".")
 
     with tempfile.TemporaryDirectory(prefix="codemod-build-base-") as temp:

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 from codemods.core.arch import Arch
 from codemods.cpp import structure
 from codemods.cpp import lexer
-from codemods.gates import SourceError, cuda_guard
+from codemods.gates import SourceError
+from codemods.gates.cpp import cuda_guard
 from codemods.prove import ptx
 
 if TYPE_CHECKING:

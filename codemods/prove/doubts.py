@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from codemods.core.arch import Arch, is_arch_macro
 from codemods.cpp.structure import Branch
@@ -21,12 +22,19 @@ from codemods.prove.branches import FilePair
 from codemods.prove.outputs import ROOT_TOKEN, relative
 from codemods.prove.results import Doubt
 
-if TYPE_CHECKING:
-    from codemods.prove.nvcc import Preprocessor
-
 _DEFINE_RE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.M)
 _IDENT_RE = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 _HAS_INCLUDE_RE = re.compile(r"__has_include(?:_next)?\s*\(\s*(?:<[^>]*>|\"[^\"]*\")\s*\)")
+
+
+class Preprocessed(Protocol):
+    """What `Doubts` reads of a preprocessor run (codemods.prove.nvcc.Preprocessor, which makes one): declared
+    here, so that nvcc imports doubts and not the other way round."""
+
+    root: Path
+    sources: Mapping[str, tuple[bytes, bytes]]  # path -> (base, work) bytes of each changed file
+    flags: Sequence[str]
+    read: set[str]  # tokenized paths of the headers the preprocessor read
 
 
 def _reserved(name: str) -> bool:
@@ -52,7 +60,7 @@ class Doubts:
     can make the two sides differ there.
     """
 
-    def __init__(self, preprocessor: Preprocessor, structures: dict[str, FilePair]) -> None:
+    def __init__(self, preprocessor: Preprocessed, structures: dict[str, FilePair]) -> None:
         self.preprocessor = preprocessor
         self.structures = structures
         self.given = {flag[2:].split("=")[0] for flag in preprocessor.flags if flag.startswith("-D")}

@@ -17,6 +17,7 @@ from codemods.core import errors
 from codemods.core.arch import Arch
 from codemods.jit import flags as jit_flags
 from codemods.prove import trusted_flags
+from codemods.jit.machine import Machine
 from codemods.jit.values import NotBuilt, Unreadable
 
 @dataclass
@@ -44,7 +45,7 @@ def data_links(build_backend: str) -> dict[str, str]:
     return links
 
 
-def module_flags(side: Side, spec_file: str, function: str, arch: Arch, machine: jit_flags.Machine) -> jit_flags.ModuleBuild | str:
+def module_flags(side: Side, spec_file: str, function: str, arch: Arch, machine: Machine) -> jit_flags.ModuleBuild | str:
     """FlashInfer's flags for the module on this side, or the JIT's reason for not building it.
 
     Raises FlagRefused when the tree's code gives nvcc a flag or source

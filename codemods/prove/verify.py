@@ -11,11 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from codemods.apply.repo import Repo, codemod_home, open_repo
+from codemods.apply.repo import Repo, codemod_home
+from codemods.apply.workspace import open_repo
 from codemods.audit import empty_kernels
 from codemods.core import errors
 from codemods.core.arch import DEFAULT_ARCHS, Arch, family
-from codemods.gates import SourceError, cuda_guard
+from codemods.gates import SourceError
+from codemods.gates.cpp import cuda_guard
 from codemods.prove import preprocess as verifier
 from codemods.prove.headers import HeaderSource, third_party_headers
 from codemods.recipes import load as recipes

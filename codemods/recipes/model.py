@@ -16,7 +16,7 @@ from pathlib import Path
 
 from codemods.core import errors
 from codemods.core.arch import Arch, family
-from codemods.gates import _predicates
+from codemods.gates.python.predicates import reading
 
 OUTCOMES = ("changed", "unchanged", "skipped", "failed")
 
@@ -54,7 +54,7 @@ class Project:
         """The `[predicates]` table; for a tree of a known `version`, without the names `[predicates_since]` says
         a later release defines (a 0.3.1 checkout has no `is_sm12x_supported` to import)."""
         since = dict(self.predicates_since)
-        return _predicates.table(
+        return reading.table(
             {name: archs for name, archs in self.predicates if not (version and name in since and older(version, since[name]))},
             f"targets/projects/{self.name}.toml",
         )

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from codemods.gates import NotFound, SourceError, apply_edits
-from codemods.gates.cpp_replace import EDIT_KIND, KIND, check_selector, rewrite
+from codemods.gates.cpp.cpp_replace import EDIT_KIND, KIND, check_selector, rewrite
 
 LAMPORT = dict(
     function="trtllm_custom_all_reduce",

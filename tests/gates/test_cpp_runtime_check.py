@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, family, parse_archs
 from codemods.gates import CannotWiden, SourceError, apply_edits
-from codemods.gates.cpp_runtime_check import KIND, admits, check_selector, find, widen
+from codemods.gates.cpp.cpp_runtime_check import KIND, admits, check_selector, find, widen
 
 SM12X = "sm_120,sm_121"
-# Three comment lines of 100 columns: the file's column limit (`_cpp_wrap.column_limit`, 100 at least), as
+# Three comment lines of 100 columns: the file's column limit (`cpp.wrap.column_limit`, 100 at least), as
 # FlashInfer's csrc/ keeps.
 _LONG = "".join("// " + "x" * 97 + "\n" for _ in range(3))
 
@@ -728,7 +728,7 @@ def test_widened_major_minor_check_admits_exactly_old_plus_targets(major, minors
     ],
 )
 def test_a_line_with_no_break_that_fits_is_left(line: str) -> None:
-    from codemods.gates._cpp_wrap import _breaks_of
+    from codemods.gates.cpp.wrap import _breaks_of
 
     assert _breaks_of(line, 100, "\n") == []
 
@@ -742,7 +742,7 @@ def test_a_line_with_no_break_that_fits_is_left(line: str) -> None:
 def test_breaking_changes_only_blanks_and_each_piece_fits_where_it_can(operands, operator, indent) -> None:
     """The pieces joined again are the line (only the blanks after an operator changed); each piece but the last
     ends with `&&`/`||`; and every piece that had an operator to break at fits the limit."""
-    from codemods.gates._cpp_wrap import _breaks_of
+    from codemods.gates.cpp.wrap import _breaks_of
 
     line = " " * indent + "if (" + f" {operator} ".join(operands) + ") {"
     out, pos = "", 0

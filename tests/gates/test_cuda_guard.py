@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import CannotWiden, SourceError, apply_edits
 from codemods.cpp.evaluate import evaluate
-from codemods.gates.cuda_guard import KIND, find, widen
+from codemods.gates.cpp.cuda_guard import KIND, find, widen
 
 SM12X = (Arch.parse("sm_120"), Arch.parse("sm_121"))
 VARIANTS = tuple(Arch.parse(name) for name in ("sm_90a", "sm_100a", "sm_100f", "sm_120a", "sm_120f"))
@@ -695,7 +695,7 @@ def test_evaluator_agrees_with_nvcc(tmp_path):
     ],
 )
 def test_admits_text(text, admitted, unknown):
-    from codemods.gates.cuda_guard import admits
+    from codemods.gates.cpp.cuda_guard import admits
 
     result = admits(text, DEFAULT_ARCHS)
     assert result.names() == admitted and result.unknown_names() == unknown
@@ -895,7 +895,7 @@ def test_noop_equality_chain(source):
 
 
 def widen_all_quiet(source: bytes) -> list:
-    from codemods.gates.cuda_guard import CannotWiden
+    from codemods.gates.cpp.cuda_guard import CannotWiden
 
     edits = []
     for gate in find(source, DEFAULT_ARCHS):
@@ -907,7 +907,7 @@ def widen_all_quiet(source: bytes) -> list:
 
 
 def test_equality_chain_with_an_unknown_macro_is_refused_naming_it():
-    from codemods.gates.cuda_guard import CannotWiden
+    from codemods.gates.cpp.cuda_guard import CannotWiden
 
     source = b"\n#if __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || XQA_FORCE == 1\n#endif\n"
     [gate] = find(source, DEFAULT_ARCHS)

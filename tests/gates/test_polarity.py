@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
-from codemods.gates import _polarity, python_capability
+from codemods.gates.python import polarity
+from codemods.gates.python import python_capability
 
 CAP = "torch.cuda.get_device_capability()"
 
@@ -329,10 +330,10 @@ def test_a_test_that_guards_no_code_path_says_what_decides_instead(line, use):
             cap = torch.cuda.get_device_capability()
             {line}
         """))
-    up = _polarity.parents([tree])
+    up = polarity.parents([tree])
     compare = next(n for n in ast.walk(tree) if isinstance(n, ast.Compare))
-    test, _ = _polarity.need(compare, up)
-    got = _polarity.use(test, up)
+    test, _ = polarity.need(compare, up)
+    got = polarity.use(test, up)
     if "else None" in line:
         assert got is not None and got[0] == "value" and "picks `None` elsewhere" in got[1]
     else:
@@ -349,6 +350,6 @@ def test_a_predicate_return_guards_a_path_another_return_is_a_value():
                 return (128, 64)
             return cap[0] >= 9
         """))
-    up = _polarity.parents([tree])
-    uses = [_polarity.use(_polarity.need(n, up)[0], up) for n in ast.walk(tree) if isinstance(n, ast.Compare)]
+    up = polarity.parents([tree])
+    uses = [polarity.use(polarity.need(n, up)[0], up) for n in ast.walk(tree) if isinstance(n, ast.Compare)]
     assert uses == [None, None, ("value", "what the callers of `_tile` do with it decides")]

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, parse_archs
 from codemods.gates import CannotWiden, SourceError, apply_edits
-from codemods.gates.python_arch_call import KIND, admits, find, widen
+from codemods.gates.python.python_arch_call import KIND, admits, find, widen
 
 SM107 = Arch.parse("sm_107")
 UNIVERSE = DEFAULT_ARCHS + (SM107,)

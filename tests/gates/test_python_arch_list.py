@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, parse_archs
 from codemods.gates import CannotWiden, SourceError, apply_edits
-from codemods.gates import python_arch_list
-from codemods.gates.python_arch_list import KIND, find, widen
+from codemods.gates.python import python_arch_list
+from codemods.gates.python.python_arch_list import KIND, find, widen
 
 
 def _rewrite(source: bytes, targets: tuple[Arch, ...], **selector) -> bytes:
@@ -409,7 +409,7 @@ def test_edit_is_the_inserted_element_only() -> None:
 )
 def test_admits_text(text, admitted, unknown):
     from codemods.core.arch import DEFAULT_ARCHS
-    from codemods.gates.python_arch_list import admits
+    from codemods.gates.python.python_arch_list import admits
 
     result = admits(text, DEFAULT_ARCHS)
     assert result.names() == admitted
@@ -464,7 +464,7 @@ def test_find_spans_are_libcsts(source: str) -> None:
 def _libcst_spans(data: bytes) -> set[tuple[int, int]]:
     import libcst as cst
 
-    from codemods.gates._python import parse
+    from codemods.gates.python.cst_source import parse
 
     parsed = parse(data)
     return {parsed.outer_span(node) for node in parsed.nodes((cst.List, cst.Tuple, cst.Set))} | {

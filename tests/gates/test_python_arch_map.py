@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import CannotWiden, Edit, SourceError, apply_edits
-from codemods.gates.python_arch_map import admits, find, keyed_by, widen
+from codemods.gates.python.python_arch_map import admits, find, keyed_by, widen
 from fixtures.predicates import COMPAT as FLASHINFER_COMPAT
 
 COMPAT = FLASHINFER_COMPAT.encode()

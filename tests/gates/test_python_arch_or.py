@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, parse_archs
 from codemods.gates import CannotWiden, apply_edits
-from codemods.gates import python_arch_or
-from codemods.gates.python_arch_or import KIND, find, missing_symbols, widen
+from codemods.gates.python import python_arch_or
+from codemods.gates.python.python_arch_or import KIND, find, missing_symbols, widen
 
 
 def _rewrite(source: bytes, targets: tuple[Arch, ...], **selector) -> bytes:
@@ -431,7 +431,7 @@ def test_widen(before: str, after: str, archs: str, selector: dict) -> None:
 
 
 # FlashInfer 9f4fd04ac's prefill.py shape: an `if` whose chain grows past 88 is split as black (and ruff format)
-# split it, the same split python_arch_test makes (gates/_wrap.py); each `after` is what `ruff format` writes.
+# split it, the same split python_arch_test makes (gates/python/layout/wrap.py); each `after` is what `ruff format` writes.
 @pytest.mark.parametrize(
     "before, after",
     [
@@ -767,7 +767,7 @@ def test_import_on_one_line_is_extended_after_the_sibling() -> None:
 )
 def test_admits_text(text, admitted, unknown):
     from codemods.core.arch import DEFAULT_ARCHS
-    from codemods.gates.python_arch_or import admits
+    from codemods.gates.python.python_arch_or import admits
 
     result = admits(text, DEFAULT_ARCHS)
     assert result.names() == admitted

@@ -8,13 +8,14 @@ predicates with this kind's code (`operands`, `predicate_of`, `admits_of`, `new_
 
 from textwrap import indent
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import apply_edits
-from codemods.gates._predicates import read, table
-from codemods.gates.python_arch_or import admits, find, scoped, widen
+from codemods.gates.python.predicates.reading import read, table
+from codemods.gates.python.python_arch_or import admits, find, scoped, widen
 
 UNITS = {80: 8, 90: 9, 100: 10, 110: 11, 120: 12}
 KNOWN = table(
@@ -83,6 +84,7 @@ def _widened(source: bytes, meanings: dict, targets: tuple[Arch, ...]) -> bytes:
     return apply_edits(source, edits)
 
 
+@pytest.mark.exhaustive
 @settings(deadline=None, max_examples=200)
 @given(case=cases())
 def test_widen_twice_is_widen_once_and_admits_old_plus_targets(case) -> None:

@@ -7,9 +7,10 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, parse_archs
-from codemods.gates import CannotWiden, SourceError, apply_edits, python_arch_test
-from codemods.gates._predicates import Meaning, read, table
-from codemods.gates.python_arch_test import find, widen
+from codemods.gates import CannotWiden, SourceError, apply_edits
+from codemods.gates.python import python_arch_test
+from codemods.gates.python.predicates.reading import Meaning, read, table
+from codemods.gates.python.python_arch_test import find, widen
 
 # What the projects' predicates admit, as their sources say (FlashInfer: exact minor; SGLang: the major).
 FLASHINFER = table(
@@ -508,7 +509,7 @@ def test_widened_test_admits_old_set_plus_targets(number: int, negated: bool, ma
     widened = apply_edits(source, widen(source, gate, tuple(targets), DEFAULT_ARCHS, known))
     [after] = find(widened, DEFAULT_ARCHS, known) or [None]
     if after is None:  # widened into an or-chain: python_arch_or's shape
-        from codemods.gates import python_arch_or
+        from codemods.gates.python import python_arch_or
 
         [after] = python_arch_or.find(widened, DEFAULT_ARCHS, known)
     assert after.admits.admitted == gate.admits.admitted | set(targets)

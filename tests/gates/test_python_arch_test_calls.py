@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, parse_archs
 from codemods.gates import CannotWiden, apply_edits
-from codemods.gates._predicates import read, table
-from codemods.gates.python_arch_test import find, widen
+from codemods.gates.python.predicates.reading import read, table
+from codemods.gates.python.python_arch_test import find, widen
 
 SGLANG = table(
     {"is_sm90_supported": ["sm_9x"], "is_sm100_supported": ["sm_10x"], "is_sm120_supported": ["sm_12x"]},

@@ -6,13 +6,14 @@ nothing, and the widened gate admits exactly what it admitted plus the targets, 
 widened file and by the kind's `admits` on the gate's text after the edits (what the planner checks).
 """
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import Edit, Gate, apply_edits
-from codemods.gates._predicates import read, table
-from codemods.gates.python_arch_test import admits, find, widen
+from codemods.gates.python.predicates.reading import read, table
+from codemods.gates.python.python_arch_test import admits, find, widen
 
 # (table, how a predicate of number N is spelled, the numbers and the archs each admits)
 SGLANG_UNITS = {80: (8,), 90: (9,), 100: (10,), 110: (11,), 120: (12,)}
@@ -123,6 +124,7 @@ def _span_after(gate: Gate, edits: list[Edit]) -> tuple[int, int]:
     return gate.start + shift, gate.end + grow
 
 
+@pytest.mark.exhaustive
 @settings(deadline=None, max_examples=300)
 @given(case=cases())
 def test_widen_twice_is_widen_once_and_admits_old_plus_targets(case) -> None:

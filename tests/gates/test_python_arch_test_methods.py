@@ -11,8 +11,8 @@ import pytest
 
 from codemods.core.arch import parse_archs
 from codemods.gates import CannotWiden, apply_edits
-from codemods.gates._predicates import inherited, read
-from codemods.gates.python_arch_test import find, widen
+from codemods.gates.python.predicates.reading import inherited, read
+from codemods.gates.python.python_arch_test import find, widen
 
 # srt/utils/common.py and runtime_context.py: module functions and the platform table
 COMMON = dedent(

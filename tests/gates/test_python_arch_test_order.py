@@ -14,8 +14,8 @@ import pytest
 
 from codemods.core.arch import DEFAULT_ARCHS, parse_archs
 from codemods.gates import apply_edits
-from codemods.gates._predicates import read, table
-from codemods.gates.python_arch_test import find, widen
+from codemods.gates.python.predicates.reading import read, table
+from codemods.gates.python.python_arch_test import find, widen
 
 SGLANG = table(
     {"is_sm80_supported": ["sm_8x"], "is_sm90_supported": ["sm_9x"], "is_sm100_supported": ["sm_10x"],

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, parse_archs
 from codemods.gates import CannotWiden, SourceError, apply_edits
-from codemods.gates.python_capability import admits, find, widen
-from codemods.gates.python_arch_map import find as find_map
+from codemods.gates.python.python_capability import admits, find, widen
+from codemods.gates.python.python_arch_map import find as find_map
 from codemods.gates.registry import KINDS
 from codemods.plan.widen import _shifts, _span_after
 
@@ -114,7 +114,7 @@ def test_a_predicate_named_for_a_family_drops_its_minor_test(name, arch, old, ne
 def test_membership_brackets(tests: list[str], brackets: str) -> None:
     import ast
 
-    from codemods.gates._capability_widen import membership_brackets
+    from codemods.gates.python.capability.widen import membership_brackets
 
     source = "".join(f"if {test}:\n    pass\n" for test in tests)
     assert "".join(membership_brackets(ast.parse(source))) == brackets
@@ -887,7 +887,7 @@ def test_unreadable_values_are_refused_with_the_line_and_reason(source, names, r
 
 
 def test_names_selector_is_checked():
-    from codemods.gates.python_capability import check_selector
+    from codemods.gates.python.python_capability import check_selector
     from codemods.gates.registry import KINDS
 
     assert "names" in KINDS["python_capability"].selector_names
@@ -952,7 +952,7 @@ def test_string_values_read_as_their_numbers(style, op, chosen, targets):
 
 
 # FlashInfer's own capability helper (flashinfer/utils.py: `get_compute_capability(device)` returns the device's
-# (major, minor)), declared in _capability_blocks.HELPERS and checked against the release source
+# (major, minor)), declared in capability.blocks.HELPERS and checked against the release source
 # (tests/replay/test_replay_real.py); a helper that is not declared is not guessed from its name.
 FLASHINFER_HELPER = '''\
 from flashinfer.utils import get_compute_capability
@@ -1390,7 +1390,7 @@ def test_names_can_declare_a_pair():
     assert gate.admits.names() == ["sm_100", "sm_103"] and gate.detail["names"] == {"compute_capability": "pair"}
     after = _rewrite(source, "sm_107", names={"compute_capability": "pair"})
     assert after == source.replace("((10, 0), (10, 3))", "((10, 0), (10, 3), (10, 7))")
-    from codemods.gates.python_capability import check_selector
+    from codemods.gates.python.python_capability import check_selector
 
     assert check_selector("names", {"cc": "pair"}) == ""
     assert "one of sm, major, minor, cuda_arch, pair" in check_selector("names", {"cc": "tuple"})

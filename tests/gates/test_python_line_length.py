@@ -1,10 +1,10 @@
-"""`_python_layout.line_length`: the limit black wrote a file at, read from the lines black would have split."""
+"""`python.layout.text.line_length`: the limit black wrote a file at, read from the lines black would have split."""
 
 from textwrap import dedent
 
 import pytest
 
-from codemods.gates._python_layout import line_length
+from codemods.gates.python.layout.text import line_length
 
 PAD = "x" * 60
 

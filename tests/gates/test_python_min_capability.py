@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, parse_archs
 from codemods.gates import CannotWiden, SourceError, apply_edits
-from codemods.gates.python_min_capability import admits, find, widen
+from codemods.gates.python.python_min_capability import admits, find, widen
 
 # SGLang's shape (compressed_tensors schemes, quantization configs): a classmethod returning major * 10 + minor.
 SCHEME = dedent('''\
@@ -169,7 +169,7 @@ def test_sglang_refuses_a_gpu_below_the_minimum_it_reads(real_unpacked):
     functions it finds in the release return int literals in that scale."""
     import ast
 
-    from codemods.gates.python_min_capability import FUNCTIONS
+    from codemods.gates.python.python_min_capability import FUNCTIONS
 
     root = real_unpacked["sglang"] / "sglang"
     loader = (root / "srt/model_loader/loader.py").read_text()

@@ -4,7 +4,7 @@ import pytest
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import CannotWiden
-from codemods.gates.python_predicate import covers, find, widen
+from codemods.gates.python.python_predicate import covers, find, widen
 from fixtures.predicates import SM12X, SM120F_RETURN, SM120F_RETURN_FIXED, UTILS as PREDICATES_UTILS
 
 UTILS = (PREDICATES_UTILS + SM12X).encode()

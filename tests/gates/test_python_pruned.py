@@ -9,8 +9,11 @@ import libcst as cst
 import pytest
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch
-from codemods.gates import CannotWiden, python_arch_list, python_arch_or, python_arch_test
-from codemods.gates._python import PythonSource, mentioning
+from codemods.gates import CannotWiden
+from codemods.gates.python import python_arch_list
+from codemods.gates.python import python_arch_or
+from codemods.gates.python import python_arch_test
+from codemods.gates.python.cst_source import PythonSource, mentioning
 
 SERVER_ARGS = """\
     from sglang.srt.utils import (

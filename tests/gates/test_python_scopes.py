@@ -6,7 +6,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import Assignment
 
-from codemods.gates._python import PythonSource
+from codemods.gates.python.cst_source import PythonSource
 
 SOURCES = [
     pytest.param(
@@ -122,7 +122,7 @@ def test_parse_hands_out_a_read_only_source() -> None:
     """parse's cache shares one PythonSource between callers: nobody can change it for the others."""
     import pytest
 
-    from codemods.gates._python import parse
+    from codemods.gates.python.cst_source import parse
 
     source = b"import os\n\ndef f():\n    global g\n    g = 1\n    return os\n"
     parsed = parse(source)
@@ -142,7 +142,7 @@ def test_parse_hands_out_a_read_only_source() -> None:
 
 
 def test_defines_reads_the_module_symbol_table() -> None:
-    from codemods.gates._python_ast import defines
+    from codemods.gates.python.ast_text import defines
 
     source = b"from m import (\n    a,\n    b as c,\n)\nif x:\n    d = 1\ndef e(): pass\nfrom n import *\n"
     assert [name for name in "abcdef" if defines(source, name)] == ["a", "c", "d", "e"]

@@ -16,9 +16,9 @@ from codemods.gates.registry import KINDS, modules
 
 def _kind_modules() -> dict[str, object]:
     found = {}
-    for info in pkgutil.iter_modules(gates.__path__):
-        module = importlib.import_module(f"codemods.gates.{info.name}")
-        if hasattr(module, "KIND"):
+    for info in pkgutil.walk_packages(gates.__path__, "codemods.gates."):
+        module = importlib.import_module(info.name)
+        if hasattr(module, "KIND") and (hasattr(module, "find") or hasattr(module, "rewrite")):
             found[module.KIND] = module
     return found
 

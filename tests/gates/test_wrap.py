@@ -1,4 +1,4 @@
-"""gates/_wrap: the line breaks it puts in an `if`/`elif`/`while` test grown too long are ruff format's (black's).
+"""gates/python/layout/wrap: the line breaks it puts in an `if`/`elif`/`while` test grown too long are ruff format's (black's).
 
 Each case is a test line of the shapes widening makes (comparisons with a collection, predicates called with
 arguments, negations, `and`/`or` mixed), too long for 88 columns; where `_black_cuts` splits it, the split
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from codemods.gates._wrap import _black_cuts
+from codemods.gates.python.layout.wrap import _black_cuts
 
 OPERANDS = [
     "sf.dtype == torch.float",

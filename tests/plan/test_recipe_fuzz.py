@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from codemods.core.arch import DEFAULT_ARCHS
 from codemods.core.errors import CodemodError
 from codemods.gates import line_of
-from codemods.gates._python_ast import PythonText
+from codemods.gates.python.ast_text import PythonText
 from codemods.gates.registry import KINDS
 from codemods.plan.changes import PlannedChange
 from codemods.plan.widen import plan_change
@@ -331,6 +331,7 @@ def _names(text: str) -> set[str]:
     return set(re.findall(r"[A-Za-z_]\w*", text))
 
 
+@pytest.mark.exhaustive
 @settings(
     max_examples=EXAMPLES,
     derandomize=not HUNTING,

@@ -198,7 +198,7 @@ REPLAYS = [
         fails="refused, rightly: gen_fmha_cutlass_sm100a_module's sources hold tcgen05/TMEM (UMMA, SM100_TMEM_*),"
         " which sm_120/sm_121 lack; upstream reverted this edit in 74e99e8bb (`guard CUTLASS FMHA against SM12x`)."
         " With --force it comes out line for line: python_arch_or splits the widened `if` as black does, `if (`,"
-        " one predicate a line led by `or`, `):` (the split python_arch_test makes, gates/_wrap.py)",
+        " one predicate a line led by `or`, `):` (the split python_arch_test makes, gates/python/layout/wrap.py)",
         upstream_only=True,
     ),
     _fi(

@@ -4,7 +4,7 @@ import pytest
 
 from conftest import REAL_RELEASES, unpack_wheel
 from codemods.recipes import load as recipes
-from codemods.gates import _predicates
+from codemods.gates.python.predicates import reading
 
 
 @pytest.mark.real
@@ -18,17 +18,17 @@ def test_predicate_table_matches_the_release_source(project: str, real_unpacked)
     for template in proj.predicate_files:
         path = root / target.resolve(template)
         if path.is_file():
-            read.update(_predicates.read(path.read_bytes(), target.resolve(template), read))
+            read.update(reading.read(path.read_bytes(), target.resolve(template), read))
     if project == "flashinfer":
         aot = root / target.resolve("{python}/aot.py")
-        read.update(_predicates.read(aot.read_bytes(), "aot.py", read))
+        read.update(reading.read(aot.read_bytes(), "aot.py", read))
     table = proj.predicate_table()
     since = dict(proj.predicates_since)
     for name, meaning in table.items():
         if name in since:  # defined from a later release on: checked against that release's source
             continue
         assert name in read, f"{name}: not defined in {project} {REAL_RELEASES[project][1]}"
-        assert read[name].caps == meaning.caps, f"{name}: table {_predicates.describe(meaning)}, source {_predicates.describe(read[name])}"
+        assert read[name].caps == meaning.caps, f"{name}: table {reading.describe(meaning)}, source {reading.describe(read[name])}"
     for name, release in since.items():
         assert name not in read, f"{name}: defined in {REAL_RELEASES[project][1]} already; drop it from [predicates_since]"
         later = unpack_wheel({"flashinfer": "flashinfer-python", "sglang": "sglang"}[project], release)
@@ -37,24 +37,24 @@ def test_predicate_table_matches_the_release_source(project: str, real_unpacked)
         for template in proj.predicate_files:
             path = later / later_target.resolve(template)
             if path.is_file():
-                defined.update(_predicates.read(path.read_bytes(), later_target.resolve(template), defined))
+                defined.update(reading.read(path.read_bytes(), later_target.resolve(template), defined))
         assert name in defined, f"{name}: not defined in {project} {release}"
-        assert defined[name].caps == table[name].caps, f"{name}: table {_predicates.describe(table[name])}, {release} {_predicates.describe(defined[name])}"
+        assert defined[name].caps == table[name].caps, f"{name}: table {reading.describe(table[name])}, {release} {reading.describe(defined[name])}"
     # the case of issue 17: FlashInfer's sm120a predicate admits SM120 only
     if project == "flashinfer":
-        assert _predicates.describe(read["is_sm120a_supported"]) == ["sm_120"]
+        assert reading.describe(read["is_sm120a_supported"]) == ["sm_120"]
     else:
-        assert _predicates.describe(read["is_sm120_supported"]) == ["sm_12x"]
+        assert reading.describe(read["is_sm120_supported"]) == ["sm_12x"]
 
 
 @pytest.mark.real
 @pytest.mark.parametrize("release", [REAL_RELEASES["flashinfer"][1], "0.6.10"])
 def test_capability_helpers_return_what_the_reader_is_told(release: str, real_unpacked) -> None:
-    """FlashInfer's `get_compute_capability(device)` (declared in gates/_capability_blocks.HELPERS, not guessed
+    """FlashInfer's `get_compute_capability(device)` (declared in gates/python/capability/blocks.HELPERS, not guessed
     from its name) returns the device's (major, minor): flashinfer/utils.py returns torch's own call."""
     import ast
 
-    from codemods.gates._capability_blocks import HELPERS, _capability_call
+    from codemods.gates.python.capability.blocks import HELPERS, _capability_call
     from conftest import unpack_wheel
 
     root = real_unpacked["flashinfer"] if release == REAL_RELEASES["flashinfer"][1] else unpack_wheel("flashinfer-python", release)

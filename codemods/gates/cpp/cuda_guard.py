@@ -1,0 +1,500 @@
+"""CUDA preprocessor guards: `#if` conditions that name an arch macro.
+
+A gate of this kind is the condition of an `#if` or `#elif` (or the name after
+`#ifdef`, `#ifndef`, `#elifdef`, `#elifndef`) that names `__CUDA_ARCH__`,
+`__CUDA_ARCH_SPECIFIC__`, `__CUDA_ARCH_FAMILY_SPECIFIC__` or a
+`__CUDA_ARCH_FEAT_SM<NN>_ALL` macro. Tree-sitter finds the directives, so a
+guard inside a comment or a string literal is not a gate. Each condition is
+evaluated as the C preprocessor does in nvcc's device pass for every arch of
+the universe, with `Arch.macros()` defined: admitted, excluded, or unknown
+when the answer depends on any other macro or the condition does not parse.
+
+`widen` rewrites only the bytes of one condition, in one of three ways:
+
+- an equality chain (`__CUDA_ARCH__ == 900`, or several joined by `||`),
+  alone or in parentheses behind `defined(__CUDA_ARCH__) &&`, gains one
+  equality per target value, in its own style, never a range
+  (FlashInfer 5854494a0, ef687e900); a list of feature macros
+  (`defined(__CUDA_ARCH_FEAT_SM100_ALL) || ...`) gains one per `a` target;
+- it drops the `&&` conjuncts that exclude the targets, each with one adjacent
+  `&&`, and keeps every parenthesis the author wrote (FlashInfer PR #3903:
+  `(defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && (__CUDA_ARCH__ < 1200))`
+  became `(defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900))`);
+- otherwise it appends a disjunct for the targets,
+  `cond || (__CUDA_ARCH__ >= 1200 && __CUDA_ARCH__ < 1300)`.
+
+Either way the result must admit exactly the old archs plus the targets, and
+every other arch of the universe must evaluate as before; it is re-parsed and
+re-evaluated to make sure. It leaves alone guards that are unknown on any arch,
+`#ifdef`-style guards, comments, continuation lines, line endings and every
+other directive.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+
+from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
+from codemods.cpp import syntax
+from codemods.cpp.evaluate import (
+    CONDITION_DIRECTIVES,
+    Guard,
+    admits,
+    conditionals,
+    read_guard,
+    snippet_guard,
+)
+from codemods.cpp.expression import (
+    Binary,
+    Conditional,
+    Defined,
+    Group,
+    Macro,
+    Node,
+    Number,
+    truth,
+)
+from codemods.cpp.lexer import OPAQUE_RE, one_line
+from codemods.gates import CannotWiden, Edit, Gate, SourceError, apply_edits, decode
+from codemods.gates.cpp.if_layout import Lines, aligned, in_parentheses, inserted, laid_out
+
+KIND = "cuda_guard"
+
+__all__ = ["KIND", "admits", "find", "widen"]  # admits: what a guard given as text admits, the evaluator's answer
+
+
+def find(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, language: str = "cuda") -> list[Gate]:
+    """Every `#if`/`#elif`/`#ifdef`-style directive that names an arch macro, with what it admits.
+
+    `Gate.start`/`end` span the condition (the macro name for `#ifdef`);
+    `Gate.line` is the directive's line. A condition tree-sitter cannot parse,
+    or that names any macro besides the arch macros, is unknown where the
+    answer depends on it. Raises SourceError when the source is not UTF-8.
+    """
+    decode(source)
+    syntax.parser(language)  # an unknown language is an error whatever the source holds
+    if b"__CUDA_ARCH" not in source:
+        return []
+    _check_balanced(source)
+    if len(source) > _CHUNK:
+        return _find_in_chunks(source, universe, language)
+    return _find_parsed(source, universe, language)
+
+
+_CONDITIONAL_RE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|endif)\b", re.M)
+
+
+def _check_balanced(source: bytes) -> None:
+    """Raise SourceError when #if-style lines and #endif lines do not pair up (outside comments and strings)."""
+    code = OPAQUE_RE.sub(lambda m: b"\n" * m.group().count(b"\n") or b" ", source)
+    code = re.sub(rb"\\[ \t]*\r?\n", b" ", code)  # a continued line is not a line start
+    opened = closed = 0
+    for match in _CONDITIONAL_RE.finditer(code):
+        if match.group(1) == b"endif":
+            closed += 1
+        else:
+            opened += 1
+    if opened != closed:
+        raise SourceError(f"unbalanced preprocessor conditionals: {opened} #if/#ifdef/#ifndef but {closed} #endif")
+
+
+def _find_parsed(source: bytes, universe: tuple[Arch, ...], language: str) -> list[Gate]:
+    """find() over one tree-sitter tree of the whole source."""
+    tree = syntax.parser(language).parse(source)
+    gates = []
+    keywords = []
+    keywords_found, directives = conditionals(tree, language)
+    for keyword in keywords_found:
+        guard = read_guard(source, tree, keyword, arch_macros_only=True, directive=directives.get(keyword.start_byte))
+        if guard is None:
+            continue
+        keywords.append(keyword)
+        gates.append(
+            Gate(
+                kind=KIND,
+                start=guard.start,
+                end=guard.end,
+                line=keyword.start_point.row + 1,
+                text=source[guard.start : guard.end].decode("utf-8"),
+                admits=guard.admits(universe),
+                context="",
+                detail={"directive": guard.directive, "language": language},
+            )
+        )
+    functions = syntax.enclosing_functions(tree, keywords, language)
+    return [replace(gate, context=function) if function else gate for gate, function in zip(gates, functions)]
+
+
+# Above this size a file is parsed in pieces cut at line ends outside comments
+# and strings: a 50 MB generated header as one tree-sitter tree needs > 1 GB.
+_CHUNK = 4 * 1024 * 1024
+
+
+def _cuts(source: bytes) -> list[int]:
+    """Offsets that start a line outside any comment or string literal, about _CHUNK apart."""
+    cuts = [0]
+    opaque = OPAQUE_RE.finditer(source)
+    current = next(opaque, None)
+    want = _CHUNK
+    while want < len(source):
+        cut = source.find(b"\n", want)
+        if cut < 0:
+            break
+        cut += 1
+        while current is not None and current.end() <= cut:
+            current = next(opaque, None)
+        if current is not None and current.start() < cut:
+            want = current.end()  # inside a comment or string: cut after it
+            continue
+        if source[max(0, cut - 3) : cut - 1].rstrip(b"\r").endswith(b"\\"):
+            want = cut
+            continue
+        cuts.append(cut)
+        want = cut + _CHUNK
+    return cuts
+
+
+def _find_in_chunks(source: bytes, universe: tuple[Arch, ...], language: str) -> list[Gate]:
+    gates = []
+    cuts = _cuts(source) + [len(source)]
+    line = 0
+    for start, end in zip(cuts, cuts[1:]):
+        piece = source[start:end]
+        if b"__CUDA_ARCH" in piece:
+            for gate in _find_parsed(piece, universe, language):
+                gates.append(replace(gate, start=gate.start + start, end=gate.end + start, line=gate.line + line))
+        line += piece.count(b"\n")
+    return gates
+
+
+def widen(
+    source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...] = DEFAULT_ARCHS
+) -> list[Edit]:
+    """The smallest edits after which `gate` also admits `targets` and every other arch stays as it was.
+
+    Returns [] when the gate already admits every target. Raises CannotWiden
+    when the gate is unknown on any arch, is an `#ifdef`-style guard, or no
+    rewrite gives exactly the old archs plus the targets.
+    """
+    condition = source[gate.start : gate.end]
+    if gate.kind != KIND or condition.decode("utf-8", "replace") != gate.text:
+        raise CannotWiden(f"line {gate.line}: the source no longer has this guard; find the gates again")
+    directive = gate.detail.get("directive", "#if")
+    language = gate.detail.get("language", "cuda")
+    scope = tuple(dict.fromkeys((*universe, *targets)))
+    guard, head = snippet_guard(directive, condition, language)
+    before = guard.admits(scope) if guard is not None else None
+    if before is not None and all(before.admits(target) for target in targets):
+        return []
+    if guard is None or before is None or before.unknown or gate.admits.unknown:
+        raise CannotWiden(_why_unknown(gate, guard, before))
+    if directive not in CONDITION_DIRECTIVES:
+        raise CannotWiden(
+            f"line {gate.line}: `{directive} {gate.text}` names a single macro; rewrite it as #if to widen it"
+        )
+    expected = before.admitted | frozenset(targets)
+    lines = Lines(source, gate.start - head)
+    candidates = (
+        _extend_chain(guard, before, targets, lines),
+        _extend_features(guard, before, targets, lines),
+        _drop_conjuncts(guard, before, targets),
+        _add_disjunct(guard, condition, before, targets, scope),
+    )
+    for edits in candidates:
+        if not edits:
+            continue
+        in_condition = [Edit(e.start - head, e.end - head, e.text) for e in edits]
+        rewritten, _ = snippet_guard(directive, apply_edits(condition, in_condition), language)
+        if rewritten is None:
+            continue
+        after = rewritten.admits(scope)
+        if not after.unknown and after.admitted == expected:
+            return aligned(source, gate, [Edit(e.start + gate.start, e.end + gate.start, e.text) for e in in_condition])
+    wanted = ",".join(target.name for target in targets)
+    raise CannotWiden(
+        f"line {gate.line}: no rewrite of `{one_line(gate.text)}` admits exactly its archs "
+        f"plus {wanted}; widen it by hand"
+    )
+
+
+def _why_unknown(gate: Gate, guard: Guard | None, before: ArchSet | None) -> str:
+    condition = one_line(gate.text)
+    if guard is None or guard.expression is None:
+        return f"line {gate.line}: cannot parse the condition `{condition}`; widen it by hand"
+    names = guard.unknown_names()
+    if names:
+        return (
+            f"line {gate.line}: `{condition}` depends on {', '.join(names)}, "
+            "which codemod cannot evaluate; widen it by hand"
+        )
+    if before is not None and not before.unknown:
+        return f"line {gate.line}: tree-sitter cannot parse `{condition}` where it stands; widen it by hand"
+    return f"line {gate.line}: cannot evaluate `{condition}` on every arch; widen it by hand"
+
+
+def _disjuncts(node: Node) -> list[Node]:
+    """The operands of a top-level `a || b || c` chain, left to right."""
+    if isinstance(node, Binary) and node.op == "||":
+        return [*_disjuncts(node.left), node.right]
+    return [node]
+
+
+def _comparison(node: Node) -> tuple[str, Number] | None:
+    """The operator and number of `__CUDA_ARCH__ <op> N` (or `N <op> __CUDA_ARCH__`, in parentheses or not)."""
+    while isinstance(node, Group):
+        node = node.inner
+    if not (isinstance(node, Binary) and node.op in ("==", "<", "<=", ">", ">=")):
+        return None
+    for macro, number in ((node.left, node.right), (node.right, node.left)):
+        if isinstance(macro, Macro) and macro.name == "__CUDA_ARCH__" and isinstance(number, Number):
+            return node.op, number
+    return None
+
+
+def _arch_chain(node: Node | None) -> tuple[list[Node], Group | None] | None:
+    """The terms of the condition's equality chain, with the parentheses that hold it when it is an `&&` operand:
+    the whole condition (`A == 900 || A == 1000`), or the one parenthesized operand of a top-level `&&` that is such
+    a chain (`defined(__CUDA_ARCH__) && (A == 1000 || A == 1030)`, FlashInfer's and SGLang's usual shape). Its terms
+    compare `__CUDA_ARCH__` with a number, one at least with `==` (`A == 1030 || A >= 1200` is one too)."""
+
+    def chain(inner: Node) -> list[Node] | None:
+        terms = _disjuncts(inner)
+        found = [_comparison(term) for term in terms]
+        if any(c is None for c in found) or not any(c and c[0] == "==" for c in found):
+            return None
+        return terms
+
+    while isinstance(node, Group):
+        node = node.inner
+    if node is None:
+        return None
+    terms = chain(node)
+    if terms is not None:
+        return terms, None
+    held = []
+    for conjunct in _conjuncts(node) if isinstance(node, Binary) and node.op == "&&" else []:
+        group = None
+        while isinstance(conjunct, Group):
+            group, conjunct = conjunct, conjunct.inner
+        terms = chain(conjunct)
+        if group is not None and terms is not None:  # unparenthesized, `a && A == 900 || ...` would read wrong
+            held.append((terms, group))
+    return held[0] if len(held) == 1 else None
+
+
+def _extend_chain(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], lines: Lines) -> list[Edit]:
+    """`A == 860 || A == 890 || A == 1200` gains `|| A == 1210`: one more equality per missing value, where it sorts.
+
+    Only for a condition that is such a chain, in parentheses or not, or holds
+    one as a parenthesized `&&` operand (`_arch_chain`); one equality is a
+    chain of one (`#elif __CUDA_ARCH__ == 900` became `... == 900 ||
+    __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030` upstream, ef687e900).
+    Each new term copies its nearest equality's text with the number changed,
+    joined by the chain's own operator (`||` or `or`). When the new terms do
+    not all fit within the file's column limit (the length three of its lines
+    reach, 100 at least), the line breaks before the first of them, continued
+    with a backslash as the file continues its other long `#if` lines, and the
+    continuation line is filled up to the limit. A chain that is an `&&`
+    operand instead goes on a continuation line of its own where it fits there,
+    as clang-format breaks it, else breaks inside, one column past its `(`.
+    """
+    found = _arch_chain(guard.expression)
+    if found is None:
+        return []
+    terms, group = found
+    comparisons = [_comparison(term) for term in terms]
+    numbers = [number for _, number in filter(None, comparisons)]
+    equalities = [i for i, c in enumerate(comparisons) if c and c[0] == "=="]
+    values = [number.value[0] for number in numbers]
+    wanted = sorted(
+        {target.cuda_arch for target in targets if not before.admits(target)}
+        - {value for i, value in enumerate(values) if i in equalities}
+    )
+    if not wanted:
+        return []
+    source = lines.source
+
+    def respell(index: int, value: int) -> bytes:  # the equality nearest term `index`, with its number changed
+        index = min(equalities, key=lambda i: abs(i - index))
+        number = numbers[index]
+        start, end = terms[index].start + lines.shift, terms[index].end + lines.shift
+        return source[start : number.start + lines.shift] + str(value).encode() + source[number.end + lines.shift : end]
+
+    if group is None:
+        return inserted(guard, lines, terms, values, wanted, respell)
+    return laid_out(guard, lines, group, lambda lines, indent: inserted(guard, lines, terms, values, wanted, respell, indent))
+
+
+_FEATURE = re.compile(r"^__CUDA_ARCH_FEAT_SM(\d+)_ALL$")
+
+
+def _feature_chains(
+    node: Node | None, group: Group | None = None, bare: bool = True
+) -> list[tuple[list[Defined], Group | None, bool]]:
+    """Each `defined(__CUDA_ARCH_FEAT_SMnnn_ALL) || ...` chain in the condition (one such `defined` is a chain of
+    one), with the parentheses right around it (None where there are none) and whether it may gain `|| ...` without
+    them (at the top or as an operand of `||`; not as one of `&&`)."""
+    if isinstance(node, Group):
+        return _feature_chains(node.inner, node)
+    if isinstance(node, Defined) and _FEATURE.match(node.name):
+        return [([node], group, bare)]
+    if isinstance(node, Binary) and node.op == "||":
+        terms = _disjuncts(node)
+        if all(isinstance(t, Defined) and _FEATURE.match(t.name) for t in terms):
+            return [([t for t in terms if isinstance(t, Defined)], group, bare)]
+    if isinstance(node, Binary):
+        return _feature_chains(node.left, None, node.op == "||") + _feature_chains(node.right, None, node.op == "||")
+    return []
+
+
+def _extend_features(guard: Guard, before: ArchSet, targets: tuple[Arch, ...], lines: Lines) -> list[Edit]:
+    """`(defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))` gains
+    `|| defined(__CUDA_ARCH_FEAT_SM107_ALL)` for sm_107a, as `_extend_chain` extends an equality chain: the list of
+    arch-specific targets a guard names, one more in its own spelling, where its number sorts (FlashInfer 0.7.2's
+    mamba/conversion.cuh). Only where the condition holds one such list; a lone `defined` is a list of one, put in
+    parentheses behind an `&&` (ln_silu_headers.cuh's `... && defined(__CUDA_ARCH_FEAT_SM100_ALL)`). Too long, a list
+    behind `&&` goes on a continuation line of its own where it fits there, as clang-format breaks it; else a
+    continuation line goes one column past the list's own opening parenthesis, as clang-format aligns it."""
+    chains = _feature_chains(guard.expression)
+    chains = [chain for chain in chains if len(chain[0]) > 1] or chains  # a list before a lone `defined`
+    if len(chains) != 1:
+        return []
+    terms, group, bare = chains[0]
+    codes = [int(_FEATURE.match(t.name)[1]) for t in terms]  # type: ignore[index]
+    wanted = sorted({t.code for t in targets if t.variant == "a" and not before.admits(t)} - set(codes))
+    if not wanted:
+        return []
+    source = lines.source
+
+    def respell(index: int, code: int) -> bytes:  # `defined(__CUDA_ARCH_FEAT_SM103_ALL)` for another code
+        text = source[terms[index].start + lines.shift : terms[index].end + lines.shift]
+        return text.replace(f"SM{codes[index]}_ALL".encode(), f"SM{code}_ALL".encode())
+
+    if group is None and bare:
+        return inserted(guard, lines, terms, codes, wanted, respell, lines.indent)
+    if group is not None:
+        return laid_out(guard, lines, group, lambda lines, indent: inserted(guard, lines, terms, codes, wanted, respell, indent))
+    [term] = terms  # a lone `defined` behind `&&`: it becomes a list in parentheses
+    return laid_out(
+        guard, lines, term, lambda lines, indent: in_parentheses(term, inserted(guard, lines, terms, codes, wanted, respell, indent))
+    )
+
+
+def _conjuncts(node: Node) -> list[Node]:
+    """The operands of a top-level `a && b && c` chain, left to right."""
+    if isinstance(node, Binary) and node.op == "&&":
+        return [*_conjuncts(node.left), node.right]
+    return [node]
+
+
+def _drop_conjuncts(guard: Guard, before: ArchSet, targets: tuple[Arch, ...]) -> list[Edit]:
+    """Delete the conjuncts that are false on a target, each with one adjacent `&&`.
+
+    A conjunct after a kept one goes with the operator and whitespace before
+    it; a leading conjunct goes with the operator and whitespace after it.
+    Parentheses around the whole condition stay.
+    """
+    top = guard.expression
+    while isinstance(top, Group):
+        top = top.inner
+    if top is None:
+        return []
+    conjuncts = _conjuncts(top)
+    missing = [target for target in targets if not before.admits(target)]
+    dropped = {
+        index
+        for index, conjunct in enumerate(conjuncts)
+        if any(truth(conjunct, target.macros()) is False for target in missing)
+    }
+    if not dropped or len(dropped) == len(conjuncts):
+        return []
+    edits = []
+    kept_before = False
+    for index, conjunct in enumerate(conjuncts):
+        if index not in dropped:
+            kept_before = True
+        elif kept_before:
+            edits.append(Edit(conjuncts[index - 1].end, conjunct.end, b""))
+        else:
+            edits.append(Edit(conjunct.start, conjuncts[index + 1].start, b""))
+    return edits
+
+
+def _add_disjunct(
+    guard: Guard, condition: bytes, before: ArchSet, targets: tuple[Arch, ...], scope: tuple[Arch, ...]
+) -> list[Edit]:
+    """Append `|| <targets>`, parenthesizing the condition first when `||` would bind it wrongly."""
+    wanted = [target for target in dict.fromkeys(targets) if not before.admits(target)]
+    blockers = [arch for arch in scope if not before.admits(arch) and arch not in targets]
+    disjunct = " || ".join(_disjunct_terms(wanted, blockers))
+    words = any(t.alternative for t in guard.tokens)  # the file's own spelling: `or`, not `||`
+    if words:
+        disjunct = disjunct.replace("&&", "and").replace("||", "or").replace("!defined", "not defined")
+    joiner = b" or " if words else b" || "
+    top = guard.expression
+    if top is None:
+        return []
+    # `a && b || c` is right but reads wrong (gcc -Wparentheses); `a ? b : c || d` is wrong.
+    # The parenthesized form is one edit over the whole condition, so that the
+    # rewritten gate starts where the old one did (an insertion at its first
+    # byte would read as an edit before the gate).
+    if isinstance(top, Conditional) or (isinstance(top, Binary) and top.op == "&&"):
+        return [Edit(top.start, top.end, b"(" + condition + b")" + joiner + disjunct.encode())]
+    return [Edit(top.end, top.end, joiner + disjunct.encode())]
+
+
+_VARIANT_TESTS = {
+    "": "!defined(__CUDA_ARCH_FAMILY_SPECIFIC__)",
+    "a": "defined(__CUDA_ARCH_SPECIFIC__)",
+    "f": "defined(__CUDA_ARCH_FAMILY_SPECIFIC__) && !defined(__CUDA_ARCH_SPECIFIC__)",
+}
+
+
+def _disjunct_terms(wanted: list[Arch], blockers: list[Arch]) -> list[str]:
+    """`__CUDA_ARCH__` ranges that hold every wanted arch and no blocker.
+
+    When a blocker shares a `__CUDA_ARCH__` value with a wanted arch (sm_120
+    wanted, sm_120a not), each range also tests which variant the target is.
+    """
+    blocked = {arch.cuda_arch for arch in blockers}
+    if not blocked & {arch.cuda_arch for arch in wanted}:
+        return [_parenthesized(term) for term in _arch_ranges(wanted, blocked)]
+    terms = []
+    for variant, test in _VARIANT_TESTS.items():
+        group = [arch for arch in wanted if arch.variant == variant]
+        if group:
+            group_blocked = {arch.cuda_arch for arch in blockers if arch.variant == variant}
+            terms += [f"({test} && {term})" for term in _arch_ranges(group, group_blocked)]
+    return terms
+
+
+def _arch_ranges(wanted: list[Arch], blocked: set[int]) -> list[str]:
+    """One test per run of wanted values with no blocked value between them.
+
+    A run reaches to the next major version when nothing blocked lies there
+    (`>= 1200 && < 1300`), else to its last value (`== 1100`, `>= 1000 && <= 1030`).
+    """
+    values = sorted({arch.cuda_arch for arch in wanted})
+    runs = [[values[0]]]
+    for value in values[1:]:
+        if any(runs[-1][-1] < b < value for b in blocked):
+            runs.append([value])
+        else:
+            runs[-1].append(value)
+    terms = []
+    for run in runs:
+        low, high = run[0], run[-1]
+        next_major = (high // 100 + 1) * 100
+        if not any(low <= b < next_major for b in blocked):
+            terms.append(f"__CUDA_ARCH__ >= {low} && __CUDA_ARCH__ < {next_major}")
+        elif low == high:
+            terms.append(f"__CUDA_ARCH__ == {low}")
+        else:
+            terms.append(f"__CUDA_ARCH__ >= {low} && __CUDA_ARCH__ <= {high}")
+    return terms
+
+
+def _parenthesized(term: str) -> str:
+    return f"({term})" if "&&" in term else term

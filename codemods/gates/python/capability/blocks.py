@@ -1,0 +1,283 @@
+"""Where python_capability's comparisons can be, told from a file's bytes and its statements.
+
+`may_hold` is the byte test `codemod scan` runs before it parses a file for
+this kind; `blocks` parses only the statements around each capability call
+(or arch string compared), at their own lines and columns, instead of the
+whole file; `nodes_in` walks only the statements whose bytes pass a test,
+with the function each is in; `bind` notes the names bound from the call
+(`major, minor = torch.cuda.get_device_capability()`).
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from collections.abc import Callable, Iterator, Mapping
+
+from codemods.gates.python.capability.values import arch_comparisons, names_arch
+from codemods.gates.python.ast_text import COMPOUND, PythonText
+
+# The calls that return the device's capability, and what each returns: "pair" the (major, minor) tuple,
+# "sm" major * 10 + minor. torch's own; FlashInfer's `get_compute_capability(device)` (flashinfer/utils.py
+# returns `torch.cuda.get_device_capability(device.index)`; tests/replay/test_replay_real.py checks that
+# against the release source); SGLang's `get_device_sm()`.
+HELPERS = {"get_device_capability": "pair", "get_compute_capability": "pair", "get_device_sm": "sm"}
+CALLS = tuple(HELPERS)
+TOKENS = tuple(name.encode() for name in CALLS)
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+# The byte tests `codemod scan` runs before it parses a file for this kind: the calls returning the pair.
+PAIR_TOKENS = tuple(name.encode() for name, returns in HELPERS.items() if returns == "pair")
+CAPABILITY_TOKEN = PAIR_TOKENS[0]
+_PAIR = b"(?:%s)" % b"|".join(PAIR_TOKENS)
+# A comparison with the call, or a name bound from it: nothing else can be a python_capability gate.
+_CALL_COMPARED = _PAIR + rb"\s*\((?:[^()]|\([^()]*\))*\)\s*(?:\[\s*[01]\s*\]\s*)?\)*\s*(?:[<>!=]=|[<>]|\bin\b|\bnot\b)"
+CAPABILITY_RE = re.compile(_CALL_COMPARED + rb"|(?:[<>!=]=|[<>]|\bin)\s*[\w.]*" + _PAIR + rb"|=\s*[\w.]*" + _PAIR)
+# SGLang's `get_device_sm()` (major * 10 + minor), compared or bound
+SM_COMPARE_RE = re.compile(rb"\bget_device_sm\s*\(\s*\)\s*(?:[<>!=]=|[<>]|\bin\b|\bnot\b)|=\s*[\w.]*\bget_device_sm\s*\(")
+_CAPABILITY_CALL_RE = re.compile(_CALL_COMPARED)
+_NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
+_SPACE_BYTES = frozenset(b" \t\n\r\f\v")
+
+
+def may_compare(data: bytes) -> bool:
+    """True whenever `CAPABILITY_RE.search(data)` matches (rarely also when it does not).
+
+    The regex's last two branches start with no literal, so re tries them at
+    every byte; this looks at each `get_device_capability` and what precedes it.
+    """
+    for token in PAIR_TOKENS:
+        pos = data.find(token)
+        while pos >= 0:
+            if _CAPABILITY_CALL_RE.match(data, pos):
+                return True
+            name = pos
+            while name > 0 and data[name - 1] in _NAME_BYTES:
+                name -= 1
+            before = name
+            while before > 0 and data[before - 1] in _SPACE_BYTES:
+                before -= 1
+            if data[before - 1 : before] in (b"<", b">", b"=") if before else False:
+                return True
+            if data[max(0, before - 2) : before] == b"in" or b"in" in data[name:pos]:
+                return True
+            pos = data.find(token, pos + 1)
+    return False
+
+
+def may_hold(data: bytes) -> bool:
+    """Whether `data` may hold a comparison of this kind: nothing else is worth parsing."""
+    return (
+        (has_pair_token(data) and may_compare(data))
+        or bool(b"get_device_sm" in data and SM_COMPARE_RE.search(data))
+        or names_arch(data)
+    )
+
+
+def has_pair_token(data: bytes) -> bool:
+    """Whether `data` names a call returning the (major, minor) pair (the prefilter's test)."""
+    return any(token in data for token in PAIR_TOKENS)
+
+
+def has_token(piece: bytes) -> bool:
+    return any(token in piece for token in TOKENS)
+
+
+def _holds(piece: bytes) -> bool:
+    """Whether a statement's bytes may hold a comparison found without a declared name."""
+    return has_token(piece) or names_arch(piece)
+
+
+# ---------------------------------------------------------------- the call, the names bound from it, the statements to walk
+
+
+def callee(call: ast.Call) -> str:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return ""
+
+
+def _capability_call(node: ast.AST, wrappers: Mapping[str, str] | None = None) -> str | None:
+    """What a call of one of HELPERS (or of `wrappers`: name -> what it returns) returns ("pair" for
+    `get_device_capability(...)`, "sm" for `get_device_sm(...)`), else None."""
+    if not isinstance(node, ast.Call):
+        return None
+    name = callee(node)
+    if name.endswith("get_device_capability"):
+        return "pair"
+    return HELPERS.get(name) or (wrappers or {}).get(name)
+
+
+def wrappers(text: PythonText, body: list[ast.stmt]) -> dict[str, str]:
+    """The module's own functions that only pass a helper's result on, and what each returns: FlashInfer
+    0.7.1's `def _get_compute_capability(device): return get_compute_capability(device)` -> "pair" (its
+    guards before that `return` may raise; every `return` must return one helper's call, the same kind)."""
+    out: dict[str, str] = {}
+    for stmt in body:
+        if (
+            isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and stmt.name not in HELPERS
+            and has_token(text.data[slice(*text.span(stmt))])
+        ):
+            kinds: set[str | None] = set()
+            for node in ast.walk(stmt):
+                if node is not stmt and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Yield, ast.YieldFrom)):
+                    kinds.add(None)  # a nested function or a generator: not a plain pass-through
+                elif isinstance(node, ast.Return):
+                    kinds.add(_capability_call(node.value) if node.value is not None else None)
+            if len(kinds) == 1 and None not in kinds:
+                out[stmt.name] = kinds.pop()  # type: ignore[assignment]  # not None: checked
+    return out
+
+
+def bind(target: ast.AST, value: ast.AST, scope: int, bound: dict, wrapped: Mapping[str, str] | None = None) -> None:
+    call = _capability_call(value, wrapped)
+    if isinstance(target, ast.Name):
+        if call is not None:
+            bound[(scope, target.id)] = None if call == "pair" else "sm"
+        elif (
+            isinstance(value, ast.Subscript)
+            and _capability_call(value.value, wrapped) == "pair"
+            and isinstance(value.slice, ast.Constant)
+            and value.slice.value in (0, 1)
+        ):
+            bound[(scope, target.id)] = value.slice.value
+    elif isinstance(target, ast.Tuple) and len(target.elts) == 2 and call == "pair":
+        for index, element in enumerate(target.elts):
+            if isinstance(element, ast.Name):
+                bound[(scope, element.id)] = index
+
+
+def nodes_in(text: PythonText, body: list, test: Callable[[bytes], bool], scope: int) -> Iterator[tuple[ast.AST, int]]:
+    """Every node of the statements whose source passes `test`, with the id of the function around it (0: none)."""
+    for stmt in body:
+        if hasattr(stmt, "lineno"):  # a match_case has no position: look inside it
+            start, end = text.span(stmt)
+            if not test(text.data[start:end]):
+                continue
+        if not (isinstance(stmt, COMPOUND) or isinstance(stmt, (ast.ExceptHandler, ast.match_case))):
+            for node in ast.walk(stmt):
+                yield node, scope
+            continue
+        inner = id(stmt) if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else scope
+        for name, value in ast.iter_fields(stmt):
+            if name in _BODIES:
+                continue
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, ast.AST):
+                    for node in ast.walk(item):
+                        yield node, scope
+        for name in _BODIES:
+            yield from nodes_in(text, getattr(stmt, name, None) or [], test, inner)
+
+
+# ---------------------------------------------------------------- scan: only the blocks that name the call
+
+
+_TOKEN_RE = re.compile(b"|".join(re.escape(token) for token in TOKENS))
+_PY_LEXEME_RE = re.compile(rb"""\'\'\'.*?\'\'\'|\"\"\".*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"|\#[^\n]*""", re.DOTALL)
+_NOT_A_START = (b")", b"]", b"}", b"else", b"elif", b"except", b"finally", b"#")
+
+
+def blocks(data: bytes) -> tuple[PythonText, list[ast.stmt]] | None:
+    """The statements around each `get_device_capability` (or arch string compared), parsed alone: the innermost function (or the
+    top-level statement) holding it, at its own line numbers and columns.
+
+    None when that cannot be done safely: a block does not parse alone, or a name is bound from the call
+    outside any function (its comparisons may be anywhere); the caller then parses the whole file.
+    A whole-module parse of a 5000-line SGLang file costs more than all the rest of its scan.
+    """
+    text = PythonText(data)
+    lines = data.split(b"\n")
+    # multi-line strings (and comments): no statement starts inside one
+    hidden: list[tuple[int, int]] = []
+    for match in _PY_LEXEME_RE.finditer(data):
+        if match.group().startswith(b"#"):
+            if _holds(match.group()):
+                hidden.append((match.start(), match.end()))
+        elif b"\n" in match.group() or has_token(match.group()):
+            hidden.append((match.start(), match.end()))
+    hidden_starts = [span[0] for span in hidden]
+
+    def in_hidden(offset: int) -> bool:
+        i = bisect.bisect_right(hidden_starts, offset) - 1
+        return i >= 0 and offset < hidden[i][1]
+
+    def indent(number: int) -> int | None:
+        """The indentation of line `number` (1-based) when a statement may start there."""
+        line = lines[number - 1]
+        body = line.lstrip(b" \t")
+        if not body.strip() or body.startswith(_NOT_A_START) or in_hidden(text.starts[number - 1]):
+            return None
+        if number > 1 and lines[number - 2].rstrip(b"\r").endswith(b"\\"):
+            return None
+        return len(line) - len(body)
+
+    blocks: dict[int, tuple[int, int, int]] = {}  # first line -> (first line, last line, indentation)
+    for at in [match.start() for match in _TOKEN_RE.finditer(data)] + arch_comparisons(data):
+        if in_hidden(at):
+            continue
+        number = text.line(at)
+        limit = indent(number)
+        limit = len(lines[number - 1]) if limit is None else limit + 1
+        start = None
+        for candidate in range(number, 0, -1):
+            level = indent(candidate)
+            if level is None or level >= limit:
+                continue
+            limit = level
+            head = lines[candidate - 1].lstrip()
+            if head.startswith((b"def ", b"async def ")) or level == 0:
+                start = candidate
+                break
+        if start is None:
+            return None
+        while start > 1 and lines[start - 2].lstrip().startswith(b"@"):
+            start -= 1  # its decorators
+        level = len(lines[start - 1]) - len(lines[start - 1].lstrip(b" \t"))
+        decorated = lines[start - 1].lstrip().startswith(b"@")
+        end = len(lines)
+        for candidate in range(number + 1, len(lines) + 1):
+            found = indent(candidate)
+            if found is not None and found <= level:
+                head = lines[candidate - 1].lstrip()
+                if decorated and head.startswith((b"@", b"def ", b"async def ", b"class ")):
+                    decorated = head.startswith(b"@")  # the decorated definition itself belongs to the block
+                    continue
+                end = candidate - 1
+                break
+        if start not in blocks or blocks[start][1] < end:
+            blocks[start] = (start, end, level)
+    body: list[ast.stmt] = []
+    covered = -1
+    for start, end, level in sorted(blocks.values()):
+        if start <= covered:
+            if end > covered:
+                return None  # overlapping blocks: let the whole file decide
+            continue
+        covered = end
+        piece = b"\n".join(lines[start - 1 : end])
+        prefix = b"\n" * (start - 1) if level == 0 else b"\n" * (start - 2) + b"if 1:\n"
+        try:
+            parsed = ast.parse((prefix + piece).decode("utf-8"))  # as UTF-8, never as a `# coding:` line says
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        if level == 0:
+            statements = parsed.body
+        else:
+            wrapper = parsed.body[0]
+            assert isinstance(wrapper, ast.If)  # the `if 1:` put around the indented piece
+            statements = wrapper.body
+        if level == 0 and not isinstance(statements[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound: dict = {}
+            for node in ast.walk(parsed):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                    bind(node.targets[0], node.value, 0, bound)
+            if bound:
+                return None  # a name bound at module level: compared anywhere
+        body += statements
+    return text, body
