@@ -3,7 +3,7 @@
 codemod runs git on trees it does not trust yet (`scan` is an audit), so no
 git process of codemod's may start a program that the tree, its .git, or a
 config key names, nor work in a repository that is not the tree's own.
-This module and repo.py are the only code that runs git.
+This module, repo.py, shadow.py and locate.py (the git layer of codemods.apply) are the only code that runs git.
 """
 
 from __future__ import annotations

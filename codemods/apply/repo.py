@@ -2,28 +2,26 @@
 
 Applied recipes are recorded in the commits themselves, as trailers
 (codemods.apply.trailers), so the state survives clones and needs no side
-files. `work_tree_of` is the one rule for when a folder gets a ShadowRepo.
+files. Which repository holds a folder is codemods.apply.locate's; the
+shadow repository of a folder outside git is codemods.apply.shadow's.
 """
 
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
-import shutil
 import signal
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codemods.core import errors, remote_url
+from codemods.core import errors
 from codemods.core.commands import shell
 from codemods.core.lazy import LazyModule
 from codemods.apply.git_safety import (
-    SHADOW_CONFIG, SHADOW_ENVIRONMENT, checked, driver_overrides, drop_inherited_git_variables, git_overrides,
-    is_git_dir, own_dot_git, run_git, shadow_attributes, work_tree_top,
+    driver_overrides, git_overrides,
+    run_git,
 )
-from codemods.apply import journal
 from codemods.apply.trailers import (  # noqa: F401  (the names callers import from here)
     TRAILER_BASE, TRAILER_CHANGE, TRAILER_FORCED, TRAILER_RECIPE, Applied, CodemodCommit, FileChange, read_branch, trailers,
     TRAILER_REVERTS,
@@ -34,7 +32,7 @@ if TYPE_CHECKING:
 else:
     git = LazyModule("git")  # GitPython: `codemod scan` lists files with git itself and never needs it
 
-_FALLBACK_IDENTITY = ("codemod", "codemod@localhost")
+FALLBACK_IDENTITY = ("codemod", "codemod@localhost")
 
 
 def branch_name(recipe_id: str) -> str:
@@ -114,75 +112,6 @@ def as_codemod_error(exc: BaseException, where: Path) -> errors.CodemodError | N
 
 def codemod_home() -> Path:
     return Path(os.environ.get("CODEMOD_HOME") or Path.home() / ".cache" / "codemod")
-
-
-def listed_files(folder: Path) -> list[str] | None:
-    """`git ls-files -co --exclude-standard` in `folder`; None when it is no git work tree (or git is missing).
-
-    Run as a plain git process, not through GitPython: a scan lists every
-    submodule and nested repository this way and needs nothing else of git.
-    """
-    if work_tree_top(folder) is None:
-        return None
-    try:
-        proc = run_git(["-C", str(folder), "ls-files", "-co", "--exclude-standard", "-z"])
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if proc.returncode != 0:
-        return None
-    return [os.fsdecode(name) for name in proc.stdout.split(b"\0") if name]
-
-
-def work_tree_of(path: Path) -> git.Repo | None:
-    """The git repository whose work tree holds path; None when codemod keeps a shadow repository for it instead.
-
-    The one rule for "use a shadow repository": codemod has one for path
-    already (patched outside git; a repository made around it later changes
-    nothing), or path is in no git work tree, or it is ignored there. A bare
-    repository is refused: it has no work tree to patch.
-    """
-    if ShadowRepo.recorded(path):
-        return None
-    found = _enclosing(path)
-    if found is None:
-        return None
-    if found.bare:
-        raise errors.RepoState("is a bare repository; there is no work tree to patch", where=str(path), hint="clone it and point --repo at the clone")
-    return None if _ignored(found, path) else found
-
-
-def _enclosing(path: Path) -> git.Repo | None:
-    """The repository of the work tree holding path (own_dot_git's rules), its git commands in git_overrides()."""
-    dot_git = own_dot_git(path)
-    here = path.resolve()
-    place = dot_git.parent if dot_git is not None else next((p for p in (here, *here.parents) if is_git_dir(p)), None)
-    if place is None:
-        return None
-    if dot_git is not None:
-        work_tree_top(path)  # git's own answer (GitPython ignores core.worktree beside a .git): refuses another folder
-    drop_inherited_git_variables()
-    try:
-        found = git.Repo(place)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        return None
-    except git.GitError as exc:
-        raise errors.RepoState(f"git cannot read this repository: {exc}", where=str(path)) from None
-    found.git.update_environment(**git_overrides())
-    return found
-
-
-def _ignored(found: git.Repo, path: Path) -> bool:
-    work = found.working_tree_dir
-    if work is None:  # a bare repository ignores nothing: it has no work tree
-        return False
-    rel = os.path.relpath(str(path.resolve()), str(Path(work).resolve()))
-    if rel == ".":
-        return False
-    try:
-        found.git.check_ignore("-q", "--", rel)
-        return True
-    except git.GitCommandError:
-        return False
 
 
 def _text(value: str | bytes) -> str:
@@ -444,10 +373,10 @@ class Repo:
         email = str(reader.get_value("user", "email", default="")) or os.environ.get("GIT_AUTHOR_EMAIL", "")
         if not name or not email:
             env = {
-                "GIT_AUTHOR_NAME": name or _FALLBACK_IDENTITY[0],
-                "GIT_AUTHOR_EMAIL": email or _FALLBACK_IDENTITY[1],
-                "GIT_COMMITTER_NAME": name or _FALLBACK_IDENTITY[0],
-                "GIT_COMMITTER_EMAIL": email or _FALLBACK_IDENTITY[1],
+                "GIT_AUTHOR_NAME": name or FALLBACK_IDENTITY[0],
+                "GIT_AUTHOR_EMAIL": email or FALLBACK_IDENTITY[1],
+                "GIT_COMMITTER_NAME": name or FALLBACK_IDENTITY[0],
+                "GIT_COMMITTER_EMAIL": email or FALLBACK_IDENTITY[1],
             }
         return env
 
@@ -642,171 +571,3 @@ class Repo:
         finally:
             for side in sides:
                 side.unlink(missing_ok=True)
-
-
-class ShadowRepo(Repo):
-    """A git repository under $CODEMOD_HOME whose work tree is a folder that has none (site-packages).
-
-    It tracks only the files recipes touch: the first run commits them as the
-    pristine base, and the usual branch/commit/revert workflow runs on top.
-    """
-
-    ready_step = "shadow-ready"
-
-    def __init__(self, git_repo: git.Repo, root: Path, home: Path):
-        super().__init__(git_repo, root, GIT_DIR=str(git_repo.git_dir), GIT_WORK_TREE=str(root), **SHADOW_ENVIRONMENT)
-        self.home = home
-
-    def checked_out_elsewhere(self) -> dict[str, Path]:
-        """A shadow repository has one work tree, the folder."""
-        return {}
-
-    def _identity_env(self) -> dict[str, str]:
-        """Always explicit: the shadow's git reads none of the user's config, where user.name would be."""
-        reader = self.git_repo.config_reader()
-        name = os.environ.get("GIT_AUTHOR_NAME") or str(reader.get_value("user", "name", default="")) or _FALLBACK_IDENTITY[0]
-        email = os.environ.get("GIT_AUTHOR_EMAIL") or str(reader.get_value("user", "email", default="")) or _FALLBACK_IDENTITY[1]
-        return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
-
-    @classmethod
-    def recorded(cls, path: Path) -> bool:
-        """codemod has a shadow repository for this folder (keyed by its real path)."""
-        try:
-            return cls.location(path).joinpath("git").is_dir()
-        except (OSError, RuntimeError):
-            return False
-
-    def forget(self, dry_run: bool = False) -> None:
-        """Drop codemod's record of this folder; the folder itself is not touched."""
-        if not dry_run:
-            shutil.rmtree(self.home)
-
-    def drift(self) -> list[str]:
-        """The recorded files that differ from the record: the package was reinstalled or upgraded."""
-        return self.dirty(self.tracked_files())
-
-    def refuse_changed(self, dirty: list[str], head_branch: str | None) -> None:
-        if dirty:
-            recipe = next((a.recipe for a in self.applied() if a.branch == head_branch), "RECIPE")
-            raise errors.DirtyTree(
-                f"changed since codemod recorded them on {head_branch}: " + ", ".join(dirty),
-                where=str(self.root),
-                hint=f"the package was probably reinstalled or upgraded; `{shell('codemod', 'status', '--repo', str(self.root))}` "
-                f"shows the record, `{shell('codemod', 'revert', recipe, '--forget', '--repo', str(self.root))}` drops it "
-                "without touching the files",
-            )
-
-    def refuse_changed_for_revert(self, dirty: list[str], recipe_id: str) -> None:
-        if dirty:
-            raise errors.RevertRefused(
-                "changed since codemod applied the recipe: " + ", ".join(dirty),
-                where=str(self.root),
-                hint="the package was probably reinstalled or upgraded, so there is nothing of codemod's to take out; "
-                f"`{shell('codemod', 'revert', recipe_id, '--forget', '--repo', str(self.root))}` drops codemod's record "
-                "without touching the files",
-            )
-
-    @classmethod
-    def location(cls, path: Path) -> Path:
-        real = str(path.resolve())
-        return codemod_home() / "shadow" / hashlib.sha256(real.encode()).hexdigest()[:16]
-
-    @classmethod
-    def open(cls, path: Path, *, create: bool) -> ShadowRepo:
-        root = path.resolve()
-        home = cls.location(root)
-        gitdir = home / "git"
-        if not gitdir.is_dir():
-            if not create:
-                raise errors.RepoState(
-                    "not inside a git work tree, and codemod has no record of it",
-                    where=str(path),
-                    hint="nothing is applied here; `codemod run RECIPE --repo PATH` records the pristine files first",
-                )
-            if "\n" in str(root) or "\r" in str(root):  # root.txt and git's config hold it on one line
-                raise errors.FileRefused(
-                    "the path has a line break, which codemod cannot record",
-                    where=repr(str(path)),
-                    hint="rename the folder, or reach it through a symlink whose path has no line break",
-                )
-            try:
-                home.mkdir(parents=True, exist_ok=True)
-                tmp = home / f"git.tmp.{os.getpid()}"
-                checked(run_git(["init", "-q", "--template=", "-b", "main", "--bare", str(tmp)], extra=SHADOW_ENVIRONMENT))
-                for key, value in (("core.bare", "false"), ("core.worktree", str(root)), *SHADOW_CONFIG):
-                    checked(run_git(["config", "--file", str(tmp / "config"), key, value], extra=SHADOW_ENVIRONMENT))
-                shadow_attributes(tmp)
-                (home / "root.txt").write_text(str(root) + "\n", encoding="utf-8")
-                os.replace(tmp, gitdir)
-            except (OSError, subprocess.SubprocessError) as exc:
-                raise errors.FileRefused(
-                    f"cannot keep codemod's record of this folder under $CODEMOD_HOME: {(getattr(exc, 'strerror', None) or str(exc)).strip().splitlines()[0]}",
-                    where=str(codemod_home()),
-                    hint="set CODEMOD_HOME to a writable folder (default ~/.cache/codemod), then run again",
-                ) from None
-        try:
-            shadow_attributes(gitdir)  # a record made by an older codemod gets them too
-        except OSError:
-            pass  # a read-only record: `status` still reads it; a run then fails on its own write
-        drop_inherited_git_variables()
-        return cls(git.Repo(gitdir), root, home)
-
-    @property
-    def state_dir(self) -> Path:
-        return self.home / "state"
-
-    def ensure_base(self, rels: list[str], label: str) -> None:
-        """Record the pristine bytes of rels on main before anything is patched.
-
-        Only while no codemod branch is checked out: then any difference between
-        the files and main is an install or upgrade of the package, and becomes
-        the new base.
-        """
-        self._record_base(rels, label)
-        journal.checkpoint("base-recorded")
-
-    def _record_base(self, rels: list[str], label: str) -> None:
-        branch, _ = (None, "") if not self.has_commits() else self.head()
-        if self.has_commits() and branch != "main":
-            return
-        for rel in rels:
-            nested = next((p for p in (self.root / rel).parents if p != self.root and self.root in p.parents and (p / ".git").exists()), None)
-            if nested is not None:
-                raise errors.RepoState(
-                    f"{nested / '.git'}: the installed files hold a git repository of their own (a wheel or archive shipped it); "
-                    "codemod records installed packages in its own repository and will not use or record through that one",
-                    where=str(self.root / rel),
-                    hint=f"remove it (rm -rf '{nested / '.git'}'); it is no part of the package's code; then run again",
-                )
-        self.g.add("-f", "--", *rels)  # -f: the folder's own .gitignore says nothing about codemod's record
-        if self.has_commits() and not self.g.diff("--no-ext-diff", "--no-textconv", "--cached", "--name-only", "--", *rels).strip():
-            return
-        env = self._identity_env()
-        self._git("commit", "--no-verify", "-q", "--allow-empty", "-m", f"codemod base: {label}", "--", *rels, env=env or None)
-
-    def tracked_files(self) -> list[str]:
-        return [p for p in self.g.ls_files("-z").split("\0") if p]
-
-
-def provenance(path: Path) -> dict | None:
-    """Where path sits in git, for reports: the work tree's top folder, and its remote, commit and branch.
-
-    None outside git. Reads only; never fails a command (an unreadable repository gives None).
-    """
-    try:
-        found = _enclosing(path)
-        if found is None or found.bare or found.working_tree_dir is None:
-            return None
-        info: dict = {"root": str(Path(found.working_tree_dir).resolve())}
-        try:
-            info["revision"] = found.head.commit.hexsha
-        except ValueError:
-            return info
-        info["branch"] = None if found.head.is_detached else found.active_branch.name
-        remote = next(iter(found.remotes), None)
-        if remote is not None:
-            url = next(iter(remote.urls), "")
-            info["remote"] = remote_url.public(url)  # never print credentials
-        return info
-    except (errors.CodemodError, git.GitError, OSError, ValueError):
-        return None

@@ -13,7 +13,8 @@ from codemods.apply import journal, ownership
 from codemods.jit import cache as jit_cache
 from codemods.recipes import load as recipes
 from codemods.apply.recovery import recover_interrupted
-from codemods.apply.repo import Repo, ShadowRepo
+from codemods.apply.repo import Repo
+from codemods.apply.shadow import ShadowRepo
 from codemods.apply.rollback import switch_keeping_bytes
 from codemods.apply.trailers import Applied
 from codemods.apply.workspace import Workspace

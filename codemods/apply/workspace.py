@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 # imported on first use: `codemod scan` resolves --package too, and needs neither GitPython nor libcst
 git_repos = LazyModule("codemods.apply.repo")
+locate = LazyModule("codemods.apply.locate")
+shadow = LazyModule("codemods.apply.shadow")
 packages = LazyModule("codemods.apply.packages")
 recipes = LazyModule("codemods.recipes.load")
 
@@ -55,11 +57,11 @@ class Workspace:
         """
         if not self._repo_found:
             require_folder(self.path)
-            found = git_repos.work_tree_of(self.path)
+            found = locate.work_tree_of(self.path)
             if found is not None:
                 self._repo = git_repos.Repo.of_work_tree(found, self.path)
-            elif git_repos.ShadowRepo.recorded(self.path):
-                self._repo = git_repos.ShadowRepo.open(self.path, create=False)
+            elif shadow.ShadowRepo.recorded(self.path):
+                self._repo = shadow.ShadowRepo.open(self.path, create=False)
             self._repo_found = True
         return self._repo
 
@@ -67,7 +69,7 @@ class Workspace:
         """The repository; without one, a new ShadowRepo when `create`, else the precise refusal."""
         repo = self.repo
         if repo is None:
-            repo = self._repo = git_repos.ShadowRepo.open(self.path, create=create)
+            repo = self._repo = shadow.ShadowRepo.open(self.path, create=create)
         return repo
 
     @property
@@ -81,7 +83,7 @@ class Workspace:
     def require_state_dir(self) -> Path:
         """Where the lock and journal live; refuses a tree codemod cannot use, saying why."""
         repo = self.repo
-        return repo.state_dir if repo is not None else git_repos.ShadowRepo.location(self.path) / "state"
+        return repo.state_dir if repo is not None else shadow.ShadowRepo.location(self.path) / "state"
 
     def detect(self, projects: Iterable[str]):
         """The recognised project and layout here: the --package's project, else the first of `projects` that matches."""

@@ -18,7 +18,8 @@ import shlex
 import stat
 from pathlib import Path
 
-from codemods.apply import repo
+from codemods.apply import locate
+from codemods.apply.git_safety import work_tree_top
 from codemods.cpp.lexer import C_SUFFIXES
 from codemods.core.source import NotRegularFile, read_regular_status
 
@@ -44,7 +45,7 @@ def list_files(root: Path, include_all: bool) -> tuple[list[str], list[dict]]:
 
 def _collect(root: Path, prefix: str, include_all: bool, found: list[str], base: Path, unlisted: list[dict]) -> None:
     folder = root / prefix if prefix else root
-    names = None if include_all else repo.listed_files(folder)
+    names = None if include_all else locate.listed_files(folder)
     if names is None:
         _walk(folder, prefix, found, base)
         return
@@ -61,7 +62,7 @@ def _collect(root: Path, prefix: str, include_all: bool, found: list[str], base:
         rel = f"{prefix}/{name}" if prefix else name
         path = root / rel
         if path.is_dir() and not path.is_symlink():
-            top = repo.work_tree_top(path)
+            top = work_tree_top(path)
             if top is None or top == path.resolve():
                 _collect(root, rel, include_all, found, base, unlisted)  # a submodule or a nested repository
             else:

@@ -15,7 +15,7 @@ from codemods.cli.common import (
 
 document = LazyModule("codemods.render.document")
 files = LazyModule("codemods.apply.files")
-git_repos = LazyModule("codemods.apply.repo")
+locate = LazyModule("codemods.apply.locate")
 scanner = LazyModule("codemods.audit.scan")
 scan_cache = LazyModule("codemods.audit.cache")
 scan_json = LazyModule("codemods.render.scan_json")
@@ -74,7 +74,7 @@ def scan(
     else:
         import json
 
-        provenances = [git_repos.provenance(Path(root)) for root in roots]
+        provenances = [locate.provenance(Path(root)) for root in roots]
         out(json.dumps(document.scan_sarif(results, provenances), indent=2) + "\n")
     for root, result in results if verbose else ():
         err.print(text.scan_stats_line(root, result))

@@ -66,7 +66,7 @@ def prove(
     from codemods.prove import preprocess as verifier
     from codemods.prove.overlay import shadow_tree
     from codemods.core.arch import family
-    from codemods.apply.repo import ShadowRepo
+    from codemods.apply.shadow import ShadowRepo
     from codemods.apply.workspace import Workspace
 
     started = time.monotonic()

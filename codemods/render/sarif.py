@@ -78,7 +78,7 @@ def _fingerprint(*parts: str) -> str:
 def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
     """The scan as a SARIF 2.1.0 log GitHub code scanning accepts: rules gate-excludes-arch, empty-kernel, unsupported-instruction.
 
-    `provenance` (from repo.provenance: the repository's top folder, and its
+    `provenance` (from locate.provenance: the repository's top folder, and its
     remote, commit and branch when known) makes every URI relative to the
     repository root, even when the scanned tree is a subfolder. Each result
     carries a partial fingerprint that survives line shifts: the rule, the

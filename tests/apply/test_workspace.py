@@ -9,7 +9,9 @@ import pytest
 
 from conftest import EXAMPLES, git as run_git, init_repo, tree_digest
 from codemods.apply import run as apply_run
-from codemods.apply.repo import Repo, ShadowRepo, work_tree_of
+from codemods.apply.locate import work_tree_of
+from codemods.apply.repo import Repo
+from codemods.apply.shadow import ShadowRepo
 from codemods.apply.workspace import Workspace
 from codemods.core import errors
 from codemods.recipes import load as recipes
