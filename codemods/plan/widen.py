@@ -17,6 +17,7 @@ from codemods.cpp.lexer import one_line
 from codemods.gates import CannotWiden, Edit, Gate, SourceError, TooDeep, _predicates, apply_edits
 from codemods.gates._python_ast import defines
 from codemods.gates.base import GateKind, Where
+from codemods.plan import picks
 from codemods.plan.changes import GateChange, PlannedChange
 from codemods.plan.rewrites import plan_rewrite
 from codemods.recipes.load import projects
@@ -55,20 +56,26 @@ def plan_change(
     where = Where(pc.file, meanings, project.number_membership if project is not None else "")
     find, widen, admits = kind.find, kind.widen, kind.admits
     assert find is not None and widen is not None and admits is not None  # a gate kind has all three (GateKind.__post_init__)
+    selectors, chosen = picks.split(pc.selector if pc.selector is not None else change.selector)
     try:
-        found = find(source, universe, where, pc.selector if pc.selector is not None else change.selector)
+        found = find(source, universe, where, selectors)
     except SourceError as exc:
         pc.outcome, pc.reason = "failed", f"{pc.file}: {exc}"
         pc.too_deep = isinstance(exc, TooDeep)
         return
     undecided = [g for g in found if _undecided(g, change)]
-    found = [g for g in found if all(g.admits.admits(a) for a in change.admits)]
+    found = picks.pick(source, [g for g in found if all(g.admits.admits(a) for a in change.admits)], chosen)
     skipped = [_skipped(g, change, source, targets, universe, where, widen) for g in undecided]
     if not found:
         pc.outcome, pc.reason = "failed", f"{_describe(change, pc.selector)} not found in {pc.file}"
         if skipped:
             pc.reason += "; " + "; ".join(f"skipped line {g.gate.line}: {g.reason}" for g in skipped)
         pc.missed = True
+        return
+    contested = [g for g in found if not all(g.admits.admits(a) for a in targets)]
+    if len(contested) > 1 and not kind.every_match and not chosen.get("all"):
+        pc.outcome, pc.failure = "failed", "ambiguous"
+        pc.reason = picks.ambiguity(pc.file, source, found, contested, _describe(change, pc.selector), kind.selector_names)
         return
     edits: list[Edit] = []
     symbol_missing = False
