@@ -17,7 +17,7 @@ from codemods.cpp.lexer import one_line
 from codemods.gates import CannotWiden, Edit, Gate, SourceError, TooDeep, _predicates, apply_edits
 from codemods.gates._python_ast import defines
 from codemods.gates.base import GateKind, Where
-from codemods.plan import picks
+from codemods.plan import dispatch, picks
 from codemods.plan.changes import GateChange, PlannedChange
 from codemods.plan.rewrites import plan_rewrite
 from codemods.recipes.load import projects
@@ -80,9 +80,14 @@ def plan_change(
     edits: list[Edit] = []
     symbol_missing = False
     pc.gates += skipped
+    arms = _chain_readers(kind, source, universe, where, selectors, contested)
     for gate in found:
         if all(gate.admits.admits(a) for a in targets):
             pc.gates.append(GateChange(gate, "unchanged", gate.text, gate.admits, "already admits " + ", ".join(a.name for a in targets)))
+            continue
+        arm = dispatch.later_arm(source, gate, targets, arms) if arms else None
+        if arm is not None:
+            pc.gates.append(GateChange(gate, "failed", reason=arm.reason(pc.file), detail="dispatch"))
             continue
         blockers = kind.blockers(source, gate, targets)
         paths = _kernel_paths(kind, pc.file, source, gate, targets, universe, tree, read)
@@ -120,6 +125,7 @@ def plan_change(
     failed = [g for g in pc.gates if g.outcome == "failed"]
     if failed:
         pc.outcome = "failed"
+        pc.failure = "dispatch" if all(g.detail == "dispatch" for g in failed) else ""
         pc.reason = "; ".join(
             f"{pc.file}:{g.gate.line}: cannot widen `{_quoted(g.gate.text)}`: {g.reason.removeprefix(f'line {g.gate.line}: ')}"
             for g in failed
@@ -158,6 +164,20 @@ def plan_change(
     pc.after = after
     pc.edits = edits
     pc.outcome = "changed"
+
+
+def _chain_readers(
+    kind: GateKind, source: bytes, universe: tuple[Arch, ...], where: Where, selectors: dict, contested: list[Gate]
+) -> list[Gate]:
+    """The gates that read the arms of the `if`/`elif` chains around the contested gates (plan.dispatch): the
+    kind's gates of the same function, any other selector left out ([] for a file that is not Python)."""
+    if not contested or not where.file.endswith(".py") or kind.find is None:
+        return []
+    scope = {"function": selectors["function"]} if "function" in selectors else {}
+    try:
+        return kind.find(source, universe, where, scope)
+    except SourceError:
+        return []
 
 
 def meanings_for(project: Project, file: str, source: bytes, tree: ProjectTree | None = None, read: Read | None = None) -> dict:

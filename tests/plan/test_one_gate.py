@@ -109,7 +109,7 @@ def test_the_branch_rule_refuses_widening_an_arm_a_later_arm_handles(cli, repo, 
     result = cli("run", recipe(tmp_path, "nth = 2\n"), "--repo", repo)
     assert result.exit_code == 3, result.output
     assert "error[needs-human]" in result.stderr
-    assert f"{FILE}:{DISPATCH}: `major == 10`" in result.stderr
+    assert f"{FILE}:{DISPATCH}: cannot widen `major == 10`" in result.stderr
     assert f"`elif major == 12:` ({FILE}:{ELIF_12}) handles sm_120 today" in result.stderr
     assert (repo / FILE).read_text() == SOURCE
 
