@@ -5,6 +5,7 @@ admitting sm_100."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -132,3 +133,13 @@ def test_bad_picks_are_refused_with_the_line(cli, repo, tmp_path, extra, message
     result = cli("run", recipe(tmp_path, extra), "--repo", repo, "--dry-run")
     assert result.exit_code == 8, result.output
     assert message in result.stderr and "fmha-sm120.toml:12" in result.stderr
+
+
+def test_scan_puts_the_arm_in_needs_human_by_the_same_rule(cli, repo):
+    """The rule `run` refuses the arm with decides scan's group, with the same sentence (one implementation)."""
+    result = cli("scan", "--repo", repo, "--arch", "sm_120", "--format", "json")
+    assert result.exit_code == 0, result.output
+    records = {g["line"]: g for g in json.loads(result.stdout)["gates"] if g["file"] == FILE}
+    assert records[DISPATCH]["classification"] == "needs-human"
+    assert records[DISPATCH]["reason"].startswith(f"`elif major == 12:` ({FILE}:{ELIF_12}) handles sm_120 today")
+    assert records[RAISE]["classification"] != "needs-human", "the raise guard is admission, not dispatch"
