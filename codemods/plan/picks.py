@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from codemods.gates import Gate, _polarity
@@ -123,30 +123,40 @@ def _parsed(source: bytes) -> tuple[ast.Module | None, PythonText]:
         return None, PythonText(source)
 
 
-def ambiguity(file: str, source: bytes, found: list[Gate], contested: list[Gate], described: str, selectors: tuple[str, ...]) -> str:
+def ambiguity(
+    file: str, source: bytes, found: list[Gate], contested: list[Gate], described: str, selectors: tuple[str, ...],
+    narrowed: Callable[[dict[str, Any]], list[Gate]],
+) -> str:
     """Why a change whose selectors leave several gates to widen (`contested`, of the matches `found`) is refused:
-    each (file:line and text) with the field that tells it from the others, `nth` last."""
+    each (file:line and text) with the fields that pick it alone, `nth` last. A field is offered only when
+    `narrowed` (the gates left to widen with it added to the change) leaves that gate and no other."""
     tree, text = _parsed(source) if file.endswith(".py") else (None, PythonText(source))
-    bodies = [body_of(source, g, text, tree) if tree is not None else "" for g in found]
-    targets = [assigned(source, g, tree, text) if "assigns" in selectors else "" for g in found]
     rows = []
     for gate in contested:
-        n = found.index(gate)
-        tells = []
-        if bodies[n] and bodies.count(bodies[n]) == 1:
-            tells.append(f'body = "{bodies[n]}"')
-        if targets[n] and targets.count(targets[n]) == 1:
-            tells.append(f'assigns = "{targets[n]}"')
-        admitted = set(gate.admits.names())
-        if admitted and sum(admitted <= set(g.admits.names()) for g in found) == 1:
-            tells.append("admits = [" + ", ".join(f'"{a}"' for a in sorted(admitted, key=_arch_order)) + "]")
-        tells.append(f"nth = {n + 1}")
+        offers: list[dict[str, Any]] = []
+        body = body_of(source, gate, text, tree) if tree is not None else ""
+        if body:
+            offers.append({"body": body})
+        target = assigned(source, gate, tree, text) if "assigns" in selectors else ""
+        if target:
+            offers.append({"assigns": target})
+        if gate.admits.names():
+            offers.append({"admits": sorted(gate.admits.names(), key=_arch_order)})
+        tells = [_spelled(offer) for offer in offers if [(g.start, g.end) for g in narrowed(offer)] == [(gate.start, gate.end)]]
+        tells.append(f"nth = {found.index(gate) + 1}")
         lines = gate.text.strip().splitlines() or [""]
         rows.append(f"{file}:{gate.line}: `{lines[0].strip()}`{' ...' if len(lines) > 1 else ''} (pick it with {' or '.join(tells)})")
     return (
         f"{described} matches {len(contested)} gates to widen in {file}; a change widens one unless it says "
         "`all = true`:\n    " + "\n    ".join(rows)
     )
+
+
+def _spelled(offer: dict[str, Any]) -> str:
+    ((key, value),) = offer.items()
+    if isinstance(value, list):
+        return f"{key} = [" + ", ".join(f'"{v}"' for v in value) + "]"
+    return f'{key} = "{value}"'
 
 
 def _arch_order(name: str) -> tuple[int, str]:

@@ -75,7 +75,20 @@ def plan_change(
     contested = [g for g in found if not all(g.admits.admits(a) for a in targets)]
     if len(contested) > 1 and not kind.every_match and not chosen.get("all"):
         pc.outcome, pc.failure = "failed", "ambiguous"
-        pc.reason = picks.ambiguity(pc.file, source, found, contested, _describe(change, pc.selector), kind.selector_names)
+        def narrowed(extra: dict) -> list[Gate]:
+            """The gates left to widen with `extra` added to the change (plan.picks offers only fields that pick one)."""
+            shape = tuple(Arch.parse_target(a) for a in extra["admits"]) if "admits" in extra else change.admits
+            more = {k: v for k, v in extra.items() if k != "admits" and k not in picks.PICKS}
+            try:
+                gates = find(source, universe, where, {**selectors, **more})
+            except SourceError:
+                return []
+            gates = picks.pick(source, [g for g in gates if all(g.admits.admits(a) for a in shape)], {**chosen, **extra})
+            return [g for g in gates if not all(g.admits.admits(a) for a in targets)]
+
+        pc.reason = picks.ambiguity(
+            pc.file, source, found, contested, _describe(change, pc.selector), kind.selector_names, narrowed
+        )
         return
     edits: list[Edit] = []
     symbol_missing = False
