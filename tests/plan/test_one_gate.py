@@ -143,3 +143,45 @@ def test_scan_puts_the_arm_in_needs_human_by_the_same_rule(cli, repo):
     assert records[DISPATCH]["classification"] == "needs-human"
     assert records[DISPATCH]["reason"].startswith(f"`elif major == 12:` ({FILE}:{ELIF_12}) handles sm_120 today")
     assert records[RAISE]["classification"] != "needs-human", "the raise guard is admission, not dispatch"
+
+
+BODIES = textwrap.dedent(
+    """\
+    import pytest
+
+
+    def check(q):
+        major, minor = torch.cuda.get_device_capability(q.device)
+        if major < 9:
+            raise RuntimeError("needs SM90 or later")
+        if major == 11:
+            return None
+        if major == 12:
+            pytest.skip("not on SM12x yet")
+        if major == 10:
+            use_tma(q)
+        return run(q)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "line"),
+    [
+        pytest.param("raise", 6, id="raise"),
+        pytest.param("return", 8, id="return"),
+        pytest.param("skip", 10, id="skip-call"),
+    ],
+)
+def test_body_picks_the_gate_by_how_the_code_it_decides_ends(body, line):
+    from codemods.core.arch import DEFAULT_ARCHS
+    from codemods.gates.base import Where
+    from codemods.gates.registry import KINDS
+    from codemods.plan import picks
+
+    source = BODIES.encode()
+    found = KINDS["python_capability"].find(source, DEFAULT_ARCHS, Where("check.py"), {"function": "check"})
+    assert [g.line for g in found] == [6, 8, 10, 12]
+    assert [g.line for g in picks.pick(source, found, {"body": body})] == [line]
+    assert [g.line for g in picks.pick(source, found, {"nth": 4})] == [12]
+    assert picks.pick(source, found, {"nth": 5}) == []
