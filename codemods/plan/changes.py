@@ -21,7 +21,7 @@ class GateChange:
     reason: str = ""
     forced: list[str] = field(default_factory=list)  # blockers overridden with --force
     warnings: list[str] = field(default_factory=list)  # potential blockers: what codemod could not follow
-    detail: str = ""  # "dispatch": refused by the branch rule (plan.dispatch)
+    refused_by: str = ""  # "dispatch": the branch rule (plan.dispatch)
 
 
 @dataclass

@@ -74,7 +74,7 @@ def plan_change(
         return
     contested = [g for g in found if not all(g.admits.admits(a) for a in targets)]
     if len(contested) > 1 and not kind.every_match and not chosen.get("all"):
-        pc.outcome, pc.failure = "failed", "ambiguous"
+
         def narrowed(extra: dict) -> list[Gate]:
             """The gates left to widen with `extra` added to the change (plan.picks offers only fields that pick one)."""
             shape = tuple(Arch.parse_target(a) for a in extra["admits"]) if "admits" in extra else change.admits
@@ -86,6 +86,7 @@ def plan_change(
             gates = picks.pick(source, [g for g in gates if all(g.admits.admits(a) for a in shape)], {**chosen, **extra})
             return [g for g in gates if not all(g.admits.admits(a) for a in targets)]
 
+        pc.outcome, pc.failure = "failed", "ambiguous"
         pc.reason = picks.ambiguity(
             pc.file, source, found, contested, _describe(change, pc.selector), kind.selector_names, narrowed
         )
@@ -100,7 +101,7 @@ def plan_change(
             continue
         arm = dispatch.later_arm(source, gate, targets, arms) if arms else None
         if arm is not None:
-            pc.gates.append(GateChange(gate, "failed", reason=arm.reason(pc.file), detail="dispatch"))
+            pc.gates.append(GateChange(gate, "failed", reason=arm.reason(pc.file), refused_by="dispatch"))
             continue
         blockers = kind.blockers(source, gate, targets)
         paths = _kernel_paths(kind, pc.file, source, gate, targets, universe, tree, read)
@@ -138,7 +139,7 @@ def plan_change(
     failed = [g for g in pc.gates if g.outcome == "failed"]
     if failed:
         pc.outcome = "failed"
-        pc.failure = "dispatch" if all(g.detail == "dispatch" for g in failed) else ""
+        pc.failure = "dispatch" if all(g.refused_by == "dispatch" for g in failed) else ""
         pc.reason = "; ".join(
             f"{pc.file}:{g.gate.line}: cannot widen `{_quoted(g.gate.text)}`: {g.reason.removeprefix(f'line {g.gate.line}: ')}"
             for g in failed
@@ -186,7 +187,7 @@ def _chain_readers(
     kind's gates of the same function, any other selector left out ([] for a file that is not Python)."""
     if not contested or not where.file.endswith(".py") or kind.find is None:
         return []
-    scope = {"function": selectors["function"]} if "function" in selectors else {}
+    scope = {k: selectors[k] for k in ("function", "names") if k in selectors}  # `names`: how the arms read too
     try:
         return kind.find(source, universe, where, scope)
     except SourceError:
