@@ -185,3 +185,39 @@ def test_body_picks_the_gate_by_how_the_code_it_decides_ends(body, line):
     assert [g.line for g in picks.pick(source, found, {"body": body})] == [line]
     assert [g.line for g in picks.pick(source, found, {"nth": 4})] == [12]
     assert picks.pick(source, found, {"nth": 5}) == []
+
+
+ARMS = """\
+def pick(q):
+    major, minor = torch.cuda.get_device_capability(q.device)
+    if major == 10:
+        return sm100(q)
+    {later}
+"""
+
+
+@pytest.mark.parametrize(
+    ("later", "handled"),
+    [
+        pytest.param("elif major == 12:\n        return sm120(q)", True, id="elif-takes-it"),
+        pytest.param("elif major >= 12:\n        return sm120(q)", True, id="elif-bound-takes-it"),
+        pytest.param("elif major == 9:\n        return sm90(q)\n    elif major == 12:\n        return sm120(q)", True, id="second-elif"),
+        pytest.param("elif major == 12:\n        raise NotImplementedError('SM120')", False, id="elif-refuses-it"),
+        pytest.param("else:\n        return generic(q)", False, id="else-not-counted"),
+        pytest.param("elif major == 9:\n        return sm90(q)", False, id="elif-for-another-arch"),
+        pytest.param("elif major != 9:\n        return other(q)", False, id="negated-not-counted"),
+    ],
+)
+def test_the_branch_rule_counts_a_later_arm_written_for_the_arch(later, handled):
+    from codemods.core.arch import DEFAULT_ARCHS, Arch
+    from codemods.gates.base import Where
+    from codemods.gates.registry import KINDS
+    from codemods.plan import dispatch
+
+    source = ARMS.format(later=later).encode()
+    gates = KINDS["python_capability"].find(source, DEFAULT_ARCHS, Where("pick.py"), {"function": "pick"})
+    (arm_10,) = [g for g in gates if g.line == 3]
+    arm = dispatch.later_arm(source, arm_10, (Arch.parse_target("sm_120"),), gates)
+    assert (arm is not None) == handled
+    if arm is not None:
+        assert arm.text.startswith("elif major") and "12" in arm.text
