@@ -72,7 +72,9 @@ def prepare(recipe: Recipe, spot: Workspace | Path, universe: tuple[Arch, ...] =
 
 def failed_error(plans: list[Plan]) -> errors.CodemodError:
     lines = [f"{plan.tree.root}: {c.id}: {c.reason}" if len(plans) > 1 else f"{c.id}: {c.reason}" for plan in plans for c in plan.failed]
-    return errors.PlanFailed(
+    why = {c.failure for plan in plans for c in plan.failed}
+    error = errors.AmbiguousSelector if why == {"ambiguous"} else errors.ChangesDispatch if why == {"dispatch"} else errors.PlanFailed
+    return error(
         f"{len(lines)} change(s) of {plans[0].recipe.id} cannot be planned:\n  " + "\n  ".join(lines),
         where=str(plans[0].tree.root) if len(plans) == 1 else "",
     )

@@ -38,6 +38,7 @@ from codemods.audit.prefilter import (
     python_predicate,
 )
 from codemods.audit.records import Context, FileScan, gate_record
+from codemods.plan import dispatch
 from codemods.core.arch import Arch, ArchSet
 from codemods.core.lazy import LazyModule
 from codemods.cpp.lexer import NoComments
@@ -120,7 +121,7 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
     if want_capability and not (kinds or want_specs or in_strings or want_definitions):
         blocks = python_capability.blocks(data)
         if blocks is not None:  # the functions around each call, parsed alone
-            out.gates = [gate_record(rel, gate, context.arch) for gate in python_capability.gates(*blocks, context.universe)]
+            out.gates = _records(rel, data, python_capability.gates(*blocks, context.universe), context.arch)
             return out
     try:
         tree = ast_text.ast_of(data)  # UTF-8, as every position is read (a `# coding:` line does not change it)
@@ -175,7 +176,7 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
     if in_strings:
         gates += _string_guards(text, tree, in_strings)
     gates.sort(key=lambda gate: (gate.line, gate.start))
-    out.gates = [gate_record(rel, gate, context.arch) for gate in gates]
+    out.gates = _records(rel, data, gates, context.arch, tree)
     if want_definitions:
         definitions = _definitions(rel, data, tree, context)
         # a predicate's deciding `return major == 12 and minor == 0` is read once, as the predicate it defines
@@ -185,6 +186,25 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
         out.gates += definitions
         out.gates.sort(key=lambda record: record["line"])
     return out
+
+
+def _records(rel: str, data: bytes, gates: list[Gate], arch: Arch, tree: ast.Module | None = None) -> list[dict]:
+    """Each gate's record; one deciding an `if`/`elif` arm that a later arm of the chain takes `arch` in is
+    needs-human, by the rule `codemod run` refuses it with (plan.dispatch)."""
+    records = []
+    readable = True
+    for gate in gates:
+        arm = None
+        if readable and gate.admits.admits(arch) is False and b"elif" in data[gate.end :]:
+            if tree is None:  # the fast path read functions alone: the whole file, once
+                try:
+                    tree = _python_ast.ast_of(data)
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    readable = False
+            arm = dispatch.later_arm(data, gate, (arch,), gates, tree) if tree is not None else None
+        path = classify.Path(classify.FALLBACK, arm.reason(rel), arm.line) if arm is not None else None
+        records.append(gate_record(rel, gate, arch, path))
+    return records
 
 
 def _definitions(rel: str, data: bytes, tree: ast.Module, context: Context) -> list[dict]:

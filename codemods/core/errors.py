@@ -67,6 +67,26 @@ class PlanFailed(CodemodError):
     )
 
 
+class AmbiguousSelector(PlanFailed):
+    """A change's selectors match several gates to widen (codemods.plan.picks); the message lists each."""
+
+    code = "ambiguous-selector"
+    default_hint = (
+        "nothing was written; add to the change the field its match lists (body, assigns, admits, or nth as a "
+        "last resort), or `all = true` if every match is meant"
+    )
+
+
+class ChangesDispatch(PlanFailed):
+    """Widening an `if`/`elif` arm would take an arch from a later arm that handles it today (codemods.plan.dispatch)."""
+
+    code = "needs-human"
+    default_hint = (
+        "nothing was written; that arm picks an implementation, it does not admit the arch: change the dispatch by "
+        "hand, or select the gate that refuses the arch (a `raise` guard)"
+    )
+
+
 class UnknownProject(CodemodError):
     exit_code = 6
     code = "unknown-project"

@@ -97,6 +97,8 @@ class GateKind:
     widens: bool = True  # False: scan reads its gates, `run` refuses them (its `widen` says why)
     # which of its gates `widen` writes an edit for, for an arch when given (the rest it refuses)
     has_edit: Callable[[Gate, Arch | None], bool] = every_gate
+    # its selectors name a shape across a file, not one place: a change widens every match (plan.picks)
+    every_match: bool = False
     doc: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:

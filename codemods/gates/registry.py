@@ -53,6 +53,7 @@ CUDA_GUARD = GateKind(
     admits=lambda text, universe, where, detail: cuda_guard.admits(text, universe),
     widen=lambda source, gate, targets, universe, where: cuda_guard.widen(source, gate, targets, universe),
     blockers=cuda_blockers,
+    every_match=True,  # the guards of one shape in a file are one feature path (trtllm_allreduce.cuh: 13)
 )
 
 CPP_RUNTIME_CHECK = GateKind(

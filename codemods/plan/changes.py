@@ -21,6 +21,7 @@ class GateChange:
     reason: str = ""
     forced: list[str] = field(default_factory=list)  # blockers overridden with --force
     warnings: list[str] = field(default_factory=list)  # potential blockers: what codemod could not follow
+    refused_by: str = ""  # "dispatch": the branch rule (plan.dispatch)
 
 
 @dataclass
@@ -37,6 +38,9 @@ class PlannedChange:
     tried: list[str] = field(default_factory=list)  # candidates that did not hold the gate, and why
     missed: bool = False  # the file holds no gate the selectors pick (another candidate may)
     too_deep: bool = False  # the file nests deeper than codemod reads
+    # why it failed, when a catalogued error says it: "ambiguous" (plan.picks: several gates to widen,
+    # errors.AmbiguousSelector), "dispatch" (plan.dispatch: a later arm handles the arch, errors.ChangesDispatch)
+    failure: str = ""
     rewrites: list[tuple[int, str, str]] = field(default_factory=list)  # edit kinds: (line, before, after) per edited line
 
     @property

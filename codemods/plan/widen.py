@@ -18,6 +18,7 @@ from codemods.gates import CannotWiden, Edit, Gate, SourceError, TooDeep, apply_
 from codemods.gates.python.predicates import reading
 from codemods.gates.python.ast_text import defines
 from codemods.gates.base import GateKind, Where
+from codemods.plan import dispatch, picks
 from codemods.plan.changes import GateChange, PlannedChange
 from codemods.plan.rewrites import plan_rewrite
 from codemods.recipes.load import projects
@@ -56,14 +57,15 @@ def plan_change(
     where = Where(pc.file, meanings, project.number_membership if project is not None else "")
     find, widen, admits = kind.find, kind.widen, kind.admits
     assert find is not None and widen is not None and admits is not None  # a gate kind has all three (GateKind.__post_init__)
+    selectors, chosen = picks.split(pc.selector if pc.selector is not None else change.selector)
     try:
-        found = find(source, universe, where, pc.selector if pc.selector is not None else change.selector)
+        found = find(source, universe, where, selectors)
     except SourceError as exc:
         pc.outcome, pc.reason = "failed", f"{pc.file}: {exc}"
         pc.too_deep = isinstance(exc, TooDeep)
         return
     undecided = [g for g in found if _undecided(g, change)]
-    found = [g for g in found if all(g.admits.admits(a) for a in change.admits)]
+    found = picks.pick(source, [g for g in found if all(g.admits.admits(a) for a in change.admits)], chosen)
     skipped = [_skipped(g, change, source, targets, universe, where, widen) for g in undecided]
     if not found:
         pc.outcome, pc.reason = "failed", f"{_describe(change, pc.selector)} not found in {pc.file}"
@@ -71,12 +73,36 @@ def plan_change(
             pc.reason += "; " + "; ".join(f"skipped line {g.gate.line}: {g.reason}" for g in skipped)
         pc.missed = True
         return
+    contested = [g for g in found if not all(g.admits.admits(a) for a in targets)]
+    if len(contested) > 1 and not kind.every_match and not chosen.get("all"):
+
+        def narrowed(extra: dict) -> list[Gate]:
+            """The gates left to widen with `extra` added to the change (plan.picks offers only fields that pick one)."""
+            shape = tuple(Arch.parse_target(a) for a in extra["admits"]) if "admits" in extra else change.admits
+            more = {k: v for k, v in extra.items() if k != "admits" and k not in picks.PICKS}
+            try:
+                gates = find(source, universe, where, {**selectors, **more})
+            except SourceError:
+                return []
+            gates = picks.pick(source, [g for g in gates if all(g.admits.admits(a) for a in shape)], {**chosen, **extra})
+            return [g for g in gates if not all(g.admits.admits(a) for a in targets)]
+
+        pc.outcome, pc.failure = "failed", "ambiguous"
+        pc.reason = picks.ambiguity(
+            pc.file, source, found, contested, _describe(change, pc.selector), kind.selector_names, narrowed
+        )
+        return
     edits: list[Edit] = []
     symbol_missing = False
     pc.gates += skipped
+    arms = _chain_readers(kind, source, universe, where, selectors, contested)
     for gate in found:
         if all(gate.admits.admits(a) for a in targets):
             pc.gates.append(GateChange(gate, "unchanged", gate.text, gate.admits, "already admits " + ", ".join(a.name for a in targets)))
+            continue
+        arm = dispatch.later_arm(source, gate, targets, arms) if arms else None
+        if arm is not None:
+            pc.gates.append(GateChange(gate, "failed", reason=arm.reason(pc.file), refused_by="dispatch"))
             continue
         blockers = kind.blockers(source, gate, targets)
         paths = _kernel_paths(kind, pc.file, source, gate, targets, universe, tree, read)
@@ -114,6 +140,7 @@ def plan_change(
     failed = [g for g in pc.gates if g.outcome == "failed"]
     if failed:
         pc.outcome = "failed"
+        pc.failure = "dispatch" if all(g.refused_by == "dispatch" for g in failed) else ""
         pc.reason = "; ".join(
             f"{pc.file}:{g.gate.line}: cannot widen `{_quoted(g.gate.text)}`: {g.reason.removeprefix(f'line {g.gate.line}: ')}"
             for g in failed
@@ -152,6 +179,20 @@ def plan_change(
     pc.after = after
     pc.edits = edits
     pc.outcome = "changed"
+
+
+def _chain_readers(
+    kind: GateKind, source: bytes, universe: tuple[Arch, ...], where: Where, selectors: dict, contested: list[Gate]
+) -> list[Gate]:
+    """The gates that read the arms of the `if`/`elif` chains around the contested gates (plan.dispatch): the
+    kind's gates of the same function, any other selector left out ([] for a file that is not Python)."""
+    if not contested or not where.file.endswith(".py") or kind.find is None:
+        return []
+    scope = {k: selectors[k] for k in ("function", "names") if k in selectors}  # `names`: how the arms read too
+    try:
+        return kind.find(source, universe, where, scope)
+    except SourceError:
+        return []
 
 
 def meanings_for(project: Project, file: str, source: bytes, tree: ProjectTree | None = None, read: Read | None = None) -> dict:

@@ -18,6 +18,8 @@ from codemods.core.targets import data_root, project_files
 from codemods.core.arch import Arch, ArchParseError
 from codemods.gates.base import GateKind
 from codemods.gates.registry import KINDS
+from codemods.plan.picks import HINTS as PICK_HINTS, PICKS
+from codemods.plan.picks import check as check_pick
 from codemods.recipes.model import (
     PLACEHOLDER_RE,
     Case,
@@ -181,7 +183,8 @@ def _load_change(path: Path, text: str, n: int, raw: dict, seen: set[str]) -> Ch
     if kind not in KINDS:
         raise _invalid(path, text, "kind", f"unknown gate kind {kind!r}", f"known kinds: {', '.join(sorted(KINDS))}", n)
     gate_kind = KINDS[kind]
-    allowed = _CHANGE_KEYS | set(gate_kind.selector_names)
+    picks = () if gate_kind.edit_kind else PICKS  # an edit kind rewrites what its selectors name: nothing to pick
+    allowed = _CHANGE_KEYS | set(gate_kind.selector_names) | set(picks)
     for key in raw:
         if key not in allowed:
             raise _invalid(
@@ -200,7 +203,7 @@ def _load_change(path: Path, text: str, n: int, raw: dict, seen: set[str]) -> Ch
             admits = tuple(Arch.parse_target(a) for a in raw["admits"])
         except (ArchParseError, TypeError) as exc:
             raise _invalid(path, text, "admits", f"change {raw['id']!r}: {exc}", 'admits = ["sm_90", "sm_100"]') from None
-    selector = {k: raw[k] for k in gate_kind.selector_names if k in raw}
+    selector = {k: raw[k] for k in (*gate_kind.selector_names, *picks) if k in raw}
     for key, value in selector.items():
         _check_selector(path, text, raw["id"], gate_kind, key, value)
     for key in ("title", "why", "requires_symbol"):
@@ -215,7 +218,7 @@ def _load_change(path: Path, text: str, n: int, raw: dict, seen: set[str]) -> Ch
         _check_relative(path, text, f, "symbol_files")
     at = []
     for i, candidate in enumerate(raw.get("at", [])):
-        allowed_at = {"file"} | set(gate_kind.selector_names)
+        allowed_at = {"file"} | set(gate_kind.selector_names) | set(picks)
         for key, value in candidate.items():
             if key not in allowed_at:
                 raise _invalid(path, text, key, f"change {raw['id']!r}: unknown key {key!r} in [[change.at]] #{i + 1}", f"allowed keys: {', '.join(sorted(allowed_at))}")
@@ -255,7 +258,15 @@ def _load_change(path: Path, text: str, n: int, raw: dict, seen: set[str]) -> Ch
 
 
 def _check_selector(path: Path, text: str, change_id: str, kind: GateKind, key: str, value) -> None:
-    """A selector is a string unless its kind says otherwise (its check_selector)."""
+    """A selector is a string unless its kind says otherwise (its check_selector); `body`, `nth`, `all` as
+    plan.picks says."""
+    if key in PICKS:
+        problem = check_pick(key, value)
+        if not problem and key == "body" and not kind.name.startswith("python_"):
+            problem = "body reads Python `if` statements; this kind's gates are not Python"
+        if problem:
+            raise _invalid(path, text, key, f"change {change_id!r}: {problem}", PICK_HINTS[key])
+        return
     problem = kind.check_selector(key, value)
     if problem:
         raise _invalid(path, text, key, f"change {change_id!r}: {problem}", kind.hint(key))

@@ -182,6 +182,7 @@ id = "flashinfer.fp4-skips"
 project = "flashinfer"
 file = "tests/test_fp4.py"
 kind = "python_arch_test"
+all = true
 '''
 
 SKIPS = """\
