@@ -198,7 +198,7 @@ def _records(rel: str, data: bytes, gates: list[Gate], arch: Arch, tree: ast.Mod
         if readable and gate.admits.admits(arch) is False and b"elif" in data[gate.end :]:
             if tree is None:  # the fast path read functions alone: the whole file, once
                 try:
-                    tree = _python_ast.ast_of(data)
+                    tree = ast_text.ast_of(data)
                 except (SyntaxError, ValueError, RecursionError, MemoryError):
                     readable = False
             arm = dispatch.later_arm(data, gate, (arch,), gates, tree) if tree is not None else None

@@ -26,8 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from codemods.core.arch import Arch
-from codemods.gates import Gate, _polarity
-from codemods.gates._python_ast import PythonText
+from codemods.gates import Gate
+from codemods.gates.python import polarity as _polarity
+from codemods.gates.python.ast_text import PythonText
 
 
 @dataclass(frozen=True)

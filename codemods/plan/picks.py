@@ -24,8 +24,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from codemods.gates import Gate, _polarity
-from codemods.gates._python_ast import PythonText
+from codemods.gates import Gate
+from codemods.gates.python import polarity as _polarity
+from codemods.gates.python.ast_text import PythonText
 
 # The keys a change (or a [[change.at]] candidate) may give besides its kind's selectors; never passed to `find`.
 PICKS = ("body", "nth", "all")
