@@ -7,7 +7,7 @@ import re
 import urllib.parse
 from pathlib import Path
 
-from codemods.audit import classify
+from codemods.audit import areas, classify
 from codemods.audit.records import ScanResult, one_line
 from codemods.core import distribution, remote_url
 
@@ -68,6 +68,9 @@ RULE_HELP = {
         "instructions, or keep the module's JIT gate from building it for this arch.",
     ),
 }
+# A result's SARIF `rank` (0-100, its priority) by the area of its file: the library first (audit.areas); the area
+# is also the result's tag (`properties.tags`, which GitHub code scanning filters on).
+AREA_RANKS = {areas.LIBRARY: 90.0, areas.BENCHMARKS: 40.0, areas.TESTS: 30.0}
 INFORMATION_URI = "https://pypi.org/project/codemod/"
 
 
@@ -114,7 +117,7 @@ def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
         return {"codemodGate/v1": f"{key}:{seen[key]}"}
     results = []
     first = classify.sibling(result.arch, result.universe)
-    for gate in _listed(result):
+    for gate in sorted(_listed(result), key=lambda g: areas.rank(g.get("area", areas.LIBRARY))):
         admitted = ", ".join(gate["admits"]) or "none"
         classification = gate.get("classification")
         where = f" in {gate['symbol']}" if gate.get("symbol") else ""
@@ -140,7 +143,7 @@ def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
         if gate.get("symbol"):
             found["locations"][0]["logicalLocations"] = [{"name": gate["symbol"], "kind": "function"}]
         results.append(found)
-    for hazard in result.hazards:
+    for hazard in sorted(result.hazards, key=lambda h: areas.rank(h.get("area", areas.LIBRARY))):
         level = "warning" if hazard["potential"] else "error"
         properties = {"potential": hazard["potential"], "module": hazard.get("module")}
         if "tokens" in hazard:
@@ -204,10 +207,12 @@ def _sarif_invocation(skipped: list[dict], prefix: str = "") -> dict:
 
 def _sarif_result(rule: str, rule_ids: list[str], level: str, text: str, where: dict, properties: dict,
                   prefix: str = "", fingerprints: dict | None = None) -> dict:
+    area = where.get("area", areas.LIBRARY)
     return {
         "ruleId": rule,
         "ruleIndex": rule_ids.index(rule),
         "level": level,
+        "rank": AREA_RANKS.get(area, 0.0),
         "message": {"text": text},
         "partialFingerprints": fingerprints or {},
         "locations": [
@@ -218,5 +223,5 @@ def _sarif_result(rule: str, rule_ids: list[str], level: str, text: str, where: 
                 }
             }
         ],
-        "properties": properties,
+        "properties": {**properties, "area": area, "tags": [area]},
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from codemods.audit import classify
+from codemods.audit import areas, classify
 from codemods.audit.records import ScanResult, one_line
 
 
@@ -73,7 +73,7 @@ def to_text(result: ScanResult, *, verbose: bool = False, quiet: bool = False, c
     lines = [f"{len(result.gates)} gates in {files} files; {len(excluding)} exclude {arch}"]
     for name, members in grouped.items():
         title = GROUP_TITLES[name][0]
-        lines.append(f"  {paint(f'{len(members):>5} {title}', name)}")
+        lines.append(f"  {paint(f'{len(members):>5} {title}', name)}{_by_area(members)}")
     lines.append(f"  {len(covered):>5} covered ({arch} takes other code there{'' if verbose else '; --verbose lists them'})")
     kinds = summary(result)
     if kinds:
@@ -91,6 +91,8 @@ def to_text(result: ScanResult, *, verbose: bool = False, quiet: bool = False, c
     )
     if result.skipped:
         lines.append(f"{len(result.skipped)} skipped")
+    if result.stats.get("excluded"):
+        lines.append(f"{result.stats['excluded']} records left out (--exclude, or the project's [scan] exclude)")
     if result.hazards:
         lines += ["", paint("hazards:", "hazards")]
         for hazard in result.hazards:
@@ -118,7 +120,7 @@ def to_text(result: ScanResult, *, verbose: bool = False, quiet: bool = False, c
                 continue
             title, what = GROUP_TITLES[name]
             lines += ["", paint(f"{title} ({len(members)}): {what.format(arch=arch)}", name)]
-            lines += [_entry(gate) for gate in members]
+            lines += _by_areas(members)
     if verbose and covered:
         lines += ["", f"covered ({len(covered)}): they exclude {arch}, which takes other code there"]
         lines += [_entry(gate) for gate in covered]
@@ -133,6 +135,30 @@ def to_text(result: ScanResult, *, verbose: bool = False, quiet: bool = False, c
         lines += ["", "skipped:"]
         lines += [f"  {item['file']}: {item['reason']}" for item in result.skipped]
     return "\n".join(lines) + "\n"
+
+
+def _by_area(members: list[dict]) -> str:
+    """` (30 library, 14 tests)`: a group's count per area, library first; "" when all are library."""
+    counts = {area: 0 for area in areas.AREAS}
+    for gate in members:
+        counts[gate.get("area", areas.LIBRARY)] = counts.get(gate.get("area", areas.LIBRARY), 0) + 1
+    if not members or counts[areas.LIBRARY] == len(members):
+        return ""
+    return " (" + ", ".join(f"{count} {area}" for area, count in counts.items() if count) + ")"
+
+
+def _by_areas(members: list[dict]) -> list[str]:
+    """A group's entries, library first; an `-- area (N)` line before each area when the group spans several."""
+    ordered = sorted(members, key=lambda g: areas.rank(g.get("area", areas.LIBRARY)))  # stable: file order within
+    present = list(dict.fromkeys(g.get("area", areas.LIBRARY) for g in ordered))
+    if len(present) < 2:
+        return [_entry(gate) for gate in ordered]
+    lines = []
+    for area in present:
+        chosen = [g for g in ordered if g.get("area", areas.LIBRARY) == area]
+        lines.append(f"  -- {area} ({len(chosen)})")
+        lines += [_entry(gate) for gate in chosen]
+    return lines
 
 
 def _entry(gate: dict) -> str:
