@@ -104,3 +104,141 @@ def test_the_project_files_exclude_is_applied(tmp_path, monkeypatch):
     project = areas.for_tree(root)
     assert project.exclude == () and project.area("python/sglang/test/test_moe.py") == "tests"
     assert areas.from_table({"exclude": ["benchmark"]}).excluded("benchmark/kernels/bench_moe.py")
+
+
+# ---------------------------------------------------------------- 2-5. what the statement around a Python gate says
+
+_BACKEND = """\
+import torch
+from sglang.srt.utils import is_sm100_supported
+
+_is_cuda = torch.cuda.is_available()
+CUDA_CAPABILITY = torch.cuda.get_device_capability()
+
+
+class PagedBackend:
+    def __init__(self, runner):
+        self.runner = runner
+        backend = "auto"
+        if is_sm100_supported():
+            backend = "cutlass"
+        self.backend = backend
+
+
+class SplitBackend:
+    def __init__(self, runner):
+        if is_sm100_supported():
+            self.kernel = "tcgen05"
+        else:
+            self.kernel = "mma"
+
+
+def make_fa3(runner):
+    assert torch.cuda.get_device_capability()[0] == 9, (
+        "FA3 backend requires SM>=80 and SM<=90. Use another attention backend."
+    )
+    return runner
+
+
+def make_ring(runner):
+    if torch.cuda.get_device_capability()[0] != 9:
+        raise ValueError("the ring kernel only runs on sm90")
+    return runner
+
+
+def make_plain(runner):
+    assert torch.cuda.get_device_capability()[0] == 9
+    return runner
+
+
+def is_hopper():
+    return torch.cuda.get_device_capability() == (9, 0)
+
+
+def is_blackwell():
+    return torch.cuda.get_device_capability()[0] == 10
+
+
+def block_sizes(head_dim):
+    if _is_cuda and CUDA_CAPABILITY[0] >= 9:
+        BLOCK_M, BLOCK_N = (128, 64)
+    elif _is_cuda and CUDA_CAPABILITY[0] >= 8:
+        if CUDA_CAPABILITY[1] == 9:
+            BLOCK_M, BLOCK_N = (64, 64)
+        else:
+            BLOCK_M, BLOCK_N = (128, 128)
+    else:
+        BLOCK_M, BLOCK_N = (64, 64)
+    if CUDA_CAPABILITY[0] == 9:
+        num_stages = 3
+    return BLOCK_M, BLOCK_N
+
+
+def launch(x):
+    if CUDA_CAPABILITY[0] >= 9:
+        impl = "wgmma"
+    elif CUDA_CAPABILITY[0] >= 8:
+        if CUDA_CAPABILITY[1] == 9:
+            impl = "ada_mma"
+        else:
+            impl = "mma"
+    return impl
+"""
+
+
+def _by_line(tmp_path: Path, arch: Arch = SM120) -> dict[int, dict]:
+    root = _write(tmp_path, {
+        "python/sglang/srt/__init__.py": "",
+        "python/sglang/srt/layers/attention/backends.py": _BACKEND,
+    })
+    records = [g for g in scan(root, arch, jobs=1).gates if g["file"].endswith("backends.py") and g["excludes_arch"]]
+    return {g["line"]: g for g in records}
+
+
+def _line(text: str) -> int:
+    return _BACKEND.splitlines().index(text) + 1
+
+
+def test_an_if_inside_a_function_does_not_say_the_function_does_not_run(tmp_path):
+    gates = _by_line(tmp_path)
+    kept = gates[_line("        if is_sm100_supported():")]
+    assert kept["classification"] == "needs-human"
+    assert "does not run" not in kept["reason"] and "keeps `backend` as set before the `if`" in kept["reason"]
+    other = gates[_line("        if is_sm100_supported():") + 7]
+    assert other["symbol"].endswith("__init__") and "takes the `else`" in other["reason"]
+
+
+def test_an_earlier_arm_of_the_chain_takes_the_arch(tmp_path):
+    gates = _by_line(tmp_path, SM121)
+    inner = gates[_line("            impl = \"ada_mma\"") - 1]
+    assert inner["classification"] == "covered", inner
+    assert "the earlier arm `CUDA_CAPABILITY[0] >= 9`" in inner["reason"]
+
+
+def test_a_predicate_definition_is_a_definition_not_widenable(tmp_path):
+    gates = _by_line(tmp_path)
+    hopper = gates[_line("    return torch.cuda.get_device_capability() == (9, 0)")]
+    assert hopper["classification"] == "definition" and "`is_hopper`" in hopper["reason"]
+    blackwell = gates[_line("    return torch.cuda.get_device_capability()[0] == 10")]
+    assert blackwell["classification"] == "needs-human" and "name covers it" in blackwell["reason"]
+
+
+def test_an_assert_or_raise_naming_an_arch_is_a_requirement(tmp_path):
+    gates = _by_line(tmp_path)
+    fa3 = gates[_line("    assert torch.cuda.get_device_capability()[0] == 9, (")]
+    assert fa3["classification"] == "needs-human" and "stated requirement" in fa3["reason"]
+    ring = gates[_line("    if torch.cuda.get_device_capability()[0] != 9:")]
+    assert ring["classification"] == "needs-human" and "stated requirement" in ring["reason"]
+    plain = gates[_line("    assert torch.cuda.get_device_capability()[0] == 9")]
+    assert plain["classification"] == "widenable" and "the assert at line" in plain["reason"]
+
+
+def test_a_tuning_branch_is_its_own_group(cli, tmp_path):
+    gates = _by_line(tmp_path)
+    tuning = gates[_line("        if CUDA_CAPABILITY[1] == 9:")]
+    assert tuning["classification"] == "tuning", tuning
+    assert "BLOCK_M, BLOCK_N" in tuning["reason"] and "earlier arm" in tuning["reason"]
+    stages = gates[_line("    if CUDA_CAPABILITY[0] == 9:")]
+    assert stages["classification"] == "tuning" and "num_stages" in stages["reason"]
+    text = cli("scan", "--repo", tmp_path, "--arch", "sm_120", "--no-cache").stdout
+    assert "tuning (2): block sizes or heuristics picked by capability: review" in text

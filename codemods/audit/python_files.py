@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from codemods.audit import classify
+from codemods.audit import classify, python_advice
 from codemods.audit.c_files import cuda_gates
 from codemods.audit.prefilter import (
     ARCH_TOKEN,
@@ -116,7 +116,8 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
     if want_capability and not (kinds or want_specs or in_strings or want_definitions):
         blocks = python_capability.blocks(data)
         if blocks is not None:  # the functions around each call, parsed alone
-            out.gates = [gate_record(rel, gate, context.arch) for gate in python_capability.gates(*blocks, context.universe)]
+            found = python_capability.gates(*blocks, context.universe)
+            out.gates = _records(rel, data, None, found, context.arch)
             return out
     try:
         tree = _python_ast.ast_of(data)  # UTF-8, as every position is read (a `# coding:` line does not change it)
@@ -171,7 +172,7 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
     if in_strings:
         gates += _string_guards(text, tree, in_strings)
     gates.sort(key=lambda gate: (gate.line, gate.start))
-    out.gates = [gate_record(rel, gate, context.arch) for gate in gates]
+    out.gates = _records(rel, data, (text, tree), gates, context.arch)
     if want_definitions:
         definitions = _definitions(rel, data, tree, context)
         # a predicate's deciding `return major == 12 and minor == 0` is read once, as the predicate it defines
@@ -181,6 +182,18 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
         out.gates += definitions
         out.gates.sort(key=lambda record: record["line"])
     return out
+
+
+def _records(rel: str, data: bytes, parsed: tuple[PythonText, ast.Module] | None, gates: list[Gate], arch: Arch) -> list[dict]:
+    """The gates' records, each with what `arch` gets there read from the statement holding it
+    (audit.python_advice) when it excludes the arch; the file is parsed whole only then."""
+    if parsed is None and any(gate.admits.admits(arch) is False for gate in gates):
+        try:
+            parsed = PythonText(data), _python_ast.ast_of(data)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            parsed = None
+    paths = python_advice.advise(*parsed, gates, arch) if parsed is not None else {}
+    return [gate_record(rel, gate, arch, paths.get(i)) for i, gate in enumerate(gates)]
 
 
 def _definitions(rel: str, data: bytes, tree: ast.Module, context: Context) -> list[dict]:

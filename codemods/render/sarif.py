@@ -18,7 +18,7 @@ RULES = {
         "A gate (a CUDA #if guard, a JIT arch list or an arch predicate chain) does not admit the scanned "
         "arch (or codemod cannot tell whether it does), so the code it guards does not run there. The result's classification says what the arch "
         "gets there, as the text audit groups it: blocker and widenable (it gets nothing: warning), "
-        "needs-human and unknown (note), covered (it takes other code there: none).",
+        "needs-human, tuning and unknown (note), covered and definition (an arch predicate's own test: none).",
     ),
     "empty-kernel": (
         "error",
@@ -43,8 +43,10 @@ _GATE_LEVELS = {
     classify.BLOCKER: "warning",
     classify.WIDENABLE: "warning",
     classify.NEEDS_HUMAN: "note",
+    classify.TUNING: "note",
     classify.UNKNOWN: "note",
     classify.COVERED: "none",
+    classify.DEFINITION: "none",
 }
 
 
@@ -54,8 +56,8 @@ RULE_HELP = {
         "GateExcludesArch",
         "Blocker: change the gate by hand. Widenable: widen it with a recipe (`codemod run RECIPE --dry-run` "
         "shows the edit). Needs-human: the arch takes a fallback, the code uses instructions it lacks, or the "
-        "JIT module is only used by code for other archs: decide, or port. Unknown: read the code. Covered: "
-        "nothing to do.",
+        "JIT module is only used by code for other archs: decide, or port. Tuning: review the block sizes or "
+        "heuristics the arch gets. Unknown: read the code. Covered and definition: nothing to do.",
     ),
     "empty-kernel": (
         "EmptyKernel",
@@ -161,7 +163,7 @@ def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
             # the audit's groups, as the text summary counts them
             "classifications": {
                 name: sum(g.get("classification") == name for g in _listed(result))
-                for name in (*classify.GROUPS, classify.COVERED)
+                for name in (*classify.GROUPS, classify.COVERED, classify.DEFINITION)
             },
         },
     }

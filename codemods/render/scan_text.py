@@ -33,9 +33,11 @@ GROUP_TITLES = {
         "{arch} takes a fallback here, the code needs instructions or hardware it lacks, or only code for other "
         "archs uses the module: decide, or port",
     ),
+    classify.TUNING: ("tuning", "block sizes or heuristics picked by capability: review the values {arch} gets"),
     classify.UNKNOWN: ("unknown", "codemod cannot tell what {arch} gets here: read the code"),
 }
-_COLORS = {classify.BLOCKER: "31", classify.WIDENABLE: "33", classify.NEEDS_HUMAN: "35", classify.UNKNOWN: "36",
+_COLORS = {classify.BLOCKER: "31", classify.WIDENABLE: "33", classify.NEEDS_HUMAN: "35", classify.TUNING: "34",
+           classify.UNKNOWN: "36",
            "hazards": "1;31", "specific": "1"}
 
 
@@ -70,11 +72,15 @@ def to_text(result: ScanResult, *, verbose: bool = False, quiet: bool = False, c
     definite = [h for h in result.hazards if not h["potential"]]
     grouped = groups(result)
     covered = [g for g in result.gates if g.get("classification") == classify.COVERED]
+    definitions = [g for g in result.gates if g.get("classification") == classify.DEFINITION]
     lines = [f"{len(result.gates)} gates in {files} files; {len(excluding)} exclude {arch}"]
     for name, members in grouped.items():
         title = GROUP_TITLES[name][0]
         lines.append(f"  {paint(f'{len(members):>5} {title}', name)}{_by_area(members)}")
     lines.append(f"  {len(covered):>5} covered ({arch} takes other code there{'' if verbose else '; --verbose lists them'})")
+    if definitions:
+        lines.append(f"  {len(definitions):>5} definitions (arch predicates' own tests; their callers are the gates"
+                     f"{'' if verbose else '; --verbose lists them'})")
     kinds = summary(result)
     if kinds:
         width = max(len(entry["kind"]) for entry in kinds)
@@ -124,6 +130,9 @@ def to_text(result: ScanResult, *, verbose: bool = False, quiet: bool = False, c
     if verbose and covered:
         lines += ["", f"covered ({len(covered)}): they exclude {arch}, which takes other code there"]
         lines += [_entry(gate) for gate in covered]
+    if verbose and definitions:
+        lines += ["", f"definitions ({len(definitions)}): arch predicates' own tests, which their callers use"]
+        lines += [_entry(gate) for gate in definitions]
     admitting = [g for g in result.gates if not g["excludes_arch"]]
     if verbose and admitting:
         lines += ["", f"gates that admit {arch} (or may):"]
