@@ -95,12 +95,14 @@ def rank(area: str) -> int:
 
 
 def place(gates: list[dict], hazards: list[dict], skipped: list[dict], areas: Areas) -> int:
-    """Give every record its `area`, and drop in place those in excluded files; the number of records dropped."""
+    """Give every gate and hazard its `area`, and drop in place the records of excluded files (skipped ones too);
+    the number of records dropped."""
     dropped = 0
     for records in (gates, hazards, skipped):
         kept = [record for record in records if not areas.excluded(str(record.get("file", "")))]
         dropped += len(records) - len(kept)
-        for record in kept:
-            record["area"] = areas.area(str(record.get("file", "")))
+        if records is not skipped:  # a skipped file or folder says only why
+            for record in kept:
+                record["area"] = areas.area(str(record.get("file", "")))
         records[:] = kept
     return dropped

@@ -43,6 +43,12 @@ _ARCH_WORDS = re.compile(
     r"(?i)\bsm\s*_?\s*(?:[<>=!]=?\s*)?\d|compute[ _]capabilit|capability\s*(?:[<>=!]=?\s*)?\(?\d"
     r"|\b(?:hopper|blackwell|ampere|volta|turing|ada)\b"
 )
+# ... as a range or a limit (`SM>=80 and SM<=90`, `sm75 and above`, `only supported on SM100`): a requirement. A
+# message naming one arch of the scanned arch's own family (`needs SM120`, scanning sm_121) is not: the check may
+# simply predate the arch.
+_RANGE = re.compile(r"(?i)(?:sm|capability)\s*_?\s*(?:>=|<=|>|<)|\b(?:above|below|newer|older|later|at least|up to"
+                    r"|between|only)\b")
+_NUMBER = re.compile(r"(?i)\bsm\s*_?\s*(?:[<>=!]=?\s*)?(\d{2,3})")
 # Names a tuning branch sets: block and tile sizes, warps, stages, splits, chunk sizes, thread counts.
 _TUNING = re.compile(r"(?i)block|tile|warp|stage|split|chunk|thread|^num_|^b[mnk]$|^cta")
 
@@ -118,7 +124,7 @@ class _Reader:
             return None
         if isinstance(node, ast.Assert) and self.within(gate, node.test):
             message = self.source(node.msg) if node.msg is not None else ""
-            if _ARCH_WORDS.search(message):
+            if _requirement(message, self.arch):
                 return classify.Path(classify.REQUIRED, f"a stated requirement (the assert says {message}): {name} "
                                                         "is refused on purpose; widen only if the code now meets it")
             return classify.Path(classify.ERROR, f"the assert at line {node.lineno} fails on {name}")
@@ -164,7 +170,7 @@ class _Reader:
             return classify.Path(reached[0], reached[1], reached[2])
         if _raises(node.body):
             message = self.source(node.body[-1])
-            if _ARCH_WORDS.search(message):
+            if _requirement(message, self.arch):
                 return classify.Path(classify.REQUIRED, f"a stated requirement (`{message}`): {name} is refused on "
                                                         "purpose; widen only if the code now meets it")
         function = self.function(node)
@@ -299,6 +305,14 @@ def _only_settings(body: list[ast.stmt]) -> bool:
             continue
         return False
     return bool(body)
+
+
+def _requirement(message: str, arch: Arch) -> bool:
+    """Whether a message states an arch requirement the arch is refused by: it names an arch range or limit, and
+    no arch of the arch's own major."""
+    if not (_ARCH_WORDS.search(message) and _RANGE.search(message)):
+        return False
+    return all(int(number) // 10 != arch.major for number in _NUMBER.findall(message))
 
 
 def _raises(body: list[ast.stmt]) -> bool:
