@@ -242,3 +242,26 @@ def test_a_tuning_branch_is_its_own_group(cli, tmp_path):
     assert stages["classification"] == "tuning" and "num_stages" in stages["reason"]
     text = cli("scan", "--repo", tmp_path, "--arch", "sm_120", "--no-cache").stdout
     assert "tuning (2): block sizes or heuristics picked by capability: review" in text
+
+
+# ---------------------------------------------------------------- 6. feature guards
+
+_WGMMA = """\
+#pragma once
+
+__device__ void gemm_tile(float* out) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  out[0] = 1.0f;
+#endif
+}
+"""
+
+
+def test_a_feature_guard_says_which_features_it_needs(cli, tmp_path):
+    root = _write(tmp_path, {"include/flashinfer/gemm/wgmma_tile.cuh": _WGMMA})
+    [gate] = [g for g in scan(root, SM120, jobs=1).gates if g["excludes_arch"]]
+    assert gate["features"] == ["sm_90a"] and gate["reason"].startswith("the guard needs sm_90a features; ")
+    text = cli("scan", "--repo", root, "--arch", "sm_120", "--no-cache").stdout
+    assert "(needs sm_90a features)" in text and "admits none" not in text
+    sarif = json.loads(cli("scan", "--repo", root, "--arch", "sm_120", "--no-cache", "--format", "sarif").stdout)
+    assert "(admits none: needs sm_90a features)" in sarif["runs"][0]["results"][0]["message"]["text"]

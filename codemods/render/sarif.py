@@ -120,7 +120,8 @@ def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
     results = []
     first = classify.sibling(result.arch, result.universe)
     for gate in sorted(_listed(result), key=lambda g: areas.rank(g.get("area", areas.LIBRARY))):
-        admitted = ", ".join(gate["admits"]) or "none"
+        admitted = ", ".join(gate["admits"]) or (f"none: needs {', '.join(gate['features'])} features"
+                                                  if gate.get("features") else "none")
         classification = gate.get("classification")
         where = f" in {gate['symbol']}" if gate.get("symbol") else ""
         where += f" [{gate['owner']}]" if gate.get("owner") else ""

@@ -181,7 +181,10 @@ def _entry(gate: dict) -> str:
 
 
 def _admitted(gate: dict) -> str:
-    text = f"admits {', '.join(gate['admits']) or 'none'}"
+    if not gate["admits"] and gate.get("features"):  # no plain arch of the universe has them (sm_90a features)
+        text = f"needs {', '.join(gate['features'])} features"
+    else:
+        text = f"admits {', '.join(gate['admits']) or 'none'}"
     if gate["unknown"]:
         text += f"; unknown {', '.join(gate['unknown'])}"
     return f"({text})"
