@@ -36,6 +36,9 @@ from codemods.core.arch import Arch
 from codemods.gates import Gate, _polarity
 from codemods.gates._python_ast import PythonText
 
+# The key on a record whose path came from here, while the scan's later readers run (audit.jit_classify); the scan
+# removes it before the result is returned.
+ADVISED = "_advised"
 # The kinds whose default path is the generic "`f` does not run on the arch" (records._default_path).
 _KINDS = ("python_capability", "python_arch_test", "python_arch_or")
 # A message that names an arch: `SM>=80`, `sm_90`, `SM 9.0`, `compute capability 8.0`, `Hopper`.

@@ -193,7 +193,10 @@ def _records(rel: str, data: bytes, parsed: tuple[PythonText, ast.Module] | None
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             parsed = None
     paths = python_advice.advise(*parsed, gates, arch) if parsed is not None else {}
-    return [gate_record(rel, gate, arch, paths.get(i)) for i, gate in enumerate(gates)]
+    records = [gate_record(rel, gate, arch, paths.get(i)) for i, gate in enumerate(gates)]
+    for i in paths:
+        records[i][python_advice.ADVISED] = True
+    return records
 
 
 def _definitions(rel: str, data: bytes, tree: ast.Module, context: Context) -> list[dict]:

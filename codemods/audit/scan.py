@@ -62,6 +62,7 @@ from codemods.audit.listing import NOT_REGULAR, list_files, read_regular, stamp_
 from codemods.audit.jit_users import Trees
 from codemods.audit.map_callers import keys_callers_pass
 from codemods.audit.pool import POOL_MINIMUM, Outcome, make_chunks, scan_chunk
+from codemods.audit.python_advice import ADVISED
 from codemods.audit.records import Context, FileScan, ScanResult
 from codemods.core import errors
 from codemods.core.arch import DEFAULT_ARCHS, Arch
@@ -389,6 +390,8 @@ def _assemble(job: _Job) -> ScanResult:
     job.touched = tree.touched
     if hazards:
         result.hazards += unsupported(modules, structures, arch, all_specific)
+    for gate in result.gates:
+        gate.pop(ADVISED, None)
     result.gates.sort(key=lambda g: (g["file"], g["line"]))
     result.skipped.sort(key=lambda s: s["file"])
     result.hazards.sort(key=lambda h: (h["file"], h["line"], h["kind"]))
