@@ -174,6 +174,13 @@ def block_sizes(head_dim):
     return BLOCK_M, BLOCK_N
 
 
+def pick_backend(runner):
+    table = {
+        "fa3": make_fa3 if is_sm100_supported() else make_plain,
+    }
+    return table
+
+
 def launch(x):
     if CUDA_CAPABILITY[0] >= 9:
         impl = "wgmma"
@@ -265,3 +272,10 @@ def test_a_feature_guard_says_which_features_it_needs(cli, tmp_path):
     assert "(needs sm_90a features)" in text and "admits none" not in text
     sarif = json.loads(cli("scan", "--repo", root, "--arch", "sm_120", "--no-cache", "--format", "sarif").stdout)
     assert "(admits none: needs sm_90a features)" in sarif["runs"][0]["results"][0]["message"]["text"]
+
+
+def test_a_value_picked_by_a_predicate_is_a_fallback_not_a_function_that_does_not_run(tmp_path):
+    gates = _by_line(tmp_path)
+    chosen = gates[_line('        "fa3": make_fa3 if is_sm100_supported() else make_plain,')]
+    assert chosen["classification"] == "needs-human", chosen
+    assert chosen["reason"].startswith("sm_120 gets `make_plain` instead") and "does not run" not in chosen["reason"]

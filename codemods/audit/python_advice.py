@@ -122,7 +122,9 @@ class _Reader:
                 if targets and all(_TUNING.search(t) for t in targets):
                     return classify.Path(classify.TUNES, f"a tuning choice: it picks {', '.join(targets)} by "
                                                          f"capability; review the value {name} gets")
-            return None
+            if "choice" in gate.detail or "value" in gate.detail:
+                return None  # the kind's own reader said which value the arch gets
+            return classify.value_path(self.source(node.orelse), "", self.arch)
         if "value" in gate.detail or "choice" in gate.detail:
             return None
         if isinstance(node, ast.Assert) and self.within(gate, node.test):
