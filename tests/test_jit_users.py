@@ -416,8 +416,10 @@ def test_a_refusal_guards_the_code_after_it_not_the_branch_beside_it(tmp_path):
         "flashinfer/mla.py": MLA_PY,
     })
     [found] = [g for g in scan(root, SM110, jobs=1).gates if g["file"] == "flashinfer/mla.py"]
-    assert (found["line"], found["classification"]) == (14, "unknown"), found["reason"]
-    assert "fmha_gen" not in found["reason"] and "kernels it runs are not followed" in found["reason"]
+    # the refusal's message states the requirement (issue 34: a requirement, not an oversight; before: unknown,
+    # "the kernels it runs are not followed")
+    assert (found["line"], found["classification"]) == (14, "needs-human"), found["reason"]
+    assert "fmha_gen" not in found["reason"] and found["reason"].startswith("a stated requirement")
 
 
 FMHA_V2_SPEC = """\

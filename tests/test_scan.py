@@ -508,7 +508,8 @@ def test_json_shape(tmp_path):
     out = to_json(scan(flashinfer(tmp_path, majors="[9, 10, 12]"), SM120))
     assert list(out) == ["gates", "skipped", "hazards"]
     json.dumps(out)  # plain data
-    keys = {"file", "line", "kind", "text", "symbol", "admits", "unknown", "excludes_arch", "classification", "reason"}
+    keys = {"file", "line", "kind", "text", "symbol", "admits", "unknown", "excludes_arch", "classification", "reason",
+            "area"}
     for gate in out["gates"]:
         expected = keys | (
             {"widenable", "blockers"} if gate["excludes_arch"] and gate["kind"] == "cuda_guard" else set()
@@ -518,7 +519,7 @@ def test_json_shape(tmp_path):
         assert set(gate) == expected
         assert gate.get("owner") in (None, "trtllm_comm")
     assert {tuple(sorted(h)) for h in out["hazards"]} == {
-        ("file", "kind", "line", "message", "module", "potential"),
+        ("area", "file", "kind", "line", "message", "module", "potential"),
     }
     assert out["gates"][0] == {
         "file": "csrc/trtllm_alltoall.cu",
@@ -531,12 +532,13 @@ def test_json_shape(tmp_path):
         "excludes_arch": False,
         "classification": "admits",
         "reason": "",
+        "area": "library",
     }
 
 
 def test_unsupported_instruction_json_has_tokens(tmp_path):
     [hazard] = to_json(scan(_tcgen05_tree(tmp_path, None), SM120))["hazards"]
-    assert set(hazard) == {"kind", "file", "line", "module", "potential", "message", "tokens"}
+    assert set(hazard) == {"kind", "file", "line", "module", "potential", "message", "tokens", "area"}
     assert hazard["module"] is None
 
 

@@ -208,7 +208,7 @@ def test_json_and_sarif_carry_the_audit_groups(result):
     gates = [r for r in run["results"] if r["ruleId"] == "gate-excludes-arch"]
     assert run["properties"]["classifications"] == {
         name: len(members) for name, members in found.items()
-    } | {"covered": sum(g["classification"] == "covered" for g in result.gates)}
+    } | {name: sum(g["classification"] == name for g in result.gates) for name in ("covered", "definition")}
     widenable = [r for r in gates if r["properties"]["classification"] == "widenable"]
     assert len(widenable) == 15 and {r["level"] for r in widenable} == {"warning"}
     allreduce = next(r for r in widenable if r["locations"][0]["physicalLocation"]["region"]["startLine"] == 711)

@@ -362,7 +362,7 @@ KERNEL = """
 # ---------------------------------------------------------------- the CLI: JSON shape, several repos
 
 
-KEYS = {"file", "line", "kind", "text", "symbol", "admits", "unknown", "excludes_arch", "classification", "reason"}
+KEYS = {"file", "line", "kind", "text", "symbol", "admits", "unknown", "excludes_arch", "classification", "reason", "area"}
 
 
 def test_json_shape_with_two_repos(cli, tmp_path):
@@ -379,7 +379,7 @@ def test_json_shape_with_two_repos(cli, tmp_path):
     assert one == {
         "file": "k.cu", "line": 1, "kind": "cuda_guard", "text": "__CUDA_ARCH__ >= 900", "symbol": "",
         "admits": ["sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"], "unknown": [],
-        "excludes_arch": False, "classification": "admits", "reason": "", "repo": str(first),
+        "excludes_arch": False, "classification": "admits", "reason": "", "area": "library", "repo": str(first),
     }  # fmt: skip
     assert set(two) == KEYS | {"repo", "widenable", "blockers"} and two["repo"] == str(second)
     assert data["skipped"] == [{"file": "bad.cuh", "reason": "not UTF-8 (byte 21: b'\\xff')", "repo": str(second)}]

@@ -34,7 +34,7 @@ else:  # imported on first use: a scan of C sources, or one answered from the ca
     jit_specs = LazyModule("codemods.jit.specs")
 
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 def default_cache() -> Path:

@@ -14,6 +14,10 @@ nothing there. `scan` gives every gate record a `classification`:
   or a JIT module's list keeps it from the arch while only code written for
   other archs uses the module, or its kernels need hardware codemod cannot
   check (multicast for `multimem`).
+- `tuning`: the gate only picks block sizes, warps or other heuristics by
+  capability (audit.python_advice): review the values the arch gets.
+- `definition`: an arch predicate's own test (`def is_hopper(): return
+  cap == (9, 0)`): its callers are the gates; it is not widened.
 - `unknown`: codemod cannot tell (a condition over other macros, a run-time
   dispatch it does not follow).
 - `covered`: the gate excludes the arch, and that is fine: it takes the real
@@ -50,9 +54,11 @@ NEEDS_HUMAN = "needs-human"
 UNKNOWN = "unknown"
 COVERED = "covered"
 ADMITS = "admits"
+TUNING = "tuning"  # a branch that only picks block sizes or heuristics by capability: review the values
+DEFINITION = "definition"  # an arch predicate's own test: its callers are the gates
 # The groups of the audit, in the order the user acts on them.
-GROUPS = (BLOCKER, WIDENABLE, NEEDS_HUMAN, UNKNOWN)
-CLASSIFICATIONS = (*GROUPS, COVERED, ADMITS)
+GROUPS = (BLOCKER, WIDENABLE, NEEDS_HUMAN, TUNING, UNKNOWN)
+CLASSIFICATIONS = (*GROUPS, COVERED, DEFINITION, ADMITS)
 
 # What the arch gets where the gate excludes it.
 NOTHING, ERROR, STUB = "nothing", "error", "stub"  # the arch gets nothing
@@ -63,6 +69,9 @@ PORT = "port"
 IMPLEMENTATION, DEFAULT, HOST, OUTER = "implementation", "default", "host", "outer"  # fine
 UNCALLED = "uncalled"  # fine: the guard sits in a device function nothing the JIT modules compile calls
 UNDECIDED = "unknown"
+# Read from the statement holding a Python gate (audit.python_advice): a predicate's definition, a tuning branch,
+# a stated requirement (an assert or raise whose message names an arch: needs a human, never widenable).
+DEFINED, TUNES, REQUIRED = "definition", "tuning", "requirement"
 _GETS_NOTHING = (NOTHING, ERROR, STUB)
 _FINE = (IMPLEMENTATION, DEFAULT, HOST, OUTER, UNCALLED)
 
@@ -98,10 +107,14 @@ def classify(excludes: bool | None, path: Path | None, lacking: list[str], edita
         return UNKNOWN, path.reason if path is not None else "codemod cannot decide the gate for this arch"
     if path.gets in _FINE:
         return COVERED, path.reason
+    if path.gets == DEFINED:
+        return DEFINITION, path.reason
+    if path.gets == TUNES:
+        return TUNING, path.reason
     if lacking:
         shown = "; ".join(lacking[:2]) + (f" (and {len(lacking) - 2} more)" if len(lacking) > 2 else "")
         return NEEDS_HUMAN, f"the guarded code uses instructions the arch lacks: {shown}"
-    if path.gets in (FALLBACK, PORT):
+    if path.gets in (FALLBACK, PORT, REQUIRED):
         return NEEDS_HUMAN, path.reason
     if editable:
         return WIDENABLE, path.reason
@@ -310,7 +323,26 @@ def predicate_path(name: str, target: bool | None, admits: list[str], arch: Arch
     if target or any(Arch.parse(a).major == arch.major for a in admits):
         return Path(NOTHING, f"`{name}` is False on {arch.name} (it admits {', '.join(admits)}): every caller "
                              f"takes its other path")
-    return Path(UNDECIDED, f"`{name}` is written for {', '.join(admits) or 'no arch'}; its callers are not followed")
+    written = ", ".join(admits) or "no arch"
+    if name_covers(name, arch):
+        return Path(FALLBACK, f"`{name}` is False on {arch.name} although its name covers it (its test admits "
+                              f"{written}): decide whether it should")
+    return Path(DEFINED, f"the definition of the arch predicate `{name}` (it admits {written}): its callers are the "
+                         "gates; a predicate's own test is not widened")
+
+
+# The families a predicate's name may stand for, by major.
+_FAMILIES = {"ampere": (8,), "ada": (8,), "hopper": (9,), "blackwell": (10, 11, 12)}
+
+
+def name_covers(name: str, arch: Arch) -> bool:
+    """Whether a predicate's name stands for the arch: `is_blackwell` for sm_120, `is_sm120` for sm_121."""
+    lowered = name.lower()
+    for family, majors in _FAMILIES.items():
+        if family in lowered:
+            return arch.major in majors
+    match = re.search(r"sm_?(\d{2,3})", lowered)
+    return match is not None and int(match.group(1)) // 10 == arch.major
 
 
 def lookup_path(name: str, line: int, arch: Arch) -> Path:

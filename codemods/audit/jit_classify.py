@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from codemods.audit import classify
 from codemods.audit.jit_hazards import _Callers
 from codemods.audit.jit_modules import Module
+from codemods.audit.python_advice import ADVISED
 from codemods.audit.jit_users import Trees, Way, ways_in
 from codemods.core.arch import Arch
 from codemods.core.lazy import LazyModule
@@ -71,7 +72,11 @@ def classify_jit_gates(
     for record in gates:
         if not record["excludes_arch"] or not record["kind"].startswith("python_") or record["kind"] in OWN_PATH:
             continue
-        if record["classification"] not in (classify.BLOCKER, classify.WIDENABLE):
+        # a gate whose statement said what the arch gets (audit.python_advice: a branch inside a function) is
+        # re-read only for the modules its path builds
+        advised = bool(record.get(ADVISED))
+        refine_only = advised and record["classification"] not in (classify.BLOCKER, classify.WIDENABLE)
+        if record["classification"] not in (classify.BLOCKER, classify.WIDENABLE) and not advised:
             continue  # the arch does not get nothing there: a comparison that guards no code path (value_path)
         held = spec_gates.get((record["file"], record["line"]))
         if held is not None:
@@ -91,10 +96,12 @@ def classify_jit_gates(
                 else kernel_paths.PathCheck()
             )
             specs = paths.specs_named(found.modules)
-            what = f"`{record.get('symbol') or record['text']}` does not run on {arch.name}"
+            what = record["reason"] if advised else f"`{record.get('symbol') or record['text']}` does not run on {arch.name}"
             if specs:
                 what += f" (it builds {', '.join(found.modules[:2])})"
                 record["owner"] = found.modules[0] + (f" (and {len(found.modules) - 1} more)" if len(found.modules) > 1 else "")
+        if refine_only and not specs and held is None:
+            continue
         if not specs and held is None:
             family = [a for a in record["admits"] if Arch.parse(a).major == arch.major]
             if _FLAGS_RE.fullmatch(record["text"]):
@@ -120,6 +127,8 @@ def classify_jit_gates(
                 path = _spec_path(held, paths, python_files, python_gates, lines, arch, trees) or path
             if not lacking and path.gets == classify.NOTHING:
                 path = _written_for_another_family(specs, arch, what) or _computed_sources(specs, what) or path
+        if refine_only and path.gets == classify.NOTHING and not lacking:
+            continue  # the modules say no more than the statement did
         # gate_record asked the gate's kind (classify.editable): of blocker and widenable, widenable has an edit
         editable = record["classification"] == classify.WIDENABLE
         record["classification"], record["reason"] = classify.classify(True, path, lacking, editable)

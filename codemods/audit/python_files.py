@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from codemods.audit import classify
+from codemods.audit import classify, python_advice
 from codemods.audit.c_files import cuda_gates
 from codemods.audit.prefilter import (
     ARCH_TOKEN,
@@ -121,7 +121,8 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
     if want_capability and not (kinds or want_specs or in_strings or want_definitions):
         blocks = python_capability.blocks(data)
         if blocks is not None:  # the functions around each call, parsed alone
-            out.gates = _records(rel, data, python_capability.gates(*blocks, context.universe), context.arch)
+            found = python_capability.gates(*blocks, context.universe)
+            out.gates = _records(rel, data, None, found, context.arch)
             return out
     try:
         tree = ast_text.ast_of(data)  # UTF-8, as every position is read (a `# coding:` line does not change it)
@@ -176,7 +177,7 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
     if in_strings:
         gates += _string_guards(text, tree, in_strings)
     gates.sort(key=lambda gate: (gate.line, gate.start))
-    out.gates = _records(rel, data, gates, context.arch, tree)
+    out.gates = _records(rel, data, (text, tree), gates, context.arch)
     if want_definitions:
         definitions = _definitions(rel, data, tree, context)
         # a predicate's deciding `return major == 12 and minor == 0` is read once, as the predicate it defines
@@ -188,22 +189,28 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
     return out
 
 
-def _records(rel: str, data: bytes, gates: list[Gate], arch: Arch, tree: ast.Module | None = None) -> list[dict]:
-    """Each gate's record; one deciding an `if`/`elif` arm that a later arm of the chain takes `arch` in is
-    needs-human, by the rule `codemod run` refuses it with (plan.dispatch)."""
+def _records(rel: str, data: bytes, parsed: tuple[PythonText, ast.Module] | None, gates: list[Gate], arch: Arch) -> list[dict]:
+    """The gates' records, each with what `arch` gets there read from the statement holding it
+    (audit.python_advice) when it excludes the arch; the file is parsed whole only then. A gate deciding an
+    `if`/`elif` arm that a later arm of the chain takes `arch` in is needs-human, by the rule `codemod run`
+    refuses it with (plan.dispatch)."""
+    if parsed is None and any(gate.admits.admits(arch) is False for gate in gates):
+        try:
+            parsed = PythonText(data), ast_text.ast_of(data)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            parsed = None
+    paths = python_advice.advise(*parsed, gates, arch) if parsed is not None else {}
     records = []
-    readable = True
-    for gate in gates:
-        arm = None
-        if readable and gate.admits.admits(arch) is False and b"elif" in data[gate.end :]:
-            if tree is None:  # the fast path read functions alone: the whole file, once
-                try:
-                    tree = ast_text.ast_of(data)
-                except (SyntaxError, ValueError, RecursionError, MemoryError):
-                    readable = False
-            arm = dispatch.later_arm(data, gate, (arch,), gates, tree) if tree is not None else None
-        path = classify.Path(classify.FALLBACK, arm.reason(rel), arm.line) if arm is not None else None
+    for i, gate in enumerate(gates):
+        path = paths.get(i)
+        if parsed is not None and gate.admits.admits(arch) is False and b"elif" in data[gate.end :]:
+            arm = dispatch.later_arm(data, gate, (arch,), gates, parsed[1])
+            if arm is not None:
+                path = classify.Path(classify.FALLBACK, arm.reason(rel), arm.line)
+                paths.pop(i, None)
         records.append(gate_record(rel, gate, arch, path))
+    for i in paths:
+        records[i][python_advice.ADVISED] = True
     return records
 
 

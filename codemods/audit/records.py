@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -77,7 +78,10 @@ def gate_record(
         path = _default_path(gate, arch)
     state = False if arch.name in admits else (None if arch.name in unknown else True)
     classification, reason = classify.classify(state, path, list(lacking), classify.editable(gate, arch))
-    return {
+    features = feature_targets(gate.text) if gate.kind == cuda_guard.KIND else []
+    if features and reason and not admits:
+        reason = f"the guard needs {', '.join(features)} features; {reason}"
+    record = {
         "file": rel,
         "line": gate.line,
         "kind": gate.kind,
@@ -89,6 +93,18 @@ def gate_record(
         "classification": classification,
         "reason": reason,
     }
+    if features:
+        record["features"] = features
+    return record
+
+
+_FEATURE_MACRO = re.compile(r"__CUDA_ARCH_FEAT_SM(\d+)_ALL")
+
+
+def feature_targets(condition: str) -> list[str]:
+    """The arch-specific targets whose features a condition tests (`__CUDA_ARCH_FEAT_SM90_ALL`: `sm_90a`, the
+    macro nvcc defines only when compiling for that target), in order."""
+    return list(dict.fromkeys(f"sm_{number}a" for number in _FEATURE_MACRO.findall(condition)))
 
 
 def _default_path(gate: Gate, arch: Arch) -> classify.Path:

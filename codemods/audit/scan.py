@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codemods.audit import finder
+from codemods.audit import areas, finder
 from codemods.audit.cache import (
     Index,
     Snapshot,
@@ -62,6 +62,7 @@ from codemods.audit.listing import NOT_REGULAR, list_files, read_regular, stamp_
 from codemods.audit.jit_users import Trees
 from codemods.audit.map_callers import keys_callers_pass
 from codemods.audit.pool import POOL_MINIMUM, Outcome, make_chunks, scan_chunk
+from codemods.audit.python_advice import ADVISED
 from codemods.audit.records import Context, FileScan, ScanResult
 from codemods.core import errors
 from codemods.core.arch import DEFAULT_ARCHS, Arch
@@ -103,6 +104,7 @@ class _Job:
 def scan(
     root: Path, arch: Arch, universe: tuple[Arch, ...] = DEFAULT_ARCHS, jobs: int = 0, *, include_all: bool = False,
     hazards: bool = True, cache: Path | None = None, progress: Callable[[int, int], None] | None = None,
+    exclude: tuple[str, ...] = (),
 ) -> ScanResult:
     """Gates and hazards for `arch` in the tree at `root`.
 
@@ -112,10 +114,13 @@ def scan(
     `hazards=False` lists the gates only: no widenability (no #if
     structure is built) and no hazards (no JIT spec is read).
     `cache` is a folder for per-file results (`cache.default_cache()`), None for
-    none. `progress(done, total)` is called as files are done.
+    none. `progress(done, total)` is called as files are done. `exclude`:
+    globs of files left out of the result, besides the project's own
+    (audit.areas: they are still read for the others' analysis).
     """
     return scan_many(
-        [root], arch, universe, jobs, include_all=include_all, hazards=hazards, cache=cache, progress=progress
+        [root], arch, universe, jobs, include_all=include_all, hazards=hazards, cache=cache, progress=progress,
+        exclude=exclude,
     )[0]
 
 
@@ -129,6 +134,7 @@ def scan_many(
     hazards: bool = True,
     cache: Path | None = None,
     progress: Callable[[int, int], None] | None = None,
+    exclude: tuple[str, ...] = (),
 ) -> list[ScanResult]:
     """`scan` of several trees at once: one pool of workers reads the files of all of them.
 
@@ -196,6 +202,10 @@ def scan_many(
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     finished = [results[number] for number in range(len(roots))]
+    for root, result in zip(roots, finished):  # after the snapshot is saved: it holds every file's records
+        result.stats["excluded"] = areas.place(
+            result.gates, result.hazards, result.skipped, areas.for_tree(Path(root)).adding(exclude)
+        )
     if cache is not None and any(result.stats["analysed"] for result in finished):
         prune_cache(Path(cache), cache_limit())
     return finished
@@ -380,6 +390,8 @@ def _assemble(job: _Job) -> ScanResult:
     job.touched = tree.touched
     if hazards:
         result.hazards += unsupported(modules, structures, arch, all_specific)
+    for gate in result.gates:
+        gate.pop(ADVISED, None)
     result.gates.sort(key=lambda g: (g["file"], g["line"]))
     result.skipped.sort(key=lambda s: s["file"])
     result.hazards.sort(key=lambda h: (h["file"], h["line"], h["kind"]))

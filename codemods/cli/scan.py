@@ -37,6 +37,11 @@ def scan(
     gates_only: bool = typer.Option(False, "--gates-only", help="List the gates only: no widenability, no hazards (faster)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Text: print only the summary and the hazards."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Text: also list covered and admitting gates; print the scan statistics."),
+    exclude: list[str] = typer.Option(
+        [], "--exclude", metavar="GLOB",
+        help="Leave files matching GLOB (or under a folder matching it) out of the report (repeatable); "
+             "adds to the project's [scan] exclude.",
+    ),
 ) -> None:
     """Audit a tree for --arch: what it gets nothing from (blockers, widenable), what needs a human, and hazards.
 
@@ -46,6 +51,7 @@ def scan(
       codemod scan --repo ./flashinfer --arch sm_121
       codemod scan --repo ./flashinfer --arch sm_121 --quiet
       codemod scan --repo . --arch sm_120 --format sarif > codemod.sarif
+      codemod scan --repo ./sglang --arch sm_120 --exclude 'test/*' --exclude 'benchmark'
     """
     roots = [tree.path for tree in workspaces(repo, package, python)]
     target = parse_arch(arch)
@@ -60,6 +66,7 @@ def scan(
             roots, target, parse_universe(archs), jobs, include_all=include_all, hazards=not gates_only,
             cache=None if no_cache else scan_cache.default_cache(),
             progress=(lambda done, total: bar.update(task, completed=done, total=total)) if bar is not None else None,
+            exclude=tuple(exclude),
         )
     results = list(zip(roots, scanned))
     if fmt is ScanFormat.text:

@@ -7,7 +7,7 @@ import re
 import urllib.parse
 from pathlib import Path
 
-from codemods.audit import classify
+from codemods.audit import areas, classify
 from codemods.audit.records import ScanResult, one_line
 from codemods.core import distribution, remote_url
 
@@ -18,7 +18,7 @@ RULES = {
         "A gate (a CUDA #if guard, a JIT arch list or an arch predicate chain) does not admit the scanned "
         "arch (or codemod cannot tell whether it does), so the code it guards does not run there. The result's classification says what the arch "
         "gets there, as the text audit groups it: blocker and widenable (it gets nothing: warning), "
-        "needs-human and unknown (note), covered (it takes other code there: none).",
+        "needs-human, tuning and unknown (note), covered and definition (an arch predicate's own test: none).",
     ),
     "empty-kernel": (
         "error",
@@ -43,8 +43,10 @@ _GATE_LEVELS = {
     classify.BLOCKER: "warning",
     classify.WIDENABLE: "warning",
     classify.NEEDS_HUMAN: "note",
+    classify.TUNING: "note",
     classify.UNKNOWN: "note",
     classify.COVERED: "none",
+    classify.DEFINITION: "none",
 }
 
 
@@ -54,8 +56,8 @@ RULE_HELP = {
         "GateExcludesArch",
         "Blocker: change the gate by hand. Widenable: widen it with a recipe (`codemod run RECIPE --dry-run` "
         "shows the edit). Needs-human: the arch takes a fallback, the code uses instructions it lacks, or the "
-        "JIT module is only used by code for other archs: decide, or port. Unknown: read the code. Covered: "
-        "nothing to do.",
+        "JIT module is only used by code for other archs: decide, or port. Tuning: review the block sizes or "
+        "heuristics the arch gets. Unknown: read the code. Covered and definition: nothing to do.",
     ),
     "empty-kernel": (
         "EmptyKernel",
@@ -68,6 +70,9 @@ RULE_HELP = {
         "instructions, or keep the module's JIT gate from building it for this arch.",
     ),
 }
+# A result's SARIF `rank` (0-100, its priority) by the area of its file: the library first (audit.areas); the area
+# is also the result's tag (`properties.tags`, which GitHub code scanning filters on).
+AREA_RANKS = {areas.LIBRARY: 90.0, areas.BENCHMARKS: 40.0, areas.TESTS: 30.0}
 INFORMATION_URI = "https://pypi.org/project/codemod/"
 
 
@@ -114,8 +119,9 @@ def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
         return {"codemodGate/v1": f"{key}:{seen[key]}"}
     results = []
     first = classify.sibling(result.arch, result.universe)
-    for gate in _listed(result):
-        admitted = ", ".join(gate["admits"]) or "none"
+    for gate in sorted(_listed(result), key=lambda g: areas.rank(g.get("area", areas.LIBRARY))):
+        admitted = ", ".join(gate["admits"]) or (f"none: needs {', '.join(gate['features'])} features"
+                                                  if gate.get("features") else "none")
         classification = gate.get("classification")
         where = f" in {gate['symbol']}" if gate.get("symbol") else ""
         where += f" [{gate['owner']}]" if gate.get("owner") else ""
@@ -140,7 +146,7 @@ def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
         if gate.get("symbol"):
             found["locations"][0]["logicalLocations"] = [{"name": gate["symbol"], "kind": "function"}]
         results.append(found)
-    for hazard in result.hazards:
+    for hazard in sorted(result.hazards, key=lambda h: areas.rank(h.get("area", areas.LIBRARY))):
         level = "warning" if hazard["potential"] else "error"
         properties = {"potential": hazard["potential"], "module": hazard.get("module")}
         if "tokens" in hazard:
@@ -158,7 +164,7 @@ def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
             # the audit's groups, as the text summary counts them
             "classifications": {
                 name: sum(g.get("classification") == name for g in _listed(result))
-                for name in (*classify.GROUPS, classify.COVERED)
+                for name in (*classify.GROUPS, classify.COVERED, classify.DEFINITION)
             },
         },
     }
@@ -204,10 +210,12 @@ def _sarif_invocation(skipped: list[dict], prefix: str = "") -> dict:
 
 def _sarif_result(rule: str, rule_ids: list[str], level: str, text: str, where: dict, properties: dict,
                   prefix: str = "", fingerprints: dict | None = None) -> dict:
+    area = where.get("area", areas.LIBRARY)
     return {
         "ruleId": rule,
         "ruleIndex": rule_ids.index(rule),
         "level": level,
+        "rank": AREA_RANKS.get(area, 0.0),
         "message": {"text": text},
         "partialFingerprints": fingerprints or {},
         "locations": [
@@ -218,5 +226,5 @@ def _sarif_result(rule: str, rule_ids: list[str], level: str, text: str, where: 
                 }
             }
         ],
-        "properties": properties,
+        "properties": {**properties, "area": area, "tags": [area]},
     }

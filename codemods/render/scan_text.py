@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from codemods.audit import classify
+from codemods.audit import areas, classify
 from codemods.audit.records import ScanResult, one_line
 
 
@@ -33,9 +33,11 @@ GROUP_TITLES = {
         "{arch} takes a fallback here, the code needs instructions or hardware it lacks, or only code for other "
         "archs uses the module: decide, or port",
     ),
+    classify.TUNING: ("tuning", "block sizes or heuristics picked by capability: review the values {arch} gets"),
     classify.UNKNOWN: ("unknown", "codemod cannot tell what {arch} gets here: read the code"),
 }
-_COLORS = {classify.BLOCKER: "31", classify.WIDENABLE: "33", classify.NEEDS_HUMAN: "35", classify.UNKNOWN: "36",
+_COLORS = {classify.BLOCKER: "31", classify.WIDENABLE: "33", classify.NEEDS_HUMAN: "35", classify.TUNING: "34",
+           classify.UNKNOWN: "36",
            "hazards": "1;31", "specific": "1"}
 
 
@@ -70,11 +72,15 @@ def to_text(result: ScanResult, *, verbose: bool = False, quiet: bool = False, c
     definite = [h for h in result.hazards if not h["potential"]]
     grouped = groups(result)
     covered = [g for g in result.gates if g.get("classification") == classify.COVERED]
+    definitions = [g for g in result.gates if g.get("classification") == classify.DEFINITION]
     lines = [f"{len(result.gates)} gates in {files} files; {len(excluding)} exclude {arch}"]
     for name, members in grouped.items():
         title = GROUP_TITLES[name][0]
-        lines.append(f"  {paint(f'{len(members):>5} {title}', name)}")
+        lines.append(f"  {paint(f'{len(members):>5} {title}', name)}{_by_area(members)}")
     lines.append(f"  {len(covered):>5} covered ({arch} takes other code there{'' if verbose else '; --verbose lists them'})")
+    if definitions:
+        lines.append(f"  {len(definitions):>5} definitions (arch predicates' own tests; their callers are the gates"
+                     f"{'' if verbose else '; --verbose lists them'})")
     kinds = summary(result)
     if kinds:
         width = max(len(entry["kind"]) for entry in kinds)
@@ -91,6 +97,8 @@ def to_text(result: ScanResult, *, verbose: bool = False, quiet: bool = False, c
     )
     if result.skipped:
         lines.append(f"{len(result.skipped)} skipped")
+    if result.stats.get("excluded"):
+        lines.append(f"{result.stats['excluded']} records left out (--exclude, or the project's [scan] exclude)")
     if result.hazards:
         lines += ["", paint("hazards:", "hazards")]
         for hazard in result.hazards:
@@ -118,10 +126,13 @@ def to_text(result: ScanResult, *, verbose: bool = False, quiet: bool = False, c
                 continue
             title, what = GROUP_TITLES[name]
             lines += ["", paint(f"{title} ({len(members)}): {what.format(arch=arch)}", name)]
-            lines += [_entry(gate) for gate in members]
+            lines += _by_areas(members)
     if verbose and covered:
         lines += ["", f"covered ({len(covered)}): they exclude {arch}, which takes other code there"]
         lines += [_entry(gate) for gate in covered]
+    if verbose and definitions:
+        lines += ["", f"definitions ({len(definitions)}): arch predicates' own tests, which their callers use"]
+        lines += [_entry(gate) for gate in definitions]
     admitting = [g for g in result.gates if not g["excludes_arch"]]
     if verbose and admitting:
         lines += ["", f"gates that admit {arch} (or may):"]
@@ -135,6 +146,30 @@ def to_text(result: ScanResult, *, verbose: bool = False, quiet: bool = False, c
     return "\n".join(lines) + "\n"
 
 
+def _by_area(members: list[dict]) -> str:
+    """` (30 library, 14 tests)`: a group's count per area, library first; "" when all are library."""
+    counts = {area: 0 for area in areas.AREAS}
+    for gate in members:
+        counts[gate.get("area", areas.LIBRARY)] = counts.get(gate.get("area", areas.LIBRARY), 0) + 1
+    if not members or counts[areas.LIBRARY] == len(members):
+        return ""
+    return " (" + ", ".join(f"{count} {area}" for area, count in counts.items() if count) + ")"
+
+
+def _by_areas(members: list[dict]) -> list[str]:
+    """A group's entries, library first; an `-- area (N)` line before each area when the group spans several."""
+    ordered = sorted(members, key=lambda g: areas.rank(g.get("area", areas.LIBRARY)))  # stable: file order within
+    present = list(dict.fromkeys(g.get("area", areas.LIBRARY) for g in ordered))
+    if len(present) < 2:
+        return [_entry(gate) for gate in ordered]
+    lines = []
+    for area in present:
+        chosen = [g for g in ordered if g.get("area", areas.LIBRARY) == area]
+        lines.append(f"  -- {area} ({len(chosen)})")
+        lines += [_entry(gate) for gate in chosen]
+    return lines
+
+
 def _entry(gate: dict) -> str:
     """One gate of the audit: where (file:line, enclosing function, owning JIT module), what, and why."""
     where = f"{gate['file']}:{gate['line']}"
@@ -146,7 +181,10 @@ def _entry(gate: dict) -> str:
 
 
 def _admitted(gate: dict) -> str:
-    text = f"admits {', '.join(gate['admits']) or 'none'}"
+    if not gate["admits"] and gate.get("features"):  # no plain arch of the universe has them (sm_90a features)
+        text = f"needs {', '.join(gate['features'])} features"
+    else:
+        text = f"admits {', '.join(gate['admits']) or 'none'}"
     if gate["unknown"]:
         text += f"; unknown {', '.join(gate['unknown'])}"
     return f"({text})"
