@@ -21,12 +21,14 @@ holding `-gencode` flags is a gate.
 Entries are `;`-separated, in one argument or several: `10.0a`, `120`,
 `sm_90a`, `compute_120f`, `9.0+PTX`, or a `-gencode=arch=compute_X,code=sm_X`
 flag (a flags list admits what its `-gencode` flags name; its other flags
-and variables are not read). An entry admits its capability whatever its
-`a`/`f` suffix; in `cuda_archs_loose_intersection`, as vLLM's
-cmake/utils.cmake computes it, a plain entry (`8.0`) also admits the later
-minors of its major (8.6, 8.9), and a `+PTX` entry every later arch, while
-`10.0a`/`12.0f` admit only 10.0 and 12.0 (the function takes an `a`/`f`
-entry only when the build lists its exact base). A list that takes
+and variables are not read). An entry admits its capability; an `f` entry
+(a family target) also the later minors of its major, as nvcc builds
+compute_120f code for sm_121 and compute_100f for sm_103, while an `a` entry
+admits only its own (compute_120a cannot run on sm_121). In
+`cuda_archs_loose_intersection`, as vLLM's cmake/utils.cmake computes it, a
+plain entry (`8.0`) also admits the later minors of its major (8.6, 8.9),
+and a `+PTX` entry every later arch; elsewhere (`set`, `list`) a plain
+entry admits its capability only. A list that takes
 values from a variable (`"${CUDA_ARCHS}"`, `"9.0a;${MORE}"`) admits what
 it spells and unknown for the rest, and is never rewritten.
 
@@ -63,6 +65,8 @@ _ARCH_RE = re.compile(
 _GENCODE_RE = re.compile(r"-gencode[= ]arch=compute_(?P<code>\d{2,3})(?P<suffix>[af]?),code=(?:sm|compute)_(?P=code)(?P=suffix)")
 _NUMBER_IN_GENCODE = re.compile(r"(?<=compute_)\d{2,3}|(?<=sm_)\d{2,3}")
 _NAMES_ARCH = re.compile(r"arch", re.IGNORECASE)
+# A value taken whole from a variable: `${CUDA_ARCHS}`, `${${LANG}_ARCHS}`, `$ENV{ARCHS}`, `$CACHE{ARCHS}`.
+_VARIABLE_RE = re.compile(r"\$(?:ENV|CACHE)?\{(?:[\w.+-]|\$\{[\w.+-]*\})*\}")
 _SET_ENDS = ("CACHE", "PARENT_SCOPE")
 
 
@@ -208,7 +212,7 @@ def _read(source: bytes, command: str, variable: str, arguments: list[_Argument]
             entry = _entry(source, argument, at, piece, alone)
             if entry is not None:
                 entries.append(entry)
-            elif "$" in piece:
+            elif _VARIABLE_RE.fullmatch(piece):
                 unread.append(piece)
             else:
                 others = True
@@ -280,7 +284,10 @@ def _admitted(listed: _List, arch: Arch) -> bool:
             return True
         if listed.loose and entry.tail and entry.value < mine:
             return True  # +PTX: the PTX runs on every later arch
-        if listed.loose and not entry.suffix and entry.value[0] == arch.major and entry.value[1] < arch.minor:
+        later = entry.value[0] == arch.major and entry.value[1] < arch.minor
+        if later and entry.suffix == "f":
+            return True  # a family target: compute_120f code runs on sm_121, compute_100f on sm_103 (ARCH_FACTS)
+        if later and listed.loose and not entry.suffix:
             return True  # the loose intersection builds 8.0 for an 8.6 target
     return False
 
