@@ -262,6 +262,25 @@ def test_admits_reads_a_list_text_as_its_command_does():
     assert admits('"${X}"', DEFAULT_ARCHS).unknown_names() == [a.name for a in DEFAULT_ARCHS]
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param('list(APPEND FLAGS\n  "-gencode=arch=compute_90a,code=sm_90a"\n)\n', id="list-append"),
+        pytest.param('list(PREPEND MY_ARCHS "9.0")\n', id="list-prepend"),
+        pytest.param('cuda_archs_loose_intersection(MY_ARCHS "9.0a" "${CUDA_ARCHS}")\n', id="loose-intersection"),
+        pytest.param('set(MY_ARCHS "9.0" PARENT_SCOPE)\n', id="set-parent-scope"),
+    ],
+)
+def test_the_widened_text_admits_the_target_as_the_planner_reads_it(source):
+    """The planner checks a widened gate by `admits` over its new text and the gate's detail."""
+    data = source.encode()
+    [gate] = find(data)
+    out = apply_edits(data, widen(data, gate, SM12X))
+    [after] = find(out)
+    assert admits(after.text, DEFAULT_ARCHS, gate.detail) == after.admits
+    assert {"sm_120", "sm_121"} <= set(after.admits.names())
+
+
 CAPABILITIES = [(8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (10, 3), (11, 0), (12, 0), (12, 1)]
 
 
@@ -404,3 +423,47 @@ def test_recipe_test_fails_when_the_after_differs(tmp_path, cli):
     result = cli("recipe", "test", recipe)
     assert result.exit_code != 0
     assert "1 passed, 1 failed" in result.output
+
+
+def test_run_widens_sgl_kernel_flags_on_a_branch_and_revert_restores_the_bytes(tmp_path, cli):
+    from tests.conftest import git, init_repo
+
+    repo = tmp_path / "sglang"
+    (repo / "python" / "sglang" / "srt").mkdir(parents=True)
+    (repo / "python" / "sglang" / "version.py").write_text('__version__ = "0.5.8"\n')
+    (repo / "python" / "sglang" / "srt" / "__init__.py").write_text("")
+    (repo / "sgl-kernel").mkdir()
+    before = source_of('''
+        list(APPEND SGL_KERNEL_CUDA_FLAGS
+            "-gencode=arch=compute_90a,code=sm_90a"
+            "-gencode=arch=compute_100a,code=sm_100a"
+        )
+        cuda_archs_loose_intersection(FP4_ARCHS "10.0a" "${CUDA_ARCHS}")
+    ''')
+    (repo / "sgl-kernel" / "CMakeLists.txt").write_bytes(before)
+    init_repo(repo)
+    recipe = tmp_path / "sgl-kernel-sm120.toml"
+    recipe.write_text(textwrap.dedent('''\
+        id = "sgl-kernel-sm120"
+        summary = "Compile sgl-kernel for SM120"
+        arch = "sm_120"
+        admit = "exact"
+
+        [[change]]
+        id = "sglang.kernel-gencode"
+        project = "sglang"
+        file = "sgl-kernel/CMakeLists.txt"
+        kind = "cmake_arch_list"
+        variable = "SGL_KERNEL_CUDA_FLAGS"
+        title = "Compile sgl-kernel for sm_120a"
+    '''))
+    result = cli("run", recipe, "--repo", repo)
+    assert result.exit_code == 0, result.output
+    assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "codemod/sgl-kernel-sm120"
+    assert (repo / "sgl-kernel" / "CMakeLists.txt").read_bytes() == before.replace(
+        b'sm_100a"\n', b'sm_100a"\n    "-gencode=arch=compute_120a,code=sm_120a"\n'
+    )
+    result = cli("revert", "sgl-kernel-sm120", "--repo", repo)
+    assert result.exit_code == 0, result.output
+    assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
+    assert (repo / "sgl-kernel" / "CMakeLists.txt").read_bytes() == before

@@ -324,8 +324,9 @@ def find(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, *, variable:
 
 def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS, detail: dict | None = None) -> ArchSet:
     """What a list's text (`"10.0a;12.0a"`, the gencode flags) admits, read as `find` reads the command in `detail`."""
-    command = (detail or {}).get("command", "set")
-    wrapped = f"{command}(_ {text})".encode() if command != LOOSE else f"{LOOSE}(_ {text} _)".encode()
+    # the values alone, as `set` gives them: `list(APPEND VAR ...)` reads its values alike
+    loose = (detail or {}).get("command") == LOOSE
+    wrapped = f"{LOOSE}(_ {text} _)".encode() if loose else f"set(_ {text})".encode()
     try:
         lists = _lists(wrapped, "_")
     except SourceError:
