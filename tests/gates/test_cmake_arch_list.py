@@ -222,10 +222,24 @@ def test_a_list_from_variables_is_unknown_reported_and_left_byte_for_byte():
     assert first.admits.names() == [] and first.admits.unknown_names() == [a.name for a in DEFAULT_ARCHS]
     assert second.admits.names() == ["sm_90"] and "sm_121" in second.admits.unknown_names()
     for gate in (first, second):
-        with pytest.raises(CannotWiden, match=r"line \d: \w+ takes values from \$\{\w+\}.*widen it by hand"):
+        with pytest.raises(CannotWiden, match=r"line \d: \w+ holds \$\{\w+\}.*widen it by hand"):
             widen(source, gate, SM12X)
     # what it spells is read: widening for an arch it lists needs no edit
     assert widen(source, second, (Arch.parse("sm_90"),)) == []
+
+
+def test_a_gencode_flag_of_another_shape_makes_the_flags_list_unknown():
+    source = source_of('''
+        set(KERNEL_FLAGS
+          "-O3"
+          "-gencode=arch=compute_90a,code=sm_90a"
+          "-gencode=arch=compute_100a,code=[sm_100a,compute_100a]")
+    ''')
+    [gate] = find(source)
+    assert gate.admits.names() == ["sm_90"] and "sm_120" in gate.admits.unknown_names()
+    assert gate.detail["unread"] == ["-gencode=arch=compute_100a,code=[sm_100a,compute_100a]"]
+    with pytest.raises(CannotWiden, match="widen it by hand"):
+        widen(source, gate, SM12X)
 
 
 def test_a_file_cmake_cannot_read_is_refused_with_the_line():

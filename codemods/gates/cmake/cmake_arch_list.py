@@ -21,7 +21,8 @@ holding `-gencode` flags is a gate.
 Entries are `;`-separated, in one argument or several: `10.0a`, `120`,
 `sm_90a`, `compute_120f`, `9.0+PTX`, or a `-gencode=arch=compute_X,code=sm_X`
 flag (a flags list admits what its `-gencode` flags name; its other flags
-and variables are not read). An entry admits its capability; an `f` entry
+and variables are not read, and a `-gencode` flag of another shape,
+`code=[sm_90a,compute_90a]`, makes it unknown). An entry admits its capability; an `f` entry
 (a family target) also the later minors of its major, as nvcc builds
 compute_120f code for sm_121 and compute_100f for sm_103, while an `a` entry
 admits only its own (compute_120a cannot run on sm_121). In
@@ -63,6 +64,7 @@ _ARCH_RE = re.compile(
     r"(?P<prefix>(?:sm|compute)_)?(?P<number>(?P<major>\d{1,2})\.(?P<minor>\d)|(?P<code>\d{2,3}))(?P<suffix>[af]?)(?P<tail>\+PTX)?"
 )
 _GENCODE_RE = re.compile(r"-gencode[= ]arch=compute_(?P<code>\d{2,3})(?P<suffix>[af]?),code=(?:sm|compute)_(?P=code)(?P=suffix)")
+_GENCODE_FLAGS = ("-gencode", "--generate-code")
 _NUMBER_IN_GENCODE = re.compile(r"(?<=compute_)\d{2,3}|(?<=sm_)\d{2,3}")
 _NAMES_ARCH = re.compile(r"arch", re.IGNORECASE)
 # A value taken whole from a variable: `${CUDA_ARCHS}`, `${${LANG}_ARCHS}`, `$ENV{ARCHS}`, `$CACHE{ARCHS}`.
@@ -200,6 +202,7 @@ def _read(source: bytes, command: str, variable: str, arguments: list[_Argument]
     loose = command == LOOSE
     entries: list[_Entry] = []
     unread: list[str] = []
+    flags: list[str] = []  # -gencode flags not read (`code=[sm_90a,compute_90a]`, another arch per code)
     others = False
     for argument in arguments:
         if argument.kind == "bracket_argument" or "\\" in argument.text:
@@ -214,14 +217,16 @@ def _read(source: bytes, command: str, variable: str, arguments: list[_Argument]
                 entries.append(entry)
             elif _VARIABLE_RE.fullmatch(piece):
                 unread.append(piece)
+            elif piece.startswith(_GENCODE_FLAGS):
+                flags.append(piece)
             else:
                 others = True
                 if loose:
                     unread.append(piece)
-    gencode = any(entry.gencode for entry in entries)
+    gencode = bool(flags) or any(entry.gencode for entry in entries)
     if gencode:
         entries = [entry for entry in entries if entry.gencode]
-        unread = []  # a flags list: the other flags and variables are not arch entries
+        unread = flags  # a flags list: its other flags and variables are not arch entries
     elif others and not loose:
         return None
     elif not entries and not unread:
@@ -348,7 +353,7 @@ def widen(
     if not missing:
         return []
     if listed.unread:
-        raise CannotWiden(f"{where} takes values from {', '.join(listed.unread)}, which codemod cannot read; widen it by hand")
+        raise CannotWiden(f"{where} holds {', '.join(listed.unread)}, which codemod cannot read; widen it by hand")
     if not listed.entries:
         raise CannotWiden(f"{where} lists no arch to spell a new one like; widen it by hand")
     inserts: dict[tuple[int, bool], list[tuple[str, str]]] = {}
