@@ -481,3 +481,16 @@ def test_run_widens_sgl_kernel_flags_on_a_branch_and_revert_restores_the_bytes(t
     assert result.exit_code == 0, result.output
     assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
     assert (repo / "sgl-kernel" / "CMakeLists.txt").read_bytes() == before
+
+
+def test_scan_skips_a_cmake_file_it_cannot_read_with_the_reason(tmp_path):
+    from codemods.audit.scan import scan
+
+    (tmp_path / "CMakeLists.txt").write_bytes(b'set(FP4_ARCHS "10.0a;12.0a"\n')
+    (tmp_path / "latin1.cmake").write_bytes(b'# caf\xe9\nset(FP4_ARCHS "10.0a")\n')
+    result = scan(tmp_path, Arch.parse("sm_121"))
+    assert result.gates == []
+    assert sorted((s["file"], s["reason"].split(":")[0].split(" (")[0]) for s in result.skipped) == [
+        ("CMakeLists.txt", "not valid CMake"),
+        ("latin1.cmake", "not UTF-8"),
+    ]
