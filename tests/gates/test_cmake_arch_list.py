@@ -420,6 +420,26 @@ before = \'\'\'
 cuda_archs_loose_intersection(FP4_ARCHS "10.0f;12.0f" "${CUDA_ARCHS}")
 \'\'\'
 outcome = "unchanged"
+
+[[change]]
+id = "sglang.scaled-mm-archs"
+project = "sglang"
+file = "CMakeLists.txt"
+kind = "cmake_arch_list"
+variable = "SCALED_MM_ARCHS"
+admits = ["sm_100"]                       # the Blackwell list, not the Hopper one
+title = "Build the Blackwell scaled_mm kernels for SM120"
+
+[[test]]
+change = "sglang.scaled-mm-archs"
+before = \'\'\'
+cuda_archs_loose_intersection(SCALED_MM_ARCHS "9.0a;" "${CUDA_ARCHS}")
+cuda_archs_loose_intersection(SCALED_MM_ARCHS "10.0a;10.1a" "${CUDA_ARCHS}")
+\'\'\'
+after = \'\'\'
+cuda_archs_loose_intersection(SCALED_MM_ARCHS "9.0a;" "${CUDA_ARCHS}")
+cuda_archs_loose_intersection(SCALED_MM_ARCHS "10.0a;10.1a;12.0a" "${CUDA_ARCHS}")
+\'\'\'
 '''
 
 
@@ -428,15 +448,15 @@ def test_recipe_test_runs_the_kind(tmp_path, cli):
     recipe.write_text(RECIPE)
     result = cli("recipe", "test", recipe)
     assert result.exit_code == 0, result.output
-    assert "2 passed, 0 failed" in result.output
+    assert "3 passed, 0 failed" in result.output
 
 
 def test_recipe_test_fails_when_the_after_differs(tmp_path, cli):
     recipe = tmp_path / "fp4.toml"
-    recipe.write_text(RECIPE.replace('"10.0a;10.1a;12.0a"', '"10.0a;10.1a;12.0a;12.1a"'))
+    recipe.write_text(RECIPE.replace('"10.0a;10.1a;12.0a"', '"10.0a;10.1a;12.0a;12.1a"', 1))  # the first case's after
     result = cli("recipe", "test", recipe)
     assert result.exit_code != 0
-    assert "1 passed, 1 failed" in result.output
+    assert "2 passed, 1 failed" in result.output
 
 
 def test_run_widens_sgl_kernel_flags_on_a_branch_and_revert_restores_the_bytes(tmp_path, cli):
