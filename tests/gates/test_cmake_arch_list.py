@@ -197,6 +197,7 @@ def test_widen(before, after, targets):
         pytest.param('#[[\nset(FP4_ARCHS "10.0a")\n]]\n', id="bracket-comment"),
         pytest.param('message(STATUS "FP4_ARCHS 10.0a;12.0a")\n', id="string-that-mentions-archs"),
         pytest.param("set(TIMEOUT 120)\n", id="a-number-in-a-variable-that-says-no-arch"),
+        pytest.param("set(CMAKE_ARCHIVE_OUTPUT_DIRECTORY ${OUT_DIR})\n", id="archive-is-no-arch-word"),
         pytest.param("set(SCALED_MM_3X_ARCHS)\n", id="set-with-no-value-clears-the-variable"),
         pytest.param('list(JOIN CUDA_ARCHS "," CUDA_ARCHS_STR)\n', id="list-join-makes-no-list"),
         pytest.param('set(HASH_AND_ARCH "${HASH}(ARCH:${ARCHS_STR})")\n', id="text-around-a-variable-is-no-list"),
@@ -207,6 +208,17 @@ def test_widen(before, after, targets):
 def test_noop(source):
     data = source.encode()
     assert edits_or_refusals(data) == []
+
+
+def test_scan_reads_variables_named_for_archs_only():
+    source = source_of('''
+        set(CMAKE_ARCHIVE_OUTPUT_DIRECTORY ${OUT_DIR})
+        set(RESEARCH_DIR ${ROOT})
+        set(TORCH_CUDA_ARCH_LIST ${ARCHS_FROM_ENV})
+        set(CMAKE_CUDA_ARCHITECTURES ${DETECTED})
+        set(VLLM_GPU_ARCHES ${HIP_ARCHS})
+    ''')
+    assert [g.context for g in find(source)] == ["TORCH_CUDA_ARCH_LIST", "CMAKE_CUDA_ARCHITECTURES", "VLLM_GPU_ARCHES"]
 
 
 def test_a_list_from_variables_is_unknown_reported_and_left_byte_for_byte():

@@ -14,8 +14,8 @@ A gate is the list one command gives: the second argument of
 values of `set(VAR ...)` (up to `CACHE` or `PARENT_SCOPE`) and of
 `list(APPEND|PREPEND VAR ...)`. The selector `variable` keeps the commands
 that set that variable; without it (what `scan` lists) every
-`cuda_archs_loose_intersection`, every `set`/`list` of a variable whose
-name says ARCH and whose values are all arch names, and every `set`/`list`
+`cuda_archs_loose_intersection`, every `set`/`list` of a variable named
+for archs (`..._ARCHS`, `..._ARCH_LIST`, `..._ARCHITECTURES`) whose values are all arch names, and every `set`/`list`
 holding `-gencode` flags is a gate.
 
 Entries are `;`-separated, in one argument or several: `10.0a`, `120`,
@@ -66,7 +66,8 @@ _ARCH_RE = re.compile(
 _GENCODE_RE = re.compile(r"-gencode[= ]arch=compute_(?P<code>\d{2,3})(?P<suffix>[af]?),code=(?:sm|compute)_(?P=code)(?P=suffix)")
 _GENCODE_FLAGS = ("-gencode", "--generate-code")
 _NUMBER_IN_GENCODE = re.compile(r"(?<=compute_)\d{2,3}|(?<=sm_)\d{2,3}")
-_NAMES_ARCH = re.compile(r"arch", re.IGNORECASE)
+# A variable named for archs: SCALED_MM_ARCHS, TORCH_CUDA_ARCH_LIST, CMAKE_CUDA_ARCHITECTURES, not CMAKE_ARCHIVE_...
+_NAMES_ARCH = re.compile(r"(?:^|_)ARCH(?:S|ES|ITECTURES?)?(?:_|$)", re.IGNORECASE)
 # A value taken whole from a variable: `${CUDA_ARCHS}`, `${${LANG}_ARCHS}`, `$ENV{ARCHS}`, `$CACHE{ARCHS}`.
 _VARIABLE_RE = re.compile(r"\$(?:ENV|CACHE)?\{(?:[\w.+-]|\$\{[\w.+-]*\})*\}")
 _SET_ENDS = ("CACHE", "PARENT_SCOPE")
