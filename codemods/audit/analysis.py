@@ -1,12 +1,13 @@
-"""One file of a scan analysed: Python files and C-family files each by their reader, never raising."""
+"""One file of a scan analysed: Python, CMake and C-family files each by their reader, never raising."""
 
 from __future__ import annotations
 
 from codemods.audit.c_files import analyse_c
 from codemods.audit.listing import PYTHON_SUFFIXES
 from codemods.audit.python_files import analyse_python
-from codemods.audit.records import Context, FileScan
+from codemods.audit.records import Context, FileScan, gate_record
 from codemods.gates import SourceError
+from codemods.gates.cmake import cmake_arch_list
 
 
 def analyse(rel: str, data: bytes, context: Context, in_jit: bool, runtime: bool) -> FileScan:
@@ -17,6 +18,9 @@ def analyse(rel: str, data: bytes, context: Context, in_jit: bool, runtime: bool
     try:
         if rel.endswith(PYTHON_SUFFIXES):
             return analyse_python(rel, data, context, in_jit)
+        if cmake_arch_list.is_cmake(rel):
+            gates = cmake_arch_list.find(data, context.universe)
+            return FileScan(rel, gates=[gate_record(rel, gate, context.arch) for gate in gates], parsed=True)
         return analyse_c(rel, data, context, runtime)
     except SourceError as exc:
         return FileScan(rel, skipped=str(exc), parsed=True)

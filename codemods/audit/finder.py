@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codemods.audit.prefilter import FINDER_TOKENS, is_c_file, runtime_check_pattern
+from codemods.gates.cmake import cmake_arch_list
 from codemods.core import distribution
 from codemods.core.errors import InstallBroken
 
@@ -80,6 +81,8 @@ def find(root: Path | str, rels: list[str]) -> Found:
         if regex is not None:
             found.runtime |= _finish(regex)[0]
     found.candidates |= found.runtime
+    # CMake files are few and name their lists by variable, not by a token: each is read (prefilter.may_hold_gates)
+    found.candidates |= {rel for rel in rels if cmake_arch_list.is_cmake(rel)}
     return found
 
 

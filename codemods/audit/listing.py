@@ -22,6 +22,7 @@ from codemods.apply import locate
 from codemods.apply.git_safety import work_tree_top
 from codemods.cpp.lexer import C_SUFFIXES
 from codemods.core.source import NotRegularFile, read_regular_status
+from codemods.gates.cmake.cmake_arch_list import is_cmake
 
 PYTHON_SUFFIXES = (".py",)
 SKIP_DIRS = frozenset({".git", "__pycache__"})
@@ -109,8 +110,8 @@ def _walk(folder: Path, prefix: str, found: list[str], base: Path) -> None:
 
 
 def _wanted(name: str) -> bool:
-    """Source files by suffix, and extension-less files (C++ headers such as `nv/target`)."""
-    return name.endswith(C_SUFFIXES + PYTHON_SUFFIXES) or "." not in name
+    """Source files by suffix, extension-less files (C++ headers such as `nv/target`), and CMake files."""
+    return name.endswith(C_SUFFIXES + PYTHON_SUFFIXES) or "." not in name or is_cmake(name)
 
 
 def inside_tree(path: Path, base: Path) -> bool:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from codemods.audit.listing import PYTHON_SUFFIXES
 from codemods.core.lazy import LazyModule
+from codemods.gates.cmake import cmake_arch_list
 from codemods.gates.python import python_capability
 
 if TYPE_CHECKING:
@@ -82,8 +83,8 @@ JIT_RE = re.compile(
 
 
 def is_c_file(rel: str) -> bool:
-    """Whether a listed file is read as C, C++ or CUDA (every listed file but a Python one: `nv/target` too)."""
-    return not rel.endswith(PYTHON_SUFFIXES)
+    """Whether a listed file is read as C, C++ or CUDA (every listed file but a Python or CMake one: `nv/target` too)."""
+    return not rel.endswith(PYTHON_SUFFIXES) and not cmake_arch_list.is_cmake(rel)
 
 
 def may_hold_gates(rel: str, data: bytes, in_jit: bool, runtime: bool) -> bool:
@@ -92,6 +93,8 @@ def may_hold_gates(rel: str, data: bytes, in_jit: bool, runtime: bool) -> bool:
     `runtime` says whether the finder (audit.finder) found `runtime_check_pattern` in
     this C file: that regex runs in ripgrep only, Python's `re` takes 40x longer on it.
     """
+    if cmake_arch_list.is_cmake(rel):
+        return cmake_arch_list.may_hold(data)
     if rel.endswith(PYTHON_SUFFIXES):
         return (
             ARCH_TOKEN in data

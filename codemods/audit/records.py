@@ -117,6 +117,8 @@ def _default_path(gate: Gate, arch: Arch) -> classify.Path:
             return classify.Path(classify.PORT, f"the function builds for {', '.join(builds)}, which {arch.name} cannot "
                                                 "run: widening the check alone gives it no kernel")
         return classify.runtime_path(str(gate.detail.get("in", "")), arch, str(gate.detail.get("exit", "")))
+    if gate.kind == "cmake_arch_list":
+        return classify.Path(classify.NOTHING, f"the kernels built from {gate.context} are not compiled for {arch.name}")
     if gate.kind == "python_arch_call":
         return classify.call_path(str(gate.detail.get("passed_to", "")), arch)
     if "returns_early" in gate.detail:

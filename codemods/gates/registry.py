@@ -30,6 +30,7 @@ python_predicate = LazyModule("codemods.gates.python.python_predicate")
 python_arch_map = LazyModule("codemods.gates.python.python_arch_map")
 python_min_capability = LazyModule("codemods.gates.python.python_min_capability")
 python_arch_call = LazyModule("codemods.gates.python.python_arch_call")
+cmake_arch_list = LazyModule("codemods.gates.cmake.cmake_arch_list")
 
 
 def cuda_blockers(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[str]:
@@ -181,9 +182,19 @@ PYTHON_ARCH_CALL = GateKind(
     check_selector=lambda key, value: python_arch_call.check_selector(key, value),
 )
 
+# A CMake list of the archs a kernel family is built for (`cuda_archs_loose_intersection(SCALED_MM_ARCHS "10.0a;12.0a" ...)`).
+CMAKE_ARCH_LIST = GateKind(
+    name="cmake_arch_list",
+    selectors=_optional("variable", hints={"variable": 'variable = "SCALED_MM_ARCHS"   # the variable the list sets'}),
+    find=lambda source, universe, where, selector: cmake_arch_list.find(source, universe, **selector),
+    admits=lambda text, universe, where, detail: cmake_arch_list.admits(text, universe, detail),
+    widen=lambda source, gate, targets, universe, where: cmake_arch_list.widen(source, gate, targets, universe),
+    has_edit=lambda gate, arch: "unread" not in gate.detail,  # a list built from ${VAR} is left as it is
+)
+
 _KINDS = (
     CUDA_GUARD, CPP_RUNTIME_CHECK, CPP_REPLACE, PYTHON_ARCH_LIST, PYTHON_ARCH_OR, PYTHON_ARCH_TEST, PYTHON_CAPABILITY,
-    PYTHON_PREDICATE, PYTHON_ARCH_MAP, PYTHON_MIN_CAPABILITY, PYTHON_ARCH_CALL,
+    PYTHON_PREDICATE, PYTHON_ARCH_MAP, PYTHON_MIN_CAPABILITY, PYTHON_ARCH_CALL, CMAKE_ARCH_LIST,
 )  # fmt: skip
 
 KINDS: dict[str, GateKind] = {kind.name: kind for kind in _KINDS}
@@ -195,8 +206,9 @@ def modules() -> dict[str, ModuleType]:
 
 
 def module_path(kind: str) -> str:
-    """A kind's module is named as the kind, in its language's folder: codemods/gates/python/ or codemods/gates/cpp/."""
-    return f"codemods.gates.{'python' if kind.startswith('python_') else 'cpp'}.{kind}"
+    """A kind's module is named as the kind, in its language's folder: codemods/gates/python/, cmake/ or cpp/."""
+    room = "python" if kind.startswith("python_") else "cmake" if kind.startswith("cmake_") else "cpp"
+    return f"codemods.gates.{room}.{kind}"
 
 
 def selector_keys(module: ModuleType) -> set[str]:
