@@ -20,6 +20,7 @@ from codemods.gates.python.capability.reading import (
     _CHECKED, _SIDES, LeafOf, Side, _Leaf, _checked, member_range, _have, _leaves, _pure, _reading, _truth, admits,
 )  # fmt: skip
 from codemods.gates.python import python_predicate
+from codemods.gates.python.capability.unused import unused_halves
 from codemods.gates.python.capability.values import spell
 from codemods.gates.python.layout.wrap import wrapped
 from codemods.gates.python.ast_text import PythonText
@@ -586,7 +587,7 @@ def widen(
         end = gate.end + sum(len(e.text) - (e.end - e.start) for e in edits)
         after = admits(apply_edits(source, edits)[gate.start : end].decode("utf-8"), scope, gate.detail)
         if not after.unknown and after.admitted == wanted_after:
-            return wrapped(source, edits)  # a line grown too long is split as black splits it
+            return wrapped(source, [*edits, *unused_halves(place.source, place.text, place.tree, place.parents, place.root, edits)])  # too long a line split as black does
     plus = ", ".join(a.name for a in targets if not before.admits(a))
     bound = any(leaf.op in _BOUNDS for leaf in _leaves(root, leaf_of))
     raise CannotWiden(
