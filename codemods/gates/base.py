@@ -38,6 +38,8 @@ class Where:
     file: str = ""
     meanings: Mapping[str, Meaning] | None = None
     number_membership: str = ""  # the project's brackets for numbers in a file with no example (Project)
+    # the spellings the nearest file in the same folder shows, for a file that shows none (GateKind.style)
+    styles: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def language(self) -> str:
@@ -99,6 +101,11 @@ class GateKind:
     has_edit: Callable[[Gate, Arch | None], bool] = every_gate
     # its selectors name a shape across a file, not one place: a change widens every match (plan.picks)
     every_match: bool = False
+    # the spellings a file shows ({"negation": "parentheses"}): the planner reads them from the nearest file in the
+    # same folder for a file that shows none (Where.styles)
+    style: Callable[[bytes], Mapping[str, str]] | None = None
+    # what widening a gate had to guess, said with the gate in the run's output
+    notes: Callable[[bytes, Gate, tuple[Arch, ...], tuple[Arch, ...], Where], list[str]] = no_symbols
     doc: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:

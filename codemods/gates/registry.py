@@ -117,7 +117,13 @@ PYTHON_ARCH_TEST = GateKind(
     admits=lambda text, universe, where, detail: python_arch_test.admits(
         text, universe, python_arch_or.scoped(where.meanings, detail.get("class"))
     ),
-    widen=lambda source, gate, targets, universe, where: python_arch_test.widen(source, gate, targets, universe, where.meanings),
+    widen=lambda source, gate, targets, universe, where: python_arch_test.widen(
+        source, gate, targets, universe, where.meanings, where.styles.get("negation", "")
+    ),
+    notes=lambda source, gate, targets, universe, where: python_arch_test.notes(
+        source, gate, targets, universe, where.meanings, where.styles.get("negation", "")
+    ),
+    style=lambda source: {"negation": style} if (style := python_arch_test.negation_shown(source)) else {},
     missing_symbols=lambda source, gate, targets, universe, where: python_arch_test.missing_symbols(
         source, gate, targets, universe, where.meanings
     ),

@@ -9,7 +9,8 @@ from __future__ import annotations
 import bisect
 import posixpath
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from codemods.jit import kernel_paths
 from codemods.core.arch import Arch
@@ -55,6 +56,8 @@ def plan_change(
     if kind.reads_predicates and project is not None:
         meanings = meanings_for(project, pc.file, source, tree, read)
     where = Where(pc.file, meanings, project.number_membership if project is not None else "")
+    if kind.style is not None and tree is not None and read is not None and not kind.style(source):
+        where = replace(where, styles=_neighbour_style(kind.style, tree, pc.file, read))
     find, widen, admits = kind.find, kind.widen, kind.admits
     assert find is not None and widen is not None and admits is not None  # a gate kind has all three (GateKind.__post_init__)
     selectors, chosen = picks.split(pc.selector if pc.selector is not None else change.selector)
@@ -136,6 +139,8 @@ def plan_change(
                 pc.gates.append(GateChange(gate, "failed", reason="; ".join(absent), warnings=warnings))
                 continue
         edits += gate_edits
+        if gate_edits:
+            warnings = warnings + kind.notes(source, gate, targets, universe, where)
         pc.gates.append(GateChange(gate, "changed", forced=blockers, warnings=warnings))
     failed = [g for g in pc.gates if g.outcome == "failed"]
     if failed:
@@ -193,6 +198,25 @@ def _chain_readers(
         return kind.find(source, universe, where, scope)
     except SourceError:
         return []
+
+
+def _neighbour_style(style: Callable[[bytes], Mapping[str, str]], tree: ProjectTree, file: str, read: Read) -> Mapping[str, str]:
+    """The spellings of the nearest file in `file`'s folder that shows any (a kind's `style`), for a file that
+    shows none: the files beside it with its suffix, nearest by name first (issue 34: the negation style)."""
+    folder, name = posixpath.split(file)
+    suffix = posixpath.splitext(name)[1]
+    try:
+        siblings = [p.name for p in (tree.root / folder).iterdir() if p.suffix == suffix and p.name != name]
+    except OSError:
+        return {}
+    for other in sorted(siblings, key=lambda other: (-len(posixpath.commonprefix([name, other])), other)):
+        try:
+            shown = style(read(posixpath.join(folder, other)))
+        except OSError:
+            continue
+        if shown:
+            return shown
+    return {}
 
 
 def meanings_for(project: Project, file: str, source: bytes, tree: ProjectTree | None = None, read: Read | None = None) -> dict:

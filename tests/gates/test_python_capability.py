@@ -378,7 +378,23 @@ def test_a_condition_admits_exactly_what_it_says():
     ]
 
 
+_SKIP_UNLESS = "def test_mm(m):\n    major, minor = torch.cuda.get_device_capability()\n    if {}:\n        pytest.skip('SM100')\n"
+
 CONDITION_WIDENINGS = [
+    # issue 38 item 4: a negated conjunction before a skip widens what it negates, not the chain or a refusal
+    pytest.param(
+        _SKIP_UNLESS.format("not (major == 10 and minor == 0)"), "sm_103",
+        _SKIP_UNLESS.format("not (major == 10 and minor in (0, 3))"), id="negated-conjunction-gains-the-minor",
+    ),
+    pytest.param(
+        _SKIP_UNLESS.format("not (minor == 0 and major == 10)"), "sm_110",
+        _SKIP_UNLESS.format("not (minor == 0 and major in (10, 11))"), id="negated-conjunction-gains-the-major",
+    ),
+    pytest.param(
+        _SKIP_UNLESS.format("not (major == 10 and minor == 0)"), "sm_121",
+        _SKIP_UNLESS.format("not ((major == 10 and minor == 0) or (major == 12 and minor == 1))"),
+        id="negated-conjunction-gains-a-conjunction-for-another-major-and-minor",
+    ),
     pytest.param(
         "def plan(n):\n    device_sm = get_device_sm()\n    return (\n"
         "        device_sm == 90 or (device_sm >= 100 and device_sm < 110)\n    ) and n < 8\n", "sm_110",

@@ -71,7 +71,7 @@ from typing import TYPE_CHECKING, TypeGuard
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.core.lazy import LazyModule
-from codemods.gates import CannotWiden, Edit, Gate, drop_operands
+from codemods.gates import CannotWiden, Edit, Gate, SourceError, drop_operands
 from codemods.gates.python.predicates import named
 from codemods.gates.python.predicates import gained
 from codemods.gates.python.predicates.calls import _calls, _other_statements
@@ -169,10 +169,19 @@ def find(
 
 def widen(
     source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...] = DEFAULT_ARCHS,
-    meanings: Mapping[str, Meaning] | None = None,
+    meanings: Mapping[str, Meaning] | None = None, negation: str = "",
 ) -> list[Edit]:
-    """Edits that make the test admit `targets` too; `[]` if it does already."""
-    return _plan(source, gate, targets, universe, meanings).edits
+    """Edits that make the test admit `targets` too; `[]` if it does already. `negation` is the style of the
+    nearest file in the file's folder that shows one (`negation_shown`), for a file that shows none."""
+    return _plan(source, gate, targets, universe, meanings, negation).edits
+
+
+def notes(
+    source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...] = DEFAULT_ARCHS,
+    meanings: Mapping[str, Meaning] | None = None, negation: str = "",
+) -> list[str]:
+    """What widening the test had to guess, for the run to say (the negation style no file showed)."""
+    return _plan(source, gate, targets, universe, meanings, negation).notes
 
 
 def missing_symbols(
@@ -185,7 +194,8 @@ def missing_symbols(
 
 
 def _plan(
-    source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...], meanings: Mapping[str, Meaning] | None
+    source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...], meanings: Mapping[str, Meaning] | None,
+    negation: str = "",
 ) -> gained.Plan:
     parsed = parse(source, chains.MENTIONS)
     node, shape, predicates = _locate(parsed, gate)
@@ -204,6 +214,7 @@ def _plan(
     dropped, alone = _drop_needless_refusals(parsed, node, gate, targets, names, universe, scoped)
     spelled = [gained.spelled(parsed, template, n) for n in names]
     start, end = parsed.outer_span(template.operand)
+    guessed: list[str] = []
     if shape in ("or", "single", "not_or"):
         text = b"".join(b" or " + s for s in spelled)
         parent = parsed.parent(node)
@@ -215,7 +226,15 @@ def _plan(
         edits = [Edit(end, end, b"".join(b" and not " + s for s in spelled))]
     else:  # "not": `not P`
         lone = not isinstance(parsed.parent(node), cst.BooleanOperation)  # `if not P:`, not `if x and not P:`
-        if (gate.detail.get("negation") or _negation_style(parsed, template, lone)) == "parentheses":
+        style = gate.detail.get("negation") or _negation_style(parsed, template, lone) or negation
+        if not style:  # neither this file nor one beside it shows one: a guess, which the run's notes say
+            called_with_arguments = isinstance(template.operand, cst.Call) and bool(template.operand.args)
+            style = "parentheses" if called_with_arguments else "and_not"
+            guessed.append(
+                f"line {gate.line}: negation style guessed ({_STYLES[style]}): neither this file nor one in its folder "
+                f'negates several predicates; set negation = "parentheses" or "and_not" in the change to choose'
+            )
+        if style == "parentheses":
             text = b"".join(b" or " + s for s in spelled)
             edits = [Edit(start, start, b"("), Edit(end, end, text + b")")]
             old = joined(parsed.source[start:end].decode("utf-8"))
@@ -230,7 +249,8 @@ def _plan(
     if shape in ("or", "not_or", "and_not"):
         edits = _in_order(parsed, shape, predicates, [named.number_of(n) for n in names], spelled) or edits
     edits = wrapped(parsed.source, edits + dropped)
-    return gained.supporting(parsed, node, predicates, template, names, edits, gate)
+    plan = gained.supporting(parsed, node, predicates, template, names, edits, gate)
+    return gained.Plan(plan.edits, plan.symbols, guessed)
 
 
 def admits(
@@ -468,7 +488,7 @@ def _negation_style(parsed: PythonSource, template, lone: bool = False) -> str:
     """How this file negates several predicates: `not (A or B)` ("parentheses") or `not A and not B`, as it
     already does; for a `lone` negation (`if not P:`), a predicate negated beside another test elsewhere in
     the file counts for the latter. Where the file shows neither or both, a predicate called with arguments
-    takes the parentheses.
+    takes the parentheses (`_plan`, after the style of a file beside it: "" here).
 
     That evidence counts for a lone negation only: FlashInfer's test_deepseek_mla.py (beebc6074) wrote `if not
     P and not Q:` beside its `if backend == "fa3" and not P:`, while SGLang 0.5.17's server_args.py wrote
@@ -495,5 +515,23 @@ def _negation_style(parsed: PythonSource, template, lone: bool = False) -> str:
     )
     if grouped != spread:
         return "parentheses" if grouped else "and_not"
-    called_with_arguments = isinstance(template.operand, cst.Call) and bool(template.operand.args)
-    return "parentheses" if called_with_arguments else "and_not"
+    return ""
+
+
+_STYLES = {"parentheses": "`not (P or Q)`", "and_not": "`not P and not Q`"}
+
+
+def negation_shown(source: bytes) -> str:
+    """The negation style a file shows (`_negation_style`'s evidence for a lone `if not P:`), "" for neither or
+    both: what a file that shows none borrows from the nearest file in its folder (issue 34)."""
+    try:
+        parsed = parse(source, chains.MENTIONS)
+    except SourceError:  # a neighbour that does not parse shows nothing
+        return ""
+    grouped = any(
+        isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not) and chains.is_or(node.expression)
+        and all(_predicate(o) is not None for o in chains.operands(node.expression))
+        for node in parsed.nodes(cst.UnaryOperation)
+    )  # fmt: skip
+    spread = any(_is_and(node) and bool(_negated_operands(node)) for node in parsed.nodes(cst.BooleanOperation))
+    return "" if grouped == spread else ("parentheses" if grouped else "and_not")

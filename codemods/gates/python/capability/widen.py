@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, moved_upper_bound
 from codemods.gates import CannotWiden, Edit, Gate, apply_edits, drop_operands
@@ -20,6 +20,7 @@ from codemods.gates.python.capability.reading import (
     _CHECKED, _SIDES, LeafOf, Side, _Leaf, _checked, member_range, _have, _leaves, _pure, _reading, _truth, admits,
 )  # fmt: skip
 from codemods.gates.python import python_predicate
+from codemods.gates.python.capability.unused import unused_halves
 from codemods.gates.python.capability.values import spell
 from codemods.gates.python.layout.wrap import wrapped
 from codemods.gates.python.ast_text import PythonText
@@ -464,6 +465,36 @@ def _exit_drop(place: _Place) -> list[Edit] | None:
     return drop_operands([place.span(v) for v in root.values], refusing)
 
 
+def _negated(root: ast.expr) -> ast.expr | None:
+    """What a condition negates with `not`, when it is one (`not (major == 10 and minor == 0)`)."""
+    return root.operand if isinstance(root, ast.UnaryOp) and isinstance(root.op, ast.Not) else None
+
+
+def _add_conjunct(place: _Place) -> list[Edit] | None:
+    """An `and` of comparisons one target fails in several gains the target's own, with `or`, each written as its
+    comparisons are (`major == 10 and minor == 0` for sm_121: `(... ) or (major == 12 and minor == 1)`)."""
+    root = place.root
+    if not (isinstance(root, ast.BoolOp) and isinstance(root.op, ast.And) and _pure(root, place.leaf_of)):
+        return None
+    operands: dict[str, Side] = {}
+    for leaf in _leaves(root, place.leaf_of):
+        operands.setdefault(place.source[slice(*place.text.span(leaf.operand))].decode("utf-8"), leaf.side)
+    if len(set(map(repr, operands.values()))) != len(operands):
+        return None
+    *heads, last = operands.items()  # the targets that differ only in the last one share a term: `minor in (0, 1)`
+    groups: dict[tuple, list] = {}
+    for arch in place.missing:
+        groups.setdefault(tuple(_have(arch, side) for _, side in heads), []).append(_have(arch, last[1]))
+    opening, closing = place.brackets(numbers=True)
+    terms = []
+    for values, lasts in groups.items():
+        tail = f"== {lasts[0]!r}" if len(lasts) == 1 else f"in {opening}{', '.join(map(repr, sorted(lasts)))}{closing}"
+        terms.append(" and ".join([*(f"{o} == {v!r}" for (o, _), v in zip(heads, values)), f"{last[0]} {tail}"]))
+    start, end = place.span(root)
+    written = place.source[start:end].decode("utf-8")
+    return [Edit(start, end, " or ".join(f"({t})" for t in [written, *terms]).encode())]
+
+
 def _for_a_family(function: str, targets: tuple[Arch, ...]) -> bool:
     """Whether the condition decides a predicate named for a family target that covers every target
     (`is_sm120f_supported` and sm_121): upstream writes such a predicate over the major alone, so a comparison
@@ -528,6 +559,12 @@ def widen(
     adjoin = 0 if isinstance(root, ast.BoolOp) and isinstance(root.op, ast.Or) else 3
     if any(leaf.members for leaf in _leaves(root, leaf_of)):  # CuTe DSL `Arch` ranges: only ranges are written
         rewrites = [(_add_member_ranges, before.admitted | set(targets))]
+    elif exits and _negated(root) is not None:  # `if not (major == 10 and minor == 0): skip`: what it negates widens
+        inner = _negated(root)
+        rewrites = [
+            (lambda place, rewrite=rewrite: rewrite(replace(place, root=inner)), expected)  # type: ignore[misc]
+            for rewrite in (_extend, _drop, _move_bound, _move_range_bound, _add_disjunct, _add_conjunct)
+        ]
     elif exits and not _checked(root, leaf_of):  # the code after it must come through: the condition narrows
         rewrites = [(_exit_move_bound, expected), (_exit_drop, expected)]
     elif lone is not None and lone.chain:  # `90 <= sm < 120`: one of its bounds dropped, or refused
@@ -550,7 +587,7 @@ def widen(
         end = gate.end + sum(len(e.text) - (e.end - e.start) for e in edits)
         after = admits(apply_edits(source, edits)[gate.start : end].decode("utf-8"), scope, gate.detail)
         if not after.unknown and after.admitted == wanted_after:
-            return wrapped(source, edits)  # a line grown too long is split as black splits it
+            return wrapped(source, [*edits, *unused_halves(place.source, place.text, place.tree, place.parents, place.root, edits)])  # too long a line split as black does
     plus = ", ".join(a.name for a in targets if not before.admits(a))
     bound = any(leaf.op in _BOUNDS for leaf in _leaves(root, leaf_of))
     raise CannotWiden(

@@ -14,7 +14,7 @@ refused.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -39,6 +39,7 @@ class Plan:
 
     edits: list[Edit]
     symbols: list[str]
+    notes: list[str] = field(default_factory=list)  # what widening had to guess (python_arch_test's negation style)
 
 
 def new_predicates(

@@ -1,0 +1,101 @@
+"""The named shapes of issue 34 and 38, each a recipe whose [[test]] case is upstream's before and after, run as
+`codemod recipe test` runs it."""
+
+from __future__ import annotations
+
+import textwrap
+
+# FlashInfer ec0178acd's shape: a family predicate over the major alone, its `minor` then bound to `_` as the
+# file binds it elsewhere.
+FAMILY_DROP = '''\
+id = "sm120f-family"
+summary = "is_sm120f_supported for the whole SM12x family"
+arch = "sm_121"
+
+[[change]]
+id = "flashinfer.sm120f-supported"
+project = "flashinfer"
+file = "{python}/utils.py"
+kind = "python_capability"
+function = "is_sm120f_supported"
+
+[[test]]
+change = "flashinfer.sm120f-supported"
+before = """
+def is_sm100a_supported(device: torch.device) -> bool:
+    major, _ = get_compute_capability(device)
+    return major == 10 and version_at_least(torch.version.cuda, "12.8")
+
+
+def is_sm120f_supported(device: torch.device) -> bool:
+    major, minor = get_compute_capability(device)
+    return major == 12 and minor == 0 and version_at_least(torch.version.cuda, "12.9")
+"""
+after = """
+def is_sm100a_supported(device: torch.device) -> bool:
+    major, _ = get_compute_capability(device)
+    return major == 10 and version_at_least(torch.version.cuda, "12.8")
+
+
+def is_sm120f_supported(device: torch.device) -> bool:
+    major, _ = get_compute_capability(device)
+    return major == 12 and version_at_least(torch.version.cuda, "12.9")
+"""
+'''
+
+# FlashInfer's test shape for issue 38 item 4: a skip unless one (major, minor).
+NEGATED_CONJUNCTION = '''\
+id = "mm-fp4-sm103"
+summary = "mm_fp4 tests on SM103"
+arch = "sm_103"
+
+[[change]]
+id = "flashinfer.mm-fp4-test"
+project = "flashinfer"
+file = "tests/gemm/test_mm_fp4.py"
+kind = "python_capability"
+function = "test_mm_fp4"
+
+[[test]]
+change = "flashinfer.mm-fp4-test"
+before = """
+def test_mm_fp4(m, n, k):
+    major, minor = torch.cuda.get_device_capability()
+    if not (major == 10 and minor == 0):
+        pytest.skip("mm_fp4 is only supported on SM100")
+"""
+after = """
+def test_mm_fp4(m, n, k):
+    major, minor = torch.cuda.get_device_capability()
+    if not (major == 10 and minor in [0, 3]):
+        pytest.skip("mm_fp4 is only supported on SM100")
+"""
+'''
+
+
+def _recipe_test(cli, tmp_path, text: str):
+    path = tmp_path / "recipe.toml"
+    path.write_text(textwrap.dedent(text))
+    return cli("recipe", "test", path)
+
+
+def test_dropping_minor_for_a_family_binds_the_unused_minor_to_underscore(cli, tmp_path):
+    result = _recipe_test(cli, tmp_path, FAMILY_DROP)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.endswith("1 passed, 0 failed\n")
+
+
+def test_in_a_file_that_never_binds_underscore_the_minor_is_kept(cli, tmp_path):
+    """SGLang 0.5.21's vision.py kept `major, minor =` when it dropped `and minor != 3`: the file's own style."""
+    text = FAMILY_DROP.replace("    major, _ = get_compute_capability(device)\n", "    major, minor = get_compute_capability(device)\n")
+    text = text.replace('after = """', 'after = """', 1)
+    head, after = text.split('after = """')
+    after = after.replace("major, _ =", "major, minor =")
+    result = _recipe_test(cli, tmp_path, head + 'after = """' + after)
+    assert result.exit_code == 0, result.output
+
+
+def test_a_negated_conjunction_widens_through_the_minor_membership(cli, tmp_path):
+    result = _recipe_test(cli, tmp_path, NEGATED_CONJUNCTION)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.endswith("1 passed, 0 failed\n")
