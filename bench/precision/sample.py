@@ -10,7 +10,7 @@ Writes one markdown skeleton per release next to this script: file:line,
 group, reason, the gate's line and 3 lines either side; the verdicts are
 written into those files by hand afterwards.
 
-    python bench/precision/sample.py [--unpacked DIR] [--codemod PATH]
+    python bench/precision/sample.py [--unpacked DIR] [--codemod PATH] [--suffix -after-fix]
 """
 
 from __future__ import annotations
@@ -114,11 +114,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--unpacked", type=Path, default=DEFAULT_UNPACKED)
     parser.add_argument("--codemod", default=str(Path(sys.executable).with_name("codemod")))
+    parser.add_argument("--suffix", default="", help="added to the file names (`-after-fix`): a later draw, same rule")
     args = parser.parse_args()
     for name, folder, arch in CASES:
         root = args.unpacked / folder
         report = scan(args.codemod, root, arch)
-        out = HERE / f"{name}-{arch}.md"
+        out = HERE / f"{name}-{arch}{args.suffix}.md"
         out.write_text(skeleton(name, arch, root, report["gates"]), encoding="utf-8")
         print(f"wrote {out}")
 
