@@ -338,3 +338,27 @@ def test_a_refusal_saying_what_it_requires_is_a_requirement_without_a_range_word
     # Naming the scanned arch's own family (SM120, scanning sm_121): the check may predate the arch; widen it.
     skinny = gates[("comm_hooks.py", "skinny_gemm")]
     assert skinny["classification"] == "widenable" and "stops on sm_121" in skinny["reason"], skinny
+
+
+_RETURNS_FIRST = """\
+import torch
+
+
+def kernel_class_for(device):
+    major, _minor = torch.cuda.get_device_capability(device)
+    if major >= 10:
+        return "TcgenGroupedGemm"
+    if major == 9:
+        return "WgmmaGroupedGemm"
+    raise RuntimeError("no grouped GEMM for this GPU")
+"""
+
+
+def test_an_earlier_if_that_returns_takes_the_arch(tmp_path):
+    # SGLang 0.5.23's cutedsl LoRA MoE picks its kernel class with `if ...: return` in a row, no `elif`: sm_121
+    # returns at `major >= 10` and never reaches `major == 9`, so there is nothing to widen there.
+    root = _write(tmp_path, {"python/sglang/srt/__init__.py": "", "python/sglang/srt/lora/pick.py": _RETURNS_FIRST})
+    gates = {g["line"]: g for g in scan(root, SM121, jobs=1).gates if g["excludes_arch"]}
+    hopper = gates[_RETURNS_FIRST.splitlines().index("    if major == 9:") + 1]
+    assert hopper["classification"] == "covered", hopper
+    assert "the earlier `if major >= 10` (line 6) returns" in hopper["reason"], hopper

@@ -211,6 +211,10 @@ class _Reader:
         if earlier is not None:
             return (classify.IMPLEMENTATION, f"{name} takes the earlier arm `{self.source(earlier.test)}` (line "
                                              f"{earlier.lineno}) of this if/elif chain", earlier.lineno)
+        leaving = self.earlier_leaving(node)
+        if leaving is not None:
+            return (classify.IMPLEMENTATION, f"{name} never gets here: the earlier `if {self.source(leaving.test)}` "
+                                             f"(line {leaving.lineno}) returns or raises on it", leaving.lineno)
         child: ast.AST = node
         parent = self.up.get(id(child))
         while parent is not None and not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -230,6 +234,22 @@ class _Reader:
         for arm in self.earlier_arms(node):
             if self.holds(arm.test, node.test):
                 return arm
+        return None
+
+    def earlier_leaving(self, node: ast.If) -> ast.If | None:
+        """An earlier `if` of `node`'s own block, with no `else`, that the arch takes and whose body ends in a
+        `return` or `raise`: `if major >= 10: return A` then `if major == 9: return B` is a chain written without
+        `elif`."""
+        parent = self.up.get(id(node))
+        block = next((getattr(parent, f) for f in ("body", "orelse", "finalbody")
+                      if node in (getattr(parent, f, None) or [])), None)
+        if not block:
+            return None
+        for statement in block[: block.index(node)]:
+            if (isinstance(statement, ast.If) and not statement.orelse and statement.body
+                    and isinstance(statement.body[-1], (ast.Return, ast.Raise))
+                    and self.holds(statement.test, node.test)):
+                return statement
         return None
 
     def earlier_arms(self, node: ast.If) -> Iterator[ast.If]:
