@@ -362,3 +362,22 @@ def test_an_earlier_if_that_returns_takes_the_arch(tmp_path):
     hopper = gates[_RETURNS_FIRST.splitlines().index("    if major == 9:") + 1]
     assert hopper["classification"] == "covered", hopper
     assert "the earlier `if major >= 10` (line 6) returns" in hopper["reason"], hopper
+
+
+def test_one_gate_text_is_reported_once(tmp_path):
+    # SGLang 0.5.8's fp8 MoE: `assert is_sm100_supported() or is_sm90_supported()` was listed twice, once per
+    # reader (python_arch_or and python_arch_test), which counted one gate as two widenable items.
+    root = _write(tmp_path, {
+        "python/sglang/srt/__init__.py": "",
+        "python/sglang/srt/layers/moe_method.py": """\
+            from sglang.srt.utils import is_sm90_supported, is_sm100_supported
+
+
+            class GroupedMoE:
+                def __init__(self, config):
+                    self.config = config
+                    assert is_sm100_supported() or is_sm90_supported()
+            """,
+    })
+    records = [g for g in scan(root, SM120, jobs=1).gates if g["file"].endswith("moe_method.py")]
+    assert [(g["line"], g["text"]) for g in records] == [(7, "is_sm100_supported() or is_sm90_supported()")], records
