@@ -279,3 +279,105 @@ def test_a_value_picked_by_a_predicate_is_a_fallback_not_a_function_that_does_no
     chosen = gates[_line('        "fa3": make_fa3 if is_sm100_supported() else make_plain,')]
     assert chosen["classification"] == "needs-human", chosen
     assert chosen["reason"].startswith("sm_120 gets `make_plain` instead") and "does not run" not in chosen["reason"]
+
+
+# A refusal whose message says what the code needs, without a range word ("requires SM90", not "SM>=90"): the shapes
+# of SGLang 0.5.23's argument hooks, kernels and tests (bench/precision).
+_REFUSALS = {
+    "python/sglang/srt/__init__.py": "",
+    "python/sglang/srt/layers/comm_hooks.py": """\
+        import torch
+        from sglang.srt.utils import is_sm100_supported
+
+
+        def pick_allgather(backend):
+            if backend == "fused":
+                if not is_sm100_supported():
+                    raise ValueError("the fused allgather backend requires SM100 (Blackwell).")
+            return backend
+
+
+        def check_attn(cfg):
+            if cfg.attn == "trtllm":
+                assert is_sm100_supported(), "--attn trtllm needs an SM100/SM103 GPU."
+            return cfg
+
+
+        def skinny_gemm():
+            if torch.cuda.get_device_capability() != (12, 0):
+                raise RuntimeError("the skinny GEMM requires SM120")
+            return 1
+        """,
+    "test/srt/test_tiles.py": """\
+        import unittest
+
+        import torch
+
+
+        class TestTiles(unittest.TestCase):
+            def test_sm90_tiles(self):
+                if torch.cuda.get_device_capability() != (9, 0):
+                    self.skipTest("requires the SM90 tile kernel")
+                self.assertTrue(True)
+        """,
+}
+
+
+def _refusals(tmp_path: Path, arch: Arch) -> dict[tuple[str, str], dict]:
+    root = _write(tmp_path, _REFUSALS)
+    return {(Path(g["file"]).name, g["symbol"].split(".")[-1]): g for g in scan(root, arch, jobs=1).gates
+            if g["excludes_arch"]}
+
+
+def test_a_refusal_saying_what_it_requires_is_a_requirement_without_a_range_word(tmp_path):
+    gates = _refusals(tmp_path, SM121)
+    for key in (("comm_hooks.py", "pick_allgather"), ("comm_hooks.py", "check_attn"),
+                ("test_tiles.py", "test_sm90_tiles")):
+        assert gates[key]["classification"] == "needs-human", gates[key]
+        assert "stated requirement" in gates[key]["reason"], gates[key]
+    # Naming the scanned arch's own family (SM120, scanning sm_121): the check may predate the arch; widen it.
+    skinny = gates[("comm_hooks.py", "skinny_gemm")]
+    assert skinny["classification"] == "widenable" and "stops on sm_121" in skinny["reason"], skinny
+
+
+_RETURNS_FIRST = """\
+import torch
+
+
+def kernel_class_for(device):
+    major, _minor = torch.cuda.get_device_capability(device)
+    if major >= 10:
+        return "TcgenGroupedGemm"
+    if major == 9:
+        return "WgmmaGroupedGemm"
+    raise RuntimeError("no grouped GEMM for this GPU")
+"""
+
+
+def test_an_earlier_if_that_returns_takes_the_arch(tmp_path):
+    # SGLang 0.5.23's cutedsl LoRA MoE picks its kernel class with `if ...: return` in a row, no `elif`: sm_121
+    # returns at `major >= 10` and never reaches `major == 9`, so there is nothing to widen there.
+    root = _write(tmp_path, {"python/sglang/srt/__init__.py": "", "python/sglang/srt/lora/pick.py": _RETURNS_FIRST})
+    gates = {g["line"]: g for g in scan(root, SM121, jobs=1).gates if g["excludes_arch"]}
+    hopper = gates[_RETURNS_FIRST.splitlines().index("    if major == 9:") + 1]
+    assert hopper["classification"] == "covered", hopper
+    assert "the earlier `if major >= 10` (line 6) returns" in hopper["reason"], hopper
+
+
+def test_one_gate_text_is_reported_once(tmp_path):
+    # SGLang 0.5.8's fp8 MoE: `assert is_sm100_supported() or is_sm90_supported()` was listed twice, once per
+    # reader (python_arch_or and python_arch_test), which counted one gate as two widenable items.
+    root = _write(tmp_path, {
+        "python/sglang/srt/__init__.py": "",
+        "python/sglang/srt/layers/moe_method.py": """\
+            from sglang.srt.utils import is_sm90_supported, is_sm100_supported
+
+
+            class GroupedMoE:
+                def __init__(self, config):
+                    self.config = config
+                    assert is_sm100_supported() or is_sm90_supported()
+            """,
+    })
+    records = [g for g in scan(root, SM120, jobs=1).gates if g["file"].endswith("moe_method.py")]
+    assert [(g["line"], g["text"]) for g in records] == [(7, "is_sm100_supported() or is_sm90_supported()")], records

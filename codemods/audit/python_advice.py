@@ -8,7 +8,7 @@ from the statement around it (issue 34 part 1), the gate is:
   test, which other gates use; it is not widened (classification
   `definition`). A name that covers the arch (`is_blackwell` for sm_120)
   while its test does not needs a human.
-- a *requirement*: an `assert`, or an `if` whose body raises, whose message
+- a *requirement*: an `assert`, or an `if` whose body raises (or skips), whose message
   names an arch (`"requires SM>=80 and SM<=90"`): the arch is refused on
   purpose (needs-human, never widenable).
 - *tuning*: an `if` (or `x if test else y`) that only sets block sizes,
@@ -52,6 +52,9 @@ _ARCH_WORDS = re.compile(
 # simply predate the arch.
 _RANGE = re.compile(r"(?i)(?:sm|capability)\s*_?\s*(?:>=|<=|>|<)|\b(?:above|below|newer|older|later|at least|up to"
                     r"|between|only)\b")
+# ... or as what the code needs (`requires SM90`, `needs an SM100/SM103 GPU`, `require NVLink Blackwell GPUs`):
+# SGLang's refusals mostly name no range (bench/precision).
+_NEEDS = re.compile(r"(?i)\b(?:requires?|required|needs?|needed|supports?|supported)\b")
 _NUMBER = re.compile(r"(?i)\bsm\s*_?\s*(?:[<>=!]=?\s*)?(\d{2,3})")
 # Names a tuning branch sets: block and tile sizes, warps, stages, splits, chunk sizes, thread counts.
 _TUNING = re.compile(r"(?i)block|tile|warp|stage|split|chunk|thread|^num_|^b[mnk]$|^cta")
@@ -174,8 +177,8 @@ class _Reader:
                                                  f"values {name} gets")
         if reached is not None:
             return classify.Path(reached[0], reached[1], reached[2])
-        if _raises(node.body):
-            message = self.source(node.body[-1])
+        if _raises(node.body) or (_polarity.exits(node.body) and isinstance(node.body[-1], ast.Expr)):
+            message = self.source(node.body[-1])  # a raise, or a skip (`self.skipTest("requires SM90")`)
             if _requirement(message, self.arch):
                 return classify.Path(classify.REQUIRED, f"a stated requirement (`{message}`): {name} is refused on "
                                                         "purpose; widen only if the code now meets it")
@@ -208,6 +211,10 @@ class _Reader:
         if earlier is not None:
             return (classify.IMPLEMENTATION, f"{name} takes the earlier arm `{self.source(earlier.test)}` (line "
                                              f"{earlier.lineno}) of this if/elif chain", earlier.lineno)
+        leaving = self.earlier_leaving(node)
+        if leaving is not None:
+            return (classify.IMPLEMENTATION, f"{name} never gets here: the earlier `if {self.source(leaving.test)}` "
+                                             f"(line {leaving.lineno}) returns or raises on it", leaving.lineno)
         child: ast.AST = node
         parent = self.up.get(id(child))
         while parent is not None and not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -227,6 +234,22 @@ class _Reader:
         for arm in self.earlier_arms(node):
             if self.holds(arm.test, node.test):
                 return arm
+        return None
+
+    def earlier_leaving(self, node: ast.If) -> ast.If | None:
+        """An earlier `if` of `node`'s own block, with no `else`, that the arch takes and whose body ends in a
+        `return` or `raise`: `if major >= 10: return A` then `if major == 9: return B` is a chain written without
+        `elif`."""
+        parent = self.up.get(id(node))
+        block = next((getattr(parent, f) for f in ("body", "orelse", "finalbody")
+                      if node in (getattr(parent, f, None) or [])), None)
+        if not block:
+            return None
+        for statement in block[: block.index(node)]:
+            if (isinstance(statement, ast.If) and not statement.orelse and statement.body
+                    and isinstance(statement.body[-1], (ast.Return, ast.Raise))
+                    and self.holds(statement.test, node.test)):
+                return statement
         return None
 
     def earlier_arms(self, node: ast.If) -> Iterator[ast.If]:
@@ -314,9 +337,9 @@ def _only_settings(body: list[ast.stmt]) -> bool:
 
 
 def _requirement(message: str, arch: Arch) -> bool:
-    """Whether a message states an arch requirement the arch is refused by: it names an arch range or limit, and
-    no arch of the arch's own major."""
-    if not (_ARCH_WORDS.search(message) and _RANGE.search(message)):
+    """Whether a message states an arch requirement the arch is refused by: it names an arch range or limit, or
+    what the code needs (`requires SM90`), and no arch of the arch's own major."""
+    if not (_ARCH_WORDS.search(message) and (_RANGE.search(message) or _NEEDS.search(message))):
         return False
     return all(int(number) // 10 != arch.major for number in _NUMBER.findall(message))
 

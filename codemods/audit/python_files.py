@@ -176,6 +176,9 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
         gates += python_capability.gates(text, tree.body, context.universe)
     if in_strings:
         gates += _string_guards(text, tree, in_strings)
+    # an `a() or b()` of predicates is read by python_arch_or and again by python_arch_test: one gate, listed once
+    spans = {(gate.start, gate.end) for gate in gates if gate.kind == python_arch_or.KIND}
+    gates = [gate for gate in gates if not (gate.kind == python_arch_test.KIND and (gate.start, gate.end) in spans)]
     gates.sort(key=lambda gate: (gate.line, gate.start))
     out.gates = _records(rel, data, (text, tree), gates, context.arch)
     if want_definitions:
