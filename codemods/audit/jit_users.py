@@ -373,3 +373,47 @@ def _imports(module: ast.Module, rel: str) -> dict[str, list[str]]:
                 if alias.name != "*":
                     out[alias.asname or alias.name] = [*source, alias.name]
     return out
+
+
+# ---------------------------------------------------------------- who imports a module of a folder without __init__.py
+
+
+def importer(known: Trees, files: Iterable[str], rel: str, copy: str) -> tuple[str, int] | None:
+    """A file outside the folder `copy` that imports the module `rel` (or names its dotted path in a string,
+    `importlib.import_module("pkg.sub.mod")`), as (file, line); None when none of `files` does. A folder without
+    `__init__.py` is still importable (a namespace package, PEP 420): tests import `from pkg.sub import mod`.
+    A file that does not parse may import it: (file, 0)."""
+    parts = _module_parts(rel)
+    for other in files:
+        if other == rel or other.startswith(copy + "/") or not other.endswith(".py") or not known.names(other, parts[-1]):
+            continue
+        tree = known.tree(other)
+        if tree is None:
+            return other, 0
+        for node in ast.walk(tree):
+            if any(_reaches(dotted, parts) for dotted in _imported(node, other)):
+                return other, getattr(node, "lineno", 0)
+    return None
+
+
+def _imported(node: ast.AST, rel: str) -> Iterator[list[str]]:
+    """The dotted names `node` imports (or names as a string that could be one)."""
+    if isinstance(node, ast.Import):
+        yield from (alias.name.split(".") for alias in node.names)
+    elif isinstance(node, ast.ImportFrom):
+        package = _module_parts(rel)[: -1 if posixpath.basename(rel) != "__init__.py" else None]
+        base = package[: len(package) - (node.level - 1)] if node.level and node.level - 1 <= len(package) else []
+        source = base + (node.module.split(".") if node.module else [])
+        yield source  # `from pkg.sub.mod import f` imports pkg.sub.mod
+        yield from ([*source, alias.name] for alias in node.names if alias.name != "*")  # `from pkg.sub import mod`
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _DOTTED_RE.fullmatch(node.value):
+        yield node.value.split(".")
+
+
+_DOTTED_RE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+
+
+def _reaches(dotted: list[str], parts: list[str]) -> bool:
+    """Whether importing `dotted` imports the module `parts`: a suffix of its path (the tree may sit under a folder
+    absolute imports do not name). Importing the folder alone imports none of its modules (no `__init__.py`)."""
+    return _same(dotted, parts)

@@ -75,15 +75,15 @@ def _found(
             elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
                 conjunctions.append(node)  # `_ranges` reads each once: a second time adds the same ids
 
-    def held(scope: int, name: str) -> Side:
+    def side_of(scope: int, name: str) -> Side:
         return bound.get((scope, name), bound.get((0, name), declared.get(name, "")))
 
     def bound_in(scope: int) -> Callable[[str], Side]:  # a rebound local reads as a capability (then unknown)
-        return lambda name: "sm" if (side := held(scope, name)) == REBOUND else side
+        return lambda name: "sm" if (side := side_of(scope, name)) == REBOUND else side
 
     read = {id(node): _leaf(node, bound_in(scope)) for node, scope in compares.values()}
     for key, leaf in read.items():
-        rebound = leaf and next((name for name, _ in leaf.names if held(compares[key][1], name) == REBOUND), "")
+        rebound = leaf and next((name for name, _ in leaf.names if side_of(compares[key][1], name) == REBOUND), "")
         if leaf and rebound:
             read[key] = replace(leaf, value=None, rebound=rebound)
     # The subject a comparison with a CuTe DSL `Arch.sm_100f` reads as the arch: compared in the same function with

@@ -275,8 +275,8 @@ def _add_disjunct(place: _Place) -> list[Edit] | None:
     parent = place.parents.get(id(root))
     binds_tighter = isinstance(parent, _TIGHTER) and not (isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.Or))
     if conjunction:
-        opening = b"(" if binds_tighter else b""
-        return [Edit(start, start, opening + b"("), Edit(end, end, f") or {term}{')' if binds_tighter else ''}".encode())]
+        paren = b"(" if binds_tighter else b""
+        return [Edit(start, start, paren + b"("), Edit(end, end, f") or {term}{')' if binds_tighter else ''}".encode())]
     if isinstance(root, ast.BoolOp) or not binds_tighter:
         return [Edit(end, end, f" or {term}".encode())]
     return [Edit(start, start, b"("), Edit(end, end, f" or {term})".encode())]
