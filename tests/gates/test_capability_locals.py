@@ -165,3 +165,33 @@ def test_scan_lists_each_gate_on_a_local_with_what_it_admits(cli, repo):
     assert by["mla_decode"]["admits"] == ["sm_100", "sm_103"] and by["mla_decode"]["unknown"] == []
     assert by["moe_route"]["admits"] == ["sm_100"] and by["moe_route"]["unknown"] == []
     assert by["fp4_gemm"]["admits"] == ["sm_100"] and by["fp4_gemm"]["unknown"] == []
+
+
+@pytest.mark.parametrize(
+    ("source", "unknown"),
+    [
+        pytest.param(
+            "def f(q):\n    cap = torch.cuda.get_device_capability(q.device)\n    _arch_major = cap[0]\n"
+            "    if _arch_major < 9:\n        raise RuntimeError('needs SM90')\n", None, id="major-of-a-local-pair",
+        ),
+        pytest.param(
+            "def f(q):\n    if q.is_cuda:\n        major = torch.cuda.get_device_capability(q.device)[0]\n    else:\n"
+            "        major = torch.cuda.get_device_capability()[0]\n    if major < 9:\n        raise RuntimeError('x')\n",
+            None, id="bound-the-same-in-both-branches",
+        ),
+        pytest.param(
+            "def f(q):\n    major, minor = torch.cuda.get_device_capability(q.device)\n    for major in range(3):\n"
+            "        pass\n    if major < 9:\n        raise RuntimeError('x')\n", "`major` is also assigned", id="loop-variable",
+        ),
+    ],
+)
+def test_a_local_is_read_only_when_every_assignment_binds_the_capability(source, unknown):
+    from codemods.core.arch import DEFAULT_ARCHS
+    from codemods.gates.python import python_capability
+
+    [gate] = python_capability.find(source.encode(), DEFAULT_ARCHS, function="f")
+    assert gate.text.endswith("< 9")
+    if unknown is None:
+        assert "unknown" not in gate.detail and gate.admits.admits(DEFAULT_ARCHS[-1])
+    else:
+        assert unknown in gate.detail["unknown"]
