@@ -69,3 +69,20 @@ def test_a_module_tests_import_as_a_namespace_package_is_not_called_never_import
     gate = _scan(cli, repo)
     assert "never imports" not in gate["reason"]
     assert gate["classification"] != "covered"
+
+
+def test_an_import_of_the_installed_package_a_bundled_copy_mirrors_is_not_an_import_of_the_copy(cli, example_repo):
+    """FlashInfer imports `cutlass.cute.nvgpu.warp.mma` (the installed CuTe DSL); the copy under flashinfer/data
+    is `flashinfer.data.cutlass.python.CuTeDSL.cutlass...`, which nothing on sys.path roots: still never imported."""
+    root = example_repo("flashinfer")
+    copy = "flashinfer/data/cutlass/python/CuTeDSL/cutlass/cute/nvgpu/warp/mma.py"
+    user = "flashinfer/gemm_b12x.py"
+    (root / copy).parent.mkdir(parents=True)
+    (root / copy).write_text(SOURCE)
+    (root / user).write_text("from cutlass.cute.nvgpu.warp.mma import blackwell_gemm\n")
+    git(root, "add", copy, user)
+    git(root, "commit", "-qm", "a bundled copy and a user of the installed package")
+    result = cli("scan", "--repo", root, "--arch", "sm_121", "--format", "json", "--verbose")
+    assert result.exit_code == 0, result.output + result.stderr
+    [gate] = [g for g in json.loads(result.stdout)["gates"] if g["file"] == copy]
+    assert gate["classification"] == "covered" and "the package never imports this copy" in gate["reason"]

@@ -378,12 +378,17 @@ def _imports(module: ast.Module, rel: str) -> dict[str, list[str]]:
 # ---------------------------------------------------------------- who imports a module of a folder without __init__.py
 
 
-def importer(known: Trees, files: Iterable[str], rel: str, copy: str) -> tuple[str, int] | None:
+def importer(known: Trees, files: Iterable[str], rel: str, copy: str, roots: Iterable[str] = (".",)) -> tuple[str, int] | None:
     """A file outside the folder `copy` that imports the module `rel` (or names its dotted path in a string,
     `importlib.import_module("pkg.sub.mod")`), as (file, line); None when none of `files` does. A folder without
     `__init__.py` is still importable (a namespace package, PEP 420): tests import `from pkg.sub import mod`.
+    The module's dotted name is its path from one of `roots` (the folders on sys.path: the tree's top, the one
+    holding the package): `cutlass.cute.mma` names the installed CuTe DSL, not a copy under `flashinfer/data`.
     A file that does not parse may import it: (file, 0)."""
     parts = _module_parts(rel)
+    names = {tuple(parts)} | {
+        tuple(parts[len(top):]) for root in roots if root not in (".", "") and parts[: len(top := root.split("/"))] == top
+    }  # fmt: skip
     for other in files:
         if other == rel or other.startswith(copy + "/") or not other.endswith(".py") or not known.names(other, parts[-1]):
             continue
@@ -391,13 +396,13 @@ def importer(known: Trees, files: Iterable[str], rel: str, copy: str) -> tuple[s
         if tree is None:
             return other, 0
         for node in ast.walk(tree):
-            if any(_reaches(dotted, parts) for dotted in _imported(node, other)):
+            if any(tuple(dotted) in names for dotted in _imported(node, other)):
                 return other, getattr(node, "lineno", 0)
     return None
 
 
 def _imported(node: ast.AST, rel: str) -> Iterator[list[str]]:
-    """The dotted names `node` imports (or names as a string that could be one)."""
+    """The dotted names `node` imports (or names as a string that could be one), relative imports resolved."""
     if isinstance(node, ast.Import):
         yield from (alias.name.split(".") for alias in node.names)
     elif isinstance(node, ast.ImportFrom):
@@ -411,9 +416,3 @@ def _imported(node: ast.AST, rel: str) -> Iterator[list[str]]:
 
 
 _DOTTED_RE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
-
-
-def _reaches(dotted: list[str], parts: list[str]) -> bool:
-    """Whether importing `dotted` imports the module `parts`: a suffix of its path (the tree may sit under a folder
-    absolute imports do not name). Importing the folder alone imports none of its modules (no `__init__.py`)."""
-    return _same(dotted, parts)

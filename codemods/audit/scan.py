@@ -386,7 +386,7 @@ def _assemble(job: _Job) -> ScanResult:
         everything = [rel for rel in job.rels if rel.endswith(".py") and rel in job.regular]  # tests import too
         imports = Trees(tree.read, parsed, everything, lambda literal: finder.holding(root, everything, literal))
         outside_the_package(
-            result.gates, tree.exists, python, lambda rel, copy: importer(imports, everything, rel, copy)
+            result.gates, tree.exists, python, lambda rel, copy: importer(imports, everything, rel, copy, {".", posixpath.dirname(python)})
         )  # fmt: skip
         uncalled_guards(result.gates, modules, tree.read)
         in_ported_modules(result.gates, modules)
