@@ -389,16 +389,36 @@ def importer(known: Trees, files: Iterable[str], rel: str, copy: str, roots: Ite
     names = {tuple(parts)} | {
         tuple(parts[len(top):]) for root in roots if root not in (".", "") and parts[: len(top := root.split("/"))] == top
     }  # fmt: skip
+    # a file outside the folder names the module and the folder holding it (`from .gemm import mod`, `pkg.gemm.mod`)
+    words = parts[-2:]
+    folder, module = (re.escape(word).encode() for word in words)  # `gemm.mod`, `gemm import (a, mod)`: then parse
+    near = re.compile(rb"\b%s\s*(?:\.\s*|\s+import\b[^;]{0,5000}?\b)%s\b" % (folder, module))
     for other in files:
-        if other == rel or other.startswith(copy + "/") or not other.endswith(".py") or not known.names(other, parts[-1]):
+        if other == rel or other.startswith(copy + "/") or not other.endswith(".py"):
+            continue
+        if not all(known.holds(other, word.encode()) for word in words) or not near.search(known.source(other)):
             continue
         tree = known.tree(other)
         if tree is None:
             return other, 0
-        for node in ast.walk(tree):
+        data = known.source(other)
+        lines = {data.count(b"\n", 0, match.start()) + 1 for match in _word(parts[-1]).finditer(data)}
+        for node in _nodes_on(tree, lines):
             if any(tuple(dotted) in names for dotted in _imported(node, other)):
                 return other, getattr(node, "lineno", 0)
     return None
+
+
+def _nodes_on(tree: ast.AST, lines: set[int]) -> Iterator[ast.AST]:
+    """The nodes of `tree` whose lines hold one of `lines` (a whole-tree walk of each file costs seconds)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        first = getattr(node, "lineno", None)
+        if first is not None and not any(first <= line <= (node.end_lineno or first) for line in lines):  # type: ignore[attr-defined]
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
 
 
 def _imported(node: ast.AST, rel: str) -> Iterator[list[str]]:
