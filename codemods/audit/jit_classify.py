@@ -378,19 +378,28 @@ def owners(gates: list[dict], modules: list[Module]) -> None:
             gate["owner"] = names[0] + (f" (and {len(names) - 1} more)" if len(names) > 1 else "")
 
 
-def outside_the_package(gates: list[dict], exists: Callable[[str], bool], python: str) -> None:
-    """A definition gate (OWN_PATH), or a capability comparison (CuTe DSL's own `arch == Arch.sm_120a`), in a Python file the package cannot import as one of its modules (a folder
-    between it and the package folder `python` has no `__init__.py`: the CUTLASS sources a wheel ships for JIT
-    builds) is covered: the code that runs imports its own copy, if any."""
+def outside_the_package(
+    gates: list[dict], exists: Callable[[str], bool], python: str,
+    importer: Callable[[str, str], tuple[str, int] | None] = lambda rel, copy: None,
+) -> None:
+    """A definition gate (OWN_PATH), or a capability comparison (CuTe DSL's own `arch == Arch.sm_120a`), in a Python
+    file the package never imports (a folder between it and the package folder `python` has no `__init__.py`: the
+    CUTLASS sources a wheel ships for JIT builds) is covered: the code that runs imports its own copy, if any. A
+    folder without `__init__.py` is importable all the same (a namespace package, PEP 420): `importer(file, folder)`
+    names a file outside the folder that imports it, and then the gate keeps its classification."""
     for record in gates:
         if record["kind"] not in (*OWN_PATH, "python_capability") or not record["excludes_arch"]:
             continue
         if python != "." and not record["file"].startswith(python + "/"):
             continue
-        folder = posixpath.dirname(record["file"])
+        folder, missing = posixpath.dirname(record["file"]), []
         while folder and folder != python and posixpath.dirname(folder) != folder:
             if not exists(f"{folder}/__init__.py"):
-                record["classification"] = classify.COVERED
-                record["reason"] = f"{folder} has no __init__.py: the package never imports this copy"
-                break
+                missing.append(folder)
             folder = posixpath.dirname(folder)
+        if not missing:
+            continue
+        found = importer(record["file"], missing[-1])
+        if found is None:  # else imported (or maybe: a file that does not parse), as code that runs
+            record["classification"] = classify.COVERED
+            record["reason"] = f"{missing[0]} has no __init__.py and no file imports this module: the package never imports this copy"

@@ -373,3 +373,66 @@ def _imports(module: ast.Module, rel: str) -> dict[str, list[str]]:
                 if alias.name != "*":
                     out[alias.asname or alias.name] = [*source, alias.name]
     return out
+
+
+# ---------------------------------------------------------------- who imports a module of a folder without __init__.py
+
+
+def importer(known: Trees, files: Iterable[str], rel: str, copy: str, roots: Iterable[str] = (".",)) -> tuple[str, int] | None:
+    """A file outside the folder `copy` that imports the module `rel` (or names its dotted path in a string,
+    `importlib.import_module("pkg.sub.mod")`), as (file, line); None when none of `files` does. A folder without
+    `__init__.py` is still importable (a namespace package, PEP 420): tests import `from pkg.sub import mod`.
+    The module's dotted name is its path from one of `roots` (the folders on sys.path: the tree's top, the one
+    holding the package): `cutlass.cute.mma` names the installed CuTe DSL, not a copy under `flashinfer/data`.
+    A file that does not parse may import it: (file, 0)."""
+    parts = _module_parts(rel)
+    names = {tuple(parts)} | {
+        tuple(parts[len(top):]) for root in roots if root not in (".", "") and parts[: len(top := root.split("/"))] == top
+    }  # fmt: skip
+    # a file outside the folder names the module and the folder holding it (`from .gemm import mod`, `pkg.gemm.mod`)
+    words = parts[-2:]
+    folder, module = (re.escape(word).encode() for word in words)  # `gemm.mod`, `gemm import (a, mod)`: then parse
+    near = re.compile(rb"\b%s\s*(?:\.\s*|\s+import\b[^;]{0,5000}?\b)%s\b" % (folder, module))
+    for other in files:
+        if other == rel or other.startswith(copy + "/") or not other.endswith(".py"):
+            continue
+        if not all(known.holds(other, word.encode()) for word in words) or not near.search(known.source(other)):
+            continue
+        tree = known.tree(other)
+        if tree is None:
+            return other, 0
+        data = known.source(other)
+        lines = {data.count(b"\n", 0, match.start()) + 1 for match in _word(parts[-1]).finditer(data)}
+        for node in _nodes_on(tree, lines):
+            if any(tuple(dotted) in names for dotted in _imported(node, other)):
+                return other, getattr(node, "lineno", 0)
+    return None
+
+
+def _nodes_on(tree: ast.AST, lines: set[int]) -> Iterator[ast.AST]:
+    """The nodes of `tree` whose lines hold one of `lines` (a whole-tree walk of each file costs seconds)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        first = getattr(node, "lineno", None)
+        if first is not None and not any(first <= line <= (node.end_lineno or first) for line in lines):  # type: ignore[attr-defined]
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _imported(node: ast.AST, rel: str) -> Iterator[list[str]]:
+    """The dotted names `node` imports (or names as a string that could be one), relative imports resolved."""
+    if isinstance(node, ast.Import):
+        yield from (alias.name.split(".") for alias in node.names)
+    elif isinstance(node, ast.ImportFrom):
+        package = _module_parts(rel)[: -1 if posixpath.basename(rel) != "__init__.py" else None]
+        base = package[: len(package) - (node.level - 1)] if node.level and node.level - 1 <= len(package) else []
+        source = base + (node.module.split(".") if node.module else [])
+        yield source  # `from pkg.sub.mod import f` imports pkg.sub.mod
+        yield from ([*source, alias.name] for alias in node.names if alias.name != "*")  # `from pkg.sub import mod`
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _DOTTED_RE.fullmatch(node.value):
+        yield node.value.split(".")
+
+
+_DOTTED_RE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")

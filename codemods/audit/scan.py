@@ -59,7 +59,7 @@ from codemods.audit.jit_modules import (
     read_modules,
 )
 from codemods.audit.listing import NOT_REGULAR, list_files, read_regular, stamp_of
-from codemods.audit.jit_users import Trees
+from codemods.audit.jit_users import Trees, importer
 from codemods.audit.map_callers import keys_callers_pass
 from codemods.audit.pool import POOL_MINIMUM, Outcome, make_chunks, scan_chunk
 from codemods.audit.python_advice import ADVISED
@@ -383,7 +383,11 @@ def _assemble(job: _Job) -> ScanResult:
             paths.know_specs(rel, [spec for file, spec in specs if file == rel])
         result.hazards += python_gate_paths(result.gates, modules, paths, arch)
         classify_jit_gates(result.gates, modules, paths, arch, own, trees)
-        outside_the_package(result.gates, tree.exists, python)
+        everything = [rel for rel in job.rels if rel.endswith(".py") and rel in job.regular]  # tests import too
+        imports = Trees(tree.read, parsed, everything, lambda literal: finder.holding(root, everything, literal))
+        outside_the_package(
+            result.gates, tree.exists, python, lambda rel, copy: importer(imports, everything, rel, copy, {".", posixpath.dirname(python)})
+        )  # fmt: skip
         uncalled_guards(result.gates, modules, tree.read)
         in_ported_modules(result.gates, modules)
         owners(result.gates, modules)

@@ -4,8 +4,7 @@
 this kind; `blocks` parses only the statements around each capability call
 (or arch string compared), at their own lines and columns, instead of the
 whole file; `nodes_in` walks only the statements whose bytes pass a test,
-with the function each is in; `bind` notes the names bound from the call
-(`major, minor = torch.cuda.get_device_capability()`).
+with the function each is in (the names bound from the call: `capability.locals`).
 """
 
 from __future__ import annotations
@@ -134,24 +133,6 @@ def wrappers(text: PythonText, body: list[ast.stmt]) -> dict[str, str]:
     return out
 
 
-def bind(target: ast.AST, value: ast.AST, scope: int, bound: dict, wrapped: Mapping[str, str] | None = None) -> None:
-    call = _capability_call(value, wrapped)
-    if isinstance(target, ast.Name):
-        if call is not None:
-            bound[(scope, target.id)] = None if call == "pair" else "sm"
-        elif (
-            isinstance(value, ast.Subscript)
-            and _capability_call(value.value, wrapped) == "pair"
-            and isinstance(value.slice, ast.Constant)
-            and value.slice.value in (0, 1)
-        ):
-            bound[(scope, target.id)] = value.slice.value
-    elif isinstance(target, ast.Tuple) and len(target.elts) == 2 and call == "pair":
-        for index, element in enumerate(target.elts):
-            if isinstance(element, ast.Name):
-                bound[(scope, element.id)] = index
-
-
 def nodes_in(text: PythonText, body: list, test: Callable[[bytes], bool], scope: int) -> Iterator[tuple[ast.AST, int]]:
     """Every node of the statements whose source passes `test`, with the id of the function around it (0: none)."""
     for stmt in body:
@@ -273,11 +254,12 @@ def blocks(data: bytes) -> tuple[PythonText, list[ast.stmt]] | None:
             assert isinstance(wrapper, ast.If)  # the `if 1:` put around the indented piece
             statements = wrapper.body
         if level == 0 and not isinstance(statements[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound: dict = {}
-            for node in ast.walk(parsed):
-                if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                    bind(node.targets[0], node.value, 0, bound)
-            if bound:
+            from codemods.gates.python.capability.locals import assigned  # reads through reading, which imports this
+
+            if any(
+                side != "" for node in ast.walk(parsed) if isinstance(node, ast.Assign)
+                for target in node.targets for _, side in assigned(target, node.value, lambda name: "")
+            ):  # fmt: skip
                 return None  # a name bound at module level: compared anywhere
         body += statements
     return text, body

@@ -13,7 +13,8 @@ from dataclasses import replace
 from codemods.core.arch import Arch, ArchSet
 from codemods.gates import Gate, SourceError
 from codemods.gates.python import polarity
-from codemods.gates.python.capability.blocks import _BODIES, _holds, bind, nodes_in, wrappers
+from codemods.gates.python.capability.blocks import _BODIES, _holds, nodes_in, wrappers
+from codemods.gates.python.capability.locals import REBOUND, capability_locals
 from codemods.gates.python.capability.reading import (
     _COMPARE, _FLIPPED, _SIDES, KIND, LeafOf, Side, _Leaf, _leaf, _pure, _truth, _unreadable, member_range,
 )  # fmt: skip
@@ -46,7 +47,6 @@ def _found(
     declared = dict(names or {})
     wrapped = wrappers(text, body)
     declared.update({f"{name}(...)": (None if returns == "pair" else "sm") for name, returns in wrapped.items()})
-    bound: dict[tuple[int, str], Side] = {}  # (scope, name) -> 0 major, 1 minor, None the pair, "sm"
     compares: dict[int, tuple[ast.Compare, int]] = {}
     ranged: set[int] = set()  # the comparisons of CuTe DSL arch ranges (`member_range`), which widen writes
     conjunctions: list[ast.BoolOp] = []  # every `and`: its two bounds of one subject are one range (`ranges`)
@@ -57,10 +57,10 @@ def _found(
         def holds(piece: bytes) -> bool:
             return _holds(piece) or bool(wrapper_re.search(piece))
 
+    # (scope, name) -> 0 major, 1 minor, None the pair, "sm", or REBOUND: the locals bound to the capability
+    bound = capability_locals(text, body, holds, declared)
     for node, scope in nodes_in(text, body, holds, 0):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            bind(node.targets[0], node.value, scope, bound, wrapped)
-        elif isinstance(node, ast.Compare):
+        if isinstance(node, ast.Compare):
             compares[id(node)] = (node, scope)
         elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
             conjunctions.append(node)
@@ -75,10 +75,17 @@ def _found(
             elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
                 conjunctions.append(node)  # `_ranges` reads each once: a second time adds the same ids
 
-    def bound_in(scope: int) -> Callable[[str], Side]:
-        return lambda name: bound.get((scope, name), bound.get((0, name), declared.get(name, "")))
+    def side_of(scope: int, name: str) -> Side:
+        return bound.get((scope, name), bound.get((0, name), declared.get(name, "")))
+
+    def bound_in(scope: int) -> Callable[[str], Side]:  # a rebound local reads as a capability (then unknown)
+        return lambda name: "sm" if (side := side_of(scope, name)) == REBOUND else side
 
     read = {id(node): _leaf(node, bound_in(scope)) for node, scope in compares.values()}
+    for key, leaf in read.items():
+        rebound = leaf and next((name for name, _ in leaf.names if side_of(compares[key][1], name) == REBOUND), "")
+        if leaf and rebound:
+            read[key] = replace(leaf, value=None, rebound=rebound)
     # The subject a comparison with a CuTe DSL `Arch.sm_100f` reads as the arch: compared in the same function with
     # anything else (`arch >= _ARCH_SM107`, a name bound by `getattr(Arch, "sm_107", ...)`), it compares the arch
     # with a value codemod cannot read: unknown, never a test that does not depend on the GPU.

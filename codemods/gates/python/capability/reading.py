@@ -53,6 +53,7 @@ class _Leaf:
     # a chained comparison, `90 <= sm < 120`: `op`/`value` are its first bound read capability first (`sm >= 90`,
     # `flipped`), and this its second (`((ast.Lt, 120),)`); the capability is the middle operand
     chain: tuple[tuple[type[ast.cmpop], object], ...] = ()
+    rebound: str = ""  # a local it reads is also assigned something else in its scope (capability.locals)
 
     @property
     def operand(self) -> ast.expr:
@@ -61,7 +62,7 @@ class _Leaf:
     @property
     def computed(self) -> bool:
         """A value it compares with is no literal (or no arch string): where it holds is unknown."""
-        return self.value is None or any(value is None for _, value in self.chain)
+        return bool(self.rebound) or self.value is None or any(value is None for _, value in self.chain)
 
     @property
     def literal(self) -> ast.expr:
@@ -214,7 +215,19 @@ def _part(node: ast.AST, lookup: Callable[[str], Side]) -> Side:
         return lookup(node.id)
     if isinstance(node, ast.Tuple) and len(node.elts) == 2 and [_part(e, lookup) for e in node.elts] == [0, 1]:
         return None  # `(major, minor)`: the pair rebuilt from its two halves
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and _sm_of(node, lookup):
+        return "sm"  # `major * 10 + minor`: SGLang's get_device_sm() spelled out
     return ""
+
+
+def _sm_of(node: ast.BinOp, lookup: Callable[[str], Side]) -> bool:
+    """Whether `node` is `major * 10 + minor` (either order of each operation)."""
+    for tens, minor in ((node.left, node.right), (node.right, node.left)):
+        if isinstance(tens, ast.BinOp) and isinstance(tens.op, ast.Mult) and _part(minor, lookup) == 1:
+            for major, ten in ((tens.left, tens.right), (tens.right, tens.left)):
+                if isinstance(ten, ast.Constant) and type(ten.value) is int and ten.value == 10 and _part(major, lookup) == 0:
+                    return True
+    return False
 
 
 def _literal(node: ast.AST, strings: bool = False):
@@ -255,6 +268,8 @@ def _have(arch: Arch, side) -> object:
 
 
 def _unreadable(leaf: _Leaf) -> str:
+    if leaf.rebound:
+        return f"`{leaf.rebound}` is also assigned something other than the capability in its function: what it holds here is unknown"
     if leaf.members and _members(leaf.literal) is None:
         return (f"the arch is compared with `{ast.unparse(leaf.literal)}`, not with a CuTe DSL `Arch.sm_100f` member: "
                 "what it holds is unknown")

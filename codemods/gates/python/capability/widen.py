@@ -251,14 +251,18 @@ def _move_range_bound(place: _Place) -> list[Edit] | None:
 
 
 def _add_disjunct(place: _Place) -> list[Edit] | None:
-    """Keep a bound and add an equality for the targets: `major < 10` -> `major < 10 or major == 12`."""
+    """Keep a bound and add an equality for the targets: `major < 10` -> `major < 10 or major == 12`; after an
+    `and` of equalities, in parentheses: `major == 10 and minor == 0` -> `(major == 10 and minor == 0) or major == 12`."""
     root, leaf_of = place.root, place.leaf_of
+    conjunction = isinstance(root, ast.BoolOp) and isinstance(root.op, ast.And)
     if isinstance(root, ast.Compare):
         leaf = leaf_of(root)
         if leaf is None or leaf.op not in _BOUNDS:
             return None
     elif isinstance(root, ast.BoolOp) and isinstance(root.op, ast.Or):
         leaf = _leaves(root, leaf_of)[0]
+    elif conjunction and _pure(root, leaf_of) and all(leaf.op in (ast.Eq, ast.In) for leaf in _leaves(root, leaf_of)):
+        leaf = _leaves(root, leaf_of)[0]  # one (major, minor) point, or a few: not a range (its bounds move instead)
     else:
         return None
     values = _values(leaf.side, place.missing)
@@ -271,6 +275,9 @@ def _add_disjunct(place: _Place) -> list[Edit] | None:
     start, end = place.text.span(root)
     parent = place.parents.get(id(root))
     binds_tighter = isinstance(parent, _TIGHTER) and not (isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.Or))
+    if conjunction:
+        paren = b"(" if binds_tighter else b""
+        return [Edit(start, start, paren + b"("), Edit(end, end, f") or {term}{')' if binds_tighter else ''}".encode())]
     if isinstance(root, ast.BoolOp) or not binds_tighter:
         return [Edit(end, end, f" or {term}".encode())]
     return [Edit(start, start, b"("), Edit(end, end, f" or {term})".encode())]
