@@ -8,7 +8,7 @@ import pytest
 
 from codemods.core.arch import parse_archs
 from codemods.gates import apply_edits
-from codemods.gates.python.capability.widen import membership_counts
+from codemods.gates.python.capability.membership import membership_counts
 from codemods.gates.python.python_capability import find, widen
 from codemods.recipes.load import load_project, projects
 

@@ -214,7 +214,7 @@ class _Reader:
         leaving = self.earlier_leaving(node)
         if leaving is not None:
             return (classify.IMPLEMENTATION, f"{name} never gets here: the earlier `if {self.source(leaving.test)}` "
-                                             f"(line {leaving.lineno}) returns or raises on it", leaving.lineno)
+                                             f"(line {leaving.lineno}) returns on it", leaving.lineno)
         child: ast.AST = node
         parent = self.up.get(id(child))
         while parent is not None and not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -238,8 +238,9 @@ class _Reader:
 
     def earlier_leaving(self, node: ast.If) -> ast.If | None:
         """An earlier `if` of `node`'s own block, with no `else`, that the arch takes and whose body ends in a
-        `return` or `raise`: `if major >= 10: return A` then `if major == 9: return B` is a chain written without
-        `elif`."""
+        `return`: `if major >= 10: return A` then `if major == 9: return B` is a chain written without `elif`.
+        One that raises is a refusal, not another way: once it is widened the arch reaches `node`, which then
+        needs widening too, so it hides nothing."""
         parent = self.up.get(id(node))
         block = next((getattr(parent, f) for f in ("body", "orelse", "finalbody")
                       if node in (getattr(parent, f, None) or [])), None)
@@ -247,7 +248,7 @@ class _Reader:
             return None
         for statement in block[: block.index(node)]:
             if (isinstance(statement, ast.If) and not statement.orelse and statement.body
-                    and isinstance(statement.body[-1], (ast.Return, ast.Raise))
+                    and isinstance(statement.body[-1], ast.Return)
                     and self.holds(statement.test, node.test)):
                 return statement
         return None

@@ -114,7 +114,7 @@ def test_a_predicate_named_for_a_family_drops_its_minor_test(name, arch, old, ne
 def test_membership_brackets(tests: list[str], brackets: str) -> None:
     import ast
 
-    from codemods.gates.python.capability.widen import membership_brackets
+    from codemods.gates.python.capability.membership import membership_brackets
 
     source = "".join(f"if {test}:\n    pass\n" for test in tests)
     assert "".join(membership_brackets(ast.parse(source))) == brackets

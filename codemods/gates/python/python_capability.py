@@ -42,7 +42,7 @@ becomes `in (120, 121)`, or `in [120, 121]` in a file whose one-line
 membership tests list constants in brackets more often than in parentheses,
 or, with none, for numbers in a project whose `[style] number_membership`
 is "list": see
-`python.capability.widen.membership_brackets`; `!= 9` alone becomes `not in (9, 12)`; `in (9, 10)` gains `, 12`);
+`python.capability.membership.membership_brackets`; `!= 9` alone becomes `not in (9, 12)`; `in (9, 10)` gains `, 12`);
 drop the comparisons of an `and` that rule a target out (`major == 10 and
 minor != 3` becomes `major == 10`); move a bound (`[0] >= 10` becomes `>= 9`
 only where no arch lies between); keep a bound and add an equality (`major <
@@ -83,9 +83,10 @@ from codemods.core.arch import DEFAULT_ARCHS, Arch
 from codemods.gates import Gate
 from codemods.gates.python import polarity
 from codemods.gates.python.capability.blocks import (
-    CAPABILITY_RE, CAPABILITY_TOKEN, HELPERS, TOKENS, blocks, callee, has_pair_token, may_compare, may_hold, nodes_in,
+    CAPABILITY_RE, CAPABILITY_TOKEN, HELPERS, TOKENS, callee, has_pair_token, may_compare, may_hold, nodes_in,
 )  # fmt: skip
 from codemods.gates.python.capability.finding import _conditions, _parents, _parse, gates
+from codemods.gates.python.capability.pieces import blocks
 from codemods.gates.python.capability.reading import (
     _DECLARED, _SIDES, KIND, LeafOf, Side, _leaves, _reading, _unreadable, admits,
 )  # fmt: skip
