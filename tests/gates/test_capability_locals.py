@@ -74,7 +74,7 @@ LINES = {
 }  # fmt: skip
 WIDENED = {
     "trtllm_attention": ("if _arch_major < 9:", "if _arch_major < 9:"),  # admits sm_120 already: no edit
-    "fp4_gemm": ("if major == 10 and minor == 0:", "if (major == 10 and minor == 0) or major == 12:"),
+    "fp4_gemm": ("if major == 10 and minor == 0:", "if (major == 10 and minor == 0) or (major == 12 and minor in [0, 1]):"),
     "mla_decode": ("if cap[0] == 10:", "if cap[0] in [10, 12]:"),  # the example project writes lists
     "moe_route": ("if sm != 100:", "if sm not in [100, 120, 121]:"),  # sm tells sm_121 apart
 }

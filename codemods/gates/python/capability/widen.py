@@ -213,18 +213,15 @@ def _move_range_bound(place: _Place) -> list[Edit] | None:
 
 
 def _add_disjunct(place: _Place) -> list[Edit] | None:
-    """Keep a bound and add an equality for the targets: `major < 10` -> `major < 10 or major == 12`; after an
-    `and` of equalities, in parentheses: `major == 10 and minor == 0` -> `(major == 10 and minor == 0) or major == 12`."""
+    """Keep a bound and add an equality for the targets: `major < 10` -> `major < 10 or major == 12`. An `and`
+    of comparisons is `_add_conjunct`'s."""
     root, leaf_of = place.root, place.leaf_of
-    conjunction = isinstance(root, ast.BoolOp) and isinstance(root.op, ast.And)
     if isinstance(root, ast.Compare):
         leaf = leaf_of(root)
         if leaf is None or leaf.op not in _BOUNDS:
             return None
     elif isinstance(root, ast.BoolOp) and isinstance(root.op, ast.Or):
         leaf = _leaves(root, leaf_of)[0]
-    elif conjunction and _pure(root, leaf_of) and all(leaf.op in (ast.Eq, ast.In) for leaf in _leaves(root, leaf_of)):
-        leaf = _leaves(root, leaf_of)[0]  # one (major, minor) point, or a few: not a range (its bounds move instead)
     else:
         return None
     values = _values(leaf.side, place.missing)
@@ -237,9 +234,6 @@ def _add_disjunct(place: _Place) -> list[Edit] | None:
     start, end = place.text.span(root)
     parent = place.parents.get(id(root))
     binds_tighter = isinstance(parent, _TIGHTER) and not (isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.Or))
-    if conjunction:
-        paren = b"(" if binds_tighter else b""
-        return [Edit(start, start, paren + b"("), Edit(end, end, f") or {term}{')' if binds_tighter else ''}".encode())]
     if isinstance(root, ast.BoolOp) or not binds_tighter:
         return [Edit(end, end, f" or {term}".encode())]
     return [Edit(start, start, b"("), Edit(end, end, f" or {term})".encode())]
@@ -464,6 +458,14 @@ def _add_conjunct(place: _Place) -> list[Edit] | None:
     return [Edit(start, end, " or ".join(f"({t})" for t in [written, *terms]).encode())]
 
 
+def _add_point(place: _Place) -> list[Edit] | None:
+    """`_add_conjunct` for an `and` of equalities alone (`major == 10 and minor == 0`: a point, not a range, whose
+    bounds move instead)."""
+    if not all(leaf.op in _EQUAL for leaf in _leaves(place.root, place.leaf_of)):
+        return None
+    return _add_conjunct(place)
+
+
 def _for_a_family(function: str, targets: tuple[Arch, ...]) -> bool:
     """Whether the condition decides a predicate named for a family target that covers every target
     (`is_sm120f_supported` and sm_121): upstream writes such a predicate over the major alone, so a comparison
@@ -520,7 +522,7 @@ def widen(
     missing = tuple(a for a in targets if not before.admits(a))
     place = _Place(source, text, tree, parents, root, leaf_of, missing, number_membership)
     rewrites: list[tuple[Callable[[_Place], list[Edit] | None], frozenset[Arch]]] = [
-        (rewrite, expected) for rewrite in (_extend, _extend_chain, _drop, _move_bound, _add_disjunct)
+        (rewrite, expected) for rewrite in (_extend, _extend_chain, _drop, _move_bound, _add_disjunct, _add_point)
     ]
     if _for_a_family(gate.context, targets):
         rewrites.insert(0, rewrites.pop(2))  # _drop first
