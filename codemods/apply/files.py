@@ -97,27 +97,9 @@ def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
     which may be lost): no fsync, and a missing folder is created.
     """
     mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".codemod-tmp", dir=path.parent)
-    except FileNotFoundError:
-        if durable:
-            raise
+    if not durable:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".codemod-tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    _replace(path, data, mode, durable=durable)
 
 
 HOLD_WAIT = 5.0  # seconds codemod waits for another process to close a target it writes, before it refuses
@@ -296,13 +278,15 @@ def _read_all(fd: int) -> bytes:
         offset += len(chunk)
 
 
-def _replace(path: Path, data: bytes, mode: int) -> None:
+def _replace(path: Path, data: bytes, mode: int, *, durable: bool = True) -> None:
+    """Write data to a temp file beside path (fsync'd when durable), give it mode, and os.replace path with it."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".codemod-tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
