@@ -9,7 +9,7 @@ from pathlib import Path
 
 from codemods.audit import areas, classify
 from codemods.audit.records import ScanResult, one_line
-from codemods.core import distribution, remote_url
+from codemods.core import distribution
 
 RULES = {
     "gate-excludes-arch": (
@@ -170,7 +170,8 @@ def to_sarif(result: ScanResult, provenance: dict | None = None) -> dict:
     }
     if provenance and provenance.get("revision"):
         remote = provenance.get("remote")
-        vcs = {"repositoryUri": remote_url.public(remote) if remote else top.as_uri(), "revisionId": provenance["revision"],
+        vcs = {"repositoryUri": remote or top.as_uri(),  # locate.provenance gives the remote without credentials
+               "revisionId": provenance["revision"],
                "mappedTo": {"uriBaseId": "SRCROOT"}}
         if provenance.get("branch"):
             vcs["branch"] = provenance["branch"]
