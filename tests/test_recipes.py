@@ -31,6 +31,8 @@ function = "gen_trtllm_comm_module"
     [
         pytest.param(("summary = ", "colour = 1\nsummary = "), 2, "unknown key 'colour'", id="unknown-top-level-key"),
         pytest.param(('kind = "python_arch_list"', 'kind = "python_arch_set"'), 9, "unknown gate kind 'python_arch_set'", id="unknown-gate-kind"),
+        pytest.param(('project = "flashinfer"', 'project = "flashinfr"'), 7,
+                     "unknown project 'flashinfr'", id="unknown-project-at-load"),
         pytest.param(('arch = "sm_120"', 'arch = "ampere"'), 3, "'ampere' is not an arch name", id="bad-arch"),
         pytest.param(('function = "gen', 'functon = "gen'), 10, "unknown key 'functon'", id="unknown-selector"),
         pytest.param(('file = "{python}', 'file = "../../etc/{python}'), 8, "leaves the repository", id="path-traversal"),

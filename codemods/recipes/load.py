@@ -182,6 +182,10 @@ def _load_change(path: Path, text: str, n: int, raw: dict, seen: set[str]) -> Ch
     kind = raw["kind"]
     if kind not in KINDS:
         raise _invalid(path, text, "kind", f"unknown gate kind {kind!r}", f"known kinds: {', '.join(sorted(KINDS))}", n)
+    known = sorted(projects())
+    if raw["project"] not in known:
+        raise _invalid(path, text, "project", f"change {raw['id']!r}: unknown project {raw['project']!r}",
+                       f"known projects (targets/projects/): {', '.join(known)}", n)
     gate_kind = KINDS[kind]
     picks = () if gate_kind.edit_kind else PICKS  # an edit kind rewrites what its selectors name: nothing to pick
     allowed = _CHANGE_KEYS | set(gate_kind.selector_names) | set(picks)
@@ -366,7 +370,13 @@ def projects() -> dict[str, Project]:
 def detect(root: Path, names: list[str] | None = None) -> ProjectTree:
     """Which project (and layout) lives at root."""
     known = projects()
-    candidates = [known[n] for n in (names or known) if n in known]
+    unknown = [n for n in names or () if n not in known]
+    if unknown:
+        raise errors.UnknownProject(
+            f"unknown project {', '.join(map(repr, unknown))}; known projects: {', '.join(sorted(known))}",
+            where=str(root),
+        )
+    candidates = [known[n] for n in (names or known)]
     for project in candidates:
         for layout in project.layouts:
             if all((root / m).exists() for m in layout.markers):
