@@ -9,10 +9,13 @@ Walks consecutive PyPI releases of vLLM (wheels read in place, nothing extracted
 from __future__ import annotations
 
 import argparse
+import ast
 import difflib
+import io
 import re
 import subprocess
 import sys
+import tokenize
 import zipfile
 from collections import Counter
 from pathlib import Path
@@ -33,8 +36,6 @@ GATE = re.compile(
     r"|\b(?:major|minor)\b\s*(?:==|!=|>=|<=|<|>|in\b|not\s+in\b)"
     r"|\[0\]\s*(?:==|!=|>=|<=|<|>)\s*\d"
 )
-ROW = re.compile(r"^\s*(\d{2,3})\s*:")
-DICT_HEAD = re.compile(r"^(\s*)([A-Za-z_][\w.]*)\s*(?::[^=]*)?=\s*\{")
 TOK = re.compile(
     r"(?P<pred>has_device_capability|is_device_capability_family|is_device_capability)"
     r"|(?P<op>==|!=|>=|<=|<|>|\bnot\s+in\b|\bin\b)"
@@ -71,15 +72,9 @@ def cap_of(n: int, major_ok: bool) -> int | None:
     return None
 
 
-def atoms(line: str, is_row: bool) -> list[tuple[str, str]]:
-    text = strip_comment(line)
+def atoms(text: str) -> list[tuple[str, str]]:
     major_ok = bool(re.search(r"\bmajor\b|\[0\]", text))
     out: list[tuple[str, str]] = []
-    if is_row:
-        row = ROW.match(text)
-        assert row
-        out.append(("row", row.group(1)))
-        text = text[row.end():]
     kind = "ref"
     for m in TOK.finditer(text):
         if m.group("pred"):
@@ -105,30 +100,97 @@ def atoms(line: str, is_row: bool) -> list[tuple[str, str]]:
     return out
 
 
-def keyed_rows(lines: list[str]) -> set[int]:
-    """0-based indices of the capability-keyed dict rows of a file (README: "capability-keyed dict row")."""
-    rows = set()
-    for i, line in enumerate(lines):
-        row = ROW.match(line)
-        if not row or int(row.group(1)) not in CAPS:
+ARCH_STRING = re.compile(r"^[\"']+(?:sm_?)?\d{2,3}[af]?[\"']+$|^[\"']+\d{1,2}\.\d[af]?[\"']+$")
+
+
+def code_only(source: str) -> list[str]:
+    """The file's lines with comments blanked and string literals replaced by `S`, except a literal that is only an
+    arch spelling ("sm_90a", "100", "9.0a"), which is kept (README: rule v2, 2)."""
+    lines = source.splitlines()
+    chars = [list(line) for line in lines]
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return lines
+    for tok in tokens:
+        if tok.type not in (tokenize.STRING, tokenize.COMMENT):
             continue
-        indent = len(line) - len(line.lstrip())
-        for j in range(i - 1, -1, -1):
-            stripped = lines[j].strip()
-            if not stripped or stripped.startswith("#") or len(lines[j]) - len(lines[j].lstrip()) >= indent:
-                continue
-            head = DICT_HEAD.match(lines[j])  # the first less indented line above: the dict's own head, or no name
-            if head:
-                name = head.group(2)
-                uses = [
-                    k for k, other in enumerate(lines)
-                    if k != j and re.search(rf"(?<![\w.]){re.escape(name)}\b", other)
-                    and ("capabilit" in other or "to_int()" in other)
-                ]
-                if uses:
-                    rows.add(i)
-            break
-    return rows
+        if tok.type == tokenize.STRING and ARCH_STRING.match(tok.string):
+            continue
+        (r0, c0), (r1, c1) = tok.start, tok.end
+        for r in range(r0, r1 + 1):
+            row = chars[r - 1]
+            lo = c0 if r == r0 else 0
+            hi = c1 if r == r1 else len(row)
+            for c in range(lo, min(hi, len(row))):
+                row[c] = " "
+        if tok.type == tokenize.STRING and c0 < len(chars[r0 - 1]):
+            chars[r0 - 1][c0] = "S"
+    return ["".join(row) for row in chars]
+
+
+def units(source: str) -> list[dict]:
+    """Statements as the rule reads them: a simple statement whole, a compound one by its header (an `if`/`elif`/
+    `while` by its test, a `def`/`class` by its decorators and signature), each with its code-only text."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    code = code_only(source)
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        start, end = node.lineno, node.end_lineno or node.lineno
+        if isinstance(node, (ast.If, ast.While)):
+            end = node.test.end_lineno or start
+        elif hasattr(node, "body") and isinstance(node.body, list) and node.body:
+            decos = [d.lineno - 1 for d in getattr(node, "decorator_list", [])]  # "@" is one line above
+            start = min([start, *decos])
+            end = max(start, node.body[0].lineno - 1)
+        text = " ".join(code[start - 1 : end])
+        out.append({"start": start, "end": end, "text": text, "node": node})
+    return out
+
+
+def keyed_dict(unit: dict, code: str) -> list[str]:
+    """The capability rows of an assignment of a dict that the file looks up on a line saying `capabilit` or
+    `to_int()` (README: capability-keyed dict row); [] when the unit is no such assignment."""
+    node = unit["node"]
+    value = getattr(node, "value", None)
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    if not isinstance(value, ast.Dict) or len(targets) != 1 or not isinstance(targets[0], (ast.Name, ast.Attribute)):
+        return []
+    name = targets[0].id if isinstance(targets[0], ast.Name) else targets[0].attr
+    uses = [
+        line for k, line in enumerate(code.splitlines(), 1)
+        if not (unit["start"] <= k <= unit["end"]) and re.search(rf"(?<!\w){re.escape(name)}\b", line)
+        and ("capabilit" in line or "to_int()" in line)
+    ]
+    if not uses:
+        return []
+    return [str(k.value) for k in value.keys if isinstance(k, ast.Constant) and type(k.value) is int and k.value in CAPS]
+
+
+def gate_units(source: str) -> list[dict]:
+    out = []
+    for u in units(source):
+        rows = keyed_dict(u, source)
+        if rows or GATE.search(u["text"]):
+            text = u["text"]
+            u["atoms"] = Counter(atoms(text)) + Counter(("row", r) for r in rows)
+            u["tokens"] = re.findall(r"\w+|[^\w\s]", text)
+            out.append(u)
+    return out
+
+
+def touched(gunits: list[dict], lines: set[int], points: set[int]) -> list[dict]:
+    """Gate units overlapping the changed lines of one side, or holding strictly inside them a point where the other
+    side inserted lines (a row added inside a dict)."""
+    return [
+        u for u in gunits
+        if any(u["start"] <= k <= u["end"] for k in lines) or any(u["start"] <= p < u["end"] for p in points)
+    ]
 
 
 def is_gate(line: str) -> bool:
@@ -168,7 +230,6 @@ def read_py(path: Path) -> dict[str, list[str]]:
 
 def hunks(name: str, before: list[str], after: list[str]) -> list[dict]:
     diff = list(difflib.unified_diff(before, after, n=3))[2:]
-    rows_b, rows_a = keyed_rows(before), keyed_rows(after)
     out: list[dict] = []
     bi = ai = 0
     for line in diff:
@@ -178,63 +239,63 @@ def hunks(name: str, before: list[str], after: list[str]) -> list[dict]:
             b0, a0 = int(m.group(1)), int(m.group(3))
             bi = b0 - 1 if m.group(2) != "0" else b0
             ai = a0 - 1 if m.group(4) != "0" else a0
-            out.append({"path": name, "header": line, "lines": [], "removed": [], "added": [], "ctx_gate": [False, False]})
+            out.append({"path": name, "header": line, "lines": [], "removed": set(), "added": set(), "bpoints": set(), "apoints": set()})
             continue
         h = out[-1]
         h["lines"].append(line)
-        body = line[1:]
         if line.startswith("-"):
-            h["removed"].append((body, is_gate(body) or bi in rows_b, bi in rows_b))
             bi += 1
+            h["removed"].add(bi)
+            h["apoints"].add(ai)
         elif line.startswith("+"):
-            h["added"].append((body, is_gate(body) or ai in rows_a, ai in rows_a))
             ai += 1
+            h["added"].add(ai)
+            h["bpoints"].add(bi)
         else:
-            if is_gate(body) or bi in rows_b:
-                h["ctx_gate"][0] = True
-            if is_gate(body) or ai in rows_a:
-                h["ctx_gate"][1] = True
             bi += 1
             ai += 1
     return out
 
 
-def side_atoms(side: list[tuple[str, bool, bool]]) -> Counter:
-    c: Counter = Counter()
-    for body, gate, row in side:
-        if gate:
-            c.update(atoms(body, row))
-    return c
+def paired_changes(bunits: list[dict], aunits: list[dict]) -> list[tuple[dict, dict]]:
+    """Pair before and after gate units one to one, most similar first (token ratio >= 0.5); return the pairs whose
+    atoms differ (README: rule v2, 3)."""
+    scored = sorted(
+        ((difflib.SequenceMatcher(None, b["tokens"], a["tokens"], autojunk=False).ratio(), i, j) for i, b in enumerate(bunits) for j, a in enumerate(aunits)),
+        reverse=True,
+    )
+    used_b: set[int] = set()
+    used_a: set[int] = set()
+    changed = []
+    for ratio, i, j in scored:
+        if ratio < 0.5 or i in used_b or j in used_a:
+            continue
+        used_b.add(i)
+        used_a.add(j)
+        if bunits[i]["atoms"] != aunits[j]["atoms"]:
+            changed.append((bunits[i], aunits[j]))
+    return changed
 
 
 def select(pair: tuple[str, str]) -> list[dict]:
     old, new = pair
     before, after = read_py(wheel(old)), read_py(wheel(new))
-    all_hunks = []
-    for name in sorted(set(before) & set(after)):
-        if before[name] != after[name]:
-            all_hunks += hunks(name, before[name], after[name])
     chosen = []
-    for k, h in enumerate(all_hunks):
-        rem_g = [b for b, g, _ in h["removed"] if g]
-        add_g = [b for b, g, _ in h["added"] if g]
-        if not rem_g and not add_g:
-            continue                                             # 1
-        before_has = bool(rem_g) or h["ctx_gate"][0]
-        after_has = bool(add_g) or h["ctx_gate"][1]
-        if not (before_has and after_has):
-            continue                                             # 2
-        ra, aa = side_atoms(h["removed"]), side_atoms(h["added"])
-        if ra == aa:
-            continue                                             # 3
-        others = [o for j, o in enumerate(all_hunks) if j != k]
-        removed_elsewhere = Counter(b.strip() for o in others for b, _, _ in o["removed"])
-        added_elsewhere = Counter(b.strip() for o in others for b, _, _ in o["added"])
-        if add_g and not (Counter(b.strip() for b in add_g) - removed_elsewhere):
-            continue                                             # 4 moved in
-        if rem_g and not (Counter(b.strip() for b in rem_g) - added_elsewhere):
-            continue                                             # 4 moved out
-        chosen.append({**h, "pair": pair, "atoms_before": ra, "atoms_after": aa})
+    for name in sorted(set(before) & set(after)):
+        if before[name] == after[name]:
+            continue
+        bsrc, asrc = "".join(before[name]), "".join(after[name])
+        bgates, agates = gate_units(bsrc), gate_units(asrc)
+        if not bgates or not agates:
+            continue
+        for h in hunks(name, before[name], after[name]):
+            bu = touched(bgates, h["removed"], h["bpoints"])
+            au = touched(agates, h["added"], h["apoints"])
+            changed = paired_changes(bu, au)
+            if changed:
+                ra = sum((b["atoms"] for b, _ in changed), Counter())
+                aa = sum((a["atoms"] for _, a in changed), Counter())
+                chosen.append({**h, "pair": pair, "atoms_before": ra, "atoms_after": aa})
     return chosen
 
 
