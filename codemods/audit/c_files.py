@@ -18,7 +18,7 @@ from codemods.audit.prefilter import ARCH_TOKEN
 from codemods.audit.records import Context, FileScan, gate_record
 from codemods.core.arch import Arch, ArchSet, is_arch_macro
 from codemods.core.lazy import LazyModule
-from codemods.cpp import instructions
+from codemods.cpp import functions, instructions
 from codemods.cpp.lexer import (
     BOM,
     Comments,
@@ -35,11 +35,9 @@ from codemods.gates import Gate, decode
 from codemods.gates.cpp import cuda_guard
 
 if TYPE_CHECKING:
-    from codemods.cpp import syntax
     from codemods.gates.cpp import cpp_runtime_check
 else:  # imported on first use: a scan of C sources, or one answered from the cache, needs none of them
     cpp_runtime_check = LazyModule("codemods.gates.cpp.cpp_runtime_check")
-    syntax = LazyModule("codemods.cpp.syntax")
 
 
 _GUARD_LINE_RE = re.compile(rb"[ \t\f\v]*#[ \t]*(ifdef|ifndef|if|elifdef|elifndef|elif)\b")
@@ -176,18 +174,11 @@ def analyse_c(rel: str, data: bytes, context: Context, runtime: bool) -> FileSca
     return out
 
 
-# Above this size a file's excluding guards are left without their function (one tree-sitter tree of a
-# 50 MB generated header needs > 1 GB; cuda_guard cuts such files in pieces).
-_FUNCTIONS_MAX = 4 * 1024 * 1024
-
-
 def _name_functions(placed: list[tuple[dict, int]], data: bytes, language: str) -> None:
-    """`symbol` of each listed guard (record, offset): the function it sits in, as the audit prints it."""
-    if not placed or len(data) > _FUNCTIONS_MAX:
+    """`symbol` of each listed guard (record, offset): the function it sits in, as the audit prints it (cpp.functions)."""
+    if not placed:
         return
-    tree = syntax.parser(language).parse(data)
-    nodes = [tree.root_node.descendant_for_byte_range(start, start) or tree.root_node for _, start in placed]
-    for (record, _), name in zip(placed, syntax.enclosing_functions(tree, nodes, language)):
+    for (record, _), name in zip(placed, functions.enclosing_functions(data, [start for _, start in placed])):
         if name and not record["symbol"]:
             record["symbol"] = name
 

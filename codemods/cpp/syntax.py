@@ -14,6 +14,7 @@ import tree_sitter
 import tree_sitter_cpp
 import tree_sitter_cuda
 
+from codemods.cpp import functions
 from codemods.cpp.lexer import mask_macros
 
 _GRAMMARS = {"cuda": tree_sitter_cuda.language, "cpp": tree_sitter_cpp.language}
@@ -81,37 +82,14 @@ def has_syntax_error(tree: tree_sitter.Tree, start: int, end: int, near: tree_si
 # ---------------------------------------------------------------- functions
 
 
-def function_name(definition: tree_sitter.Node) -> str:
-    """The name a function definition declares, as written ("" when tree-sitter gives none)."""
-    declarator = definition.child_by_field_name("declarator")
-    while declarator is not None and declarator.type != "function_declarator":
-        declarator = declarator.child_by_field_name("declarator")
-    name = declarator.child_by_field_name("declarator") if declarator is not None else None
-    return name.text.decode("utf-8", "replace") if name is not None and name.text is not None else ""
-
-
-def short_name(definition: tree_sitter.Node) -> str:
-    """The declared name without its qualification (`Runner::run` -> `run`), whitespace aside."""
-    text = " ".join(function_name(definition).split())
-    return text.rsplit("::", 1)[-1] if "::" in text else text
-
-
-def function_bodies(root: tree_sitter.Node, function: str | None = None) -> Iterator[tree_sitter.Node]:
-    """The body of every function definition under `root`, or of every definition of `function`.
-
-    A qualified `function` matches by its last part too.
-    """
-    spellings = None if function is None else {function, function.rsplit("::", 1)[-1]}
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type == "function_definition":
-            if spellings is None or short_name(node) in spellings:
-                body = node.child_by_field_name("body")
-                if body is not None:
-                    yield body
-            continue
-        stack.extend(reversed(node.children))
+def bodies(tree: tree_sitter.Tree, found: list[functions.Definition]) -> list[tuple[functions.Definition, tree_sitter.Node]]:
+    """Each definition the lexer found (codemods.cpp.functions, the one namer) with the node spanning its body."""
+    out = []
+    for definition in found:
+        node = tree.root_node.descendant_for_byte_range(definition.body_start, definition.body_end)
+        if node is not None:
+            out.append((definition, node))
+    return out
 
 
 class Definitions:
@@ -151,13 +129,6 @@ class Definitions:
             if block is not None and block.start_byte <= offset < block.end_byte:
                 return node
         return None
-
-
-def enclosing_functions(tree: tree_sitter.Tree, nodes: list[tree_sitter.Node], language: str) -> list[str]:
-    """For each of `nodes`, the name of the innermost function holding it, or "" at file scope."""
-    definitions = Definitions(tree, language)
-    found = (definitions.innermost(node.start_byte) for node in nodes)
-    return [function_name(definition) if definition is not None else "" for definition in found]
 
 
 def field(node: tree_sitter.Node, name: str) -> tree_sitter.Node:

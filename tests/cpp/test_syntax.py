@@ -1,4 +1,4 @@
-"""`cpp.syntax.Definitions`: which function definitions hold an offset, the one reader gates, audit and calls share."""
+"""`cpp.syntax.Definitions`: which function definition nodes hold an offset, for cpp.calls (names: cpp.functions)."""
 
 from __future__ import annotations
 
@@ -38,6 +38,14 @@ SOURCE = dedent(
 )
 
 
+def _name(node) -> str:
+    """The declarator as written (test only: functions are named by cpp.functions)."""
+    declarator = node.child_by_field_name("declarator")
+    while declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    return declarator.child_by_field_name("declarator").text.decode()
+
+
 def _at(mark: str, nth: int = 0) -> int:
     offset = -1
     for _ in range(nth + 1):
@@ -59,14 +67,8 @@ def _at(mark: str, nth: int = 0) -> int:
 def test_definitions_holding_an_offset(offset, holding, in_body):
     tree = syntax.parse_code(SOURCE.encode(), "cuda")
     definitions = syntax.Definitions(tree, "cuda")
-    assert [syntax.function_name(node) for node in definitions.holding(offset)] == holding
+    assert [_name(node) for node in definitions.holding(offset)] == holding
     innermost = definitions.innermost(offset)
-    assert (syntax.function_name(innermost) if innermost is not None else "") == (holding[0] if holding else "")
+    assert (_name(innermost) if innermost is not None else "") == (holding[0] if holding else "")
     body = definitions.innermost(offset, body=True)
-    assert (syntax.function_name(body) if body is not None else "") == in_body
-
-
-def test_enclosing_functions_names_each_node():
-    tree = syntax.parse_code(SOURCE.encode(), "cuda")
-    keywords = [tree.root_node.descendant_for_byte_range(o, o) for o in (_at("#if __CUDA_ARCH__ >= 1000"), 0, _at("#ifdef"))]
-    assert syntax.enclosing_functions(tree, keywords, "cuda") == ["inner", "", "Runner::run"]
+    assert (_name(body) if body is not None else "") == in_body

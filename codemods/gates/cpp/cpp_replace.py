@@ -6,8 +6,8 @@ A recipe names the function and the expressions:
     within = "lamport_peer_comm_buffer_ptrs"     # optional
     replace = [{from = "i + tp_size", to = "i + MAX_RANKS_PER_NODE"}]
 
-Tree-sitter finds every definition of the function (a qualified name matches
-by its last part too). An expression matches a node of the function whose
+The lexer finds every definition of the function (codemods.cpp.functions; a
+qualified name matches by its last part too), tree-sitter the expressions in it. An expression matches a node of the function whose
 tokens are the `from` tokens, whitespace and comments aside, so `i + tp_size`
 matches in `a[i + tp_size]` and in `(i + tp_size) * 2`, but not in
 `i + tp_size * 2`, in a comment, in a string, or in another function. With
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from codemods.cpp import syntax
+from codemods.cpp import functions, syntax
 from codemods.gates import Edit, NotFound, SourceError, decode
 
 KIND = "cpp_replace"
@@ -60,7 +60,7 @@ def rewrite(
     """The edits that replace each `from` with its `to` inside `function`; [] when already replaced."""
     decode(source)
     tree = syntax.parse_code(source, language)
-    bodies = list(syntax.function_bodies(tree.root_node, function))
+    bodies = syntax.bodies(tree, functions.named(source, function))
     if not bodies:
         raise NotFound(f"function {function}() not found")
     edits: list[Edit] = []
@@ -149,13 +149,14 @@ def _matches(bodies, wanted: list[_Token], within: str) -> list[list[_Token]]:
     """The token lists of the nodes (one per span) whose tokens are `wanted`."""
     texts = _texts(wanted)
     found: dict[tuple[int, int], list[_Token]] = {}
-    for body in bodies:
+    for definition, body in bodies:
         stack = [body]
         while stack:
             node = stack.pop()
             if node.type == "comment":
                 continue
-            if node.is_named and (node.start_byte, node.end_byte) not in found:
+            inside = definition.body_start <= node.start_byte and node.end_byte <= definition.body_end
+            if inside and node.is_named and (node.start_byte, node.end_byte) not in found:
                 leaves = _leaves(node)
                 if _texts(leaves) == texts and (not within or _in_subscript_of(node, within)):
                     found[(node.start_byte, node.end_byte)] = leaves

@@ -73,7 +73,7 @@ from typing import Any
 import tree_sitter
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet, whole_families
-from codemods.cpp import syntax
+from codemods.cpp import functions, syntax
 from codemods.gates import CannotWiden, Edit, Gate, decode, edit_between, line_of
 from codemods.gates.cpp.checks.conditions import (
     Atom, MEANINGS, conditions, evaluate_node, gates_in, is_not, logical_op, macro_atom, read_atom, unreadable,
@@ -122,15 +122,18 @@ def find(
     names = dict(names or {})
     decode(source)
     tree = syntax.parse_code(source, language)
-    bodies = list(syntax.function_bodies(tree.root_node, function))
+    bodies = syntax.bodies(tree, functions.named(source, function))
     wanted = "".join(variable.split()) if variable else None
 
     def selected(atom: Atom) -> bool:
         return atom.variable == wanted if wanted is not None else atom.meaning is not None
 
     gates = []
-    for body in bodies:
+    for definition, body in bodies:
+        name = definition.short_name
         for condition, holder in conditions(body, macro, language):
+            if not definition.body_start <= condition.start_byte < definition.body_end:
+                continue  # tree-sitter read the body into a wider node
             if macro is not None and holder != macro and not _widened_comparison(condition, names):
                 continue  # `macro = "X_EQ"` finds the `X(v == a || v == b)` it was widened into, no other `X`
             if condition.type == "call_expression":
@@ -141,8 +144,6 @@ def find(
             else:
                 parts = []
                 gates_in(condition, names, selected, parts)
-            definition = body.parent
-            assert definition is not None  # function_bodies yields bodies of function definitions
             exit = exit_of(condition.parent.parent) if holder == "if" and condition.parent is not None else None
             for part in parts:
                 # the code after an `if` that exits runs where its condition is false (`cpp.checks.polarity`), and a part
@@ -150,20 +151,20 @@ def find(
                 flips = (exit is not None) != _under_odd_not(part[0] if isinstance(part, tuple) else part, condition)
                 if isinstance(part, tuple):  # a run of a chain's operands: the gate is their text, read alone
                     run = _run_gate(source, part[0].start_byte, part[-1].end_byte, holder, names, universe,
-                                    syntax.short_name(definition), flips, exit)
+                                    name, flips, exit)
                     if run is not None:
                         gates.append(run)
                         continue
                     # a directive between them (`sm >= 100 &&` / `#else` / ...) does not parse alone: each read alone
-                    gates += [_gate(source, p, holder, names, universe, syntax.short_name(definition), False, flips, exit)
+                    gates += [_gate(source, p, holder, names, universe, name, False, flips, exit)
                               for p in part]
                     continue
                 whole = part.start_byte == condition.start_byte and part.end_byte == condition.end_byte
-                gates.append(_gate(source, part, holder, names, universe, syntax.short_name(definition), whole, flips,
+                gates.append(_gate(source, part, holder, names, universe, name, whole, flips,
                                    exit))
         if gates and (builds := _builds_for(body)):
             for gate in gates:
-                if body.start_byte <= gate.start < body.end_byte:
+                if definition.body_start <= gate.start < definition.body_end:
                     gate.detail["builds_for"] = builds
     gates.sort(key=lambda gate: gate.start)
     return gates

@@ -37,7 +37,7 @@ from dataclasses import replace
 
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
-from codemods.cpp import syntax
+from codemods.cpp import functions, syntax
 from codemods.cpp.evaluate import (
     CONDITION_DIRECTIVES,
     Guard,
@@ -78,9 +78,9 @@ def find(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, language: st
     if b"__CUDA_ARCH" not in source:
         return []
     _check_balanced(source)
-    if len(source) > _CHUNK:
-        return _find_in_chunks(source, universe, language)
-    return _find_parsed(source, universe, language)
+    gates = _find_in_chunks(source, universe, language) if len(source) > _CHUNK else _find_parsed(source, universe, language)
+    names = functions.enclosing_functions(source, [gate.start for gate in gates])
+    return [replace(gate, context=name) if name else gate for gate, name in zip(gates, names)]
 
 
 _CONDITIONAL_RE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|endif)\b", re.M)
@@ -101,16 +101,14 @@ def _check_balanced(source: bytes) -> None:
 
 
 def _find_parsed(source: bytes, universe: tuple[Arch, ...], language: str) -> list[Gate]:
-    """find() over one tree-sitter tree of the whole source."""
+    """find() over one tree-sitter tree of the whole source, without the functions (`find` names them)."""
     tree = syntax.parser(language).parse(source)
     gates = []
-    keywords = []
     keywords_found, directives = conditionals(tree, language)
     for keyword in keywords_found:
         guard = read_guard(source, tree, keyword, arch_macros_only=True, directive=directives.get(keyword.start_byte))
         if guard is None:
             continue
-        keywords.append(keyword)
         gates.append(
             Gate(
                 kind=KIND,
@@ -123,8 +121,7 @@ def _find_parsed(source: bytes, universe: tuple[Arch, ...], language: str) -> li
                 detail={"directive": guard.directive, "language": language},
             )
         )
-    functions = syntax.enclosing_functions(tree, keywords, language)
-    return [replace(gate, context=function) if function else gate for gate, function in zip(gates, functions)]
+    return gates
 
 
 # Above this size a file is parsed in pieces cut at line ends outside comments

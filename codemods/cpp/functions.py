@@ -1,0 +1,444 @@
+"""The C/C++/CUDA function around an offset, read with the lexer: brace depth and the head before each `{`.
+
+One walk over the source, comments and string literals masked, `#define`
+lines skipped, tracks the braces. A `{` where declarations may stand (file
+scope, a namespace, a class) opens a function body when the text before it,
+back to the last `;`, `{` or `}`, holds a `(`...`)` group preceded by a name
+and followed only by what may close a declarator: `const`, `noexcept`,
+`override`, `&`, `-> T` or a constructor's `: a(b), c{d}`. The name is the
+declarator as written, qualified the way the source qualifies it
+(`Runner::run`, `operator()`, `~Tile`, `apply<int>`), never with the
+namespaces and classes around it, as tree-sitter's `function_definition`
+spells it. Qualifiers, `template <...>` heads and macros before the name
+(`__global__`, `__launch_bounds__(256)`, `CUTLASS_DEVICE`) are not the name:
+the name is the one before the parameter group. `namespace`, `extern "C"`
+and class bodies are scopes that hold functions; any other brace (an
+initializer, an enum, a lambda at file scope) holds none. Inside a body only
+braces count, and a local class's methods are functions again.
+
+An `#if` whose branches open or close braces differently is read as its
+first branch: `#else`/`#elif` go back to the state at the `#if`, and
+`#endif` to the state at the end of the first branch. An offset in a
+function's head (between its first token and its `{`: a guard in a
+parameter list) is in that function. Nothing here reads files.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Comments, string and character literals (raw strings too): masked before the braces are counted.
+_OPAQUE_RE = re.compile(
+    rb"""
+      /\*.*?(?:\*/|\Z) | //(?:\\\r?\n|[^\n])*
+    | R"(?P<delim>[^(\s"\\]{0,16})\(.*?(?:\)(?P=delim)"|\Z)
+    | "(?:\\.|[^"\\\n])*"?
+    | '(?:\\.|[^'\\\n])*'?
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+_BLANK = bytes(0x0A if b == 0x0A else 0x20 for b in range(256))
+
+
+def _mask(match: re.Match) -> bytes:
+    text = match.group()
+    quote = text[:1]
+    if quote in (b'"', b"'") and len(text) >= 2 and text[-1:] == quote:
+        return quote + text[1:-1].translate(_BLANK) + quote  # `extern "C"` stays a string: `extern " "`
+    return text.translate(_BLANK)
+
+
+def mask(source: bytes) -> bytes:
+    """`source` with comments and the insides of literals turned into spaces (newlines kept, same offsets)."""
+    return _OPAQUE_RE.sub(_mask, source)
+
+
+# Where declarations stand, `(`, `)` and `;` end or shape a head; inside a body only braces count.
+_SCOPE_EVENT_RE = re.compile(rb"[{}();]|^[ \t]*#", re.MULTILINE)
+_BODY_EVENT_RE = re.compile(rb"[{}]|^[ \t]*#", re.MULTILINE)
+_DIRECTIVE_RE = re.compile(rb"[ \t]*#[ \t]*(\w*)")
+
+# After a function's parameter group, before its `{`.
+_TAIL_RE = re.compile(
+    rb"""\s*(?:(?:const|volatile|noexcept|override|final|&&?|
+        noexcept\s*\(.*?\)|throw\s*\(.*?\)|__attribute__\s*\(\(.*?\)\))\s*)*
+        (?:(?:->|(?P<init>:(?!:))|requires\b).*)?""",
+    re.VERBOSE | re.DOTALL,
+)
+_NESTING_RE = re.compile(rb"[()\[\]{}]")
+_OPERATOR_RE = re.compile(
+    rb"""\boperator\s*(?:\(\s*\)|\[\s*\]|(?:new|delete)(?:\s*\[\s*\])?|->\*?|<=>|<<=?|>>=?|&&|\|\||\+\+|--
+        |[-+*/%^&|!=<>,~]=?|""\s*\w+|[A-Za-z_][\w\s:<>*&]*?)\s*\Z""",
+    re.VERBOSE,
+)
+_IDENT_END_RE = re.compile(rb"(?:~\s*)?[A-Za-z_]\w*\Z")
+_QUALIFIER_END_RE = re.compile(rb"::\s*\Z")
+# Words that stand before a `(`...`)` group without naming a function.
+_NOT_NAMES = frozenset(
+    b"""if for while switch return sizeof alignof alignas decltype static_assert catch
+    __global__ __device__ __host__ __forceinline__ __noinline__ __launch_bounds__ __attribute__ __declspec
+    constexpr consteval inline static mutable noexcept throw typeid new delete""".split()
+)
+_NAMESPACE_RE = re.compile(rb"\bnamespace\b")
+_EXTERN_RE = re.compile(rb'\bextern\s*"\s*"\s*\Z')
+
+# Frame kinds: a scope holds declarations (file, namespace, extern "C"), so does a class; a function's body and
+# any other brace hold statements or values.
+_SCOPE, _CLASS, _FUNCTION, _BLOCK = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One function definition: its name as written, where its head starts, its body `{`...`}`."""
+
+    name: str
+    start: int
+    body_start: int
+    body_end: int
+
+    @property
+    def short_name(self) -> str:
+        """The name without its qualification (`Runner::run` -> `run`), whitespace aside."""
+        text = " ".join(self.name.split())
+        return text.rsplit("::", 1)[-1] if "::" in text else text
+
+
+@dataclass(frozen=True)
+class _Frame:
+    kind: int
+    function: str | None  # the innermost function around, this frame included
+    parens: int  # the parenthesis depth of the frame outside, restored at its `}`
+    head: int  # where the head outside started, restored at its `}` when a brace does not end it
+    head_id: int
+    name: str = ""
+    start: int = 0  # a function's head start
+    body: int = 0  # its `{`
+
+
+class _Walk:
+    """The braces of one masked source, in order, from the start to `stop`."""
+
+    def __init__(self, source: bytes, code: bytes) -> None:
+        self.source = source
+        self.code = code
+        self.frames: tuple[_Frame, ...] = (_Frame(_SCOPE, None, 0, 0, 0),)
+        self.parens = 0
+        self.head = 0  # where the current head (at a scope or class level) starts
+        self.head_id = 0
+        self.heads = 0
+        self.conditionals: list[list] = []  # per open #if: [state at #if, state at the end of its first branch]
+        self.definitions: dict[int, Definition] = {}
+        self.opened: _Frame | None = None  # the frame the last `{` opened
+
+    # ------------------------------------------------------------------ state
+
+    def _state(self) -> tuple:
+        return self.frames, self.parens, self.head, self.head_id
+
+    def _restore(self, state: tuple) -> None:
+        self.frames, self.parens, self.head, self.head_id = state
+
+    def _new_head(self, at: int) -> None:
+        self.head = at
+        self.heads += 1
+        self.head_id = self.heads
+
+    @property
+    def at_scope(self) -> bool:
+        return self.frames[-1].kind <= _CLASS
+
+    # ------------------------------------------------------------------ events
+
+    def step(self, at: int, byte: int) -> int:
+        """Take the event at `at`; the offset to search on from."""
+        if byte == 0x7B:  # {
+            self._open(at)
+        elif byte == 0x7D:  # }
+            self._close(at)
+        elif byte == 0x3B:  # ;
+            if self.parens == 0:
+                self._new_head(at + 1)
+        elif byte == 0x28:  # (
+            self.parens += 1
+        elif byte == 0x29:  # )
+            self.parens = max(0, self.parens - 1)
+        else:
+            return self._directive(at)
+        return at + 1
+
+    def _open(self, at: int) -> None:
+        outer = self.frames[-1]
+        if outer.kind <= _CLASS and self.parens == 0:
+            kind, name = self._classify(self.head, at)
+        elif outer.kind == _FUNCTION or outer.kind == _BLOCK:
+            kind, name = (_CLASS, "") if self._local_class(at) else (_BLOCK, "")
+        else:
+            kind, name = _BLOCK, ""
+        function = name if kind == _FUNCTION else outer.function
+        frame = _Frame(kind, function, self.parens, self.head, self.head_id, name, self.head, at)
+        self.frames += (frame,)
+        self.parens = 0
+        self._new_head(at + 1)
+        self.opened = frame
+
+    def _close(self, at: int) -> None:
+        if len(self.frames) == 1:
+            return  # a stray `}`: file scope stays
+        frame = self.frames[-1]
+        self.frames = self.frames[:-1]
+        self.parens = frame.parens
+        if frame.kind == _FUNCTION:
+            self.definitions.setdefault(frame.body, Definition(frame.name, frame.start, frame.body, at + 1))
+        if frame.kind == _BLOCK and self.at_scope:
+            self.head, self.head_id = frame.head, frame.head_id  # `= {...}`, `a{x}` in an initializer list: the head goes on
+        else:
+            self._new_head(at + 1)
+
+    def _directive(self, at: int) -> int:
+        code = self.code
+        match = _DIRECTIVE_RE.match(code, at)
+        keyword = match.group(1) if match is not None else b""
+        end = _line_end(code, at)
+        if keyword in (b"if", b"ifdef", b"ifndef"):
+            self.conditionals.append([self._state(), None])
+        elif keyword in (b"elif", b"else", b"elifdef", b"elifndef") and self.conditionals:
+            top = self.conditionals[-1]
+            if top[1] is None:
+                top[1] = self._state()
+            self._restore(top[0])
+        elif keyword == b"endif" and self.conditionals:
+            _, first = self.conditionals.pop()
+            if first is not None:
+                self._restore(first)
+        return end
+
+    # ------------------------------------------------------------------ heads
+
+    def _classify(self, head: int, brace: int) -> tuple[int, str]:
+        """What a `{` at a scope or class level opens: (kind, the function's name)."""
+        name = self._function_name(head, brace)
+        if name is not None:
+            return _FUNCTION, name
+        text = _without_template(self.code[head:brace])
+        if _NAMESPACE_RE.search(text) or _EXTERN_RE.search(text):
+            return _SCOPE, ""
+        if _CLASS_HEAD_RE.match(text):
+            return _CLASS, ""
+        return _BLOCK, ""
+
+    def _function_name(self, head: int, brace: int) -> str | None:
+        """The name of the function whose head is `code[head:brace]`, or None when it heads no function."""
+        code = self.code
+        depth = 0
+        group = -1
+        for match in _NESTING_RE.finditer(code, head, brace):
+            byte = code[match.start()]
+            if byte in b"([{":
+                if depth == 0 and byte == 0x28:
+                    group = match.start()
+                depth += 1
+            elif depth > 0:
+                depth -= 1
+                if depth == 0 and byte == 0x29 and group >= 0:
+                    tail = _TAIL_RE.fullmatch(code, match.end(), brace)
+                    if tail is not None:
+                        if tail.group("init") and not code[head:brace].rstrip().endswith((b")", b"}", b"...")):
+                            return None  # `a{x}` in a constructor's initializer list
+                        return self._name_before(head, group)
+                    group = -1
+        return None
+
+    def _name_before(self, head: int, paren: int) -> str | None:
+        """The declarator name that ends just before the `(` at `paren`, as written, or None."""
+        code = self.code
+        before = code[head:paren].rstrip()
+        end = head + len(before)
+        operator = _OPERATOR_RE.search(before)
+        if operator is not None:
+            start = head + operator.start()
+        else:
+            start = _name_start(before)
+            if start is None:
+                return None
+            start += head
+            word = code[start:end].lstrip(b"~ \t\r\n")
+            word = word.split(b"<", 1)[0].strip()
+            if word in _NOT_NAMES or not word:
+                return None
+        start = _qualified_start(code, head, start)
+        if start > head and (code[start - 1 : start] in (b".", b"]") or code[start - 2 : start] == b"->"):
+            return None  # a member call, a lambda's capture
+        return self.source[start:end].decode("utf-8", "replace")
+
+    def _local_class(self, brace: int) -> bool:
+        """Whether a `{` inside a body opens a class (its methods are functions again)."""
+        code = self.code
+        start = max(code.rfind(b";", 0, brace), code.rfind(b"{", 0, brace), code.rfind(b"}", 0, brace)) + 1
+        return bool(_CLASS_HEAD_RE.match(_without_template(code[start:brace])))
+
+    def first_code(self, head: int, limit: int) -> int:
+        """The first byte of code at or after `head` (blanks and directive lines skipped), at most `limit`."""
+        code = self.code
+        pos = head
+        while pos < limit:
+            byte = code[pos]
+            if byte in b" \t\r\n\f\v":
+                pos += 1
+            elif byte == 0x23 and _starts_line(code, pos):
+                pos = _line_end(code, pos)
+            else:
+                return pos
+        return limit
+
+
+# A class head: `__device__ struct __attribute__((aligned(32))) Tile : Base<T> final`, no `=`, no call.
+_PARENS = rb"\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)"
+_CLASS_HEAD_RE = re.compile(
+    rb"\s*(?:(?:\w+|\[\[[^\]]*\]\])\s+)*?(?:class|struct|union)\b(?:[^()=;]+|" + _PARENS + rb")*+\Z"
+)
+_TEMPLATE_RE = re.compile(rb"\s*template\s*<")
+
+
+def _without_template(text: bytes) -> bytes:
+    """`text` without the `template <...>` heads it starts with."""
+    while True:
+        match = _TEMPLATE_RE.match(text)
+        if match is None:
+            return text
+        depth = 1
+        i = match.end()
+        while i < len(text) and depth:
+            depth += {0x3C: 1, 0x3E: -1}.get(text[i], 0)
+            i += 1
+        text = text[i:]
+
+
+def _starts_line(code: bytes, pos: int) -> bool:
+    start = code.rfind(b"\n", 0, pos) + 1
+    return not code[start:pos].strip(b" \t")
+
+
+def _line_end(code: bytes, pos: int) -> int:
+    """Just past the logical line holding `pos` (backslash-newlines joined)."""
+    while True:
+        newline = code.find(b"\n", pos)
+        if newline < 0:
+            return len(code)
+        end = newline - 1
+        if end >= pos and code[end] == 0x0D:
+            end -= 1
+        if end >= pos and code[end] == 0x5C:
+            pos = newline + 1
+            continue
+        return newline + 1
+
+
+def _name_start(before: bytes) -> int | None:
+    """Where the last name of `before` starts (an identifier, a template-id, a destructor), or None."""
+    end = len(before)
+    if before.endswith(b">"):
+        depth = 0
+        i = end - 1
+        while i >= 0:
+            byte = before[i]
+            if byte == 0x3E:
+                depth += 1
+            elif byte == 0x3C:
+                depth -= 1
+                if depth == 0:
+                    break
+            elif byte in b";{}":
+                return None
+            i -= 1
+        if i <= 0:
+            return None
+        end = len(before[:i].rstrip())
+    match = _IDENT_END_RE.search(before, 0, end)
+    return None if match is None else match.start()
+
+
+def _qualified_start(code: bytes, head: int, start: int) -> int:
+    """`start` moved back over the qualification written before the name (`Tile<T>::`, `ns::`)."""
+    while True:
+        qualifier = _QUALIFIER_END_RE.search(code, head, start)
+        if qualifier is None:
+            return start
+        before = code[head : qualifier.start()].rstrip()
+        found = _name_start(before)
+        if found is None:
+            return qualifier.start()  # `::run`: the global namespace
+        start = head + found
+
+
+def _walk(source: bytes, offsets: list[int], until: int | None) -> tuple[list[str | None], _Walk]:
+    code = mask(source)
+    walk = _Walk(source, code)
+    order = sorted(range(len(offsets)), key=lambda i: offsets[i])
+    names: list[str | None] = [None] * len(offsets)
+    pending: list[tuple[int, int]] = []  # (index, head id): an offset in a head that may turn out a function's
+    n = 0
+    pos = 0
+    end = len(code) if until is None else until
+    while True:
+        regex = _SCOPE_EVENT_RE if walk.at_scope else _BODY_EVENT_RE
+        match = regex.search(code, pos)
+        at = len(code) if match is None else match.start()
+        if match is not None and code[at] != 0x23 and code[at] in b" \t":
+            at = code.index(b"#", at)
+        while n < len(order) and offsets[order[n]] < at:  # the state before the event
+            index = order[n]
+            names[index] = walk.frames[-1].function
+            if walk.at_scope:
+                pending.append((index, walk.head_id))
+            n += 1
+        if match is None or (at >= end and not pending):
+            break
+        head_id, head = walk.head_id, walk.head
+        walk.opened = None
+        pos = walk.step(at, code[at])
+        if pending and walk.head_id != head_id:
+            opened = walk.opened
+            ended = opened is None or opened.kind != _BLOCK  # a `;`, a `}`, or the head's own `{`
+            if opened is not None and opened.kind == _FUNCTION:
+                first = walk.first_code(head, at)
+                for index, pending_head in pending:
+                    if pending_head == head_id and offsets[index] > first:
+                        names[index] = opened.name
+            live = {frame.head_id for frame in walk.frames} | {walk.head_id}
+            pending = [(index, h) for index, h in pending if h in live and not (ended and h == head_id)]
+    return names, walk
+
+
+def enclosing_functions(source: bytes, offsets: list[int]) -> list[str | None]:
+    """For each offset, the name of the innermost function definition holding it (None at file or class level)."""
+    if not offsets:
+        return []
+    names, _ = _walk(source, offsets, max(offsets) + 1)
+    return names
+
+
+def definitions(source: bytes) -> list[Definition]:
+    """Every function definition of `source`, in order of their bodies."""
+    _, walk = _walk(source, [], None)
+    return [walk.definitions[at] for at in sorted(walk.definitions)]
+
+
+def outermost(found: list[Definition]) -> list[Definition]:
+    """The definitions no other one of `found` holds."""
+    out: list[Definition] = []
+    for definition in found:
+        if out and out[-1].body_start < definition.body_start < out[-1].body_end:
+            continue
+        out.append(definition)
+    return out
+
+
+def named(source: bytes, function: str | None) -> list[Definition]:
+    """The definitions of `function` (a qualified name matches by its last part too) outside any other function;
+    every outermost definition when `function` is None."""
+    found = outermost(definitions(source))
+    if function is None:
+        return found
+    spellings = {function, function.rsplit("::", 1)[-1]}
+    return [d for d in found if d.short_name in spellings]
