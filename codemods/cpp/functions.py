@@ -58,6 +58,7 @@ def mask(source: bytes) -> bytes:
 _SCOPE_EVENT_RE = re.compile(rb"[{}();]|^[ \t]*#", re.MULTILINE)
 _BODY_EVENT_RE = re.compile(rb"[{}]|^[ \t]*#", re.MULTILINE)
 _DIRECTIVE_RE = re.compile(rb"[ \t]*#[ \t]*(\w*)")
+_DIRECTIVE_LINE_RE = re.compile(rb"^[ \t]*#(?:\\\r?\n|[^\n])*", re.MULTILINE)
 
 # After a function's parameter group, before its `{`.
 _TAIL_RE = re.compile(
@@ -229,11 +230,13 @@ class _Walk:
 
     def _function_name(self, head: int, brace: int) -> str | None:
         """The name of the function whose head is `code[head:brace]`, or None when it heads no function."""
-        code = self.code
+        text = self.code[head:brace]
+        if b"#" in text:
+            text = _DIRECTIVE_LINE_RE.sub(lambda m: m.group().translate(_BLANK), text)  # a `#define` holds no head
         depth = 0
         group = -1
-        for match in _NESTING_RE.finditer(code, head, brace):
-            byte = code[match.start()]
+        for match in _NESTING_RE.finditer(text):
+            byte = text[match.start()]
             if byte in b"([{":
                 if depth == 0 and byte == 0x28:
                     group = match.start()
@@ -241,35 +244,32 @@ class _Walk:
             elif depth > 0:
                 depth -= 1
                 if depth == 0 and byte == 0x29 and group >= 0:
-                    tail = _TAIL_RE.fullmatch(code, match.end(), brace)
+                    tail = _TAIL_RE.fullmatch(text, match.end())
                     if tail is not None:
-                        if tail.group("init") and not code[head:brace].rstrip().endswith((b")", b"}", b"...")):
+                        if tail.group("init") and not text.rstrip().endswith((b")", b"}", b"...")):
                             return None  # `a{x}` in a constructor's initializer list
-                        return self._name_before(head, group)
+                        return self._name_before(text, head, group)
                     group = -1
         return None
 
-    def _name_before(self, head: int, paren: int) -> str | None:
-        """The declarator name that ends just before the `(` at `paren`, as written, or None."""
-        code = self.code
-        before = code[head:paren].rstrip()
-        end = head + len(before)
+    def _name_before(self, text: bytes, head: int, paren: int) -> str | None:
+        """The declarator name that ends just before `text[paren]`, a `(`, as written in the source, or None."""
+        before = text[:paren].rstrip()
+        end = len(before)
         operator = _OPERATOR_RE.search(before)
         if operator is not None:
-            start = head + operator.start()
+            start: int | None = operator.start()
         else:
             start = _name_start(before)
             if start is None:
                 return None
-            start += head
-            word = code[start:end].lstrip(b"~ \t\r\n")
-            word = word.split(b"<", 1)[0].strip()
+            word = text[start:end].lstrip(b"~ \t\r\n").split(b"<", 1)[0].strip()
             if word in _NOT_NAMES or not word:
                 return None
-        start = _qualified_start(code, head, start)
-        if start > head and (code[start - 1 : start] in (b".", b"]") or code[start - 2 : start] == b"->"):
+        start = _qualified_start(text, 0, start)
+        if start > 0 and (text[start - 1 : start] in (b".", b"]") or text[start - 2 : start] == b"->"):
             return None  # a member call, a lambda's capture
-        return self.source[start:end].decode("utf-8", "replace")
+        return self.source[head + start : head + end].decode("utf-8", "replace")
 
     def _local_class(self, brace: int) -> bool:
         """Whether a `{` inside a body opens a class (its methods are functions again)."""
