@@ -224,7 +224,7 @@ class _Walk:
         text = _without_template(self.code[head:brace])
         if _NAMESPACE_RE.search(text) or _EXTERN_RE.search(text):
             return _SCOPE, ""
-        if _CLASS_HEAD_RE.match(text):
+        if _CLASS_HEAD_RE.match(_COMPARISON_RE.sub(b"  ", text)):  # `enable_if<A >= 80>`: `=` of no initializer
             return _CLASS, ""
         return _BLOCK, ""
 
@@ -297,6 +297,7 @@ _PARENS = rb"\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)"
 _CLASS_HEAD_RE = re.compile(
     rb"\s*(?:(?:\w+|\[\[[^\]]*\]\])\s+)*?(?:class|struct|union)\b(?:[^()=;]+|" + _PARENS + rb")*+\Z"
 )
+_COMPARISON_RE = re.compile(rb"[<>!=]=")
 _TEMPLATE_RE = re.compile(rb"\s*template\s*<")
 
 

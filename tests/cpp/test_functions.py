@@ -250,3 +250,45 @@ def test_mask_keeps_offsets():
     masked = functions.mask(source)
     assert len(masked) == len(source) and b"{" not in masked and b"}" not in masked
     assert masked.endswith(b"\nb") and b'" "' in masked
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        pytest.param(
+            """\
+            template <typename Op>
+            class Dequantizer<Op, typename enable_if<Op::kMinComputeCapability >= 80>::type> {
+              CUTLASS_DEVICE
+              void dequantize(Fragment& frag) {
+            @#if (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 800) && defined(ENABLE_BF16))
+            #endif
+              }
+            };
+            """, "dequantize", id="class-specialized-on-a-comparison"),
+        pytest.param(
+            """\
+            template <typename KernelParams>
+            @#if (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900))
+            __global__ void __cluster_dims__(NumBlocksPerCluster, 1, 1) routingKernel(KernelParams params) {
+            #else
+            __global__ void routingKernel(KernelParams params) {
+            #endif
+            }
+            """, "routingKernel", id="guard-between-template-head-and-declarator-tree-sitter-finds-none"),
+        pytest.param(
+            """\
+            struct Barrier {
+             private:
+              CUTLASS_DEVICE
+              static void arrive_and_wait_internal(uint32_t n, uint32_t id) {
+                asm volatile("bar.sync %0, %1;" : : "r"(id), "r"(n));
+            @#if defined(__CUDA_ARCH__)
+            #endif
+              }
+            };
+            """, "arrive_and_wait_internal", id="inline-asm-body-tree-sitter-finds-none"),
+    ],
+)
+def test_enclosing_function_where_tree_sitter_differs(text, expected):
+    assert _named(text) == expected
