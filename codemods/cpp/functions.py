@@ -258,11 +258,12 @@ class _Walk:
         end = len(before)
         operator = _OPERATOR_RE.search(before)
         if operator is not None:
-            start: int | None = operator.start()
+            start = operator.start()
         else:
-            start = _name_start(before)
-            if start is None:
+            found = _name_start(before)
+            if found is None:
                 return None
+            start = found
             word = text[start:end].lstrip(b"~ \t\r\n").split(b"<", 1)[0].strip()
             if word in _NOT_NAMES or not word:
                 return None
