@@ -218,21 +218,19 @@ class _Walk:
 
     def _classify(self, head: int, brace: int) -> tuple[int, str]:
         """What a `{` at a scope or class level opens: (kind, the function's name)."""
-        name = self._function_name(head, brace)
+        text = _head_text(self.code[head:brace])
+        name = self._function_name(text, head)
         if name is not None:
             return _FUNCTION, name
-        text = _without_template(self.code[head:brace])
+        text = _without_template(text)
         if _NAMESPACE_RE.search(text) or _EXTERN_RE.search(text):
             return _SCOPE, ""
         if _CLASS_HEAD_RE.match(_COMPARISON_RE.sub(b"  ", text)):  # `enable_if<A >= 80>`: `=` of no initializer
             return _CLASS, ""
         return _BLOCK, ""
 
-    def _function_name(self, head: int, brace: int) -> str | None:
-        """The name of the function whose head is `code[head:brace]`, or None when it heads no function."""
-        text = self.code[head:brace]
-        if b"#" in text:
-            text = _DIRECTIVE_LINE_RE.sub(lambda m: m.group().translate(_BLANK), text)  # a `#define` holds no head
+    def _function_name(self, text: bytes, head: int) -> str | None:
+        """The name of the function whose head is `text` (`_head_text`, from `head`), or None when it heads no function."""
         depth = 0
         group = -1
         for match in _NESTING_RE.finditer(text):
@@ -314,6 +312,33 @@ def _without_template(text: bytes) -> bytes:
             depth += {0x3C: 1, 0x3E: -1}.get(text[i], 0)
             i += 1
         text = text[i:]
+
+
+def _head_text(text: bytes) -> bytes:
+    """A head with its directive lines blanked, and the `#elif`/`#else` branches of the `#if`s it holds (read as
+    their first branch, as the walk reads braces: `__launch_bounds__(512) kernel(` / `#else` / `kernel(`)."""
+    if b"#" not in text:
+        return text
+    out = bytearray(text)
+    depth = 0
+    skipping = 0  # the depth whose later branch is blanked, 0: none
+    skipping_from = 0
+    for match in _DIRECTIVE_LINE_RE.finditer(text):
+        keyword = _DIRECTIVE_RE.match(match.group())
+        word = keyword.group(1) if keyword is not None else b""
+        if word in (b"if", b"ifdef", b"ifndef"):
+            depth += 1
+        elif word in (b"elif", b"else", b"elifdef", b"elifndef") and depth and not skipping:
+            skipping = depth
+        elif word == b"endif" and depth:
+            if skipping == depth:
+                out[skipping_from:match.start()] = text[skipping_from:match.start()].translate(_BLANK)
+                skipping = 0
+            depth -= 1
+        if skipping == depth and word in (b"elif", b"else", b"elifdef", b"elifndef"):
+            skipping_from = match.start()
+        out[match.start() : match.end()] = match.group().translate(_BLANK)
+    return bytes(out)
 
 
 def _starts_line(code: bytes, pos: int) -> bool:

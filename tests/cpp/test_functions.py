@@ -288,6 +288,37 @@ def test_mask_keeps_offsets():
               }
             };
             """, "arrive_and_wait_internal", id="inline-asm-body-tree-sitter-finds-none"),
+        pytest.param(
+            """\
+            template <class Type>
+            __global__ void
+            #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 1000)
+            __launch_bounds__(512, 4) cvt_fp16_to_fp4_expert(
+            #else
+            cvt_fp16_to_fp4_expert(
+            #endif
+                int32_t numRows, Type const* in) {
+            }
+            template <class Type>
+            __global__ void cvt_fp16_to_mxfp8_expert(int32_t numRows) {
+            @#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 1000)
+            #endif
+            }
+            """, "cvt_fp16_to_mxfp8_expert", id="head-split-by-an-if-else-with-an-open-parenthesis"),
+        pytest.param(
+            """\
+            #if defined(HAS_INT)
+            struct A {};
+            #endif  // a directive ends the last head
+            template <int N>
+            struct NumericArrayConverter<half_t, float_e2m1_t, N> {
+              CUTLASS_HOST_DEVICE
+              static result_type convert(source_type const &source) {
+              @#if defined(__CUDA_ARCH__)
+              #endif
+              }
+            };
+            """, "convert", id="class-head-after-a-directive"),
     ],
 )
 def test_enclosing_function_where_tree_sitter_differs(text, expected):
