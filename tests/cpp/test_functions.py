@@ -323,3 +323,31 @@ def test_mask_keeps_offsets():
 )
 def test_enclosing_function_where_tree_sitter_differs(text, expected):
     assert _named(text) == expected
+
+
+def test_scan_names_the_guard_of_a_generated_kernel_with_a_split_head(tmp_path):
+    """scan's `symbol` comes from this namer: a generated `extern "C"` kernel whose head is split by `#if`/`#else`
+    (FlashInfer 0.7.4's cake kernels), where tree-sitter found no function and the symbol was empty."""
+    from codemods.audit.scan import scan
+    from codemods.core.arch import Arch
+
+    (tmp_path / "k.cu").write_text(dedent(
+        """\
+        extern "C" {
+        __global__ __launch_bounds__(512) void
+        #if CAKE_FP16
+        kernel_cake_decode_fp16(const __grid_constant__ CUtensorMap q, float* o)
+        #else
+        kernel_cake_decode_bf16(const __grid_constant__ CUtensorMap q, float* o)
+        #endif
+        {
+        #if __CUDA_ARCH__ == 1000
+            asm volatile("{ .reg .u64 p; }");
+        #endif
+        }
+        }
+        """
+    ))
+    result = scan(tmp_path, Arch.parse("sm_120"), jobs=1)
+    [gate] = [g for g in result.gates if g["kind"] == "cuda_guard"]
+    assert (gate["excludes_arch"], gate["symbol"]) == (True, "kernel_cake_decode_fp16")
