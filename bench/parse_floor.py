@@ -7,8 +7,9 @@ one), it parses, in one process per CPU as scan's workers run:
   every Python file the scan reports a gate in: a gate is not found without
   parsing its file;
 - with tree-sitter, every C file in which the scan names the function around
-  a `cuda_guard` (the parse `run`'s `function` selector reads too, the one
-  the scan names functions with).
+  a `cuda_guard`: the floor of the design that named functions with
+  tree-sitter. Since 2026-12-05 scan and `run` name them with the lexer
+  (codemods.cpp.functions), so this part is no longer a floor of today's scan.
 
 Files a scan parses and finds nothing in are left out, so this is a lower
 bound: no scan that reports these gates with these parsers goes below it.
