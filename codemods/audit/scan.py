@@ -61,7 +61,7 @@ from codemods.audit.jit_modules import (
 from codemods.audit.listing import NOT_REGULAR, list_files, read_regular, stamp_of
 from codemods.audit.jit_users import Trees, importer
 from codemods.audit.map_callers import keys_callers_pass
-from codemods.audit.pool import POOL_MINIMUM, Outcome, make_chunks, scan_chunk
+from codemods.audit.pool import POOL_MINIMUM, Outcome, make_chunks, scan_chunk, usable_cpus
 from codemods.audit.python_advice import ADVISED
 from codemods.audit.records import Context, FileScan, ScanResult
 from codemods.core import errors
@@ -109,7 +109,8 @@ def scan(
     """Gates and hazards for `arch` in the tree at `root`.
 
     `jobs` > 1 parses files in that many processes; 1 parses in this
-    process; 0 picks the CPU count, or this process for small trees.
+    process; 0 picks the CPUs this process may use (pool.usable_cpus), or
+    this process for small trees.
     `include_all` also scans binary files and files .gitignore excludes.
     `hazards=False` lists the gates only: no widenability (no #if
     structure is built) and no hazards (no JIT spec is read).
@@ -143,7 +144,7 @@ def scan_many(
     is answered whole from the cache's snapshot of that scan's result.
     """
     universe = tuple(dict.fromkeys((*universe, arch)))
-    size = jobs if jobs > 0 else (os.cpu_count() or 1)
+    size = jobs if jobs > 0 else usable_cpus()
     prepared: list[_Job] = []
     outcomes: list[list[Outcome]] = []
     results: dict[int, ScanResult] = {}
@@ -335,6 +336,7 @@ def _finish(job: _Job, outcomes: list[Outcome], workers: int) -> ScanResult:
         if job.snapshot is not None and index is not None:
             job.snapshot.save(index, result, stats["parsed"], job.touched)
     stats.update(
+        cpus=usable_cpus(),
         jobs=workers,
         list_seconds=round(job.listed - job.started, 3),
         parse_seconds=round(finished_at - job.listed, 3),
