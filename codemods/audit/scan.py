@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codemods.audit import areas, finder
+from codemods.audit import areas, finder, incremental
 from codemods.audit.cache import (
     Index,
     Snapshot,
@@ -42,6 +42,7 @@ from codemods.audit.cache import (
     objects_folder,
     prune_cache,
 )
+from codemods.audit.incremental import Change, Previous
 from codemods.audit.jit_classify import (
     classify_jit_gates,
     in_ported_modules,
@@ -96,7 +97,10 @@ class _Job:
     stats: dict = field(default_factory=dict)
     snapshot: Snapshot | None = None
     result: ScanResult | None = None  # answered whole from the snapshot
-    touched: dict[str, list[int] | None] = field(default_factory=dict)  # paths the JIT closures looked at
+    touched: dict[str, list[int] | None] = field(default_factory=dict)  # paths the assembly looked at
+    words: set[bytes] = field(default_factory=set)  # the words the assembly searched the Python files for
+    parsed: set[str] = field(default_factory=set)  # the files parsed
+    previous: Previous | None = None  # the last scan, to patch when few files changed (audit.incremental)
     started: float = 0.0
     listed: float = 0.0
 
@@ -262,6 +266,7 @@ def _prepare(
                 job.stats["cache_hits"] = len(statuses)
                 job.stats["binary"] = sum(entry is not None and entry[3] == "binary" for entry in entries)
                 return job
+        job.previous = job.snapshot.previous(root, arch, universe, index, layout.name if layout else "")
     statuses_by_rel = dict(statuses)
     for position, (rel, status) in enumerate(statuses):
         entry = entries[position] if index is not None else None
@@ -332,9 +337,12 @@ def _finish(job: _Job, outcomes: list[Outcome], workers: int) -> ScanResult:
                 scans[outcome.rel] = outcome.item
         if index is not None:
             index.save()
-        result = _assemble(job)
+        patched = _patch(job, [*job.unread, *outcomes]) if job.previous is not None else None
+        stats["incremental"] = patched is not None
+        result = patched if patched is not None else _assemble(job)
+        stats["parsed"] = len(job.parsed)
         if job.snapshot is not None and index is not None:
-            job.snapshot.save(index, result, stats["parsed"], job.touched)
+            job.snapshot.save(index, result, job.parsed, job.touched, job.words)
     stats.update(
         cpus=usable_cpus(),
         jobs=workers,
@@ -346,8 +354,30 @@ def _finish(job: _Job, outcomes: list[Outcome], workers: int) -> ScanResult:
     return result
 
 
+def _patch(job: _Job, outcomes: list[Outcome]) -> ScanResult | None:
+    """The last scan's result with the changed files' records made again, when nothing else depends on them
+    (audit.incremental); None when the whole tree must be assembled."""
+    previous, index = job.previous, job.index
+    assert previous is not None and index is not None
+    changes = [Change(o.rel, o.digest, o.item, o.stamp) for o in outcomes]
+    seen = {change.rel for change in changes}
+    changes += [Change(rel, None, None, None) for rel in previous.entries if rel not in job.regular and rel not in seen]
+
+    def read(rel: str) -> bytes | None:
+        found = read_regular(job.root / rel) if rel in job.regular else None
+        return None if found is None else found[0]
+
+    context = job.context
+    patched = incremental.patch(previous, changes, read, index.settled, str(job.root), context.arch, context.hazards)
+    if patched is None:
+        return None
+    result, job.touched, job.parsed = patched
+    job.words = set(previous.words)
+    return result
+
+
 def _assemble(job: _Job) -> ScanResult:
-    root, layout, context, stats = job.root, job.layout, job.context, job.stats
+    root, layout, context = job.root, job.layout, job.context
     arch, universe, hazards = context.arch, context.universe, context.hazards
     result = ScanResult(root, arch, universe, layout=layout.name if layout else "")
     structures: dict[str, Structure] = {}
@@ -355,7 +385,8 @@ def _assemble(job: _Job) -> ScanResult:
     for rel in sorted(job.scans):
         item = job.scans[rel]
         result.gates += item.gates
-        stats["parsed"] += item.parsed
+        if item.parsed:
+            job.parsed.add(rel)
         if item.skipped:
             result.skipped.append({"file": rel, "reason": item.skipped})
         if item.structure is not None:
@@ -371,7 +402,12 @@ def _assemble(job: _Job) -> ScanResult:
     # the Python files for the callers' keys and the JIT ways in; rg says which of them hold a word (the regular
     # ones: the others are read as they are found, and read_regular refuses what is not a file)
     searched = [rel for rel in own if rel in job.regular]
-    trees = Trees(tree.read, parsed, searched, lambda literal: finder.holding(root, searched, literal))
+
+    def holding(files: list[str], literal: bytes) -> set[str]:
+        job.words.add(literal)  # a file that comes to hold it may change what is read (audit.incremental)
+        return finder.holding(root, files, literal)
+
+    trees = Trees(tree.read, parsed, searched, lambda literal: holding(searched, literal))
     if hazards:  # the keys an arch-keyed map sees are what its function's callers pass
         keys_callers_pass(result.gates, trees, own, arch)
     if layout is not None and hazards:
@@ -386,7 +422,7 @@ def _assemble(job: _Job) -> ScanResult:
         result.hazards += python_gate_paths(result.gates, modules, paths, arch)
         classify_jit_gates(result.gates, modules, paths, arch, own, trees)
         everything = [rel for rel in job.rels if rel.endswith(".py") and rel in job.regular]  # tests import too
-        imports = Trees(tree.read, parsed, everything, lambda literal: finder.holding(root, everything, literal))
+        imports = Trees(tree.read, parsed, everything, lambda literal: holding(everything, literal))
         outside_the_package(
             result.gates, tree.exists, python, lambda rel, copy: importer(imports, everything, rel, copy, {".", posixpath.dirname(python)})
         )  # fmt: skip
