@@ -74,17 +74,21 @@ def patch(
     is gone); `settled(mtime_ns)` whether a stamp can be trusted (cache.Index.settled)."""
     touched = dict(previous.touched)
     kept: dict[str, Change] = {}
+    read_now: set[str] = set()  # looked-at paths whose bytes this scan read and found as they were
     for change in changes:
         entry = previous.entries.get(change.rel)
         same = entry is not None and len(str(entry[3])) == _HASH_LENGTH and change.digest == entry[3]
         if same:
             if change.rel in touched:
                 touched[change.rel] = change.stamp
+                read_now.add(change.rel)
             continue
         if change.rel in touched or not _alone(previous, change, read):
             return None
         kept[change.rel] = change
     for rel, stamp in touched.items():  # a path outside the listing (a header .gitignore hides) changed
+        if rel in read_now:
+            continue
         now = stamp_at(Path(root) / rel)
         if now != stamp or (now is not None and not settled(now[1])):
             return None
