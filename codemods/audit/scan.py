@@ -101,6 +101,8 @@ class _Job:
     words: set[bytes] = field(default_factory=set)  # the words the assembly searched the Python files for
     parsed: set[str] = field(default_factory=set)  # the files parsed
     previous: Previous | None = None  # the last scan, to patch when few files changed (audit.incremental)
+    # unchanged files whose results are in the cache, by content hash, not loaded while a patch may do without them
+    deferred: dict[str, tuple[str, os.stat_result]] = field(default_factory=dict)
     started: float = 0.0
     listed: float = 0.0
 
@@ -276,6 +278,10 @@ def _prepare(
                 job.stats["cache_hits"] += 1
                 job.stats["binary"] += known == "binary"
                 continue
+            if job.previous is not None:  # loaded only if the last result cannot be patched
+                job.stats["cache_hits"] += 1
+                job.deferred[rel] = (known, status)
+                continue
             item = load_object(context, known, rel)
             if item is not None:
                 job.stats["cache_hits"] += 1
@@ -327,7 +333,12 @@ def _finish(job: _Job, outcomes: list[Outcome], workers: int) -> ScanResult:
     if job.result is not None:
         result = job.result
     else:
-        for outcome in [*job.unread, *outcomes]:
+        changed = [*job.unread, *outcomes]
+        patched = _patch(job, changed) if job.previous is not None else None
+        stats["incremental"] = patched is not None
+        if patched is None:
+            changed += _load_deferred(job)
+        for outcome in changed:
             stats["analysed"] += 1
             stats["binary"] += outcome.digest == "binary"
             stats["reused"] += outcome.reused
@@ -337,8 +348,6 @@ def _finish(job: _Job, outcomes: list[Outcome], workers: int) -> ScanResult:
                 scans[outcome.rel] = outcome.item
         if index is not None:
             index.save()
-        patched = _patch(job, [*job.unread, *outcomes]) if job.previous is not None else None
-        stats["incremental"] = patched is not None
         result = patched if patched is not None else _assemble(job)
         stats["parsed"] = len(job.parsed)
         if job.snapshot is not None and index is not None:
@@ -352,6 +361,26 @@ def _finish(job: _Job, outcomes: list[Outcome], workers: int) -> ScanResult:
     )
     result.stats = stats
     return result
+
+
+def _load_deferred(job: _Job) -> list[Outcome]:
+    """The cached results of the unchanged files, for a whole assembly; a file whose result is no longer in the
+    cache (pruned) is read again, as the workers read it: its outcome is returned."""
+    missing: dict[str, os.stat_result] = {}
+    for rel, (known, status) in job.deferred.items():
+        item = load_object(job.context, known, rel)
+        if item is None:
+            missing[rel] = status
+        else:
+            job.scans[rel] = item
+    job.deferred = {}
+    if not missing:
+        return []
+    job.stats["cache_hits"] -= len(missing)
+    found = finder.find(job.root, list(missing))
+    unread = [Outcome(rel, stamp_of(status), "", None) for rel, status in missing.items() if rel not in found.candidates]
+    read = [(rel, rel in found.runtime) for rel in missing if rel in found.candidates]
+    return unread + scan_chunk((0, job.context, read))[1]
 
 
 def _patch(job: _Job, outcomes: list[Outcome]) -> ScanResult | None:

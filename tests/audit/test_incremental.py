@@ -5,6 +5,7 @@ bytes a cold scan gives (issue 35, decision 5). Trees in FlashInfer's shape (tes
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -150,3 +151,15 @@ def test_a_scan_with_other_settings_is_patched_from_its_own_last_result(tmp_path
     warm, cold = scan(root, SM120, cache=cache, **settings), scan(root, SM120, **settings)
     assert warm.stats["incremental"] is True
     assert _rendered(warm) == _rendered(cold)
+
+
+def test_a_whole_assembly_reads_again_the_files_whose_results_the_cache_pruned(tmp_path):
+    root, cache = _tree(tmp_path), tmp_path / "cache"
+    scan(root, SM120, cache=cache)
+    for folder in cache.glob("v*/objects"):
+        shutil.rmtree(folder)  # what prune_cache does to the oldest entries
+    _edit(root, "flashinfer/helper.py", HELPER_PY + "\n\nSUPPORTED = dict(supported_major_versions=[9, 10])\n")
+    again = _rescan(root, cache)
+    assert again.stats["incremental"] is False
+    assert again.stats["analysed"] > 1  # the unchanged files with gates were read again
+    assert any(g["file"] == HEADER for g in again.gates)
