@@ -74,7 +74,7 @@ def save(folder: Path, trees: list[Path], arch: str, formats: list[str], codemod
     return 0
 
 
-def compare(folder: Path, codemod: str | None, jobs: int, only: list[str] | None) -> int:
+def compare(folder: Path, codemod: str | None, jobs: int, only: list[str] | None, formats: list[str] | None = None) -> int:
     settings = json.loads((folder / "settings.json").read_text())
     codemod = codemod or settings["codemod"]
     before = {(run["tree"], run["format"]): run for run in settings["runs"]}
@@ -83,6 +83,8 @@ def compare(folder: Path, codemod: str | None, jobs: int, only: list[str] | None
         if only and tree.name not in only:
             continue
         for fmt in settings["formats"]:
+            if formats and fmt not in formats:
+                continue
             output, seconds, code = run_scan(codemod, tree, settings["arch"], fmt, jobs)
             saved = (folder / _name(tree, fmt)).read_bytes()
             was = before.get((tree.name, fmt), {})
@@ -157,7 +159,7 @@ def main() -> int:
     parser.add_argument("action", choices=["save", "compare"])
     parser.add_argument("folder", type=Path)
     parser.add_argument("--arch", default="sm_120")
-    parser.add_argument("--formats", default=",".join(FORMATS))
+    parser.add_argument("--formats", default=",".join(FORMATS), help="save: the formats; compare: only these")
     parser.add_argument("--tree", action="append", type=Path, help="a tree to scan (repeatable; default: the corpus)")
     parser.add_argument("--only", action="append", help="compare: only the trees with this folder name (repeatable)")
     parser.add_argument("--codemod", help="the codemod command (default: the one beside this Python)")
@@ -170,7 +172,8 @@ def main() -> int:
         if unknown:
             parser.error(f"unknown formats {sorted(unknown)}; pick from {', '.join(FORMATS)}")
         return save(args.folder, args.tree or corpus(), args.arch, formats, args.codemod or default, args.jobs)
-    return compare(args.folder, args.codemod or default, args.jobs, args.only)
+    only_formats = [fmt for fmt in args.formats.split(",") if fmt] if "--formats" in sys.argv else None
+    return compare(args.folder, args.codemod or default, args.jobs, args.only, only_formats)
 
 
 if __name__ == "__main__":
