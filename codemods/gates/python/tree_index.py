@@ -6,18 +6,22 @@ and polarity readers, the callers search of the scan's assembly) each walked
 the whole module again: on FlashInfer 0.7.4 a cold scan spent some 60 s of its
 CPU time in `ast.walk` (bench/scan_results.md, 2026-12-05), 59 s of it finding
 the `if` around each gate, once per gate. The index is made on first use and
-kept on the tree itself, so it lives and dies with the tree (the trees are
-shared and read-only: ast_text.ast_of, core.pytrees). Walking `nodes` gives
-the nodes `ast.walk(tree)` gives, in the same order.
+kept for the last few trees asked for (a file's readers run one after
+another), so it holds no tree longer than a few readings: a tree kept on
+itself would be a reference cycle, freed only by the cyclic collector, and
+raised a cold scan's peak memory by a hundred MB. The trees are shared and
+read-only (ast_text.ast_of, core.pytrees). Walking `nodes` gives the nodes
+`ast.walk(tree)` gives, in the same order.
 """
 
 from __future__ import annotations
 
 import ast
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
-_ATTRIBUTE = "_codemod_tree_index"
+_KEPT = 4  # the indexes of the trees asked for last, each with its tree (so its id stays its own)
+_RECENT: OrderedDict[int, tuple[ast.AST, TreeIndex]] = OrderedDict()
 
 
 @dataclass
@@ -35,18 +39,23 @@ class TreeIndex:
 
 
 def index(tree: ast.AST) -> TreeIndex:
-    """The tree's index, made by one walk the first time it is asked for."""
-    found = tree.__dict__.get(_ATTRIBUTE)
-    if found is None:
-        nodes: list[ast.AST] = []
-        parents: dict[int, ast.AST] = {}
-        todo = deque([tree])
-        while todo:
-            node = todo.popleft()
-            nodes.append(node)
-            for child in ast.iter_child_nodes(node):
-                parents[id(child)] = node
-                todo.append(child)
-        found = TreeIndex(nodes, parents)
-        tree.__dict__[_ATTRIBUTE] = found
+    """The tree's index: made by one walk, unless one of the last trees asked for is this one."""
+    entry = _RECENT.get(id(tree))
+    if entry is not None and entry[0] is tree:
+        _RECENT.move_to_end(id(tree))
+        return entry[1]
+    nodes: list[ast.AST] = []
+    parents: dict[int, ast.AST] = {}
+    todo = deque([tree])
+    while todo:
+        node = todo.popleft()
+        nodes.append(node)
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+            todo.append(child)
+    found = TreeIndex(nodes, parents)
+    _RECENT[id(tree)] = (tree, found)
+    _RECENT.move_to_end(id(tree))
+    while len(_RECENT) > _KEPT:
+        _RECENT.popitem(last=False)
     return found
