@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from codemods.apply import repo
 from codemods.apply.files import write_atomic
+from codemods.audit.incremental import Previous
 from codemods.audit.listing import stamp_at, stamp_of, under
 from codemods.audit.records import Context, FileScan, ScanResult
 from codemods.core import targets
@@ -300,39 +301,71 @@ class Snapshot:
         self.context_key = key
         self.unlisted = json.dumps(unlisted, sort_keys=True, separators=(",", ":"))
 
-    def _key(self, index: Index) -> str:
+    def _key(self, entries: dict[str, list]) -> str:
         """The settings, every file's stamp, and what the listing left out (a submodule initialised since)."""
-        files = json.dumps(sorted(index.fresh.items()), separators=(",", ":"))
+        files = json.dumps(sorted(entries.items()), separators=(",", ":"))
         return hashlib.sha256(f"{self.context_key}|{files}|{self.unlisted}".encode()).hexdigest()
 
     def load(self, root: Path, arch: Arch, universe: tuple[Arch, ...], index: Index) -> ScanResult | None:
         try:
             data = json.loads(self.path.read_bytes())
-            if data.get("version") != CACHE_VERSION or data.get("key") != self._key(index):
+            if data.get("version") != CACHE_VERSION or data.get("key") != self._key(index.fresh):
                 return None
             # files the JIT closures looked at may lie outside the listing (a header .gitignore hides)
             for rel, stamp in data["touched"].items():
                 now = stamp_at(root / rel)
                 if now != stamp or (now is not None and not index.settled(now[1])):
                     return None
-            result = ScanResult(root, arch, universe, layout=data["layout"])
-            for name in ("gates", "skipped", "hazards", "modules"):
-                value = data[name]
-                if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-                    return None
-                setattr(result, name, value)
-            result.stats = {"parsed": int(data["parsed"])}
-            return result
+            return self._result(data, root, arch, universe)
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             return None
 
-    def save(self, index: Index, result: ScanResult, parsed: int, touched: dict[str, list[int] | None]) -> None:
+    @staticmethod
+    def _result(data: dict, root: Path, arch: Arch, universe: tuple[Arch, ...]) -> ScanResult | None:
+        result = ScanResult(root, arch, universe, layout=data["layout"])
+        for name in ("gates", "skipped", "hazards", "modules"):
+            value = data[name]
+            if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+                return None
+            setattr(result, name, value)
+        result.stats = {"parsed": int(data["parsed"])}
+        return result
+
+    def previous(self, root: Path, arch: Arch, universe: tuple[Arch, ...], index: Index, layout: str) -> Previous | None:
+        """The last scan's result and what it read (audit.incremental), when it was made with these settings over
+        the files the index recorded then (whatever changed since); else None."""
+        try:
+            data = json.loads(self.path.read_bytes())
+            if (
+                data.get("version") != CACHE_VERSION
+                or data.get("key") != self._key(index.entries)
+                or data.get("layout") != layout
+                or not isinstance(data.get("words"), list)
+                or not isinstance(data.get("parsed_files"), list)
+            ):
+                return None
+            result = self._result(data, root, arch, universe)
+            if result is None:
+                return None
+            words = [str(word).encode("ascii") for word in data["words"]]
+            touched = {str(rel): stamp for rel, stamp in data["touched"].items()}
+            return Previous(result, index.entries, touched, words, {str(rel) for rel in data["parsed_files"]})
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, UnicodeError):
+            return None
+
+    def save(
+        self, index: Index, result: ScanResult, parsed: set[str], touched: dict[str, list[int] | None],
+        words: set[bytes] | list[bytes],
+    ) -> None:
+        """`parsed`: the files parsed; `touched` and `words`: what the assembly read (audit.incremental)."""
         data = {
             "version": CACHE_VERSION,
-            "key": self._key(index),
+            "key": self._key(index.fresh),
             "touched": touched,
+            "words": sorted(word.decode("ascii") for word in words),
+            "parsed_files": sorted(parsed),
             "layout": result.layout,
-            "parsed": parsed,
+            "parsed": len(parsed),
             "gates": result.gates,
             "skipped": result.skipped,
             "hazards": result.hazards,

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from codemods.core.pytrees import ParsedFiles
+from codemods.gates.python import tree_index
 
 _SPEC_FUNCTION_RE = re.compile(r"^gen_\w+_module$")
 _MAX_DEPTH = 8  # callers followed up from the spec's function
@@ -267,7 +268,7 @@ def _exports(files: list[str], known: Trees, name: str) -> list[tuple[str, int]]
         if posixpath.basename(rel) != "__init__.py" or not known.holds(rel, name.encode()):
             continue
         module = known.tree(rel)
-        for node in ast.walk(module) if module is not None else ():
+        for node in tree_index.index(module).of_type(ast.ImportFrom) if module is not None else ():
             if isinstance(node, ast.ImportFrom) and any(alias.name == name for alias in node.names):
                 out.append((rel, node.lineno))
     return out
@@ -356,7 +357,7 @@ def _imports(module: ast.Module, rel: str) -> dict[str, list[str]]:
     """The names a file's imports bind, each with the dotted name it stands for (relative imports resolved)."""
     package = _module_parts(rel) if posixpath.basename(rel) == "__init__.py" else _module_parts(rel)[:-1]
     out: dict[str, list[str]] = {}
-    for node in ast.walk(module):
+    for node in tree_index.index(module).of_type(ast.Import, ast.ImportFrom):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:

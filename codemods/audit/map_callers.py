@@ -36,10 +36,14 @@ _SHOWN = 3  # callers named in a reason
 def keys_callers_pass(gates: list[dict], known: Trees, files: tuple[str, ...], arch: Arch) -> None:
     """Read the keys the callers pass into each python_arch_map record that excludes `arch` (see the module);
     files come through `known`, the scan's one `Trees`."""
+    read: dict[tuple[str, str], python_arch_map.KeyedBy | None] = {}  # a file's maps share its one tree
     for record in gates:
         if record["kind"] != python_arch_map.KIND or not record["excludes_arch"]:
             continue
-        keyed = python_arch_map.keyed_by(known.source(record["file"]), record["symbol"])
+        lookup = (record["file"], record["symbol"])
+        if lookup not in read:
+            read[lookup] = python_arch_map.keyed_by(known.source(lookup[0]), lookup[1], known.tree(lookup[0]))
+        keyed = read[lookup]
         if keyed is None:
             continue
         passed = _literal_keys(keyed, calls(known, files, record["file"], keyed.function))

@@ -24,6 +24,15 @@ _CHUNK_BYTES = 4 << 20
 _CHUNK_FILES = 256
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity mask (taskset, a container's cpuset, a CI runner's share),
+    not every CPU of the machine, which `os.cpu_count` counts; at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity call on this system (macOS)
+        return max(1, os.cpu_count() or 1)
+
+
 def make_chunks(todo: list[tuple[str, int, bool]], workers: int) -> list[list[tuple[str, bool]]]:
     """Files (path, whether the finder found a runtime check) in groups of about _CHUNK_BYTES, at least one per worker."""
     most = max(1, min(_CHUNK_FILES, -(-len(todo) // max(1, workers))))

@@ -35,6 +35,7 @@ from codemods.audit import classify
 from codemods.core.arch import Arch
 from codemods.gates import Gate
 from codemods.gates.python import polarity as _polarity
+from codemods.gates.python import tree_index
 from codemods.gates.python.ast_text import PythonText
 
 # The key on a record whose path came from here, while the scan's later readers run (audit.jit_classify); the scan
@@ -84,13 +85,9 @@ def _generic(gate: Gate) -> bool:
 class _Reader:
     def __init__(self, text: PythonText, tree: ast.Module, gates: list[Gate], arch: Arch) -> None:
         self.text, self.gates, self.arch = text, gates, arch
-        self.up: dict[int, ast.AST] = {}
-        self.nodes: list[tuple[int, int, ast.AST]] = []
-        for node in ast.walk(tree):
-            for child in ast.iter_child_nodes(node):
-                self.up[id(child)] = node
-            if isinstance(node, (ast.stmt, ast.IfExp)):
-                self.nodes.append((*text.span(node), node))
+        shared = tree_index.index(tree)
+        self.up: dict[int, ast.AST] = shared.parents
+        self.nodes: list[tuple[int, int, ast.AST]] = [(*text.span(node), node) for node in shared.of_type(ast.stmt, ast.IfExp)]
 
     # ------------------------------------------------------------ where the gate sits
 

@@ -43,7 +43,7 @@ from codemods.core.arch import Arch, ArchSet
 from codemods.core.lazy import LazyModule
 from codemods.cpp.lexer import NoComments
 from codemods.gates import Gate, SourceError, decode
-from codemods.gates.python import polarity
+from codemods.gates.python import polarity, tree_index
 from codemods.gates.python.predicates import reading
 from codemods.gates.python import ast_text
 from codemods.gates.python import python_capability
@@ -207,7 +207,7 @@ def _records(rel: str, data: bytes, parsed: tuple[PythonText, ast.Module] | None
     for i, gate in enumerate(gates):
         path = paths.get(i)
         if parsed is not None and gate.admits.admits(arch) is False and b"elif" in data[gate.end :]:
-            arm = dispatch.later_arm(data, gate, (arch,), gates, parsed[1])
+            arm = dispatch.later_arm(data, gate, (arch,), gates, parsed[1], parsed[0])
             if arm is not None:
                 path = classify.Path(classify.FALLBACK, arm.reason(rel), arm.line)
                 paths.pop(i, None)
@@ -247,9 +247,7 @@ def _arch_test_paths(text: PythonText, tree: ast.Module, gates: list[Gate]) -> l
     admits (gates/python/polarity): `if P: raise` admits the archs P does not, `if not P: fallback()` the fallback's;
     an operand of an `and` under an exit excludes nothing by itself (the other operands may let an arch through)."""
     statements = [
-        (text.span(node.test), node)
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp))
+        (text.span(node.test), node) for node in tree_index.index(tree).of_type(ast.If, ast.While, ast.Assert, ast.IfExp)
     ]
     out = []
     up: dict[int, ast.AST] | None = None  # the parents, walked for a body that may set an exit flag only

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codemods.audit import areas, finder
+from codemods.audit import areas, finder, incremental
 from codemods.audit.cache import (
     Index,
     Snapshot,
@@ -42,6 +42,7 @@ from codemods.audit.cache import (
     objects_folder,
     prune_cache,
 )
+from codemods.audit.incremental import Change, Previous
 from codemods.audit.jit_classify import (
     classify_jit_gates,
     in_ported_modules,
@@ -61,7 +62,7 @@ from codemods.audit.jit_modules import (
 from codemods.audit.listing import NOT_REGULAR, list_files, read_regular, stamp_of
 from codemods.audit.jit_users import Trees, importer
 from codemods.audit.map_callers import keys_callers_pass
-from codemods.audit.pool import POOL_MINIMUM, Outcome, make_chunks, scan_chunk
+from codemods.audit.pool import POOL_MINIMUM, Outcome, make_chunks, scan_chunk, usable_cpus
 from codemods.audit.python_advice import ADVISED
 from codemods.audit.records import Context, FileScan, ScanResult
 from codemods.core import errors
@@ -96,7 +97,12 @@ class _Job:
     stats: dict = field(default_factory=dict)
     snapshot: Snapshot | None = None
     result: ScanResult | None = None  # answered whole from the snapshot
-    touched: dict[str, list[int] | None] = field(default_factory=dict)  # paths the JIT closures looked at
+    touched: dict[str, list[int] | None] = field(default_factory=dict)  # paths the assembly looked at
+    words: set[bytes] = field(default_factory=set)  # the words the assembly searched the Python files for
+    parsed: set[str] = field(default_factory=set)  # the files parsed
+    previous: Previous | None = None  # the last scan, to patch when few files changed (audit.incremental)
+    # unchanged files whose results are in the cache, by content hash, not loaded while a patch may do without them
+    deferred: dict[str, tuple[str, os.stat_result]] = field(default_factory=dict)
     started: float = 0.0
     listed: float = 0.0
 
@@ -109,7 +115,8 @@ def scan(
     """Gates and hazards for `arch` in the tree at `root`.
 
     `jobs` > 1 parses files in that many processes; 1 parses in this
-    process; 0 picks the CPU count, or this process for small trees.
+    process; 0 picks the CPUs this process may use (pool.usable_cpus), or
+    this process for small trees.
     `include_all` also scans binary files and files .gitignore excludes.
     `hazards=False` lists the gates only: no widenability (no #if
     structure is built) and no hazards (no JIT spec is read).
@@ -143,7 +150,7 @@ def scan_many(
     is answered whole from the cache's snapshot of that scan's result.
     """
     universe = tuple(dict.fromkeys((*universe, arch)))
-    size = jobs if jobs > 0 else (os.cpu_count() or 1)
+    size = jobs if jobs > 0 else usable_cpus()
     prepared: list[_Job] = []
     outcomes: list[list[Outcome]] = []
     results: dict[int, ScanResult] = {}
@@ -261,6 +268,7 @@ def _prepare(
                 job.stats["cache_hits"] = len(statuses)
                 job.stats["binary"] = sum(entry is not None and entry[3] == "binary" for entry in entries)
                 return job
+        job.previous = job.snapshot.previous(root, arch, universe, index, layout.name if layout else "")
     statuses_by_rel = dict(statuses)
     for position, (rel, status) in enumerate(statuses):
         entry = entries[position] if index is not None else None
@@ -269,6 +277,10 @@ def _prepare(
             if known in ("", "binary"):
                 job.stats["cache_hits"] += 1
                 job.stats["binary"] += known == "binary"
+                continue
+            if job.previous is not None:  # loaded only if the last result cannot be patched
+                job.stats["cache_hits"] += 1
+                job.deferred[rel] = (known, status)
                 continue
             item = load_object(context, known, rel)
             if item is not None:
@@ -321,7 +333,12 @@ def _finish(job: _Job, outcomes: list[Outcome], workers: int) -> ScanResult:
     if job.result is not None:
         result = job.result
     else:
-        for outcome in [*job.unread, *outcomes]:
+        changed = [*job.unread, *outcomes]
+        patched = _patch(job, changed) if job.previous is not None else None
+        stats["incremental"] = patched is not None
+        if patched is None:
+            changed += _load_deferred(job)
+        for outcome in changed:
             stats["analysed"] += 1
             stats["binary"] += outcome.digest == "binary"
             stats["reused"] += outcome.reused
@@ -331,10 +348,12 @@ def _finish(job: _Job, outcomes: list[Outcome], workers: int) -> ScanResult:
                 scans[outcome.rel] = outcome.item
         if index is not None:
             index.save()
-        result = _assemble(job)
+        result = patched if patched is not None else _assemble(job)
+        stats["parsed"] = len(job.parsed)
         if job.snapshot is not None and index is not None:
-            job.snapshot.save(index, result, stats["parsed"], job.touched)
+            job.snapshot.save(index, result, job.parsed, job.touched, job.words)
     stats.update(
+        cpus=usable_cpus(),
         jobs=workers,
         list_seconds=round(job.listed - job.started, 3),
         parse_seconds=round(finished_at - job.listed, 3),
@@ -344,8 +363,50 @@ def _finish(job: _Job, outcomes: list[Outcome], workers: int) -> ScanResult:
     return result
 
 
+def _load_deferred(job: _Job) -> list[Outcome]:
+    """The cached results of the unchanged files, for a whole assembly; a file whose result is no longer in the
+    cache (pruned) is read again, as the workers read it: its outcome is returned."""
+    missing: dict[str, os.stat_result] = {}
+    for rel, (known, status) in job.deferred.items():
+        item = load_object(job.context, known, rel)
+        if item is None:
+            missing[rel] = status
+        else:
+            job.scans[rel] = item
+    job.deferred = {}
+    if not missing:
+        return []
+    job.stats["cache_hits"] -= len(missing)
+    found = finder.find(job.root, list(missing))
+    unread = [Outcome(rel, stamp_of(status), "", None) for rel, status in missing.items() if rel not in found.candidates]
+    read = [(rel, rel in found.runtime) for rel in missing if rel in found.candidates]
+    return unread + scan_chunk((0, job.context, read))[1]
+
+
+def _patch(job: _Job, outcomes: list[Outcome]) -> ScanResult | None:
+    """The last scan's result with the changed files' records made again, when nothing else depends on them
+    (audit.incremental); None when the whole tree must be assembled."""
+    previous, index = job.previous, job.index
+    assert previous is not None and index is not None
+    changes = [Change(o.rel, o.digest, o.item, o.stamp) for o in outcomes]
+    seen = {change.rel for change in changes}
+    changes += [Change(rel, None, None, None) for rel in previous.entries if rel not in job.regular and rel not in seen]
+
+    def read(rel: str) -> bytes | None:
+        found = read_regular(job.root / rel) if rel in job.regular else None
+        return None if found is None else found[0]
+
+    context = job.context
+    patched = incremental.patch(previous, changes, read, index.settled, str(job.root), context.arch, context.hazards)
+    if patched is None:
+        return None
+    result, job.touched, job.parsed = patched
+    job.words = set(previous.words)
+    return result
+
+
 def _assemble(job: _Job) -> ScanResult:
-    root, layout, context, stats = job.root, job.layout, job.context, job.stats
+    root, layout, context = job.root, job.layout, job.context
     arch, universe, hazards = context.arch, context.universe, context.hazards
     result = ScanResult(root, arch, universe, layout=layout.name if layout else "")
     structures: dict[str, Structure] = {}
@@ -353,7 +414,8 @@ def _assemble(job: _Job) -> ScanResult:
     for rel in sorted(job.scans):
         item = job.scans[rel]
         result.gates += item.gates
-        stats["parsed"] += item.parsed
+        if item.parsed:
+            job.parsed.add(rel)
         if item.skipped:
             result.skipped.append({"file": rel, "reason": item.skipped})
         if item.structure is not None:
@@ -369,7 +431,12 @@ def _assemble(job: _Job) -> ScanResult:
     # the Python files for the callers' keys and the JIT ways in; rg says which of them hold a word (the regular
     # ones: the others are read as they are found, and read_regular refuses what is not a file)
     searched = [rel for rel in own if rel in job.regular]
-    trees = Trees(tree.read, parsed, searched, lambda literal: finder.holding(root, searched, literal))
+
+    def holding(files: list[str], literal: bytes) -> set[str]:
+        job.words.add(literal)  # a file that comes to hold it may change what is read (audit.incremental)
+        return finder.holding(root, files, literal)
+
+    trees = Trees(tree.read, parsed, searched, lambda literal: holding(searched, literal))
     if hazards:  # the keys an arch-keyed map sees are what its function's callers pass
         keys_callers_pass(result.gates, trees, own, arch)
     if layout is not None and hazards:
@@ -384,7 +451,7 @@ def _assemble(job: _Job) -> ScanResult:
         result.hazards += python_gate_paths(result.gates, modules, paths, arch)
         classify_jit_gates(result.gates, modules, paths, arch, own, trees)
         everything = [rel for rel in job.rels if rel.endswith(".py") and rel in job.regular]  # tests import too
-        imports = Trees(tree.read, parsed, everything, lambda literal: finder.holding(root, everything, literal))
+        imports = Trees(tree.read, parsed, everything, lambda literal: holding(everything, literal))
         outside_the_package(
             result.gates, tree.exists, python, lambda rel, copy: importer(imports, everything, rel, copy, {".", posixpath.dirname(python)})
         )  # fmt: skip

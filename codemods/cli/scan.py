@@ -30,7 +30,7 @@ def scan(
     arch: str = typer.Option("sm_120", "--arch", metavar="ARCH", help="The arch to check gates against, e.g. sm_120, 12.0, 120."),
     fmt: ScanFormat = typer.Option(ScanFormat.text, "--format", metavar="FORMAT", help="text, json or sarif."),
     check: bool = typer.Option(False, "--check", help="Exit 1 when a (non-potential) hazard is found: for CI and pre-commit."),
-    jobs: int = typer.Option(0, "--jobs", metavar="N", help="Parallel workers (default: one per CPU)."),
+    jobs: int = typer.Option(0, "--jobs", metavar="N", help="Parallel workers (default: one per CPU this process may use; --verbose says how many)."),
     archs: str | None = typer.Option(None, "--archs", metavar="ARCHS", help="Arch universe for the admits lists."),
     include_all: bool = typer.Option(False, "--all", help="Also scan binary files and files .gitignore excludes."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the per-file cache ($CODEMOD_HOME/scan-cache)."),

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from codemods.core.arch import Arch
 from codemods.gates import Gate
 from codemods.gates.python import polarity as _polarity
+from codemods.gates.python import tree_index
 from codemods.gates.python.ast_text import PythonText
 
 
@@ -47,11 +48,13 @@ class Arm:
 
 
 def later_arm(
-    source: bytes, gate: Gate, archs: Sequence[Arch], gates: Sequence[Gate], tree: ast.Module | None = None
+    source: bytes, gate: Gate, archs: Sequence[Arch], gates: Sequence[Gate], tree: ast.Module | None = None,
+    text: PythonText | None = None,
 ) -> Arm | None:
     """The first later arm of the `if`/`elif` chain whose test holds `gate` that takes one of `archs` the gate
     excludes, read by `gates` (the file's gates, any kind); None when there is none, or the gate decides no arm
-    that runs code (a guard whose body raises is admission, not dispatch)."""
+    that runs code (a guard whose body raises is admission, not dispatch). `tree` and `text`: the source's,
+    when the caller has them."""
     excluded = [a for a in archs if gate.admits.admits(a) is False]
     if not excluded:
         return None
@@ -60,7 +63,8 @@ def later_arm(
             tree = ast.parse(source)
         except (SyntaxError, ValueError):
             return None
-    text = PythonText(source)
+    if text is None:
+        text = PythonText(source)
     arm = _arm_of(tree, text, gate)
     if arm is None or _polarity.exits(arm.body):
         return None
@@ -81,11 +85,10 @@ def later_arm(
 def _arm_of(tree: ast.Module, text: PythonText, gate: Gate) -> ast.If | None:
     """The innermost `if` (or `elif`) whose test holds the gate."""
     best: tuple[int, ast.If] | None = None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If):
-            start, end = text.span(node.test)
-            if start <= gate.start and gate.end <= end and (best is None or start >= best[0]):
-                best = (start, node)
+    for node in tree_index.index(tree).of_type(ast.If):
+        start, end = text.span(node.test)
+        if start <= gate.start and gate.end <= end and (best is None or start >= best[0]):
+            best = (start, node)
     return best[1] if best is not None else None
 
 

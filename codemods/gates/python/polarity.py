@@ -36,6 +36,8 @@ import ast
 import re
 from collections.abc import Callable, Iterable, Mapping
 
+from codemods.gates.python import tree_index
+
 # Calls that end the code path where they run: pytest.skip, pytest.fail, sys.exit, os._exit, self.skipTest ...
 _EXIT_CALLS = frozenset({"skip", "fail", "xfail", "exit", "_exit", "quit", "abort", "skipTest"})
 # Helpers that skip a test when their first argument holds (or unless it holds).
@@ -115,7 +117,11 @@ def _tests(test: ast.expr, flag: str) -> bool:
 
 
 def parents(nodes: Iterable[ast.AST]) -> dict[int, ast.AST]:
-    """Each node's parent (by id), for every node under `nodes`."""
+    """Each node's parent (by id), for every node under `nodes` (read-only: a whole module's are its shared
+    index's, tree_index)."""
+    nodes = list(nodes)
+    if len(nodes) == 1 and isinstance(nodes[0], ast.Module):
+        return tree_index.index(nodes[0]).parents
     out: dict[int, ast.AST] = {}
     for top in nodes:
         for node in ast.walk(top):

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 from codemods.core.arch import DEFAULT_ARCHS, KNOWN_CODES, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, SourceError
-from codemods.gates.python import polarity
+from codemods.gates.python import polarity, tree_index
 from codemods.gates.python.capability.values import spell
 from codemods.gates.python.ast_text import PythonText, ast_of, dotted
 from codemods.gates.python.layout.text import line_length
@@ -131,7 +131,7 @@ def find(
     nested: list[tuple[str, ast.Assign, ast.expr, ast.Dict, list[str]]] = []  # (outer name, its assignment, key, map)
     unbound: list[tuple[ast.Subscript, ast.Dict, list[str]]] = []  # `{...}[arch]`
     uses: list[tuple[str, ast.AST]] = []  # what may look a map up (`MAP[cc]`, `cc in MAP`), in walk order
-    for node in ast.walk(tree):
+    for node in tree_index.index(tree).nodes:
         if (
             isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
             and isinstance(node.value, ast.Dict) and node.value.keys
@@ -296,7 +296,7 @@ def keyed_by(source: bytes, name: str, tree: ast.Module | None = None) -> KeyedB
     maps = {name: None}
     up = polarity.parents([tree])
     found: set[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]] = set()
-    for node in ast.walk(tree):
+    for node in tree_index.index(tree).nodes:
         looked_up, _, key = _failing_lookup(node, maps, up)
         if looked_up is None:
             continue

@@ -36,14 +36,13 @@ from __future__ import annotations
 
 import ast
 import re
-from collections import deque
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from types import MappingProxyType
 
 from codemods.core.arch import Arch, ArchParseError
 from codemods.gates import SourceError
-from codemods.gates.python import ast_text
+from codemods.gates.python import ast_text, tree_index
 from codemods.gates.python.predicates.evaluation import (
     _ARCH_WORDS, _CAPABILITY_CALLS, _SM_CALLS, _TARGET_KEY, PREDICATE_NAME, Evaluator, Meaning, _Conflict, _Unreadable,
 )  # fmt: skip
@@ -131,18 +130,24 @@ class _Reader(Evaluator):
         self.reads = 0  # how often a capability was read, by any run: `_on_every_cap` runs once when none was
 
     def _walk(self, tree: ast.Module):
-        """Every node under the module, in ast.walk's order, noting in passing the words of each module-level
-        function (one walk where reading them apart walked every function twice)."""
-        queue: deque[tuple[ast.AST, set[str] | None]] = deque((top, self.words.setdefault(id(top), set()) if isinstance(top, _FUNCTIONS) else None)
-                      for top in tree.body)  # fmt: skip
-        while queue:
-            node, words = queue.popleft()
+        """Every node under the module, in ast.walk's order (the tree's shared walk, tree_index), noting in passing
+        the words of each module-level function (one pass where reading them apart walked every function twice)."""
+        shared = tree_index.index(tree)
+        owner: dict[int, set[str] | None] = {}  # the words of the module-level function a node is in
+        for node in shared.nodes:
+            if node is tree:
+                continue
+            parent = shared.parents[id(node)]
+            if parent is tree:
+                words = self.words.setdefault(id(node), set()) if isinstance(node, _FUNCTIONS) else None
+            else:  # .get: a context or operator node is one object shared by many parents (a leaf)
+                words = owner.get(id(parent))
+            owner[id(node)] = words
             if words is not None:
                 if isinstance(node, ast.Name):
                     words.add(node.id)
                 elif isinstance(node, ast.Attribute):
                     words.add(node.attr)
-            queue.extend((child, words) for child in ast.iter_child_nodes(node))
             yield node
 
     def _may_depend_on_the_gpu(self) -> set[str]:

@@ -1,0 +1,61 @@
+"""One walk of a Python syntax tree, shared by every reader of that tree: its nodes in `ast.walk` order and each
+node's parent.
+
+The readers of a file (the arch-map reader, the dispatch rule, the predicate
+and polarity readers, the callers search of the scan's assembly) each walked
+the whole module again: on FlashInfer 0.7.4 a cold scan spent some 60 s of its
+CPU time in `ast.walk` (bench/scan_results.md, 2026-12-05), 59 s of it finding
+the `if` around each gate, once per gate. The index is made on first use and
+kept for the last few trees asked for (a file's readers run one after
+another), so it holds no tree longer than a few readings: a tree kept on
+itself would be a reference cycle, freed only by the cyclic collector, and
+raised a cold scan's peak memory by a hundred MB. The trees are shared and
+read-only (ast_text.ast_of, core.pytrees). Walking `nodes` gives the nodes
+`ast.walk(tree)` gives, in the same order.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+
+_KEPT = 4  # the indexes of the trees asked for last, each with its tree (so its id stays its own)
+_RECENT: OrderedDict[int, tuple[ast.AST, TreeIndex]] = OrderedDict()
+
+
+@dataclass
+class TreeIndex:
+    nodes: list[ast.AST]  # in ast.walk order (breadth first)
+    parents: dict[int, ast.AST]  # by id(child)
+    _typed: dict[tuple[type, ...], list] = field(default_factory=dict)
+
+    def of_type(self, *types: type) -> list:
+        """The nodes that are instances of `types`, in walk order."""
+        found = self._typed.get(types)
+        if found is None:
+            found = self._typed[types] = [node for node in self.nodes if isinstance(node, types)]
+        return found
+
+
+def index(tree: ast.AST) -> TreeIndex:
+    """The tree's index: made by one walk, unless one of the last trees asked for is this one."""
+    entry = _RECENT.get(id(tree))
+    if entry is not None and entry[0] is tree:
+        _RECENT.move_to_end(id(tree))
+        return entry[1]
+    nodes: list[ast.AST] = []
+    parents: dict[int, ast.AST] = {}
+    todo = deque([tree])
+    while todo:
+        node = todo.popleft()
+        nodes.append(node)
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+            todo.append(child)
+    found = TreeIndex(nodes, parents)
+    _RECENT[id(tree)] = (tree, found)
+    _RECENT.move_to_end(id(tree))
+    while len(_RECENT) > _KEPT:
+        _RECENT.popitem(last=False)
+    return found
