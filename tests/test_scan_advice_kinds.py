@@ -222,3 +222,34 @@ def test_a_parenthesised_assert_is_read_as_a_requirement(tmp_path):
                                        'requires SM90 or SM100"')]
     assert moe["classification"] == "needs-human", moe
     assert moe["reason"].startswith("a stated requirement (the assert says \"cutlass fp8 MoE requires SM90 or SM100\")")
+
+
+_REGISTRY = """\
+import torch
+
+from sglang.srt.utils import is_musa
+
+_is_musa = is_musa()
+
+
+def create_fa3_backend(runner):
+    major, minor = torch.cuda.get_device_capability()
+    if not _is_musa:
+        assert major == 9, "FA3 requires SM90"
+        return "fa3"
+    else:
+        assert major == 3 and minor >= 1, "MUSA FA3 requires MP>=31"
+        return "musa_fa3"
+"""
+
+
+def test_a_platform_test_is_decided_for_a_cuda_arch(tmp_path):
+    # SGLang 0.5.23's create_flashattention_v3_backend: the MUSA arm's capability assert is never reached on a CUDA GPU
+    root = _tree(tmp_path, {"python/sglang/srt/layers/registry.py": _REGISTRY})
+    gates = _excluding(root, SM121, "registry.py")
+    musa = [g for line, g in gates.items() if line == _line(_REGISTRY, '        assert major == 3 and minor >= 1, '
+                                                                     '"MUSA FA3 requires MP>=31"')]
+    assert musa and all(g["classification"] == "covered" for g in musa), musa
+    assert musa[0]["reason"] == "inside the `else` of `if not _is_musa` (line 10), whose test sm_121 takes"
+    cuda = gates[_line(_REGISTRY, '        assert major == 9, "FA3 requires SM90"')]
+    assert cuda["classification"] == "needs-human" and "stated requirement" in cuda["reason"], cuda

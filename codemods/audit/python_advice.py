@@ -64,6 +64,8 @@ _RANGE = re.compile(r"(?i)(?:sm|capability)\s*_?\s*(?:>=|<=|>|<)|\b(?:above|belo
 # SGLang's refusals mostly name no range (bench/precision).
 _NEEDS = re.compile(r"(?i)\b(?:requires?|required|needs?|needed|supports?|supported)\b")
 _NUMBER = re.compile(r"(?i)\bsm\s*_?\s*(?:[<>=!]=?\s*)?(\d{2,3})")
+# A test of the platform, not the arch (SGLang's `_is_musa = is_musa()`, `_is_hip`, `current_platform.is_npu()`).
+_PLATFORM = re.compile(r"(?:[\w.]+(?:\(\))?\.)?_?is_(cuda|musa|hip|rocm|npu|xpu|mps|cpu)(?:\(\))?")
 # Names a tuning branch sets: block and tile sizes, warps, stages, splits, chunk sizes, thread counts.
 _TUNING = re.compile(r"(?i)block|tile|warp|stage|split|chunk|thread|^num_|^b[mnk]$|^cta")
 
@@ -354,6 +356,9 @@ class _Reader:
         if len(inside) == 1 and self.source(test).strip("() ") == " ".join(inside[0].text.split()).strip("() "):
             return inside[0].admits.admits(self.arch)
         if not inside:
+            platform = _PLATFORM.fullmatch(self.source(test))
+            if platform is not None:  # the scanned arch is an NVIDIA GPU: `_is_musa` is False, `is_cuda()` True
+                return platform.group(1) == "cuda"
             if later is None:
                 return None
             shared = {self.source(part) for part in _operands(later)}
