@@ -266,7 +266,8 @@ def test_json_and_sarif_carry_the_text_groups(cli, tmp_path):
     assert gates[9]["locations"][0]["logicalLocations"] == [{"name": "comm", "kind": "function"}]
     assert gates[2]["properties"]["specific"] is True and gates[9]["properties"]["specific"] is False
     assert run["properties"]["classifications"] == {
-        "blocker": 0, "widenable": 1, "needs-human": 1, "tuning": 0, "unknown": 0, "covered": 1, "definition": 0
+        "blocker": 0, "widenable": 1, "needs-human": 1, "other-arch": 0, "tuning": 0, "unknown": 0, "covered": 1,
+        "definition": 0
     }
     # sm_120 has no sibling: no `specific` anywhere
     plain = json.loads(cli("scan", "--repo", tmp_path, "--arch", "sm_120", "--format", "json").stdout)

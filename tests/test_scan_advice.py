@@ -236,8 +236,10 @@ def test_an_assert_or_raise_naming_an_arch_is_a_requirement(tmp_path):
     assert fa3["classification"] == "needs-human" and "stated requirement" in fa3["reason"]
     ring = gates[_line("    if torch.cuda.get_device_capability()[0] != 9:")]
     assert ring["classification"] == "needs-human" and "stated requirement" in ring["reason"]
+    # no message: not a stated requirement, but a Hopper-only assert is code for another kind of arch than sm_120
     plain = gates[_line("    assert torch.cuda.get_device_capability()[0] == 9")]
-    assert plain["classification"] == "widenable" and "the assert at line" in plain["reason"]
+    assert plain["classification"] == "other-arch" and "the assert at line" in plain["reason"]
+    assert "written for sm_90, another kind of arch than sm_120" in plain["reason"]
 
 
 def test_a_tuning_branch_is_its_own_group(cli, tmp_path):

@@ -32,3 +32,20 @@ def test_the_named_items_come_out_right(gates):
     assert tuning["classification"] == "tuning" and "BLOCK_M, BLOCK_N" in tuning["reason"]
     assert not any(g["reason"].endswith("does not run on sm_120") and g["classification"] == "widenable"
                    and g["symbol"].endswith("__init__") for g in gates.values())
+
+
+def test_sglang_0_5_23_for_sm_121_widens_only_the_sm120_family_gates():
+    """bench/precision after fix 4: the real items stay widenable, per-arch code for other kinds is other-arch, and
+    what SGLang excludes on purpose (is_sm120, the paged-decode comment) needs a human."""
+    root = unpack_wheel("sglang", "0.5.23")
+    gates = scan(root, Arch.parse("sm_121"), jobs=1).gates
+    by_place = {(g["file"].split("/")[-1], g["line"]): g for g in gates if g["excludes_arch"]}
+    for place in (("sm120_fp8_skinny_gemm_sm120.py", 52), ("moe_fused_gate.py", 418), ("cuda.py", 311)):
+        assert by_place[place]["classification"] == "widenable", by_place[place]
+    for place in (("k3_ar_fusion.py", 69), ("mimo_v2.py", 27), ("flashinfer_backend.py", 502), ("cuda.py", 217)):
+        assert by_place[place]["classification"] == "other-arch", by_place[place]
+    assert by_place[("common.py", 343)]["classification"] == "definition"
+    for place in (("flashinfer_cutlass.py", 322), ("qwen_sparse_attn_backend.py", 72)):
+        assert by_place[place]["classification"] == "needs-human", by_place[place]
+    listed = [g for g in gates if g["classification"] in ("blocker", "widenable")]
+    assert {g["admits"][-1] for g in listed if g["admits"]} == {"sm_120"}  # every one leaves sm_121 out of the family

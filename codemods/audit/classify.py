@@ -14,6 +14,11 @@ nothing there. `scan` gives every gate record a `classification`:
   or a JIT module's list keeps it from the arch while only code written for
   other archs uses the module, or its kernels need hardware codemod cannot
   check (multicast for `multimem`).
+- `other-arch`: the gate admits only archs of another kind than the arch
+  (cpp.instructions.kin: sm_90; sm_100/103/110; sm_120/121; pre-Hopper) and
+  selects code written for them (`if is_sm100_supported(): backend =
+  "trtllm"`, an SM90 kernel's availability check): review, not widen; a
+  Python gate's statement says so (audit.python_advice).
 - `tuning`: the gate only picks block sizes, warps or other heuristics by
   capability (audit.python_advice): review the values the arch gets.
 - `definition`: an arch predicate's own test (`def is_hopper(): return
@@ -56,8 +61,9 @@ COVERED = "covered"
 ADMITS = "admits"
 TUNING = "tuning"  # a branch that only picks block sizes or heuristics by capability: review the values
 DEFINITION = "definition"  # an arch predicate's own test: its callers are the gates
+OTHER_ARCH = "other-arch"  # a gate selecting code written for another kind of arch: review, not widen
 # The groups of the audit, in the order the user acts on them.
-GROUPS = (BLOCKER, WIDENABLE, NEEDS_HUMAN, TUNING, UNKNOWN)
+GROUPS = (BLOCKER, WIDENABLE, NEEDS_HUMAN, OTHER_ARCH, TUNING, UNKNOWN)
 CLASSIFICATIONS = (*GROUPS, COVERED, DEFINITION, ADMITS)
 
 # What the arch gets where the gate excludes it.
@@ -72,6 +78,7 @@ UNDECIDED = "unknown"
 # Read from the statement holding a Python gate (audit.python_advice): a predicate's definition, a tuning branch,
 # a stated requirement (an assert or raise whose message names an arch: needs a human, never widenable).
 DEFINED, TUNES, REQUIRED = "definition", "tuning", "requirement"
+OTHER = "other-arch"  # the guarded code is written for archs of another kind (cpp.instructions.kin)
 _GETS_NOTHING = (NOTHING, ERROR, STUB)
 _FINE = (IMPLEMENTATION, DEFAULT, HOST, OUTER, UNCALLED)
 
@@ -111,6 +118,8 @@ def classify(excludes: bool | None, path: Path | None, lacking: list[str], edita
         return DEFINITION, path.reason
     if path.gets == TUNES:
         return TUNING, path.reason
+    if path.gets == OTHER:
+        return OTHER_ARCH, path.reason
     if lacking:
         shown = "; ".join(lacking[:2]) + (f" (and {len(lacking) - 2} more)" if len(lacking) > 2 else "")
         return NEEDS_HUMAN, f"the guarded code uses instructions the arch lacks: {shown}"

@@ -17,6 +17,13 @@ from the statement around it (issue 34 part 1), the gate is:
 - *not reached*: an earlier arm of its `if`/`elif` chain, or of a chain
   around it, takes the arch (`>= 9` before `>= 8`), or an arm around it
   excludes the arch (covered).
+- *deliberate*: a comment over the statement (or a trailing one) names the
+  arch with an exclusion word (`excludes SM121/GB10`, `Do not widen it to
+  every SM12x device`): the arch is left out on purpose (needs-human).
+- *other-arch*: the gate admits only archs of another kind than the arch
+  (cpp.instructions.kin) and the arch gets nothing there: the guarded code is
+  written for those archs (an SM100 backend default, an SM90 kernel's
+  availability check), reviewed, not widened.
 - otherwise an `if` inside a function: the function runs; the arch skips the
   body. It takes the `else`, or keeps the value set before the `if`
   (needs-human: a fallback), or the function stops there (`raise`), or it
@@ -33,6 +40,7 @@ from collections.abc import Iterator
 
 from codemods.audit import classify
 from codemods.core.arch import Arch
+from codemods.cpp.instructions import kin
 from codemods.gates import Gate
 from codemods.gates.python import polarity as _polarity
 from codemods.gates.python import tree_index
@@ -57,23 +65,39 @@ _RANGE = re.compile(r"(?i)(?:sm|capability)\s*_?\s*(?:>=|<=|>|<)|\b(?:above|belo
 # SGLang's refusals mostly name no range (bench/precision).
 _NEEDS = re.compile(r"(?i)\b(?:requires?|required|needs?|needed|supports?|supported)\b")
 _NUMBER = re.compile(r"(?i)\bsm\s*_?\s*(?:[<>=!]=?\s*)?(\d{2,3})")
+# A test of the platform, not the arch (SGLang's `_is_musa = is_musa()`, `_is_hip`, `current_platform.is_npu()`).
+_PLATFORM = re.compile(r"(?:[\w.]+(?:\(\))?\.)?_?is_(cuda|musa|hip|rocm|npu|xpu|mps|cpu)(?:\(\))?")
 # Names a tuning branch sets: block and tile sizes, warps, stages, splits, chunk sizes, thread counts.
 _TUNING = re.compile(r"(?i)block|tile|warp|stage|split|chunk|thread|^num_|^b[mnk]$|^cta")
 
 
-def advise(text: PythonText, tree: ast.Module, gates: list[Gate], arch: Arch) -> dict[int, classify.Path]:
+def advise(
+    text: PythonText, tree: ast.Module, gates: list[Gate], arch: Arch, deliberate: tuple[tuple[str, str], ...] = ()
+) -> dict[int, classify.Path]:
     """The path of each gate (by index in `gates`) that excludes `arch` and whose statement says more than the
-    generic one; the others keep their kind's path."""
-    wanted = [i for i, gate in enumerate(gates) if _generic(gate) and gate.admits.admits(arch) is False]
+    generic one; the others keep their kind's path. `deliberate`: the predicates whose definition leaves `arch`
+    out on purpose (audit.scan.deliberate_predicates), with what their comment says."""
+    wanted = [i for i, gate in enumerate(gates) if (_generic(gate) or _assigned(gate)) and gate.admits.admits(arch) is False]
     if not wanted:
         return {}
-    reader = _Reader(text, tree, gates, arch)
+    reader = _Reader(text, tree, gates, arch, deliberate)
     paths = {}
     for i in wanted:
-        path = reader.path(gates[i])
+        gate = gates[i]
+        path = reader.path(gate) if _generic(gate) else None
+        if path is None and "choice" not in gate.detail:
+            # a decorator's test, a class's `supported_capabilities`: the generic path, unless it is another kind's
+            path = reader.other_kind(gate, classify.python_path(gate.kind, f"`{gate.context}`" if gate.context else "",
+                                                                 arch))
         if path is not None:
             paths[i] = path
     return paths
+
+
+def _assigned(gate: Gate) -> bool:
+    """A list of capabilities assigned to a name (python_arch_list's `supported_capabilities = {(9, 0), (10, 0)}`),
+    not a JIT spec's `supported_major_versions`, which the JIT readers decide by the modules' sources."""
+    return gate.kind == "python_arch_list" and bool(gate.detail.get("assigns"))
 
 
 def _generic(gate: Gate) -> bool:
@@ -83,8 +107,15 @@ def _generic(gate: Gate) -> bool:
 
 
 class _Reader:
-    def __init__(self, text: PythonText, tree: ast.Module, gates: list[Gate], arch: Arch) -> None:
+    def __init__(
+        self, text: PythonText, tree: ast.Module, gates: list[Gate], arch: Arch,
+        deliberate: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         self.text, self.gates, self.arch = text, gates, arch
+        # `is_sm120` called, not `x.is_sm120` nor `is_sm120_supported`; `.is_sm100` only as an attribute
+        self.chosen = [(re.compile(rf"\.{re.escape(name[1:])}\b" if name.startswith(".")
+                                       else rf"(?<![\w.]){re.escape(name)}\b"), name, said)
+                           for name, said in deliberate]
         shared = tree_index.index(tree)
         self.up: dict[int, ast.AST] = shared.parents
         self.nodes: list[tuple[int, int, ast.AST]] = [(*text.span(node), node) for node in shared.of_type(ast.stmt, ast.IfExp)]
@@ -96,10 +127,16 @@ class _Reader:
         return max(around, key=lambda item: (item[0], item[1]))[2] if around else None
 
     def within(self, gate: Gate, node: ast.AST | None) -> bool:
+        """Whether the gate lies in `node`; parentheses written around the gate (`assert (P or Q), msg`) are not
+        part of the expression ast gives, and do not take it out."""
         if node is None:
             return False
         start, end = self.text.span(node)  # type: ignore[arg-type]
-        return start <= gate.start and gate.end <= end
+        first, last = gate.start, gate.end
+        data = self.text.data
+        while first < last and data[first : first + 1] in b"( \t\r\n" and data[last - 1 : last] in b") \t\r\n":
+            first, last = first + 1, last - 1
+        return start <= first and last <= end
 
     def function(self, node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         parent = self.up.get(id(node))
@@ -114,6 +151,38 @@ class _Reader:
     # ------------------------------------------------------------ what the arch gets
 
     def path(self, gate: Gate) -> classify.Path | None:
+        path = self.read(gate)
+        if path is not None and path.gets in (classify.NOTHING, classify.ERROR):
+            return self.deliberate(gate) or self.other_kind(gate, path) or path
+        return path
+
+    def deliberate(self, gate: Gate) -> classify.Path | None:
+        """A needs-human path when a comment over the statement holding the gate says the arch is left out on
+        purpose."""
+        node = self.holder(gate)
+        said = deliberate_exclusion(self.text.data, getattr(node, "lineno", gate.line), gate.line, self.arch)
+        if said is None:
+            for pattern, predicate, words in self.chosen:
+                if pattern.search(gate.text):
+                    return classify.Path(classify.REQUIRED, f"`{predicate.lstrip('.')}` leaves {self.arch.name} out "
+                                                            f"on purpose (its definition says \"{words}\"): widen "
+                                                            f"only if {self.arch.name} now meets what it names")
+            return None
+        return classify.Path(classify.REQUIRED, f"left out on purpose (the comment says \"{said}\"): widen only if "
+                                                f"{self.arch.name} now meets what it names")
+
+    def other_kind(self, gate: Gate, path: classify.Path) -> classify.Path | None:
+        """An other-arch path when every arch the gate admits is of another kind than the arch: the code it lets
+        through is written for them, not an oversight to widen."""
+        admitted = gate.admits.admitted
+        if not admitted or any(kin(a, self.arch) for a in admitted):
+            return None
+        written = ", ".join(gate.admits.names())
+        return classify.Path(classify.OTHER, f"written for {written}, another kind of arch than {self.arch.name}: "
+                                             f"{path.reason}; the code it selects is theirs, so review it, do not "
+                                             "widen it")
+
+    def read(self, gate: Gate) -> classify.Path | None:
         node = self.holder(gate)
         name = self.arch.name
         if isinstance(node, ast.IfExp) and self.within(gate, node.test):
@@ -129,6 +198,9 @@ class _Reader:
         if "value" in gate.detail or "choice" in gate.detail:
             return None
         if isinstance(node, ast.Assert) and self.within(gate, node.test):
+            around = self.enclosing(node)
+            if around is not None:
+                return classify.Path(*around)
             message = self.source(node.msg) if node.msg is not None else ""
             if _requirement(message, self.arch):
                 return classify.Path(classify.REQUIRED, f"a stated requirement (the assert says {message}): {name} "
@@ -212,6 +284,12 @@ class _Reader:
         if leaving is not None:
             return (classify.IMPLEMENTATION, f"{name} never gets here: the earlier `if {self.source(leaving.test)}` "
                                              f"(line {leaving.lineno}) returns on it", leaving.lineno)
+        return self.enclosing(node)
+
+    def enclosing(self, node: ast.stmt) -> tuple[str, str, int] | None:
+        """(gets, reason, line) when an `if` arm around `node` is one the arch never reaches: an earlier arm of its
+        chain takes the arch, its test excludes the arch, or `node` is in the `else` of a test the arch takes."""
+        name = self.arch.name
         child: ast.AST = node
         parent = self.up.get(id(child))
         while parent is not None and not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -224,6 +302,9 @@ class _Reader:
                 if self.holds(parent.test, parent.test) is False:
                     return (classify.OUTER, f"inside `if {self.source(parent.test)}` (line {parent.lineno}), which "
                                             f"{name} does not take", parent.lineno)
+            if isinstance(parent, ast.If) and child in parent.orelse and self.holds(parent.test, None):
+                return (classify.OUTER, f"inside the `else` of `if {self.source(parent.test)}` (line "
+                                        f"{parent.lineno}), whose test {name} takes", parent.lineno)
             child, parent = parent, self.up.get(id(parent))
         return None
 
@@ -256,9 +337,10 @@ class _Reader:
             yield parent
             node, parent = parent, self.up.get(id(parent))
 
-    def holds(self, test: ast.expr, later: ast.expr) -> bool | None:
+    def holds(self, test: ast.expr, later: ast.expr | None) -> bool | None:
         """Whether `test` holds on the arch: a gate in it decides; an `and` operand that is no gate holds when the
-        later arm's test (`later`) has it too (`_is_cuda and cap >= 9` ... `elif _is_cuda and cap >= 8`)."""
+        later arm's test (`later`) has it too (`_is_cuda and cap >= 9` ... `elif _is_cuda and cap >= 8`); with no
+        later arm, only gates decide."""
         if isinstance(test, ast.BoolOp):
             values = [self.holds(value, later) for value in test.values]
             if isinstance(test.op, ast.And):
@@ -271,6 +353,11 @@ class _Reader:
         if len(inside) == 1 and self.source(test).strip("() ") == " ".join(inside[0].text.split()).strip("() "):
             return inside[0].admits.admits(self.arch)
         if not inside:
+            platform = _PLATFORM.fullmatch(self.source(test))
+            if platform is not None:  # the scanned arch is an NVIDIA GPU: `_is_musa` is False, `is_cuda()` True
+                return platform.group(1) == "cuda"
+            if later is None:
+                return None
             shared = {self.source(part) for part in _operands(later)}
             return True if self.source(test) in shared else None
         return None
@@ -289,6 +376,51 @@ class _Reader:
         if all(t in found for t in targets):
             return max(found[t] for t in targets)
         return None
+
+
+# A comment that leaves an arch out on purpose: an exclusion word (`excludes SM121/GB10`, `Do not widen it to every
+# SM12x device`, `unlike is_sm120_supported()`); SGLang's own words in 0.5.23's common.py and qwen_sparse_attn_backend.py.
+_EXCLUDING = re.compile(r"(?i)\b(?:exclud\w*|do not|don't|never|unlike|avoid\w*|unsupported|corrupt\w*|broken"
+                        r"|not (?:on|for|supported|validated|tested|safe))\b")
+
+
+def deliberate_exclusion(data: bytes, first_line: int, gate_line: int, arch: Arch) -> str | None:
+    """The comment that says `arch` is left out on purpose, if any: the comment block right above the statement
+    starting at `first_line` (its decorators skipped), or a comment from there to the end of `gate_line`. It names
+    the arch (`SM121`, `sm_121`) or its major's family (`SM12x`) and has an exclusion word."""
+    lines = data.splitlines()
+    named = re.compile(rf"(?i)\bsm[_ ]?(?:{arch.major}{arch.minor}[af]?|{arch.major}x)\b")
+    comments = []
+    index = first_line - 2
+    while index >= 0 and lines[index].lstrip().startswith(b"@"):
+        index -= 1
+    while index >= 0 and lines[index].lstrip().startswith(b"#"):
+        comments.append(lines[index])
+        index -= 1
+    comments.reverse()
+    comments += [line[line.index(b"#"):] for line in lines[first_line - 1 : gate_line] if b"#" in line]
+    block = " ".join(line.decode("utf-8", "replace").strip().lstrip("#").strip() for line in comments)
+    for sentence in re.split(r"(?<=[.;])\s+", block):
+        if named.search(sentence) and _EXCLUDING.search(sentence):
+            return sentence[:120]
+    return None
+
+
+def definition_path(data: bytes, tree: ast.Module, gate: Gate, path: classify.Path, arch: Arch) -> classify.Path:
+    """An arch predicate's definition (python_predicate) whose comment says it leaves the arch out on purpose
+    (`# Unlike is_sm120_supported(), this excludes SM121/GB10.` over `def is_sm120()`) is a definition, not a
+    blocker: its callers chose it for what it admits. Any other path is returned unchanged."""
+    if path.gets not in (classify.NOTHING, classify.FALLBACK):
+        return path
+    for node in ast.walk(tree):
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == gate.context
+                and node.lineno <= gate.line <= (node.end_lineno or node.lineno)):
+            said = deliberate_exclusion(data, node.lineno, node.lineno, arch)
+            if said is not None:
+                return classify.Path(classify.DEFINED, f"the definition of the arch predicate `{gate.context}`, "
+                                                       f"which leaves {arch.name} out on purpose (the comment says "
+                                                       f"\"{said}\"): its callers are the gates")
+    return path
 
 
 def _operands(test: ast.expr) -> list[ast.expr]:

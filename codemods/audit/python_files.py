@@ -177,10 +177,11 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
     if in_strings:
         gates += _string_guards(text, tree, in_strings)
     # an `a() or b()` of predicates is read by python_arch_or and again by python_arch_test: one gate, listed once
+    # ... and `not (a() or b())` by python_arch_test around python_arch_or's `(a() or b())`: listed once, as the or
     spans = {(gate.start, gate.end) for gate in gates if gate.kind == python_arch_or.KIND}
-    gates = [gate for gate in gates if not (gate.kind == python_arch_test.KIND and (gate.start, gate.end) in spans)]
+    gates = [gate for gate in gates if not (gate.kind == python_arch_test.KIND and _holds_or(text, gate, spans))]
     gates.sort(key=lambda gate: (gate.line, gate.start))
-    out.gates = _records(rel, data, (text, tree), gates, context.arch)
+    out.gates = _records(rel, data, (text, tree), gates, context.arch, context.deliberate)
     if want_definitions:
         definitions = _definitions(rel, data, tree, context)
         # a predicate's deciding `return major == 12 and minor == 0` is read once, as the predicate it defines
@@ -192,7 +193,8 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
     return out
 
 
-def _records(rel: str, data: bytes, parsed: tuple[PythonText, ast.Module] | None, gates: list[Gate], arch: Arch) -> list[dict]:
+def _records(rel: str, data: bytes, parsed: tuple[PythonText, ast.Module] | None, gates: list[Gate], arch: Arch,
+             deliberate: tuple[tuple[str, str], ...] = ()) -> list[dict]:
     """The gates' records, each with what `arch` gets there read from the statement holding it
     (audit.python_advice) when it excludes the arch; the file is parsed whole only then. A gate deciding an
     `if`/`elif` arm that a later arm of the chain takes `arch` in is needs-human, by the rule `codemod run`
@@ -202,7 +204,7 @@ def _records(rel: str, data: bytes, parsed: tuple[PythonText, ast.Module] | None
             parsed = PythonText(data), ast_text.ast_of(data)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             parsed = None
-    paths = python_advice.advise(*parsed, gates, arch) if parsed is not None else {}
+    paths = python_advice.advise(*parsed, gates, arch, deliberate) if parsed is not None else {}
     records = []
     for i, gate in enumerate(gates):
         path = paths.get(i)
@@ -228,6 +230,7 @@ def _definitions(rel: str, data: bytes, tree: ast.Module, context: Context) -> l
         target = gate.detail.get("target")
         covers = python_predicate.covers(target, arch) if target else None
         path = classify.predicate_path(gate.context, covers, gate.admits.names(), arch)
+        path = python_advice.definition_path(data, tree, gate, path, arch)  # "excludes SM121" over the def
         records.append(gate_record(rel, gate, arch, path))
     for gate in python_arch_map.find(data, universe, tree):
         reader = classify.lookup_path if gate.detail["map"] is not None else classify.table_path
@@ -276,6 +279,19 @@ def _arch_test_paths(text: PythonText, tree: ast.Module, gates: list[Gate]) -> l
             admits = ArchSet(universe, frozenset(universe) - admits.admitted - admits.unknown, admits.unknown)
         out.append(replace(gate, admits=admits, detail={**detail, "runs_where": "true" if runs else "false"}))
     return out
+
+
+def _holds_or(text: PythonText, gate: Gate, spans: set[tuple[int, int]]) -> bool:
+    """Whether a python_arch_test gate is an or-chain's span, or `not` (...) of one."""
+    if (gate.start, gate.end) in spans:
+        return True
+    inner = text.data[gate.start : gate.end]
+    if not inner.startswith(b"not"):
+        return False
+    rest = gate.start + 3
+    while rest < gate.end and text.data[rest : rest + 1] in b" \t\r\n":
+        rest += 1
+    return (rest, gate.end) in spans
 
 
 def _reads_predicates(kinds: list) -> bool:

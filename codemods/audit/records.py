@@ -63,6 +63,9 @@ class Context:
     # what each arch predicate of the project admits, read from its predicate files (None: no project known,
     # predicates are read by their names)
     meanings: Mapping[str, Meaning] | None = None
+    # the predicates whose definition says the arch is left out on purpose, with what it says
+    # (audit.python_advice.deliberate_exclusion: `# Unlike is_sm120_supported(), this excludes SM121/GB10.`)
+    deliberate: tuple[tuple[str, str], ...] = ()
 
 
 def gate_record(

@@ -63,7 +63,7 @@ from codemods.audit.listing import NOT_REGULAR, list_files, read_regular, stamp_
 from codemods.audit.jit_users import Trees, importer
 from codemods.audit.map_callers import keys_callers_pass
 from codemods.audit.pool import POOL_MINIMUM, Outcome, make_chunks, scan_chunk, usable_cpus
-from codemods.audit.python_advice import ADVISED
+from codemods.audit.python_advice import ADVISED, deliberate_exclusion
 from codemods.audit.records import Context, FileScan, ScanResult
 from codemods.core import errors
 from codemods.core.arch import DEFAULT_ARCHS, Arch
@@ -226,6 +226,7 @@ def _prepare(
     layout = detect(root)
     rels, unlisted = list_files(root, include_all)
     meanings = project_meanings(root)
+    deliberate = deliberate_predicates(root, meanings, arch)
     listed = time.perf_counter()
     context = Context(
         root=str(root),
@@ -236,8 +237,9 @@ def _prepare(
         include_all=include_all,
         hazards=hazards,
         cache=objects_folder(cache) if cache is not None else None,
-        key=context_key(arch, universe, layout is not None, hazards, _digest(meanings)),
+        key=context_key(arch, universe, layout is not None, hazards, _digest(meanings) + repr(deliberate)),
         meanings=meanings,
+        deliberate=deliberate,
     )
     mode = f"{int(include_all)}{int(hazards)}"
     index = Index.load(Path(cache), root, mode) if cache is not None else None
@@ -317,6 +319,28 @@ def project_meanings(root: Path) -> dict[str, Meaning] | None:
         return found[0]
 
     return meanings_for(tree.project, "", b"", tree, read)
+
+
+def deliberate_predicates(
+    root: Path, meanings: dict[str, Meaning] | None, arch: Arch
+) -> tuple[tuple[str, str], ...]:
+    """The project's arch predicates that exclude `arch` and whose definition's comment says so on purpose
+    (`# RTX Blackwell. Unlike is_sm120_supported(), this excludes SM121/GB10.` over `def is_sm120()`), with the
+    comment's words: a gate calling one leaves the arch out by choice."""
+    found = []
+    texts: dict[str, bytes | None] = {}
+    for name, meaning in sorted((meanings or {}).items()):
+        file, _, line = meaning.where.rpartition(":")
+        if meaning.caps is None or (arch.major, arch.minor) in meaning.caps or not file or not line.isdigit():
+            continue
+        if file not in texts:
+            read = read_regular(root / file)
+            texts[file] = read[0] if read is not None else None
+        data = texts[file]
+        said = deliberate_exclusion(data, int(line), int(line), arch) if data is not None else None
+        if said is not None:
+            found.append((name, said))
+    return tuple(found)
 
 
 def _digest(meanings: dict[str, Meaning] | None) -> str:

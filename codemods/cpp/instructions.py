@@ -152,6 +152,22 @@ def lacking(arch: Arch) -> tuple[TokenFamily, ...]:
     return tuple(family for family in TOKEN_FAMILIES if family.lacked_by(arch))
 
 
+_FIRST_MAJOR_WITH_ANY = min(major for family in TOKEN_FAMILIES for major in family.majors)
+
+
+def kin(one: Arch, other: Arch) -> bool:
+    """Whether two archs are of one kind: they have the same arch-specific instruction families of the table
+    (sm_90; sm_100, sm_103 and sm_110; sm_120 and sm_121), or both come before the first major that has any (the
+    GPUs before Hopper). Code written for one runs on its kin's instructions; a gate that admits only archs of
+    another kind selects code written for those (a wgmma, tcgen05 or block-scaled kernel, a per-arch default)."""
+    def kind(arch: Arch) -> frozenset[str] | int:
+        if arch.major < _FIRST_MAJOR_WITH_ANY:
+            return 0
+        return frozenset(family.name for family in TOKEN_FAMILIES if not family.lacked_by(arch)) or arch.major
+
+    return one.major == other.major or kind(one) == kind(other)
+
+
 def jit_target(arch: Arch, *, all_specific: bool = False) -> Arch:
     """The target FlashInfer's JIT compiles for a GPU of `arch` (ARCH_FACTS section 1).
 

@@ -18,7 +18,8 @@ RULES = {
         "A gate (a CUDA #if guard, a JIT arch list or an arch predicate chain) does not admit the scanned "
         "arch (or codemod cannot tell whether it does), so the code it guards does not run there. The result's classification says what the arch "
         "gets there, as the text audit groups it: blocker and widenable (it gets nothing: warning), "
-        "needs-human, tuning and unknown (note), covered and definition (an arch predicate's own test: none).",
+        "needs-human, other-arch (code written for another kind of arch: review, not widen), tuning and unknown "
+        "(note), covered and definition (an arch predicate's own test: none).",
     ),
     "empty-kernel": (
         "error",
@@ -43,6 +44,7 @@ _GATE_LEVELS = {
     classify.BLOCKER: "warning",
     classify.WIDENABLE: "warning",
     classify.NEEDS_HUMAN: "note",
+    classify.OTHER_ARCH: "note",
     classify.TUNING: "note",
     classify.UNKNOWN: "note",
     classify.COVERED: "none",
@@ -56,7 +58,9 @@ RULE_HELP = {
         "GateExcludesArch",
         "Blocker: change the gate by hand. Widenable: widen it with a recipe (`codemod run RECIPE --dry-run` "
         "shows the edit). Needs-human: the arch takes a fallback, the code uses instructions it lacks, or the "
-        "JIT module is only used by code for other archs: decide, or port. Tuning: review the block sizes or "
+        "JIT module is only used by code for other archs: decide, or port. Other-arch: the gate selects code "
+        "written for another kind of arch (an SM100 backend default, an SM90 kernel): review it, do not widen it. "
+        "Tuning: review the block sizes or "
         "heuristics the arch gets. Unknown: read the code. Covered and definition: nothing to do.",
     ),
     "empty-kernel": (

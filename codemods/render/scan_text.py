@@ -33,10 +33,16 @@ GROUP_TITLES = {
         "{arch} takes a fallback here, the code needs instructions or hardware it lacks, or only code for other "
         "archs uses the module: decide, or port",
     ),
+    classify.OTHER_ARCH: (
+        "other-arch",
+        "code written for another kind of arch than {arch} (sm_90; sm_100/103/110; sm_120/121; pre-Hopper): "
+        "review, not widen",
+    ),
     classify.TUNING: ("tuning", "block sizes or heuristics picked by capability: review the values {arch} gets"),
     classify.UNKNOWN: ("unknown", "codemod cannot tell what {arch} gets here: read the code"),
 }
-_COLORS = {classify.BLOCKER: "31", classify.WIDENABLE: "33", classify.NEEDS_HUMAN: "35", classify.TUNING: "34",
+_COLORS = {classify.BLOCKER: "31", classify.WIDENABLE: "33", classify.NEEDS_HUMAN: "35", classify.OTHER_ARCH: "32",
+           classify.TUNING: "34",
            classify.UNKNOWN: "36",
            "hazards": "1;31", "specific": "1"}
 
