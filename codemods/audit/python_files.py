@@ -94,7 +94,9 @@ def _find_every(kind, data: bytes, universe: tuple[Arch, ...], meanings: Mapping
     known = getattr(kind, "find_known", None)
     if known is not None:
         return known(data, universe)
-    if kind in (python_arch_or, python_arch_test):
+    if kind is python_arch_test:  # a predicate stored in a value too (`flag = is_sm120a_supported(dev)`)
+        return kind.find(data, universe, meanings, True)
+    if kind is python_arch_or:
         return kind.find(data, universe, meanings)
     return kind.find(data, universe)
 

@@ -123,8 +123,10 @@ def _default_path(gate: Gate, arch: Arch) -> classify.Path:
         return classify.call_path(str(gate.detail.get("passed_to", "")), arch)
     if "returns_early" in gate.detail:
         return classify.early_return_path(str(gate.detail["returns_early"]), arch)
-    if gate.kind == "python_capability" and ("choice" in gate.detail or "value" in gate.detail):
-        return classify.value_path(gate.detail.get("choice"), str(gate.detail.get("value", "")), arch)
+    if "choice" in gate.detail or "value" in gate.detail:  # a python_capability value, or a predicate's stored
+        return classify.value_path(
+            gate.detail.get("choice"), str(gate.detail.get("value", "")), arch, str(gate.detail.get("assigns", ""))
+        )
     return classify.python_path(gate.kind, f"`{gate.context}`" if gate.context else "", arch)
 
 
