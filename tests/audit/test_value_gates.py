@@ -120,3 +120,33 @@ def test_run_without_assigns_does_not_pick_a_stored_predicate():
     pc = PlannedChange(change, file, before=source.encode(), selector=change.selector)
     plan_change(pc, KINDS["python_arch_test"], DEFAULT_ARCHS, (Arch.parse_target("sm_121"),), None, None)
     assert pc.outcome == "failed" and pc.missed and re.search(r"not found in", pc.reason), pc.reason
+
+
+def test_a_gate_runs_widen_refuses_is_a_blocker_with_runs_reason():
+    """Scan asks run's own widen before it calls a gate widenable: SGLang 0.5.23's `if _is_sm103:` names a module
+    flag no sibling of which admits sm_120, so run refuses it, and scan says so with run's reason."""
+    source = textwrap.dedent(
+        """\
+        import torch
+
+        from sglang.srt.utils import get_device_sm, is_cuda
+
+        _is_sm103 = is_cuda() and get_device_sm() == 103
+
+
+        def fused_sigmoid_gating(q, k):
+            if _is_sm103:
+                q = torch.sigmoid(q)
+            return q * k
+        """
+    )
+    file = "sglang/srt/layers/gating.py"
+    target = Arch.parse_target("sm_120")
+    records = {r["line"]: r for r in _scan(file, "sglang", source, target)}
+    assert records[9]["classification"] == "blocker"
+    assert "`codemod run` cannot widen it: " in records[9]["reason"]
+    pc = _run(file, "sglang", source, records[9], {"function": "fused_sigmoid_gating"}, (target,))
+    assert pc.outcome == "failed"
+    why = records[9]["reason"].split("`codemod run` cannot widen it: ")[1]
+    assert why in pc.reason, (why, pc.reason)
+    assert "assigns" not in records[5]["reason"], "a predicate's definition is not offered as a value to widen"

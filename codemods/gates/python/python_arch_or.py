@@ -130,7 +130,7 @@ def find(
             "form": forms.pop() if len(forms) == 1 else "mixed",
             "predicates": [predicate.ident.value for predicate in predicates],
         }
-        detail.update(value_detail(value))
+        detail.update(value_detail(value, bool(context)))
         cls = owner(parsed, node)
         if cls:
             detail["class"] = cls
@@ -308,21 +308,21 @@ def assignment_of(parsed: PythonSource, node: cst.CSTNode) -> tuple[str, bool] |
     return None
 
 
-def value_detail(value: tuple[str, bool] | None) -> dict[str, str]:
+def value_detail(value: tuple[str, bool] | None, local: bool = False) -> dict[str, str]:
     """A gate's detail for where it is assigned (`assignment_of`): `assigns`, the target that selects it; `value`,
-    for a flag stored, what decides instead (as python_capability's gates say it, `polarity.use`)."""
-    if value is None or aliases(value[0]):
+    what decides instead of the gate (as python_capability's gates say it, `polarity.use`): what uses the target."""
+    if value is None or aliases(value[0], local):
         return {}
-    target, flag = value
-    return {"assigns": target, "value": f"what uses `{target}` decides"} if flag else {"assigns": target}
+    return {"assigns": value[0], "value": f"what uses `{value[0]}` decides"}
 
 
-def aliases(target: str) -> bool:
-    """Whether an assignment's target is spelled like a predicate (`_is_sm100_supported = _is_cuda and
-    is_sm100_supported()`, SGLang's module flags): a definition of one, read as the predicate it names
-    (`python.predicates.reading`), not a value gate."""
+def aliases(target: str, local: bool = False) -> bool:
+    """Whether an assignment outside any function (not `local`) is to a name spelled like a predicate
+    (`_is_sm100_supported = _is_cuda and is_sm100_supported()`, SGLang's module flags): a definition of one,
+    read as the predicate it names (`python.predicates.reading`), not a value gate. A function's own
+    `is_sm120 = major == 12 and minor == 0` (FlashInfer) is a value."""
     name = target.rpartition(".")[2]
-    return PREDICATE_RE.match(name) is not None or name.lstrip("_") in NAMED_PREDICATES
+    return not local and (PREDICATE_RE.match(name) is not None or name.lstrip("_") in NAMED_PREDICATES)
 
 
 def value_assigned_to(parsed: PythonSource, node: cst.CSTNode, target: str) -> bool:

@@ -135,7 +135,8 @@ def find(
     for node, shape, predicates in _shapes(parsed):
         statement = _tested_by(parsed, node)
         value = chains.assignment_of(parsed, node) if statement is None and shape in ("single", "or") else None
-        if value is not None and not chains.aliases(value[0]) and (values and assigns is None or value[0] == assigns):
+        local = bool(parsed.enclosing_function(node))
+        if value is not None and not chains.aliases(value[0], local) and (values and assigns is None or value[0] == assigns):
             statement = parsed.parent(node)  # the value: selected by its target, never by `calls`
         if statement is None or _local_values(parsed, node, predicates) or shape == "not" and _beside_required(parsed, node):
             continue
@@ -153,7 +154,7 @@ def find(
             "shape": shape,
             "predicates": [p.ident.value for p in predicates],
             "form": predicates[-1].form,
-            **chains.value_detail(value),
+            **chains.value_detail(value, local),
         }
         if negation is not None and shape == "not":
             detail["negation"] = negation
