@@ -210,7 +210,9 @@ def _records(
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             parsed = None
     paths = python_advice.advise(*parsed, gates, arch) if parsed is not None else {}
-    records, found, where = [], {}, Where(rel, meanings)  # found: the kinds' finds, for run's widen (widen_checked)
+    records: list[dict] = []
+    found: dict = {}  # the kinds' finds of this file, for run's widen (widen_checked)
+    where = Where(rel, meanings)
     for i, gate in enumerate(gates):
         path = paths.get(i)
         if parsed is not None and gate.admits.admits(arch) is False and b"elif" in data[gate.end :]:
