@@ -236,7 +236,7 @@ def test_a_comparison_that_guards_no_code_path_is_not_a_blocker(tmp_path):
     ]
     reasons = {g["line"]: g["reason"] for g in records}
     assert reasons[6].startswith("sm_121 gets `'xqa'` instead: the condition picks between two values")
-    assert reasons[12] == "a value, not a guard: what uses `is_sm120` decides"
+    assert reasons[12] == 'a value, not a guard: what uses `is_sm120` decides; a change selects it with assigns = "is_sm120"'
     assert reasons[20] == "a value, not a guard: what `run_gemm` does with it decides"
     assert "picks `None` elsewhere" in reasons[25]
 

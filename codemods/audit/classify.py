@@ -300,14 +300,16 @@ def python_path(kind: str, detail: str, arch: Arch) -> Path:
     return Path(NOTHING, f"{detail or 'the guarded code'} does not run on {arch.name}")
 
 
-def value_path(choice: str | None, decides: str, arch: Arch) -> Path:
-    """What `arch` gets where a capability comparison that guards no code path excludes it (gates/python/polarity.use):
-    with `choice`, the other value of `x if test else y` (another branch with code: a fallback at most);
-    otherwise the comparison is a value stored, passed or returned, and `decides` says what decides instead."""
+def value_path(choice: str | None, decides: str, arch: Arch, assigns: str = "") -> Path:
+    """What `arch` gets where a capability comparison or an arch predicate that guards no code path excludes it
+    (gates/python/polarity.use): with `choice`, the other value of `x if test else y` (another branch with code: a
+    fallback at most); otherwise the comparison is a value stored, passed or returned, and `decides` says what
+    decides instead. `assigns`: the target it is assigned to, which a change names to select it."""
+    select = f'; a change selects it with assigns = "{assigns}"' if assigns else ""
     if choice is not None:
         return Path(FALLBACK, f"{arch.name} gets `{choice}` instead: the condition picks between two values, "
-                              "not a path it lacks; widening would change which one it gets")
-    return Path(UNDECIDED, f"a value, not a guard: {decides}")
+                              f"not a path it lacks; widening would change which one it gets{select}")
+    return Path(UNDECIDED, f"a value, not a guard: {decides}{select}")
 
 
 def call_path(passed_to: str, arch: Arch) -> Path:

@@ -44,9 +44,11 @@ PYTHON_PREFILTERS = (
     (python_arch_or, re.compile(rb"is_sm\d{2,3}a?(?:_supported)?\b\s*(?:\((?:[^()]|\([^()]*\))*\))?\s*\)*\s*\bor\b")),
     # a predicate or flag right after `if`/`elif`/`while`/`assert`/`and`/`not`; python_arch_or.NAMED_PREDICATES too;
     # and a name spelled like a predicate assigned (`is_sm120 = major == 12 and minor == 0`): python_arch_test
-    # reads a function's own such variable as a value, not a predicate, and must see where it is assigned
+    # reads a function's own such variable as a value, not a predicate, and must see where it is assigned; and a
+    # predicate assigned (`flag = is_sm120a_supported(dev)`, `use: bool = (is_sm100() or ...)`, `ok &= ...`)
     (python_arch_test, re.compile(
-        rb"\b(?:if|elif|while|assert|and|not)\s+\(?\s*[\w.()]*?\b_?(?:(?:is|has)_sm\d{2,3}[af]?(?:_supported)?|is_blackwell(?:_supported)?)\b"
+        rb"(?:\b(?:if|elif|while|assert|and|not)\s|(?<![=!<>])=(?!=))"
+        rb"\s*\(?\s*[\w.()]*?\b_?(?:(?:is|has)_sm\d{2,3}[af]?(?:_supported)?|is_blackwell(?:_supported)?)\b"
         rb"|^[ \t]*_?is_sm\d{2,3}\w*[ \t]*(?::[^=\n]*)?=(?!=)"
     )),
 )

@@ -37,12 +37,13 @@ from codemods.audit.prefilter import (
     python_min_capability,
     python_predicate,
 )
-from codemods.audit.records import Context, FileScan, gate_record
+from codemods.audit.records import Context, FileScan, gate_record, widen_checked
 from codemods.plan import dispatch
 from codemods.core.arch import Arch, ArchSet
 from codemods.core.lazy import LazyModule
 from codemods.cpp.lexer import NoComments
 from codemods.gates import Gate, SourceError, decode
+from codemods.gates.base import Where
 from codemods.gates.python import polarity, tree_index
 from codemods.gates.python.predicates import reading
 from codemods.gates.python import ast_text
@@ -94,7 +95,9 @@ def _find_every(kind, data: bytes, universe: tuple[Arch, ...], meanings: Mapping
     known = getattr(kind, "find_known", None)
     if known is not None:
         return known(data, universe)
-    if kind in (python_arch_or, python_arch_test):
+    if kind is python_arch_test:  # a predicate stored in a value too (`flag = is_sm120a_supported(dev)`)
+        return kind.find(data, universe, meanings, True)
+    if kind is python_arch_or:
         return kind.find(data, universe, meanings)
     return kind.find(data, universe)
 
@@ -141,6 +144,7 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
         return out
     text = PythonText(data)
     gates: list[Gate] = []
+    meanings = None
     if python_arch_list in kinds:
         gates += python_arch_list.find_known(data, context.universe, tree)
         kinds = [kind for kind in kinds if kind is not python_arch_list]
@@ -181,7 +185,7 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
     spans = {(gate.start, gate.end) for gate in gates if gate.kind == python_arch_or.KIND}
     gates = [gate for gate in gates if not (gate.kind == python_arch_test.KIND and _holds_or(text, gate, spans))]
     gates.sort(key=lambda gate: (gate.line, gate.start))
-    out.gates = _records(rel, data, (text, tree), gates, context.arch, context.deliberate)
+    out.gates = _records(rel, data, (text, tree), gates, context.arch, context.deliberate, meanings)
     if want_definitions:
         definitions = _definitions(rel, data, tree, context)
         # a predicate's deciding `return major == 12 and minor == 0` is read once, as the predicate it defines
@@ -193,8 +197,10 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
     return out
 
 
-def _records(rel: str, data: bytes, parsed: tuple[PythonText, ast.Module] | None, gates: list[Gate], arch: Arch,
-             deliberate: tuple[tuple[str, str], ...] = ()) -> list[dict]:
+def _records(
+    rel: str, data: bytes, parsed: tuple[PythonText, ast.Module] | None, gates: list[Gate], arch: Arch,
+    deliberate: tuple[tuple[str, str], ...] = (), meanings: Mapping[str, Meaning] | None = None,
+) -> list[dict]:
     """The gates' records, each with what `arch` gets there read from the statement holding it
     (audit.python_advice) when it excludes the arch; the file is parsed whole only then. A gate deciding an
     `if`/`elif` arm that a later arm of the chain takes `arch` in is needs-human, by the rule `codemod run`
@@ -205,7 +211,9 @@ def _records(rel: str, data: bytes, parsed: tuple[PythonText, ast.Module] | None
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             parsed = None
     paths = python_advice.advise(*parsed, gates, arch, deliberate) if parsed is not None else {}
-    records = []
+    records: list[dict] = []
+    found: dict = {}  # the kinds' finds of this file, for run's widen (widen_checked)
+    where = Where(rel, meanings)
     for i, gate in enumerate(gates):
         path = paths.get(i)
         if parsed is not None and gate.admits.admits(arch) is False and b"elif" in data[gate.end :]:
@@ -213,7 +221,7 @@ def _records(rel: str, data: bytes, parsed: tuple[PythonText, ast.Module] | None
             if arm is not None:
                 path = classify.Path(classify.FALLBACK, arm.reason(rel), arm.line)
                 paths.pop(i, None)
-        records.append(gate_record(rel, gate, arch, path))
+        records.append(widen_checked(gate_record(rel, gate, arch, path), gate, data, arch, where, found))
     for i in paths:
         records[i][python_advice.ADVISED] = True
     return records
@@ -238,7 +246,7 @@ def _definitions(rel: str, data: bytes, tree: ast.Module, context: Context) -> l
     for gate in python_min_capability.find(data, universe, tree):
         records.append(gate_record(rel, gate, arch))
     for gate in python_arch_call.find(data, universe, tree):  # `has_arch(100) or has_arch(103)`
-        records.append(gate_record(rel, gate, arch))
+        records.append(widen_checked(gate_record(rel, gate, arch), gate, data, arch, Where(rel)))
     return records
 
 

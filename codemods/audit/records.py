@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codemods.audit import classify
-from codemods.core.arch import Arch, ArchSet
+from codemods.core.arch import Arch, ArchSet, family
 from codemods.cpp.structure import Structure
 from codemods.gates import Gate
+from codemods.gates.base import Where
 from codemods.gates.cpp import cuda_guard
 from codemods.gates.python.predicates.reading import Meaning
 
@@ -101,6 +102,26 @@ def gate_record(
     return record
 
 
+def widen_checked(record: dict, gate: Gate, source: bytes, arch: Arch, where: Where, found: dict | None = None) -> dict:
+    """`record`, a blocker instead of widenable when `codemod run`'s widen refuses the gate for a recipe for
+    `arch` (its family, the recipes' default `admit`; plan.widen.refusal: scan asks run's own implementation),
+    with run's reason. `found`: the kinds' finds of
+    the file, kept between its gates."""
+    if record["classification"] != classify.WIDENABLE:
+        return record
+    from codemods.gates.registry import KINDS
+    from codemods.plan.widen import refusal
+
+    kind = KINDS.get(gate.kind)
+    universe = gate.admits.universe
+    targets = family(arch, tuple(dict.fromkeys((*universe, arch))))  # what a recipe for `arch` asks (admit = "family")
+    why = refusal(kind, source, gate, targets, universe, where, found) if kind is not None else ""
+    if why:
+        record["classification"] = classify.BLOCKER
+        record["reason"] = f"{record['reason']}; `codemod run` cannot widen it: {why}"
+    return record
+
+
 _FEATURE_MACRO = re.compile(r"__CUDA_ARCH_FEAT_SM(\d+)_ALL")
 
 
@@ -126,8 +147,10 @@ def _default_path(gate: Gate, arch: Arch) -> classify.Path:
         return classify.call_path(str(gate.detail.get("passed_to", "")), arch)
     if "returns_early" in gate.detail:
         return classify.early_return_path(str(gate.detail["returns_early"]), arch)
-    if gate.kind == "python_capability" and ("choice" in gate.detail or "value" in gate.detail):
-        return classify.value_path(gate.detail.get("choice"), str(gate.detail.get("value", "")), arch)
+    if "choice" in gate.detail or "value" in gate.detail:  # a python_capability value, or a predicate's stored
+        return classify.value_path(
+            gate.detail.get("choice"), str(gate.detail.get("value", "")), arch, str(gate.detail.get("assigns", ""))
+        )
     return classify.python_path(gate.kind, f"`{gate.context}`" if gate.context else "", arch)
 
 

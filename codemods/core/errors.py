@@ -72,7 +72,7 @@ class AmbiguousSelector(PlanFailed):
 
     code = "ambiguous-selector"
     default_hint = (
-        "nothing was written; add to the change the field its match lists (body, assigns, admits, or nth as a "
+        "nothing was written; add to the change the field its match lists (body, assigns, call, admits, or nth as a "
         "last resort), or `all = true` if every match is meant"
     )
 

@@ -181,7 +181,9 @@ PYTHON_MIN_CAPABILITY = GateKind(
 # A function given an arch number, or an `or` of its calls (`has_arch(100) or has_arch(103)`): gains the targets'.
 PYTHON_ARCH_CALL = GateKind(
     name="python_arch_call",
-    selectors=_optional("call", "function", hints={"call": 'call = "has_arch"   # has_arch(100) or has_arch(103)'}),
+    selectors=_optional(
+        "call", "function", "assigns", hints={"call": 'call = "has_arch"   # has_arch(100) or has_arch(103)'}
+    ),
     find=lambda source, universe, where, selector: python_arch_call.find(source, universe, **selector),
     admits=lambda text, universe, where, detail: python_arch_call.admits(text, universe),
     widen=lambda source, gate, targets, universe, where: python_arch_call.widen(source, gate, targets, universe),

@@ -26,7 +26,7 @@ from typing import Any
 
 from codemods.gates import Gate
 from codemods.gates.python import polarity as _polarity
-from codemods.gates.python.ast_text import PythonText
+from codemods.gates.python.ast_text import ASSIGNMENTS, PythonText, called
 
 # The keys a change (or a [[change.at]] candidate) may give besides its kind's selectors; never passed to `find`.
 PICKS = ("body", "nth", "all")
@@ -94,15 +94,30 @@ def _ending(body: list[ast.stmt]) -> str:
 
 
 def assigned(source: bytes, gate: Gate, tree: ast.Module | None, text: PythonText) -> str:
-    """The dotted target of the assignment whose value holds the gate (`out_dtype = x if major == 10 else y`)."""
+    """The dotted target of the assignment (`=`, annotated, augmented) whose value holds the gate (`out_dtype = x
+    if major == 10 else y`, `flag = is_sm120a_supported(dev)`, `operations += gen(has_arch(120))`)."""
+    if isinstance(gate.detail.get("assigns"), str):
+        return gate.detail["assigns"]
     if tree is None:
         return ""
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        if isinstance(node, ASSIGNMENTS) and node.value is not None:
             start, end = text.span(node.value)
             if start <= gate.start and gate.end <= end:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 return ast.unparse(targets[0])
+    return ""
+
+
+def passed_to(gate: Gate, tree: ast.Module | None, text: PythonText) -> str:
+    """The function the gate is an argument of (`make_spec` for `make_spec(supported_major_versions=[10])`)."""
+    if tree is None:
+        return ""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            values = [*node.args, *(k.value for k in node.keywords)]
+            if any(text.span(value) == (gate.start, gate.end) for value in values):
+                return called(node)
     return ""
 
 
@@ -141,6 +156,9 @@ def ambiguity(
         target = assigned(source, gate, tree, text) if "assigns" in selectors else ""
         if target:
             offers.append({"assigns": target})
+        callee = passed_to(gate, tree, text) if "call" in selectors else ""
+        if callee:  # the call a list is passed to (python_arch_list)
+            offers.append({"call": callee})
         if gate.admits.names():
             offers.append({"admits": sorted(gate.admits.names(), key=_arch_order)})
         tells = [_spelled(offer) for offer in offers if [(g.start, g.end) for g in narrowed(offer)] == [(gate.start, gate.end)]]

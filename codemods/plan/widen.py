@@ -186,6 +186,31 @@ def plan_change(
     pc.outcome = "changed"
 
 
+def refusal(
+    kind: GateKind, source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...], where: Where,
+    found: dict | None = None,
+) -> str:
+    """Why `codemod run` would refuse to widen `gate` for `targets` through its kind's `widen` (the one
+    implementation of widening), "" when it widens it: what `scan` asks before it calls a gate widenable, so that
+    scan and run agree (issue 38). `found` keeps the kind's finds of one file between calls."""
+    if not kind.editable(gate, targets[0] if len(targets) == 1 else None) or kind.find is None or kind.widen is None:
+        return "codemod has no edit for this gate"
+    # the gate as a change naming its file and function finds it (scan may list a part of it: one comparison)
+    scope = {"function": gate.context} if "function" in kind.selector_names and gate.context not in ("", "<module>") else {}
+    key = (kind.name, tuple(scope.items()))
+    try:
+        if found is None or key not in found:
+            found = {} if found is None else found
+            found[key] = kind.find(source, universe, where, scope)
+        own = [g for g in found[key] if g.start <= gate.start and gate.end <= g.end]
+        if not own:
+            return f"a change naming its file{' and function' if scope else ''} does not find it"
+        kind.widen(source, min(own, key=lambda g: g.end - g.start), targets, universe, where)
+    except (CannotWiden, SourceError) as exc:
+        return str(exc).removeprefix(f"line {gate.line}: ")
+    return ""
+
+
 def _chain_readers(
     kind: GateKind, source: bytes, universe: tuple[Arch, ...], where: Where, selectors: dict, contested: list[Gate]
 ) -> list[Gate]:

@@ -221,3 +221,72 @@ def test_the_branch_rule_counts_a_later_arm_written_for_the_arch(later, handled)
     assert (arm is not None) == handled
     if arm is not None:
         assert arm.text.startswith("elif major") and "12" in arm.text
+
+
+VALUES = textwrap.dedent(
+    """\
+    from sglang.srt.utils import is_sm90_supported, is_sm100_supported, is_sm120_supported
+
+
+    class ServerArgs:
+        def __post_init__(self):
+            self.enable_fusion = (is_sm90_supported() or is_sm100_supported()) and self.tp_size > 1
+            self.use_cutlass = is_sm90_supported() or is_sm100_supported()
+    """
+)
+GENERATOR = textwrap.dedent(
+    """\
+    def generate_operations(has_arch):
+        operations = []
+        operations += generate_sm100_operations(has_arch(100))
+        grouped = generate_grouped_operations(has_arch(100))
+        return operations + grouped
+    """
+)
+
+
+def _planned(kind: str, file: str, source: str, selector: dict, archs: str = "sm_120,sm_121"):
+    from codemods.core.arch import DEFAULT_ARCHS, parse_archs
+    from codemods.gates.registry import KINDS
+    from codemods.plan.changes import PlannedChange
+    from codemods.plan.widen import plan_change
+    from codemods.recipes.model import Change
+
+    change = Change(id="c", project="sglang", file=file, kind=kind, title="", why="", selector=selector)
+    pc = PlannedChange(change, file, before=source.encode(), selector=selector)
+    plan_change(pc, KINDS[kind], DEFAULT_ARCHS, parse_archs(archs), None, None)
+    return pc
+
+
+@pytest.mark.parametrize(
+    ("kind", "file", "source", "function", "offers"),
+    [
+        pytest.param("python_arch_or", "server_args.py", VALUES, "__post_init__",
+                     {6: 'assigns = "self.enable_fusion"', 7: 'assigns = "self.use_cutlass"'}, id="arch-or-values"),
+        pytest.param("python_arch_call", "generator.py", GENERATOR, "generate_operations",
+                     {3: 'assigns = "operations"', 4: 'assigns = "grouped"'}, id="arch-call-augmented-and-plain"),
+    ],
+)  # fmt: skip
+def test_the_multi_match_error_offers_assigns_for_values(kind, file, source, function, offers):
+    pc = _planned(kind, file, source, {"function": function})
+    assert pc.outcome == "failed" and pc.failure == "ambiguous", pc.reason
+    for line, offer in offers.items():
+        assert f"{file}:{line}: " in pc.reason and f"(pick it with {offer} or nth = " in pc.reason, pc.reason
+    line, offer = next(iter(offers.items()))
+    picked = _planned(kind, file, source, {"function": function, offer.split(" = ")[0]: offer.split('"')[1]})
+    assert picked.outcome == "changed", picked.reason
+    assert [g.gate.line for g in picked.gates] == [line]
+
+
+def test_the_multi_match_error_offers_call_for_lists():
+    source = textwrap.dedent(
+        """\
+        def gen_modules():
+            a = gen_gemm_module(supported_major_versions=[10])
+            b = build(make_spec(supported_major_versions=[10]))
+            return a, b
+        """
+    )
+    pc = _planned("python_arch_list", "jit.py", source, {"function": "gen_modules", "keyword": "supported_major_versions"})
+    assert pc.failure == "ambiguous", pc.reason
+    assert 'jit.py:3: `[10]` (pick it with assigns = "b" or call = "make_spec" or nth = 2)' in pc.reason, pc.reason

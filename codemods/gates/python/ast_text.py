@@ -14,6 +14,7 @@ import ast
 import bisect
 import re
 import symtable
+from collections.abc import Mapping
 
 from codemods.core.pytrees import ParsedFiles
 from codemods.gates import SourceError, TooDeep, decode
@@ -155,4 +156,19 @@ def dotted(node: ast.AST) -> str:
     if isinstance(node, ast.Attribute):
         inner = dotted(node.value)
         return f"{inner}.{node.attr}" if inner else ""
+    return ""
+
+
+ASSIGNMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign)
+
+
+def assigned_target(node: ast.AST, up: Mapping[int, ast.AST]) -> str:
+    """The target, as written, of the assignment (`=`, annotated, augmented) whose value holds `node` (`flag`
+    for `flag = is_sm120a_supported(dev)`, `operations` for `operations += gen(has_arch(120))`); "" outside one.
+    `up` maps a node's id to its parent (`polarity.parents`)."""
+    child = node
+    while (parent := up.get(id(child))) is not None and not isinstance(parent, (ast.stmt, ast.Lambda)):
+        child = parent
+    if isinstance(parent, ASSIGNMENTS) and parent.value is child:
+        return ast.unparse(parent.targets[0] if isinstance(parent, ast.Assign) else parent.target)
     return ""

@@ -14,7 +14,8 @@ or its consecutive operands that are such calls); it admits the archs
 its numbers name, whatever variant: capabilities (`has_arch(90)`), or, when
 every number is below 20, majors (`has_major(9)`: every arch of major 9), as
 python_arch_list reads a list; a mix of the two is unknown and refused. Where it stands does not matter: a call's
-argument, an `if` test, an assignment.
+argument, an `if` test, an assignment. Selectors: `call`, `function`, and `assigns` (the gate is in the value
+assigned to that target: `operations += generate_sm120_operations(has_arch(120))` is `assigns = "operations"`).
 
 `widen` adds one call per target number the gate lacks, spelled like its
 neighbour, where its number sorts (`has_arch(100) or has_arch(103)` gains
@@ -31,7 +32,7 @@ import re
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate
-from codemods.gates.python.ast_text import PythonText, ast_of, called
+from codemods.gates.python.ast_text import ASSIGNMENTS, PythonText, ast_of, called
 from codemods.gates.python.layout.wrap import wrapped
 
 KIND = "python_arch_call"
@@ -79,10 +80,11 @@ def _admits(numbers: list[int] | None, universe: tuple[Arch, ...]) -> ArchSet:
 
 def find(
     source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, tree: ast.Module | None = None, *,
-    call: str | None = None, function: str | None = None,
+    call: str | None = None, function: str | None = None, assigns: str | None = None,
 ) -> list[Gate]:
     """Every call of `call` (KNOWN_CALLS without it) given an arch number, or `or` of them, in source order; with
-    `function`, only those in that function."""
+    `function`, only those in that function; with `assigns`, only those in the value assigned to that target
+    (`operations += generate_sm120_operations(has_arch(120) or has_arch(121))`: `assigns = "operations"`)."""
     calls = (call,) if call else KNOWN_CALLS
     if not any(name.encode() in source for name in calls):
         return []
@@ -93,10 +95,10 @@ def find(
             return []
     text = PythonText(source)
     gates: list[Gate] = []
-    stack: list[tuple[ast.AST, str, ast.AST | None]] = [(tree, "<module>", None)]
+    stack: list[tuple[ast.AST, str, ast.AST | None, str]] = [(tree, "<module>", None, "")]
     while stack:
-        node, around, parent = stack.pop()
-        wanted = function in (None, around)
+        node, around, parent, target = stack.pop()
+        wanted = function in (None, around) and assigns in (None, target)
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
             # each run of calls is one gate (`has_arch(100) or has_arch(103) or other`: what widen makes is found
             # again whole); the other operands are read on their own
@@ -108,29 +110,37 @@ def find(
                 if run and wanted:
                     numbers = [_number(v, calls) or 0 for v in run]
                     whole = len(run) == len(node.values)  # the `or` itself, where it stands; else a part of it
-                    gates.append(_gate(text, run, around, node if whole else None, parent if whole else node, numbers, universe))
+                    own, holder = (node, parent) if whole else (None, node)
+                    gates.append(_gate(text, run, around, own, holder, numbers, universe, target))
                 run = []
                 if value is not None:
-                    stack.append((value, around, node))
+                    stack.append((value, around, node, target))
             continue
         number = _number(node, calls)
         if number is not None and isinstance(node, ast.Call):
-            gates += [_gate(text, [node], around, node, parent, [number], universe)] if wanted else []
+            gates += [_gate(text, [node], around, node, parent, [number], universe, target)] if wanted else []
             continue
         inner = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else around
-        stack += [(child, inner, node) for child in ast.iter_child_nodes(node)]
+        for child in ast.iter_child_nodes(node):
+            if isinstance(node, ASSIGNMENTS) and child is node.value:  # what `assigns` selects
+                into = ast.unparse(node.targets[0] if isinstance(node, ast.Assign) else node.target)
+            else:
+                into = "" if isinstance(child, (ast.stmt, ast.Lambda)) else target
+            stack.append((child, inner, node, into))
     return sorted(gates, key=lambda gate: gate.start)
 
 
 def _gate(
     text: PythonText, nodes: list[ast.expr], around: str, own: ast.expr | None, parent: ast.AST | None,
-    numbers: list[int], universe: tuple[Arch, ...],
+    numbers: list[int], universe: tuple[Arch, ...], target: str = "",
 ) -> Gate:
     """The gate of the calls `nodes` (one, or a run of an `or`'s operands); `own` the expression they make up when
     it is a node of its own (a call, or the whole `or`), and `parent` what holds it."""
     start, end = text.span(nodes[0])[0], text.span(nodes[-1])[1]
     operand = isinstance(parent, ast.UnaryOp) or (isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.And))
     detail: dict = {"numbers": numbers, "operand": operand}
+    if target:
+        detail["assigns"] = target
     if own is not None and isinstance(parent, ast.Call) and any(arg is own for arg in parent.args):
         # `generate_sm100_operations(has_arch(100) or ...)`: the test is the argument
         detail["passed_to"] = called(parent)

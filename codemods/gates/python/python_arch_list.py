@@ -177,8 +177,13 @@ def find(
     decorator decorates) has that name; with `assigns`, only those in a call
     inside the value assigned to that target (`is_sm_supported`, `self.ok`,
     `(ok := ...)`).
+    With none of `keyword`, `call`, `position` and `assigns`, the shapes `scan`
+    lists (`find_known`): a recipe naming only a file and a function selects
+    what scan reports there (issue 38: scan and run agree).
     `tree`: the stdlib `ast` parse of `source`, when the caller has it.
     """
+    if keyword is None and call is None and position is None and assigns is None:
+        return _find(source, tree, universe, KNOWN_SHAPES, function, None, KNOWN_LITERAL)
     literal = _Literal(lambda target: target == assigns) if assigns is not None and call is None and keyword is None and position is None else None
     return _find(source, tree, universe, _shapes(keyword, call, position), function, assigns, literal)
 

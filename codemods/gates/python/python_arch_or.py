@@ -30,7 +30,7 @@ also admit an arch neither admitted nor asked for is not used.
 `(is_sm90_supported() or is_sm100_supported())` becomes
 `(is_sm90_supported() or is_sm100_supported() or is_sm120_supported())`. The
 parentheses and line breaks the author wrote stay where they are; an
-`if`/`elif`/`while` line the new predicate makes longer than the file's line
+`if`/`elif`/`while` line (or assignment) the new predicate makes longer than the file's line
 length is split as black splits it (`python.layout.wrap.wrapped`, python_arch_test's
 split: `if (` / one predicate a line led by `or` / `):`). So that the
 new predicate exists, it also
@@ -42,6 +42,10 @@ new predicate exists, it also
   that imports its sibling, right after the sibling with the next lower
   number (isort's order), on its own line when the import is written one
   name per line.
+
+`function` selects the chains of one function, `assigns` those in the value
+assigned to a target (`self.use_x = (is_sm100() or is_sm120()) and other`)
+or deciding an `if` whose body assigns it.
 
 Attribute forms need no supporting edit. `missing_symbols` tells which
 symbols the widened code takes from other modules, for the caller to check.
@@ -101,7 +105,8 @@ def find(
     With `function`, only chains whose innermost enclosing function or method
     has that name. With `assigns` (a dotted target such as
     `self.enable_flashinfer_allreduce_fusion`), only chains inside the test of
-    an `if` whose body assigns that target directly.
+    an `if` whose body assigns that target directly, or inside the value
+    assigned to it (`self.use_x = (is_sm100() or is_sm120()) and other`).
     """
     parsed = parse(source, MENTIONS)
     gates = []
@@ -114,7 +119,10 @@ def find(
         context = parsed.enclosing_function(node)
         if function is not None and context != function:
             continue
-        if assigns is not None and not _tests_if_assigning(parsed, node, assigns):
+        value = assignment_of(parsed, node)
+        if assigns is not None and not (
+            _tests_if_assigning(parsed, node, assigns) or value is not None and value[0] == assigns
+        ):
             continue
         start, end = parsed.outer_span(node)
         forms = {predicate.form for predicate in predicates}
@@ -122,6 +130,7 @@ def find(
             "form": forms.pop() if len(forms) == 1 else "mixed",
             "predicates": [predicate.ident.value for predicate in predicates],
         }
+        detail.update(value_detail(value, bool(context)))
         cls = owner(parsed, node)
         if cls:
             detail["class"] = cls
@@ -281,6 +290,41 @@ def _assigns(statement: cst.CSTNode, target: str) -> bool:
     return any(cst_helpers.get_full_name_for_node(node) == target for node in targets)
 
 
+def assignment_of(parsed: PythonSource, node: cst.CSTNode) -> tuple[str, bool] | None:
+    """(the target, as written, of the assignment (`=`, annotated, augmented) whose value holds `node`, whether
+    that value is `node` or an `and`/`or`/`not` of it: a flag stored, `flag = P`, `self.use_x = (P or Q) and
+    other`); None outside an assignment's value (a test, a call's statement, a lambda's body)."""
+    child, flag = node, True
+    for ancestor in parsed.ancestors(node):
+        if isinstance(ancestor, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            if ancestor.value is not child:
+                return None
+            target = ancestor.targets[0].target if isinstance(ancestor, cst.Assign) else ancestor.target
+            return parsed.text(*parsed.span(target)), flag
+        if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.SimpleStatementLine, cst.Lambda)):
+            return None
+        flag = flag and isinstance(ancestor, (cst.BooleanOperation, cst.UnaryOperation))
+        child = ancestor
+    return None
+
+
+def value_detail(value: tuple[str, bool] | None, local: bool = False) -> dict[str, str]:
+    """A gate's detail for where it is assigned (`assignment_of`): `assigns`, the target that selects it; `value`,
+    what decides instead of the gate (as python_capability's gates say it, `polarity.use`): what uses the target."""
+    if value is None or aliases(value[0], local):
+        return {}
+    return {"assigns": value[0], "value": f"what uses `{value[0]}` decides"}
+
+
+def aliases(target: str, local: bool = False) -> bool:
+    """Whether an assignment outside any function (not `local`) is to a name spelled like a predicate
+    (`_is_sm100_supported = _is_cuda and is_sm100_supported()`, SGLang's module flags): a definition of one,
+    read as the predicate it names (`python.predicates.reading`), not a value gate. A function's own
+    `is_sm120 = major == 12 and minor == 0` (FlashInfer) is a value."""
+    name = target.rpartition(".")[2]
+    return not local and (PREDICATE_RE.match(name) is not None or name.lstrip("_") in NAMED_PREDICATES)
+
+
 def value_assigned_to(parsed: PythonSource, node: cst.CSTNode, target: str) -> bool:
     """Whether `node` is (part of) the value an assignment to the dotted `target` is given
     (`backend = "fa4" if P else "triton"`)."""
@@ -324,8 +368,7 @@ def _plan(
         return Plan([], [])
     predicates = [p for p in predicates if p.number is not None]
     edits = [_append(parsed, template, names)]
-    tested = _tested_by(parsed, chain)
-    if tested is not None:
+    if _tested_by(parsed, chain) is not None or assignment_of(parsed, chain) is not None:
         edits = wrapped(parsed.source, edits)
     return supporting(parsed, chain, predicates, template, names, edits, gate)
 

@@ -42,9 +42,15 @@ it: `... and not (` / the predicates one level deeper / `):`, and before each
 `or` if they still do not fit (see `python.layout.wrap.wrapped`, which python_arch_or shares).
 A negated call black had split over lines is laid out anew (`python.layout.wrap.relaid`).
 
+A predicate (or an `or` of them) in a value assigned is a gate only where a
+change names its target with `assigns` (scan lists every one): `flag =
+is_sm120a_supported(dev)`, `use: bool = P and other`, `ok &= P`,
+`pick(P, other)`; it widens as a test does (`flag = P or Q`, `(P or Q) and
+other`), a negated one never (what `not P` stored means is its readers').
+
 Selectors pick the `if`: `function` (the function around it), `assigns` (its
 body assigns that dotted target, or, for a conditional expression, `X = a if
-P else b`, the value is assigned to it), `tests` (its test names that
+P else b`, or a value, the value is assigned to it), `tests` (its test names that
 predicate or flag: `if has_sm100f:` beside `if has_sm100:`, both of which
 admit sm_100 alone) and `calls` (its body calls that function,
 or any of a list). With `calls`, the feature is the body's statements that
@@ -113,19 +119,25 @@ def check_selector(name: str, value) -> str:
 
 
 def find(
-    source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, meanings: Mapping[str, Meaning] | None = None, *,
-    function: str | None = None, assigns: str | None = None, calls: str | list[str] | None = None,
-    negation: str | None = None, tests: str | None = None,
+    source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, meanings: Mapping[str, Meaning] | None = None,
+    values: bool = False, *, function: str | None = None, assigns: str | None = None,
+    calls: str | list[str] | None = None, negation: str | None = None, tests: str | None = None,
 ) -> list[Gate]:
     """Every predicate test (single, negated, negated chain, flag chain), in source order.
 
     `negation` ("parentheses" or "and_not") is how `widen` is to negate several predicates where a lone one is
-    negated, whatever the file shows (`_negation_style`): kept in each gate's detail."""
+    negated, whatever the file shows (`_negation_style`): kept in each gate's detail. A predicate (or `or` of
+    them) in a value assigned (`flag = is_sm120a_supported(dev)`) is a gate where `assigns` names its target, or
+    with `values` (what scan lists); never a negated one (what `not P` stored means is up to its readers)."""
     parsed = parse(source, chains.MENTIONS)
     wanted = [calls] if isinstance(calls, str) else list(calls or [])
     gates = []
     for node, shape, predicates in _shapes(parsed):
         statement = _tested_by(parsed, node)
+        value = chains.assignment_of(parsed, node) if statement is None and shape in ("single", "or") else None
+        local = bool(parsed.enclosing_function(node))
+        if value is not None and not chains.aliases(value[0], local) and (values and assigns is None or value[0] == assigns):
+            statement = parsed.parent(node)  # the value: selected by its target, never by `calls`
         if statement is None or _local_values(parsed, node, predicates) or shape == "not" and _beside_required(parsed, node):
             continue
         context = parsed.enclosing_function(node)
@@ -133,7 +145,7 @@ def find(
             continue
         if tests is not None and tests not in [p.ident.value for p in predicates]:
             continue
-        if assigns is not None and not (
+        if assigns is not None and value is None and not (
             isinstance(statement, cst.If) and chains.assigned_in(statement.body, assigns)
             or isinstance(statement, cst.IfExp) and chains.value_assigned_to(parsed, statement, assigns)
         ):
@@ -142,6 +154,7 @@ def find(
             "shape": shape,
             "predicates": [p.ident.value for p in predicates],
             "form": predicates[-1].form,
+            **chains.value_detail(value, local),
         }
         if negation is not None and shape == "not":
             detail["negation"] = negation
@@ -447,7 +460,10 @@ def _tested_by(parsed: PythonSource, node: cst.CSTNode) -> cst.CSTNode | None:
 
 
 def _needs_parentheses(parsed: PythonSource, node: cst.CSTNode, parent) -> bool:
-    """`P or Q` needs parentheses unless it is the whole test."""
+    """`P or Q` needs parentheses unless it is the whole test, or the whole value assigned or passed
+    (`flag = P or Q`, `f(P or Q)`)."""
+    if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Arg)):
+        return parent.value is not node
     return not (isinstance(parent, _tested()) and parent.test is node)
 
 

@@ -66,8 +66,8 @@ those there and go in their place where those are in ascending order.
 runs after it (`if sm_version != "sm_120": raise` admits sm_120 only).
 
 Selectors pick the condition: `function` (the function around it),
-`assigns` (it is in the value assigned to that dotted target, or the body of
-the `if` it is in assigns that target),
+`assigns` (it is in the value assigned to that dotted target, `=`, annotated
+or augmented, or the body of the `if` it is in assigns that target),
 `calls` (that body calls that function, or any of a list) and `names`. A change's
 `admits` picks one branch of an `if`/`elif` by what it admits.
 """
@@ -92,7 +92,7 @@ from codemods.gates.python.capability.reading import (
 )  # fmt: skip
 from codemods.gates.python.capability.values import NAME_RE, QUOTED_ARCH_TOKENS, names_arch
 from codemods.gates.python.capability.widen import widen
-from codemods.gates.python.ast_text import PythonText, dotted
+from codemods.gates.python.ast_text import ASSIGNMENTS, PythonText, dotted
 
 # The kind's hooks (registry), and what `codemod scan` reads through this module (audit.python_files, audit.prefilter).
 # Made of: capability/blocks (where a comparison can be, from the bytes), capability/reading (what each one reads,
@@ -225,7 +225,7 @@ def find(
             child, up = up, parents[id(up)]
             if statement is None and isinstance(up, (ast.If, ast.While)) and up.test is child:
                 statement = up
-            if assigns is not None and isinstance(up, (ast.Assign, ast.AnnAssign)) and up.value is child:
+            if assigns is not None and isinstance(up, ASSIGNMENTS) and up.value is child:
                 targets = up.targets if isinstance(up, ast.Assign) else [up.target]
                 assigned = assigned or any(dotted(t) == assigns for t in targets)
             if isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -18,7 +18,8 @@ from codemods.gates.python.capability.locals import REBOUND, capability_locals
 from codemods.gates.python.capability.reading import (
     _COMPARE, _FLIPPED, _SIDES, KIND, LeafOf, Side, _Leaf, _leaf, _pure, _truth, _unreadable, member_range,
 )  # fmt: skip
-from codemods.gates.python.ast_text import PythonText, ast_of, nested_too_deeply, too_deep
+from codemods.gates.python.python_arch_or import aliases
+from codemods.gates.python.ast_text import PythonText, assigned_target, ast_of, nested_too_deeply, too_deep
 
 
 def _parse(source: bytes) -> tuple[PythonText, ast.Module]:
@@ -291,5 +292,8 @@ def _on_paths(
         used = polarity.use(test, up)  # a test that guards no code path: a choice between values, or a value
         if used is not None:
             detail[used[0]] = used[1]
+            target = assigned_target(test, up)
+            if target and not aliases(target, scope != 0):  # what a change names to select it (not a predicate's definition)
+                detail["assigns"] = target
         out.append((replace(gate, admits=ArchSet(universe, frozenset(admitted), frozenset(unknown)), detail=detail), node, scope))
     return out

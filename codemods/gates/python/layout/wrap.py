@@ -381,7 +381,7 @@ def _assignment_cuts(line: str, tokens: list, limit: int, eol: str) -> list[tupl
         return []
     value = tokens[equal + 1 :]
     if _operator_value(value):
-        return _parenthesized_value_cuts(line, value, limit, eol)
+        return _leading_group_cuts(line, value, limit, eol) or _parenthesized_value_cuts(line, value, limit, eol)
     if value[0].type == tokenize.NAME and len(value) > 1 and value[1].string == "(" and not keyword.iskeyword(value[0].string):
         opening, display = 1, False  # a call of a plain name
     elif value[0].string in "([{":
@@ -434,6 +434,45 @@ def _operator_value(value: list) -> bool:
         elif depth == 0 and token.type == tokenize.NAME and token.string in ("if", "and", "or"):
             return True
     return False
+
+
+def _leading_group_cuts(line: str, value: list, limit: int, eol: str) -> list[tuple[int, int, str]]:
+    """Black's split of `name = (P or Q) and cond`, a value that opens with a parenthesized group and has one
+    `and`/`or` after it, with no brackets in the rest (SGLang's `self.enable_x = (is_sm90_supported() or ...) and
+    ...`): black omits its own parentheses there, `name = (` / the group's body one level deeper, split before
+    each `and`/`or` when still too long / `) and cond`. [] for any other shape, or when a piece stays too long."""
+    if value[0].string != "(" or any(t.type == tokenize.COMMENT for t in value):
+        return []
+    depth, close = 0, None
+    for index, token in enumerate(value):
+        depth += token.type == tokenize.OP and token.string in "([{"
+        depth -= token.type == tokenize.OP and token.string in ")]}"
+        if depth == 0:
+            close = index
+            break
+    tail = value[close + 1 :] if close is not None else []
+    operators = [t.string for t in tail if t.type == tokenize.NAME and t.string in ("and", "or", "if", "else", "lambda")]
+    if not tail or tail[0].string not in ("and", "or") or len(operators) != 1:
+        return []
+    if any(t.type == tokenize.OP and t.string in "()[]{}," for t in tail):
+        return []
+    assert close is not None
+    indent = line[: len(line) - len(line.lstrip())]
+    inner = indent + "    "
+    open_col, close_col = value[0].end[1], value[close].start[1]
+    if len(indent + line[close_col:].rstrip()) > limit:
+        return []
+    body = line[open_col:close_col]
+    lead, trail = len(body) - len(body.lstrip()), len(body) - len(body.rstrip())
+    cuts = [(open_col, open_col + lead, eol + inner)]
+    if len(inner + body.strip()) > limit:
+        inside = _enclosed_cuts(inner + body.strip(), _tokens(inner + body.strip()), limit, eol)
+        if not inside:
+            return []
+        shift = open_col + lead - len(inner)  # columns of the body alone -> columns of the line
+        cuts += [(a + shift, b + shift, text) for a, b, text in inside]
+    cuts.append((close_col - trail, close_col, eol + indent))
+    return cuts
 
 
 def _parenthesized_value_cuts(line: str, value: list, limit: int, eol: str) -> list[tuple[int, int, str]]:
