@@ -184,14 +184,16 @@ PYTHON_MIN_CAPABILITY = GateKind(
     widen=lambda source, gate, targets, universe, where: python_min_capability.widen(source, gate, targets, universe),
 )
 
-# A function given an arch number, or an `or` of its calls (`has_arch(100) or has_arch(103)`): gains the targets'.
+# A function given an arch number, or an `or` of its calls (`has_arch(100) or has_arch(103)`, vLLM's
+# `current_platform.is_device_capability_family(100)`): gains the targets'.
 PYTHON_ARCH_CALL = GateKind(
     name="python_arch_call",
     selectors=_optional("call", "function", hints={"call": 'call = "has_arch"   # has_arch(100) or has_arch(103)'}),
-    find=lambda source, universe, where, selector: python_arch_call.find(source, universe, **selector),
-    admits=lambda text, universe, where, detail: python_arch_call.admits(text, universe),
-    widen=lambda source, gate, targets, universe, where: python_arch_call.widen(source, gate, targets, universe),
+    find=lambda source, universe, where, selector: python_arch_call.find(source, universe, meanings=where.meanings, **selector),
+    admits=lambda text, universe, where, detail: python_arch_call.admits(text, universe, where.meanings),
+    widen=lambda source, gate, targets, universe, where: python_arch_call.widen(source, gate, targets, universe, where.meanings),
     check_selector=lambda key, value: python_arch_call.check_selector(key, value),
+    reads_predicates=True,  # vLLM's numbered platform predicates (`has_device_capability(100)`)
 )
 
 # A CMake list of the archs a kernel family is built for (`cuda_archs_loose_intersection(SCALED_MM_ARCHS "10.0a;12.0a" ...)`).
