@@ -98,7 +98,7 @@ def half_patches(plan: Plan, selected: list[PlannedChange], others: Sequence[Pla
             if other is None and needed in changes and changes[needed].project != pc.change.project:
                 project = changes[needed].project
                 if project not in projects:
-                    problems.append((pc.id, needed, f"is in {project}, which this run does not touch (give its tree too: --repo or --package {project})"))
+                    problems.append((pc.id, needed, f"is in {project}, a project this run does not touch (give its tree too: --repo or --package {project})"))
                 continue
             if other is None or needed in chosen or other.outcome in ("unchanged", "skipped"):
                 continue
