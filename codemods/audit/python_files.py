@@ -230,11 +230,15 @@ def _definitions(rel: str, data: bytes, tree: ast.Module, context: Context) -> l
         path = classify.predicate_path(gate.context, covers, gate.admits.names(), arch)
         records.append(gate_record(rel, gate, arch, path))
     for gate in python_arch_map.find(data, universe, tree):
+        if gate.detail.get("table"):
+            records.append(gate_record(rel, gate, arch, classify.capability_table_path(gate.context, arch)))
+            continue
         reader = classify.lookup_path if gate.detail["map"] is not None else classify.table_path
         records.append(gate_record(rel, gate, arch, reader(gate.context, gate.detail["lookup"], arch)))
     for gate in python_min_capability.find(data, universe, tree):
         records.append(gate_record(rel, gate, arch))
-    for gate in python_arch_call.find(data, universe, tree):  # `has_arch(100) or has_arch(103)`
+    # `has_arch(100) or has_arch(103)`; vLLM's `current_platform.has_device_capability(100)` read from its Platform
+    for gate in python_arch_call.find(data, universe, tree, meanings=context.meanings):
         records.append(gate_record(rel, gate, arch))
     return records
 

@@ -52,6 +52,8 @@ KIND = "python_arch_call"
 # The functions `scan` reads as given an arch number (a recipe names any other with `call`).
 KNOWN_CALLS = ("has_arch",)
 PREFILTER = re.compile(rb"\b(?:%s)\s*\(\s*\d" % b"|".join(name.encode() for name in KNOWN_CALLS))
+# vLLM's numbered platform predicates (their names come from the project's meanings; this only finds the files)
+NUMBERED_PREFILTER = re.compile(rb"\b\w*_capability\w*\s*\(\s*\d")
 
 
 def check_selector(name: str, value) -> str:

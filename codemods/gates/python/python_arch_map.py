@@ -67,6 +67,8 @@ PREFILTER = re.compile(
     rb"[\"']sm_?\d{2,3}[af]?[\"']\s*:|[\"'](?:%s|%s)[af]?[\"']:"
     % (b"|".join(str(c).encode() for c in KNOWN_CODES), b"|".join(f"{c // 10}\\.{c % 10}".encode() for c in KNOWN_CODES))
 )
+# A capability table's row (`    100: {`): tried only in a file that says `capability` (audit.prefilter)
+TABLE_PREFILTER = re.compile(rb"\n[ \t]+(?:%s)[ \t]*:" % b"|".join(str(c).encode() for c in KNOWN_CODES))
 # One of these literals is in every file PREFILTER passes (audit.prefilter.FINDER_TOKENS, for the finder's rg).
 TOKENS = (b'"sm', b"'sm", *(
     f"{quote}{number}{variant}{quote}:".encode()
