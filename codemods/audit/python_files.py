@@ -238,7 +238,7 @@ def _definitions(rel: str, data: bytes, tree: ast.Module, context: Context) -> l
     for gate in python_min_capability.find(data, universe, tree):
         records.append(gate_record(rel, gate, arch))
     # `has_arch(100) or has_arch(103)`; vLLM's `current_platform.has_device_capability(100)` read from its Platform
-    for gate in python_arch_call.find(data, universe, tree, meanings=context.meanings):
+    for gate in python_arch_call.find(data, universe, tree, context.meanings):
         records.append(gate_record(rel, gate, arch))
     return records
 

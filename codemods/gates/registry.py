@@ -189,7 +189,7 @@ PYTHON_MIN_CAPABILITY = GateKind(
 PYTHON_ARCH_CALL = GateKind(
     name="python_arch_call",
     selectors=_optional("call", "function", hints={"call": 'call = "has_arch"   # has_arch(100) or has_arch(103)'}),
-    find=lambda source, universe, where, selector: python_arch_call.find(source, universe, meanings=where.meanings, **selector),
+    find=lambda source, universe, where, selector: python_arch_call.find(source, universe, None, where.meanings, **selector),
     admits=lambda text, universe, where, detail: python_arch_call.admits(text, universe, where.meanings),
     widen=lambda source, gate, targets, universe, where: python_arch_call.widen(source, gate, targets, universe, where.meanings),
     check_selector=lambda key, value: python_arch_call.check_selector(key, value),

@@ -102,8 +102,8 @@ def _meaning(name: str, number: int, meanings: Mapping[str, Meaning] | None) -> 
 
 
 def find(
-    source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, tree: ast.Module | None = None, *,
-    call: str | None = None, function: str | None = None, meanings: Mapping[str, Meaning] | None = None,
+    source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, tree: ast.Module | None = None,
+    meanings: Mapping[str, Meaning] | None = None, *, call: str | None = None, function: str | None = None,
 ) -> list[Gate]:
     """Every call of `call` (KNOWN_CALLS and the numbered predicates of `meanings` without it) given an arch
     number, or `or` of them, in source order; with `function`, only those in that function."""

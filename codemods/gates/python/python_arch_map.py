@@ -98,6 +98,8 @@ def _arch_keys(literal: ast.Dict) -> list[str] | None:
     elements = [_arch_element(k, position) for k in literal.keys]
     if not elements or any(e is None for e in elements):
         return None
+    if any(_code_key(k) for k in literal.keys) and not _table(literal):
+        return None  # integer keys: a capability table of numbers, or no arch map
     return [e[1] for e in elements if e is not None]
 
 
@@ -132,8 +134,21 @@ def _code_key(key: ast.expr | None) -> bool:
 
 
 def _table(literal: ast.Dict) -> bool:
-    """Whether the dict is a capability table: integer keys only, each a capability code."""
-    return all(_code_key(k) for k in literal.keys)
+    """Whether the dict is a capability table: integer keys only, each a capability code, and numbers for values
+    (or dicts, tuples, lists of them): tuning data, not names (`{120: "blackwell"}` is no table)."""
+    return all(_code_key(k) for k in literal.keys) and all(_numbers(v) for v in literal.values)
+
+
+def _numbers(value: ast.expr) -> bool:
+    if isinstance(value, ast.Constant):
+        return type(value.value) in (int, float)
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
+        return _numbers(value.operand)
+    if isinstance(value, ast.Dict):
+        return all(k is not None and _numbers(k) for k in value.keys) and all(_numbers(v) for v in value.values)
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return all(_numbers(v) for v in value.elts)
+    return False
 
 
 def find(
@@ -193,11 +208,12 @@ def find(
             key=lambda gate: gate.start,
         )
     uses = [(name, node) for name, node in uses if name in maps]
-    if not uses and not unbound and not tables:
+    looked_up = _capability_lookups(tree, maps) if any(_table(literal) for _, literal, _ in maps.values()) else []
+    if not uses and not unbound and not tables and not looked_up:
         return []  # no map, or none looked up: no parents to find (the costly part)
     up = polarity.parents([tree])
     failing: dict[str, int] = {name: 0 for name in sorted(tables, key=lambda n: maps[n][0].lineno)}
-    for name, node in _capability_lookups(tree, maps):
+    for name, node in looked_up:
         failing.setdefault(name, node.lineno)
     for _, node in uses:
         name, line, _ = _failing_lookup(node, maps, up)
