@@ -127,6 +127,7 @@ def _plan_locations(
             pc.tried = tried
             return pc
         function, assigns = location.selector.get("function"), location.selector.get("assigns")
+        present: object
         if function is not None:
             present = re.search(rb"def\s+" + re.escape(function.encode()) + rb"\b", pc.before)
         elif isinstance(assigns, str) and kind.name == "python_arch_map":  # a table the file never binds is absent

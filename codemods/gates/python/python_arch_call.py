@@ -97,6 +97,11 @@ def numbered(meanings: Mapping[str, Meaning] | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(key[1 : key.index("(")] for key in meanings or () if key.startswith(".") and key.endswith(")")))
 
 
+def _callee(node: ast.expr) -> str:
+    """The name a call of the gate calls (`is_device_capability` of `current_platform.is_device_capability(90)`)."""
+    return called(node) if isinstance(node, ast.Call) else ""
+
+
 def _meaning(name: str, number: int, meanings: Mapping[str, Meaning] | None) -> Meaning | None:
     return (meanings or {}).get(f".{name}({number})")
 
@@ -154,7 +159,7 @@ def _gate(
     it is a node of its own (a call, or the whole `or`), and `parent` what holds it."""
     start, end = text.span(nodes[0])[0], text.span(nodes[-1])[1]
     operand = isinstance(parent, ast.UnaryOp) or (isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.And))
-    detail: dict = {"numbers": numbers, "operand": operand, "calls": [called(n) for n in nodes]}
+    detail: dict = {"numbers": numbers, "operand": operand, "calls": [_callee(n) for n in nodes]}
     if own is not None and isinstance(parent, ast.Call) and any(arg is own for arg in parent.args):
         # `generate_sm100_operations(has_arch(100) or ...)`: the test is the argument
         detail["passed_to"] = called(parent)
@@ -195,7 +200,7 @@ def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS, meanings: Mapp
     read = _read(text, several=bool(numbered(meanings)))
     if read is None:
         return _admits(None, universe)
-    return _admits_calls([called(v) for v in read[0]], read[1], universe, meanings)
+    return _admits_calls([_callee(v) for v in read[0]], read[1], universe, meanings)
 
 
 def widen(
@@ -249,7 +254,7 @@ def _widen_numbered(
     if read is None:
         raise CannotWiden(f"line {gate.line}: `{gate.text}` is no longer an `or` of calls given a number; find the gates again")
     values, numbers = read
-    names = [called(v) for v in values]
+    names = [_callee(v) for v in values]
     have = _admits_calls(names, numbers, universe, meanings)
     if have.unknown:
         raise CannotWiden(f"line {gate.line}: `{gate.text}` calls a function whose meaning was not read; widen it by hand")

@@ -31,13 +31,9 @@ value, widen refuses: codemod never invents a value. A one-line dict that grows
 past the file's line length is split black's way, one entry a line with a
 trailing comma; a dict already split one entry a line gains a line.
 
-A capability table (vLLM's `FI_ALLREDUCE_FUSION_MAX_SIZE_MB = {90: {...}, 100: {...}}`, looked up with
-`.get(capability.to_int(), {})`) has integer keys, each a code of KNOWN_CODES, and admits exactly the
-archs they name. A missing row is no error there but a feature quietly off, so such a dict is a gate
-when it is a module-level constant (an UPPER_CASE name; its readers are often in another file) or the
-file looks it up with a key that says capability. Its rows are tuning data: widen copies one only from
-the row a recipe names with `value_from = 100` (any literal value, on as many lines as written), and
-its notes say the sizes were copied, not measured.
+A capability table (vLLM's `FI_ALLREDUCE_FUSION_MAX_SIZE_MB = {90: {...}, 100: {...}}`, integer keys, numbers for
+values) admits the archs its keys name; its rows are tuning data, copied only from the row `value_from` names
+(`maps.tables`).
 
 `keyed_by` says which parameter of a module-level function every failing
 lookup of a map uses as its key (`compute_capability` above): scan reads the
@@ -56,6 +52,8 @@ from codemods.gates.python import polarity
 from codemods.gates.python.capability.values import spell
 from codemods.gates.python.ast_text import PythonText, ast_of, dotted
 from codemods.gates.python.layout.text import line_length
+from codemods.gates.python.maps.tables import TABLE_PREFILTER, check_selector, notes  # noqa: F401 (this kind's hooks)
+from codemods.gates.python.maps.tables import capability_lookups as _capability_lookups, code_key as _code_key, is_table as _table
 
 KIND = "python_arch_map"
 
@@ -67,8 +65,6 @@ PREFILTER = re.compile(
     rb"[\"']sm_?\d{2,3}[af]?[\"']\s*:|[\"'](?:%s|%s)[af]?[\"']:"
     % (b"|".join(str(c).encode() for c in KNOWN_CODES), b"|".join(f"{c // 10}\\.{c % 10}".encode() for c in KNOWN_CODES))
 )
-# A capability table's row (`    100: {`): tried only in a file that says `capability` (audit.prefilter)
-TABLE_PREFILTER = re.compile(rb"\n[ \t]+(?:%s)[ \t]*:" % b"|".join(str(c).encode() for c in KNOWN_CODES))
 # One of these literals is in every file PREFILTER passes (audit.prefilter.FINDER_TOKENS, for the finder's rg).
 TOKENS = (b'"sm', b"'sm", *(
     f"{quote}{number}{variant}{quote}:".encode()
@@ -123,32 +119,9 @@ def _arch_element(key: ast.expr | None, position: int | None) -> tuple[ast.expr,
         key = key.elts[position] if isinstance(key, ast.Tuple) and position < len(key.elts) else None
     if isinstance(key, ast.Constant) and isinstance(key.value, str) and _key(key.value):
         return key, key.value
-    if position is None and _code_key(key):
-        return key, str(key.value)  # type: ignore[union-attr]
+    if position is None and isinstance(key, ast.Constant) and _code_key(key):
+        return key, str(key.value)
     return None
-
-
-def _code_key(key: ast.expr | None) -> bool:
-    """Whether `key` is an integer literal that is a capability code (`100` in `{90: ..., 100: ...}`)."""
-    return isinstance(key, ast.Constant) and type(key.value) is int and key.value in KNOWN_CODES
-
-
-def _table(literal: ast.Dict) -> bool:
-    """Whether the dict is a capability table: integer keys only, each a capability code, and numbers for values
-    (or dicts, tuples, lists of them): tuning data, not names (`{120: "blackwell"}` is no table)."""
-    return all(_code_key(k) for k in literal.keys) and all(_numbers(v) for v in literal.values)
-
-
-def _numbers(value: ast.expr) -> bool:
-    if isinstance(value, ast.Constant):
-        return type(value.value) in (int, float)
-    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
-        return _numbers(value.operand)
-    if isinstance(value, ast.Dict):
-        return all(k is not None and _numbers(k) for k in value.keys) and all(_numbers(v) for v in value.values)
-    if isinstance(value, (ast.Tuple, ast.List)):
-        return all(_numbers(v) for v in value.elts)
-    return False
 
 
 def find(
@@ -179,9 +152,9 @@ def find(
             keys = _arch_keys(node.value)
             if keys is not None:
                 maps[node.targets[0].id] = (node, node.value, keys)
-                name = node.targets[0].id
-                if _table(node.value) and (assigns == name or (assigns is None and name.isupper() and node.col_offset == 0)):
-                    tables.add(name)
+                bound = node.targets[0].id
+                if _table(node.value) and (assigns == bound or (assigns is None and bound.isupper() and node.col_offset == 0)):
+                    tables.add(bound)
             elif key is not None:
                 for outer_key, value in zip(node.value.keys, node.value.values):
                     if isinstance(outer_key, ast.Constant) and outer_key.value == key and isinstance(value, ast.Dict):
@@ -212,9 +185,9 @@ def find(
     if not uses and not unbound and not tables and not looked_up:
         return []  # no map, or none looked up: no parents to find (the costly part)
     up = polarity.parents([tree])
-    failing: dict[str, int] = {name: 0 for name in sorted(tables, key=lambda n: maps[n][0].lineno)}
-    for name, node in looked_up:
-        failing.setdefault(name, node.lineno)
+    failing: dict[str, int] = {table: 0 for table in sorted(tables, key=lambda n: maps[n][0].lineno)}
+    for table_name, call in looked_up:
+        failing.setdefault(table_name, call.lineno)
     for _, node in uses:
         name, line, _ = _failing_lookup(node, maps, up)
         if name is not None and name not in failing:
@@ -234,28 +207,6 @@ def find(
             gates.append(_gate(source, text, universe, literal, keys, literal.lineno, holder, lookup.lineno, named=False))
     gates.sort(key=lambda gate: gate.start)
     return gates
-
-
-def check_selector(name: str, value) -> str:
-    """`value_from` is a capability code (`100`, the row a table's new rows copy); the others are strings."""
-    if name == "value_from":
-        ok = type(value) is int and value in KNOWN_CODES
-        return "" if ok else f"'value_from' must be a capability code, one of {', '.join(map(str, KNOWN_CODES))} (`value_from = 100`)"
-    return "" if isinstance(value, str) and value else f"{name!r} must be a string"
-
-
-def _capability_lookups(tree: ast.Module, maps: dict) -> list[tuple[str, ast.Call]]:
-    """`TABLE.get(capability.to_int(), {})`: a capability table looked up with a key that says capability."""
-    found = []
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
-            and isinstance(node.func.value, ast.Name) and node.func.value.id in maps and node.args
-            and _table(maps[node.func.value.id][1])
-            and re.search(r"capabilit|to_int\(\)", ast.unparse(node.args[0]), re.IGNORECASE)
-        ):
-            found.append((node.func.value.id, node))
-    return found
 
 
 def _gate(
@@ -495,8 +446,7 @@ def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[Edit]:
 
 
 def _copied_row(gate: Gate, entries: list[_Entry], below: list[_Entry], arch: Arch, value_from: int | None) -> _Entry:
-    """A capability table's new row for `arch`: row `value_from`'s value as written, placed after the greatest key
-    below it. A table's values are tuning data: without `value_from` naming a row it has, nothing is copied."""
+    """A capability table's new row for `arch`: row `value_from`'s value as written, after the greatest key below it."""
     if value_from is None:
         raise CannotWiden(
             f"line {gate.line}: {_label(gate)} is a capability table of tuning values and has no row for {arch.name}; "
@@ -509,21 +459,6 @@ def _copied_row(gate: Gate, entries: list[_Entry], below: list[_Entry], arch: Ar
     anchor = max(below, key=lambda e: (e.code, entries.index(e))) if below else None
     entry = f"{arch.code}{source_row.colon}{source_row.value}"
     return _Entry(str(arch.code), str(arch.code), arch.code, entry, True, anchor)
-
-
-def notes(gate: Gate, targets: tuple[Arch, ...]) -> list[str]:
-    """What a capability table's widening copied: rows copied, not measured (said in the dry-run)."""
-    value_from = gate.detail.get("value_from")
-    if not gate.detail.get("table") or value_from is None:
-        return []
-    new = [arch.name for arch in dict.fromkeys(targets) if arch.name in gate.detail.get("adds", ())]
-    if not new:
-        return []
-    rows = ", ".join(str(Arch.parse(name).code) for name in new)
-    return [
-        f"{gate.context}: row(s) {rows} copied from row {value_from}, not measured: tuning values of another arch; "
-        "benchmark on the target GPU and adjust them (or back the change out with `codemod revert`)"
-    ]
 
 
 @dataclass(frozen=True)
