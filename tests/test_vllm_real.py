@@ -1,16 +1,18 @@
-"""vLLM from PyPI beside FlashInfer 0.6.3, installed (site-packages): `sm120-enable --package vllm --package flashinfer`
-dry-run, run, status and revert, byte for byte, on four releases: one without the capability tables (0.11.0), one
-with the tables and no auto-enable (0.13.0), two with both (0.20.0, 0.34.0)."""
+"""vLLM from PyPI beside FlashInfer 0.6.3, installed (site-packages: `sm120-enable --package vllm --package flashinfer`)
+and as git trees of the unpacked wheels (`--repo`): dry-run, run, status and revert, byte for byte, on four releases:
+one without the capability tables (0.11.0), one with the tables and no auto-enable (0.13.0), two with both (0.20.0,
+0.34.0); and scan finding the tables in a release."""
 
 from __future__ import annotations
 
+import json
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from conftest import fetch_wheel, tree_digest
+from conftest import fetch_wheel, git, init_repo, tree_digest
 
 FUSION = "vllm/compilation/passes/fusion/allreduce_rms_fusion.py"
 OLD_FUSION = "vllm/compilation/collective_fusion.py"
@@ -92,3 +94,42 @@ def test_vllm_without_flashinfer_is_a_half_patch(cli, tmp_path, monkeypatch):
     assert left_out.exit_code == 3, left_out.output
     assert "needs flashinfer.trtllm-allreduce-guards, which is left out" in left_out.stderr
     assert tree_digest(site) == pristine
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("version", list(RELEASES))
+def test_sm120_enable_on_git_trees_of_the_wheels(cli, tmp_path, version):
+    site = site_with(tmp_path, version)
+    vllm, flashinfer = tmp_path / "vllm-tree", tmp_path / "flashinfer-tree"
+    (vllm).mkdir()
+    (site / "vllm").rename(vllm / "vllm")
+    (flashinfer).mkdir()
+    (site / "flashinfer").rename(flashinfer / "flashinfer")
+    init_repo(vllm), init_repo(flashinfer)
+    before = tree_digest(vllm), tree_digest(flashinfer)
+    repos = ("--repo", vllm, "--repo", flashinfer)
+    dry = cli("run", "sm120-enable", *repos, "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    result = cli("run", "sm120-enable", *repos)
+    assert result.exit_code == 0, result.output
+    assert set(git(vllm, "diff", "--name-only", "main", "HEAD").split()) == RELEASES[version]
+    assert set(git(flashinfer, "diff", "--name-only", "main", "HEAD").split()) == FLASHINFER
+    recorded = repos if RELEASES[version] else repos[2:]
+    status = cli("status", *recorded)
+    assert status.exit_code == 0, status.output
+    back = cli("revert", "sm120-enable", *recorded)
+    assert back.exit_code == 0, back.output
+    assert (tree_digest(vllm), tree_digest(flashinfer)) == before
+    assert git(vllm, "branch", "--show-current").strip() == "main"
+
+
+@pytest.mark.real
+def test_scan_finds_the_size_tables_and_the_auto_enable_gate_in_a_release(cli, tmp_path):
+    site = site_with(tmp_path, "0.34.0")
+    result = cli("scan", "--repo", site / "vllm", "--arch", "sm_120", "--format", "json")
+    assert result.exit_code == 0, result.output
+    gates = json.loads(result.stdout)["gates"]
+    found = {(g["file"], g["kind"], g["symbol"]) for g in gates if g["excludes_arch"]}
+    assert ("compilation/passes/fusion/allreduce_rms_fusion.py", "python_arch_map", "FI_ALLREDUCE_FUSION_MAX_SIZE_MB") in found
+    assert ("compilation/passes/fusion/allreduce_rms_fusion.py", "python_arch_map", "_FI_ALLREDUCE_ONE_SHOT_MAX_SIZES_MB") in found
+    assert ("config/vllm.py", "python_arch_call", "enable_allreduce_rms_fusion") in found
