@@ -99,3 +99,64 @@ def test_a_negated_conjunction_widens_through_the_minor_membership(cli, tmp_path
     result = _recipe_test(cli, tmp_path, NEGATED_CONJUNCTION)
     assert result.exit_code == 0, result.output
     assert result.stdout.endswith("1 passed, 0 failed\n")
+
+
+# FlashInfer 8f4e806e2's shape (issue 34's third named shape): the MoE dispatch's check that a config's major is the
+# device's, `sm_version / 10 == sm_ / 10`, gains an `||` clause admitting SM100 configs on an SM110 device. The
+# config is named as the fixed arch it was built for.
+CONFIG_PAIR = '''\
+id = "moe-sm100-configs-on-sm110"
+summary = "Run SM100 MoE configs on SM110 devices"
+arch = "sm_110"
+admit = "exact"
+
+[[change]]
+id = "flashinfer.moe-dispatch-config-major"
+project = "flashinfer"
+file = "{csrc}/moe_gemm/moe_gemm_dispatch.h"
+kind = "cpp_runtime_check"
+function = "dispatchToArch"
+macro = "TLLM_CHECK_WITH_INFO"
+names = { "sm_" = "sm", "inputs.gemm_config.sm_version" = "sm_100" }
+
+[[test]]
+change = "flashinfer.moe-dispatch-config-major"
+before = """
+template <typename T>
+void GemmRunner<T>::dispatchToArch(GroupedInput<T> inputs) {
+  if (inputs.gemm_config.sm_version >= 90) {
+    TLLM_CHECK_WITH_INFO(inputs.gemm_config.sm_version / 10 == sm_ / 10,
+                         "Using SM %d configuration for SM %d device",
+                         inputs.gemm_config.sm_version, sm_);
+    runGrouped(inputs);
+  }
+}
+"""
+after = """
+template <typename T>
+void GemmRunner<T>::dispatchToArch(GroupedInput<T> inputs) {
+  if (inputs.gemm_config.sm_version >= 90) {
+    TLLM_CHECK_WITH_INFO((inputs.gemm_config.sm_version / 10 == sm_ / 10) ||
+                             (inputs.gemm_config.sm_version / 10 == 10 && sm_ / 10 == 11),
+                         "Using SM %d configuration for SM %d device",
+                         inputs.gemm_config.sm_version, sm_);
+    runGrouped(inputs);
+  }
+}
+"""
+'''
+
+
+def test_a_config_arch_check_gains_the_new_pair_as_an_or_clause(cli, tmp_path):
+    result = _recipe_test(cli, tmp_path, CONFIG_PAIR)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.endswith("1 passed, 0 failed\n")
+
+
+def test_the_same_check_with_both_sides_named_sm_is_refused_with_the_fixed_arch_hint(cli, tmp_path):
+    """Both sides named `sm` (the blind recipe of 8f4e806e2): the check compares the device with itself, so it
+    admits every arch, and the recipe's case cannot come out; the refusal must not be a silent pass."""
+    text = CONFIG_PAIR.replace('"inputs.gemm_config.sm_version" = "sm_100"', '"inputs.gemm_config.sm_version" = "sm"')
+    result = _recipe_test(cli, tmp_path, text)
+    assert result.exit_code != 0
+    assert "0 passed, 1 failed" in result.stdout

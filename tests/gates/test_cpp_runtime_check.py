@@ -327,6 +327,44 @@ def widen_all(source: bytes, targets, **selector) -> bytes:
             {},
             id="a-range-alone-moves-its-bound-where-dropping-it-admits-more",
         ),
+        pytest.param(
+            """\
+            void Runner::dispatch(Inputs inputs) {
+              if (inputs.config.sm_version >= 90) {
+                TLLM_CHECK_WITH_INFO(inputs.config.sm_version / 10 == sm_ / 10,
+                                     "Using SM %d configuration for SM %d device", inputs.config.sm_version, sm_);
+              }
+            }
+            """,
+            """\
+            void Runner::dispatch(Inputs inputs) {
+              if (inputs.config.sm_version >= 90) {
+                TLLM_CHECK_WITH_INFO((inputs.config.sm_version / 10 == sm_ / 10) ||
+                                         (inputs.config.sm_version / 10 == 10 && sm_ / 10 == 11),
+                                     "Using SM %d configuration for SM %d device", inputs.config.sm_version, sm_);
+              }
+            }
+            """,
+            "sm_110",
+            {"macro": "TLLM_CHECK_WITH_INFO", "names": {"sm_": "sm", "inputs.config.sm_version": "sm_100"}},
+            # FlashInfer 8f4e806e2: SM100 MoE configs on an SM110 device, the pair as its own disjunct, the broken
+            # operand four columns into its argument as clang-format puts it
+            id="a-config-arch-against-the-device-gains-the-pair-8f4e806e2",
+        ),
+        pytest.param(
+            "void f(Config c) {\n  if (c.sm / 10 != sm_ / 10) return;\n  run(c);\n}\n",
+            "void f(Config c) {\n  if (c.sm / 10 != sm_ / 10) return;\n  run(c);\n}\n",
+            "sm_120",
+            {"names": {"sm_": "sm", "c.sm": "sm_120"}},
+            id="a-config-of-the-target-arch-already-runs-there",
+        ),
+        pytest.param(
+            "void f(Config c) {\n  CHECK(c.sm / 10 == sm_ / 10);\n}\n",
+            "void f(Config c) {\n  CHECK((c.sm / 10 == sm_ / 10) || (c.sm / 10 == 10 && sm_ / 10 == 12));\n}\n",
+            SM12X,
+            {"names": {"sm_": "sm", "c.sm": "sm_100"}},
+            id="two-targets-of-one-major-give-one-device-test",
+        ),
     ],
 )
 def test_widen(before: str, after: str, archs: str, selector: dict) -> None:
@@ -374,6 +412,9 @@ def test_a_moved_bound_is_unchanged_by_a_second_run() -> None:
                      r'what arch_id holds is not known; declare it in the recipe, e.g. names = \{"arch_id" = "sm"\}', id="unknown-meaning"),
         pytest.param("void f() {\n  if (sm_version == kSm120 || sm_version == 100) a();\n}\n", {"variable": "sm_version"},
                      "it compares with something other than an integer literal", id="compared-with-a-name"),
+        pytest.param("void f(Config c) {\n  CHECK(c.sm_version / 10 == sm_version / 10);\n}\n", {},
+                     r'names it as a fixed arch: names = \{"config.sm_version" = "sm_100"\}',
+                     id="two-capabilities-compared-without-a-fixed-arch-name-the-config"),
         pytest.param("void f() {\n  if (sm_version % 10 == 0 && sm_version == 120) a();\n}\n", {},
                      "it compares with something other than an integer literal", id="computed-comparison"),
         pytest.param("void f() {\n  TVM_FFI_ICHECK(props.major == 12 && props.minor == 0);\n}\n", {},
@@ -410,6 +451,9 @@ def test_selector_checks() -> None:
     assert check_selector("names", {"x": "sm"}) == ""
     assert "one of sm, major, minor, cuda_arch" in check_selector("names", {"x": "capability"})
     assert check_selector("function", 3) == "'function' must be a string"
+    assert check_selector("names", {"cfg.sm_version": "sm_100"}) == ""
+    assert "fixed arch" not in check_selector("names", {"x": "sm_100"}, fixed=False)
+    assert check_selector("names", {"x": "sm_100"}, fixed=False)
 
 
 def test_not_utf8() -> None:
@@ -926,3 +970,37 @@ def test_a_comparison_macro_finds_the_check_it_was_widened_into() -> None:
     [gate] = find(widened, DEFAULT_ARCHS, "cpp", macro="TVM_FFI_ICHECK_EQ")
     assert gate.text == "sm == 90 || sm == 100" and gate.admits.names() == ["sm_90", "sm_100"]
     assert find(widened, DEFAULT_ARCHS, "cpp", macro="TVM_FFI_ICHECK_NE") == []
+
+
+@pytest.mark.parametrize(
+    "line, broken",
+    [
+        pytest.param(
+            "    TORCH_CHECK(props.major_version_number == 10 || props.major_version_number == 11 || props.major_version_number == 12);",
+            "    TORCH_CHECK(props.major_version_number == 10 || props.major_version_number == 11 ||\n"
+            "                props.major_version_number == 12);",
+            id="the-only-argument-aligns-after-the-bracket",
+        ),
+        pytest.param(
+            '    TORCH_CHECK(props.major_version_number == 10 || props.major_version_number == 11 || props.major_version_number == 12, "msg");',
+            "    TORCH_CHECK(props.major_version_number == 10 || props.major_version_number == 11 ||\n"
+            '                    props.major_version_number == 12, "msg");',
+            id="one-argument-of-several-goes-four-deeper",
+        ),
+        pytest.param(
+            "    if (sm == 120 && !kernels::cutlass_kernels::isValidSM120MOESpecialisation<T, WeightType>() && ok) {",
+            "    if (sm == 120 && !kernels::cutlass_kernels::isValidSM120MOESpecialisation<T, WeightType>() &&\n"
+            "        ok) {",
+            id="a-template-arguments-comma-is-no-argument-list",
+        ),
+    ],
+)
+def test_a_broken_operand_is_placed_as_clang_format_places_it(line: str, broken: str) -> None:
+    """The continuation column of each case is what clang-format 18 (Google style, ColumnLimit 100) writes for it
+    (checked by hand when the rule was written; clang-format is not a dependency)."""
+    from codemods.gates.cpp.wrap import _breaks_of
+
+    out, at = "", 0
+    for start, end, text in _breaks_of(line, 100, "\n"):
+        out, at = out + line[at:start] + text, end
+    assert out + line[at:] == broken

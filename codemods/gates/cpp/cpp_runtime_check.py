@@ -76,11 +76,11 @@ from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet, whole_families
 from codemods.cpp import syntax
 from codemods.gates import CannotWiden, Edit, Gate, decode, edit_between, line_of
 from codemods.gates.cpp.checks.conditions import (
-    Atom, MEANINGS, conditions, evaluate_node, gates_in, is_not, logical_op, macro_atom, read_atom, unreadable,
+    FIXED, Atom, MEANINGS, conditions, has_fixed, evaluate_node, gates_in, is_not, logical_op, macro_atom, read_atom, unreadable,
 )
 from codemods.gates.cpp.checks.polarity import exit_of
 from codemods.gates.cpp.checks.widening import (
-    _add_disjunct, _add_equality, _chain_terms, _context_of, _drop_conjuncts, _drop_disjuncts, _extend_chain,
+    _add_disjunct, _add_equality, _add_pair, _chain_terms, _context_of, _drop_conjuncts, _drop_disjuncts, _extend_chain,
     _extend_negated_chain, _macro_chain, _move_range_bound, _snippet, _variables, _widen_conjunct, _widen_disjunct,
 )  # fmt: skip
 from codemods.gates.cpp.wrap import fit
@@ -88,15 +88,17 @@ from codemods.gates.cpp.wrap import fit
 KIND = "cpp_runtime_check"
 
 
-def check_selector(name: str, value, meanings: tuple[str, ...] = MEANINGS) -> str:
-    """`names` maps a variable's text to one of `meanings`; the other selectors are strings."""
+def check_selector(name: str, value, meanings: tuple[str, ...] = MEANINGS, fixed: bool = True) -> str:
+    """`names` maps a variable's text to one of `meanings` (or, with `fixed`, a fixed arch: `"sm_100"`); the other
+    selectors are strings."""
     if name != "names":
         return "" if isinstance(value, str) and value else f"{name!r} must be a string"
     if not isinstance(value, dict) or not value:
         return "'names' must be a table of variable = meaning"
     for variable, meaning in value.items():
-        if meaning not in meanings:
-            return f"names: {variable!r} = {meaning!r}; a meaning is one of {', '.join(meanings)}"
+        if meaning not in meanings and not (fixed and isinstance(meaning, str) and FIXED.match(meaning)):
+            also = ', or a fixed arch such as "sm_100" (a config built for that arch)' if fixed else ""
+            return f"names: {variable!r} = {meaning!r}; a meaning is one of {', '.join(meanings)}{also}"
     return ""
 
 
@@ -302,7 +304,8 @@ def widen(
         why = (
             f"what {', '.join(unknown)} holds is not known; declare it in the recipe, e.g. names = {{\"{unknown[0]}\" = \"sm\"}}"
             if unknown
-            else "it compares with something other than an integer literal"
+            else "it compares with something other than an integer literal (a config's arch compared with the "
+            "device's is read when the recipe names it as a fixed arch: names = {\"config.sm_version\" = \"sm_100\"})"
         )
         raise CannotWiden(f"{where}: {why}; widen it by hand otherwise")
     if all(before.admits(t) for t in targets):
@@ -320,6 +323,8 @@ def widen(
         candidates = [drop, *(candidate for candidate in candidates if candidate is not drop)]
     if not negated:  # a range the targets adjoin: in an `||`, before an equality gains them; alone, after a drop
         candidates.insert(0 if logical_op(syntax.unparenthesized(node)) == "||" else 3, _move_range_bound)
+    if has_fixed(names):  # a config's arch against the device's: the new pair, as its own disjunct
+        candidates.insert(0, _add_pair)
     for candidate in candidates:
         text = candidate(gate.text, node, names, missing, inside)
         if text is None:

@@ -13,7 +13,8 @@ line (or what is left of it) after a `&&` or `||`: the one least deeply
 nested in brackets among those whose line up to them fits (the rightmost of
 those), the rest on a continuation line aligned one column after the bracket
 that holds that operator (or after `return `, for an operand of the returned
-expression), again while the rest is too long and has such a break. A line
+expression; four columns further when that bracket holds a list of arguments,
+so that the rest does not read as the next argument), again while the rest is too long and has such a break. A line
 with no such break is left as it is. The limit is the file's (`column_limit`:
 the length three of its lines reach, 100 at least), which cuda_guard's
 continued `#if` lines keep to as well. The cuts are placed back into the
@@ -52,6 +53,8 @@ def _breaks(line: str) -> list[tuple[int, int, int]]:
     masked = _OPAQUE.sub(lambda match: "\0" * len(match.group()), line)
     found: list[tuple[int, int, int]] = []
     opened: list[int] = []
+    listing: set[int] = set()  # brackets holding a `,` of their own: an argument list
+    angles = 0  # open template argument lists (`Foo<T, U>`: clang-formatted code spaces a comparison's `<`)
     word = line.lstrip()
     if word.startswith("return "):
         # `return a ||` / `       b;`: the operands of a returned expression align after `return `
@@ -65,13 +68,21 @@ def _breaks(line: str) -> list[tuple[int, int, int]]:
             if not opened:
                 return []  # closes a bracket of an earlier line: the alignment is not on this line
             opened.pop()
+        elif c == "<" and i and (masked[i - 1].isalnum() or masked[i - 1] == "_") and masked[i + 1 : i + 2] not in ("<", "="):
+            angles += 1
+        elif c == ">" and angles:
+            angles -= 1
+        elif c == "," and opened and not angles:
+            listing.add(opened[-1])
         elif masked.startswith(("&&", "||"), i):
             if opened:
                 found.append((len(opened), i + 2, opened[-1]))
             i += 2
             continue
         i += 1
-    return found
+    # an operand broken inside one argument of several goes four columns deeper than the argument, so that it is
+    # not read as the next argument: `CHECK((a) ||` / `          (b),` / `      "msg")` (8f4e806e2)
+    return [(depth, at, bracket + 4 if bracket in listing else bracket) for depth, at, bracket in found]
 
 
 # A statement that is a call (a check macro) streaming into `<<`: `TVM_FFI_ICHECK(cond) << "msg";`

@@ -112,7 +112,7 @@ def check_selector(name: str, value) -> str:
     if name == "names":
         from codemods.gates.cpp import cpp_runtime_check
 
-        wrong = cpp_runtime_check.check_selector(name, value, (*cpp_runtime_check.MEANINGS, "pair"))
+        wrong = cpp_runtime_check.check_selector(name, value, (*cpp_runtime_check.MEANINGS, "pair"), fixed=False)
         if wrong:
             return wrong
         for spelled in value:

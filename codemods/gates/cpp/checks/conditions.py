@@ -22,6 +22,9 @@ from codemods.cpp import syntax
 from codemods.cpp.expression import COMPARISONS, integer
 
 MEANINGS = ("sm", "major", "minor", "cuda_arch")
+# A fixed arch as a meaning (`"sm_100"`): the variable holds that arch's sm number whatever the device is (a config
+# built for SM100), so a check comparing it with the device's capability says which devices may run it.
+FIXED = re.compile(r"^sm_(?P<code>\d{2,3})$")
 # Last names (after `.` or `->`, or a call's name with `()`) whose meaning is recognised without a declaration.
 COMMON_NAMES = {
     "sm_version": "sm", "smVersion": "sm", "sm": "sm", "mSM": "sm", "getSMVersion()": "sm", "get_sm_version()": "sm",
@@ -89,7 +92,80 @@ def read_atom(node: tree_sitter.Node, names: dict[str, str]) -> Atom | None:
 
 
 def value_of(meaning: str, arch: Arch) -> int:
+    fixed = FIXED.match(meaning)
+    if fixed:
+        return int(fixed.group("code"))
     return {"sm": arch.code, "major": arch.major, "minor": arch.minor, "cuda_arch": arch.cuda_arch}[meaning]
+
+
+_ARITHMETIC = {"/": lambda a, b: a // b if b else None, "*": lambda a, b: a * b, "%": lambda a, b: a % b if b else None,
+               "+": lambda a, b: a + b, "-": lambda a, b: a - b}
+
+
+def has_fixed(names: dict[str, str]) -> bool:
+    """Whether the recipe names a variable as a fixed arch (`"sm_100"`): only then are comparisons of two
+    capability expressions read (`cfg / 10 == sm_ / 10`)."""
+    return any(FIXED.match(meaning) for meaning in names.values())
+
+
+def side_value(node: tree_sitter.Node, arch: Arch, names: dict[str, str]) -> int | None:
+    """An integer expression's value on `arch`: literals, named variables, and `/ * % + -` of them (C++'s
+    integer division; capabilities are not negative); None when a part is neither."""
+    node = syntax.unparenthesized(node)
+    literal = _literal(node)
+    if literal is not None:
+        return literal
+    if node.type in _VARIABLE_TYPES:
+        meaning = _meaning(_spelled(node), names)
+        return None if meaning is None else value_of(meaning, arch)
+    if node.type != "binary_expression":
+        return None
+    op = node.child_by_field_name("operator")
+    apply = _ARITHMETIC.get((op.text or b"").decode() if op is not None else "")
+    if apply is None:
+        return None
+    left = side_value(syntax.field(node, "left"), arch, names)
+    right = side_value(syntax.field(node, "right"), arch, names)
+    return None if left is None or right is None else apply(left, right)
+
+
+def relation(node: tree_sitter.Node, names: dict[str, str]) -> tuple[tree_sitter.Node, tree_sitter.Node] | None:
+    """(left, right) of a comparison of two integer expressions of named variables and literals (`cfg / 10 == sm_ /
+    10`, `sm_ / 10 == 11`), read only when the recipe names a fixed-arch variable; None otherwise."""
+    if not has_fixed(names) or node.type != "binary_expression":
+        return None
+    op = node.child_by_field_name("operator")
+    if op is None or (op.text or b"").decode() not in _FLIPPED:
+        return None
+    left, right = syntax.field(node, "left"), syntax.field(node, "right")
+    probe = Arch(9, 0)
+    if side_value(left, probe, names) is None or side_value(right, probe, names) is None:
+        return None
+    return (left, right) if _literal(syntax.unparenthesized(left)) is None or _literal(syntax.unparenthesized(right)) is None else None
+
+
+def reads_fixed(node: tree_sitter.Node, names: dict[str, str]) -> bool:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type in _VARIABLE_TYPES and FIXED.match(_meaning(_spelled(current), names) or ""):
+            return True
+        stack.extend(current.children)
+    return False
+
+
+def relation_variables(node: tree_sitter.Node, names: dict[str, str]) -> dict[str, str]:
+    """The named variables a relation reads, with their meanings."""
+    out, stack = {}, [node]
+    while stack:
+        current = stack.pop()
+        if current.type in _VARIABLE_TYPES:
+            meaning = _meaning(_spelled(current), names)
+            if meaning is not None:
+                out[_spelled(current)] = meaning
+                continue
+        stack.extend(current.children)
+    return out
 
 
 def logical_op(node: tree_sitter.Node) -> str | None:
@@ -122,6 +198,12 @@ def evaluate_node(node: tree_sitter.Node, arch: Arch, names: dict[str, str]) -> 
         macro = macro_name(node)
         if macro is not None:
             return _evaluate_macro(node, macro, arch, names)
+    if relation(node, names) is not None:
+        op = syntax.field(node, "operator").text or b""
+        sides = [side_value(syntax.field(node, side), arch, names) for side in ("left", "right")]
+        if sides[0] is None or sides[1] is None:
+            return None
+        return COMPARISONS[op.decode().replace("not_eq", "!=")](sides[0], sides[1])
     atom = read_atom(node, names)
     if atom is None or atom.meaning is None:
         return None
@@ -174,6 +256,8 @@ def _pure(node: tree_sitter.Node, names: dict[str, str], selected) -> bool | Non
         return bool(left and right)
     if is_not(node):
         return _pure(syntax.field(node, "argument"), names, selected)
+    if relation(node, names) is not None:
+        return True
     atom = read_atom(node, names)
     return atom is not None and selected(atom)
 
@@ -230,7 +314,8 @@ def unreadable(condition: tree_sitter.Node, names: dict[str, str], wanted: str |
     while stack:
         node = stack.pop()
         op = node.child_by_field_name("operator") if node.type == "binary_expression" else None
-        if op is not None and (op.text or b"").decode() in _FLIPPED | {"not_eq": "!="} and read_atom(node, names) is None:
+        if (op is not None and (op.text or b"").decode() in _FLIPPED | {"not_eq": "!="} and read_atom(node, names) is None
+                and relation(node, names) is None):
             if _reads_capability(node, names, wanted):
                 return True
         stack.extend(node.children)
@@ -277,7 +362,8 @@ def conditions(body: tree_sitter.Node, macro: str | None, language: str) -> list
                 args = _arguments(node)
                 if COMPARISON_MACRO.match(name) and len(args) == 2:
                     found.append((node, name))
-                elif _CONDITION_MACRO.match(name) and args:
+                elif (_CONDITION_MACRO.match(name) or name == macro) and args:
+                    # a macro the recipe names takes its condition first (`TLLM_CHECK_WITH_INFO(cond, "fmt", ...)`)
                     found.append((args[0], name))
     return found
 

@@ -15,7 +15,8 @@ from codemods.core.arch import Arch, moved_upper_bound
 from codemods.cpp import syntax
 from codemods.gates import Gate, apply_edits, drop_operands
 from codemods.gates.cpp.checks.conditions import (
-    Atom, COMPARISON_MACRO, evaluate_node, logical_op, macro_atom, macro_name, range_bounds, read_atom, value_of,
+    Atom, COMPARISON_MACRO, evaluate_node, logical_op, macro_atom, macro_name, range_bounds, read_atom, reads_fixed,
+    relation, relation_variables, side_value, value_of,
 )  # fmt: skip
 
 
@@ -36,6 +37,8 @@ def _variables(node: tree_sitter.Node, names) -> dict[str, str | None]:
             atom = macro_atom(current, names) or atom
         if atom is not None:
             out[atom.variable] = atom.meaning
+        elif current.type == "binary_expression" and relation(current, names) is not None:
+            out.update(relation_variables(current, names))
         stack.extend(current.children)
     return out
 
@@ -293,3 +296,38 @@ def _macro_chain(text: str, node, names, missing: list[Arch], inside: str) -> st
     start, _ = _span(function)
     a_start, a_end = _span(arguments)
     return text[:start] + match.group("base") + "(" + chain + ")" + text[a_end:]
+
+
+def _add_pair(text: str, node, names, missing: list[Arch], inside: str) -> str | None:
+    """A check that a config's arch matches the device's gains the new pair as a disjunct of its own, in the
+    check's spelling: `cfg / 10 == sm_ / 10` with `cfg` named `"sm_100"`, for sm_110 ->
+    `(cfg / 10 == sm_ / 10) || (cfg / 10 == 10 && sm_ / 10 == 11)` (FlashInfer 8f4e806e2: SM100 MoE configs on
+    SM110 devices)."""
+    inner = syntax.unparenthesized(node)
+    top = logical_op(inner)
+    operands = [inner] if top is None else [syntax.unparenthesized(o) for o in _disjuncts(inner)] if top == "||" else []
+    for operand in operands:
+        sides = relation(operand, names)
+        op = operand.child_by_field_name("operator") if sides is not None else None
+        if sides is None or op is None or op.text != b"==":
+            continue
+        fixed, other = sides if reads_fixed(sides[0], names) else sides[::-1]
+        if not reads_fixed(fixed, names) or reads_fixed(other, names):
+            continue
+        fixed_value = side_value(fixed, missing[0], names)
+        values = sorted({side_value(other, target, names) for target in missing}, key=lambda v: -1 if v is None else v)
+        if fixed_value is None or None in values or any(side_value(fixed, t, names) != fixed_value for t in missing):
+            return None
+        fixed_text, other_text = (text[slice(*_span(side))] for side in (fixed, other))
+        tests = [f"{other_text} == {value}" for value in values]
+        device = tests[0] if len(tests) == 1 else "(" + " || ".join(tests) + ")"
+        old = text if top == "||" or inner is not node else f"({text})"
+        out = f"{old} || ({fixed_text} == {fixed_value} && {device})"
+        return f"({out})" if inside == "&&" else out
+    return None
+
+
+def _disjuncts(node: tree_sitter.Node) -> list[tree_sitter.Node]:
+    if logical_op(node) != "||":
+        return [node]
+    return [*_disjuncts(syntax.field(node, "left")), *_disjuncts(syntax.field(node, "right"))]
