@@ -237,9 +237,13 @@ def _definitions(rel: str, data: bytes, tree: ast.Module, context: Context) -> l
         records.append(gate_record(rel, gate, arch, reader(gate.context, gate.detail["lookup"], arch)))
     for gate in python_min_capability.find(data, universe, tree):
         records.append(gate_record(rel, gate, arch))
-    # `has_arch(100) or has_arch(103)`; vLLM's `current_platform.has_device_capability(100)` read from its Platform
-    for gate in python_arch_call.find(data, universe, tree, context.meanings):
-        records.append(gate_record(rel, gate, arch))
+    # `has_arch(100) or has_arch(103)`; vLLM's `current_platform.has_device_capability(100)`, read from its Platform,
+    # is a run-time test: what the arch gets there is read from its statement, as for the other Python gates
+    calls = python_arch_call.find(data, universe, tree, context.meanings)
+    records += [gate_record(rel, gate, arch) for gate in calls if not gate.detail.get("numbered")]
+    numbered = [gate for gate in calls if gate.detail.get("numbered")]
+    if numbered:
+        records += _records(rel, data, (PythonText(data), tree), numbered, arch)
     return records
 
 

@@ -160,6 +160,8 @@ def _gate(
     start, end = text.span(nodes[0])[0], text.span(nodes[-1])[1]
     operand = isinstance(parent, ast.UnaryOp) or (isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.And))
     detail: dict = {"numbers": numbers, "operand": operand, "calls": [_callee(n) for n in nodes]}
+    if any(_meaning(name, number, meanings) for name, number in zip(detail["calls"], numbers)):
+        detail["numbered"] = True  # a platform predicate (vLLM's), read from its definition: a run-time test
     if own is not None and isinstance(parent, ast.Call) and any(arg is own for arg in parent.args):
         # `generate_sm100_operations(has_arch(100) or ...)`: the test is the argument
         detail["passed_to"] = called(parent)
