@@ -219,7 +219,7 @@ def test_json_output(cli, example_repo):
     "args, code, message",
     [
         pytest.param(["run", "sm120-enable", "--repo", "{tmp}/nope"], 6, "no tree at --repo", id="missing-path"),
-        pytest.param(["run", "sm120-enable", "--repo", "{tmp}"], 6, "no FlashInfer or SGLang tree found", id="not-a-project"),
+        pytest.param(["run", "sm120-enable", "--repo", "{tmp}"], 6, "no FlashInfer, SGLang or vLLM tree found", id="not-a-project"),
         pytest.param(["run", "no-such-recipe", "--repo", "{tmp}"], 8, "no recipe named 'no-such-recipe'", id="unknown-recipe"),
         pytest.param(["revert", "sm120-enable", "--repo", "{repo}"], 7, "is not applied here", id="revert-not-applied"),
     ],

@@ -148,7 +148,7 @@ def test_nvidia_smi_topology_is_refused(cli, path):
     result = cli("doctor", path)
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr.startswith("error[bad-usage]: ")
-    assert "not an SGLang server log: it looks like `nvidia-smi topo -m` output" in result.stderr
+    assert "not an SGLang or vLLM server log: it looks like `nvidia-smi topo -m` output" in result.stderr
     assert "--preflight --topo FILE" in result.stderr
     data = json.loads(cli("doctor", path, "--format", "json").stdout)
     assert data["error"]["exit_code"] == 2 and "nvidia-smi topo -m" in data["error"]["message"]
@@ -302,7 +302,7 @@ def test_a_document_that_quotes_error_text_is_refused_not_judged(cli, tmp_path):
     result = cli("doctor", readme)
     assert result.exit_code == 2 and result.stdout == "", result.output
     assert "verdict" not in result.output
-    assert result.stderr.startswith(f"error[bad-usage]: {readme}: not an SGLang server log: it looks like text without SGLang's")
+    assert result.stderr.startswith(f"error[bad-usage]: {readme}: not an SGLang or vLLM server log: it looks like text without SGLang's")
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,7 @@ def command(line: str) -> str:
 def test_the_readme_is_short_and_its_first_screen_says_what_the_tool_is():
     assert len(README.splitlines()) <= 250
     first_screen = "\n".join(README.splitlines()[:12])
-    assert "FlashInfer" in first_screen and "SGLang" in first_screen and "GPU-architecture gates" in first_screen
+    assert "FlashInfer" in first_screen and "SGLang" in first_screen and "vLLM" in first_screen and "GPU-architecture gates" in first_screen
 
 
 def test_two_set_up_commands_install_and_run_the_demo_and_run_the_tests():

@@ -20,6 +20,7 @@ from codemods.core import errors
 DISTRIBUTIONS = {
     "flashinfer": ("flashinfer-python", "flashinfer"),
     "sglang": ("sglang",),
+    "vllm": ("vllm",),
 }
 
 # `-I` keeps the folder codemod runs in (an inspected tree, perhaps) off sys.path, so its json.py or

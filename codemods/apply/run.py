@@ -158,7 +158,7 @@ def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, fo
             continue
         if dry_run:
             result = RunResult(plan, prefix, choose(plan.changed) if choose else plan.changed, "dry-run")
-            _refuse_half_patches(result, force)
+            _refuse_half_patches(result, force, [p for _, _, p, _ in prepared])
             if repo is not None:
                 try:
                     _check(repo, plan, prefix, recipe, workspace, branch)
@@ -183,7 +183,7 @@ def _run_locked(recipe, spots, universe, dry_run, only, skip, branch, choose, fo
     for _, pending in groups.values():
         for result in pending:
             result.selected = choose(result.plan.changed) if choose else result.plan.changed
-            _refuse_half_patches(result, force)
+            _refuse_half_patches(result, force, [p for _, _, p, _ in prepared])
             if not result.selected:
                 result.status = "nothing-selected"
     _apply_all(list(groups.values()), name, recipe.id)
@@ -208,9 +208,10 @@ def check_names(recipe: Recipe, branch: str | None = None) -> None:
             raise errors.BadUsage(f"--branch {branch!r}: {problem}", hint="for example --branch codemod/sm120-enable-try2")
 
 
-def _refuse_half_patches(result: RunResult, force: bool) -> None:
-    """Stop (exit 3, nothing written) when the selection leaves out a change a selected one needs; --force records it."""
-    problems = half_patches(result.plan, result.selected)
+def _refuse_half_patches(result: RunResult, force: bool, plans: list[Plan] | None = None) -> None:
+    """Stop (exit 3, nothing written) when the selection leaves out a change a selected one needs, in this tree or
+    another project's (`plans`: every tree of the run); --force records it."""
+    problems = half_patches(result.plan, result.selected, plans or ())
     if not problems:
         return
     if force:
@@ -220,9 +221,13 @@ def _refuse_half_patches(result: RunResult, force: bool) -> None:
     missing = sorted({needed for _, needed, _ in problems})
     raise errors.PlanFailed(
         "this selection would leave a half-patch (a JIT spec admitting an arch whose kernel guards still drop it "
-        "compiles empty kernels that return garbage):\n  " + "\n  ".join(lines),
+        "compiles empty kernels that return garbage; a serving engine's fusion turned on where FlashInfer's JIT "
+        "still refuses the arch fails when it starts):\n  " + "\n  ".join(lines),
         where=str(result.plan.tree.root),
-        hint=f"select {' and '.join(missing)} too (--only), or pass --force to apply it anyway (recorded in the commit); nothing was written",
+        hint=(
+            f"select {' and '.join(missing)} too (--only; another project's tree with --package or --repo), "
+            "or pass --force to apply it anyway (recorded in the commit); nothing was written"
+        ),
     )
 
 

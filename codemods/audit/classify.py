@@ -361,6 +361,20 @@ def lookup_path(name: str, line: int, arch: Arch) -> Path:
     return Path(ERROR, f"`{name}` has no key for {arch.name}: the lookup at line {line} fails")
 
 
+def capability_table_path(name: str, arch: Arch) -> Path:
+    """What `arch` gets where a capability table (vLLM's `FI_ALLREDUCE_FUSION_MAX_SIZE_MB`, integer keys, read with
+    `.get(capability, {})`) has no row for it: no error, the feature it sizes is off; its rows are tuning data."""
+    return Path(TUNES, f"`{name}` is tuning data keyed by capability with no row for {arch.name}: what it sizes is "
+                       "off there (no error); a recipe can copy a measured arch's row (`value_from`), then measure")
+
+
+def call_arch_path(gate_numbered: bool, passed_to: str, arch: Arch) -> Path:
+    """`call_path`, or for vLLM's platform predicates (a run-time test, no build) what the test is at run time."""
+    if gate_numbered:
+        return Path(NOTHING, f"the platform test is False on {arch.name} at run time")
+    return call_path(passed_to, arch)
+
+
 def table_path(function: str, line: int, arch: Arch) -> Path:
     """What `arch` gets where a map bound to no name (`{"90a": True}[get_device_arch()]`) lacks it: the lookup
     fails if reached, and whether it is reached is decided by the callers of `function`, which are not followed

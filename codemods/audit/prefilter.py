@@ -119,8 +119,11 @@ def defines_predicates(data: bytes) -> bool:
 
 
 def calls_arch(data: bytes) -> bool:
-    """Whether `data` may call a function given an arch number, `has_arch(100)` (python_arch_call)."""
-    return ARCH_CALL_TOKEN in data and bool(python_arch_call.PREFILTER.search(data))
+    """Whether `data` may call a function given an arch number, `has_arch(100)` or vLLM's
+    `has_device_capability(100)` (python_arch_call)."""
+    return (ARCH_CALL_TOKEN in data and bool(python_arch_call.PREFILTER.search(data))) or (
+        b"_capability" in data and bool(python_arch_call.NUMBERED_PREFILTER.search(data))
+    )
 
 
 def declares_min_capability(data: bytes) -> bool:
@@ -129,10 +132,11 @@ def declares_min_capability(data: bytes) -> bool:
 
 
 def may_hold_arch_map(data: bytes) -> bool:
-    """Whether `data` may hold a dict keyed by arch strings (python_arch_map)."""
-    return (b'"sm' in data or b"'sm" in data or b'":' in data or b"':" in data) and bool(
-        python_arch_map.PREFILTER.search(data)
-    )
+    """Whether `data` may hold a dict keyed by arch strings, or a capability table keyed by numbers that a file
+    saying `capability` holds (python_arch_map)."""
+    return (
+        (b'"sm' in data or b"'sm" in data or b'":' in data or b"':" in data) and bool(python_arch_map.PREFILTER.search(data))
+    ) or (b"apabilit" in data and bool(python_arch_map.TABLE_PREFILTER.search(data)))
 
 
 def python_kinds(data: bytes) -> list:

@@ -101,7 +101,8 @@ def _assigned(gate: Gate) -> bool:
 
 
 def _generic(gate: Gate) -> bool:
-    if gate.kind not in _KINDS or "returns_early" in gate.detail:
+    numbered = gate.kind == "python_arch_call" and gate.detail.get("numbered")  # vLLM's platform predicates
+    if (gate.kind not in _KINDS and not numbered) or "returns_early" in gate.detail:
         return False
     return "value" not in gate.detail  # a choice between two values is read for tuning only
 

@@ -241,12 +241,21 @@ def _definitions(rel: str, data: bytes, tree: ast.Module, context: Context) -> l
         path = python_advice.definition_path(data, tree, gate, path, arch)  # "excludes SM121" over the def
         records.append(gate_record(rel, gate, arch, path))
     for gate in python_arch_map.find(data, universe, tree):
+        if gate.detail.get("table"):
+            records.append(gate_record(rel, gate, arch, classify.capability_table_path(gate.context, arch)))
+            continue
         reader = classify.lookup_path if gate.detail["map"] is not None else classify.table_path
         records.append(gate_record(rel, gate, arch, reader(gate.context, gate.detail["lookup"], arch)))
     for gate in python_min_capability.find(data, universe, tree):
         records.append(gate_record(rel, gate, arch))
-    for gate in python_arch_call.find(data, universe, tree):  # `has_arch(100) or has_arch(103)`
-        records.append(widen_checked(gate_record(rel, gate, arch), gate, data, arch, Where(rel)))
+    # `has_arch(100) or has_arch(103)`; vLLM's `current_platform.has_device_capability(100)`, read from its Platform,
+    # is a run-time test: what the arch gets there is read from its statement, as for the other Python gates
+    calls = python_arch_call.find(data, universe, tree, context.meanings)
+    records += [widen_checked(gate_record(rel, gate, arch), gate, data, arch, Where(rel, context.meanings))
+                for gate in calls if not gate.detail.get("numbered")]
+    numbered = [gate for gate in calls if gate.detail.get("numbered")]
+    if numbered:
+        records += _records(rel, data, (PythonText(data), tree), numbered, arch, context.deliberate, context.meanings)
     return records
 
 

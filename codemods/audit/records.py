@@ -144,7 +144,8 @@ def _default_path(gate: Gate, arch: Arch) -> classify.Path:
     if gate.kind == "cmake_arch_list":
         return classify.Path(classify.NOTHING, f"the kernels built from {gate.context} are not compiled for {arch.name}")
     if gate.kind == "python_arch_call":
-        return classify.call_path(str(gate.detail.get("passed_to", "")), arch)
+        numbered = any(name != "has_arch" and "capabilit" in name for name in gate.detail.get("calls", ()))
+        return classify.call_arch_path(numbered, str(gate.detail.get("passed_to", "")), arch)
     if "returns_early" in gate.detail:
         return classify.early_return_path(str(gate.detail["returns_early"]), arch)
     if "choice" in gate.detail or "value" in gate.detail:  # a python_capability value, or a predicate's stored

@@ -57,7 +57,7 @@ class Stderr:
 err = Stderr()
 
 REPO_HELP = "The project folder: a git checkout, or site-packages holding the installed wheel (repeatable)."
-PACKAGE_HELP = "An installed package (flashinfer, sglang), found with importlib.metadata (repeatable)."
+PACKAGE_HELP = "An installed package (flashinfer, sglang, vllm), found with importlib.metadata (repeatable)."
 PYTHON_HELP = "The Python whose installed packages --package means (default: this one)."
 _EMPHASISED = ("first option", "note", "warning")  # line heads printed bold on a terminal
 

@@ -90,7 +90,7 @@ class ChangesDispatch(PlanFailed):
 class UnknownProject(CodemodError):
     exit_code = 6
     code = "unknown-project"
-    default_hint = "point --repo at a FlashInfer or SGLang git checkout, or at site-packages of an installed wheel"
+    default_hint = "point --repo at a FlashInfer, SGLang or vLLM git checkout, or at site-packages of an installed wheel"
 
 
 class DirtyTree(CodemodError):

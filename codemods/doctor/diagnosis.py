@@ -45,6 +45,8 @@ _TRACEBACK = "Traceback (most recent call last):"
 # torch's "[rank3]:", or a Python process's own traceback (a crash before logging started).
 _LOG_SHAPED = re.compile(
     r"\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d|^(?:\([^)]*\)\s*)?\[rank\d+\]:|^(?:\[rank\d+\]:\s*)?Traceback \(most recent call last\):"
+    # vLLM: `(EngineCore_DP0 pid=42010) INFO 12-04 21:10:15 [core.py:93] ...` (no year: its time is not read)
+    r"|^\(\w+ pid=\d+\) (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d \["
 )
 _CHAINED = (
     "During handling of the above exception, another exception occurred:",
@@ -91,6 +93,7 @@ class Diagnosis:
         self.world_sizes: set[int] = set()
         self.configured_tp: int | None = None
         self.benign: dict[str, int] = {}
+        self.known: dict[str, tuple[str, str, str]] = {}
         self.tallies: dict[str, int] = {}
         self.groups: dict[tuple, SkipGroup] = {}
         self.series: dict[str, dict[str, Samples]] = {}  # metric -> source -> samples
@@ -199,6 +202,8 @@ class Diagnosis:
     def _benign(self, rule: LogRule, groups: dict, line: str, events: list[Event]) -> None:
         first = rule.id not in self.benign
         self.benign[rule.id] = self.benign.get(rule.id, 0) + 1
+        if first and rule.command:  # a known warning with a fix (vLLM's fusion disabled for want of a table row)
+            self.known[rule.id] = (rule.cause, rule.remedy, rule.command)
         if rule.tally:
             self.tallies[rule.tally] = self.tallies.get(rule.tally, 0) + 1
         keys = {k: v.strip() for k, v in groups.items() if k not in ("tactic", "tp_size")}
@@ -403,6 +408,7 @@ class Diagnosis:
             configured_tp=self.configured_tp,
             autotuner_skips=self.tallies.get(AUTOTUNER_SKIPS, 0),
             benign=dict(self.benign),
+            known=dict(self.known),
             skip_groups=groups,
             throughput=metrics.get(THROUGHPUT),
             metrics=metrics,
@@ -459,6 +465,6 @@ def refuse_if_not_a_log(report: Report) -> None:
     if report.recognised or not any(line.strip() for line in report.head):
         return
     raise errors.BadUsage(
-        f"not an SGLang server log: it looks like {looks_like(report.head)}", where=report.source or "-",
-        hint="give doctor the server's output (`python -m sglang.launch_server ... 2>&1 | tee server.log`)",
+        f"not an SGLang or vLLM server log: it looks like {looks_like(report.head)}", where=report.source or "-",
+        hint="give doctor the server's output (`python -m sglang.launch_server ... 2>&1 | tee server.log`, or `vllm serve ...`)",
     )

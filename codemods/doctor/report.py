@@ -64,6 +64,8 @@ class Report:
     phase: str = PHASE_START  # where the log ended
     first_time: str = ""  # the log's first and last timestamps
     last_time: str = ""
+    # a known warning with a fix (a benign rule with `cause`, `remedy`, `command`): rule id -> (cause, remedy, command)
+    known: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     recognised: int = 0  # lines with an SGLang timestamp (or another mark of server output): 0 means not a server log
     head: list[str] = field(default_factory=list)  # the first lines, to say what a file that is not a log looks like
 

@@ -1,4 +1,5 @@
-"""Doctor's rulebook: log rules as data (targets/doctor/sglang.toml plus the user's --rules files), loaded and checked.
+"""Doctor's rulebook: log rules as data (targets/doctor/vllm.toml and sglang.toml plus the user's --rules files), loaded
+and checked.
 
 Each rule is a regular expression, a class and an explanation. The first rule
 that matches a line decides what the line is, so a benign rule placed before
@@ -72,6 +73,12 @@ def builtin_rules_path() -> Path:
     return data_root() / "doctor" / "sglang.toml"
 
 
+def builtin_rules_paths() -> list[Path]:
+    """The built-in rule files: SGLang's (its shields, the ServerArgs dump, come first), then vLLM's, whose rules
+    match only vLLM's process prefixes or messages (SGLang's JIT-refusal rule leaves vLLM's lines to them)."""
+    return [builtin_rules_path(), builtin_rules_path().with_name("vllm.toml")]
+
+
 def load_rules(extra: Iterable[Path] = ()) -> list[LogRule]:
     """The user's rule files first (in order), then the built-in ones; an id seen again is dropped.
 
@@ -80,7 +87,7 @@ def load_rules(extra: Iterable[Path] = ()) -> list[LogRule]:
     """
     rules: list[LogRule] = []
     seen: set[str] = set()
-    for path in [*extra, builtin_rules_path()]:
+    for path in [*extra, *builtin_rules_paths()]:
         for rule in parse_rules(read_text(path), str(path)):
             if rule.id not in seen:
                 seen.add(rule.id)

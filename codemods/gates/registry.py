@@ -155,16 +155,22 @@ PYTHON_PREDICATE = GateKind(
     widens=False,
 )
 
-# Widened with a value copied from a key of the same major (python_arch_map.widen), or refused.
+# Widened with a value copied from a key of the same major, or from the row `value_from` names in a capability
+# table (python_arch_map.widen), or refused.
 PYTHON_ARCH_MAP = GateKind(
     name="python_arch_map",
     selectors=_optional(
-        "assigns", "key", "function",
-        hints={"assigns": 'assigns = "_TMEM_MAX_ALLOC_COLUMNS_MAP"', "key": 'key = "mm_fp4"   # the dict under this key of `assigns`'},
+        "assigns", "key", "function", "value_from",
+        hints={
+            "assigns": 'assigns = "_TMEM_MAX_ALLOC_COLUMNS_MAP"', "key": 'key = "mm_fp4"   # the dict under this key of `assigns`',
+            "value_from": "value_from = 100   # a capability table's new rows copy row 100",
+        },
     ),
     find=lambda source, universe, where, selector: python_arch_map.find(source, universe, **selector),
     admits=lambda text, universe, where, detail: python_arch_map.admits(text, universe),
     widen=lambda source, gate, targets, universe, where: python_arch_map.widen(source, gate, targets),
+    notes=lambda source, gate, targets, universe, where: python_arch_map.notes(gate, targets),
+    check_selector=lambda key, value: python_arch_map.check_selector(key, value),
     # only an arch widen can add: a same-major key below it to copy a value from (find lists them as `adds`)
     has_edit=lambda gate, arch: arch is None or arch.name in gate.detail.get("adds", ()),
 )
@@ -178,16 +184,18 @@ PYTHON_MIN_CAPABILITY = GateKind(
     widen=lambda source, gate, targets, universe, where: python_min_capability.widen(source, gate, targets, universe),
 )
 
-# A function given an arch number, or an `or` of its calls (`has_arch(100) or has_arch(103)`): gains the targets'.
+# A function given an arch number, or an `or` of its calls (`has_arch(100) or has_arch(103)`, vLLM's
+# `current_platform.is_device_capability_family(100)`): gains the targets'.
 PYTHON_ARCH_CALL = GateKind(
     name="python_arch_call",
     selectors=_optional(
         "call", "function", "assigns", hints={"call": 'call = "has_arch"   # has_arch(100) or has_arch(103)'}
     ),
-    find=lambda source, universe, where, selector: python_arch_call.find(source, universe, **selector),
-    admits=lambda text, universe, where, detail: python_arch_call.admits(text, universe),
-    widen=lambda source, gate, targets, universe, where: python_arch_call.widen(source, gate, targets, universe),
+    find=lambda source, universe, where, selector: python_arch_call.find(source, universe, None, where.meanings, **selector),
+    admits=lambda text, universe, where, detail: python_arch_call.admits(text, universe, where.meanings),
+    widen=lambda source, gate, targets, universe, where: python_arch_call.widen(source, gate, targets, universe, where.meanings),
     check_selector=lambda key, value: python_arch_call.check_selector(key, value),
+    reads_predicates=True,  # vLLM's numbered platform predicates (`has_device_capability(100)`)
 )
 
 # A CMake list of the archs a kernel family is built for (`cuda_archs_loose_intersection(SCALED_MM_ARCHS "10.0a;12.0a" ...)`).

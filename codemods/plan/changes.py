@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from codemods.core.arch import Arch, ArchSet
@@ -74,19 +75,31 @@ class Plan:
         return list(dict.fromkeys(m for c in self.changed for m in c.change.jit_modules))
 
 
-def half_patches(plan: Plan, selected: list[PlannedChange]) -> list[tuple[str, str, str]]:
+def half_patches(plan: Plan, selected: list[PlannedChange], others: Sequence[Plan] = ()) -> list[tuple[str, str, str]]:
     """Why applying only `selected` would leave a half-patch: (change, needed change, why) for each need left unmet.
 
     A needed change that would change nothing (its gates already admit the
     target) is no reason; one that would change files, or cannot be planned,
     is: a JIT spec widened without its kernels' guards builds empty kernels.
+    A need on another project's change (vLLM's fusion on FlashInfer's JIT gate) is read in `others`, the plans
+    of the run's other trees; when none of them is that project, the need is unmet: nothing says the
+    installed FlashInfer admits the arch.
     """
     chosen = {c.id for c in selected}
     by_id = {c.id: c for c in [*plan.changes, *plan.unselected]}
+    elsewhere = {c.id: c for other in others if other is not plan for c in [*other.changes, *other.unselected]}
+    chosen |= {c.id for other in others if other is not plan for c in other.changes}
+    projects = {other.tree.project.name for other in others}
+    changes = {c.id: c for c in plan.recipe.changes}
     problems = []
     for pc in selected:
         for needed in pc.change.needs:
-            other = by_id.get(needed)
+            other = by_id.get(needed) or elsewhere.get(needed)
+            if other is None and needed in changes and changes[needed].project != pc.change.project:
+                project = changes[needed].project
+                if project not in projects:
+                    problems.append((pc.id, needed, f"is in {project}, a project this run does not touch (give its tree too: --repo or --package {project})"))
+                continue
             if other is None or needed in chosen or other.outcome in ("unchanged", "skipped"):
                 continue
             state = "is left out" if other.outcome == "changed" else f"cannot be applied ({other.reason})"

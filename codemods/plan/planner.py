@@ -94,7 +94,8 @@ def _plan_locations(
     A candidate misses when its file does not exist or holds no such gate.
     When all miss, the change fails naming each candidate and why; with
     `optional = "absent"` it is skipped instead, but only if no candidate's
-    file and function exist at all (a gate that moved away must not pass silently).
+    file and function (or, with `assigns` and no `function`, a binding of that name) exist at all (a gate that moved
+    away must not pass silently).
     """
     tried: list[str] = []
     anchors_absent = True
@@ -125,8 +126,15 @@ def _plan_locations(
         if not pc.missed:
             pc.tried = tried
             return pc
-        function = location.selector.get("function")
-        if function is None or re.search(rb"def\s+" + re.escape(function.encode()) + rb"\b", pc.before):
+        function, assigns = location.selector.get("function"), location.selector.get("assigns")
+        present: object
+        if function is not None:
+            present = re.search(rb"def\s+" + re.escape(function.encode()) + rb"\b", pc.before)
+        elif isinstance(assigns, str):  # a name the file never binds (a size table before it existed) is absent
+            present = re.search(rb"(?m)^[ \t]*" + re.escape(assigns.encode()) + rb"[ \t]*(?::[^=\n]*)?=(?!=)", pc.before)
+        else:
+            present = True
+        if present:
             anchors_absent = False
         tried.append(pc.reason)
     assert last is not None

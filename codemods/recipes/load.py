@@ -381,9 +381,8 @@ def detect(root: Path, names: list[str] | None = None) -> ProjectTree:
         for layout in project.layouts:
             if all((root / m).exists() for m in layout.markers):
                 return ProjectTree(project, layout, root)
-    raise errors.UnknownProject(
-        f"no {' or '.join(p.title for p in candidates)} tree found here",
-        where=str(root),
-    )
+    titles = [p.title for p in candidates]
+    named = " or ".join(titles) if len(titles) < 3 else f"{', '.join(titles[:-1])} or {titles[-1]}"
+    raise errors.UnknownProject(f"no {named} tree found here", where=str(root))
 
 

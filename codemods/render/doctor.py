@@ -97,6 +97,7 @@ def report_json(r: Report) -> dict:
             {"rule": g.rule, **g.key, "count": g.count, "tactics": g.tactics} for g in r.skip_groups
         ],
         "benign": r.benign,
+        "known": {k: {"cause": c, "remedy": m, "command": x} for k, (c, m, x) in r.known.items()},
         "throughput": throughput_json(r.throughput),
         "metrics": {name: throughput_json(t) for name, t in r.metrics.items()},
     }
@@ -192,6 +193,8 @@ def report_text(r: Report) -> list[str]:
     benign = {k: v for k, v in r.benign.items() if k != "autotuner-skip"}
     if benign:
         out.append("benign: " + ", ".join(f"{k} x{v}" for k, v in benign.items()))
+    for rule, (cause, remedy, command) in r.known.items():  # a warning with a known cause and fix
+        out += [f"known: ({rule})", f"  cause: {cause}", f"  remedy: {remedy}", f"  run: {command}"]
     return out
 
 

@@ -31,6 +31,10 @@ value, widen refuses: codemod never invents a value. A one-line dict that grows
 past the file's line length is split black's way, one entry a line with a
 trailing comma; a dict already split one entry a line gains a line.
 
+A capability table (vLLM's `FI_ALLREDUCE_FUSION_MAX_SIZE_MB = {90: {...}, 100: {...}}`, integer keys, numbers for
+values) admits the archs its keys name; its rows are tuning data, copied only from the row `value_from` names
+(`maps.tables`).
+
 `keyed_by` says which parameter of a module-level function every failing
 lookup of a map uses as its key (`compute_capability` above): scan reads the
 keys its callers pass (audit.map_callers).
@@ -40,7 +44,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from codemods.core.arch import DEFAULT_ARCHS, KNOWN_CODES, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, SourceError
@@ -48,6 +52,8 @@ from codemods.gates.python import polarity, tree_index
 from codemods.gates.python.capability.values import spell
 from codemods.gates.python.ast_text import PythonText, ast_of, dotted
 from codemods.gates.python.layout.text import line_length
+from codemods.gates.python.maps.tables import TABLE_PREFILTER, check_selector, notes  # noqa: F401 (this kind's hooks)
+from codemods.gates.python.maps.tables import capability_lookups as _capability_lookups, code_key as _code_key, is_table as _table
 
 KIND = "python_arch_map"
 
@@ -88,6 +94,8 @@ def _arch_keys(literal: ast.Dict) -> list[str] | None:
     elements = [_arch_element(k, position) for k in literal.keys]
     if not elements or any(e is None for e in elements):
         return None
+    if any(_code_key(k) for k in literal.keys) and not _table(literal):
+        return None  # integer keys: a capability table of numbers, or no arch map
     return [e[1] for e in elements if e is not None]
 
 
@@ -111,12 +119,14 @@ def _arch_element(key: ast.expr | None, position: int | None) -> tuple[ast.expr,
         key = key.elts[position] if isinstance(key, ast.Tuple) and position < len(key.elts) else None
     if isinstance(key, ast.Constant) and isinstance(key.value, str) and _key(key.value):
         return key, key.value
+    if position is None and isinstance(key, ast.Constant) and _code_key(key):
+        return key, str(key.value)
     return None
 
 
 def find(
     source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, tree: ast.Module | None = None, *,
-    assigns: str | None = None, key: str | None = None, function: str | None = None,
+    assigns: str | None = None, key: str | None = None, function: str | None = None, value_from: int | None = None,
 ) -> list[Gate]:
     """Every arch-keyed dict the file looks up so that a missing key fails, in source order: bound to a name, or
     looked up where it is written (`{"90a": True, "100a": False}[arch]`). `assigns` keeps the one bound to that
@@ -131,7 +141,10 @@ def find(
     nested: list[tuple[str, ast.Assign, ast.expr, ast.Dict, list[str]]] = []  # (outer name, its assignment, key, map)
     unbound: list[tuple[ast.Subscript, ast.Dict, list[str]]] = []  # `{...}[arch]`
     uses: list[tuple[str, ast.AST]] = []  # what may look a map up (`MAP[cc]`, `cc in MAP`), in walk order
+    tables: set[str] = set()  # capability tables that are module-level constants
     for node in tree_index.index(tree).nodes:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(node.value, ast.Dict):
+            node = ast.Assign(targets=[node.target], value=node.value, lineno=node.lineno, col_offset=node.col_offset)  # `NAME: T = {`
         if (
             isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
             and isinstance(node.value, ast.Dict) and node.value.keys
@@ -139,6 +152,9 @@ def find(
             keys = _arch_keys(node.value)
             if keys is not None:
                 maps[node.targets[0].id] = (node, node.value, keys)
+                bound = node.targets[0].id
+                if _table(node.value) and (assigns == bound or (assigns is None and bound.isupper() and node.col_offset == 0)):
+                    tables.add(bound)
             elif key is not None:
                 for outer_key, value in zip(node.value.keys, node.value.values):
                     if isinstance(outer_key, ast.Constant) and outer_key.value == key and isinstance(value, ast.Dict):
@@ -165,10 +181,13 @@ def find(
             key=lambda gate: gate.start,
         )
     uses = [(name, node) for name, node in uses if name in maps]
-    if not uses and not unbound:
+    looked_up = _capability_lookups(tree, maps) if any(_table(literal) for _, literal, _ in maps.values()) else []
+    if not uses and not unbound and not tables and not looked_up:
         return []  # no map, or none looked up: no parents to find (the costly part)
     up = polarity.parents([tree])
-    failing: dict[str, int] = {}
+    failing: dict[str, int] = {table: 0 for table in sorted(tables, key=lambda n: maps[n][0].lineno)}
+    for table_name, call in looked_up:
+        failing.setdefault(table_name, call.lineno)
     for _, node in uses:
         name, line, _ = _failing_lookup(node, maps, up)
         if name is not None and name not in failing:
@@ -177,7 +196,11 @@ def find(
     for name, line in failing.items():
         assign, literal, keys = maps[name]
         if (assigns is None or name == assigns) and (function is None or _function_of(assign, up) == function):
-            gates.append(_gate(source, text, universe, literal, keys, assign.lineno, name, line))
+            gate = _gate(source, text, universe, literal, keys, assign.lineno, name, line)
+            if _table(literal):
+                gate = replace(gate, detail={**gate.detail, "table": True, "value_from": value_from,
+                                             "adds": _adds(literal, keys, universe, value_from)})
+            gates.append(gate)
     for lookup, literal, keys in unbound:
         holder = _function_of(lookup, up)
         if assigns is None and (function is None or holder == function) and not _guarded(lookup, "", up):
@@ -218,11 +241,17 @@ def _label(gate: Gate) -> str:
     return f"`{gate.context}`"
 
 
-def _adds(literal: ast.Dict, keys: list[str], universe: tuple[Arch, ...]) -> list[str]:
-    """The archs of `universe` the map lacks that `widen` can add: a key below of the same major, its value simple."""
+def _adds(literal: ast.Dict, keys: list[str], universe: tuple[Arch, ...], value_from: int | None = None) -> list[str]:
+    """The archs of `universe` the map lacks that `widen` can add: a key below of the same major, its value simple;
+    for a capability table, only with `value_from` naming a row it has."""
     found = []
+    table = _table(literal)
     for arch in universe:
         if any(_admits(k, arch) for k in keys):
+            continue
+        if table:
+            if value_from is not None and str(value_from) in keys:
+                found.append(arch.name)
             continue
         family = [(read[0], v) for k, v in zip(keys, literal.values) if (read := _key(k))]
         family = [(code, v) for code, v in family if code // 10 == arch.major and code < arch.code]
@@ -379,10 +408,15 @@ def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[Edit]:
     position = _arch_position(literal)
     entries = [_Entry.read(source, text, key, value, position) for key, value in zip(literal.keys, literal.values)]
     added: list[_Entry] = []
+    table = _table(literal)
+    value_from = gate.detail.get("value_from")
     for arch in dict.fromkeys(targets):
         if any(_admits(entry.key, arch) for entry in entries + added):
             continue
         below = [e for e in entries if e.code < arch.code]
+        if table:
+            added.append(_copied_row(gate, entries, below, arch, value_from))
+            continue
         family = [e for e in below if e.code // 10 == arch.major]
         if not family:
             raise CannotWiden(
@@ -409,6 +443,22 @@ def widen(source: bytes, gate: Gate, targets: tuple[Arch, ...]) -> list[Edit]:
     if not added:
         return []
     return _layout(source, text, gate, literal, entries, added)
+
+
+def _copied_row(gate: Gate, entries: list[_Entry], below: list[_Entry], arch: Arch, value_from: int | None) -> _Entry:
+    """A capability table's new row for `arch`: row `value_from`'s value as written, after the greatest key below it."""
+    if value_from is None:
+        raise CannotWiden(
+            f"line {gate.line}: {_label(gate)} is a capability table of tuning values and has no row for {arch.name}; "
+            "codemod copies a row only when the recipe names it (`value_from = 100`), or add the row by hand"
+        )
+    source_row = next((e for e in entries if e.code == value_from and e.key == str(value_from)), None)
+    if source_row is None:
+        rows = ", ".join(e.key for e in entries)
+        raise CannotWiden(f"line {gate.line}: {_label(gate)} has no row {value_from} to copy for {arch.name} (rows: {rows})")
+    anchor = max(below, key=lambda e: (e.code, entries.index(e))) if below else None
+    entry = f"{arch.code}{source_row.colon}{source_row.value}"
+    return _Entry(str(arch.code), str(arch.code), arch.code, entry, True, anchor)
 
 
 @dataclass(frozen=True)
@@ -439,7 +489,7 @@ class _Entry:
         read = _key(spelled)
         assert read is not None
         return cls(
-            key=spelled, quoted=source[arch_start:arch_end].decode("utf-8"), code=read[0],
+            key=spelled, quoted=source[arch_start:arch_end].decode("utf-8"), code=read[0],  # an int key: `100`
             entry=source[key_start:value_end].decode("utf-8"),
             simple=_copyable(value),
             colon=source[key_end:value_start].decode("utf-8"), value=source[value_start:value_end].decode("utf-8"),

@@ -293,6 +293,17 @@ class Evaluator(ABC):
         if name in _CAPABILITY_CALLS:
             self.reads += 1
             return _Gpu(cap)
+        if name == "to_int" and isinstance(node.func, ast.Attribute) and not node.args:
+            # vLLM's DeviceCapability.to_int(): `major * 10 + minor`, the same number get_device_sm gives
+            value = self._value(node.func.value, cap, env)
+            if isinstance(value, _Gpu) and isinstance(value.value, tuple) and len(value.value) == 2:
+                return _Gpu(value.value[0] * 10 + value.value[1])
+            raise _Unreadable(f"line {node.lineno}: `{ast.unparse(node)}` is not read")
+        if name == "isinstance" and isinstance(node.func, ast.Name) and len(node.args) == 2:
+            value = self._value(node.args[0], cap, env)
+            kind = _TYPES.get(_name(node.args[1]) or "")
+            if value is not FREE and not isinstance(value, _Gpu) and kind is not None:
+                return isinstance(value, kind)
         if name in _SM_CALLS:
             self.reads += 1
             return _Gpu(cap[0] * 10 + cap[1])
@@ -354,7 +365,11 @@ _COMPARE = {
     ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
     ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
     ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+    ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,  # `capability is None`: a GPU has one
 }  # fmt: skip
+
+# `isinstance(capability, tuple)` on a number given to a numbered predicate (vLLM's Platform methods)
+_TYPES = {"int": int, "tuple": tuple, "list": list, "str": str, "float": float, "bool": bool}
 
 
 def _name(node: ast.AST) -> str | None:

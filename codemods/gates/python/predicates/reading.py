@@ -44,10 +44,12 @@ from codemods.core.arch import Arch, ArchParseError
 from codemods.gates import SourceError
 from codemods.gates.python import ast_text, tree_index
 from codemods.gates.python.predicates.evaluation import (
-    _ARCH_WORDS, _CAPABILITY_CALLS, _SM_CALLS, _TARGET_KEY, PREDICATE_NAME, Evaluator, Meaning, _Conflict, _Unreadable,
+    _ARCH_WORDS, _CAPABILITY_CALLS, _SM_CALLS, _TARGET_KEY, FREE, PREDICATE_NAME, Evaluator, Meaning, _Conflict, _Unreadable,
 )  # fmt: skip
 
 _COMPUTE = re.compile(r"^(?:compute|sm)_\d{2,3}[af]?$")
+# The numbers a numbered predicate (`has_device_capability(N)`) is read for: every capability code, 7.0 to 13.9.
+NUMBERS = tuple(major * 10 + minor for major in range(7, 14) for minor in range(10))
 
 
 def read(source: bytes, file: str = "", known: Mapping[str, Meaning] | None = None) -> dict[str, Meaning]:
@@ -203,6 +205,9 @@ class _Reader(Evaluator):
                     found = self.method_meaning(name, method)
                     if found is not None:
                         out[f"{name}.{method}"] = found
+            # vLLM's numbered predicates: `current_platform.has_device_capability(100)` is `.has_device_capability(100)`
+            for method, node in self._methods(name).items():
+                out.update(self.numbered_meanings(name, node))
             # ... and those it inherits from a class another file defines, read there (`inherited`)
             for current in self._lineage(name):
                 for module, base in self._imported_bases(current):
@@ -232,6 +237,43 @@ class _Reader(Evaluator):
                 continue
             out.append(current)
             todo += [b.id for b in self.classes[current].bases if isinstance(b, ast.Name)]
+        return out
+
+    def numbered_meanings(self, owner: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, Meaning]:
+        """What a method given a capability number means for each number, keyed as its calls on any object are
+        (`.has_device_capability(100)`): the method's body run on every GPU with its one required parameter bound
+        to the number (vLLM's Platform: `return current_capability.to_int() >= capability`). {} for a method whose
+        name says nothing of a capability, that takes no such parameter, or whose body the reader does not follow."""
+        if not _ARCH_WORDS.search(node.name) or PREDICATE_NAME.match(node.name):
+            return {}
+        params = [*node.args.posonlyargs, *node.args.args]
+        if params and params[0].arg in ("cls", "self"):
+            params = params[1:]
+        required = params[: len(params) - len(node.args.defaults)]
+        if len(required) != 1 or any(d is None for d in node.args.kw_defaults):
+            return {}
+        parameter = required[0].arg
+        defaults = {p.arg: FREE for p in params[1:]} | {p.arg: FREE for p in node.args.kwonlyargs}
+        where = f"{self.file}:{node.lineno}"
+        out: dict[str, Meaning] = {}
+        outer = self.owner
+        self.owner = owner
+        try:
+            for number in NUMBERS:
+                env = {**defaults, parameter: number}
+                try:
+                    results = self._on_every_cap(lambda cap: self._run(node, cap, env))
+                except _Unreadable:
+                    return {}
+                values = [True if value is FREE else value for value in results.values()]
+                if any(not isinstance(value, bool) for value in values):
+                    return {}
+                caps = frozenset(cap for cap, value in zip(results, values) if value)
+                out[f".{node.name}({number})"] = Meaning(caps, where)
+        finally:
+            self.owner = outer
+        if len({m.caps for m in out.values()}) < 2:
+            return {}  # the same whatever the number: no numbered predicate
         return out
 
     def method_meaning(self, owner: str, method: str) -> Meaning | None:

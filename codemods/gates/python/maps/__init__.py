@@ -1,0 +1,1 @@
+"""Helpers of python_arch_map: capability tables."""
