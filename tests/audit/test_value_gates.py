@@ -124,7 +124,8 @@ def test_run_without_assigns_does_not_pick_a_stored_predicate():
 
 def test_a_gate_runs_widen_refuses_is_a_blocker_with_runs_reason():
     """Scan asks run's own widen before it calls a gate widenable: SGLang 0.5.23's `if _is_sm103:` names a module
-    flag no sibling of which admits sm_120, so run refuses it, and scan says so with run's reason."""
+    flag no sibling of which admits sm_110, so run refuses it, and scan says so with run's reason. (For sm_120 the
+    gate is other-arch first: it selects code of another kind of arch, review, not widen.)"""
     source = textwrap.dedent(
         """\
         import torch
@@ -141,7 +142,9 @@ def test_a_gate_runs_widen_refuses_is_a_blocker_with_runs_reason():
         """
     )
     file = "sglang/srt/layers/gating.py"
-    target = Arch.parse_target("sm_120")
+    other = {r["line"]: r for r in _scan(file, "sglang", source, Arch.parse_target("sm_120"))}
+    assert other[9]["classification"] == "other-arch"
+    target = Arch.parse_target("sm_110")
     records = {r["line"]: r for r in _scan(file, "sglang", source, target)}
     assert records[9]["classification"] == "blocker"
     assert "`codemod run` cannot widen it: " in records[9]["reason"]
