@@ -458,21 +458,10 @@ def _leading_group_cuts(line: str, value: list, limit: int, eol: str) -> list[tu
         return []
     assert close is not None
     indent = line[: len(line) - len(line.lstrip())]
-    inner = indent + "    "
     open_col, close_col = value[0].end[1], value[close].start[1]
     if len(indent + line[close_col:].rstrip()) > limit:
         return []
-    body = line[open_col:close_col]
-    lead, trail = len(body) - len(body.lstrip()), len(body) - len(body.rstrip())
-    cuts = [(open_col, open_col + lead, eol + inner)]
-    if len(inner + body.strip()) > limit:
-        inside = _enclosed_cuts(inner + body.strip(), _tokens(inner + body.strip()), limit, eol)
-        if not inside:
-            return []
-        shift = open_col + lead - len(inner)  # columns of the body alone -> columns of the line
-        cuts += [(a + shift, b + shift, text) for a, b, text in inside]
-    cuts.append((close_col - trail, close_col, eol + indent))
-    return cuts
+    return _group_cuts(line, open_col, close_col, indent, limit, eol)
 
 
 def _parenthesized_value_cuts(line: str, value: list, limit: int, eol: str) -> list[tuple[int, int, str]]:
@@ -549,6 +538,13 @@ def _closing_group_cuts(line: str, tokens: list, limit: int, eol: str) -> list[t
             return []  # the group closes before the line ends, or a comment
     open_col, close_col = tokens[2].end[1], tokens[-1].start[1]
     indent = line[: len(line) - len(line.lstrip())]
+    return _group_cuts(line, open_col, close_col, indent, limit, eol)
+
+
+def _group_cuts(line: str, open_col: int, close_col: int, indent: str, limit: int, eol: str) -> list[tuple[int, int, str]]:
+    """The cuts that put a bracketed group's body on lines of its own, one level deeper than `indent`, and its
+    closing bracket back at `indent`; a body still too long there is split as `_enclosed_cuts` splits it ([]: it
+    cannot be)."""
     inner = indent + "    "
     body = line[open_col:close_col]
     lead, trail = len(body) - len(body.lstrip()), len(body) - len(body.rstrip())
