@@ -28,6 +28,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from codemods.cpp.lexer import spliced_end
+
 # Comments, string and character literals (raw strings too): masked before the braces are counted.
 _OPAQUE_RE = re.compile(
     rb"""
@@ -200,7 +202,7 @@ class _Walk:
         code = self.code
         match = _DIRECTIVE_RE.match(code, at)
         keyword = match.group(1) if match is not None else b""
-        end = _line_end(code, at)
+        end = spliced_end(code, at)
         if keyword in (b"if", b"ifdef", b"ifndef"):
             self.conditionals.append([self._state(), None])
         elif keyword in (b"elif", b"else", b"elifdef", b"elifndef") and self.conditionals:
@@ -285,7 +287,7 @@ class _Walk:
             if byte in b" \t\r\n\f\v":
                 pos += 1
             elif byte == 0x23 and _starts_line(code, pos):
-                pos = _line_end(code, pos)
+                pos = spliced_end(code, pos)
             else:
                 return pos
         return limit
@@ -344,21 +346,6 @@ def _head_text(text: bytes) -> bytes:
 def _starts_line(code: bytes, pos: int) -> bool:
     start = code.rfind(b"\n", 0, pos) + 1
     return not code[start:pos].strip(b" \t")
-
-
-def _line_end(code: bytes, pos: int) -> int:
-    """Just past the logical line holding `pos` (backslash-newlines joined)."""
-    while True:
-        newline = code.find(b"\n", pos)
-        if newline < 0:
-            return len(code)
-        end = newline - 1
-        if end >= pos and code[end] == 0x0D:
-            end -= 1
-        if end >= pos and code[end] == 0x5C:
-            pos = newline + 1
-            continue
-        return newline + 1
 
 
 def _name_start(before: bytes) -> int | None:
