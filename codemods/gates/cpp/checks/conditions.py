@@ -145,13 +145,8 @@ def relation(node: tree_sitter.Node, names: dict[str, str]) -> tuple[tree_sitter
 
 
 def reads_fixed(node: tree_sitter.Node, names: dict[str, str]) -> bool:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if current.type in _VARIABLE_TYPES and FIXED.match(_meaning(_spelled(current), names) or ""):
-            return True
-        stack.extend(current.children)
-    return False
+    """Whether `node` reads a variable named as a fixed arch."""
+    return any(FIXED.match(meaning) for meaning in relation_variables(node, names).values())
 
 
 def relation_variables(node: tree_sitter.Node, names: dict[str, str]) -> dict[str, str]:

@@ -15,7 +15,7 @@ from codemods.core.arch import Arch, moved_upper_bound
 from codemods.cpp import syntax
 from codemods.gates import Gate, apply_edits, drop_operands
 from codemods.gates.cpp.checks.conditions import (
-    Atom, COMPARISON_MACRO, evaluate_node, logical_op, macro_atom, macro_name, range_bounds, read_atom, reads_fixed,
+    Atom, COMPARISON_MACRO, _chain, evaluate_node, logical_op, macro_atom, macro_name, range_bounds, read_atom, reads_fixed,
     relation, relation_variables, side_value, value_of,
 )  # fmt: skip
 
@@ -305,7 +305,7 @@ def _add_pair(text: str, node, names, missing: list[Arch], inside: str) -> str |
     SM110 devices)."""
     inner = syntax.unparenthesized(node)
     top = logical_op(inner)
-    operands = [inner] if top is None else [syntax.unparenthesized(o) for o in _disjuncts(inner)] if top == "||" else []
+    operands = [inner] if top is None else [syntax.unparenthesized(o) for o in _chain(inner, "||")] if top == "||" else []
     for operand in operands:
         sides = relation(operand, names)
         op = operand.child_by_field_name("operator") if sides is not None else None
@@ -326,8 +326,3 @@ def _add_pair(text: str, node, names, missing: list[Arch], inside: str) -> str |
         return f"({out})" if inside == "&&" else out
     return None
 
-
-def _disjuncts(node: tree_sitter.Node) -> list[tree_sitter.Node]:
-    if logical_op(node) != "||":
-        return [node]
-    return [*_disjuncts(syntax.field(node, "left")), *_disjuncts(syntax.field(node, "right"))]
