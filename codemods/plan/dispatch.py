@@ -16,16 +16,24 @@ counted: they are not written for the arch. A negated test (`elif major !=
 9:`) is read by the gate kinds as a check for its values, so it is not counted
 either.
 
-Pure: bytes, an ast and gates in, an arm out.
+The same rule reads an `#if`/`#elif` group of C, C++ and CUDA (`later_directive`): widening a guard for an arch
+that a later branch of its group takes today, when that branch does work (not an `#error`, not a stub), changes
+which implementation the arch compiles. `audit.classify.guard_path` decides scan's group from the same functions
+(`taken_branch`, `branch_work`).
+
+Pure: bytes, an ast or an `#if` structure, and gates in, an arm out.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from codemods.core.arch import Arch
+from codemods.cpp.structure import Branch, Structure, structure
 from codemods.gates import Gate
 from codemods.gates.python import polarity as _polarity
 from codemods.gates.python import tree_index
@@ -94,3 +102,99 @@ def _arm_of(tree: ast.Module, text: PythonText, gate: Gate) -> ast.If | None:
 
 def _negated(condition: str) -> bool:
     return "!=" in condition or condition.lstrip("( ").startswith("not ") or " not in " in condition
+
+
+# ---------------------------------------------------------------- #if groups of C, C++ and CUDA
+
+ERROR_RE = re.compile(rb"^[ \t]*#[ \t]*error\b", re.MULTILINE)
+DIRECTIVE_RE = re.compile(rb"^[ \t]*#(?:[^\n]*\\\r?\n)*[^\n]*", re.MULTILINE)
+# Statements that do no work: what a stub body is made of.
+_STUB_RE = re.compile(
+    rb"""return\s*(?:0|false|nullptr|\{\s*\})?\s*;
+    |(?:__trap|__brkpt|__builtin_trap|__builtin_unreachable|abort|assert|static_assert|printf
+       |CUTE_INVALID_CONTROL_PATH|CUTLASS_NOT_IMPLEMENTED|FLASHINFER_ERROR|TLLM_THROW)\s*\((?:[^;]|\\;)*?\)\s*;
+    |asm\s*(?:volatile\s*)?\(\s*"(?:trap|brkpt|exit);"\s*\)\s*;
+    |\(\s*void\s*\)\s*[A-Za-z_]\w*\s*;
+    |[{};]""",
+    re.VERBOSE,
+)
+_COMMENT_RE = re.compile(rb"""/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""", re.DOTALL)
+_BLANK = bytes(0x0A if byte == 0x0A else 0x20 for byte in range(256))
+
+
+@lru_cache(maxsize=4)
+def masked(source: bytes) -> bytes:
+    """Comments blanked (strings kept: `asm("trap;")` is read from them), offsets unchanged.
+
+    Every guard of a file that excludes the arch asks (guard_path): kept for the last files.
+    """
+
+    def blank(match: re.Match) -> bytes:
+        text = match.group()
+        if text[:1] in (b'"', b"'"):
+            return text
+        return text.translate(_BLANK)
+
+    return _COMMENT_RE.sub(blank, source)
+
+
+def own_text(shape: Structure, branch: Branch, masked: bytes) -> bytes:
+    """The branch's body without the conditional groups nested in it."""
+    spans = []
+    for child in branch.children:
+        members = shape.group(shape.branches[child])
+        spans.append((members[0].start, members[-1].body_end))
+    out, pos = [], branch.body_start
+    for start, end in sorted(spans):
+        out.append(masked[pos:start])
+        pos = max(pos, end)
+    out.append(masked[pos : branch.body_end])
+    return b"".join(out)
+
+
+def branch_work(shape: Structure, branch: Branch, masked: bytes) -> str:
+    """What the branch gives the arch that takes it: "error" (an `#error`), "stub" (no code, or only `return;`, a
+    trap, an assert, `(void)x;`), else "code"."""
+    own = own_text(shape, branch, masked)
+    if ERROR_RE.search(own):
+        return "error"
+    if not shape.has_code(branch):
+        return "stub"
+    if any(shape.has_code(m) for c in branch.children for m in shape.group(shape.branches[c])):
+        return "code"
+    return "code" if _STUB_RE.sub(b"", DIRECTIVE_RE.sub(b"", own)).strip() else "stub"
+
+
+def described(branch: Branch) -> str:
+    return "#else" if branch.directive == "#else" else f"`{branch.directive} {branch.condition}`"
+
+
+def taken_branch(shape: Structure, branch: Branch, arch: Arch) -> tuple[Branch | None, Branch | None]:
+    """(the branch of `branch`'s group that `arch` takes, None when none; the branch whose condition leaves that
+    undecided, None when decided)."""
+    for member in shape.group(branch):
+        taken = shape.taken(member, arch)
+        if taken is None:
+            return None, member
+        if taken:
+            return member, None
+    return None, None
+
+
+def later_directive(source: bytes, gate: Gate, archs: Sequence[Arch]) -> Arm | None:
+    """The later branch of the `#if` group whose condition is `gate` that one of `archs` the gate excludes takes
+    today, when it does work; None when there is none, or `gate` is no directive's condition."""
+    excluded = [a for a in archs if gate.admits.admits(a) is False]
+    if not excluded or b"#" not in source:
+        return None
+    shape = structure(source)
+    branch = shape.at(gate.start)
+    if branch is None:
+        return None
+    for arch in excluded:
+        chosen, undecided = taken_branch(shape, branch, arch)
+        if undecided is None and chosen is not None and chosen.position > branch.position:
+            if branch_work(shape, chosen, masked(source)) == "code":
+                text = "#else" if chosen.directive == "#else" else f"{chosen.directive} {chosen.condition}"
+                return Arm(arch, chosen.line, text)
+    return None
