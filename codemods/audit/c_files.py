@@ -28,6 +28,7 @@ from codemods.cpp.structure import Structure, build_structure, has_family_token
 from codemods.gates import Gate, decode
 from codemods.gates.base import Where
 from codemods.gates.cpp import cuda_guard
+from codemods.plan import dispatch
 
 if TYPE_CHECKING:
     from codemods.gates.cpp import cpp_runtime_check
@@ -53,11 +54,15 @@ def analyse_c(rel: str, data: bytes, context: Context, runtime: bool) -> FileSca
     gates = cuda_guard.guards(data, comments, context.universe, language)
     out = FileScan(rel, parsed=True)
     checks = cpp_runtime_check.find(data, context.universe, language) if runtime else []
+    checked = {gate.start: _check_record(rel, gate, context.arch, data, checks, language) for gate in checks}
     if not gates:
-        out.gates = [gate_record(rel, gate, context.arch) for gate in checks]
+        out.gates = list(checked.values())
         return out
     if not context.hazards:
-        out.gates = [gate_record(rel, gate, context.arch) for gate in sorted(gates + checks, key=lambda g: (g.line, g.start))]
+        out.gates = [
+            checked[gate.start] if gate.kind != cuda_guard.KIND else gate_record(rel, gate, context.arch)
+            for gate in sorted(gates + checks, key=lambda g: (g.line, g.start))
+        ]
         return out
     families = instructions.lacking(context.arch)
     arch = context.arch
@@ -70,7 +75,10 @@ def analyse_c(rel: str, data: bytes, context: Context, runtime: bool) -> FileSca
         out.structure = shape
     placed: list[tuple[dict, Gate]] = []  # the guards the audit lists, for their function
     for gate in sorted(gates + checks, key=lambda g: (g.line, g.start)):
-        if gate.kind != cuda_guard.KIND or gate.admits.admits(arch) is not False or shape is None:
+        if gate.kind != cuda_guard.KIND:
+            out.gates.append(checked[gate.start])
+            continue
+        if gate.admits.admits(arch) is not False or shape is None:
             out.gates.append(gate_record(rel, gate, arch))
             continue
         branch = shape.at(gate.start) or shape.at_line(gate.line)
@@ -95,6 +103,14 @@ def analyse_c(rel: str, data: bytes, context: Context, runtime: bool) -> FileSca
         # scan asks run's own widen, for the change a user writes: the file and the function (plan.widen.refusal)
         widen_checked(record, replace(gate, context=name or ""), data, arch, where, finds)
     return out
+
+
+def _check_record(rel: str, gate: Gate, arch: Arch, data: bytes, checks: list[Gate], language: str) -> dict:
+    """The record of a host check; one deciding an `if` whose later `else if` takes `arch` today is needs-human,
+    by the rule `codemod run` refuses it with (plan.dispatch)."""
+    arm = dispatch.later_statement(data, gate, (arch,), checks, language)
+    path = None if arm is None else classify.Path(classify.FALLBACK, arm.reason(rel), arm.line)
+    return gate_record(rel, gate, arch, path)
 
 
 def _blockers(shape: Structure, gate: Gate, arch: Arch) -> list[str]:

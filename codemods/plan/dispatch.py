@@ -18,7 +18,8 @@ either.
 
 The same rule reads an `#if`/`#elif` group of C, C++ and CUDA (`later_directive`): widening a guard for an arch
 that a later branch of its group takes today, when that branch does work (not an `#error`, not a stub), changes
-which implementation the arch compiles. `audit.classify.guard_path` decides scan's group from the same functions
+which implementation the arch compiles; and a C++ `if`/`else if` chain of host checks (`later_statement`), read
+as the Python chain is: a later `else if` whose check holds on the arch, whose body does not leave. `audit.classify.guard_path` decides scan's group from the same functions
 (`taken_branch`, `branch_work`).
 
 Pure: bytes, an ast or an `#if` structure, and gates in, an arm out.
@@ -33,7 +34,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from codemods.core.arch import Arch
+from codemods.cpp import syntax
 from codemods.cpp.structure import Branch, Structure, structure
+from codemods.gates.cpp.checks.polarity import exit_of
 from codemods.gates import Gate
 from codemods.gates.python import polarity as _polarity
 from codemods.gates.python import tree_index
@@ -197,4 +200,53 @@ def later_directive(source: bytes, gate: Gate, archs: Sequence[Arch]) -> Arm | N
             if branch_work(shape, chosen, masked(source)) == "code":
                 text = "#else" if chosen.directive == "#else" else f"{chosen.directive} {chosen.condition}"
                 return Arm(arch, chosen.line, text)
+    return None
+
+
+# ---------------------------------------------------------------- C++ `if`/`else if` chains
+
+
+def later_statement(source: bytes, gate: Gate, archs: Sequence[Arch], gates: Sequence[Gate], language: str) -> Arm | None:
+    """The first later `else if` of the C++ `if` chain whose condition holds `gate` that takes one of `archs` the
+    gate excludes, read by `gates` (the file's host checks); None when there is none, the gate stands in no `if`
+    condition, or its `if` leaves (a check that throws or returns an error is admission, not dispatch)."""
+    excluded = [a for a in archs if gate.admits.admits(a) is False]
+    if not excluded or b"else" not in source[gate.end :]:
+        return None
+    tree = syntax.parse_code(source, language)
+    node = tree.root_node.descendant_for_byte_range(gate.start, gate.end)
+    arm = None
+    while node is not None and arm is None:
+        condition = node.child_by_field_name("condition") if node.type == "if_statement" else None
+        if condition is not None and condition.start_byte <= gate.start and gate.end <= condition.end_byte:
+            arm = node
+        node = node.parent
+    if arm is None or exit_of(arm) is not None:
+        return None
+    for arch in excluded:
+        later = arm
+        while (following := _else_if(later)) is not None:
+            else_at, later = following
+            condition = later.child_by_field_name("condition")
+            if condition is None:
+                break
+            inside = [g for g in gates if condition.start_byte <= g.start and g.end <= condition.end_byte]
+            if any(g.admits.admits(arch) is True and not g.detail.get("negated") for g in inside):
+                if exit_of(later) is not None:
+                    break  # the arch takes an arm that refuses it: widening gives it code
+                line = source.count(b"\n", 0, else_at) + 1
+                end = source.find(b"\n", else_at)
+                text = source[else_at : len(source) if end < 0 else end].decode("utf-8", "replace").strip()
+                return Arm(arch, line, text)
+    return None
+
+
+def _else_if(statement) -> tuple[int, object] | None:
+    """(where its `else` stands, the `if` it holds) of an `if` statement's `else if`, or None."""
+    alternative = statement.child_by_field_name("alternative")
+    if alternative is None:
+        return None
+    nested = [child for child in alternative.named_children if child.type != "comment"]
+    if len(nested) == 1 and nested[0].type == "if_statement":
+        return alternative.start_byte, nested[0]
     return None

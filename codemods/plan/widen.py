@@ -242,19 +242,21 @@ def _refused(kind: GateKind, source: bytes, gate: Gate, targets: tuple[Arch, ...
 def _later_arm(source: bytes, gate: Gate, targets: tuple[Arch, ...], arms: list[Gate], where: Where) -> dispatch.Arm | None:
     """The branch rule (plan.dispatch): the later arm of the gate's `if`/`elif` chain (read by `arms`), or of its
     `#if`/`#elif` group in a C file, that takes a target today."""
-    if arms:
-        return dispatch.later_arm(source, gate, targets, arms)
+    if where.file.endswith(".py"):
+        return dispatch.later_arm(source, gate, targets, arms) if arms else None
     if where.file.endswith(C_SUFFIXES):
-        return dispatch.later_directive(source, gate, targets)
+        arm = dispatch.later_directive(source, gate, targets)
+        return arm if arm is not None or not arms else dispatch.later_statement(source, gate, targets, arms, where.language)
     return None
 
 
 def _chain_readers(
     kind: GateKind, source: bytes, universe: tuple[Arch, ...], where: Where, selectors: dict, contested: list[Gate]
 ) -> list[Gate]:
-    """The gates that read the arms of the `if`/`elif` chains around the contested gates (plan.dispatch): the
-    kind's gates of the same function, any other selector left out ([] for a file that is not Python)."""
-    if not contested or not where.file.endswith(".py") or kind.find is None:
+    """The gates that read the arms of the `if`/`elif` (`else if`) chains around the contested gates
+    (plan.dispatch): the kind's gates of the same function, any other selector left out ([] for a file that is
+    neither Python nor C)."""
+    if not contested or not where.file.endswith((".py", *C_SUFFIXES)) or kind.find is None:
         return []
     scope = {k: selectors[k] for k in ("function", "names") if k in selectors}  # `names`: how the arms read too
     try:

@@ -140,3 +140,101 @@ def test_scan_puts_the_arm_in_needs_human_by_the_same_rule(cli, repo):
     records = {g["line"]: g for g in json.loads(result.stdout)["gates"] if g["file"] == FILE}
     assert records[ARM]["classification"] == "needs-human"
     assert f"(line {LATER}) instead; widening would change which implementation it runs" in records[ARM]["reason"]
+
+
+# ---------------------------------------------------------------- C++ `if`/`else if` chains of host checks
+
+HOST_FILE = "csrc/moe_dispatch.cpp"
+HOST = textwrap.dedent(
+    """\
+    #include "moe_runner.h"
+
+    void launch_moe(MoeParams const& params, cudaStream_t stream) {
+      int const sm_version = getSMVersion();
+      if (sm_version == 100 || sm_version == 103) {
+        launch_moe_sm100(params, stream);
+      } else if (sm_version >= 120) {
+        launch_moe_sm120(params, stream);
+      } else if (sm_version == 90) {
+        launch_moe_sm90(params, stream);
+      } else {
+        TLLM_THROW("launch_moe: unsupported SM %d", sm_version);
+      }
+    }
+    """
+)
+HOST_ARM, HOST_LATER = 5, 7
+
+
+def host_recipe(tmp_path) -> str:
+    path = tmp_path / "moe-sm120.toml"
+    path.write_text(
+        textwrap.dedent(
+            f"""\
+            id = "moe-sm120"
+            summary = "launch_moe on SM120"
+            arch = "sm_120"
+
+            [[change]]
+            id = "flashinfer.moe-dispatch"
+            project = "flashinfer"
+            file = "{HOST_FILE}"
+            kind = "cpp_runtime_check"
+            function = "launch_moe"
+            admits = ["sm_100"]
+            """
+        )
+    )
+    return str(path)
+
+
+@pytest.fixture
+def host_repo(example_repo):
+    root = example_repo("flashinfer")
+    (root / HOST_FILE).parent.mkdir(parents=True, exist_ok=True)
+    (root / HOST_FILE).write_text(HOST)
+    git(root, "add", HOST_FILE)
+    git(root, "commit", "-qm", "moe dispatch")
+    return root
+
+
+def _host_arm(source: str) -> dispatch.Arm | None:
+    from codemods.gates.cpp import cpp_runtime_check
+
+    data = source.encode()
+    checks = cpp_runtime_check.find(data, language="cpp")
+    return dispatch.later_statement(data, checks[0], (SM120,), checks, "cpp")
+
+
+def test_a_later_else_if_that_takes_the_arch_is_the_arm():
+    arm = _host_arm(HOST)
+    assert arm is not None and (arm.line, arm.text) == (HOST_LATER, "else if (sm_version >= 120) {")
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        pytest.param("launch_moe_sm120(params, stream);", 'TLLM_THROW("no SM120 kernel");', id="the-later-arm-throws"),
+        pytest.param("launch_moe_sm100(params, stream);", 'TLLM_THROW("SM100 needs a newer build");', id="the-arm-throws"),
+        pytest.param("} else if (sm_version >= 120) {", "} else if (sm_version == 110) {", id="no-later-arm-takes-it"),
+    ],
+)
+def test_no_arm_when_the_later_arm_refuses_or_the_arch_takes_none(before, after):
+    assert _host_arm(HOST.replace(before, after)) is None
+
+
+def test_run_refuses_the_host_arm_as_needs_human(cli, host_repo, tmp_path):
+    result = cli("run", host_recipe(tmp_path), "--repo", host_repo)
+    assert result.exit_code == 3, result.output
+    assert "error[needs-human]" in result.stderr
+    assert f"`else if (sm_version >= 120) {{` ({HOST_FILE}:{HOST_LATER}) handles sm_120 today" in result.stderr
+    assert (host_repo / HOST_FILE).read_text() == HOST
+
+
+def test_scan_puts_the_host_arm_in_needs_human_with_runs_sentence(cli, host_repo):
+    result = cli("scan", "--repo", host_repo, "--arch", "sm_120", "--format", "json")
+    assert result.exit_code == 0, result.output
+    records = {g["line"]: g for g in json.loads(result.stdout)["gates"] if g["file"] == HOST_FILE}
+    assert records[HOST_ARM]["classification"] == "needs-human"
+    assert records[HOST_ARM]["reason"].startswith(f"`else if (sm_version >= 120) {{` ({HOST_FILE}:{HOST_LATER}) handles")
+    assert records[HOST_LATER + 2]["classification"] != "needs-human", "the SM90 arm: sm_120 takes an earlier one"
