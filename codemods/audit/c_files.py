@@ -96,7 +96,7 @@ def analyse_c(rel: str, data: bytes, context: Context, runtime: bool) -> FileSca
         if record["classification"] in classify.GROUPS:  # the ones the audit lists, with where they are
             placed.append((record, gate))
     names = functions.enclosing_functions(data, [gate.start for _, gate in placed]) if placed else []
-    where, finds = Where(rel), {}  # run's finds of the file, kept between its guards (records.widen_checked)
+    where, finds = Where(rel), dict[tuple, list]()  # run's finds of the file, kept between its guards (records.widen_checked)
     for (record, gate), name in zip(placed, names):
         if name and not record["symbol"]:  # the function it sits in, as the audit prints it (cpp.functions)
             record["symbol"] = name

@@ -19,8 +19,8 @@ either.
 The same rule reads an `#if`/`#elif` group of C, C++ and CUDA (`later_directive`): widening a guard for an arch
 that a later branch of its group takes today, when that branch does work (not an `#error`, not a stub), changes
 which implementation the arch compiles; and a C++ `if`/`else if` chain of host checks (`later_statement`), read
-as the Python chain is: a later `else if` whose check holds on the arch, whose body does not leave. `audit.classify.guard_path` decides scan's group from the same functions
-(`taken_branch`, `branch_work`).
+as the Python chain is: a later `else if` whose check holds on the arch, whose body does not leave.
+`audit.classify.guard_path` decides scan's group from the same functions (`taken_branch`, `branch_work`).
 
 Pure: bytes, an ast or an `#if` structure, and gates in, an arm out.
 """
@@ -32,6 +32,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+
+import tree_sitter
 
 from codemods.core.arch import Arch
 from codemods.cpp import syntax
@@ -241,7 +243,7 @@ def later_statement(source: bytes, gate: Gate, archs: Sequence[Arch], gates: Seq
     return None
 
 
-def _else_if(statement) -> tuple[int, object] | None:
+def _else_if(statement: tree_sitter.Node) -> tuple[int, tree_sitter.Node] | None:
     """(where its `else` stands, the `if` it holds) of an `if` statement's `else if`, or None."""
     alternative = statement.child_by_field_name("alternative")
     if alternative is None:

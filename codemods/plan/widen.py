@@ -232,6 +232,7 @@ def _refused(kind: GateKind, source: bytes, gate: Gate, targets: tuple[Arch, ...
     blockers = kind.blockers(source, gate, targets)
     if blockers:
         return "not widenable: " + "; ".join(blockers)
+    assert kind.widen is not None  # refusal asked only of kinds that widen
     try:
         kind.widen(source, gate, targets, universe, where)
     except (CannotWiden, SourceError) as exc:
