@@ -97,7 +97,7 @@ from codemods.gates.python.lists.reading import (
     read_entries,
 )
 from codemods.gates.python.cst_source import parse
-from codemods.gates.python.ast_text import MAX_DEPTH, called, dotted, nested_too_deeply, too_deep
+from codemods.gates.python.ast_text import MAX_DEPTH, ast_of, called, dotted, nested_too_deeply, too_deep
 from codemods.gates.python.layout.text import skip_trivia
 from codemods.gates.python.layout.wrap import wrapped
 
@@ -219,10 +219,10 @@ def _parse(source: bytes, needles: list[bytes]) -> tuple[ast.Module, list[tuple[
     one the parser rejects is left out when it holds no needle (a call or
     keyword asked for), else the file is refused with the parser's reason.
     """
-    text = decode(source)
+    decode(source)
     try:
-        # from text, not bytes: a coding cookie must not change what the UTF-8 bytes say
-        return ast.parse(text[1:] if text.startswith("\ufeff") else text), []
+        # ast_text's shared tree of the source, read as UTF-8: a coding cookie must not change what the bytes say
+        return ast_of(source), []
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         if too_deep(exc):
             raise nested_too_deeply(getattr(exc, "lineno", None)) from None
@@ -510,12 +510,19 @@ def _locate(tree: ast.Module, lines: Lines, gate: Gate) -> tuple[ast.expr, ast.s
         )
 
     found: tuple[ast.expr, ast.stmt | None] | None = None
+    # the gate's lines as ast numbers them (lines.starts: every line end ast knows, `\r` alone too)
+    first, last = bisect.bisect_right(lines.starts, gate.start), bisect.bisect_right(lines.starts, max(gate.start, gate.end - 1))
 
     def visit(node: ast.AST, statement: ast.stmt | None) -> None:
         nonlocal found
         for child in ast.iter_child_nodes(node):
             if found is not None and isinstance(found[0], (ast.List, ast.Tuple, ast.Set)):
                 return
+            end = getattr(child, "end_lineno", None)
+            if end is not None:  # a node on no line of the gate holds nothing that spans it (its decorators start it)
+                start = min([child.lineno] + [d.lineno for d in getattr(child, "decorator_list", ())])  # type: ignore[attr-defined]
+                if end < first or start > last:
+                    continue
             inner = child if isinstance(child, ast.stmt) else statement
             if isinstance(child, ast.expr) and hasattr(child, "end_lineno") and spans(child):
                 if isinstance(child, (ast.List, ast.Tuple, ast.Set)) or found is None:
