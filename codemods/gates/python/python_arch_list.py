@@ -98,6 +98,7 @@ from codemods.gates.python.lists.reading import (
 )
 from codemods.gates.python.cst_source import parse
 from codemods.gates.python.ast_text import MAX_DEPTH, ast_of, called, dotted, nested_too_deeply, too_deep
+from codemods.gates.python import tree_index
 from codemods.gates.python.layout.text import skip_trivia
 from codemods.gates.python.layout.wrap import wrapped
 
@@ -362,13 +363,31 @@ def _find(
                 targets = assigned | {dotted(node.target)}
             visit(child, depth + step, (inner, where[1] or isinstance(child, ast.JoinedStr)), targets)
 
-    visit(tree, 0, ("", False), frozenset())
+    if function is None:
+        visit(tree, 0, ("", False), frozenset())
+    else:  # only the definitions of that name hold what it selects (tree_index: the tree's one shared walk)
+        walked = tree_index.index(tree)
+        deep = walked.deeper_than(MAX_DEPTH)  # what libcst cannot read, anywhere in the file, as the whole walk says
+        if deep is not None:
+            raise nested_too_deeply(getattr(deep, "lineno", None))
+        for node in walked.of_type(ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            if node.name == function:
+                visit(node, _depth(walked, node), (function, False), frozenset())
     names = Names(tree, lines, left_out)
     gates: dict[int, Gate] = {}
     for argument in found:
         gate = _gate(lines, argument, names, universe)
         gates.setdefault(gate.start, gate)  # two calls naming one list: one gate
     return sorted(gates.values(), key=lambda gate: gate.start)
+
+
+def _depth(walked: tree_index.TreeIndex, node: ast.AST) -> int:
+    """How deep `_find`'s walk from the module reaches `node` (an `a or b or c` counts a level per operand)."""
+    depth = 0
+    while (parent := walked.parents.get(id(node))) is not None:
+        depth += len(parent.values) if isinstance(parent, ast.BoolOp) else 1
+        node = parent
+    return depth
 
 
 def _gate(lines: Lines, argument: _Argument, names: Names, universe: tuple[Arch, ...]) -> Gate:
