@@ -76,21 +76,22 @@ def test_an_earlier_branch_or_a_branch_the_arch_does_not_take_is_no_arm():
     assert _later(narrow) is None
 
 
-def recipe(tmp_path) -> str:
-    path = tmp_path / "gemm-sm120.toml"
+def recipe(tmp_path, file: str = FILE, kind: str = "cuda_guard", function: str = "gemm_kernel") -> str:
+    """A recipe of one change widening the sm_100 gates of `function` in `file` for sm_120."""
+    path = tmp_path / "dispatch-sm120.toml"
     path.write_text(
         textwrap.dedent(
             f"""\
-            id = "gemm-sm120"
-            summary = "gemm_kernel on SM120"
+            id = "dispatch-sm120"
+            summary = "{function} on SM120"
             arch = "sm_120"
 
             [[change]]
-            id = "flashinfer.gemm-kernel-guard"
+            id = "flashinfer.{function.replace("_", "-")}"
             project = "flashinfer"
-            file = "{FILE}"
-            kind = "cuda_guard"
-            function = "gemm_kernel"
+            file = "{file}"
+            kind = "{kind}"
+            function = "{function}"
             admits = ["sm_100"]
             """
         )
@@ -98,14 +99,19 @@ def recipe(tmp_path) -> str:
     return str(path)
 
 
+def committed(example_repo, file: str, text: str):
+    """The flashinfer example as a git repository, with `file` holding `text`, committed."""
+    root = example_repo("flashinfer")
+    (root / file).parent.mkdir(parents=True, exist_ok=True)
+    (root / file).write_text(text)
+    git(root, "add", file)
+    git(root, "commit", "-qm", f"add {file}")
+    return root
+
+
 @pytest.fixture
 def repo(example_repo):
-    root = example_repo("flashinfer")
-    (root / FILE).parent.mkdir(parents=True, exist_ok=True)
-    (root / FILE).write_text(DISPATCH)
-    git(root, "add", FILE)
-    git(root, "commit", "-qm", "gemm dispatch")
-    return root
+    return committed(example_repo, FILE, DISPATCH)
 
 
 def test_run_refuses_the_arm_as_needs_human_and_writes_nothing(cli, repo, tmp_path):
@@ -167,35 +173,12 @@ HOST_ARM, HOST_LATER = 5, 7
 
 
 def host_recipe(tmp_path) -> str:
-    path = tmp_path / "moe-sm120.toml"
-    path.write_text(
-        textwrap.dedent(
-            f"""\
-            id = "moe-sm120"
-            summary = "launch_moe on SM120"
-            arch = "sm_120"
-
-            [[change]]
-            id = "flashinfer.moe-dispatch"
-            project = "flashinfer"
-            file = "{HOST_FILE}"
-            kind = "cpp_runtime_check"
-            function = "launch_moe"
-            admits = ["sm_100"]
-            """
-        )
-    )
-    return str(path)
+    return recipe(tmp_path, HOST_FILE, "cpp_runtime_check", "launch_moe")
 
 
 @pytest.fixture
 def host_repo(example_repo):
-    root = example_repo("flashinfer")
-    (root / HOST_FILE).parent.mkdir(parents=True, exist_ok=True)
-    (root / HOST_FILE).write_text(HOST)
-    git(root, "add", HOST_FILE)
-    git(root, "commit", "-qm", "moe dispatch")
-    return root
+    return committed(example_repo, HOST_FILE, HOST)
 
 
 def _host_arm(source: str) -> dispatch.Arm | None:
