@@ -213,9 +213,11 @@ def later_statement(source: bytes, gate: Gate, archs: Sequence[Arch], gates: Seq
     gate excludes, read by `gates` (the file's host checks); None when there is none, the gate stands in no `if`
     condition, or its `if` leaves (a check that throws or returns an error is admission, not dispatch)."""
     excluded = [a for a in archs if gate.admits.admits(a) is False]
-    if not excluded or b"else" not in source[gate.end :]:
+    if not excluded or source.find(b"else", gate.end) < 0:
         return None
-    tree = syntax.parse_code(source, language)
+    if b"#" in source and structure(source).at(gate.start) is not None:
+        return None  # a directive's condition: its group is read by later_directive
+    tree = _tree(source, language)
     node = tree.root_node.descendant_for_byte_range(gate.start, gate.end)
     arm = None
     while node is not None and arm is None:
@@ -241,6 +243,12 @@ def later_statement(source: bytes, gate: Gate, archs: Sequence[Arch], gates: Seq
                 text = source[else_at : len(source) if end < 0 else end].decode("utf-8", "replace").strip()
                 return Arm(arch, line, text)
     return None
+
+
+@lru_cache(maxsize=2)
+def _tree(source: bytes, language: str) -> tree_sitter.Tree:
+    """The source's tree, parsed once for every gate of the file asked in a row (a plan, a scan's file)."""
+    return syntax.parse_code(source, language)
 
 
 def _else_if(statement: tree_sitter.Node) -> tuple[int, tree_sitter.Node] | None:
