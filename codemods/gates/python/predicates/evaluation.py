@@ -24,6 +24,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import repeat
 from typing import Any, cast
 
 from codemods.core.arch import Arch, ArchSet
@@ -156,19 +157,22 @@ class Evaluator(ABC):
         defines never read the GPU); by_class False runs every capability.
         """
         outer = self.observed
-        taken: list[tuple[int, tuple[tuple, ...], tuple, object]] = []  # (index, observations, their outcomes, answer)
         answers: dict[tuple[int, int], object] = {}
+        covered: dict[int, object] = {}  # the index in DOMAIN of a capability not run -> the answer of its class
         try:
             for index, cap in enumerate(DOMAIN):
-                for _, observations, outcomes, answer in taken if self.by_class else ():
-                    if all(_outcomes(o)[index] == outcome for o, outcome in zip(observations, outcomes)):
-                        answers[cap] = answer
-                        break
-                else:
-                    self.observed = {}
-                    answers[cap] = run(cap)
-                    observations = tuple(self.observed)
-                    taken.append((index, observations, tuple(_outcomes(o)[index] for o in observations), answers[cap]))
+                if index in covered:
+                    answers[cap] = covered[index]
+                    continue
+                self.observed = {}
+                answer = answers[cap] = run(cap)
+                if self.by_class:
+                    outcomes = [_outcomes(observation) for observation in self.observed]
+                    own = tuple(outcome[index] for outcome in outcomes)
+                    rows = zip(*outcomes) if outcomes else repeat((), len(DOMAIN))  # each capability's outcomes
+                    for other, row in enumerate(rows):
+                        if other > index and row == own and other not in covered:
+                            covered[other] = answer
         finally:
             self.observed = outer
         return answers
@@ -335,7 +339,7 @@ class Evaluator(ABC):
         return FREE
 
     def _holds(self, cap: tuple[int, int], caps: frozenset[tuple[int, int]]) -> bool:
-        self._observe(("compare", ast.In, _CAP, _const(caps)))
+        self._observe(("holds", caps))
         return cap in caps
 
     def _call(self, node: ast.Call, cap: tuple[int, int], env: dict) -> object:
@@ -408,19 +412,21 @@ def _plain(value: object) -> object:
 _CAP: tuple = ("cap",)
 
 
+_SCALARS = (int, str, bool, float, bytes, type(None))
+
+
 class _Const:
     """A value of the text or the environment inside a read, hashable even when the value is not (a list
-    bound by a partial): it is told apart by its type and value, or its type and repr."""
+    bound by a partial): told apart by its type and value, a container by its type and repr."""
 
     __slots__ = ("value", "key")
 
+    key: tuple
+
     def __init__(self, value: object) -> None:
         self.value = value
-        try:
-            hash(value)
-            self.key: tuple = (type(value), value)
-        except TypeError:
-            self.key = (type(value), repr(value))
+        # repr tells 1, 1.0 and True apart inside a tuple, where == does not (`is` would)
+        self.key = (type(value), value if type(value) in _SCALARS else repr(value))
 
     def __hash__(self) -> int:
         return hash(self.key)
@@ -457,10 +463,13 @@ def _follow(read: tuple, cap: tuple[int, int]) -> object:
 
 
 def _outcome(observation: tuple, cap: tuple[int, int]) -> object:
-    """What a run on `cap` learns from `observation`: ("compare", ast operator, read, read) its truth, ("shape",
+    """What a run on `cap` learns from `observation`: ("holds", caps) whether `cap` is one of caps (another
+    predicate's meaning), ("compare", ast operator, read, read) its truth, ("shape",
     read, n) whether the value unpacks into n, ("truth", read) its truth, ("value", read) the value itself, ("ok",
     read) that it can be computed; the kind of exception where computing it raises."""
     try:
+        if observation[0] == "holds":
+            return cap in observation[1]
         if observation[0] == "compare":
             return _COMPARE[observation[1]](_follow(observation[2], cap), _follow(observation[3], cap))
         value = _follow(observation[1], cap)
