@@ -269,7 +269,7 @@ class Evaluator(ABC):
             index = self._value(node.slice, cap, env)
             if value is FREE or index is FREE:
                 return FREE
-            read = ("item", _read_of(value), _read_of(index))
+            read: tuple = ("item", _read_of(value), _read_of(index))
             if isinstance(value, _Gpu):
                 self._observe(("ok", read))
             elif isinstance(index, _Gpu):
@@ -480,7 +480,7 @@ def _outcome(observation: tuple, cap: tuple[int, int]) -> object:
         if observation[0] == "value":
             return _Const(value)
         return True
-    except Exception as exc:  # noqa: BLE001 (whatever it is, the run there raises it: its kind tells it apart)
+    except Exception as exc:  # whatever it is, the run there raises it: its kind tells it apart
         return type(exc)
 
 
