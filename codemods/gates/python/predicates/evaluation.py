@@ -24,7 +24,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import repeat
 from typing import Any, cast
 
 from codemods.core.arch import Arch, ArchSet
@@ -166,11 +165,15 @@ class Evaluator(ABC):
                     continue
                 self.observed = {}
                 answer = answers[cap] = run(cap)
+                if self.by_class and not self.observed:
+                    # its class is every later capability no earlier run's class holds: nothing is left to run
+                    answers.update(dict.fromkeys(DOMAIN[index + 1 :], answer))
+                    answers.update({DOMAIN[other]: value for other, value in covered.items() if other > index})
+                    break
                 if self.by_class:
                     outcomes = [_outcomes(observation) for observation in self.observed]
                     own = tuple(outcome[index] for outcome in outcomes)
-                    rows = zip(*outcomes) if outcomes else repeat((), len(DOMAIN))  # each capability's outcomes
-                    for other, row in enumerate(rows):
+                    for other, row in enumerate(zip(*outcomes)):  # each capability's outcomes
                         if other > index and row == own and other not in covered:
                             covered[other] = answer
         finally:
