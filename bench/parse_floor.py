@@ -6,10 +6,9 @@ one), it parses, in one process per CPU as scan's workers run:
 - with the stdlib `ast` (which the issue prescribes to locate Python gates),
   every Python file the scan reports a gate in: a gate is not found without
   parsing its file;
-- with tree-sitter, every C file in which the scan names the function around
-  a `cuda_guard`: the floor of the design that named functions with
-  tree-sitter. Since 2026-12-05 scan and `run` name them with the lexer
-  (codemods.cpp.functions), so this part is no longer a floor of today's scan.
+- with the lexer namer (codemods.cpp.functions, the one scan and `run` name functions with since 2026-12-05),
+  every C file in which the scan names the function around a `cuda_guard`, asked for those guards' lines:
+  the floor of today's design, which names functions without a parse.
 
 Files a scan parses and finds nothing in are left out, so this is a lower
 bound: no scan that reports these gates with these parsers goes below it.
@@ -38,9 +37,9 @@ sys.path.insert(0, str(ROOT))
 from codemods.audit.prefilter import is_c_file  # noqa: E402
 
 
-def _parse(job: tuple[str, str]) -> tuple[int, float]:
-    """(bytes, CPU seconds) of one parse: `py` with ast, `cuda`/`cpp` with tree-sitter."""
-    path, how = job
+def _parse(job: tuple[str, str, tuple[int, ...]]) -> tuple[int, float]:
+    """(bytes, CPU seconds) of one file's floor: `py` parsed with ast, a C file's guards named by the lexer."""
+    path, how, lines = job
     data = Path(path).read_bytes()
     started = time.process_time()
     if how == "py":
@@ -49,22 +48,23 @@ def _parse(job: tuple[str, str]) -> tuple[int, float]:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             pass
     else:
-        from codemods.cpp import syntax
+        from codemods.cpp import functions
 
-        syntax.parser(how).parse(data)
+        starts = [0] + [i + 1 for i, byte in enumerate(data) if byte == 0x0A] if lines else [0]
+        functions.enclosing_functions(data, [starts[min(line, len(starts)) - 1] for line in lines])
     return len(data), time.process_time() - started
 
 
-def jobs_of(scan: dict, folder: str) -> list[tuple[str, str]]:
-    """The parses the scan's gates need: (path, "py" / "cuda" / "cpp")."""
-    out = {}
+def jobs_of(scan: dict, folder: str) -> list[tuple[str, str, tuple[int, ...]]]:
+    """The work the scan's gates need: (path, "py" / "c", the lines of its named guards)."""
+    out: dict[str, tuple[str, list[int]]] = {}
     for gate in scan["gates"]:
         path = os.path.join(gate.get("repo", folder), gate["file"])
         if gate["kind"].startswith("python_"):
-            out[path] = "py"
+            out[path] = ("py", [])
         elif gate["kind"] == "cuda_guard" and gate.get("symbol") and is_c_file(gate["file"]):
-            out[path] = "cuda" if gate["file"].endswith((".cu", ".cuh")) else "cpp"
-    return sorted(out.items())
+            out.setdefault(path, ("c", []))[1].append(gate["line"])
+    return sorted((path, how, tuple(sorted(lines))) for path, (how, lines) in out.items())
 
 
 def main() -> None:
@@ -76,8 +76,8 @@ def main() -> None:
     work = jobs_of(json.loads(args.scan.read_bytes()), args.repo)
     with ProcessPoolExecutor(max_workers=args.jobs or os.cpu_count() or 1) as pool:
         results = list(pool.map(_parse, work, chunksize=8))
-    for how, label in (("py", "ast.parse"), ("c", "tree-sitter")):
-        picked = [r for (_, kind), r in zip(work, results) if (kind == "py") == (how == "py")]
+    for how, label in (("py", "ast.parse"), ("c", "lexer naming")):
+        picked = [r for (_, kind, _), r in zip(work, results) if kind == how]
         print(f"{label}: {len(picked)} files, {sum(r[0] for r in picked) / 1e6:.1f} MB, {sum(r[1] for r in picked):.1f} s CPU")
 
 

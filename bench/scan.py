@@ -12,9 +12,9 @@ times each:
 - `rg` for the tokens the scan's prefilters look for;
 - `ast-grep run -p __CUDA_ARCH__ -l cpp` (fewer runs: it takes minutes);
 - the parse floor (bench/parse_floor.py, over the cold scan's output):
-  `ast.parse` of the Python files with a gate and a tree-sitter parse of the
-  C files where a guard's function is named, which no scan reporting those
-  gates with those parsers goes below.
+  `ast.parse` of the Python files with a gate and the lexer naming of the
+  guards whose function the scan names, which no scan reporting those
+  gates with this design goes below.
 
 It prints a markdown table (median wall time, ratios to rg and ast-grep,
 peak RSS of codemod scan) and the recall of codemod's cuda_guard gates
@@ -257,7 +257,7 @@ def main() -> None:
     measure("codemod scan --gates-only (cold, --no-cache)", [*scan, "--gates-only", "--no-cache"], args.runs)
     # the floor: only the parses the cold scan's gates cannot be found and named without, one process per CPU
     floor = [sys.executable, str(ROOT / "bench" / "parse_floor.py"), str(out), "--repo", str(folders[0])]
-    measure("parse floor: ast + tree-sitter of the files the gates need (bench/parse_floor.py)", floor, args.runs)
+    measure("parse floor: ast of the Python files + lexer naming of the C files the gates need (bench/parse_floor.py)", floor, args.runs)
     rg = shutil.which("rg") or shutil.which("rg", path=os.path.dirname(sys.executable))  # the ripgrep wheel: in the venv
     if rg:
         rg_command = [rg, "-n", "--no-heading", *[a for t in RG_TOKENS for a in ("-e", t)], *map(str, folders)]

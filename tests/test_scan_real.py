@@ -17,11 +17,12 @@ from codemods.cpp.instructions import Hit, lacking
 from codemods.cpp.structure import Structure, build_structure, structure
 from codemods.jit import specs as jit_specs
 from codemods.jit.spec_cst import LibcstIndex
-from codemods.audit import c_files, listing, prefilter, python_files, records
+from codemods.audit import listing, prefilter, python_files, records
 from codemods.audit import scan as scanner
-from codemods.cpp import lexer
-from codemods.core.arch import DEFAULT_ARCHS, Arch
-from codemods.gates import SourceError, decode
+from codemods.cpp import lexer, syntax
+from codemods.cpp.evaluate import conditionals, read_guard
+from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
+from codemods.gates import SourceError
 from codemods.gates.python import cst_source
 from codemods.gates.cpp import cuda_guard
 from codemods.gates.python import python_arch_list
@@ -43,27 +44,37 @@ def sources(root: Path, suffixes: tuple[str, ...], token: bytes) -> list[tuple[s
     return found
 
 
+def _tree_sitter_guards(data: bytes, language: str) -> list[tuple[int, str, ArchSet]]:
+    """(line, condition, admits) of every arch guard tree-sitter's tree of the whole file finds: the reference the
+    lexer's guard finder (cuda_guard.find, the one scan and run share) is checked against."""
+    tree = syntax.parser(language).parse(data)
+    keywords, directives = conditionals(tree, language)
+    found = []
+    for keyword in keywords:
+        guard = read_guard(data, tree, keyword, arch_macros_only=True, directive=directives.get(keyword.start_byte))
+        if guard is not None:
+            found.append((keyword.start_point.row + 1, data[guard.start : guard.end].decode(), guard.admits(UNIVERSE)))
+    return found
+
+
 @pytest.mark.parametrize("project", ["flashinfer", "sglang"])
-def test_guard_lines_are_a_superset_of_cuda_guard_find(real_unpacked, project):
+def test_the_guard_finder_is_a_superset_of_tree_sitters_directives(real_unpacked, project):
     files = sources(real_unpacked[project], listing.C_SUFFIXES, b"__CUDA_ARCH")
     assert files
     extra = decided = 0
     for rel, data in files:
         language = "cuda" if rel.endswith((".cu", ".cuh")) else "cpp"
         try:
-            reference = cuda_guard.find(data, UNIVERSE, language=language)
+            mine = {(g.line, g.text): g.admits for g in cuda_guard.find(data, UNIVERSE, language=language)}
         except SourceError as exc:
-            with pytest.raises(SourceError, match=str(exc).split(":")[0]):
-                comments = lexer.Comments(data)
-                lexer.check_balanced(lexer.find_directives(data, comments))
-                decode(data)
+            assert "unbalanced" in str(exc) or "UTF-8" in str(exc), f"{rel}: {exc}"
             continue
-        mine = {(g.line, g.text): g.admits for g in c_files.cuda_gates(data, lexer.Comments(data), UNIVERSE, language)}
-        for gate in reference:
-            assert (gate.line, gate.text) in mine, f"{rel}:{gate.line} {gate.text}"
+        reference = _tree_sitter_guards(data, language)
+        for line, text, admits in reference:
+            assert (line, text) in mine, f"{rel}:{line} {text}"
             # tree-sitter calls a condition unknown when it cannot parse the code around it
-            if not gate.admits.unknown:
-                assert mine[(gate.line, gate.text)] == gate.admits, f"{rel}:{gate.line}"
+            if not admits.unknown:
+                assert mine[(line, text)] == admits, f"{rel}:{line}"
                 decided += 1
         extra += len(mine) - len(reference)
     assert decided > 0

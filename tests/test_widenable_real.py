@@ -1,10 +1,10 @@
 """Scan and run agree on real releases (issue 38 item 4): every gate `scan` calls widenable is widened by a recipe
 naming only its file and function, through run's own planner, and the widened gate admits the arch.
 
-For FlashInfer 0.6.3 (sm_120, sm_121), 0.7.4 (sm_120), SGLang 0.5.8 (sm_120) and 0.5.23 (sm_120, sm_121). When
+For FlashInfer 0.6.3 (sm_120, sm_121), 0.7.4 (sm_120, its Python gates and its C guards), SGLang 0.5.8 (sm_120) and 0.5.23 (sm_120, sm_121). When
 the change matches several gates to widen, the recipe adds the field the multi-match error offers for this gate
 (`assigns`, `body`, `admits`, `call`, else `nth`), as a user would; a kind that widens every match of its shape
-(cuda_guard) is planned once per file. No git: the planner reads the unpacked wheel and writes nothing.
+(cuda_guard) is planned once per file and function. No git: the planner reads the unpacked wheel and writes nothing.
 """
 
 from __future__ import annotations
@@ -26,17 +26,12 @@ from conftest import unpack_wheel
 pytestmark = pytest.mark.real
 
 # (dist, version, project, arch, which gates: "all", "python" or "c"; "none": scan must call none widenable)
-_C_GUARDS_074 = (
-    "scan does not yet ask run's widen for C guards (issue 38): on FlashInfer 0.7.4 it calls 136 cuda_guard gates "
-    "widenable that run refuses (guards on __CUDACC_VER_MAJOR__, which run cannot evaluate; guards whose #if "
-    "tree-sitter cannot parse where it stands; tcgen05 bodies; a file-wide change failing on one blocked guard)"
-)
 RELEASES = [
     ("flashinfer-python", "0.6.3", "flashinfer", "sm_120", "all"),
     ("flashinfer-python", "0.6.3", "flashinfer", "sm_121", "all"),
     ("flashinfer-python", "0.7.4", "flashinfer", "sm_120", "python"),
-    pytest.param("flashinfer-python", "0.7.4", "flashinfer", "sm_120", "c", id="0.7.4-sm_120-c",
-                 marks=pytest.mark.xfail(strict=True, reason=_C_GUARDS_074)),
+    # scan asks run's widen for C guards too (the guards a change naming the file and function takes)
+    ("flashinfer-python", "0.7.4", "flashinfer", "sm_120", "c"),
     # since the scan-advice fixes (issue 34) SGLang 0.5.8 has no gate scan calls widenable for sm_120: bench/precision
     # judged all 11 earlier ones false; the case now checks the group stays empty
     ("sglang", "0.5.8", "sglang", "sm_120", "none"),
@@ -75,7 +70,7 @@ def _planned(tree, folder: Path, project: str, arch: str, kind: str, file: str, 
 
 @pytest.mark.parametrize(
     ("dist", "version", "project", "arch", "which"), RELEASES,
-    ids=[None if hasattr(r, "marks") else f"{r[1]}-{r[3]}-{r[4]}" for r in RELEASES],
+    ids=[f"{r[1]}-{r[3]}-{r[4]}" for r in RELEASES],
 )
 def test_every_gate_scan_calls_widenable_is_widened_by_run(dist, version, project, arch, which, tmp_path):
     root = unpack_wheel(dist, version)

@@ -45,13 +45,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
 from codemods.core.arch import Arch
 from codemods.cpp.hazards import FEATURE_SWITCH_RE
 from codemods.cpp.structure import Branch, Structure
 from codemods.gates import Gate
 from codemods.gates.registry import KINDS
+from codemods.plan import dispatch
 
 BLOCKER = "blocker"
 WIDENABLE = "widenable"
@@ -135,68 +135,8 @@ def classify(excludes: bool | None, path: Path | None, lacking: list[str], edita
 _DEFINE_RE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
 _INCLUDE_RE = re.compile(rb"^[ \t]*#[ \t]*include\b", re.MULTILINE)
 _RETURN_RE = re.compile(rb"\breturn\b")
-_ERROR_RE = re.compile(rb"^[ \t]*#[ \t]*error\b", re.MULTILINE)
-_DIRECTIVE_RE = re.compile(rb"^[ \t]*#(?:[^\n]*\\\r?\n)*[^\n]*", re.MULTILINE)
-# Statements that do no work: what a stub body is made of.
-_STUB_RE = re.compile(
-    rb"""return\s*(?:0|false|nullptr|\{\s*\})?\s*;
-    |(?:__trap|__brkpt|__builtin_trap|__builtin_unreachable|abort|assert|static_assert|printf
-       |CUTE_INVALID_CONTROL_PATH|CUTLASS_NOT_IMPLEMENTED|FLASHINFER_ERROR|TLLM_THROW)\s*\((?:[^;]|\\;)*?\)\s*;
-    |asm\s*(?:volatile\s*)?\(\s*"(?:trap|brkpt|exit);"\s*\)\s*;
-    |\(\s*void\s*\)\s*[A-Za-z_]\w*\s*;
-    |[{};]""",
-    re.VERBOSE,
-)
-_COMMENT_RE = re.compile(rb"""/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""", re.DOTALL)
-
-
-_BLANK = bytes(0x0A if byte == 0x0A else 0x20 for byte in range(256))
-
-
-@lru_cache(maxsize=4)
-def _masked(source: bytes) -> bytes:
-    """Comments blanked (strings kept: `asm("trap;")` is read from them), offsets unchanged.
-
-    Every guard of a file that excludes the arch asks (guard_path): kept for the last files.
-    """
-
-    def blank(match: re.Match) -> bytes:
-        text = match.group()
-        if text[:1] in (b'"', b"'"):
-            return text
-        return text.translate(_BLANK)
-
-    return _COMMENT_RE.sub(blank, source)
-
-
-def _own_text(shape: Structure, branch: Branch, masked: bytes) -> bytes:
-    """The branch's body without the conditional groups nested in it."""
-    spans = []
-    for child in branch.children:
-        members = shape.group(shape.branches[child])
-        spans.append((members[0].start, members[-1].body_end))
-    out, pos = [], branch.body_start
-    for start, end in sorted(spans):
-        out.append(masked[pos:start])
-        pos = max(pos, end)
-    out.append(masked[pos : branch.body_end])
-    return b"".join(out)
-
-
-def _stub(shape: Structure, branch: Branch, masked: bytes) -> bool:
-    """Whether the body does no work: only `return;`, a trap, an assert, `(void)x;` (no nested code)."""
-    if any(shape.has_code(m) for c in branch.children for m in shape.group(shape.branches[c])):
-        return False
-    code = _DIRECTIVE_RE.sub(b"", _own_text(shape, branch, masked))
-    return not _STUB_RE.sub(b"", code).strip()
-
-
 def _defines(text: bytes) -> set[bytes]:
     return set(_DEFINE_RE.findall(text))
-
-
-def _described(branch: Branch) -> str:
-    return "#else" if branch.directive == "#else" else f"`{branch.directive} {branch.condition}`"
 
 
 def guard_path(
@@ -218,26 +158,22 @@ def guard_path(
     while outer is not None:
         enclosing = shape.branches[outer]
         if shape.taken(enclosing, arch) is False:
-            return Path(OUTER, f"inside {_described(enclosing)} (line {enclosing.line}), which {name} does not take",
+            return Path(OUTER, f"inside {dispatch.described(enclosing)} (line {enclosing.line}), which {name} does not take",
                         enclosing.line)
         outer = enclosing.parent
     if not branch.names_arch:
         return Path(HOST, "the condition tells the host pass from the device pass, not one arch from another")
-    masked = _masked(source)
+    masked = dispatch.masked(source)
     group = shape.group(branch)
-    chosen: Branch | None = None
-    for member in group:
-        taken = shape.taken(member, arch)
-        if taken is None:
-            return Path(UNDECIDED, f"which branch {name} takes depends on {_described(member)} (line {member.line})")
-        if taken:
-            chosen = member
-            break
-    own = _own_text(shape, branch, masked)
+    chosen, undecided = dispatch.taken_branch(shape, branch, arch)
+    if undecided is not None:
+        return Path(UNDECIDED, f"which branch {name} takes depends on {dispatch.described(undecided)} "
+                               f"(line {undecided.line})")
+    own = dispatch.own_text(shape, branch, masked)
     code = shape.has_code(branch)
     defined = _defines(own)
     if chosen is not None and chosen.position < branch.position:
-        return Path(IMPLEMENTATION, f"{name} takes its own branch of the group, {_described(chosen)} (line {chosen.line})",
+        return Path(IMPLEMENTATION, f"{name} takes its own branch of the group, {dispatch.described(chosen)} (line {chosen.line})",
                     chosen.line)
     if not code and not _INCLUDE_RE.search(own):
         if not defined:
@@ -258,13 +194,14 @@ def guard_path(
         if _RETURN_RE.search(own) and _code_follows(masked, group[-1].body_end):
             return Path(FALLBACK, f"an early-return fast path: {name} runs the code after the #if group instead")
         return Path(NOTHING, f"no branch of this #if group gives {name} code")
-    if _ERROR_RE.search(_own_text(shape, chosen, masked)):
-        return Path(ERROR, f"{name} takes {_described(chosen)} (line {chosen.line}), an #error", chosen.line)
-    if not shape.has_code(chosen) or _stub(shape, chosen, masked):
-        return Path(STUB, f"{name} takes {_described(chosen)} (line {chosen.line}), which does no work", chosen.line)
+    work = dispatch.branch_work(shape, chosen, masked)  # the branch rule run applies too (plan.dispatch)
+    if work == "error":
+        return Path(ERROR, f"{name} takes {dispatch.described(chosen)} (line {chosen.line}), an #error", chosen.line)
+    if work == "stub":
+        return Path(STUB, f"{name} takes {dispatch.described(chosen)} (line {chosen.line}), which does no work", chosen.line)
     return Path(
         FALLBACK,
-        f"{name} takes {_described(chosen)} (line {chosen.line}) instead; widening would change which "
+        f"{name} takes {dispatch.described(chosen)} (line {chosen.line}) instead; widening would change which "
         "implementation it runs",
         chosen.line,
     )
@@ -273,7 +210,7 @@ def guard_path(
 def _code_follows(masked: bytes, endif: int) -> bool:
     """Whether code follows the group's `#endif` (at `endif`) in the same block, rather than its closing `}`."""
     after = masked.find(b"\n", endif)
-    rest = _DIRECTIVE_RE.sub(b"", masked[after + 1 : after + 4096] if after >= 0 else b"").lstrip()
+    rest = dispatch.DIRECTIVE_RE.sub(b"", masked[after + 1 : after + 4096] if after >= 0 else b"").lstrip()
     return bool(rest) and not rest.startswith(b"}")
 
 

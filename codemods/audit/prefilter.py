@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from codemods.audit.listing import PYTHON_SUFFIXES
 from codemods.core.lazy import LazyModule
+from codemods.cpp.lexer import ARCH_TOKEN
 from codemods.gates.cmake import cmake_arch_list
 from codemods.gates.python import python_capability
 
@@ -31,7 +32,6 @@ else:  # imported on first use: a scan of C sources, or one answered from the ca
     cpp_conditions = LazyModule("codemods.gates.cpp.checks.conditions")
 
 
-ARCH_TOKEN = b"__CUDA_ARCH"
 # Cheap byte tests before a Python file is parsed: only what each kind's `find` could match.
 PYTHON_PREFILTERS = (
     # the keyword (given a list, a name or a computed value), the capability-list calls python_arch_list.KNOWN_CALLS names, and (major, minor) pairs

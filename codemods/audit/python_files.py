@@ -18,7 +18,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from codemods.audit import classify, python_advice
-from codemods.audit.c_files import cuda_gates
 from codemods.audit.prefilter import (
     ARCH_TOKEN,
     JIT_RE,
@@ -44,6 +43,7 @@ from codemods.core.lazy import LazyModule
 from codemods.cpp.lexer import NoComments
 from codemods.gates import Gate, SourceError, decode
 from codemods.gates.base import Where
+from codemods.gates.cpp import cuda_guard
 from codemods.gates.python import polarity, tree_index
 from codemods.gates.python.predicates import reading
 from codemods.gates.python import ast_text
@@ -116,7 +116,7 @@ def analyse_python(rel: str, data: bytes, context: Context, in_jit: bool) -> Fil
     kinds = python_kinds(data)
     want_specs = in_jit and b"gen_jit_spec" in data
     want_capability = python_capability.may_hold(data)
-    in_strings = cuda_gates(data, NoComments(), context.universe, "cuda") if ARCH_TOKEN in data else []
+    in_strings = cuda_guard.guards(data, NoComments(), context.universe, "cuda") if ARCH_TOKEN in data else []
     want_definitions = defines_predicates(data) or may_hold_arch_map(data) or declares_min_capability(data) or calls_arch(data)
     if not (kinds or want_specs or want_capability or in_strings or want_definitions):
         return out

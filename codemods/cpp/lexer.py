@@ -24,6 +24,8 @@ C_SUFFIXES = (
 )  # fmt: skip
 # The C files read with the CUDA grammar; every other one is read as C++.
 CUDA_SUFFIXES = (".cu", ".cuh")
+# What every arch macro's name starts with (`__CUDA_ARCH__`, `__CUDA_ARCH_FEAT_SM90_ALL`, ...): the byte search.
+ARCH_TOKEN = b"__CUDA_ARCH"
 
 
 def language(path: str) -> str:
@@ -109,6 +111,8 @@ _LEXEME_RE = re.compile(
     re.VERBOSE | re.DOTALL,
 )
 _NOT_NEWLINE_RE = re.compile(rb"[^\n]")
+# A C++ raw string literal: `R"delim(` ... `)delim"`, the delimiter up to 16 characters ([lex.string]).
+_RAW_STRING_RE = re.compile(rb'(?<![A-Za-z0-9_])(?:u8|[uUL])?R"([^()\\ \t\r\n"]{0,16})\((.*?)\)\1"', re.DOTALL)
 
 
 def _mask(match: re.Match) -> bytes:
@@ -254,6 +258,7 @@ class Comments:
         self._ends: list[int] = []
         self._pos = 0  # every block comment starting before this is in _starts/_ends
         self._anchor = 0  # a point in code at or before _pos
+        self._raw: list[tuple[int, int]] | None = None  # the raw string literals (in_raw_string)
 
     def _index(self, upto: int) -> None:
         """Index the block comments that start at or before `upto` (most lookups are near the top: includes)."""
@@ -293,6 +298,18 @@ class Comments:
             self._index(pos)
         i = bisect.bisect_right(self._starts, pos) - 1
         return self._ends[i] if i >= 0 and pos < self._ends[i] else -1
+
+    def in_raw_string(self, pos: int) -> bool:
+        """Whether `pos` lies inside a C++ raw string literal (`R"(...)"`, which may span lines: a `#if` on one of
+        its lines is text, not a directive). Found once per source, only in one that spells `R"`."""
+        if self._raw is None:
+            self._raw = []
+            if b'R"' in self.data:
+                for match in _RAW_STRING_RE.finditer(self.data):
+                    if not self.in_comment(match.start()):
+                        self._raw.append((match.start(), match.end()))
+        i = bisect.bisect_right(self._raw, (pos, 1 << 62)) - 1
+        return i >= 0 and pos < self._raw[i][1]
 
     def in_comment(self, pos: int) -> bool:
         if self.block_end(pos) >= 0:

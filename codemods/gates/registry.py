@@ -50,6 +50,7 @@ def _optional(*names: str, hints: dict[str, str] | None = None) -> tuple[Selecto
 
 CUDA_GUARD = GateKind(
     name="cuda_guard",
+    selectors=_optional("function"),  # the guards of one function (cpp.functions names them, as scan does)
     find=lambda source, universe, where, selector: cuda_guard.find(source, universe, where.language, **selector),
     admits=lambda text, universe, where, detail: cuda_guard.admits(text, universe),
     widen=lambda source, gate, targets, universe, where: cuda_guard.widen(source, gate, targets, universe),

@@ -16,16 +16,29 @@ counted: they are not written for the arch. A negated test (`elif major !=
 9:`) is read by the gate kinds as a check for its values, so it is not counted
 either.
 
-Pure: bytes, an ast and gates in, an arm out.
+The same rule reads an `#if`/`#elif` group of C, C++ and CUDA (`later_directive`): widening a guard for an arch
+that a later branch of its group takes today, when that branch does work (not an `#error`, not a stub), changes
+which implementation the arch compiles; and a C++ `if`/`else if` chain of host checks (`later_statement`), read
+as the Python chain is: a later `else if` whose check holds on the arch, whose body does not leave.
+`audit.classify.guard_path` decides scan's group from the same functions (`taken_branch`, `branch_work`).
+
+Pure: bytes, an ast or an `#if` structure, and gates in, an arm out.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+
+import tree_sitter
 
 from codemods.core.arch import Arch
+from codemods.cpp import syntax
+from codemods.cpp.structure import Branch, Structure, structure
+from codemods.gates.cpp.checks.polarity import exit_of
 from codemods.gates import Gate
 from codemods.gates.python import polarity as _polarity
 from codemods.gates.python import tree_index
@@ -94,3 +107,148 @@ def _arm_of(tree: ast.Module, text: PythonText, gate: Gate) -> ast.If | None:
 
 def _negated(condition: str) -> bool:
     return "!=" in condition or condition.lstrip("( ").startswith("not ") or " not in " in condition
+
+
+# ---------------------------------------------------------------- #if groups of C, C++ and CUDA
+
+ERROR_RE = re.compile(rb"^[ \t]*#[ \t]*error\b", re.MULTILINE)
+DIRECTIVE_RE = re.compile(rb"^[ \t]*#(?:[^\n]*\\\r?\n)*[^\n]*", re.MULTILINE)
+# Statements that do no work: what a stub body is made of.
+_STUB_RE = re.compile(
+    rb"""return\s*(?:0|false|nullptr|\{\s*\})?\s*;
+    |(?:__trap|__brkpt|__builtin_trap|__builtin_unreachable|abort|assert|static_assert|printf
+       |CUTE_INVALID_CONTROL_PATH|CUTLASS_NOT_IMPLEMENTED|FLASHINFER_ERROR|TLLM_THROW)\s*\((?:[^;]|\\;)*?\)\s*;
+    |asm\s*(?:volatile\s*)?\(\s*"(?:trap|brkpt|exit);"\s*\)\s*;
+    |\(\s*void\s*\)\s*[A-Za-z_]\w*\s*;
+    |[{};]""",
+    re.VERBOSE,
+)
+_COMMENT_RE = re.compile(rb"""/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""", re.DOTALL)
+_BLANK = bytes(0x0A if byte == 0x0A else 0x20 for byte in range(256))
+
+
+@lru_cache(maxsize=4)
+def masked(source: bytes) -> bytes:
+    """Comments blanked (strings kept: `asm("trap;")` is read from them), offsets unchanged.
+
+    Every guard of a file that excludes the arch asks (guard_path): kept for the last files.
+    """
+
+    def blank(match: re.Match) -> bytes:
+        text = match.group()
+        if text[:1] in (b'"', b"'"):
+            return text
+        return text.translate(_BLANK)
+
+    return _COMMENT_RE.sub(blank, source)
+
+
+def own_text(shape: Structure, branch: Branch, masked: bytes) -> bytes:
+    """The branch's body without the conditional groups nested in it."""
+    spans = []
+    for child in branch.children:
+        members = shape.group(shape.branches[child])
+        spans.append((members[0].start, members[-1].body_end))
+    out, pos = [], branch.body_start
+    for start, end in sorted(spans):
+        out.append(masked[pos:start])
+        pos = max(pos, end)
+    out.append(masked[pos : branch.body_end])
+    return b"".join(out)
+
+
+def branch_work(shape: Structure, branch: Branch, masked: bytes) -> str:
+    """What the branch gives the arch that takes it: "error" (an `#error`), "stub" (no code, or only `return;`, a
+    trap, an assert, `(void)x;`), else "code"."""
+    own = own_text(shape, branch, masked)
+    if ERROR_RE.search(own):
+        return "error"
+    if not shape.has_code(branch):
+        return "stub"
+    if any(shape.has_code(m) for c in branch.children for m in shape.group(shape.branches[c])):
+        return "code"
+    return "code" if _STUB_RE.sub(b"", DIRECTIVE_RE.sub(b"", own)).strip() else "stub"
+
+
+def described(branch: Branch) -> str:
+    return "#else" if branch.directive == "#else" else f"`{branch.directive} {branch.condition}`"
+
+
+def taken_branch(shape: Structure, branch: Branch, arch: Arch) -> tuple[Branch | None, Branch | None]:
+    """(the branch of `branch`'s group that `arch` takes, None when none; the branch whose condition leaves that
+    undecided, None when decided)."""
+    for member in shape.group(branch):
+        taken = shape.taken(member, arch)
+        if taken is None:
+            return None, member
+        if taken:
+            return member, None
+    return None, None
+
+
+def later_directive(source: bytes, gate: Gate, archs: Sequence[Arch]) -> Arm | None:
+    """The later branch of the `#if` group whose condition is `gate` that one of `archs` the gate excludes takes
+    today, when it does work; None when there is none, or `gate` is no directive's condition."""
+    excluded = [a for a in archs if gate.admits.admits(a) is False]
+    if not excluded or b"#" not in source:
+        return None
+    shape = structure(source)
+    branch = shape.at(gate.start)
+    if branch is None:
+        return None
+    for arch in excluded:
+        chosen, undecided = taken_branch(shape, branch, arch)
+        if undecided is None and chosen is not None and chosen.position > branch.position:
+            if branch_work(shape, chosen, masked(source)) == "code":
+                text = "#else" if chosen.directive == "#else" else f"{chosen.directive} {chosen.condition}"
+                return Arm(arch, chosen.line, text)
+    return None
+
+
+# ---------------------------------------------------------------- C++ `if`/`else if` chains
+
+
+def later_statement(source: bytes, gate: Gate, archs: Sequence[Arch], gates: Sequence[Gate], language: str) -> Arm | None:
+    """The first later `else if` of the C++ `if` chain whose condition holds `gate` that takes one of `archs` the
+    gate excludes, read by `gates` (the file's host checks); None when there is none, the gate stands in no `if`
+    condition, or its `if` leaves (a check that throws or returns an error is admission, not dispatch)."""
+    excluded = [a for a in archs if gate.admits.admits(a) is False]
+    if not excluded or b"else" not in source[gate.end :]:
+        return None
+    tree = syntax.parse_code(source, language)
+    node = tree.root_node.descendant_for_byte_range(gate.start, gate.end)
+    arm = None
+    while node is not None and arm is None:
+        condition = node.child_by_field_name("condition") if node.type == "if_statement" else None
+        if condition is not None and condition.start_byte <= gate.start and gate.end <= condition.end_byte:
+            arm = node
+        node = node.parent
+    if arm is None or exit_of(arm) is not None:
+        return None
+    for arch in excluded:
+        later = arm
+        while (following := _else_if(later)) is not None:
+            else_at, later = following
+            condition = later.child_by_field_name("condition")
+            if condition is None:
+                break
+            inside = [g for g in gates if condition.start_byte <= g.start and g.end <= condition.end_byte]
+            if any(g.admits.admits(arch) is True and not g.detail.get("negated") for g in inside):
+                if exit_of(later) is not None:
+                    break  # the arch takes an arm that refuses it: widening gives it code
+                line = source.count(b"\n", 0, else_at) + 1
+                end = source.find(b"\n", else_at)
+                text = source[else_at : len(source) if end < 0 else end].decode("utf-8", "replace").strip()
+                return Arm(arch, line, text)
+    return None
+
+
+def _else_if(statement: tree_sitter.Node) -> tuple[int, tree_sitter.Node] | None:
+    """(where its `else` stands, the `if` it holds) of an `if` statement's `else if`, or None."""
+    alternative = statement.child_by_field_name("alternative")
+    if alternative is None:
+        return None
+    nested = [child for child in alternative.named_children if child.type != "comment"]
+    if len(nested) == 1 and nested[0].type == "if_statement":
+        return alternative.start_byte, nested[0]
+    return None

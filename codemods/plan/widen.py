@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from codemods.jit import kernel_paths
 from codemods.core.arch import Arch
-from codemods.cpp.lexer import one_line
+from codemods.cpp.lexer import C_SUFFIXES, one_line
 from codemods.gates import CannotWiden, Edit, Gate, SourceError, TooDeep, apply_edits
 from codemods.gates.python.predicates import reading
 from codemods.gates.python.ast_text import defines
@@ -103,7 +103,7 @@ def plan_change(
         if all(gate.admits.admits(a) for a in targets):
             pc.gates.append(GateChange(gate, "unchanged", gate.text, gate.admits, "already admits " + ", ".join(a.name for a in targets)))
             continue
-        arm = dispatch.later_arm(source, gate, targets, arms) if arms else None
+        arm = _later_arm(source, gate, targets, arms, where)
         if arm is not None:
             pc.gates.append(GateChange(gate, "failed", reason=arm.reason(pc.file), refused_by="dispatch"))
             continue
@@ -208,15 +208,56 @@ def refusal(
         kind.widen(source, min(own, key=lambda g: g.end - g.start), targets, universe, where)
     except (CannotWiden, SourceError) as exc:
         return str(exc).removeprefix(f"line {gate.line}: ")
+    if not kind.every_match:
+        return ""
+    # a kind that widens every match of the change (cuda_guard) fails the change on any of them that run refuses
+    if ("others", key) not in found:
+        found[("others", key)] = [(g, _refused(kind, source, g, targets, universe, where)) for g in found[key]]
+    for other, why in found[("others", key)]:
+        if why and other.start != gate.start:
+            return (
+                f"a change naming its file{' and function' if scope else ''} also takes line {other.line} "
+                f"(`{one_line(other.text)}`), which it cannot widen: {why}"
+            )
     return ""
+
+
+def _refused(kind: GateKind, source: bytes, gate: Gate, targets: tuple[Arch, ...], universe: tuple[Arch, ...], where: Where) -> str:
+    """Why plan_change refuses `gate` of a change that takes it ("" when it widens it, or it admits the targets)."""
+    if all(gate.admits.admits(a) for a in targets):
+        return ""
+    arm = _later_arm(source, gate, targets, [], where)
+    if arm is not None:
+        return arm.reason(where.file)
+    blockers = kind.blockers(source, gate, targets)
+    if blockers:
+        return "not widenable: " + "; ".join(blockers)
+    assert kind.widen is not None  # refusal asked only of kinds that widen
+    try:
+        kind.widen(source, gate, targets, universe, where)
+    except (CannotWiden, SourceError) as exc:
+        return str(exc).removeprefix(f"line {gate.line}: ")
+    return ""
+
+
+def _later_arm(source: bytes, gate: Gate, targets: tuple[Arch, ...], arms: list[Gate], where: Where) -> dispatch.Arm | None:
+    """The branch rule (plan.dispatch): the later arm of the gate's `if`/`elif` chain (read by `arms`), or of its
+    `#if`/`#elif` group in a C file, that takes a target today."""
+    if where.file.endswith(".py"):
+        return dispatch.later_arm(source, gate, targets, arms) if arms else None
+    if where.file.endswith(C_SUFFIXES):
+        arm = dispatch.later_directive(source, gate, targets)
+        return arm if arm is not None or not arms else dispatch.later_statement(source, gate, targets, arms, where.language)
+    return None
 
 
 def _chain_readers(
     kind: GateKind, source: bytes, universe: tuple[Arch, ...], where: Where, selectors: dict, contested: list[Gate]
 ) -> list[Gate]:
-    """The gates that read the arms of the `if`/`elif` chains around the contested gates (plan.dispatch): the
-    kind's gates of the same function, any other selector left out ([] for a file that is not Python)."""
-    if not contested or not where.file.endswith(".py") or kind.find is None:
+    """The gates that read the arms of the `if`/`elif` (`else if`) chains around the contested gates
+    (plan.dispatch): the kind's gates of the same function, any other selector left out ([] for a file that is
+    neither Python nor C)."""
+    if not contested or not where.file.endswith((".py", *C_SUFFIXES)) or kind.find is None:
         return []
     scope = {k: selectors[k] for k in ("function", "names") if k in selectors}  # `names`: how the arms read too
     try:

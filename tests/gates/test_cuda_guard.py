@@ -417,9 +417,10 @@ def test_find_reports_span_line_directive_and_function():
     )
 
 
-def test_guard_tree_sitter_misparses_is_unknown():
-    # tree-sitter reads `__CUDA_ARCH__ < 1200 ... stream` as a template argument
-    # list when the guard sits in an argument list; no verdict is guessed.
+def test_guard_inside_an_argument_list_is_read_from_its_own_line():
+    # tree-sitter reads `__CUDA_ARCH__ < 1200 ... stream` as a template argument list when the guard sits in an
+    # argument list, and once called it unknown; the lexer reads the directive's line alone, as scan does, so run
+    # widens what scan calls widenable (issue 38)
     source = source_of(
         """
         launch(grid,
@@ -430,9 +431,44 @@ def test_guard_tree_sitter_misparses_is_unknown():
         """
     )
     [gate] = find(source)
-    assert gate.admits.unknown == frozenset(DEFAULT_ARCHS)
-    with pytest.raises(CannotWiden, match="tree-sitter cannot parse"):
-        widen(source, gate, SM12X)
+    assert gate.admits.names() == ["sm_90", "sm_100", "sm_103", "sm_110"] and not gate.admits.unknown
+    assert apply_edits(source, widen(source, gate, SM12X)) == source.replace(b" && __CUDA_ARCH__ < 1200", b"")
+
+
+def test_guard_lines_inside_a_raw_string_are_text():
+    source = source_of(
+        """
+        const char* kernel = R"cuda(
+        #if __CUDA_ARCH__ < 1200
+        #endif
+        )cuda";
+        #if __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200
+        #endif
+        """
+    )
+    [gate] = find(source)
+    assert gate.line == 5
+
+
+def test_find_by_function_names_the_guards_of_one_function():
+    source = source_of(
+        """
+        __global__ void allreduce(float* out) {
+        #if __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200
+          cudaGridDependencySynchronize();
+        #endif
+        }
+        template <typename T>
+        __device__ T load(T const* p) {
+        #if __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200
+          return __ldg(p);
+        #endif
+        }
+        """
+    )
+    assert [(g.line, g.context) for g in find(source)] == [(2, "allreduce"), (8, "load")]
+    assert [g.line for g in find(source, function="load")] == [8]
+    assert find(source, function="reduce") == []
 
 
 def test_find_rejects_non_utf8():

@@ -3,8 +3,8 @@
 A gate of this kind is the condition of an `#if` or `#elif` (or the name after
 `#ifdef`, `#ifndef`, `#elifdef`, `#elifndef`) that names `__CUDA_ARCH__`,
 `__CUDA_ARCH_SPECIFIC__`, `__CUDA_ARCH_FAMILY_SPECIFIC__` or a
-`__CUDA_ARCH_FEAT_SM<NN>_ALL` macro. Tree-sitter finds the directives, so a
-guard inside a comment or a string literal is not a gate. Each condition is
+`__CUDA_ARCH_FEAT_SM<NN>_ALL` macro. The lexer finds the directives (byte
+searches, cpp.lexer), as `codemod scan` does: a guard inside a block comment is not a gate. Each condition is
 evaluated as the C preprocessor does in nvcc's device pass for every arch of
 the universe, with `Arch.macros()` defined: admitted, excluded, or unknown
 when the answer depends on any other macro or the condition does not parse.
@@ -34,16 +34,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from functools import lru_cache
 
 
-from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
-from codemods.cpp import functions, syntax
+from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet, is_arch_macro
+from codemods.cpp import functions, lexer, syntax
 from codemods.cpp.evaluate import (
     CONDITION_DIRECTIVES,
     Guard,
     admits,
-    conditionals,
-    read_guard,
     snippet_guard,
 )
 from codemods.cpp.expression import (
@@ -56,114 +55,118 @@ from codemods.cpp.expression import (
     Number,
     truth,
 )
-from codemods.cpp.lexer import OPAQUE_RE, one_line
-from codemods.gates import CannotWiden, Edit, Gate, SourceError, apply_edits, decode
+from codemods.cpp.lexer import one_line
+from codemods.gates import CannotWiden, Edit, Gate, apply_edits, decode
 from codemods.gates.cpp.if_layout import Lines, aligned, in_parentheses, inserted, laid_out
 
 KIND = "cuda_guard"
 
-__all__ = ["KIND", "admits", "find", "widen"]  # admits: what a guard given as text admits, the evaluator's answer
+__all__ = ["KIND", "admits", "directive_admits", "find", "guards", "widen"]  # admits: what a guard given as text admits, the evaluator's answer
 
 
-def find(source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, language: str = "cuda") -> list[Gate]:
-    """Every `#if`/`#elif`/`#ifdef`-style directive that names an arch macro, with what it admits.
+def find(
+    source: bytes, universe: tuple[Arch, ...] = DEFAULT_ARCHS, language: str = "cuda", *, function: str | None = None
+) -> list[Gate]:
+    """Every `#if`/`#elif`/`#ifdef`-style directive that names an arch macro, with what it admits; with
+    `function`, those inside the function of that name (cpp.functions, the namer scan uses too).
 
     `Gate.start`/`end` span the condition (the macro name for `#ifdef`);
-    `Gate.line` is the directive's line. A condition tree-sitter cannot parse,
-    or that names any macro besides the arch macros, is unknown where the
-    answer depends on it. Raises SourceError when the source is not UTF-8.
+    `Gate.line` is the directive's line; `Gate.context` the function around it.
+    A condition that names any macro besides the arch macros is unknown where
+    the answer depends on it. Found by the lexer (`guards`), as `codemod scan`
+    finds them: one implementation, so scan and run see the same guards.
+    Raises SourceError when the source is not UTF-8 or its conditionals do not pair up.
     """
     decode(source)
     syntax.parser(language)  # an unknown language is an error whatever the source holds
-    if b"__CUDA_ARCH" not in source:
+    if lexer.ARCH_TOKEN not in source:
         return []
-    _check_balanced(source)
-    gates = _find_in_chunks(source, universe, language) if len(source) > _CHUNK else _find_parsed(source, universe, language)
+    comments = lexer.Comments(source)
+    lexer.check_balanced(lexer.find_directives(source, comments))
+    gates = guards(source, comments, universe, language)
     names = functions.enclosing_functions(source, [gate.start for gate in gates])
-    return [replace(gate, context=name) if name else gate for gate, name in zip(gates, names)]
+    found = [replace(gate, context=name) if name else gate for gate, name in zip(gates, names)]
+    return found if function is None else [gate for gate in found if gate.context == function]
 
 
-_CONDITIONAL_RE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|endif)\b", re.M)
+_GUARD_LINE_RE = re.compile(rb"[ \t\f\v]*#[ \t]*(ifdef|ifndef|if|elifdef|elifndef|elif)\b")
 
 
-def _check_balanced(source: bytes) -> None:
-    """Raise SourceError when #if-style lines and #endif lines do not pair up (outside comments and strings)."""
-    code = OPAQUE_RE.sub(lambda m: b"\n" * m.group().count(b"\n") or b" ", source)
-    code = re.sub(rb"\\[ \t]*\r?\n", b" ", code)  # a continued line is not a line start
-    opened = closed = 0
-    for match in _CONDITIONAL_RE.finditer(code):
-        if match.group(1) == b"endif":
-            closed += 1
-        else:
-            opened += 1
-    if opened != closed:
-        raise SourceError(f"unbalanced preprocessor conditionals: {opened} #if/#ifdef/#ifndef but {closed} #endif")
-
-
-def _find_parsed(source: bytes, universe: tuple[Arch, ...], language: str) -> list[Gate]:
-    """find() over one tree-sitter tree of the whole source, without the functions (`find` names them)."""
-    tree = syntax.parser(language).parse(source)
+def guards(data: bytes, comments: lexer.Comments, universe: tuple[Arch, ...], language: str) -> list[Gate]:
+    """The guard gates of `data` without their functions: each `#if`-style line naming an arch macro, continued
+    lines included, outside block comments (`comments`), evaluated from its text."""
+    lines = lexer.Lines(data)
     gates = []
-    keywords_found, directives = conditionals(tree, language)
-    for keyword in keywords_found:
-        guard = read_guard(source, tree, keyword, arch_macros_only=True, directive=directives.get(keyword.start_byte))
-        if guard is None:
-            continue
+    for sharp, directive, start, end in _guard_lines(data, comments):
+        text = data[start:end].decode("utf-8")
         gates.append(
             Gate(
                 kind=KIND,
-                start=guard.start,
-                end=guard.end,
-                line=keyword.start_point.row + 1,
-                text=source[guard.start : guard.end].decode("utf-8"),
-                admits=guard.admits(universe),
-                context="",
-                detail={"directive": guard.directive, "language": language},
+                start=start,
+                end=end,
+                line=lines.at(sharp),
+                text=text,
+                admits=directive_admits(directive, text, universe),
+                detail={"directive": directive, "language": language},
             )
         )
     return gates
 
 
-# Above this size a file is parsed in pieces cut at line ends outside comments
-# and strings: a 50 MB generated header as one tree-sitter tree needs > 1 GB.
-_CHUNK = 4 * 1024 * 1024
+def _guard_lines(data: bytes, comments: lexer.Comments) -> list[tuple[int, str, int, int]]:
+    """(offset of `#`, directive, condition start and end) of each `#if`-style line that names an arch macro."""
+    found = []
+    seen = -1
+    pos = data.find(lexer.ARCH_TOKEN)
+    while pos >= 0:
+        start = lexer.spliced_start(data, pos)
+        if start != seen:
+            seen = start
+            at = start + 3 if start == 0 and data.startswith(lexer.BOM) else start
+            match = _GUARD_LINE_RE.match(data, at)
+            if match is not None:
+                sharp = data.index(b"#", at)
+                if comments.block_end(sharp) < 0 and not comments.in_raw_string(sharp):
+                    span = _condition_span(data, match.end())
+                    if span is not None:
+                        found.append((sharp, "#" + match.group(1).decode(), *span))
+        pos = data.find(lexer.ARCH_TOKEN, pos + len(lexer.ARCH_TOKEN))
+    return found
 
 
-def _cuts(source: bytes) -> list[int]:
-    """Offsets that start a line outside any comment or string literal, about _CHUNK apart."""
-    cuts = [0]
-    opaque = OPAQUE_RE.finditer(source)
-    current = next(opaque, None)
-    want = _CHUNK
-    while want < len(source):
-        cut = source.find(b"\n", want)
-        if cut < 0:
-            break
-        cut += 1
-        while current is not None and current.end() <= cut:
-            current = next(opaque, None)
-        if current is not None and current.start() < cut:
-            want = current.end()  # inside a comment or string: cut after it
-            continue
-        if source[max(0, cut - 3) : cut - 1].rstrip(b"\r").endswith(b"\\"):
-            want = cut
-            continue
-        cuts.append(cut)
-        want = cut + _CHUNK
-    return cuts
+def _condition_span(data: bytes, pos: int) -> tuple[int, int] | None:
+    """Where the condition from `pos` starts and ends (its tokens), or None when it names no arch macro.
+
+    Guard lines repeat (a macro test copied over a library), so they are
+    tokenized once per distinct line.
+    """
+    end = lexer.spliced_end(data, pos)
+    if data.find(b"/*", pos, end) >= 0:
+        tokens, _ = lexer.scan_line(data, pos)  # a comment may run past the line
+        if any(t.kind == "ident" and is_arch_macro(t.text) for t in tokens):
+            return tokens[0].start, tokens[-1].end
+        return None
+    relative = _line_span(data[pos:end])
+    return None if relative is None else (relative[0] + pos, relative[1] + pos)
 
 
-def _find_in_chunks(source: bytes, universe: tuple[Arch, ...], language: str) -> list[Gate]:
-    gates = []
-    cuts = _cuts(source) + [len(source)]
-    line = 0
-    for start, end in zip(cuts, cuts[1:]):
-        piece = source[start:end]
-        if b"__CUDA_ARCH" in piece:
-            for gate in _find_parsed(piece, universe, language):
-                gates.append(replace(gate, start=gate.start + start, end=gate.end + start, line=gate.line + line))
-        line += piece.count(b"\n")
-    return gates
+@lru_cache(maxsize=8192)
+def _line_span(line: bytes) -> tuple[int, int] | None:
+    tokens, _ = lexer.scan_line(line, 0)
+    if any(t.kind == "ident" and is_arch_macro(t.text) for t in tokens):
+        return tokens[0].start, tokens[-1].end
+    return None
+
+
+@lru_cache(maxsize=8192)
+def directive_admits(directive: str, text: str, universe: tuple[Arch, ...]) -> ArchSet:
+    """What one guard condition after `directive` admits (conditions repeat: cached)."""
+    if directive in ("#if", "#elif"):
+        return admits(text, universe)
+    if not re.fullmatch(r"[A-Za-z_]\w*", text):
+        return ArchSet(universe, frozenset(), frozenset(universe))
+    test = f"defined({text})" if directive in ("#ifdef", "#elifdef") else f"!defined({text})"
+    return admits(test, universe)
 
 
 def widen(

@@ -97,7 +97,8 @@ from codemods.gates.python.lists.reading import (
     read_entries,
 )
 from codemods.gates.python.cst_source import parse
-from codemods.gates.python.ast_text import MAX_DEPTH, called, dotted, nested_too_deeply, too_deep
+from codemods.gates.python.ast_text import MAX_DEPTH, ast_of, called, dotted, nested_too_deeply, too_deep
+from codemods.gates.python import tree_index
 from codemods.gates.python.layout.text import skip_trivia
 from codemods.gates.python.layout.wrap import wrapped
 
@@ -219,10 +220,10 @@ def _parse(source: bytes, needles: list[bytes]) -> tuple[ast.Module, list[tuple[
     one the parser rejects is left out when it holds no needle (a call or
     keyword asked for), else the file is refused with the parser's reason.
     """
-    text = decode(source)
+    decode(source)
     try:
-        # from text, not bytes: a coding cookie must not change what the UTF-8 bytes say
-        return ast.parse(text[1:] if text.startswith("\ufeff") else text), []
+        # ast_text's shared tree of the source, read as UTF-8: a coding cookie must not change what the bytes say
+        return ast_of(source), []
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         if too_deep(exc):
             raise nested_too_deeply(getattr(exc, "lineno", None)) from None
@@ -362,13 +363,31 @@ def _find(
                 targets = assigned | {dotted(node.target)}
             visit(child, depth + step, (inner, where[1] or isinstance(child, ast.JoinedStr)), targets)
 
-    visit(tree, 0, ("", False), frozenset())
+    if function is None:
+        visit(tree, 0, ("", False), frozenset())
+    else:  # only the definitions of that name hold what it selects (tree_index: the tree's one shared walk)
+        walked = tree_index.index(tree)
+        deep = walked.deeper_than(MAX_DEPTH)  # what libcst cannot read, anywhere in the file, as the whole walk says
+        if deep is not None:
+            raise nested_too_deeply(getattr(deep, "lineno", None))
+        for node in walked.of_type(ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            if node.name == function:
+                visit(node, _depth(walked, node), (function, False), frozenset())
     names = Names(tree, lines, left_out)
     gates: dict[int, Gate] = {}
     for argument in found:
         gate = _gate(lines, argument, names, universe)
         gates.setdefault(gate.start, gate)  # two calls naming one list: one gate
     return sorted(gates.values(), key=lambda gate: gate.start)
+
+
+def _depth(walked: tree_index.TreeIndex, node: ast.AST) -> int:
+    """How deep `_find`'s walk from the module reaches `node` (an `a or b or c` counts a level per operand)."""
+    depth = 0
+    while (parent := walked.parents.get(id(node))) is not None:
+        depth += len(parent.values) if isinstance(parent, ast.BoolOp) else 1
+        node = parent
+    return depth
 
 
 def _gate(lines: Lines, argument: _Argument, names: Names, universe: tuple[Arch, ...]) -> Gate:
@@ -510,12 +529,19 @@ def _locate(tree: ast.Module, lines: Lines, gate: Gate) -> tuple[ast.expr, ast.s
         )
 
     found: tuple[ast.expr, ast.stmt | None] | None = None
+    # the gate's lines as ast numbers them (lines.starts: every line end ast knows, `\r` alone too)
+    first, last = bisect.bisect_right(lines.starts, gate.start), bisect.bisect_right(lines.starts, max(gate.start, gate.end - 1))
 
     def visit(node: ast.AST, statement: ast.stmt | None) -> None:
         nonlocal found
         for child in ast.iter_child_nodes(node):
             if found is not None and isinstance(found[0], (ast.List, ast.Tuple, ast.Set)):
                 return
+            end = getattr(child, "end_lineno", None)
+            if end is not None:  # a node on no line of the gate holds nothing that spans it (its decorators start it)
+                start = min([child.lineno] + [d.lineno for d in getattr(child, "decorator_list", ())])  # type: ignore[attr-defined]
+                if end < first or start > last:
+                    continue
             inner = child if isinstance(child, ast.stmt) else statement
             if isinstance(child, ast.expr) and hasattr(child, "end_lineno") and spans(child):
                 if isinstance(child, (ast.List, ast.Tuple, ast.Set)) or found is None:

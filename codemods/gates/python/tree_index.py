@@ -29,6 +29,22 @@ class TreeIndex:
     nodes: list[ast.AST]  # in ast.walk order (breadth first)
     parents: dict[int, ast.AST]  # by id(child)
     _typed: dict[tuple[type, ...], list] = field(default_factory=dict)
+    _deep: dict[int, ast.AST | None] = field(default_factory=dict)  # deeper_than's answers, by limit
+
+    def deeper_than(self, limit: int) -> ast.AST | None:
+        """The first node (in walk order) nested deeper than `limit` levels below the tree's root, as libcst counts
+        them (an `a or b or c` is a level per operand), or None; measured once per tree and limit."""
+        if limit not in self._deep:
+            self._deep[limit] = None
+            todo = deque([(self.nodes[0], 0)] if self.nodes else [])
+            while todo:  # ast shares some nodes (`Load()`): depths are the walk's, not the parents map's
+                node, depth = todo.popleft()
+                if depth > limit:
+                    self._deep[limit] = node
+                    break
+                step = len(node.values) if isinstance(node, ast.BoolOp) else 1
+                todo.extend((child, depth + step) for child in ast.iter_child_nodes(node))
+        return self._deep[limit]
 
     def of_type(self, *types: type) -> list:
         """The nodes that are instances of `types`, in walk order."""
