@@ -3,7 +3,12 @@ reader (`python.predicates.reading`) that evaluates what the other half finds.
 
 `Evaluator._evaluate` runs a function's body, a partial of one, or a value on
 each (major, minor) of DOMAIN. The capability calls give the GPU's value
-(`_Gpu`); what does not depend on the GPU is FREE, a requirement of the
+(`_Gpu`, which carries how it follows from the capability: a `read`). Each
+run records what it asks of the GPU, each comparison with its operator and
+the value it is compared with, as an observation; a capability that answers
+every observation of an earlier run as that run's did takes its path, so only
+one run per class of capabilities is made (`_on_every_cap`). What does not
+depend on the GPU is FREE, a requirement of the
 environment, read as true inside an `and`; a statement or expression it does
 not follow raises `_Unreadable` with its line, which makes the predicate
 unknown. A name the file defines is asked of the reader (`meaning`,
@@ -18,6 +23,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, cast
 
 from codemods.core.arch import Arch, ArchSet
@@ -77,7 +83,8 @@ class Evaluator(ABC):
     targets: dict[str, frozenset[tuple[int, int]]]  # a build flag's key (`"sm120"`) -> the GPUs its target runs on
     known: Mapping[str, Meaning]  # meanings read from other files
     owner: str | None  # the class whose method is being read: what `cls.` and `self.` call
-    reads: int  # how often a capability was read, by any run
+    observed: dict[tuple, None]  # what the current run asked of the GPU, in order (a dict as an ordered set)
+    by_class: bool  # False: run every capability of DOMAIN (the reference the classes are tested against)
 
     @abstractmethod
     def meaning(self, name: str) -> Meaning | None:
@@ -134,14 +141,48 @@ class Evaluator(ABC):
         return Meaning(frozenset(cap for cap, value in results.items() if value), where)
 
     def _on_every_cap(self, run: Callable[[tuple[int, int]], object]) -> dict[tuple[int, int], object]:
-        """`run` on every capability of DOMAIN. A run is a function of the capability only through the reads
-        `_holds` and the capability calls count, so when the first run read none, every run takes its path and
-        gives its value: it runs once (most functions a file defines never read the GPU)."""
-        before = self.reads
-        first = run(DOMAIN[0])
-        if self.reads == before:
-            return dict.fromkeys(DOMAIN, first)
-        return {DOMAIN[0]: first, **{cap: run(cap) for cap in DOMAIN[1:]}}
+        """`run`'s answer on every capability of DOMAIN, running it once per class of capabilities it can tell apart.
+
+        A run depends on the capability only through what it records in
+        `observed` (`_observe`: each comparison, lookup, arithmetic and
+        unpacking of a `_Gpu` value, and each `_holds`), the values compared
+        as the evaluator met them, not the literals of the text. So a
+        capability whose outcome of every observation of an earlier run is
+        that run's takes the same path to the same answer, and is not run.
+        DOMAIN is taken in order, so the first capability that raises
+        `_Unreadable` is the one running every capability meets first, and
+        the definitions a run asks `meaning` for are the same. A run that
+        observes nothing covers every capability (most functions a file
+        defines never read the GPU); by_class False runs every capability.
+        """
+        outer = self.observed
+        answers: dict[tuple[int, int], object] = {}
+        covered: dict[int, object] = {}  # the index in DOMAIN of a capability not run -> the answer of its class
+        try:
+            for index, cap in enumerate(DOMAIN):
+                if index in covered:
+                    answers[cap] = covered[index]
+                    continue
+                self.observed = {}
+                answer = answers[cap] = run(cap)
+                if self.by_class and not self.observed:
+                    # its class is every later capability no earlier run's class holds: nothing is left to run
+                    answers.update(dict.fromkeys(DOMAIN[index + 1 :], answer))
+                    answers.update({DOMAIN[other]: value for other, value in covered.items() if other > index})
+                    break
+                if self.by_class:
+                    outcomes = [_outcomes(observation) for observation in self.observed]
+                    own = tuple(outcome[index] for outcome in outcomes)
+                    for other, row in enumerate(zip(*outcomes)):  # each capability's outcomes
+                        if other > index and row == own and other not in covered:
+                            covered[other] = answer
+        finally:
+            self.observed = outer
+        return answers
+
+    def _observe(self, observation: tuple) -> None:
+        """Note that this run's path or answer depends on `observation`'s outcome (`_outcome`)."""
+        self.observed[observation] = None
 
     def _defined(self, name: str) -> bool:
         return name in self.functions or name in self.values or name in self.known
@@ -190,15 +231,17 @@ class Evaluator(ABC):
         if isinstance(target, ast.Name):
             env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
-            tainted = isinstance(value, _Gpu)
+            gpu = value if isinstance(value, _Gpu) else None
+            if gpu is not None:
+                self._observe(("shape", gpu.read, len(target.elts)))
             value = _plain(value)
             if not isinstance(value, tuple) or len(value) != len(target.elts):
                 for element in target.elts:
                     if isinstance(element, ast.Name):
                         env[element.id] = FREE
                 return
-            for element, item in zip(target.elts, value):
-                self._assign(element, _Gpu(item) if tainted else item, env)
+            for position, (element, item) in enumerate(zip(target.elts, value)):
+                self._assign(element, item if gpu is None else _Gpu(item, ("item", gpu.read, _const(position))), env)
 
     # ------------------------------------------------------------ an expression on one capability
 
@@ -229,13 +272,17 @@ class Evaluator(ABC):
             index = self._value(node.slice, cap, env)
             if value is FREE or index is FREE:
                 return FREE
-            tainted = isinstance(value, _Gpu)
+            read: tuple = ("item", _read_of(value), _read_of(index))
+            if isinstance(value, _Gpu):
+                self._observe(("ok", read))
+            elif isinstance(index, _Gpu):
+                self._observe(("value", read))  # a lookup by the GPU's value: what it finds is a plain value
             try:
                 # whatever the file indexes: a TypeError, IndexError or KeyError says it cannot be
                 item = cast(Any, _plain(value))[_plain(index)]
             except (TypeError, IndexError, KeyError):
                 raise _Unreadable(f"line {node.lineno}: cannot index `{ast.unparse(node)}`") from None
-            return _Gpu(item) if tainted else item
+            return _Gpu(item, read) if isinstance(value, _Gpu) else item
         if isinstance(node, ast.Compare):
             values = [self._value(node.left, cap, env)] + [self._value(c, cap, env) for c in node.comparators]
             gpu = any(isinstance(v, _Gpu) for v in values)
@@ -243,6 +290,10 @@ class Evaluator(ABC):
                 if not gpu:
                     return FREE  # `tuple(...) >= cuda_version`: the environment
                 raise _Unreadable(f"line {node.lineno}: `{ast.unparse(node)}` compares the GPU with something else")
+            if gpu:
+                for op, a, b in zip(node.ops, values, values[1:]):
+                    if isinstance(a, _Gpu) or isinstance(b, _Gpu):
+                        self._observe(("compare", type(op), _read_of(a), _read_of(b)))
             values = [_plain(v) for v in values]
             try:
                 return all(_COMPARE[type(op)](a, b) for op, a, b in zip(node.ops, values, values[1:]))
@@ -264,11 +315,15 @@ class Evaluator(ABC):
                 if isinstance(left, _Gpu) or isinstance(right, _Gpu):
                     raise _Unreadable(f"line {node.lineno}: `{ast.unparse(node)}` is not read")
                 return FREE
+            gpu = isinstance(left, _Gpu) or isinstance(right, _Gpu)
+            read = ("arith", type(node.op), _read_of(left), _read_of(right))
+            if gpu:
+                self._observe(("ok", read))  # `100 // minor`: whether it can be computed depends on the GPU
             try:
                 value = _ARITHMETIC[type(node.op)](_plain(left), _plain(right))
             except (TypeError, ZeroDivisionError):
                 raise _Unreadable(f"line {node.lineno}: cannot evaluate `{ast.unparse(node)}`") from None
-            return _Gpu(value) if isinstance(left, _Gpu) or isinstance(right, _Gpu) else value
+            return _Gpu(value, read) if gpu else value
         if isinstance(node, ast.IfExp):
             test = self._value(node.test, cap, env)
             if test is FREE:
@@ -276,6 +331,8 @@ class Evaluator(ABC):
                 if isinstance(body, _Gpu) or isinstance(orelse, _Gpu):
                     raise _Unreadable(f"line {node.lineno}: `{ast.unparse(node)}` is not read")
                 return FREE
+            if isinstance(test, _Gpu):
+                self._observe(("truth", test.read))
             return self._value(node.body if _plain(test) else node.orelse, cap, env)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             value = self._value(node.operand, cap, env)
@@ -285,19 +342,20 @@ class Evaluator(ABC):
         return FREE
 
     def _holds(self, cap: tuple[int, int], caps: frozenset[tuple[int, int]]) -> bool:
-        self.reads += 1
+        self._observe(("holds", caps))
         return cap in caps
 
     def _call(self, node: ast.Call, cap: tuple[int, int], env: dict) -> object:
         name = _name(node.func) or ""
         if name in _CAPABILITY_CALLS:
-            self.reads += 1
-            return _Gpu(cap)
+            return _Gpu(cap, _CAP)
         if name == "to_int" and isinstance(node.func, ast.Attribute) and not node.args:
             # vLLM's DeviceCapability.to_int(): `major * 10 + minor`, the same number get_device_sm gives
             value = self._value(node.func.value, cap, env)
+            if isinstance(value, _Gpu):
+                self._observe(("shape", value.read, 2))
             if isinstance(value, _Gpu) and isinstance(value.value, tuple) and len(value.value) == 2:
-                return _Gpu(value.value[0] * 10 + value.value[1])
+                return _Gpu(value.value[0] * 10 + value.value[1], _number(value.read))
             raise _Unreadable(f"line {node.lineno}: `{ast.unparse(node)}` is not read")
         if name == "isinstance" and isinstance(node.func, ast.Name) and len(node.args) == 2:
             value = self._value(node.args[0], cap, env)
@@ -305,8 +363,7 @@ class Evaluator(ABC):
             if value is not FREE and not isinstance(value, _Gpu) and kind is not None:
                 return isinstance(value, kind)
         if name in _SM_CALLS:
-            self.reads += 1
-            return _Gpu(cap[0] * 10 + cap[1])
+            return _Gpu(cap[0] * 10 + cap[1], _SM)
         if name == "get" and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             key = node.args[0].value
             if _TARGET_KEY.match(key):
@@ -339,14 +396,102 @@ class Evaluator(ABC):
 
 
 class _Gpu:
-    """A value read from the GPU (its capability or a part of it)."""
+    """A value read from the GPU (its capability or a part of it): `value` on the capability being run, `read` how
+    it follows from any capability."""
 
-    def __init__(self, value: object) -> None:
+    __slots__ = ("value", "read")
+
+    def __init__(self, value: object, read: tuple) -> None:
         self.value = value
+        self.read = read
 
 
 def _plain(value: object) -> object:
     return value.value if isinstance(value, _Gpu) else value
+
+
+# A read: how a value follows from the capability (major, minor), as data, so that the same read taken by two
+# runs is one observation: ("cap",), ("const", _Const), ("item", read, read), ("arith", ast operator, read, read).
+_CAP: tuple = ("cap",)
+
+
+_SCALARS = (int, str, bool, float, bytes, type(None))
+
+
+class _Const:
+    """A value of the text or the environment inside a read, hashable even when the value is not (a list
+    bound by a partial): told apart by its type and value, a container by its type and repr."""
+
+    __slots__ = ("value", "key")
+
+    key: tuple
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+        # repr tells 1, 1.0 and True apart inside a tuple, where == does not (`is` would)
+        self.key = (type(value), value if type(value) in _SCALARS else repr(value))
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Const) and self.key == other.key
+
+
+def _const(value: object) -> tuple:
+    return ("const", _Const(value))
+
+
+def _read_of(value: object) -> tuple:
+    return value.read if isinstance(value, _Gpu) else _const(value)
+
+
+def _number(read: tuple) -> tuple:
+    """`major * 10 + minor` of a read capability: the number get_device_sm and vLLM's to_int give."""
+    return ("arith", ast.Add, ("arith", ast.Mult, ("item", read, _const(0)), _const(10)), ("item", read, _const(1)))
+
+
+_SM = _number(_CAP)
+
+
+def _follow(read: tuple, cap: tuple[int, int]) -> object:
+    kind = read[0]
+    if kind == "cap":
+        return cap
+    if kind == "const":
+        return read[1].value
+    if kind == "item":
+        return cast(Any, _follow(read[1], cap))[_follow(read[2], cap)]
+    return _ARITHMETIC[read[1]](_follow(read[2], cap), _follow(read[3], cap))
+
+
+def _outcome(observation: tuple, cap: tuple[int, int]) -> object:
+    """What a run on `cap` learns from `observation`: ("holds", caps) whether `cap` is one of caps (another
+    predicate's meaning), ("compare", ast operator, read, read) its truth, ("shape",
+    read, n) whether the value unpacks into n, ("truth", read) its truth, ("value", read) the value itself, ("ok",
+    read) that it can be computed; the kind of exception where computing it raises."""
+    try:
+        if observation[0] == "holds":
+            return cap in observation[1]
+        if observation[0] == "compare":
+            return _COMPARE[observation[1]](_follow(observation[2], cap), _follow(observation[3], cap))
+        value = _follow(observation[1], cap)
+        if observation[0] == "shape":
+            return isinstance(value, tuple) and len(value) == observation[2]
+        if observation[0] == "truth":
+            return bool(value)
+        if observation[0] == "value":
+            return _Const(value)
+        return True
+    except Exception as exc:  # whatever it is, the run there raises it: its kind tells it apart
+        return type(exc)
+
+
+@lru_cache(maxsize=4096)
+def _outcomes(observation: tuple) -> tuple:
+    """`_outcome` of `observation` on every capability of DOMAIN, in its order (the same comparisons recur in
+    every file: `major == 12`)."""
+    return tuple(_outcome(observation, cap) for cap in DOMAIN)
 
 
 class _Conflict:

@@ -52,16 +52,19 @@ _COMPUTE = re.compile(r"^(?:compute|sm)_\d{2,3}[af]?$")
 NUMBERS = tuple(major * 10 + minor for major in range(7, 14) for minor in range(10))
 
 
-def read(source: bytes, file: str = "", known: Mapping[str, Meaning] | None = None) -> dict[str, Meaning]:
-    """The meaning of every predicate this file defines, by name; {} when it does not parse."""
-    return dict(_read(source, file, frozenset((known or {}).items())))
+def read(
+    source: bytes, file: str = "", known: Mapping[str, Meaning] | None = None, classes: bool = True
+) -> dict[str, Meaning]:
+    """The meaning of every predicate this file defines, by name; {} when it does not parse. `classes` False runs
+    each definition on every capability, not once per class of them (the reference the classes are tested against)."""
+    return dict(_read(source, file, frozenset((known or {}).items()), classes))
 
 
 @lru_cache(maxsize=16)
-def _read(source: bytes, file: str, known: frozenset[tuple[str, Meaning]]) -> Mapping[str, Meaning]:
+def _read(source: bytes, file: str, known: frozenset[tuple[str, Meaning]], classes: bool) -> Mapping[str, Meaning]:
     """`read`, once per file and known meanings: a recipe's changes read the same predicate files."""
     tree = _parsed(source)
-    return MappingProxyType({} if tree is None else read_tree(tree, file, dict(known)))
+    return MappingProxyType({} if tree is None else read_tree(tree, file, dict(known), classes))
 
 
 @lru_cache(maxsize=16)
@@ -74,29 +77,32 @@ def _parsed(source: bytes) -> ast.Module | None:
         return None
 
 
-def read_tree(tree: ast.Module, file: str = "", known: Mapping[str, Meaning] | None = None) -> dict[str, Meaning]:
-    """`read` of a module already parsed. The last reading is kept for the same tree, file and `known` (the same
-    objects, held here so they stay the same): scan reads a file's predicates for its gates and for its
-    definitions, from one tree."""
+def read_tree(
+    tree: ast.Module, file: str = "", known: Mapping[str, Meaning] | None = None, classes: bool = True
+) -> dict[str, Meaning]:
+    """`read` of a module already parsed. The last reading is kept for the same tree, file, `known` (the same
+    objects, held here so they stay the same) and `classes`: scan reads a file's predicates for its gates and for
+    its definitions, from one tree."""
     global _last_read
-    if _last_read is not None and _last_read[0] is tree and _last_read[1] == file and _last_read[2] is known:
-        return dict(_last_read[3])
+    last = _last_read
+    if last is not None and last[0] is tree and last[1] == file and last[2] is known and last[3] == classes:
+        return dict(last[4])
     try:
-        meanings = _Reader(tree, file, known or {}).meanings()
+        meanings = _Reader(tree, file, known or {}, classes).meanings()
     except (MemoryError, RecursionError):
         meanings = {}
-    _last_read = (tree, file, known, meanings)
+    _last_read = (tree, file, known, classes, meanings)
     return dict(meanings)
 
 
-_last_read: tuple[ast.Module, str, Mapping[str, Meaning] | None, dict[str, Meaning]] | None = None
+_last_read: tuple[ast.Module, str, Mapping[str, Meaning] | None, bool, dict[str, Meaning]] | None = None
 
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 class _Reader(Evaluator):
-    def __init__(self, tree: ast.Module, file: str, known: Mapping[str, Meaning]) -> None:
+    def __init__(self, tree: ast.Module, file: str, known: Mapping[str, Meaning], classes: bool = True) -> None:
         self.file = file
         self.known = known
         self.functions = {
@@ -129,7 +135,8 @@ class _Reader(Evaluator):
         self.classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
         self.imports = imported_names(tree)
         self.owner: str | None = None  # the class whose method is being read: what `cls.` and `self.` call
-        self.reads = 0  # how often a capability was read, by any run: `_on_every_cap` runs once when none was
+        self.observed = {}
+        self.by_class = classes
 
     def _walk(self, tree: ast.Module):
         """Every node under the module, in ast.walk's order (the tree's shared walk, tree_index), noting in passing
