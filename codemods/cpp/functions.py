@@ -1,7 +1,7 @@
 """The C/C++/CUDA function around an offset, read with the lexer: brace depth and the head before each `{`.
 
-One walk over the source, comments and string literals masked, `#define`
-lines skipped, tracks the braces. A `{` where declarations may stand (file
+One walk over the source, comments and string literals masked (by the
+compiled lexer, native), `#define` lines skipped, tracks the braces. A `{` where declarations may stand (file
 scope, a namespace, a class) opens a function body when the text before it,
 back to the last `;`, `{` or `}`, holds a `(`...`)` group preceded by a name
 and followed only by what may close a declarator: `const`, `noexcept`,
@@ -28,32 +28,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from codemods.cpp import native
 from codemods.cpp.lexer import spliced_end
 
-# Comments, string and character literals (raw strings too): masked before the braces are counted.
-_OPAQUE_RE = re.compile(
-    rb"""
-      /\*.*?(?:\*/|\Z) | //(?:\\\r?\n|[^\n])*
-    | R"(?P<delim>[^(\s"\\]{0,16})\(.*?(?:\)(?P=delim)"|\Z)
-    | "(?:\\.|[^"\\\n])*"?
-    | '(?:\\.|[^'\\\n])*'?
-    """,
-    re.VERBOSE | re.DOTALL,
-)
 _BLANK = bytes(0x0A if b == 0x0A else 0x20 for b in range(256))
 
 
-def _mask(match: re.Match) -> bytes:
-    text = match.group()
-    quote = text[:1]
-    if quote in (b'"', b"'") and len(text) >= 2 and text[-1:] == quote:
-        return quote + text[1:-1].translate(_BLANK) + quote  # `extern "C"` stays a string: `extern " "`
-    return text.translate(_BLANK)
-
-
 def mask(source: bytes) -> bytes:
-    """`source` with comments and the insides of literals turned into spaces (newlines kept, same offsets)."""
-    return _OPAQUE_RE.sub(_mask, source)
+    """`source` with comments and the insides of literals (raw strings too) turned into spaces, newlines kept (same
+    offsets): compiled (native, _lex.c), as this walk reads every byte of every guard file."""
+    return native.mask(source)
 
 
 # Where declarations stand, `(`, `)` and `;` end or shape a head; inside a body only braces count.
