@@ -1,6 +1,7 @@
 """The scan cache: per-file results by content, a per-tree index of file stamps, and a snapshot of each tree's last result.
 
-Three layers, each checked before the next: a tree whose every file is
+Three layers, each checked before the next (and a fourth beside them: the
+project's predicate meanings, by the bytes of the files they were read from): a tree whose every file is
 unchanged since the last scan with the same settings is answered whole from
 its snapshot; an unchanged file (same size, mtime and inode, not modified
 close to the last scan) from the index; a changed file whose bytes were seen
@@ -16,6 +17,7 @@ import os
 import time
 from functools import lru_cache
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from codemods.apply import repo
@@ -28,6 +30,7 @@ from codemods.core.arch import Arch
 from codemods.core.lazy import LazyModule
 from codemods.cpp.instructions import Hit
 from codemods.cpp.structure import Branch, Structure
+from codemods.gates.python.predicates.evaluation import Meaning
 
 if TYPE_CHECKING:
     from codemods.jit import specs as jit_specs
@@ -107,7 +110,7 @@ def code_fingerprint() -> str:
     the code or that data is a new cache (no hand-kept list)."""
     package = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256(str(CACHE_VERSION).encode())
-    for path in sorted(package.rglob("*.py")):
+    for path in sorted([*package.rglob("*.py"), *package.rglob("*.c")]):  # .c: the compiled lexer's source
         digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
     for path in targets.project_files():
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -375,3 +378,44 @@ class Snapshot:
             write_atomic(self.path, json.dumps(data, separators=(",", ":")).encode(), durable=False)
         except (OSError, TypeError, ValueError):
             pass  # a cache that cannot be written only makes the next scan slower
+
+
+class MeaningsMemo:
+    """What a tree's project predicates admit (scan.project_meanings), kept with the digest of every file read to
+    work it out: a scan whose files all hold the same bytes (an absent one still absent) takes the meanings from
+    here instead of parsing the predicate files again. Pure data in JSON, under the code's fingerprint."""
+
+    def __init__(self, cache: Path, root: Path, project: str) -> None:
+        key = hashlib.sha256(f"{root.resolve()}|{project}|{code_fingerprint()}".encode()).hexdigest()[:32]
+        self.path = Path(cache) / f"v{CACHE_VERSION}" / "meanings" / f"{key}.json"
+
+    @staticmethod
+    def digest(data: bytes | None) -> str | None:
+        return None if data is None else hashlib.sha256(data).hexdigest()
+
+    def load(self, read: Callable[[str], bytes | None]) -> dict[str, Meaning] | None:
+        """The kept meanings when every file they were read from still reads the same through `read` (None: absent)."""
+        try:
+            data = json.loads(self.path.read_bytes())
+            files, kept = data["files"], data["meanings"]
+            if any(self.digest(read(rel)) != digest for rel, digest in files):
+                return None
+            return {
+                name: Meaning(frozenset(map(tuple, caps)) if caps is not None else None, where, reason)  # type: ignore[arg-type]
+                for name, (caps, where, reason) in kept.items()
+            }
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def save(self, files: dict[str, str | None], meanings: dict[str, Meaning]) -> None:
+        data = {
+            "files": sorted(files.items()),
+            "meanings": {
+                name: [sorted(m.caps) if m.caps is not None else None, m.where, m.reason] for name, m in meanings.items()
+            },
+        }
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(self.path, json.dumps(data, separators=(",", ":")).encode(), durable=False)
+        except OSError:
+            pass  # a cache that cannot be written is a slower next scan, not an error

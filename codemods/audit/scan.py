@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from codemods.audit import areas, finder, incremental
 from codemods.audit.cache import (
     Index,
+    MeaningsMemo,
     Snapshot,
     cache_limit,
     context_key,
@@ -225,7 +226,7 @@ def _prepare(
     started = time.perf_counter()
     layout = detect(root)
     rels, unlisted = list_files(root, include_all)
-    meanings = project_meanings(root)
+    meanings = project_meanings(root, cache)
     deliberate = deliberate_predicates(root, meanings, arch)
     listed = time.perf_counter()
     context = Context(
@@ -301,9 +302,10 @@ def _prepare(
     return job
 
 
-def project_meanings(root: Path) -> dict[str, Meaning] | None:
+def project_meanings(root: Path, cache: Path | None = None) -> dict[str, Meaning] | None:
     """What each arch predicate of the project at `root` admits, read from its definitions in the project's
-    predicate files (plan.widen.meanings_for, as `codemod run` reads them); None when no project is known there."""
+    predicate files (plan.widen.meanings_for, as `codemod run` reads them); None when no project is known there.
+    With a `cache`, taken from the last scan's reading while the files it read hold the same bytes."""
     from codemods.plan.widen import meanings_for
     from codemods.recipes.load import detect as detect_project
 
@@ -311,14 +313,34 @@ def project_meanings(root: Path) -> dict[str, Meaning] | None:
         tree = detect_project(root)
     except errors.UnknownProject:
         return None
+    memo = MeaningsMemo(cache, root, f"{tree.project.name}|{tree.layout.name}") if cache is not None else None
+    contents: dict[str, bytes | None] = {}
 
-    def read(rel: str) -> bytes:
-        found = read_regular(root / rel)
-        if found is None:
+    def read_once(rel: str) -> bytes | None:  # None: no regular file there, or none that can be read
+        if rel not in contents:
+            try:
+                found = read_regular(root / rel)
+            except OSError:
+                found = None
+            contents[rel] = found[0] if found is not None else None
+        return contents[rel]
+
+    kept = memo.load(read_once) if memo is not None else None
+    if kept is not None:
+        return kept
+    read: set[str] = set()
+
+    def reading(rel: str) -> bytes:
+        read.add(rel)
+        data = read_once(rel)
+        if data is None:
             raise FileNotFoundError(rel)
-        return found[0]
+        return data
 
-    return meanings_for(tree.project, "", b"", tree, read)
+    meanings = meanings_for(tree.project, "", b"", tree, reading)
+    if memo is not None:
+        memo.save({rel: MeaningsMemo.digest(contents[rel]) for rel in read}, meanings)
+    return meanings
 
 
 def deliberate_predicates(

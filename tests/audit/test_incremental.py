@@ -4,6 +4,7 @@ bytes a cold scan gives (issue 35, decision 5). Trees in FlashInfer's shape (tes
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import time
@@ -11,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from codemods.audit.scan import scan
+from codemods.audit import cache as cache_module
+from codemods.audit.cache import CACHE_VERSION
+from codemods.audit.scan import project_meanings, scan
+from codemods.core.targets import project_files
 from codemods.core.arch import Arch
 from codemods.render.sarif import to_sarif
 from codemods.render.scan_json import to_json
@@ -163,3 +167,72 @@ def test_a_whole_assembly_reads_again_the_files_whose_results_the_cache_pruned(t
     assert again.stats["incremental"] is False
     assert again.stats["analysed"] > 1  # the unchanged files with gates were read again
     assert any(g["file"] == HEADER for g in again.gates)
+
+
+# ---------------------------------------------------------------- the project's predicate meanings
+
+UTILS_PY = """\
+import torch
+
+
+def is_sm120a_supported(device=None) -> bool:
+    major, minor = torch.cuda.get_device_capability(device)
+    return major == {major}
+"""
+USER_PY = """\
+from flashinfer.utils import is_sm120a_supported
+
+
+def check_supported():
+    if not is_sm120a_supported():
+        raise RuntimeError("needs an SM120 GPU")
+"""
+
+
+def test_a_warm_scan_reads_the_predicates_again_when_their_file_changes(tmp_path):
+    root = flashinfer(tmp_path, extra={"flashinfer/utils.py": UTILS_PY.format(major=12), "flashinfer/user.py": USER_PY})
+    _age(root)
+    cache = tmp_path / "cache"
+    cold = project_meanings(root)
+    assert cold is not None and (12, 0) in cold["is_sm120a_supported"].caps and (10, 0) not in cold["is_sm120a_supported"].caps
+    assert project_meanings(root, cache) == cold  # written
+    assert list((cache / f"v{CACHE_VERSION}" / "meanings").glob("*.json"))
+    assert project_meanings(root, cache) == cold  # read back: the same meanings
+    first = scan(root, SM120, cache=cache)
+    gate = next(g for g in first.gates if g["file"] == "flashinfer/user.py")
+    assert "sm_120" in gate["admits"]
+
+    _edit(root, "flashinfer/utils.py", UTILS_PY.format(major=10))  # the predicate now means SM10x
+    changed = project_meanings(root, cache)
+    assert changed == project_meanings(root)
+    assert (12, 0) not in changed["is_sm120a_supported"].caps and (10, 0) in changed["is_sm120a_supported"].caps
+    again = _rescan(root, cache)  # renders as a cold scan does
+    gate = next(g for g in again.gates if g["file"] == "flashinfer/user.py")
+    assert "sm_120" not in gate["admits"]
+
+    _edit(root, "flashinfer/utils.py", None)  # gone: the project's table says what it means again
+    gone = project_meanings(root, cache)
+    assert gone == project_meanings(root)
+    assert gone is not None and gone["is_sm120a_supported"].where == "targets/projects/flashinfer.toml"
+    assert changed["is_sm120a_supported"].where == "flashinfer/utils.py:4"
+    _rescan(root, cache)
+
+
+def test_an_unreadable_meanings_memo_is_read_again_from_the_files(tmp_path):
+    root = flashinfer(tmp_path, extra={"flashinfer/utils.py": UTILS_PY.format(major=12)})
+    cache = tmp_path / "cache"
+    expected = project_meanings(root, cache)
+    for memo in (cache / f"v{CACHE_VERSION}" / "meanings").glob("*.json"):
+        memo.write_bytes(b'{"files": [["flashinfer/utils.py", 3]], "meanings": ')  # cut short
+    assert project_meanings(root, cache) == expected
+
+
+def test_the_cache_key_holds_the_compiled_lexer_source():
+    package = Path(cache_module.__file__).resolve().parents[1]
+    assert (package / "cpp" / "_lex.c").is_file()
+    digest = hashlib.sha256(str(CACHE_VERSION).encode())
+    for path in sorted([*package.rglob("*.py"), *package.rglob("*.c")]):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    for path in project_files():
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    assert cache_module.code_fingerprint() == digest.hexdigest()[:32]
