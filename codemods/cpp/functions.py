@@ -1,7 +1,8 @@
 """The C/C++/CUDA function around an offset, read with the lexer: brace depth and the head before each `{`.
 
-One walk over the source, comments and string literals masked (by the
-compiled lexer, native), `#define` lines skipped, tracks the braces. A `{` where declarations may stand (file
+One walk over the source, comments and string literals masked, `#define`
+lines skipped, tracks the braces: compiled (native, _lex.c), as it reads
+every byte of every guard file; what each head opens is read here. A `{` where declarations may stand (file
 scope, a namespace, a class) opens a function body when the text before it,
 back to the last `;`, `{` or `}`, holds a `(`...`)` group preceded by a name
 and followed only by what may close a declarator: `const`, `noexcept`,
@@ -29,7 +30,6 @@ import re
 from dataclasses import dataclass
 
 from codemods.cpp import native
-from codemods.cpp.lexer import spliced_end
 
 _BLANK = bytes(0x0A if b == 0x0A else 0x20 for b in range(256))
 
@@ -40,9 +40,6 @@ def mask(source: bytes) -> bytes:
     return native.mask(source)
 
 
-# Where declarations stand, `(`, `)` and `;` end or shape a head; inside a body only braces count.
-_SCOPE_EVENT_RE = re.compile(rb"[{}();]|^[ \t]*#", re.MULTILINE)
-_BODY_EVENT_RE = re.compile(rb"[{}]|^[ \t]*#", re.MULTILINE)
 _DIRECTIVE_RE = re.compile(rb"[ \t]*#[ \t]*(\w*)")
 _DIRECTIVE_LINE_RE = re.compile(rb"^[ \t]*#(?:\\\r?\n|[^\n])*", re.MULTILINE)
 
@@ -91,114 +88,12 @@ class Definition:
         return text.rsplit("::", 1)[-1] if "::" in text else text
 
 
-@dataclass(frozen=True)
-class _Frame:
-    kind: int
-    function: str | None  # the innermost function around, this frame included
-    parens: int  # the parenthesis depth of the frame outside, restored at its `}`
-    head: int  # where the head outside started, restored at its `}` when a brace does not end it
-    head_id: int
-    name: str = ""
-    start: int = 0  # a function's head start
-    body: int = 0  # its `{`
-
-
-class _Walk:
-    """The braces of one masked source, in order, from the start to `stop`."""
+class _Heads:
+    """What the brace walk (native.walk, _lex.c) asks of the text: what a `{` opens, read from its head."""
 
     def __init__(self, source: bytes, code: bytes) -> None:
         self.source = source
         self.code = code
-        self.frames: tuple[_Frame, ...] = (_Frame(_SCOPE, None, 0, 0, 0),)
-        self.parens = 0
-        self.head = 0  # where the current head (at a scope or class level) starts
-        self.head_id = 0
-        self.heads = 0
-        self.conditionals: list[list] = []  # per open #if: [state at #if, state at the end of its first branch]
-        self.definitions: dict[int, Definition] = {}
-        self.opened: _Frame | None = None  # the frame the last `{` opened
-
-    # ------------------------------------------------------------------ state
-
-    def _state(self) -> tuple:
-        return self.frames, self.parens, self.head, self.head_id
-
-    def _restore(self, state: tuple) -> None:
-        self.frames, self.parens, self.head, self.head_id = state
-
-    def _new_head(self, at: int) -> None:
-        self.head = at
-        self.heads += 1
-        self.head_id = self.heads
-
-    @property
-    def at_scope(self) -> bool:
-        return self.frames[-1].kind <= _CLASS
-
-    # ------------------------------------------------------------------ events
-
-    def step(self, at: int, byte: int) -> int:
-        """Take the event at `at`; the offset to search on from."""
-        if byte == 0x7B:  # {
-            self._open(at)
-        elif byte == 0x7D:  # }
-            self._close(at)
-        elif byte == 0x3B:  # ;
-            if self.parens == 0:
-                self._new_head(at + 1)
-        elif byte == 0x28:  # (
-            self.parens += 1
-        elif byte == 0x29:  # )
-            self.parens = max(0, self.parens - 1)
-        else:
-            return self._directive(at)
-        return at + 1
-
-    def _open(self, at: int) -> None:
-        outer = self.frames[-1]
-        if outer.kind <= _CLASS and self.parens == 0:
-            kind, name = self._classify(self.head, at)
-        elif outer.kind == _FUNCTION or outer.kind == _BLOCK:
-            kind, name = (_CLASS, "") if self._local_class(at) else (_BLOCK, "")
-        else:
-            kind, name = _BLOCK, ""
-        function = name if kind == _FUNCTION else outer.function
-        frame = _Frame(kind, function, self.parens, self.head, self.head_id, name, self.head, at)
-        self.frames += (frame,)
-        self.parens = 0
-        self._new_head(at + 1)
-        self.opened = frame
-
-    def _close(self, at: int) -> None:
-        if len(self.frames) == 1:
-            return  # a stray `}`: file scope stays
-        frame = self.frames[-1]
-        self.frames = self.frames[:-1]
-        self.parens = frame.parens
-        if frame.kind == _FUNCTION:
-            self.definitions.setdefault(frame.body, Definition(frame.name, frame.start, frame.body, at + 1))
-        if frame.kind == _BLOCK and self.at_scope:
-            self.head, self.head_id = frame.head, frame.head_id  # `= {...}`, `a{x}` in an initializer list: the head goes on
-        else:
-            self._new_head(at + 1)
-
-    def _directive(self, at: int) -> int:
-        code = self.code
-        match = _DIRECTIVE_RE.match(code, at)
-        keyword = match.group(1) if match is not None else b""
-        end = spliced_end(code, at)
-        if keyword in (b"if", b"ifdef", b"ifndef"):
-            self.conditionals.append([self._state(), None])
-        elif keyword in (b"elif", b"else", b"elifdef", b"elifndef") and self.conditionals:
-            top = self.conditionals[-1]
-            if top[1] is None:
-                top[1] = self._state()
-            self._restore(top[0])
-        elif keyword == b"endif" and self.conditionals:
-            _, first = self.conditionals.pop()
-            if first is not None:
-                self._restore(first)
-        return end
 
     # ------------------------------------------------------------------ heads
 
@@ -262,20 +157,6 @@ class _Walk:
         start = max(code.rfind(b";", 0, brace), code.rfind(b"{", 0, brace), code.rfind(b"}", 0, brace)) + 1
         return bool(_CLASS_HEAD_RE.match(_without_template(code[start:brace])))
 
-    def first_code(self, head: int, limit: int) -> int:
-        """The first byte of code at or after `head` (blanks and directive lines skipped), at most `limit`."""
-        code = self.code
-        pos = head
-        while pos < limit:
-            byte = code[pos]
-            if byte in b" \t\r\n\f\v":
-                pos += 1
-            elif byte == 0x23 and _starts_line(code, pos):
-                pos = spliced_end(code, pos)
-            else:
-                return pos
-        return limit
-
 
 # A class head: `__device__ struct __attribute__((aligned(32))) Tile : Base<T> final`, no `=`, no call.
 _PARENS = rb"\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)"
@@ -327,11 +208,6 @@ def _head_text(text: bytes) -> bytes:
     return bytes(out)
 
 
-def _starts_line(code: bytes, pos: int) -> bool:
-    start = code.rfind(b"\n", 0, pos) + 1
-    return not code[start:pos].strip(b" \t")
-
-
 def _name_start(before: bytes) -> int | None:
     """Where the last name of `before` starts (an identifier, a template-id, a destructor), or None."""
     end = len(before)
@@ -369,43 +245,31 @@ def _qualified_start(code: bytes, head: int, start: int) -> int:
         start = head + found
 
 
-def _walk(source: bytes, offsets: list[int], until: int | None) -> tuple[list[str | None], _Walk]:
+def _walk(source: bytes, offsets: list[int], until: int | None) -> tuple[list[str | None], dict[int, Definition]]:
+    """The names of the functions around `offsets`, and the definitions whose bodies closed by `until` (by the
+    offset of their `{`): one compiled walk of the masked source (native.walk), which asks `_Heads` what each
+    head opens."""
     code = mask(source)
-    walk = _Walk(source, code)
+    heads = _Heads(source, code)
+    names: list[str] = []  # a function's name number is its place here, plus one
+    found: dict[int, Definition] = {}
+
+    def classify(head: int, brace: int) -> int:
+        kind, name = heads._classify(head, brace)
+        if kind != _FUNCTION:
+            return kind
+        names.append(name)
+        return kind | len(names) << 2
+
+    def define(name: int, start: int, body: int, end: int) -> None:
+        found.setdefault(body, Definition(names[name - 1], start, body, end))
+
     order = sorted(range(len(offsets)), key=lambda i: offsets[i])
-    names: list[str | None] = [None] * len(offsets)
-    pending: list[tuple[int, int]] = []  # (index, head id): an offset in a head that may turn out a function's
-    n = 0
-    pos = 0
-    end = len(code) if until is None else until
-    while True:
-        regex = _SCOPE_EVENT_RE if walk.at_scope else _BODY_EVENT_RE
-        match = regex.search(code, pos)
-        at = len(code) if match is None else match.start()
-        if match is not None and code[at] != 0x23 and code[at] in b" \t":
-            at = code.index(b"#", at)
-        while n < len(order) and offsets[order[n]] < at:  # the state before the event
-            index = order[n]
-            names[index] = walk.frames[-1].function
-            if walk.at_scope:
-                pending.append((index, walk.head_id))
-            n += 1
-        if match is None or (at >= end and not pending):
-            break
-        head_id, head = walk.head_id, walk.head
-        walk.opened = None
-        pos = walk.step(at, code[at])
-        if pending and walk.head_id != head_id:
-            opened = walk.opened
-            ended = opened is None or opened.kind != _BLOCK  # a `;`, a `}`, or the head's own `{`
-            if opened is not None and opened.kind == _FUNCTION:
-                first = walk.first_code(head, at)
-                for index, pending_head in pending:
-                    if pending_head == head_id and offsets[index] > first:
-                        names[index] = opened.name
-            live = {frame.head_id for frame in walk.frames} | {walk.head_id}
-            pending = [(index, h) for index, h in pending if h in live and not (ended and h == head_id)]
-    return names, walk
+    numbers = native.walk(code, [offsets[i] for i in order], len(code) if until is None else until, classify, heads._local_class, define)
+    out: list[str | None] = [None] * len(offsets)
+    for index, number in zip(order, numbers):
+        out[index] = names[number - 1] if number else None
+    return out, found
 
 
 def enclosing_functions(source: bytes, offsets: list[int]) -> list[str | None]:
@@ -418,8 +282,8 @@ def enclosing_functions(source: bytes, offsets: list[int]) -> list[str | None]:
 
 def definitions(source: bytes) -> list[Definition]:
     """Every function definition of `source`, in order of their bodies."""
-    _, walk = _walk(source, [], None)
-    return [walk.definitions[at] for at in sorted(walk.definitions)]
+    _, found = _walk(source, [], None)
+    return [found[at] for at in sorted(found)]
 
 
 def outermost(found: list[Definition]) -> list[Definition]:

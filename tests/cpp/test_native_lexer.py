@@ -90,3 +90,20 @@ def test_a_missing_library_is_an_install_error(monkeypatch, tmp_path):
             native.mask(b"x")
     finally:
         native._library.cache_clear()
+
+
+def test_what_a_head_reader_raises_reaches_the_caller(monkeypatch):
+    def broken(self, head, brace):
+        raise ValueError(f"head at {head}")
+
+    monkeypatch.setattr(functions._Heads, "_classify", broken)
+    with pytest.raises(ValueError, match="head at 0"):
+        functions.enclosing_functions(b"void f() { int x; }", [12])
+
+
+def test_the_walk_names_offsets_in_any_order_and_reports_every_body():
+    source = b"namespace n {\nvoid a() {\n#if X\n}\n#else\n}\n#endif\nint b(int x) { return x; }\n}\n"
+    at_b = source.index(b"return")
+    at_a = source.index(b"#if")
+    assert functions.enclosing_functions(source, [at_b, at_a, 0, at_b]) == ["b", "a", None, "b"]
+    assert [(d.name, source[d.body_start : d.body_start + 1]) for d in functions.definitions(source)] == [("a", b"{"), ("b", b"{")]
