@@ -91,6 +91,52 @@ void codemod_mask(const unsigned char *src, size_t n, unsigned char *out) {
     }
 }
 
+/* codemod_mask_comments(src, n, out): only comments blanked, every literal kept (the dispatch rule reads
+ * `asm("trap;")` from its string). Closed lexemes only, the first that starts at a byte winning:
+ *
+ *   block comment   / * ... * /, closed (an unclosed one is not a comment: the bytes after it are read on);
+ *   line comment    // to the newline (a backslash before it does not carry it on);
+ *   string          " then escape pairs or bytes but " \ newline, then the closing " (kept; unclosed: not one);
+ *   character       the same with '.
+ */
+void codemod_mask_comments(const unsigned char *src, size_t n, unsigned char *out) {
+    memcpy(out, src, n);
+    size_t i = 0, unclosed = n; /* no `* /` closes a comment opened at or after `unclosed` */
+    while (i < n) {
+        unsigned char c = src[i];
+        if (c == '/' && i + 1 < n && src[i + 1] == '*') {
+            size_t end = 0;
+            for (size_t j = i + 2; i < unclosed && j + 1 < n; j++)
+                if (src[j] == '*' && src[j + 1] == '/') {
+                    end = j + 2;
+                    break;
+                }
+            if (end) {
+                blank(src, out, i, end);
+                i = end;
+            } else {
+                unclosed = i < unclosed ? i : unclosed;
+                i++;
+            }
+        } else if (c == '/' && i + 1 < n && src[i + 1] == '/') {
+            const unsigned char *nl = memchr(src + i, '\n', n - i);
+            size_t end = nl ? (size_t)(nl - src) : n;
+            blank(src, out, i, end);
+            i = end;
+        } else if (c == '"' || c == '\'') {
+            size_t j = i + 1;
+            while (j < n) {
+                if (src[j] == '\\' && j + 1 < n) j += 2;
+                else if (src[j] != c && src[j] != '\\' && src[j] != '\n') j += 1;
+                else break;
+            }
+            i = j < n && src[j] == c ? j + 1 : i + 1;
+        } else {
+            i++;
+        }
+    }
+}
+
 /* ------------------------------------------------------------------ the brace walk
  *
  * codemod_walk reads the masked source (codemod_mask's output) from the start,

@@ -26,8 +26,9 @@ def _library() -> ctypes.CDLL:
         raise InstallBroken(
             f"codemod's compiled lexer {LIBRARY} is missing or unloadable ({exc}); the package build compiles it with gcc"
         ) from None
-    library.codemod_mask.argtypes = (ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p)
-    library.codemod_mask.restype = None
+    for masker in (library.codemod_mask, library.codemod_mask_comments):
+        masker.argtypes = (ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p)
+        masker.restype = None
     return library
 
 
@@ -36,6 +37,14 @@ def mask(source: bytes) -> bytes:
     lexemes and the rule are in _lex.c's header."""
     out = ctypes.create_string_buffer(len(source))
     _library().codemod_mask(source, len(source), out)
+    return out.raw
+
+
+def mask_comments(source: bytes) -> bytes:
+    """`source` with its closed comments turned into spaces, newlines kept, every literal as it is (_lex.c's
+    codemod_mask_comments says which lexemes)."""
+    out = ctypes.create_string_buffer(len(source))
+    _library().codemod_mask_comments(source, len(source), out)
     return out.raw
 
 

@@ -36,7 +36,7 @@ from functools import lru_cache
 import tree_sitter
 
 from codemods.core.arch import Arch
-from codemods.cpp import syntax
+from codemods.cpp import native, syntax
 from codemods.cpp.structure import Branch, Structure, structure
 from codemods.gates.cpp.checks.polarity import exit_of
 from codemods.gates import Gate
@@ -123,24 +123,12 @@ _STUB_RE = re.compile(
     |[{};]""",
     re.VERBOSE,
 )
-_COMMENT_RE = re.compile(rb"""/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""", re.DOTALL)
-_BLANK = bytes(0x0A if byte == 0x0A else 0x20 for byte in range(256))
-
-
 @lru_cache(maxsize=4)
 def masked(source: bytes) -> bytes:
-    """Comments blanked (strings kept: `asm("trap;")` is read from them), offsets unchanged.
-
-    Every guard of a file that excludes the arch asks (guard_path): kept for the last files.
+    """Comments blanked (strings kept: `asm("trap;")` is read from them), offsets unchanged: the compiled lexer's
+    (native.mask_comments). Every guard of a file that excludes the arch asks (guard_path): kept for the last files.
     """
-
-    def blank(match: re.Match) -> bytes:
-        text = match.group()
-        if text[:1] in (b'"', b"'"):
-            return text
-        return text.translate(_BLANK)
-
-    return _COMMENT_RE.sub(blank, source)
+    return native.mask_comments(source)
 
 
 def own_text(shape: Structure, branch: Branch, masked: bytes) -> bytes:
