@@ -5,9 +5,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from codemods.audit import finder, prefilter
 from codemods.core.errors import InstallBroken
+from codemods.gates.python import python_predicate
 
 # (file, bytes): each names why it is here. The regex is runtime_check_pattern, as Python's re reads it.
 CASES = [
@@ -158,3 +161,27 @@ def test_holding_takes_ascii_words_only(tree):
     with pytest.raises(ValueError):
         finder.holding(tree, ["latin1.cu"], "caf\u00e9".encode())
     assert finder.holding(tree, [], b"sm") == set()
+
+
+_FRAGMENTS = st.sampled_from(
+    ["is_sm", "has_sm", "is_", "has_", "sm", "_", "1", "2", "0", "a", "f", "_supported", "blackwell", "hopper", "is_blackwell",
+     "if ", "elif ", "not ", "and ", "=", "==", " ", "\n", "(", ")", ".", "x", "def ", "async ", ":", "bool"]
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(_FRAGMENTS, max_size=14).map("".join))
+@example("if has_sm100():\n")
+@example("use = is_sm120a_supported(dev)\n")
+@example("assert not is_blackwell()\n")
+@example("_is_sm90 = major == 9\n")
+@example("def has_hopper():\n")
+@example("async def is_sm100f_supported():\n")
+def test_each_python_prefilter_literal_test_is_necessary_for_its_regex(text):
+    """The literal tests before the regexes only skip what the regex could not match (they decide nothing)."""
+    data = text.encode()
+    for (kind, regex), literals in zip(prefilter.PYTHON_PREFILTERS, prefilter._PREFILTER_LITERALS):
+        if regex.search(data):
+            assert any(literal in data for literal in literals), (kind.__name__, data)
+    if b"def" in data and python_predicate.PREFILTER.search(data):
+        assert prefilter.defines_predicates(data), data
