@@ -101,6 +101,34 @@ def holding(root: Path | str, rels: list[str], literal: bytes) -> set[str]:
     return found
 
 
+def holding_each(root: Path | str, rels: list[str], literals: list[bytes]) -> dict[bytes, set[str]]:
+    """`holding` for several ASCII literals in one rg search: the files holding any of them, each then read once
+    and looked in for each literal (a file that cannot be read counts for every literal, as in `holding`)."""
+    literals = list(dict.fromkeys(literals))
+    if any(not literal.isascii() for literal in literals):
+        raise ValueError("rg matches an ASCII literal byte for byte only")
+    found: dict[bytes, set[str]] = {literal: set() for literal in literals}
+    searched = [literal for literal in literals if literal]
+    for literal in literals:
+        if not literal:
+            found[literal] = set(rels)
+    if not rels or not searched:
+        return found
+    rg = rg_path()
+    options = [*_COMMON, "--fixed-strings", *(part for literal in searched for part in ("-e", literal.decode("ascii")))]
+    for batch in _batches(rels):
+        printed, failed = _finish(_start(rg, root, options, batch))
+        for rel in sorted(set(batch) if failed else printed):
+            try:
+                data = (Path(root) / rel).read_bytes()
+            except OSError:
+                data = None
+            for literal in searched:
+                if data is None or literal in data:
+                    found[literal].add(rel)
+    return found
+
+
 def _batches(rels: list[str]):
     batch: list[str] = []
     size = 0

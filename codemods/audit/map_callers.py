@@ -37,13 +37,14 @@ def keys_callers_pass(gates: list[dict], known: Trees, files: tuple[str, ...], a
     """Read the keys the callers pass into each python_arch_map record that excludes `arch` (see the module);
     files come through `known`, the scan's one `Trees`."""
     read: dict[tuple[str, str], python_arch_map.KeyedBy | None] = {}  # a file's maps share its one tree
-    for record in gates:
-        if record["kind"] != python_arch_map.KIND or not record["excludes_arch"]:
-            continue
+    asked = [record for record in gates if record["kind"] == python_arch_map.KIND and record["excludes_arch"]]
+    for record in asked:
         lookup = (record["file"], record["symbol"])
         if lookup not in read:
             read[lookup] = python_arch_map.keyed_by(known.source(lookup[0]), lookup[1], known.tree(lookup[0]))
-        keyed = read[lookup]
+    known.prefetch(keyed.function.encode() for keyed in read.values() if keyed is not None)  # calls' one search
+    for record in asked:
+        keyed = read[(record["file"], record["symbol"])]
         if keyed is None:
             continue
         passed = _literal_keys(keyed, calls(known, files, record["file"], keyed.function))

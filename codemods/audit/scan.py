@@ -482,7 +482,11 @@ def _assemble(job: _Job) -> ScanResult:
         job.words.add(literal)  # a file that comes to hold it may change what is read (audit.incremental)
         return finder.holding(root, files, literal)
 
-    trees = Trees(tree.read, parsed, searched, lambda literal: holding(searched, literal))
+    def holding_each(files: list[str], literals: list[bytes]) -> dict[bytes, set[str]]:
+        job.words.update(literals)
+        return finder.holding_each(root, files, literals)
+
+    trees = Trees(tree.read, parsed, searched, lambda literal: holding(searched, literal), lambda words: holding_each(searched, words))
     if hazards:  # the keys an arch-keyed map sees are what its function's callers pass
         keys_callers_pass(result.gates, trees, own, arch)
     if layout is not None and hazards:

@@ -157,6 +157,21 @@ def test_holding_searches_in_batches_and_counts_an_unreadable_file(tree, monkeyp
         (tree / "locked.py").chmod(0o644)
 
 
+def test_holding_each_is_holding_word_by_word_in_one_search(tree, monkeypatch):
+    rels = [rel for rel, _ in CASES]
+    started = []
+    real_start = finder._start
+    monkeypatch.setattr(finder, "_start", lambda *args: started.append(args) or real_start(*args))
+    found = finder.holding_each(tree, rels, [*WORDS, b"sm", b""])  # overlapping words ("sm", "sm_version"), twice
+    assert len(started) == 1
+    assert set(found) == {*WORDS, b""}
+    for word in WORDS:
+        assert found[word] == {rel for rel, data in CASES if word in data}, word
+    assert found[b""] == set(rels)
+    with pytest.raises(ValueError):
+        finder.holding_each(tree, rels, [b"sm", "caf\u00e9".encode()])
+
+
 def test_holding_takes_ascii_words_only(tree):
     with pytest.raises(ValueError):
         finder.holding(tree, ["latin1.cu"], "caf\u00e9".encode())
