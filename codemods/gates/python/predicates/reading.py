@@ -35,6 +35,7 @@ derives from), and so is `Meaning`, `read`'s answer.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -112,23 +113,24 @@ class _Reader(Evaluator):
         self.targets: dict[str, frozenset[tuple[int, int]]] = {}
         self.attributes: list[tuple[str, str, int]] = []
         self.words: dict[int, set[str]] = {}  # the names and attributes each module-level function mentions
-        for node in self._walk(tree):
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    if isinstance(target, ast.Name):
-                        self.values.setdefault(target.id, []).append(node)
-            elif isinstance(node, ast.Dict):
-                for key, value in zip(node.keys, node.values):
-                    if (
-                        isinstance(key, ast.Constant) and isinstance(key.value, str) and PREDICATE_NAME.match(key.value)
-                        and isinstance(value, ast.Constant) and isinstance(value.value, str)
-                        and PREDICATE_NAME.match(value.value)
-                    ):
-                        self.attributes.append((key.value, value.value, key.lineno))
-                    if isinstance(key, ast.Constant) and isinstance(key.value, str) and _TARGET_KEY.match(key.value):
-                        arch = _compute_target(value)
-                        if arch is not None:
-                            self.targets[key.value] = arch
+        shared = tree_index.index(tree)  # the tree's one shared walk: its nodes in ast.walk's order, by type
+        for node in shared.of_type(ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    self.values.setdefault(target.id, []).append(node)
+        for node in shared.of_type(ast.Dict):
+            for key, value in zip(node.keys, node.values):
+                if (
+                    isinstance(key, ast.Constant) and isinstance(key.value, str) and PREDICATE_NAME.match(key.value)
+                    and isinstance(value, ast.Constant) and isinstance(value.value, str)
+                    and PREDICATE_NAME.match(value.value)
+                ):
+                    self.attributes.append((key.value, value.value, key.lineno))
+                if isinstance(key, ast.Constant) and isinstance(key.value, str) and _TARGET_KEY.match(key.value):
+                    arch = _compute_target(value)
+                    if arch is not None:
+                        self.targets[key.value] = arch
+        self._note_words(tree, shared)
         self.cache: dict[str, Meaning | None] = {}
         self.busy: set[str] = set()
         self.dependent = self._may_depend_on_the_gpu()
@@ -138,26 +140,23 @@ class _Reader(Evaluator):
         self.observed = {}
         self.by_class = classes
 
-    def _walk(self, tree: ast.Module):
-        """Every node under the module, in ast.walk's order (the tree's shared walk, tree_index), noting in passing
-        the words of each module-level function (one pass where reading them apart walked every function twice)."""
-        shared = tree_index.index(tree)
-        owner: dict[int, set[str] | None] = {}  # the words of the module-level function a node is in
-        for node in shared.nodes:
-            if node is tree:
-                continue
-            parent = shared.parents[id(node)]
-            if parent is tree:
-                words = self.words.setdefault(id(node), set()) if isinstance(node, _FUNCTIONS) else None
-            else:  # .get: a context or operator node is one object shared by many parents (a leaf)
-                words = owner.get(id(parent))
-            owner[id(node)] = words
-            if words is not None:
-                if isinstance(node, ast.Name):
-                    words.add(node.id)
-                elif isinstance(node, ast.Attribute):
-                    words.add(node.attr)
-            yield node
+    def _note_words(self, tree: ast.Module, shared: tree_index.TreeIndex) -> None:
+        """The names and attributes each module-level function mentions (its decorators and defaults too): by line,
+        as no other module-level statement shares a line with a function's (one pass over the typed nodes, where
+        following each node's parents walked the whole tree in Python)."""
+        spans: list[tuple[int, int, set[str]]] = []  # (first line, last line, the function's words), in order
+        for node in tree.body:
+            if isinstance(node, _FUNCTIONS):
+                words = self.words.setdefault(id(node), set())
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                spans.append((first, node.end_lineno or node.lineno, words))
+        if not spans:
+            return
+        starts = [span[0] for span in spans]
+        for node in shared.of_type(ast.Name, ast.Attribute):
+            i = bisect.bisect_right(starts, node.lineno) - 1
+            if i >= 0 and node.lineno <= spans[i][1]:
+                spans[i][2].add(node.id if isinstance(node, ast.Name) else node.attr)
 
     def _may_depend_on_the_gpu(self) -> set[str]:
         """The definitions whose value might differ between GPUs: the only ones worth running on every capability.
