@@ -71,21 +71,17 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("source, expected", CASES)
-def test_mask_bytes(source, expected):
-    assert native.mask(source) == expected
-    assert spec(source) == expected
-    assert functions.mask(source) == expected  # the walk's mask is the compiled one
 
 
 _ALPHABET = st.sampled_from([b"/", b"*", b"\\", b"\n", b"\r", b'"', b"'", b"R", b"(", b")", b"x", b" ", b"{", b"}", b"d", b"\x00", b"\xe2"])
 
 
+@pytest.mark.parametrize("compiled, specification", [(native.mask, spec), (native.mask_comments, comments_spec)])
 @settings(max_examples=3000, deadline=None)
-@given(st.lists(_ALPHABET, max_size=60).map(b"".join))
-def test_mask_is_the_specification(source):
-    masked = native.mask(source)
-    assert masked == spec(source)
+@given(source=st.lists(_ALPHABET, max_size=60).map(b"".join))
+def test_each_mask_is_its_specification(compiled, specification, source):
+    masked = compiled(source)
+    assert masked == specification(source)
     assert len(masked) == len(source)
     assert [i for i, b in enumerate(masked) if b == 0x0A] == [i for i, b in enumerate(source) if b == 0x0A]
 
@@ -101,16 +97,15 @@ COMMENT_CASES = [
 ]
 
 
-@pytest.mark.parametrize("source, expected", COMMENT_CASES)
-def test_mask_comments_bytes(source, expected):
-    assert native.mask_comments(source) == expected
-    assert comments_spec(source) == expected
-
-
-@settings(max_examples=3000, deadline=None)
-@given(st.lists(_ALPHABET, max_size=60).map(b"".join))
-def test_mask_comments_is_the_specification(source):
-    assert native.mask_comments(source) == comments_spec(source)
+@pytest.mark.parametrize(
+    "compiled, specification, source, expected",
+    [(native.mask, spec, *case) for case in CASES] + [(native.mask_comments, comments_spec, *case) for case in COMMENT_CASES],
+)
+def test_mask_bytes(compiled, specification, source, expected):
+    assert compiled(source) == expected
+    assert specification(source) == expected
+    if compiled is native.mask:
+        assert functions.mask(source) == expected  # the walk's mask is the compiled one
 
 
 def test_a_missing_library_is_an_install_error(monkeypatch, tmp_path):
