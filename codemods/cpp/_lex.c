@@ -194,19 +194,24 @@ typedef struct {
     classify_fn classify;
     local_class_fn local_class;
     define_fn define;
-    int failed;
 } Walk;
 
 static const Frame *top_frame(const Walk *w) { return &w->nodes[w->top].f; }
 
+/* The array `items` (`*cap` items of `size` bytes, `count` of them used) with room for one more: doubled when
+ * full (`first` to start with), maybe moved. NULL when out of memory (`items` is then left as it was). */
+static void *room_for_one(void *items, size_t *cap, size_t count, size_t size, size_t first) {
+    if (count < *cap) return items;
+    size_t grown_cap = *cap ? *cap * 2 : first;
+    void *grown = realloc(items, grown_cap * size);
+    if (grown) *cap = grown_cap;
+    return grown;
+}
+
 static int push_frame(Walk *w, Frame f) {
-    if (w->count == w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 64;
-        Node *grown = realloc(w->nodes, cap * sizeof(Node));
-        if (!grown) return -1;
-        w->nodes = grown;
-        w->cap = cap;
-    }
+    Node *nodes = room_for_one(w->nodes, &w->cap, w->count, sizeof(Node), 64);
+    if (!nodes) return -1;
+    w->nodes = nodes;
     Node node = {f, w->top, w->count ? w->nodes[w->top].depth + 1 : 1};
     w->nodes[w->count] = node;
     w->top = w->count++;
@@ -262,10 +267,7 @@ static int open_brace(Walk *w, size_t at) {
     i64 name = 0;
     if (outer.kind <= CLASS && w->parens == 0) {
         i64 answer = w->classify(w->head, (i64)at);
-        if (answer < 0) {
-            w->failed = 1;
-            answer = BLOCK;
-        }
+        if (answer < 0) answer = BLOCK; /* the callback failed: the caller raises what it raised */
         kind = (int)(answer & 3);
         name = answer >> 2;
     } else if (outer.kind == FUNCTION || outer.kind == BLOCK) {
@@ -329,13 +331,9 @@ static i64 directive(Walk *w, size_t at) {
     size_t len = k - i;
     size_t end = spliced_end(s, w->n, at);
     if (keyword_is(word, len, "if") || keyword_is(word, len, "ifdef") || keyword_is(word, len, "ifndef")) {
-        if (w->nconds == w->condcap) {
-            size_t cap = w->condcap ? w->condcap * 2 : 16;
-            Cond *grown = realloc(w->conds, cap * sizeof(Cond));
-            if (!grown) return -1;
-            w->conds = grown;
-            w->condcap = cap;
-        }
+        Cond *conds = room_for_one(w->conds, &w->condcap, w->nconds, sizeof(Cond), 16);
+        if (!conds) return -1;
+        w->conds = conds;
         Cond *c = &w->conds[w->nconds];
         save(w, &c->at_if);
         c->has_first = 0;
@@ -413,7 +411,8 @@ typedef struct {
 } Pending;
 
 /* Walk `code` (n bytes, masked) until `until`; offsets sorted ascending; names[i]: the name number of the
- * function around offsets[i] (0: none). 0 when done, -1 when out of memory, -2 when a callback failed. */
+ * function around offsets[i] (0: none). 0 when done, -1 when out of memory (a callback's failure is the
+ * caller's to raise: native.walk). */
 int codemod_walk(const unsigned char *code, size_t n, const i64 *offsets, size_t noff, size_t until,
                  classify_fn classify, local_class_fn local_class_cb, define_fn define, i64 *names) {
     Walk w;
@@ -435,13 +434,12 @@ int codemod_walk(const unsigned char *code, size_t n, const i64 *offsets, size_t
         while (k < noff && offsets[k] < (i64)at) { /* the state before the event */
             names[k] = top_frame(&w)->function;
             if (scope) {
-                if (npending == pendcap) {
-                    size_t cap = pendcap ? pendcap * 2 : 16;
-                    Pending *grown = realloc(pending, cap * sizeof(Pending));
-                    if (!grown) { status = -1; goto done; }
-                    pending = grown;
-                    pendcap = cap;
+                Pending *grown = room_for_one(pending, &pendcap, npending, sizeof(Pending), 16);
+                if (!grown) {
+                    status = -1;
+                    goto done;
                 }
+                pending = grown;
                 pending[npending].index = k;
                 pending[npending].head_id = w.head_id;
                 npending++;
@@ -479,6 +477,5 @@ done:
     free(pending);
     free(w.conds);
     free(w.nodes);
-    if (status == 0 && w.failed) status = -2;
     return status;
 }

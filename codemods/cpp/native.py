@@ -32,20 +32,23 @@ def _library() -> ctypes.CDLL:
     return library
 
 
+def _masked(masker: str, source: bytes) -> bytes:
+    """What the library's `masker` writes for `source`: the same number of bytes."""
+    out = ctypes.create_string_buffer(len(source))
+    getattr(_library(), masker)(source, len(source), out)
+    return out.raw
+
+
 def mask(source: bytes) -> bytes:
     """`source` with comments and the insides of literals turned into spaces, newlines kept (same offsets): the
     lexemes and the rule are in _lex.c's header."""
-    out = ctypes.create_string_buffer(len(source))
-    _library().codemod_mask(source, len(source), out)
-    return out.raw
+    return _masked("codemod_mask", source)
 
 
 def mask_comments(source: bytes) -> bytes:
     """`source` with its closed comments turned into spaces, newlines kept, every literal as it is (_lex.c's
     codemod_mask_comments says which lexemes)."""
-    out = ctypes.create_string_buffer(len(source))
-    _library().codemod_mask_comments(source, len(source), out)
-    return out.raw
+    return _masked("codemod_mask_comments", source)
 
 
 CLASSIFY = ctypes.CFUNCTYPE(ctypes.c_longlong, ctypes.c_longlong, ctypes.c_longlong)
