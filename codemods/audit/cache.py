@@ -15,9 +15,9 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from codemods.apply import repo

@@ -89,36 +89,29 @@ def find(root: Path | str, rels: list[str]) -> Found:
 def holding(root: Path | str, rels: list[str], literal: bytes) -> set[str]:
     """Which of `rels` hold the ASCII bytes `literal`, as the bytes are (jit_users.Trees' words), plus any file rg
     could not read (the caller reads it and looks again)."""
-    if not literal.isascii():
-        raise ValueError("rg matches an ASCII literal byte for byte only")
-    found: set[str] = set()
-    if not rels or not literal:
-        return set(rels)
-    rg = rg_path()
-    for batch in _batches(rels):
-        printed, failed = _finish(_start(rg, root, [*_COMMON, "--fixed-strings", "-e", literal.decode("ascii")], batch))
-        found |= set(batch) if failed else printed
-    return found
+    return holding_each(root, rels, [literal])[literal]
 
 
 def holding_each(root: Path | str, rels: list[str], literals: list[bytes]) -> dict[bytes, set[str]]:
     """`holding` for several ASCII literals in one rg search: the files holding any of them, each then read once
-    and looked in for each literal (a file that cannot be read counts for every literal, as in `holding`)."""
+    and looked in for each literal (a batch in which rg could not read a file counts whole for every literal,
+    the empty literal is in every file)."""
     literals = list(dict.fromkeys(literals))
     if any(not literal.isascii() for literal in literals):
         raise ValueError("rg matches an ASCII literal byte for byte only")
-    found: dict[bytes, set[str]] = {literal: set() for literal in literals}
+    found: dict[bytes, set[str]] = {literal: set() if literal else set(rels) for literal in literals}
     searched = [literal for literal in literals if literal]
-    for literal in literals:
-        if not literal:
-            found[literal] = set(rels)
     if not rels or not searched:
         return found
     rg = rg_path()
     options = [*_COMMON, "--fixed-strings", *(part for literal in searched for part in ("-e", literal.decode("ascii")))]
     for batch in _batches(rels):
         printed, failed = _finish(_start(rg, root, options, batch))
-        for rel in sorted(set(batch) if failed else printed):
+        if failed or len(searched) == 1:  # rg's answer is the answer
+            for literal in searched:
+                found[literal] |= set(batch) if failed else printed
+            continue
+        for rel in sorted(printed):
             try:
                 data = (Path(root) / rel).read_bytes()
             except OSError:

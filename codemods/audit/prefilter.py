@@ -115,13 +115,14 @@ def may_hold_gates(rel: str, data: bytes, in_jit: bool, runtime: bool) -> bool:
     return runtime or ARCH_TOKEN in data
 
 
+# What python_predicate.PREFILTER's names start with (`is_`/`has_` then `sm<digit>`, `blackwell`, `hopper`)
+_PREDICATE_NAMES = tuple(f"{prefix}_{word}".encode() for prefix in ("is", "has") for word in ("sm", "blackwell", "hopper"))
+
+
 def defines_predicates(data: bytes) -> bool:
     """Whether `data` may define an arch predicate (python_predicate)."""
     return b"def" in data and any(name in data for name in _PREDICATE_NAMES) and bool(python_predicate.PREFILTER.search(data))
 
-
-# What python_predicate.PREFILTER's names start with (`is_`/`has_` then `sm<digit>`, `blackwell`, `hopper`)
-_PREDICATE_NAMES = tuple(f"{prefix}_{word}".encode() for prefix in ("is", "has") for word in ("sm", "blackwell", "hopper"))
 
 
 def calls_arch(data: bytes) -> bool:
