@@ -83,6 +83,7 @@ from dataclasses import dataclass
 
 from codemods.core.arch import DEFAULT_ARCHS, Arch, ArchSet
 from codemods.gates import CannotWiden, Edit, Gate, SourceError, TooDeep, decode, line_of
+from codemods.gates.python.lists import walk
 from codemods.gates.python.lists.insertion import _assigned_on_one_line, _covers, _element_span, _fill_empty, _insert_inline, _insert_lines, _key, _one_per_line, _position
 from codemods.gates.python.lists.reading import (
     Lines,
@@ -325,9 +326,9 @@ def _find(
         at = past(source, lines.offset(before.end_lineno, before.end_col_offset), b"=")
         found.append(_Argument(value, at, None, None, None, _Shape(), *where, assigned=names[0]))
 
-    def visit(node: ast.AST, depth: int, where: tuple[str, bool], assigned: frozenset[str]) -> None:
-        if depth > MAX_DEPTH:  # what libcst cannot read, `widen` could not edit: refused here already
-            raise nested_too_deeply(getattr(node, "lineno", None))
+    def examine(node: ast.AST, where: tuple[str, bool], assigned: frozenset[str]) -> None:
+        """What one node gives: `where` is (the innermost def or class around or at it, whether in an f-string);
+        `assigned`, the targets of the values it is part of."""
         selected = (function is None or where[0] == function) and (assigns is None or assigns in assigned)
         if selected and isinstance(node, ast.Call):
             func = node.func
@@ -352,6 +353,11 @@ def _find(
             keywords(node, None, where)
         elif literal is not None and isinstance(node, (ast.Assign, ast.AnnAssign)) and (function is None or where[0] == function):
             assigned_literal(node, where)
+
+    def visit(node: ast.AST, depth: int, where: tuple[str, bool], assigned: frozenset[str]) -> None:
+        if depth > MAX_DEPTH:  # what libcst cannot read, `widen` could not edit: refused here already
+            raise nested_too_deeply(getattr(node, "lineno", None))
+        examine(node, where, assigned)
         # as check_depth measures: `a or b or c` is one ast node, a nested pair per `or` in libcst
         step = len(node.values) if isinstance(node, ast.BoolOp) else 1
         for child in ast.iter_child_nodes(node):
@@ -364,7 +370,12 @@ def _find(
             visit(child, depth + step, (inner, where[1] or isinstance(child, ast.JoinedStr)), targets)
 
     if function is None:
-        visit(tree, 0, ("", False), frozenset())
+        walked = tree_index.index(tree)
+        if walked.deeper_than(MAX_DEPTH) is not None:
+            visit(tree, 0, ("", False), frozenset())  # refused at the first node too deep, as the walk meets it
+        else:  # only the nodes `examine` can take something from, in the walk's order (tree_index: the shared walk)
+            for node in walked.depth_first(walk.candidates(walked, shapes, literal is not None)):
+                examine(node, walk.where(walked, node), walk.assigned(walked, node) if assigns is not None else frozenset())
     else:  # only the definitions of that name hold what it selects (tree_index: the tree's one shared walk)
         walked = tree_index.index(tree)
         deep = walked.deeper_than(MAX_DEPTH)  # what libcst cannot read, anywhere in the file, as the whole walk says
