@@ -101,3 +101,26 @@ def test_depth_first_is_the_recursive_walks_order() -> None:
         expected = [n for n in preorder(tree) if isinstance(n, (ast.Call, ast.Name))]
         shuffled = sorted(expected, key=lambda n: (type(n).__name__, id(n)))
         assert [id(n) for n in walked.depth_first(shuffled)] == [id(n) for n in expected]
+
+
+def _first_deeper(tree: ast.AST, limit: int) -> ast.AST | None:
+    """The reference: a breadth-first walk carrying each node's depth, a level per operand of an `or`."""
+    todo = [(tree, 0)]
+    while todo:
+        node, depth = todo.pop(0)
+        if depth > limit:
+            return node
+        step = len(node.values) if isinstance(node, ast.BoolOp) else 1
+        todo += [(child, depth + step) for child in ast.iter_child_nodes(node)]
+    return None
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.recursive(st.sampled_from(["x", "f(y)", "a.b", "[1]"]), lambda inner: st.one_of(
+    st.tuples(inner, inner).map(lambda p: f"({p[0]} or {p[1]} or z)"),
+    inner.map(lambda e: f"g({e})"),
+    st.tuples(inner, inner).map(lambda p: f"[{p[0]}, {p[1]}]"),
+), max_leaves=30), st.integers(0, 12))
+def test_deeper_than_is_the_walks_first_node_too_deep(expression: str, limit: int) -> None:
+    tree = ast.parse(f"v = {expression}\nif c:\n    w = {expression}\n")
+    assert tree_index.index(tree).deeper_than(limit) is _first_deeper(tree, limit)

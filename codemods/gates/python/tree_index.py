@@ -17,7 +17,7 @@ read-only (ast_text.ast_of, core.pytrees). Walking `nodes` gives the nodes
 from __future__ import annotations
 
 import ast
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 _KEPT = 4  # the indexes of the trees asked for last, each with its tree (so its id stays its own)
@@ -28,23 +28,17 @@ _RECENT: OrderedDict[int, tuple[ast.AST, TreeIndex]] = OrderedDict()
 class TreeIndex:
     nodes: list[ast.AST]  # in ast.walk order (breadth first)
     parents: dict[int, ast.AST]  # by id(child)
+    # each node's depth below the root, by its place in `nodes` (ast shares some nodes, `Load()`: depths are the
+    # walk's, not the parents map's); an `a or b or c` is a level per operand, as libcst counts them
+    depths: list[int] = field(default_factory=list)
     _typed: dict[tuple[type, ...], list] = field(default_factory=dict)
-    _deep: dict[int, ast.AST | None] = field(default_factory=dict)  # deeper_than's answers, by limit
 
     def deeper_than(self, limit: int) -> ast.AST | None:
         """The first node (in walk order) nested deeper than `limit` levels below the tree's root, as libcst counts
-        them (an `a or b or c` is a level per operand), or None; measured once per tree and limit."""
-        if limit not in self._deep:
-            self._deep[limit] = None
-            todo = deque([(self.nodes[0], 0)] if self.nodes else [])
-            while todo:  # ast shares some nodes (`Load()`): depths are the walk's, not the parents map's
-                node, depth = todo.popleft()
-                if depth > limit:
-                    self._deep[limit] = node
-                    break
-                step = len(node.values) if isinstance(node, ast.BoolOp) else 1
-                todo.extend((child, depth + step) for child in ast.iter_child_nodes(node))
-        return self._deep[limit]
+        them (an `a or b or c` is a level per operand), or None: from the depths `index` notes as it walks."""
+        if not self.depths or max(self.depths) <= limit:
+            return None
+        return next(node for node, depth in zip(self.nodes, self.depths) if depth > limit)
 
     def depth_first(self, nodes: list[ast.AST]) -> list[ast.AST]:
         """`nodes` (of this tree) in the order a depth-first walk from the root meets them: by each one's path of
@@ -80,23 +74,27 @@ def index(tree: ast.AST) -> TreeIndex:
     # breadth first, as ast.walk: the list is its own queue, and each node's fields are read as
     # ast.iter_child_nodes reads them, without its two generators per node (a third of the walk's time)
     nodes: list[ast.AST] = [tree]
+    depths = [0]
     parents: dict[int, ast.AST] = {}
-    append, node_type = nodes.append, ast.AST
+    append, deepen, node_type, either = nodes.append, depths.append, ast.AST, ast.BoolOp
     done = 0
     while done < len(nodes):
         node = nodes[done]
+        below = depths[done] + (len(node.values) if isinstance(node, either) else 1)
         done += 1
         for name in node._fields:
             value = getattr(node, name, None)
             if isinstance(value, node_type):
                 parents[id(value)] = node
                 append(value)
+                deepen(below)
             elif isinstance(value, list):
                 for item in value:
                     if isinstance(item, node_type):
                         parents[id(item)] = node
                         append(item)
-    found = TreeIndex(nodes, parents)
+                        deepen(below)
+    found = TreeIndex(nodes, parents, depths)
     _RECENT[id(tree)] = (tree, found)
     _RECENT.move_to_end(id(tree))
     while len(_RECENT) > _KEPT:
