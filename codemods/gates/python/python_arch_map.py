@@ -142,7 +142,8 @@ def find(
     unbound: list[tuple[ast.Subscript, ast.Dict, list[str]]] = []  # `{...}[arch]`
     uses: list[tuple[str, ast.AST]] = []  # what may look a map up (`MAP[cc]`, `cc in MAP`), in walk order
     tables: set[str] = set()  # capability tables that are module-level constants
-    for node in tree_index.index(tree).nodes:
+    # the only types the loop takes anything from, in walk order (the index's typed list: no pass over every node here)
+    for node in tree_index.index(tree).of_type(ast.AnnAssign, ast.Assign, ast.Subscript, ast.Compare):
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(node.value, ast.Dict):
             node = ast.Assign(targets=[node.target], value=node.value, lineno=node.lineno, col_offset=node.col_offset)  # `NAME: T = {`
         if (
@@ -325,7 +326,7 @@ def keyed_by(source: bytes, name: str, tree: ast.Module | None = None) -> KeyedB
     maps = {name: None}
     up = polarity.parents([tree])
     found: set[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]] = set()
-    for node in tree_index.index(tree).nodes:
+    for node in tree_index.index(tree).of_type(ast.Subscript, ast.Compare):  # what _failing_lookup can take
         looked_up, _, key = _failing_lookup(node, maps, up)
         if looked_up is None:
             continue
