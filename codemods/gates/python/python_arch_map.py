@@ -142,8 +142,7 @@ def find(
     unbound: list[tuple[ast.Subscript, ast.Dict, list[str]]] = []  # `{...}[arch]`
     uses: list[tuple[str, ast.AST]] = []  # what may look a map up (`MAP[cc]`, `cc in MAP`), in walk order
     tables: set[str] = set()  # capability tables that are module-level constants
-    # the only types the loop takes anything from, in walk order (the index's typed list: no pass over every node here)
-    for node in tree_index.index(tree).of_type(ast.AnnAssign, ast.Assign, ast.Subscript, ast.Compare):
+    for node in tree_index.index(tree).of_type(ast.AnnAssign, ast.Assign, ast.Subscript, ast.Compare):  # all it reads
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(node.value, ast.Dict):
             node = ast.Assign(targets=[node.target], value=node.value, lineno=node.lineno, col_offset=node.col_offset)  # `NAME: T = {`
         if (
