@@ -305,7 +305,7 @@ def _find(
 
     def keywords(node: ast.Call | ast.ClassDef, callee: str | None, where) -> None:
         for kw in node.keywords:
-            if kw.arg is not None and any(shape.matches(callee, kw.arg, None) for shape in shapes):
+            if kw.arg is not None and walk.by_keyword(shapes, callee, kw.arg):
                 at = _after_equals(source, lines.offset(kw.lineno, kw.col_offset), kw.arg)
                 consider(kw.value, at, kw.arg, callee, None, where)
 
@@ -335,10 +335,10 @@ def _find(
             callee = called(node)
             index: int | None = 0
             # else no positional argument can be a gate (`consider` would take none)
-            by_position = any(shape.call == callee or shape.call is None and shape.position is not None for shape in shapes)
-            after_func = skip_trivia(source, lines.offset(func.end_lineno, func.end_col_offset)) if by_position else 0
+            positional = walk.by_position(shapes, callee)
+            after_func = skip_trivia(source, lines.offset(func.end_lineno, func.end_col_offset)) if positional else 0
             at: int | None = after_func + 1 if source[after_func : after_func + 1] == b"(" else None
-            for arg in node.args if by_position else ():
+            for arg in node.args if positional else ():
                 if isinstance(arg, ast.Starred):
                     index = None  # the place of what follows a spread is not known
                     continue
@@ -369,16 +369,15 @@ def _find(
                 targets = assigned | {dotted(node.target)}
             visit(child, depth + step, (inner, where[1] or isinstance(child, ast.JoinedStr)), targets)
 
+    walked = tree_index.index(tree)  # the tree's one shared walk
+    deep = walked.deeper_than(MAX_DEPTH)  # what libcst cannot read, anywhere in the file
     if function is None:
-        walked = tree_index.index(tree)
-        if walked.deeper_than(MAX_DEPTH) is not None:
+        if deep is not None:
             visit(tree, 0, ("", False), frozenset())  # refused at the first node too deep, as the walk meets it
-        else:  # only the nodes `examine` can take something from, in the walk's order (tree_index: the shared walk)
+        else:  # only the nodes `examine` can take something from, in the walk's order
             for node in walked.depth_first(walk.candidates(walked, shapes, literal is not None)):
                 examine(node, walk.where(walked, node), walk.assigned(walked, node) if assigns is not None else frozenset())
-    else:  # only the definitions of that name hold what it selects (tree_index: the tree's one shared walk)
-        walked = tree_index.index(tree)
-        deep = walked.deeper_than(MAX_DEPTH)  # what libcst cannot read, anywhere in the file, as the whole walk says
+    else:  # only the definitions of that name hold what it selects
         if deep is not None:
             raise nested_too_deeply(getattr(deep, "lineno", None))
         for node in walked.of_type(ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):

@@ -30,13 +30,13 @@ class TreeIndex:
     parents: dict[int, ast.AST]  # by id(child)
     # each node's depth below the root, by its place in `nodes` (ast shares some nodes, `Load()`: depths are the
     # walk's, not the parents map's); an `a or b or c` is a level per operand, as libcst counts them
-    depths: list[int] = field(default_factory=list)
+    depths: list[int]
     _typed: dict[tuple[type, ...], list] = field(default_factory=dict)
 
     def deeper_than(self, limit: int) -> ast.AST | None:
         """The first node (in walk order) nested deeper than `limit` levels below the tree's root, as libcst counts
         them (an `a or b or c` is a level per operand), or None: from the depths `index` notes as it walks."""
-        if not self.depths or max(self.depths) <= limit:
+        if max(self.depths) <= limit:
             return None
         return next(node for node, depth in zip(self.nodes, self.depths) if depth > limit)
 

@@ -31,25 +31,27 @@ class Shape(Protocol):
     def matches(self, callee: str | None, keyword: str | None, index: int | None) -> bool: ...
 
 
+def by_position(shapes: tuple[Shape, ...], callee: str | None) -> bool:
+    """Whether a call of `callee` may have a positional argument some shape selects: the call's own shapes, or a
+    shape by position of any call."""
+    return any(shape.call == callee or shape.call is None and shape.position is not None for shape in shapes)
+
+
+def by_keyword(shapes: tuple[Shape, ...], callee: str | None, keyword: str) -> bool:
+    """Whether some shape selects the `keyword` argument of a call of `callee` (None: a class's keywords)."""
+    return any(shape.matches(callee, keyword, None) for shape in shapes)
+
+
 def candidates(walked: tree_index.TreeIndex, shapes: tuple[Shape, ...], literals: bool) -> list[ast.AST]:
-    """The nodes python_arch_list's `_find` (`consider`, `assigned_literal`) may take an argument or a literal from: a call given an
-    argument some shape selects (a positional one for a shape by position or for the call's own shapes, a keyword
-    a shape names), a class given such a keyword, and with `literals` an assignment of a list, tuple or set literal."""
-
-    def keyword_taken(node: ast.Call | ast.ClassDef, callee: str | None) -> bool:
-        return any(kw.arg is not None and any(shape.matches(callee, kw.arg, None) for shape in shapes) for kw in node.keywords)
-
+    """The nodes python_arch_list's `_find` (`consider`, `assigned_literal`) may take an argument or a literal
+    from: a call given an argument some shape selects (`by_position`, `by_keyword`), a class given such a
+    keyword, and with `literals` an assignment of a list, tuple or set literal."""
     found: list[ast.AST] = []
     for node in walked.of_type(ast.Call, ast.ClassDef, ast.Assign, ast.AnnAssign):
-        if isinstance(node, ast.Call):
-            callee = called(node)
-            by_position = bool(node.args) and any(
-                shape.call == callee or shape.call is None and shape.position is not None for shape in shapes
-            )
-            if by_position or keyword_taken(node, callee):
-                found.append(node)
-        elif isinstance(node, ast.ClassDef):
-            if keyword_taken(node, None):
+        if isinstance(node, (ast.Call, ast.ClassDef)):
+            callee = called(node) if isinstance(node, ast.Call) else None
+            positional = isinstance(node, ast.Call) and bool(node.args) and by_position(shapes, callee)
+            if positional or any(kw.arg is not None and by_keyword(shapes, callee, kw.arg) for kw in node.keywords):
                 found.append(node)
         elif literals and isinstance(node.value, (ast.List, ast.Tuple, ast.Set)):
             found.append(node)
@@ -57,8 +59,8 @@ def candidates(walked: tree_index.TreeIndex, shapes: tuple[Shape, ...], literals
 
 
 def where(walked: tree_index.TreeIndex, node: ast.AST) -> tuple[str, bool]:
-    """As python_arch_list's walk carries it: the name of the innermost def or class at or around `node` ("" for none), and
-    whether `node` is in (or is) an f-string."""
+    """As python_arch_list's walk carries it: the name of the innermost def or class at or around `node` ("" for
+    none), and whether `node` is in (or is) an f-string."""
     name: str | None = None
     fstring = False
     at: ast.AST | None = node
