@@ -40,7 +40,7 @@ _FLAGS_RE = re.compile(rf"{_FLAG}(?:(?:and|or){_FLAG})*")
 
 def classify_jit_gates(
     gates: list[dict], modules: list[Module], paths: kernel_paths.Tree, arch: Arch, python_files: tuple[str, ...] = (),
-    trees: Trees | None = None,
+    trees: Trees | None = None, ahead: Callable[[], dict[str, list[Way] | None]] | None = None,
 ) -> None:
     """Classify each Python gate that excludes `arch` by the JIT modules it keeps from it.
 
@@ -56,21 +56,16 @@ def classify_jit_gates(
     into the module (jit_users, over `python_files`) is gated for other
     families (moe_utils: only CuTe DSL MoE APIs for sm_100/103 call it), and
     widening builds kernels that need multicast hardware when the module uses
-    `multimem`: both need a human, not a widening.
+    `multimem`: both need a human, not a widening. `ahead()`, when given, gives
+    the ways into some of the specs' functions (`ways_ahead`), read already.
     """
     python_gates = {(g["file"], g["line"]): g for g in gates if g["kind"].startswith("python_")}
-    lines: dict[str, set[int]] = {}
-    for file, line in python_gates:
-        lines.setdefault(file, set()).add(line)
-    spec_gates: dict[tuple[str, int], list[Module]] = {}
+    lines = gate_lines(gates)
+    spec_gates = _spec_gates(modules)
     if trees is None:  # the package's Python files, parsed once for all the specs' ways in (the scan's, if given)
         trees = Trees(paths.read, paths.parsed)
-    for module in modules:
-        gate = module.spec.gate
-        if gate is not None:
-            spec_gates.setdefault((module.file, gate.line), []).append(module)
     for record in gates:
-        if not record["excludes_arch"] or not record["kind"].startswith("python_") or record["kind"] in OWN_PATH:
+        if not _module_classified(record):
             continue
         # a gate whose statement said what the arch gets (audit.python_advice: a branch inside a function) is
         # re-read only for the modules its path builds
@@ -124,7 +119,7 @@ def classify_jit_gates(
             admitted = tuple(Arch.parse(a) for a in record["admits"])
             lacking = _module_lacking(paths, specs, arch, admitted)
             if held is not None and not lacking:
-                path = _spec_path(held, paths, python_files, python_gates, lines, arch, trees) or path
+                path = _spec_path(held, paths, python_files, python_gates, lines, arch, trees, ahead) or path
             if not lacking and path.gets == classify.NOTHING:
                 path = _written_for_another_family(specs, arch, what) or _computed_sources(specs, what) or path
         if refine_only and path.gets == classify.NOTHING and not lacking:
@@ -171,16 +166,49 @@ def _carried(hit: Hit, admitted: tuple[Arch, ...]) -> bool:
     return bool(admitted) and all(instruction_table.lacked(hit, a) for a in admitted)
 
 
+def gate_lines(gates: list[dict]) -> dict[str, set[int]]:
+    """The lines of each file's Python gates (any kind): where a way into a module is decided (jit_users.ways_in)."""
+    lines: dict[str, set[int]] = {}
+    for record in gates:
+        if record["kind"].startswith("python_"):
+            lines.setdefault(record["file"], set()).add(record["line"])
+    return lines
+
+
+def _spec_gates(modules: list[Module]) -> dict[tuple[str, int], list[Module]]:
+    spec_gates: dict[tuple[str, int], list[Module]] = {}
+    for module in modules:
+        gate = module.spec.gate
+        if gate is not None:
+            spec_gates.setdefault((module.file, gate.line), []).append(module)
+    return spec_gates
+
+
+def _module_classified(record: dict) -> bool:
+    return record["excludes_arch"] and record["kind"].startswith("python_") and record["kind"] not in OWN_PATH
+
+
+def ways_ahead(gates: list[dict], modules: list[Module]) -> list[str]:
+    """The specs' functions whose ways in `classify_jit_gates` may follow (every one it can, more than it may):
+    those of the modules whose spec list is a Python gate that excludes the arch."""
+    spec_gates = _spec_gates(modules)
+    held = [spec_gates.get((record["file"], record["line"])) for record in gates if _module_classified(record)]
+    return list(dict.fromkeys(module.spec.function for found in held if found for module in found))
+
+
 def _spec_path(
     held: list[Module], paths: kernel_paths.Tree, python_files: tuple[str, ...], python_gates: dict,
-    lines: dict[str, set[int]], arch: Arch, trees: Trees,
+    lines: dict[str, set[int]], arch: Arch, trees: Trees, ahead: Callable[[], dict[str, list[Way] | None]] | None = None,
 ) -> classify.Path | None:
     """A `port` path for a spec list that excludes `arch` when widening it alone is not what `arch` needs."""
     names = " and ".join(dict.fromkeys(m.name for m in held))
     functions = list(dict.fromkeys(m.spec.function for m in held))
     found: list[list[Way] | None] = []
     for function in functions:  # an ungated way (or none followed) decides it: the other functions cannot change that
-        found.append(ways_in(paths.read, python_files, lines, function, trees, until_ungated=True))
+        read = ahead() if ahead is not None else {}
+        found.append(
+            read[function] if function in read else ways_in(paths.read, python_files, lines, function, trees, until_ungated=True)
+        )
         if found[-1] is None or not all(way.gated for way in found[-1] or ()):
             break
     ways = [way for part in found if part is not None for way in part]

@@ -37,7 +37,7 @@ def keys_callers_pass(gates: list[dict], known: Trees, files: tuple[str, ...], a
     """Read the keys the callers pass into each python_arch_map record that excludes `arch` (see the module);
     files come through `known`, the scan's one `Trees`."""
     read: dict[tuple[str, str], python_arch_map.KeyedBy | None] = {}  # a file's maps share its one tree
-    asked = [record for record in gates if record["kind"] == python_arch_map.KIND and record["excludes_arch"]]
+    asked = asked_of(gates)
     for record in asked:
         lookup = (record["file"], record["symbol"])
         if lookup not in read:
@@ -63,6 +63,11 @@ def keys_callers_pass(gates: list[dict], known: Trees, files: tuple[str, ...], a
             f"literal: {shown}; the lookup never sees {arch.name} today (a caller passing it would fail: add the key "
             "if one will)"
         )
+
+
+def asked_of(gates: list[dict]) -> list[dict]:
+    """The records `keys_callers_pass` reads and may change: the python_arch_map records that exclude the arch."""
+    return [record for record in gates if record["kind"] == python_arch_map.KIND and record["excludes_arch"]]
 
 
 def _literal_keys(keyed: python_arch_map.KeyedBy, references: Iterable[Reference | None]) -> list[tuple[Reference, str]] | None:

@@ -27,7 +27,7 @@ import posixpath
 import stat
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -63,6 +63,7 @@ from codemods.audit.jit_modules import (
 from codemods.audit.listing import NOT_REGULAR, list_files, read_regular, stamp_of
 from codemods.audit.jit_users import Trees, importer
 from codemods.audit.map_callers import keys_callers_pass
+from codemods.audit.parallel import callers_started, ways_started
 from codemods.audit.pool import POOL_MINIMUM, Outcome, make_chunks, scan_chunk, usable_cpus
 from codemods.audit.python_advice import ADVISED, deliberate_exclusion
 from codemods.audit.records import Context, FileScan, ScanResult
@@ -179,7 +180,7 @@ def scan_many(
                 tick(len(part))
                 remaining[number] -= 1
                 if not remaining[number]:
-                    results[number] = _finish(prepared[number], outcomes[number], size)
+                    results[number] = _finish(prepared[number], outcomes[number], size, pool)
 
     try:
         # Each tree is listed and its files handed to the workers before the next tree is listed.
@@ -203,7 +204,7 @@ def scan_many(
             remaining[number] = len(chunks)
             pending.update(pool.submit(scan_chunk, (number, job.context, rels)) for rels in chunks)
             if not chunks:
-                results[number] = _finish(job, outcomes[number], size)
+                results[number] = _finish(job, outcomes[number], size, pool)
             collect(block=False)
         collect(block=True)
     finally:
@@ -372,8 +373,9 @@ def _digest(meanings: dict[str, Meaning] | None) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _finish(job: _Job, outcomes: list[Outcome], workers: int) -> ScanResult:
-    """The tree's result from its files' results: gates in file order, JIT modules, hazards."""
+def _finish(job: _Job, outcomes: list[Outcome], workers: int, pool: Executor | None = None) -> ScanResult:
+    """The tree's result from its files' results: gates in file order, JIT modules, hazards (part of them read in
+    `pool`'s workers, when given, while this process reads the rest)."""
     stats, index, scans = job.stats, job.index, job.scans
     finished_at = time.perf_counter()
     if job.result is not None:
@@ -394,7 +396,7 @@ def _finish(job: _Job, outcomes: list[Outcome], workers: int) -> ScanResult:
                 scans[outcome.rel] = outcome.item
         if index is not None:
             index.save()
-        result = patched if patched is not None else _assemble(job)
+        result = patched if patched is not None else _assemble(job, pool)
         stats["parsed"] = len(job.parsed)
         if job.snapshot is not None and index is not None:
             job.snapshot.save(index, result, job.parsed, job.touched, job.words)
@@ -451,7 +453,7 @@ def _patch(job: _Job, outcomes: list[Outcome]) -> ScanResult | None:
     return result
 
 
-def _assemble(job: _Job) -> ScanResult:
+def _assemble(job: _Job, pool: Executor | None = None) -> ScanResult:
     root, layout, context = job.root, job.layout, job.context
     arch, universe, hazards = context.arch, context.universe, context.hazards
     result = ScanResult(root, arch, universe, layout=layout.name if layout else "")
@@ -487,19 +489,28 @@ def _assemble(job: _Job) -> ScanResult:
         return finder.holding_each(root, files, literals)
 
     trees = Trees(tree.read, parsed, searched, lambda literal: holding(searched, literal), lambda words: holding_each(searched, words))
-    if hazards:  # the keys an arch-keyed map sees are what its function's callers pass
+    # the keys an arch-keyed map sees are what its function's callers pass: read in a worker while this process
+    # follows the JIT modules (neither reads what the other writes), else here
+    started = layout is not None and hazards
+    keys = callers_started(pool, str(root), result.gates, own, searched, arch, tree, job.words) if started else None
+    if hazards and keys is None:
         keys_callers_pass(result.gates, trees, own, arch)
     if layout is not None and hazards:
         all_specific = kernel_paths.all_specific(tree.read, python)
         closures = closures_over(tree, layout)
         modules = read_modules(specs, closures, arch)
+        ahead = ways_started(pool, str(root), result.gates, modules, own, searched, tree, job.words)
         result.modules = [module.record for module in modules]
         result.hazards = empty_kernels(modules, structures, arch, universe, all_specific, tree.read)
         paths = kernel_paths.Tree(python, closures, tree.read, all_specific, parsed=parsed)
         for rel in dict.fromkeys(rel for rel, _ in specs):
             paths.know_specs(rel, [spec for file, spec in specs if file == rel])
         result.hazards += python_gate_paths(result.gates, modules, paths, arch)
-        classify_jit_gates(result.gates, modules, paths, arch, own, trees)
+        classify_jit_gates(result.gates, modules, paths, arch, own, trees, ahead)
+        if keys is not None:  # before the passes below, which read the map records too
+            keys()
+        if ahead is not None:
+            ahead.settle()
         everything = [rel for rel in job.rels if rel.endswith(".py") and rel in job.regular]  # tests import too
         imports = Trees(tree.read, parsed, everything, lambda literal: holding(everything, literal))
         outside_the_package(
