@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 
 from codemods.audit.analysis import analyse
@@ -90,3 +94,57 @@ def _scan_one(context: Context, rel: str, runtime: bool) -> Outcome:
     item = analyse(rel, data, context, in_jit, runtime)
     store_object(context, digest, in_jit, item)
     return Outcome(rel, stamp, digest, item)
+
+
+class Feeder:
+    """Work handed to a pool a few items at a time (`ahead` at most, running or queued), the next as one is done:
+    what the scan's process submits to the pool itself meanwhile (audit.parallel: parts of a tree's assembly)
+    waits behind those few, not behind every file of the trees listed after it. `taken` gives the futures
+    submitted since it was last asked."""
+
+    def __init__(self, pool: Executor, ahead: int) -> None:
+        self._pool, self._ahead = pool, max(1, ahead)
+        self._changed = threading.Condition(threading.RLock())  # a done-callback may run in the submitting thread
+        self._waiting: deque[tuple[Callable, object]] = deque()
+        self._running = 0
+        self._submitted: list[Future] = []
+        self._closed = False
+
+    def add(self, function: Callable, argument: object) -> None:
+        with self._changed:
+            self._waiting.append((function, argument))
+            self._top_up()
+
+    def taken(self, block: bool) -> list[Future]:
+        """The futures submitted since the last call; with `block`, waits for one unless nothing is left to run."""
+        with self._changed:
+            while block and not self._submitted and (self._running or self._waiting) and not self._closed:
+                self._changed.wait()
+            taken, self._submitted = self._submitted, []
+            return taken
+
+    def close(self) -> None:
+        """Hand nothing more to the pool (it is shutting down)."""
+        with self._changed:
+            self._closed = True
+            self._waiting.clear()
+            self._changed.notify_all()
+
+    def _top_up(self) -> None:
+        while not self._closed and self._running < self._ahead and self._waiting:
+            function, argument = self._waiting.popleft()
+            try:
+                future = self._pool.submit(function, argument)
+            except RuntimeError:  # shut down under us (an error elsewhere): what is left never runs
+                self.close()
+                return
+            self._running += 1
+            self._submitted.append(future)
+            self._changed.notify_all()
+            future.add_done_callback(self._done)
+
+    def _done(self, _: Future) -> None:
+        with self._changed:
+            self._running -= 1
+            self._top_up()
+            self._changed.notify_all()

@@ -64,7 +64,7 @@ from codemods.audit.listing import NOT_REGULAR, list_files, read_regular, stamp_
 from codemods.audit.jit_users import Trees, importer
 from codemods.audit.map_callers import keys_callers_pass
 from codemods.audit.parallel import callers_started, ways_started
-from codemods.audit.pool import POOL_MINIMUM, Outcome, make_chunks, scan_chunk, usable_cpus
+from codemods.audit.pool import POOL_MINIMUM, Feeder, Outcome, make_chunks, scan_chunk, usable_cpus
 from codemods.audit.python_advice import ADVISED, deliberate_exclusion
 from codemods.audit.records import Context, FileScan, ScanResult
 from codemods.core import errors
@@ -159,6 +159,7 @@ def scan_many(
     remaining: dict[int, int] = {}  # per tree: chunks not back yet
     pending: set = set()
     pool: ProcessPoolExecutor | None = None
+    feeder: Feeder | None = None  # the chunks, a few at a time: what an assembly submits waits behind few of them
     counts = {"done": 0, "total": 0}
 
     def tick(files: int) -> None:
@@ -170,7 +171,10 @@ def scan_many(
         """Take the chunks that are back; a tree whose chunks are all back is finished at once (its
         hazards are worked out here while the workers read the next trees)."""
         nonlocal pending
-        while pending:
+        while feeder is not None:
+            pending |= set(feeder.taken(block=block and not pending))
+            if not pending:
+                return
             finished, pending = wait(pending, timeout=None if block else 0, return_when=FIRST_COMPLETED)
             if not finished:
                 return
@@ -194,6 +198,7 @@ def scan_many(
             chunks = make_chunks(job.todo, size if pool is not None or wanted else 1)
             if pool is None and wanted and len(chunks) > 1:
                 pool = ProcessPoolExecutor(max_workers=size, initializer=quiet_compiler_warnings)
+                feeder = Feeder(pool, 2 * size)
             if pool is None:
                 for rels in chunks:
                     _, part = scan_chunk((number, job.context, rels))
@@ -202,12 +207,16 @@ def scan_many(
                 results[number] = _finish(job, outcomes[number], 1)
                 continue
             remaining[number] = len(chunks)
-            pending.update(pool.submit(scan_chunk, (number, job.context, rels)) for rels in chunks)
+            assert feeder is not None
+            for rels in chunks:
+                feeder.add(scan_chunk, (number, job.context, rels))
             if not chunks:
                 results[number] = _finish(job, outcomes[number], size, pool)
             collect(block=False)
         collect(block=True)
     finally:
+        if feeder is not None:
+            feeder.close()
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     finished = [results[number] for number in range(len(roots))]
