@@ -28,6 +28,7 @@ import stat
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -214,6 +215,10 @@ def scan_many(
                 results[number] = _finish(job, outcomes[number], size, pool)
             collect(block=False)
         collect(block=True)
+    except BrokenProcessPool:  # a worker killed (the out-of-memory killer): every other future fails with it
+        raise errors.WorkerDied(
+            f"a worker process of this scan ended abruptly, reading {_trees(roots)}", hint=_worker_hint(size)
+        ) from None
     finally:
         if feeder is not None:
             feeder.close()
@@ -227,6 +232,19 @@ def scan_many(
     if cache is not None and any(result.stats["analysed"] for result in finished):
         prune_cache(Path(cache), cache_limit())
     return finished
+
+
+def _trees(roots: list[Path]) -> str:
+    shown = ", ".join(str(root) for root in roots[:3])
+    return shown + (f" and {len(roots) - 3} more trees" if len(roots) > 3 else "")
+
+
+def _worker_hint(workers: int) -> str:
+    return (
+        f"it ran {workers} workers; a process killed by a signal is often the system's out-of-memory killer (see "
+        f"`dmesg`): run it again with `--jobs 1` (one process, less memory at once). A scan writes nothing to the "
+        "tree, and its cache only whole entries"
+    )
 
 
 def _prepare(

@@ -22,6 +22,7 @@ Exit codes (stable, documented in docs/exit-codes.md):
      codemod refuses to pass (one that could run a program the tree chose: -ccbin, @file, ...)
  14  codemod's installation lacks a part it needs (ripgrep, which scan finds files with)
  15  verify: nothing to prove (no CUDA file changed since the base; --build on a tree without JIT modules)
+ 16  scan: a worker process ended abruptly (killed by a signal: often the system's out-of-memory killer)
 """
 
 from __future__ import annotations
@@ -165,6 +166,15 @@ class NothingToProve(CodemodError):
     exit_code = 15
     code = "nothing-to-prove"
     default_hint = "a proof needs a change to CUDA sources; `codemod status` shows what is applied"
+
+
+class WorkerDied(CodemodError):
+    exit_code = 16
+    code = "worker-died"
+    default_hint = (
+        "run it again with `--jobs 1` (one process: less memory at once), or with more memory free; "
+        "a scan writes nothing to the tree, and its cache only whole entries"
+    )
 
 
 CATALOGUE: dict[str, type[CodemodError]] = {kind.code: kind for kind in CodemodError.__subclasses__()}

@@ -3,6 +3,8 @@ process submits meanwhile (audit.parallel) runs before the chunks still waiting,
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -95,3 +97,21 @@ def test_a_scan_of_many_chunks_gives_what_one_process_gives(tmp_path, workers):
     alone = scan(tmp_path, arch, jobs=1)
     pooled = scan(tmp_path, arch, jobs=workers + 1)
     assert pooled.gates == alone.gates and len(alone.gates) == 300
+
+
+def _killed(chunk):
+    """A worker killed mid-chunk (as the out-of-memory killer does)."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_killed_worker_is_a_clear_error_not_an_internal_one(tmp_path, monkeypatch, cli):
+    from codemods.audit import pool, scan as scan_module
+
+    for n in range(100):
+        (tmp_path / f"k{n}.cu").write_text(f"#if __CUDA_ARCH__ >= 900\n__device__ int f{n}() {{ return {n}; }}\n#endif\n")
+    monkeypatch.setattr(scan_module, "scan_chunk", _killed)
+    monkeypatch.setattr(pool, "scan_chunk", _killed)  # what the worker looks the function up as
+    out = cli("scan", "--repo", tmp_path, "--arch", "sm_120", "--jobs", "2", "--no-cache")
+    assert out.exit_code == 16, out.output
+    assert "error[worker-died]" in out.stderr and "ended abruptly" in out.stderr
+    assert "--jobs 1" in out.stderr and "internal error" not in out.output + out.stderr
