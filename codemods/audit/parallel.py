@@ -85,20 +85,27 @@ def ways_ahead(task: WaysTask) -> tuple[dict[str, list[Way] | None], Looked]:
 
 
 def _reader(root: str, searched: list[str]) -> tuple[TreeFiles, Trees, set[bytes]]:
-    """The tree's files as the assembly reads them (its `Trees`: rg looks in `searched` for a word), and the
-    words searched so far."""
+    """The tree's files as the assembly reads them, and the words searched so far."""
     files = TreeFiles(Path(root))
     words: set[bytes] = set()
+    return files, searched_trees(files.read, ParsedFiles(), root, searched, words), words
+
+
+def searched_trees(
+    read: Callable[[str], bytes], parsed: ParsedFiles, root: str | Path, files: list[str], words: set[bytes]
+) -> Trees:
+    """The assembly's `Trees`: rg finds which of `files` hold a word, and each word asked for is added to `words`
+    (a file that comes to hold it may change what is read: audit.incremental)."""
 
     def holding(literal: bytes) -> set[str]:
         words.add(literal)
-        return finder.holding(root, searched, literal)
+        return finder.holding(root, files, literal)
 
     def holding_each(literals: list[bytes]) -> dict[bytes, set[str]]:
         words.update(literals)
-        return finder.holding_each(root, searched, literals)
+        return finder.holding_each(root, files, literals)
 
-    return files, Trees(files.read, ParsedFiles(), searched, holding, holding_each), words
+    return Trees(read, parsed, files, holding, holding_each)
 
 
 def callers_started(
@@ -149,9 +156,10 @@ class Ahead:
         return self._ways
 
     def settle(self) -> None:
-        """Done with it: not started yet, it never will (it looked at nothing); else it is waited for."""
-        if self._ways is None and not self._future.cancel():
-            self()
+        """Done with it. Never asked for, its answer was not used, so what it looked at is not recorded: not started
+        yet, it never will be; running, it is not waited for."""
+        if self._ways is None:
+            self._future.cancel()
 
 
 def _record(looked: Looked, tree: TreeFiles, words: set[bytes]) -> None:

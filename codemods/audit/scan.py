@@ -62,9 +62,9 @@ from codemods.audit.jit_modules import (
     read_modules,
 )
 from codemods.audit.listing import NOT_REGULAR, list_files, read_regular, stamp_of
-from codemods.audit.jit_users import Trees, importer
+from codemods.audit.jit_users import importer
 from codemods.audit.map_callers import keys_callers_pass
-from codemods.audit.parallel import callers_started, ways_started
+from codemods.audit.parallel import callers_started, searched_trees, ways_started
 from codemods.audit.pool import POOL_MINIMUM, Feeder, Outcome, make_chunks, scan_chunk, usable_cpus
 from codemods.audit.python_advice import ADVISED, deliberate_exclusion
 from codemods.audit.records import Context, FileScan, ScanResult
@@ -216,9 +216,7 @@ def scan_many(
             collect(block=False)
         collect(block=True)
     except BrokenProcessPool:  # a worker killed (the out-of-memory killer): every other future fails with it
-        raise errors.WorkerDied(
-            f"a worker process of this scan ended abruptly, reading {_trees(roots)}", hint=_worker_hint(size)
-        ) from None
+        raise errors.WorkerDied(f"one of this scan's {size} worker processes ended abruptly, reading {_trees(roots)}") from None
     finally:
         if feeder is not None:
             feeder.close()
@@ -237,14 +235,6 @@ def scan_many(
 def _trees(roots: list[Path]) -> str:
     shown = ", ".join(str(root) for root in roots[:3])
     return shown + (f" and {len(roots) - 3} more trees" if len(roots) > 3 else "")
-
-
-def _worker_hint(workers: int) -> str:
-    return (
-        f"it ran {workers} workers; a process killed by a signal is often the system's out-of-memory killer (see "
-        f"`dmesg`): run it again with `--jobs 1` (one process, less memory at once). A scan writes nothing to the "
-        "tree, and its cache only whole entries"
-    )
 
 
 def _prepare(
@@ -507,15 +497,7 @@ def _assemble(job: _Job, pool: Executor | None = None) -> ScanResult:
     # ones: the others are read as they are found, and read_regular refuses what is not a file)
     searched = [rel for rel in own if rel in job.regular]
 
-    def holding(files: list[str], literal: bytes) -> set[str]:
-        job.words.add(literal)  # a file that comes to hold it may change what is read (audit.incremental)
-        return finder.holding(root, files, literal)
-
-    def holding_each(files: list[str], literals: list[bytes]) -> dict[bytes, set[str]]:
-        job.words.update(literals)
-        return finder.holding_each(root, files, literals)
-
-    trees = Trees(tree.read, parsed, searched, lambda literal: holding(searched, literal), lambda words: holding_each(searched, words))
+    trees = searched_trees(tree.read, parsed, root, searched, job.words)
     # the keys an arch-keyed map sees are what its function's callers pass: read in a worker while this process
     # follows the JIT modules (neither reads what the other writes), else here
     started = layout is not None and hazards
@@ -539,7 +521,7 @@ def _assemble(job: _Job, pool: Executor | None = None) -> ScanResult:
         if ahead is not None:
             ahead.settle()
         everything = [rel for rel in job.rels if rel.endswith(".py") and rel in job.regular]  # tests import too
-        imports = Trees(tree.read, parsed, everything, lambda literal: holding(everything, literal))
+        imports = searched_trees(tree.read, parsed, root, everything, job.words)
         outside_the_package(
             result.gates, tree.exists, python, lambda rel, copy: importer(imports, everything, rel, copy, {".", posixpath.dirname(python)})
         )  # fmt: skip

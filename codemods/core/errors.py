@@ -172,8 +172,8 @@ class WorkerDied(CodemodError):
     exit_code = 16
     code = "worker-died"
     default_hint = (
-        "run it again with `--jobs 1` (one process: less memory at once), or with more memory free; "
-        "a scan writes nothing to the tree, and its cache only whole entries"
+        "a process killed by a signal is often the system's out-of-memory killer (see `dmesg`): run it again with "
+        "`--jobs 1` (one process, less memory at once). A scan writes nothing to the tree, and its cache only whole entries"
     )
 
 
