@@ -85,3 +85,28 @@ def test_the_cycle_finder_finds_a_cycle_through_a_function_level_import():
 def test_no_module_is_over_600_lines():
     long = {name: n for name, path in MODULES.items() if (n := len(path.read_bytes().splitlines())) > MAX_LINES}
     assert long == {}
+
+
+def self_calling_nested_functions(source: str) -> list[str]:
+    """The functions defined inside another that name themselves in their own body (a reference cycle, which
+    keeps whatever their closure holds until the collector's next full pass: tests/audit/test_no_cycles.py)."""
+    found = []
+    for outer in ast.walk(ast.parse(source)):
+        if not isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for inner in ast.walk(outer):
+            if inner is not outer and isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if any(isinstance(node, ast.Name) and node.id == inner.name for node in ast.walk(inner)):
+                    found.append(f"{outer.name}.{inner.name}:{inner.lineno}")
+    return found
+
+
+def test_no_nested_function_calls_itself():
+    found = {str(path.relative_to(ROOT)): self_calling_nested_functions(path.read_text()) for path in MODULES.values()}
+    assert {path: names for path, names in found.items() if names} == {}
+
+
+def test_the_self_call_finder_finds_a_walk_in_a_function():
+    source = "def outer(tree):\n    def visit(node):\n        for child in node:\n            visit(child)\n    visit(tree)\n"
+    assert self_calling_nested_functions(source) == ["outer.visit:2"]
+    assert self_calling_nested_functions("def outer():\n    def helper():\n        return 1\n    return helper()\n") == []

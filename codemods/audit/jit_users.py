@@ -190,35 +190,38 @@ def _references(module: ast.Module, data: bytes, name: str) -> list[tuple[ast.AS
         if not lines or lines[-1] != line:
             lines.append(line)
     found: list[tuple[ast.AST, list[ast.AST]]] = []
-    stack: list[ast.AST] = [module]
-
-    def holds(node: ast.AST) -> bool:
-        first = getattr(node, "lineno", None)
-        if first is None:
-            return True  # arguments, comprehensions, with-items and the like carry no lines: look inside
-        decorators = getattr(node, "decorator_list", None)
-        if decorators:
-            first = min(first, *(d.lineno for d in decorators))
-        last = getattr(node, "end_lineno", None) or first
-        i = bisect.bisect_left(lines, first)
-        return i < len(lines) and lines[i] <= last
-
-    def visit(node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.Name):
-                if child.id == name:
-                    found.append((child, list(stack)))
-                continue
-            if not holds(child):
-                continue
-            if isinstance(child, ast.Attribute) and child.attr == name:
-                found.append((child, list(stack)))
-            stack.append(child)
-            visit(child)
-            stack.pop()
-
-    visit(module)
+    _visit_references(module, name, lines, [module], found)
     return found
+
+
+# The walks below are module functions, not nested ones: a nested function that calls itself is a reference
+# cycle, which would keep the tree it walked in memory until the collector's next full pass (tests/audit/test_no_cycles.py).
+def _visit_references(node: ast.AST, name: str, lines: list[int], stack: list[ast.AST], found: list) -> None:
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Name):
+            if child.id == name:
+                found.append((child, list(stack)))
+            continue
+        if not _holds(child, lines):
+            continue
+        if isinstance(child, ast.Attribute) and child.attr == name:
+            found.append((child, list(stack)))
+        stack.append(child)
+        _visit_references(child, name, lines, stack, found)
+        stack.pop()
+
+
+def _holds(node: ast.AST, lines: list[int]) -> bool:
+    """Whether the node's lines (its decorators' too) hold one of `lines`."""
+    first = getattr(node, "lineno", None)
+    if first is None:
+        return True  # arguments, comprehensions, with-items and the like carry no lines: look inside
+    decorators = getattr(node, "decorator_list", None)
+    if decorators:
+        first = min(first, *(d.lineno for d in decorators))
+    last = getattr(node, "end_lineno", None) or first
+    i = bisect.bisect_left(lines, first)
+    return i < len(lines) and lines[i] <= last
 
 
 def _enclosing_function(ancestors: list[ast.AST]) -> ast.FunctionDef | ast.AsyncFunctionDef | None:

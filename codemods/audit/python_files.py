@@ -70,23 +70,25 @@ def _placed_spec(pruned: cst_source.Pruned, spec: jit_specs.JitSpec) -> jit_spec
 def _jit_names(text: PythonText, tree: ast.Module) -> set[str]:
     """Functions around a `gen_jit_spec` call: their callers give a spec's gate (jit_specs)."""
     functions: list[tuple[int, int, str]] = []
-
-    def visit(body: list) -> None:
-        for stmt in body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                functions.append((*text.span(stmt), stmt.name))
-            for name in ("body", "orelse", "finalbody"):
-                visit(getattr(stmt, name, None) or [])
-            for inner in (getattr(stmt, "handlers", None) or []) + (getattr(stmt, "cases", None) or []):
-                visit(inner.body)
-
-    visit(tree.body)
+    _functions_in(tree.body, text, functions)
     names = set()
     for match in re.finditer(rb"\bgen_jit_spec\b", text.data):
         around = [f for f in functions if f[0] <= match.start() < f[1]]
         if around:
             names.add(max(around)[2])  # the innermost: the latest start
     return names
+
+
+def _functions_in(body: list, text: PythonText, functions: list[tuple[int, int, str]]) -> None:
+    """The functions defined in the statements, nested ones too: (start, end, name). A module function, as every
+    walk that calls itself is here: a nested one would be a reference cycle holding the tree (test_no_cycles)."""
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.append((*text.span(stmt), stmt.name))
+        for name in ("body", "orelse", "finalbody"):
+            _functions_in(getattr(stmt, name, None) or [], text, functions)
+        for inner in (getattr(stmt, "handlers", None) or []) + (getattr(stmt, "cases", None) or []):
+            _functions_in(inner.body, text, functions)
 
 
 def _find_every(kind, data: bytes, universe: tuple[Arch, ...], meanings: Mapping[str, Meaning] | None = None) -> list[Gate]:

@@ -10,6 +10,7 @@ structure (`structure.structure`) and the token families
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Protocol
 
 from codemods.core.arch import Arch
@@ -80,23 +81,29 @@ def compiled(
     sure: list[tuple[Hit, Branch | None]] = [(hit, None) for hit in wanted(shape.top)]
     unsure: list[tuple[Hit, Branch]] = []
 
-    def walk(branch: Branch, guard: Branch | None, undecided: bool) -> None:
-        taken = shape.taken(branch, target)
-        if taken is False or _switched(shape, branch):
-            return
-        if shape.arch_selected(branch) and not undecided:
-            guard, undecided = branch, taken is None
-        if undecided and guard is not None:  # undecided is set with its guard
-            unsure.extend((hit, guard) for hit in wanted(branch.hits))
-        else:
-            sure.extend((hit, guard) for hit in wanted(branch.hits))
-        for child in branch.children:
-            for member in shape.group(shape.branches[child]):
-                walk(member, guard, undecided)
-
     for branch in shape.branches:
         if branch.parent is None:
-            walk(branch, None, False)
+            _walk(shape, target, wanted, branch, None, False, sure, unsure)
     sure.sort(key=lambda pair: pair[0].line)
     unsure.sort(key=lambda pair: pair[0].line)
     return sure, unsure
+
+
+def _walk(
+    shape: Structure, target: Arch, wanted: Callable[[tuple[Hit, ...]], list[Hit]], branch: Branch,
+    guard: Branch | None, undecided: bool, sure: list[tuple[Hit, Branch | None]], unsure: list[tuple[Hit, Branch]],
+) -> None:
+    """`compiled`'s walk of a branch and the branches in it. A module function, as every walk that calls itself
+    is here: a nested one would be a reference cycle holding the file's structure (tests/audit/test_no_cycles.py)."""
+    taken = shape.taken(branch, target)
+    if taken is False or _switched(shape, branch):
+        return
+    if shape.arch_selected(branch) and not undecided:
+        guard, undecided = branch, taken is None
+    if undecided and guard is not None:  # undecided is set with its guard
+        unsure.extend((hit, guard) for hit in wanted(branch.hits))
+    else:
+        sure.extend((hit, guard) for hit in wanted(branch.hits))
+    for child in branch.children:
+        for member in shape.group(shape.branches[child]):
+            _walk(shape, target, wanted, member, guard, undecided, sure, unsure)

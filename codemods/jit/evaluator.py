@@ -275,27 +275,28 @@ class Evaluator:
     def _comprehension(self, node, scope: dict, module: Module):
         inner = dict(scope)
         out: list = []
-
-        def walk(index: int) -> None:
-            if index == len(node.generators):
-                if isinstance(node, ast.DictComp):
-                    out.append((self.eval(node.key, inner, module), self.eval(node.value, inner, module)))
-                else:
-                    out.append(self.eval(node.elt, inner, module))
-                return
-            generator = node.generators[index]
-            for item in list(self.eval(generator.iter, inner, module)):
-                self.assign(generator.target, item, inner, module)
-                if all(self.truth(self.eval(test, inner, module)) for test in generator.ifs):
-                    walk(index + 1)
-
         # names a comprehension reads from its module resolve through `inner`'s fallback
-        walk(0)
+        self._generate(node, 0, inner, module, out)
         if isinstance(node, ast.SetComp):
             return set(out)
         if isinstance(node, ast.DictComp):
             return dict(out)
         return out
+
+    def _generate(self, node, index: int, inner: dict, module: Module, out: list) -> None:
+        """The items of a comprehension from its `index`th generator on, into `out`. A method, as every walk that
+        calls itself is here: a nested function would be a reference cycle holding the tree (test_no_cycles)."""
+        if index == len(node.generators):
+            if isinstance(node, ast.DictComp):
+                out.append((self.eval(node.key, inner, module), self.eval(node.value, inner, module)))
+            else:
+                out.append(self.eval(node.elt, inner, module))
+            return
+        generator = node.generators[index]
+        for item in list(self.eval(generator.iter, inner, module)):
+            self.assign(generator.target, item, inner, module)
+            if all(self.truth(self.eval(test, inner, module)) for test in generator.ifs):
+                self._generate(node, index + 1, inner, module, out)
 
 
 def _load(target: ast.expr) -> ast.expr:

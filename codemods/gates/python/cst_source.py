@@ -72,6 +72,43 @@ def _rejected(source: bytes) -> str:
     return "not valid Python"
 
 
+def _cut(
+    body: list, in_function: bool, text: PythonText, wanted: Callable[[bytes, ast.stmt, bool], bool],
+    whole: Callable[[bytes], object] | None, cuts: list[tuple[int, int]],
+) -> None:
+    """The runs of unwanted statements in `body` (Pruned), nested bodies too. A module function, as every walk that
+    calls itself is here: a nested one would be a reference cycle holding the tree (tests/audit/test_no_cycles.py)."""
+    run: list[int] | None = None
+    for stmt in body:
+        start, end = text.span(stmt)
+        if not wanted(text.data[start:end], stmt, in_function):
+            run = [run[0], end] if run else [start, end]
+            continue
+        if run:
+            cuts.append((run[0], run[1]))
+            run = None
+        if isinstance(stmt, COMPOUND):
+            if whole is not None:
+                if isinstance(stmt, ast.Match):  # a case has no position of its own; its pattern has
+                    pattern = stmt.cases[0].pattern
+                    header_end = text.offset(pattern.lineno, pattern.col_offset)
+                else:
+                    header_end = text.span(cast(list[ast.stmt], getattr(stmt, "body"))[0])[0]
+                if whole(text.data[start:header_end]):
+                    continue
+            inner = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) or (
+                in_function and not isinstance(stmt, ast.ClassDef)
+            )
+            for name in ("body", "orelse", "finalbody"):
+                _cut(getattr(stmt, name, None) or [], inner, text, wanted, whole, cuts)
+            for handler in getattr(stmt, "handlers", None) or []:
+                _cut(handler.body, inner, text, wanted, whole, cuts)
+            for case in getattr(stmt, "cases", None) or []:
+                _cut(case.body, inner, text, wanted, whole, cuts)
+    if run:
+        cuts.append((run[0], run[1]))
+
+
 class Pruned:
     """A Python source with the statements no gate can be in cut out, and the way back to the original offsets.
 
@@ -94,38 +131,7 @@ class Pruned:
         self.text = text
         cuts: list[tuple[int, int]] = []
 
-        def visit(body: list, in_function: bool) -> None:
-            run: list[int] | None = None
-            for stmt in body:
-                start, end = text.span(stmt)
-                if not wanted(text.data[start:end], stmt, in_function):
-                    run = [run[0], end] if run else [start, end]
-                    continue
-                if run:
-                    cuts.append((run[0], run[1]))
-                    run = None
-                if isinstance(stmt, COMPOUND):
-                    if whole is not None:
-                        if isinstance(stmt, ast.Match):  # a case has no position of its own; its pattern has
-                            pattern = stmt.cases[0].pattern
-                            header_end = text.offset(pattern.lineno, pattern.col_offset)
-                        else:
-                            header_end = text.span(cast(list[ast.stmt], getattr(stmt, "body"))[0])[0]
-                        if whole(text.data[start:header_end]):
-                            continue
-                    inner = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) or (
-                        in_function and not isinstance(stmt, ast.ClassDef)
-                    )
-                    for name in ("body", "orelse", "finalbody"):
-                        visit(getattr(stmt, name, None) or [], inner)
-                    for handler in getattr(stmt, "handlers", None) or []:
-                        visit(handler.body, inner)
-                    for case in getattr(stmt, "cases", None) or []:
-                        visit(case.body, inner)
-            if run:
-                cuts.append((run[0], run[1]))
-
-        visit(tree.body, False)
+        _cut(tree.body, False, text, wanted, whole, cuts)
         data = text.data
         pieces: list[bytes] = []
         self._compact: list[int] = []  # where each piece starts in the pruned text

@@ -354,26 +354,11 @@ def _find(
         elif literal is not None and isinstance(node, (ast.Assign, ast.AnnAssign)) and (function is None or where[0] == function):
             assigned_literal(node, where)
 
-    def visit(node: ast.AST, depth: int, where: tuple[str, bool], assigned: frozenset[str]) -> None:
-        if depth > MAX_DEPTH:  # what libcst cannot read, `widen` could not edit: refused here already
-            raise nested_too_deeply(getattr(node, "lineno", None))
-        examine(node, where, assigned)
-        # as check_depth measures: `a or b or c` is one ast node, a nested pair per `or` in libcst
-        step = len(node.values) if isinstance(node, ast.BoolOp) else 1
-        for child in ast.iter_child_nodes(node):
-            inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else where[0]
-            targets = assigned
-            if isinstance(node, ast.Assign) and child is node.value:
-                targets = assigned | {dotted(target) for target in node.targets}
-            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and child is node.value:
-                targets = assigned | {dotted(node.target)}
-            visit(child, depth + step, (inner, where[1] or isinstance(child, ast.JoinedStr)), targets)
-
     walked = tree_index.index(tree)  # the tree's one shared walk
     deep = walked.deeper_than(MAX_DEPTH)  # what libcst cannot read, anywhere in the file
     if function is None:
         if deep is not None:
-            visit(tree, 0, ("", False), frozenset())  # refused at the first node too deep, as the walk meets it
+            _visit(tree, 0, ("", False), frozenset(), examine)  # refused at the first node too deep, as the walk meets it
         else:  # only the nodes `examine` can take something from, in the walk's order
             for node in walked.depth_first(walk.candidates(walked, shapes, literal is not None)):
                 examine(node, walk.where(walked, node), walk.assigned(walked, node) if assigns is not None else frozenset())
@@ -382,13 +367,32 @@ def _find(
             raise nested_too_deeply(getattr(deep, "lineno", None))
         for node in walked.of_type(ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
             if node.name == function:
-                visit(node, _depth(walked, node), (function, False), frozenset())
+                _visit(node, _depth(walked, node), (function, False), frozenset(), examine)
     names = Names(tree, lines, left_out)
     gates: dict[int, Gate] = {}
     for argument in found:
         gate = _gate(lines, argument, names, universe)
         gates.setdefault(gate.start, gate)  # two calls naming one list: one gate
     return sorted(gates.values(), key=lambda gate: gate.start)
+
+
+def _visit(node: ast.AST, depth: int, where: tuple[str, bool], assigned: frozenset[str], examine: Callable) -> None:
+    """`_find`'s whole walk: `examine` at every node, with the function it is in and the names its value is assigned to.
+    A module function, as every walk that calls itself is here: a nested one would be a reference cycle holding the
+    tree (tests/audit/test_no_cycles.py)."""
+    if depth > MAX_DEPTH:  # what libcst cannot read, `widen` could not edit: refused here already
+        raise nested_too_deeply(getattr(node, "lineno", None))
+    examine(node, where, assigned)
+    # as check_depth measures: `a or b or c` is one ast node, a nested pair per `or` in libcst
+    step = len(node.values) if isinstance(node, ast.BoolOp) else 1
+    for child in ast.iter_child_nodes(node):
+        inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else where[0]
+        targets = assigned
+        if isinstance(node, ast.Assign) and child is node.value:
+            targets = assigned | {dotted(target) for target in node.targets}
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and child is node.value:
+            targets = assigned | {dotted(node.target)}
+        _visit(child, depth + step, (inner, where[1] or isinstance(child, ast.JoinedStr)), targets, examine)
 
 
 def _depth(walked: tree_index.TreeIndex, node: ast.AST) -> int:
@@ -538,30 +542,36 @@ def _locate(tree: ast.Module, lines: Lines, gate: Gate) -> tuple[ast.expr, ast.s
             source[end : gate.end], b")"
         )
 
-    found: tuple[ast.expr, ast.stmt | None] | None = None
+    found: list[tuple[ast.expr, ast.stmt | None]] = []  # the outermost node spanning the gate, or a list in it
     # the gate's lines as ast numbers them (lines.starts: every line end ast knows, `\r` alone too)
     first, last = bisect.bisect_right(lines.starts, gate.start), bisect.bisect_right(lines.starts, max(gate.start, gate.end - 1))
 
-    def visit(node: ast.AST, statement: ast.stmt | None) -> None:
-        nonlocal found
-        for child in ast.iter_child_nodes(node):
-            if found is not None and isinstance(found[0], (ast.List, ast.Tuple, ast.Set)):
-                return
-            end = getattr(child, "end_lineno", None)
-            if end is not None:  # a node on no line of the gate holds nothing that spans it (its decorators start it)
-                start = min([child.lineno] + [d.lineno for d in getattr(child, "decorator_list", ())])  # type: ignore[attr-defined]
-                if end < first or start > last:
-                    continue
-            inner = child if isinstance(child, ast.stmt) else statement
-            if isinstance(child, ast.expr) and hasattr(child, "end_lineno") and spans(child):
-                if isinstance(child, (ast.List, ast.Tuple, ast.Set)) or found is None:
-                    found = (child, statement)
-            visit(child, inner)
-
-    visit(tree, None)
-    if found is None:
+    _spanning(tree, None, first, last, spans, found)
+    if not found:
         raise CannotWiden(f"line {gate.line}: {gate.text} is no longer at this place; find the gates again")
-    return found
+    return found[0]
+
+
+def _spanning(
+    node: ast.AST, statement: ast.stmt | None, first: int, last: int, spans: Callable[[ast.expr], bool],
+    found: list[tuple[ast.expr, ast.stmt | None]],
+) -> None:
+    """`_locate`'s walk of the nodes on lines `first`..`last`: into `found`, the first node that `spans`, replaced by a
+    list, tuple or set that does, where the walk stops. A module function, as every walk that calls itself is here:
+    a nested one would be a reference cycle holding the tree (tests/audit/test_no_cycles.py)."""
+    for child in ast.iter_child_nodes(node):
+        if found and isinstance(found[0][0], (ast.List, ast.Tuple, ast.Set)):
+            return
+        end = getattr(child, "end_lineno", None)
+        if end is not None:  # a node on no line of the gate holds nothing that spans it (its decorators start it)
+            start = min([child.lineno] + [d.lineno for d in getattr(child, "decorator_list", ())])  # type: ignore[attr-defined]
+            if end < first or start > last:
+                continue
+        inner = child if isinstance(child, ast.stmt) else statement
+        if isinstance(child, ast.expr) and hasattr(child, "end_lineno") and spans(child):
+            if isinstance(child, (ast.List, ast.Tuple, ast.Set)) or not found:
+                found[:] = [(child, statement)]
+        _spanning(child, inner, first, last, spans, found)
 
 
 def admits(text: str, universe: tuple[Arch, ...] = DEFAULT_ARCHS) -> ArchSet:

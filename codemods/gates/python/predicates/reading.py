@@ -355,7 +355,7 @@ class _Reader(Evaluator):
         if not assigns:
             return None, ""
         where = f"{self.file}:{assigns[0].lineno}"
-        if len({ast.dump(a.value) for a in assigns}) > 1:
+        if len(assigns) > 1 and len({ast.dump(a.value) for a in assigns}) > 1:
             if PREDICATE_NAME.match(name):
                 lines = ", ".join(str(a.lineno) for a in assigns)
                 return _Conflict(f"`{name}` is assigned differently on lines {lines}"), where
