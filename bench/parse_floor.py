@@ -35,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import codemods.cli  # noqa: E402,F401  (the collector settings the command runs with; its workers fork with them)
 from codemods.audit.prefilter import is_c_file  # noqa: E402
 
 

@@ -26,6 +26,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from scan import fetch  # noqa: E402  (bench/scan.py)
 
+import codemods.cli  # noqa: E402,F401  (the command's collector settings: without them a profile charges
+# ast.parse with the default collector's passes, twice its cost in the command; 2026-12-06 in scan_results.md)
 from codemods.audit.scan import scan_many  # noqa: E402
 from codemods.core.arch import Arch  # noqa: E402
 
