@@ -17,9 +17,11 @@ report. No I/O besides reading the project files (core.targets).
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
+from fnmatch import translate
+from functools import lru_cache
 from pathlib import Path
 
 from codemods.core.targets import project_tables
@@ -59,16 +61,26 @@ class Areas:
 
 def matches(rel: str, globs: Iterable[str]) -> bool:
     """Whether `rel` or a folder above it matches one of `globs` (a trailing `/` on a glob is ignored)."""
-    patterns = [glob.rstrip("/") for glob in globs if glob.strip("/")]
-    if not patterns:
+    pattern = _one_pattern(tuple(globs))
+    if pattern is None:
         return False
     path = rel.replace("\\", "/").removeprefix("./")
-    candidates = [path]
-    parent = posixpath.dirname(path)
-    while parent:
-        candidates.append(parent)
-        parent = posixpath.dirname(parent)
-    return any(fnmatchcase(candidate, pattern) for pattern in patterns for candidate in candidates)
+    while path:
+        if pattern.match(path):
+            return True
+        path = posixpath.dirname(path)
+    return False
+
+
+@lru_cache(maxsize=64)
+def _one_pattern(globs: tuple[str, ...]) -> re.Pattern[str] | None:
+    """The globs as one regular expression, each as fnmatch reads it (`fnmatchcase(name, glob)` is
+    `re.match(fnmatch.translate(glob), name)`): a warm scan places 3,700 files and their folders (0.35 s of
+    fnmatchcase calls for the corpus, one per glob and folder)."""
+    patterns = [glob.rstrip("/") for glob in globs if glob.strip("/")]
+    if not patterns:
+        return None
+    return re.compile("|".join(f"(?:{translate(pattern)})" for pattern in patterns))
 
 
 def for_tree(root: Path) -> Areas:
