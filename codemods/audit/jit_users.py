@@ -194,8 +194,6 @@ def _references(module: ast.Module, data: bytes, name: str) -> list[tuple[ast.AS
     return found
 
 
-# The walks below are module functions, not nested ones: a nested function that calls itself is a reference
-# cycle, which would keep the tree it walked in memory until the collector's next full pass (tests/audit/test_no_cycles.py).
 def _visit_references(node: ast.AST, name: str, lines: list[int], stack: list[ast.AST], found: list) -> None:
     for child in ast.iter_child_nodes(node):
         if isinstance(child, ast.Name):

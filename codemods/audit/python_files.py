@@ -80,8 +80,7 @@ def _jit_names(text: PythonText, tree: ast.Module) -> set[str]:
 
 
 def _functions_in(body: list, text: PythonText, functions: list[tuple[int, int, str]]) -> None:
-    """The functions defined in the statements, nested ones too: (start, end, name). A module function, as every
-    walk that calls itself is here: a nested one would be a reference cycle holding the tree (test_no_cycles)."""
+    """The functions defined in the statements, nested ones too: (start, end, name)."""
     for stmt in body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions.append((*text.span(stmt), stmt.name))

@@ -93,8 +93,7 @@ def _walk(
     shape: Structure, target: Arch, wanted: Callable[[tuple[Hit, ...]], list[Hit]], branch: Branch,
     guard: Branch | None, undecided: bool, sure: list[tuple[Hit, Branch | None]], unsure: list[tuple[Hit, Branch]],
 ) -> None:
-    """`compiled`'s walk of a branch and the branches in it. A module function, as every walk that calls itself
-    is here: a nested one would be a reference cycle holding the file's structure (tests/audit/test_no_cycles.py)."""
+    """`compiled`'s walk of a branch and the branches in it."""
     taken = shape.taken(branch, target)
     if taken is False or _switched(shape, branch):
         return

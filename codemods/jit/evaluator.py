@@ -284,8 +284,7 @@ class Evaluator:
         return out
 
     def _generate(self, node, index: int, inner: dict, module: Module, out: list) -> None:
-        """The items of a comprehension from its `index`th generator on, into `out`. A method, as every walk that
-        calls itself is here: a nested function would be a reference cycle holding the tree (test_no_cycles)."""
+        """The items of a comprehension from its `index`th generator on, into `out`."""
         if index == len(node.generators):
             if isinstance(node, ast.DictComp):
                 out.append((self.eval(node.key, inner, module), self.eval(node.value, inner, module)))

@@ -2,9 +2,9 @@
 
 The scan runs with the collector's passes far apart (codemods/cli sets the thresholds): a parsed module
 reachable only from a cycle (a nested function that calls itself keeps its closure, and with it whatever
-the closure holds) would stay in memory until a full pass, and every pass would walk it. So each reader
-breaks such cycles when it returns, and these scans, run with the collector off, leave no `ast` node,
-source text or tree index behind them for it to find.
+the closure holds) would stay in memory until a full pass, and every pass would walk it. So no walk that
+calls itself is a nested function (tests/test_package_shape.py), and these scans, run with the collector
+off, leave no `ast` node, source text or tree index behind them for it to find.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 from test_jit_users import SM121, moe_tree
-from test_map_callers import SM110, _decode, _tree
+from test_map_callers import SM110, _tree
+from test_parallel import MAP_FILES
 
 from codemods.audit.scan import scan
 from codemods.core.arch import Arch
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-MAP_FILES = {"flashinfer/jit/__init__.py": "", "csrc/empty.cu": "", **_decode('_get_max_tmem_alloc_cols("sm_100")')}
 HELD = ("PythonText", "TreeIndex", "Pruned", "Lines")  # what a reader's closure holds a tree through
 
 

@@ -76,8 +76,7 @@ def _cut(
     body: list, in_function: bool, text: PythonText, wanted: Callable[[bytes, ast.stmt, bool], bool],
     whole: Callable[[bytes], object] | None, cuts: list[tuple[int, int]],
 ) -> None:
-    """The runs of unwanted statements in `body` (Pruned), nested bodies too. A module function, as every walk that
-    calls itself is here: a nested one would be a reference cycle holding the tree (tests/audit/test_no_cycles.py)."""
+    """The runs of unwanted statements in `body` (Pruned), nested bodies too."""
     run: list[int] | None = None
     for stmt in body:
         start, end = text.span(stmt)

@@ -377,9 +377,7 @@ def _find(
 
 
 def _visit(node: ast.AST, depth: int, where: tuple[str, bool], assigned: frozenset[str], examine: Callable) -> None:
-    """`_find`'s whole walk: `examine` at every node, with the function it is in and the names its value is assigned to.
-    A module function, as every walk that calls itself is here: a nested one would be a reference cycle holding the
-    tree (tests/audit/test_no_cycles.py)."""
+    """`_find`'s whole walk: `examine` at every node, with the function it is in and the names its value is assigned to."""
     if depth > MAX_DEPTH:  # what libcst cannot read, `widen` could not edit: refused here already
         raise nested_too_deeply(getattr(node, "lineno", None))
     examine(node, where, assigned)
@@ -557,8 +555,7 @@ def _spanning(
     found: list[tuple[ast.expr, ast.stmt | None]],
 ) -> None:
     """`_locate`'s walk of the nodes on lines `first`..`last`: into `found`, the first node that `spans`, replaced by a
-    list, tuple or set that does, where the walk stops. A module function, as every walk that calls itself is here:
-    a nested one would be a reference cycle holding the tree (tests/audit/test_no_cycles.py)."""
+    list, tuple or set that does, where the walk stops."""
     for child in ast.iter_child_nodes(node):
         if found and isinstance(found[0][0], (ast.List, ast.Tuple, ast.Set)):
             return

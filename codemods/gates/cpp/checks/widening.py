@@ -74,9 +74,7 @@ def _chain_terms(
     """The equality terms of `a == 1 || a == 2` (one variable, known meaning) and the chain's `||` spelling;
     with `joiner="&&"` and `op="!="`, the terms of a negated chain `a != 1 && a != 2`."""
     terms: list[tree_sitter.Node] = []
-    spellings: list[str] = []
-    _chain_walk(node, joiner, terms, spellings)
-    spelling = spellings[-1] if spellings else joiner
+    spelling = _chain_walk(node, joiner, terms) or joiner
     if len(terms) == 1:  # a lone `(sm == 89)` gains its terms inside the author's parentheses
         terms = [syntax.unparenthesized(terms[0])]
     read = [read_atom(syntax.unparenthesized(term), names) for term in terms]
@@ -88,17 +86,17 @@ def _chain_terms(
     return terms, atoms, spelling
 
 
-def _chain_walk(current: tree_sitter.Node, joiner: str, terms: list[tree_sitter.Node], spellings: list[str]) -> None:
-    """`_chain_terms`' walk: the terms of the `joiner` chain in order, and each `joiner` as spelled. A module
-    function, as every walk that calls itself is here: a nested one would be a reference cycle holding the
-    syntax tree (tests/audit/test_no_cycles.py)."""
+def _chain_walk(current: tree_sitter.Node, joiner: str, terms: list[tree_sitter.Node]) -> str | None:
+    """`_chain_terms`' walk: the terms of the `joiner` chain into `terms`, in order; the spelling of the chain's last
+    `joiner` in the walk's order (None: no `joiner`, one term)."""
     inner = syntax.unparenthesized(current)
-    if logical_op(inner) == joiner:
-        spellings.append((syntax.field(inner, "operator").text or joiner.encode()).decode())
-        _chain_walk(syntax.field(inner, "left"), joiner, terms, spellings)
-        _chain_walk(syntax.field(inner, "right"), joiner, terms, spellings)
-        return
-    terms.append(current)
+    if logical_op(inner) != joiner:
+        terms.append(current)
+        return None
+    own = (syntax.field(inner, "operator").text or joiner.encode()).decode()
+    left = _chain_walk(syntax.field(inner, "left"), joiner, terms)
+    right = _chain_walk(syntax.field(inner, "right"), joiner, terms)
+    return right or left or own
 
 
 def _new_terms(text: str, terms, atoms: list[Atom], values: list[int]) -> list[tuple[int, str]]:
